@@ -1,0 +1,169 @@
+package locking
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// Options are the settings both Locker implementations share. The zero
+// value means the defaults: the host name, SystemClock(0), slog.Default().
+type Options struct {
+	// Replica names this process in lock values, so a loser can report who
+	// holds a key.
+	Replica string
+	// Clock measures validity and drives the watchdog.
+	Clock Clock
+	// Logger receives the few lines the lock layer writes itself (node state
+	// changes); it never receives secrets.
+	Logger *slog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.Replica == "" {
+		o.Replica, _ = os.Hostname()
+	}
+	if o.Clock == nil {
+		o.Clock = SystemClock(0)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}
+
+// releaseTimeout bounds a Release or MarkDone, which runs on a context
+// detached from the (often already canceled) caller's context.
+const releaseTimeout = 5 * time.Second
+
+// Drift is the allowance for clock drift between this process and the
+// lock stores that Acquire and Extend subtract from a lease's TTL:
+// ttl/100 + 2ms, as in the Redlock paper.
+func Drift(ttl time.Duration) time.Duration { return ttl/100 + 2*time.Millisecond }
+
+// locker is the front end shared by Redlock and Local: it makes values,
+// computes validity and hands out Leases; the backend does the storage.
+type locker struct {
+	b      backend
+	opt    Options
+	closed atomic.Bool
+}
+
+func newLocker(b backend, opt Options) *locker {
+	return &locker{b: b, opt: opt.withDefaults()}
+}
+
+func (l *locker) Acquire(ctx context.Context, key Key, ttl time.Duration) (*Lease, error) {
+	if ttl <= Drift(ttl) {
+		return nil, fmt.Errorf("locking: acquire %s: ttl %v is too short", key, ttl)
+	}
+	if l.closed.Load() {
+		return nil, ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	value := newToken() + "|" + l.opt.Replica
+	start := l.opt.Clock.Now()
+	token, err := l.b.acquire(ctx, key, value, ttl)
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, ctxErr
+		}
+		return nil, err
+	}
+	validUntil := start.Add(ttl - Drift(ttl))
+	if !l.opt.Clock.Now().Before(validUntil) {
+		// The acquisition took longer than the lease lasts: nothing is held
+		// any more that could be relied on. Undo and report.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+		_ = l.b.release(rctx, key, value, "", 0)
+		cancel()
+		return nil, fmt.Errorf("%w: %s: validity used up during acquisition", ErrNotAcquired, key)
+	}
+	return newLease(l, key, value, token, ttl, validUntil), nil
+}
+
+func (l *locker) AdvanceRecord(ctx context.Context, key Key, v int64) error {
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	return ctxOr(ctx, l.b.advanceRecord(ctx, key, v))
+}
+
+func (l *locker) ReadRecord(ctx context.Context, key Key) (int64, error) {
+	if l.closed.Load() {
+		return 0, ErrClosed
+	}
+	v, err := l.b.readRecord(ctx, key)
+	return v, ctxOr(ctx, err)
+}
+
+func (l *locker) Ping(ctx context.Context) ([]NodeStatus, error) {
+	if l.closed.Load() {
+		return nil, ErrClosed
+	}
+	st, err := l.b.ping(ctx)
+	return st, ctxOr(ctx, err)
+}
+
+func (l *locker) Mode() string { return l.b.mode() }
+
+func (l *locker) Close() error {
+	if l.closed.Swap(true) {
+		return nil
+	}
+	return l.b.close()
+}
+
+// ctxOr returns ctx.Err() in place of err when ctx has ended, so callers
+// see cancellation as cancellation and not as a generic failure.
+func ctxOr(ctx context.Context, err error) error {
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return ctxErr
+		}
+	}
+	return err
+}
+
+// newToken returns 128 random bits as 32 hex characters.
+func newToken() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("locking: crypto/rand failed: " + err.Error()) // never happens on Linux
+	}
+	return hex.EncodeToString(b[:])
+}
+
+const donePrefix = "done|"
+
+// doneValue is the value of a done marker left by MarkDone.
+func doneValue(replica, note string) string { return donePrefix + replica + "|" + note }
+
+// parseHeld turns the value found in a key into the error Acquire reports:
+// "<token>|<replica>" for a held key, "done|<replica>|<note>" for a done
+// marker. Unknown formats give a HeldError with no holder.
+func parseHeld(key Key, value string) *HeldError {
+	e := &HeldError{Key: key}
+	if rest, ok := strings.CutPrefix(value, donePrefix); ok {
+		e.Done = true
+		e.Holder, e.Note, _ = strings.Cut(rest, "|")
+		return e
+	}
+	if _, holder, ok := strings.Cut(value, "|"); ok {
+		e.Holder = holder
+	}
+	return e
+}
+
+// errLeaseEnded is the cause of a kept context once its lease was released
+// or marked done by its owner.
+var errLeaseEnded = errors.New("locking: lease released")

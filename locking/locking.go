@@ -1,0 +1,164 @@
+package locking
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Sentinel errors. Test with errors.Is.
+var (
+	// ErrNotAcquired reports that the key is held by someone else (or is a
+	// done marker). Acquire wraps it in a *HeldError that names the holder.
+	ErrNotAcquired = errors.New("locking: not acquired")
+	// ErrLockLost is the cause of a kept lease's context once the watchdog
+	// could not renew the lease on a majority before it expired.
+	ErrLockLost = errors.New("locking: lock lost")
+	// ErrNoQuorum reports that fewer than a majority of nodes answered.
+	// Acquire, Extend, Release and the record operations return a
+	// *QuorumError that matches it.
+	ErrNoQuorum = errors.New("locking: no quorum")
+	// ErrClosed is returned by a Locker after Close.
+	ErrClosed = errors.New("locking: locker closed")
+)
+
+// Key names one lock. Family groups the keys whose fencing tokens must be
+// ordered together (one family per job); it becomes the Redis hash tag, so
+// every key of a family lives in one cluster slot:
+//
+//	<prefix>:{<family>}:<name>
+type Key struct {
+	Family string
+	Name   string
+}
+
+func (k Key) String() string { return k.Family + ":" + k.Name }
+
+// HeldError is returned by Acquire when the key is held by another lease or
+// is a done marker. errors.Is(err, ErrNotAcquired) holds.
+type HeldError struct {
+	Key    Key
+	Holder string // replica name read from the value, "" when unknown
+	Done   bool   // the key is a done marker left by MarkDone
+	Note   string // the done marker's note (e.g. "succeeded", "overlap")
+}
+
+func (e *HeldError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "locking: %s not acquired", e.Key)
+	if e.Done {
+		b.WriteString(": done")
+		if e.Note != "" {
+			b.WriteString(" (" + e.Note + ")")
+		}
+	} else {
+		b.WriteString(": held")
+	}
+	if e.Holder != "" {
+		b.WriteString(" by " + e.Holder)
+	}
+	return b.String()
+}
+
+func (e *HeldError) Is(target error) bool { return target == ErrNotAcquired }
+
+// QuorumError reports that an operation reached fewer than Need nodes.
+// Err joins (errors.Join) one *NodeError per node that failed.
+// errors.Is(err, ErrNoQuorum) holds.
+type QuorumError struct {
+	Op   string // "acquire", "extend", "release", "record", "ping"
+	Key  Key
+	Need int
+	Got  int
+	Err  error
+}
+
+func (e *QuorumError) Error() string {
+	s := fmt.Sprintf("locking: %s %s: quorum not reached (%d of %d needed)", e.Op, e.Key, e.Got, e.Need)
+	if e.Err != nil {
+		s += ": " + strings.ReplaceAll(e.Err.Error(), "\n", "; ")
+	}
+	return s
+}
+
+func (e *QuorumError) Is(target error) bool { return target == ErrNoQuorum }
+func (e *QuorumError) Unwrap() error        { return e.Err }
+
+// NodeError is one node's failure inside a QuorumError.
+type NodeError struct {
+	Addr string
+	Err  error
+}
+
+func (e *NodeError) Error() string { return "node " + e.Addr + ": " + e.Err.Error() }
+func (e *NodeError) Unwrap() error { return e.Err }
+
+// NodeStatus is one node's answer to a Ping.
+type NodeStatus struct {
+	Addr string
+	Up   bool
+	Err  error
+}
+
+// Locker hands out leases. Implementations: Redlock (N independent Redis
+// nodes) and Local (in-process, one replica). Both pass the conformance
+// suite in locking/lockingtest. A Locker is safe for concurrent use.
+type Locker interface {
+	// Acquire tries once to take key for ttl. On success the lease carries a
+	// fencing token greater than that of every lease acquired before in the
+	// same family. It fails with a *HeldError (errors.Is ErrNotAcquired) when
+	// the key is held or is a done marker, a *QuorumError when a majority could
+	// not be reached, or ctx.Err() when ctx ends first. A failed attempt leaves
+	// nothing behind on the nodes it touched.
+	Acquire(ctx context.Context, key Key, ttl time.Duration) (*Lease, error)
+
+	// AdvanceRecord raises the family's named record to at least v (max-assign)
+	// on a majority. Records outlive leases (they have no TTL).
+	AdvanceRecord(ctx context.Context, key Key, v int64) error
+	// ReadRecord returns the largest value of the record seen on a majority
+	// (0 when never written).
+	ReadRecord(ctx context.Context, key Key) (int64, error)
+
+	// Ping checks every node; it returns nil when a majority answered within
+	// the op timeout. The slice has one entry per node, in configuration order.
+	Ping(ctx context.Context) ([]NodeStatus, error)
+
+	// Mode describes the locker for logs: "local" or "redlock(3 nodes)".
+	Mode() string
+
+	// Close releases the connections. Leases still held are not released.
+	Close() error
+}
+
+// Timer is the part of *time.Timer the package uses, so a fake clock can
+// provide its own.
+type Timer interface {
+	C() <-chan time.Time
+	Stop() bool
+	Reset(d time.Duration) bool
+}
+
+// Clock is the source of time for the scheduler and the lock layer.
+type Clock interface {
+	Now() time.Time
+	NewTimer(d time.Duration) Timer
+}
+
+// SystemClock is the real clock shifted by offset (SLOTLOCK_CLOCK_OFFSET).
+// Durations measured with it stay monotonic.
+func SystemClock(offset time.Duration) Clock { return systemClock{offset} }
+
+type systemClock struct{ offset time.Duration }
+
+func (c systemClock) Now() time.Time { return time.Now().Add(c.offset) }
+func (c systemClock) NewTimer(d time.Duration) Timer {
+	return realTimer{time.NewTimer(d)}
+}
+
+type realTimer struct{ t *time.Timer }
+
+func (t realTimer) C() <-chan time.Time        { return t.t.C }
+func (t realTimer) Stop() bool                 { return t.t.Stop() }
+func (t realTimer) Reset(d time.Duration) bool { return t.t.Reset(d) }
