@@ -1,0 +1,467 @@
+package e2e
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+)
+
+// JobExpect is what the checker knows of one job: its schedule (parsed here
+// with robfig/cron, independently of slotlock's own scheduler) and whether
+// it forbids overlapping runs.
+type JobExpect struct {
+	Name     string
+	Schedule string // 6 fields with seconds, evaluated in UTC
+	Forbid   bool   // overlap: forbid
+}
+
+// Window is a span of slot times in which a fault makes a miss legitimate:
+// slots in it may have no run, and need not be explained by the logs.
+// Duplicates, overlaps and token order are checked everywhere.
+type Window struct {
+	From, To time.Time
+	Why      string
+}
+
+func (w Window) contains(t time.Time) bool { return !t.Before(w.From) && !t.After(w.To) }
+
+// Freeze records that a replica's whole process tree was stopped (SIGSTOP)
+// from From to To (SIGCONT).
+type Freeze struct {
+	Replica  string
+	From, To time.Time
+}
+
+// Kill records that a replica's process tree was killed with SIGKILL: its
+// runs without an end line ended then.
+type Kill struct {
+	Replica string
+	At      time.Time
+}
+
+// Input is one scenario's observations and declarations.
+type Input struct {
+	Jobs []JobExpect
+	// From and To bound the expected slots (inclusive): every slot of every
+	// job in [From, To] must run exactly once, unless a Legit window
+	// contains it or, for a forbid job, a run was going on (skip "overlap").
+	From, To time.Time
+	Legit    []Window
+	Freezes  []Freeze
+	Kills    []Kill
+	Runs     []Run
+	Events   []Event
+	// Skew is the largest clock difference between replicas (the
+	// configured lock.max_clock_skew); it is the tolerance for matching an
+	// "overlap" skip with the run that caused it.
+	Skew time.Duration
+	// CancelWithin bounds how long after a frozen replica wakes its stale
+	// run may go on; an overlap past it is not excused. Default 2s.
+	CancelWithin time.Duration
+	// Now ends the observation: a run without an end line that was not
+	// killed counts as running until Now.
+	Now time.Time
+}
+
+// Report is the checker's verdict on one scenario.
+type Report struct {
+	Slots            int // expected slots in [From, To], all jobs
+	Runs             int // runs in the ledger (distinct run ids), all slots
+	Ran              int // expected slots that ran
+	OverlapSkipped   int // expected slots of forbid jobs skipped while a run went on
+	Duplicates       int // extra runs of one slot
+	Misses           int // expected slots without a run, outside legit windows
+	MissesExcused    int // expected slots without a run inside legit windows
+	Overlaps         int // pairs of intersecting runs of a forbid job, not excused
+	ExcusedOverlaps  int // overlaps of a frozen replica's stale run (the later run has the higher token, stale run ended soon after waking)
+	TokenViolations  int // runs of a job, ordered by start, whose tokens do not strictly increase
+	Unexplained      int // expected slots no log line accounts for, outside legit windows
+	UnexplainedInGap int // the same inside legit windows (informational)
+	LogMismatches    int // ledger runs without a matching run.started line (replica, run id, token, slot)
+	Problems         []string
+	Excused          []string // the excused overlaps, for the scenario to inspect
+}
+
+const maxProblems = 60
+
+func (r *Report) problem(format string, args ...any) {
+	if len(r.Problems) < maxProblems {
+		r.Problems = append(r.Problems, fmt.Sprintf(format, args...))
+	} else if len(r.Problems) == maxProblems {
+		r.Problems = append(r.Problems, "... more problems not shown")
+	}
+}
+
+// Failures counts every finding that fails a scenario.
+func (r Report) Failures() int {
+	return r.Duplicates + r.Misses + r.Overlaps + r.TokenViolations + r.Unexplained + r.LogMismatches
+}
+
+// Err returns nil when the scenario holds, or an error listing the counts
+// and the evidence.
+func (r Report) Err() error {
+	if r.Failures() == 0 {
+		return nil
+	}
+	return errors.New(r.String() + "\n  " + strings.Join(r.Problems, "\n  "))
+}
+
+func (r Report) String() string {
+	return fmt.Sprintf("slots=%d ran=%d overlap_skipped=%d runs=%d duplicates=%d misses=%d (excused %d) overlaps=%d (excused %d) token_violations=%d unexplained=%d (in fault windows %d) log_mismatches=%d",
+		r.Slots, r.Ran, r.OverlapSkipped, r.Runs, r.Duplicates, r.Misses, r.MissesExcused, r.Overlaps, r.ExcusedOverlaps,
+		r.TokenViolations, r.Unexplained, r.UnexplainedInGap, r.LogMismatches)
+}
+
+// Add sums two reports (for a soak's total).
+func (r *Report) Add(o Report) {
+	r.Slots += o.Slots
+	r.Runs += o.Runs
+	r.Ran += o.Ran
+	r.OverlapSkipped += o.OverlapSkipped
+	r.Duplicates += o.Duplicates
+	r.Misses += o.Misses
+	r.MissesExcused += o.MissesExcused
+	r.Overlaps += o.Overlaps
+	r.ExcusedOverlaps += o.ExcusedOverlaps
+	r.TokenViolations += o.TokenViolations
+	r.Unexplained += o.Unexplained
+	r.UnexplainedInGap += o.UnexplainedInGap
+	r.LogMismatches += o.LogMismatches
+	for _, p := range o.Problems {
+		if len(r.Problems) <= maxProblems {
+			r.Problems = append(r.Problems, p)
+		}
+	}
+}
+
+var cronParser = cron.NewParser(cron.Second | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// ExpectedSlots returns the slots of a 6-field UTC schedule in [from, to].
+func ExpectedSlots(spec string, from, to time.Time) ([]time.Time, error) {
+	s, err := cronParser.Parse("CRON_TZ=UTC " + spec)
+	if err != nil {
+		return nil, fmt.Errorf("e2e: schedule %q: %w", spec, err)
+	}
+	var out []time.Time
+	for t := s.Next(from.Add(-time.Nanosecond)); !t.After(to); t = s.Next(t) {
+		out = append(out, t.UTC())
+	}
+	return out, nil
+}
+
+type slotKey struct {
+	job  string
+	slot int64 // unix seconds
+}
+
+func keyOf(job string, t time.Time) slotKey { return slotKey{job, t.Unix()} }
+
+// Check judges one scenario. It never looks at slotlock's code: only at the
+// ledger the jobs wrote, the replicas' audit logs, and what the harness
+// declares it did.
+func Check(in Input) Report {
+	if in.CancelWithin == 0 {
+		in.CancelWithin = 2 * time.Second
+	}
+	if in.Now.IsZero() {
+		in.Now = time.Now()
+	}
+	var r Report
+	r.Runs = len(in.Runs)
+
+	inLegit := func(t time.Time) bool {
+		for _, w := range in.Legit {
+			if w.contains(t) {
+				return true
+			}
+		}
+		return false
+	}
+	end := func(run Run) time.Time { return runEnd(run, in.Kills, in.Now) }
+
+	// Runs by slot, duplicates.
+	bySlot := map[slotKey][]Run{}
+	byJob := map[string][]Run{}
+	for _, run := range in.Runs {
+		byJob[run.Job] = append(byJob[run.Job], run)
+		if run.Inconsistent != "" {
+			r.TokenViolations++
+			r.problem("inconsistent attempts: %s", run.Inconsistent)
+		}
+		if run.FirstAttempts > 1 {
+			r.Duplicates += run.FirstAttempts - 1
+			r.problem("duplicate: run %s of %s slot %s started attempt 1 %d times", run.RunID, run.Job, slotString(run), run.FirstAttempts)
+		}
+		if !run.Manual {
+			k := keyOf(run.Job, run.Slot)
+			bySlot[k] = append(bySlot[k], run)
+		}
+	}
+	keys := make([]slotKey, 0, len(bySlot))
+	for k := range bySlot {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].job != keys[j].job {
+			return keys[i].job < keys[j].job
+		}
+		return keys[i].slot < keys[j].slot
+	})
+	for _, k := range keys {
+		runs := bySlot[k]
+		if len(runs) > 1 {
+			r.Duplicates += len(runs) - 1
+			var ev []string
+			for _, run := range runs {
+				ev = append(ev, fmt.Sprintf("%s token=%d run_id=%s start=%s", run.Replica, run.Token, run.RunID, stamp(run.Start)))
+			}
+			r.problem("duplicate: %s slot %s ran %d times: %s", k.job, time.Unix(k.slot, 0).UTC().Format(time.RFC3339), len(runs), strings.Join(ev, "; "))
+		}
+	}
+
+	// Events by slot; run.started by run id.
+	evBySlot := map[slotKey][]Event{}
+	started := map[string][]Event{}
+	for _, e := range in.Events {
+		if e.Job == "" || e.Slot == "" || e.Slot == "manual" {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339, e.Slot)
+		if err != nil {
+			r.LogMismatches++
+			r.problem("log line with a bad slot %q: %s %s", e.Slot, e.Replica, e.Event)
+			continue
+		}
+		evBySlot[keyOf(e.Job, t)] = append(evBySlot[keyOf(e.Job, t)], e)
+		if e.Event == "run.started" {
+			started[e.Job+"\x00"+e.RunID] = append(started[e.Job+"\x00"+e.RunID], e)
+		}
+	}
+	for _, run := range in.Runs {
+		if run.Manual {
+			continue
+		}
+		ok := false
+		for _, e := range started[run.Job+"\x00"+run.RunID] {
+			if e.Replica == run.Replica && e.Token == run.Token && e.Slot == run.Slot.Format(time.RFC3339) {
+				ok = true
+			}
+		}
+		if !ok {
+			r.LogMismatches++
+			r.problem("log mismatch: ledger run %s of %s slot %s on %s token %d has no run.started line with that replica, token and slot",
+				run.RunID, run.Job, slotString(run), run.Replica, run.Token)
+		}
+	}
+
+	// Expected slots: ran, overlap-skipped, excused, or missed; explained.
+	for _, j := range in.Jobs {
+		slots, err := ExpectedSlots(j.Schedule, in.From, in.To)
+		if err != nil {
+			r.Misses++
+			r.problem("%v", err)
+			continue
+		}
+		for _, s := range slots {
+			r.Slots++
+			k := keyOf(j.Name, s)
+			evs := evBySlot[k]
+			legit := inLegit(s)
+			explained := false
+			for _, e := range evs {
+				switch {
+				case e.Event == "run.started":
+					explained = true
+				case e.Event == "slot.skipped" && (e.Reason == "overlap" || e.Reason == "late" || e.Reason == "no_quorum"):
+					explained = true
+				case e.Event == "slot.acquired" && legit:
+					// Won by a replica that a fault then stopped.
+					explained = true
+				}
+			}
+			if !explained {
+				if legit {
+					r.UnexplainedInGap++
+				} else {
+					r.Unexplained++
+					r.problem("unexplained: %s slot %s: no run.started and no slot.skipped overlap/late/no_quorum; log: %s",
+						j.Name, s.Format(time.RFC3339), describe(evs))
+				}
+			}
+			if len(bySlot[k]) > 0 {
+				r.Ran++
+				continue
+			}
+			if legit {
+				r.MissesExcused++
+				continue
+			}
+			if j.Forbid && overlapSkipJustified(evs, byJob[j.Name], s, in.Skew, end) {
+				r.OverlapSkipped++
+				continue
+			}
+			r.Misses++
+			r.problem("miss: %s slot %s did not run; log: %s", j.Name, s.Format(time.RFC3339), describe(evs))
+		}
+	}
+
+	// Tokens: per job, runs ordered by start must have strictly
+	// increasing tokens.
+	jobs := make([]string, 0, len(byJob))
+	for j := range byJob {
+		jobs = append(jobs, j)
+	}
+	sort.Strings(jobs)
+	forbid := map[string]bool{}
+	for _, j := range in.Jobs {
+		forbid[j.Name] = j.Forbid
+	}
+	for _, job := range jobs {
+		runs := byJob[job] // sorted by start (ParseLedger); keep it so
+		sort.SliceStable(runs, func(a, b int) bool { return runs[a].Start.Before(runs[b].Start) })
+		for i := 1; i < len(runs); i++ {
+			a, b := runs[i-1], runs[i]
+			if b.Token <= a.Token {
+				r.TokenViolations++
+				r.problem("token order: %s run %s (%s, slot %s, start %s) token %d after run %s (%s, slot %s, start %s) token %d",
+					job, b.RunID, b.Replica, slotString(b), stamp(b.Start), b.Token,
+					a.RunID, a.Replica, slotString(a), stamp(a.Start), a.Token)
+			}
+		}
+		// Overlaps: any two intersecting runs of a forbid job.
+		if !forbid[job] {
+			continue
+		}
+		for i := range runs {
+			ea := end(runs[i])
+			for k := i + 1; k < len(runs); k++ {
+				a, b := runs[i], runs[k]
+				if !b.Start.Before(ea) { // b starts after a ended
+					continue
+				}
+				if why, ok := excusedOverlap(a, ea, b, in.Freezes, in.CancelWithin); ok {
+					r.ExcusedOverlaps++
+					r.Excused = append(r.Excused, fmt.Sprintf("%s: run %s (%s, token %d) overlapped run %s (%s, token %d): %s",
+						job, a.RunID, a.Replica, a.Token, b.RunID, b.Replica, b.Token, why))
+					continue
+				}
+				r.Overlaps++
+				r.problem("overlap: %s run %s (%s, slot %s, token %d, %s..%s) and run %s (%s, slot %s, token %d, start %s)",
+					job, a.RunID, a.Replica, slotString(a), a.Token, stamp(a.Start), endString(a, ea),
+					b.RunID, b.Replica, slotString(b), b.Token, stamp(b.Start))
+			}
+		}
+	}
+	return r
+}
+
+// runEnd is a run's end line, else the first kill of its replica after it
+// started, else now.
+func runEnd(run Run, kills []Kill, now time.Time) time.Time {
+	if !run.End.IsZero() {
+		return run.End
+	}
+	best := now
+	for _, k := range kills {
+		if k.Replica == run.Replica && !k.At.Before(run.Start) && k.At.Before(best) {
+			best = k.At
+		}
+	}
+	return best
+}
+
+// excusedOverlap: the earlier run a belongs to a replica that was frozen
+// while a ran and before b started (so a's lease could expire), b has the
+// higher token, and a ended within cancelWithin of the replica waking.
+func excusedOverlap(a Run, ea time.Time, b Run, freezes []Freeze, cancelWithin time.Duration) (string, bool) {
+	if b.Token <= a.Token {
+		return "", false
+	}
+	for _, f := range freezes {
+		if f.Replica != a.Replica {
+			continue
+		}
+		if f.From.Before(a.Start) || f.From.After(b.Start) || f.From.After(ea) {
+			continue
+		}
+		if ea.After(f.To.Add(cancelWithin)) {
+			continue
+		}
+		return fmt.Sprintf("%s frozen %s..%s", f.Replica, stamp(f.From), stamp(f.To)), true
+	}
+	return "", false
+}
+
+// overlapSkipJustified: some replica skipped the slot with reason overlap,
+// and a run of the job was going on around the slot's time (within skew
+// and half a second, for process start and lease release).
+func overlapSkipJustified(evs []Event, runs []Run, slot time.Time, skew time.Duration, end func(Run) time.Time) bool {
+	skipped := false
+	for _, e := range evs {
+		if e.Event == "slot.skipped" && e.Reason == "overlap" {
+			skipped = true
+		}
+	}
+	if !skipped {
+		return false
+	}
+	tol := skew + 500*time.Millisecond
+	for _, run := range runs {
+		if !run.Start.After(slot.Add(tol)) && !end(run).Before(slot.Add(-tol)) {
+			return true
+		}
+	}
+	return false
+}
+
+// RunsStartedIn returns the runs whose first start lies in [from, to].
+func RunsStartedIn(runs []Run, from, to time.Time) []Run {
+	var out []Run
+	for _, r := range runs {
+		if !r.Start.Before(from) && !r.Start.After(to) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func describe(evs []Event) string {
+	if len(evs) == 0 {
+		return "(nothing)"
+	}
+	var parts []string
+	for _, e := range evs {
+		s := e.Replica + " " + e.Event
+		if e.Reason != "" {
+			s += " reason=" + e.Reason
+		}
+		if e.Holder != "" {
+			s += " holder=" + e.Holder
+		}
+		if e.Error != "" {
+			s += " error=" + e.Error
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, "; ")
+}
+
+func slotString(r Run) string {
+	if r.Manual {
+		return "manual"
+	}
+	return r.Slot.Format(time.RFC3339)
+}
+
+func stamp(t time.Time) string { return t.UTC().Format("15:04:05.000") }
+
+func endString(r Run, e time.Time) string {
+	if r.End.IsZero() {
+		return stamp(e) + "(no end line)"
+	}
+	return stamp(e)
+}

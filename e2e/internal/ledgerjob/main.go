@@ -1,0 +1,128 @@
+// Command ledgerjob is the job the e2e suite runs through slotlock's exec
+// plugin. It appends one JSON line when it starts and one when it ends to a
+// ledger file, each with a single O_APPEND write under flock, so lines from
+// concurrent runs on several replicas never interleave:
+//
+//	ledgerjob LEDGER SLEEP [EXIT]
+//
+// The start line carries what the job received from slotlock
+// (SLOTLOCK_JOB, _SLOT, _REPLICA, _FENCING_TOKEN, _RUN_ID, _ATTEMPT) and the
+// wall-clock time; the end line repeats them with the outcome: "ok" after
+// SLEEP, "failed" when EXIT is non-zero, "canceled" on SIGTERM/SIGINT (the
+// exec plugin's cancel). A SIGKILL leaves no end line; the suite knows when
+// it killed a replica.
+//
+// The process asks the kernel to SIGKILL it when its parent dies, so a
+// replica killed with SIGKILL takes its job with it, as in a container.
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// Line is one ledger line. The e2e package parses the same fields.
+type Line struct {
+	Ev      string `json:"ev"` // start | end
+	Job     string `json:"job"`
+	Slot    string `json:"slot"`
+	Replica string `json:"replica"`
+	Token   string `json:"token"`
+	RunID   string `json:"run_id"`
+	Attempt string `json:"attempt"`
+	PID     int    `json:"pid"`
+	UnixNs  int64  `json:"unix_ns"`
+	Outcome string `json:"outcome,omitempty"` // end only: ok | failed | canceled
+}
+
+func main() {
+	if len(os.Args) < 3 {
+		fmt.Fprintln(os.Stderr, "usage: ledgerjob LEDGER SLEEP [EXIT]")
+		os.Exit(2)
+	}
+	ppid := os.Getppid()
+	// Die with the parent (the replica), like every process of a killed
+	// container. If the parent is already gone, stop now.
+	_ = setPdeathsig(syscall.SIGKILL)
+	if os.Getppid() != ppid {
+		os.Exit(137)
+	}
+	ledger := os.Args[1]
+	sleep, err := time.ParseDuration(os.Args[2])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ledgerjob:", err)
+		os.Exit(2)
+	}
+	exit := 0
+	if len(os.Args) > 3 {
+		if exit, err = strconv.Atoi(os.Args[3]); err != nil {
+			fmt.Fprintln(os.Stderr, "ledgerjob:", err)
+			os.Exit(2)
+		}
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+
+	l := Line{
+		Job:     os.Getenv("SLOTLOCK_JOB"),
+		Slot:    os.Getenv("SLOTLOCK_SLOT"),
+		Replica: os.Getenv("SLOTLOCK_REPLICA"),
+		Token:   os.Getenv("SLOTLOCK_FENCING_TOKEN"),
+		RunID:   os.Getenv("SLOTLOCK_RUN_ID"),
+		Attempt: os.Getenv("SLOTLOCK_ATTEMPT"),
+		PID:     os.Getpid(),
+	}
+	l.Ev = "start"
+	if err := write(ledger, l); err != nil {
+		fmt.Fprintln(os.Stderr, "ledgerjob:", err)
+		os.Exit(3)
+	}
+	t := time.NewTimer(sleep)
+	code := 0
+	l.Ev, l.Outcome = "end", "ok"
+	select {
+	case <-t.C:
+		if exit != 0 {
+			l.Outcome, code = "failed", exit
+		}
+	case <-sig:
+		l.Outcome, code = "canceled", 143
+	}
+	if err := write(ledger, l); err != nil {
+		fmt.Fprintln(os.Stderr, "ledgerjob:", err)
+		os.Exit(3)
+	}
+	os.Exit(code)
+}
+
+func write(path string, l Line) error {
+	l.UnixNs = time.Now().UnixNano()
+	b, err := json.Marshal(l)
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	return err
+}
+
+func setPdeathsig(sig syscall.Signal) error {
+	_, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, syscall.PR_SET_PDEATHSIG, uintptr(sig), 0)
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
