@@ -1,0 +1,311 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// The exec plugin runs a program directly (no shell) in its own process
+// group.
+//
+//	params:
+//	  command: [argv0, arg1, ...]   # required; no shell, no word splitting
+//	  env: {KEY: value}             # added to the inherited environment
+//	  dir: /path                    # working directory (default: slotlock's)
+//	  kill_grace: 5s                # SIGTERM -> SIGKILL delay on cancel
+//
+// The process sees slotlock's own environment, then params.env, then the
+// run's SLOTLOCK_JOB, SLOTLOCK_SLOT, SLOTLOCK_RUN_ID, SLOTLOCK_REPLICA,
+// SLOTLOCK_FENCING_TOKEN and SLOTLOCK_ATTEMPT (later entries win, so a job
+// cannot fake its fencing token). Stdin is /dev/null.
+//
+// When the run's context ends, the whole process group gets SIGTERM and,
+// if any of it is still alive after kill_grace, SIGKILL. When the command
+// exits by itself, processes it left behind in its group get the same
+// treatment before the run ends, so a run never outlives its lease.
+// Processes that leave the group (setsid, double fork with setpgid) are
+// not tracked.
+//
+// The last 4 KiB of stdout and of stderr are logged in one line (event
+// "exec.output") when the process ends. A non-zero exit fails the run with
+// an error naming the exit code (or the signal) and the last stderr line.
+func init() { Register("exec", newExecJob) }
+
+// ExecTailBytes is how much of the end of stdout and of stderr the exec
+// plugin keeps for its log line.
+const ExecTailBytes = 4096
+
+const defaultKillGrace = 5 * time.Second
+
+type execParams struct {
+	Command   []string          `yaml:"command"`
+	Env       map[string]string `yaml:"env"`
+	Dir       string            `yaml:"dir"`
+	KillGrace time.Duration     `yaml:"kill_grace"`
+}
+
+type execJob struct{ p execParams }
+
+func newExecJob(params map[string]any) (Job, error) {
+	p := execParams{KillGrace: defaultKillGrace}
+	if err := DecodeParams(params, &p); err != nil {
+		return nil, err
+	}
+	var errs []error
+	switch {
+	case len(p.Command) == 0:
+		errs = append(errs, errors.New(`command: required: an argv list such as ["/usr/local/bin/report", "--daily"]`))
+	case p.Command[0] == "":
+		errs = append(errs, errors.New("command[0]: the program must not be empty"))
+	}
+	for k := range p.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			errs = append(errs, fmt.Errorf("env.%s: invalid variable name", k))
+		}
+	}
+	if p.KillGrace < 0 {
+		errs = append(errs, fmt.Errorf("kill_grace: must not be negative, got %s", p.KillGrace))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return &execJob{p: p}, nil
+}
+
+func (j *execJob) env(run Run) []string {
+	env := os.Environ()
+	for k, v := range j.p.Env {
+		env = append(env, k+"="+v)
+	}
+	return append(env,
+		"SLOTLOCK_JOB="+run.Job,
+		"SLOTLOCK_SLOT="+run.SlotString(),
+		"SLOTLOCK_RUN_ID="+run.RunID,
+		"SLOTLOCK_REPLICA="+run.Replica,
+		"SLOTLOCK_FENCING_TOKEN="+strconv.FormatUint(run.FencingToken, 10),
+		"SLOTLOCK_ATTEMPT="+strconv.Itoa(run.Attempt),
+	)
+}
+
+func (j *execJob) Run(ctx context.Context, run Run) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("exec: not started: %w", context.Cause(ctx))
+	}
+	argv0 := j.p.Command[0]
+	cmd := exec.Command(argv0, j.p.Command[1:]...)
+	cmd.Env = j.env(run)
+	cmd.Dir = j.p.Dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+
+	// Own pipes (rather than io.Writers handed to exec) so that Wait
+	// returns when the process exits even if a child still holds the
+	// write ends; the readers are bounded separately below.
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("exec: %w", err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return fmt.Errorf("exec: %w", err)
+	}
+	cmd.Stdout, cmd.Stderr = outW, errW
+	start := time.Now()
+	err = cmd.Start()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		return fmt.Errorf("exec: start %q: %w", argv0, err)
+	}
+	pgid := cmd.Process.Pid
+
+	stdout, stderr := newTailBuffer(ExecTailBytes), newTailBuffer(ExecTailBytes)
+	copied := make(chan struct{}, 2)
+	drain := func(r *os.File, w io.Writer) {
+		io.Copy(w, r)
+		copied <- struct{}{}
+	}
+	go drain(outR, stdout)
+	go drain(errR, stderr)
+
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+
+	var (
+		waitErr error
+		termAt  time.Time // when SIGTERM went to the group; zero if never
+	)
+	select {
+	case waitErr = <-waited:
+	case <-ctx.Done():
+		termAt = time.Now()
+		signalGroup(pgid, syscall.SIGTERM)
+		grace := time.NewTimer(j.p.KillGrace)
+		select {
+		case waitErr = <-waited:
+		case <-grace.C:
+			signalGroup(pgid, syscall.SIGKILL)
+			waitErr = <-waited
+		}
+		grace.Stop()
+	}
+	// The leader is gone; make sure nothing of its group outlives the run.
+	reapGroup(pgid, termAt, j.p.KillGrace)
+
+	// Everything in the group is dead, so the pipes reach EOF unless a
+	// process escaped the group while holding them; do not wait for it.
+	deadline := time.Now().Add(time.Second)
+	outR.SetReadDeadline(deadline)
+	errR.SetReadDeadline(deadline)
+	<-copied
+	<-copied
+	outR.Close()
+	errR.Close()
+	elapsed := time.Since(start)
+
+	code := -1
+	if cmd.ProcessState != nil {
+		code = cmd.ProcessState.ExitCode()
+	}
+	attrs := []any{"event", "exec.output", "command", argv0, "pid", pgid, "exit_code", code,
+		"duration_ms", elapsed.Milliseconds(),
+		"stdout", stdout.String(), "stderr", stderr.String()}
+	if n := stdout.Total(); n > ExecTailBytes {
+		attrs = append(attrs, "stdout_bytes", n)
+	}
+	if n := stderr.Total(); n > ExecTailBytes {
+		attrs = append(attrs, "stderr_bytes", n)
+	}
+
+	var runErr error
+	switch {
+	case !termAt.IsZero():
+		runErr = fmt.Errorf("exec: %q stopped (%s): %w", argv0, describeExit(cmd.ProcessState), context.Cause(ctx))
+	case waitErr != nil:
+		runErr = fmt.Errorf("exec: %q %s%s", argv0, describeExit(cmd.ProcessState), lastLine(stderr.String()))
+		var ee *exec.ExitError
+		if !errors.As(waitErr, &ee) {
+			runErr = fmt.Errorf("exec: %q: %w", argv0, waitErr)
+		}
+	}
+	if runErr != nil {
+		run.Log().WarnContext(ctx, "exec: command failed", attrs...)
+	} else {
+		run.Log().InfoContext(ctx, "exec: command exited", attrs...)
+	}
+	return runErr
+}
+
+// signalGroup sends sig to every process of the group; a group that is
+// already gone is not an error.
+func signalGroup(pgid int, sig syscall.Signal) {
+	if pgid > 0 {
+		_ = syscall.Kill(-pgid, sig)
+	}
+}
+
+// groupAlive reports whether any process (other than a zombie) is left in
+// the process group.
+func groupAlive(pgid int) bool {
+	if err := syscall.Kill(-pgid, 0); err != nil {
+		return !errors.Is(err, syscall.ESRCH)
+	}
+	// kill succeeds on zombies too, which cannot run and will be reaped
+	// by their new parent; treat a group of zombies as gone.
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return true // no /proc: assume alive, the SIGKILL below is safe
+	}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if pg, state, ok := procStat(pid); ok && pg == pgid && state != 'Z' && state != 'X' {
+			return true
+		}
+	}
+	return false
+}
+
+// procStat reads the process group and state of pid from /proc/pid/stat.
+func procStat(pid int) (pgid int, state byte, ok bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	// pid (comm) state ppid pgrp ...; comm may hold spaces and parens.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, 0, false
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 3 {
+		return 0, 0, false
+	}
+	pg, err := strconv.Atoi(f[2])
+	if err != nil {
+		return 0, 0, false
+	}
+	return pg, f[0][0], true
+}
+
+// reapGroup makes sure no process of the group survives: if any is left,
+// it gets SIGTERM (unless it got one at termAt), then SIGKILL once grace
+// has passed since that SIGTERM.
+func reapGroup(pgid int, termAt time.Time, grace time.Duration) {
+	if !groupAlive(pgid) {
+		return
+	}
+	if termAt.IsZero() {
+		termAt = time.Now()
+		signalGroup(pgid, syscall.SIGTERM)
+	}
+	deadline := termAt.Add(grace)
+	for time.Now().Before(deadline) {
+		time.Sleep(min(20*time.Millisecond, time.Until(deadline)))
+		if !groupAlive(pgid) {
+			return
+		}
+	}
+	signalGroup(pgid, syscall.SIGKILL)
+}
+
+func describeExit(ps *os.ProcessState) string {
+	if ps == nil {
+		return "did not exit"
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return "killed by signal " + ws.Signal().String()
+	}
+	return fmt.Sprintf("exited with code %d", ps.ExitCode())
+}
+
+// lastLine returns ": <last non-empty line of s>" (at most 200 bytes), or
+// "" when s is blank.
+func lastLine(s string) string {
+	s = strings.TrimRight(s, "\r\n\t ")
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return ""
+	}
+	if len(s) > 200 {
+		s = s[len(s)-200:]
+	}
+	return ": " + strconv.Quote(s)
+}

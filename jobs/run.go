@@ -1,0 +1,63 @@
+package jobs
+
+import (
+	"context"
+	"log/slog"
+	"time"
+)
+
+// Job is one configured job, built by its plugin's Factory from the job's
+// params. Run is called once per attempt of a slot, possibly concurrently
+// for different slots when the job allows overlap, so implementations must
+// be safe for concurrent use.
+//
+// ctx is canceled when the run must stop: the job's timeout, the loss of its
+// lease or the replica's shutdown. context.Cause(ctx) tells which (for
+// example locking.ErrLockLost or context.DeadlineExceeded). A job should
+// return promptly after ctx is done, with an error wrapping the cause. A
+// nil return means the run succeeded.
+type Job interface {
+	Run(ctx context.Context, run Run) error
+}
+
+// Run describes one attempt of one slot of a job.
+type Run struct {
+	// Job is the job's configured name.
+	Job string
+	// Slot is the nominal time of the slot, in UTC. It is zero when Manual.
+	Slot time.Time
+	// Manual is true for a run started by `slotlock trigger`.
+	Manual bool
+	// RunID identifies the run of a slot; retry attempts share it.
+	RunID string
+	// Replica is the name of the replica running the job.
+	Replica string
+	// FencingToken is strictly greater than the token of every earlier run
+	// of this job. Downstream systems can reject writes carrying a lower
+	// token than one they have already seen.
+	FencingToken uint64
+	// Attempt counts from 1; retries of the same slot increase it.
+	Attempt int
+	// Logger already carries the run's audit fields (job, slot, run_id,
+	// fencing_token, attempt, replica). It may be nil, in which case
+	// plugins fall back to slog.Default().
+	Logger *slog.Logger
+}
+
+// SlotString formats the slot as the contract's SLOTLOCK_SLOT and the log's
+// slot field do: RFC 3339 in UTC with whole seconds
+// ("2026-11-29T10:00:05Z"), or "manual" for a manual run.
+func (r Run) SlotString() string {
+	if r.Manual || r.Slot.IsZero() {
+		return "manual"
+	}
+	return r.Slot.UTC().Truncate(time.Second).Format(time.RFC3339)
+}
+
+// Log returns r.Logger, or slog.Default() when it is nil. It never returns nil.
+func (r Run) Log() *slog.Logger {
+	if r.Logger != nil {
+		return r.Logger
+	}
+	return slog.Default()
+}
