@@ -1,0 +1,403 @@
+package e2e
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// The short-mode scenarios of issue 6. Each runs its own Redis nodes and
+// three `slotlock run` processes for 20-35 s; they run two at a time
+// (t.Parallel under the default -parallel = GOMAXPROCS), the whole set in
+// about two to three minutes on two cores.
+//
+// Every scenario ends with Cluster.Check: SIGTERM to every replica (each
+// must exit 0 within shutdown.grace), then the checker over the ledger and
+// the logs for the scenario's window, failing on any duplicate, miss
+// outside the declared fault windows, overlap, token violation, log
+// mismatch or unexplained slot.
+
+var (
+	tick  = JobDef{Name: "tick", Schedule: "* * * * * *", Sleep: 300 * time.Millisecond}
+	guard = JobDef{Name: "guard", Schedule: "* * * * * *", Sleep: 400 * time.Millisecond, Forbid: true}
+	five  = JobDef{Name: "five", Schedule: "*/5 * * * * *", Sleep: 1500 * time.Millisecond}
+)
+
+func TestScenario(t *testing.T) {
+	requireSuite(t)
+	for _, sc := range []struct {
+		name string
+		run  func(t *testing.T)
+	}{
+		{"steady", scenarioSteady},
+		{"replica_sigkill", scenarioReplicaKill},
+		{"replica_freeze", scenarioReplicaFreeze},
+		{"redis_nodes_down", scenarioRedisDown},
+		{"redis_slow_unreachable", scenarioRedisSlow},
+		{"clock_offsets", scenarioClockOffsets},
+		{"long_job_forbid", scenarioLongJob},
+		{"rolling_restart", scenarioRollingRestart},
+		{"all_down_gap_run_once", scenarioGap},
+	} {
+		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel()
+			sc.run(t)
+		})
+	}
+}
+
+// steady: 30 s of three replicas; every slot in the window runs exactly once.
+func scenarioSteady(t *testing.T) {
+	c := NewCluster(t, bins, Spec{ProxyNode: -1, Jobs: []JobDef{tick, guard, five}})
+	up := c.StartAll("r1", "r2", "r3")
+	from := NextSecond(up).Add(time.Second)
+	to := from.Add(29 * time.Second)
+	SleepUntil(to.Add(2 * time.Second))
+	r := c.Check(from, to)
+	if r.Ran != r.Slots {
+		t.Errorf("steady: %d of %d slots ran", r.Ran, r.Slots)
+	}
+	logSpread(t, c.Runs())
+}
+
+// A replica is killed with SIGKILL (with its job) in the middle of a run
+// and restarted two seconds later.
+func scenarioReplicaKill(t *testing.T) {
+	slow := JobDef{Name: "tick", Schedule: "* * * * * *", Sleep: 700 * time.Millisecond}
+	c := NewCluster(t, bins, Spec{ProxyNode: -1, Jobs: []JobDef{slow, guard}})
+	up := c.StartAll("r1", "r2", "r3")
+	from := NextSecond(up).Add(time.Second)
+	SleepUntil(from.Add(3 * time.Second))
+
+	victim := c.WaitOpenRun("tick", 5*time.Second)
+	kill := time.Now()
+	c.Replica(victim.Replica).Kill()
+	// The victim may have won slots it never started, and guard's job
+	// lease lingers for a TTL: those slots may go unrun.
+	c.Legit(kill.Add(-time.Second), kill.Add(c.spec.TTL+time.Second), "replica "+victim.Replica+" SIGKILLed")
+	time.Sleep(2 * time.Second)
+	c.StartReplica(victim.Replica, 0)
+	to := time.Now().Add(8 * time.Second).Truncate(time.Second)
+	SleepUntil(to.Add(2 * time.Second))
+	c.Check(from, to)
+
+	for _, r := range c.Runs() {
+		if r.RunID == victim.RunID && !r.End.IsZero() {
+			t.Errorf("the killed run %s has an end line (%s at %s): the kill did not take its job down", r.RunID, r.Outcome, stamp(r.End))
+		}
+	}
+	restarted := 0
+	for _, r := range RunsStartedIn(c.Runs(), kill.Add(2*time.Second), to) {
+		if r.Replica == victim.Replica {
+			restarted++
+		}
+	}
+	t.Logf("killed %s during run %s (slot %s); after its restart it ran %d runs", victim.Replica, victim.RunID, slotString(victim), restarted)
+}
+
+// A replica's whole process tree is frozen (SIGSTOP) for two lock TTLs
+// while it runs a long forbid job, then continued. The other replicas
+// take over after the lease expires; no slot runs twice; the overlapping
+// runs are told apart by fencing tokens, the later with the higher; the
+// stale run is canceled (lock.lost, run.canceled lock_lost) soon after the
+// replica wakes.
+func scenarioReplicaFreeze(t *testing.T) {
+	hold := JobDef{Name: "hold", Schedule: "* * * * * *", Sleep: 20 * time.Second, Forbid: true}
+	c := NewCluster(t, bins, Spec{ProxyNode: -1, Jobs: []JobDef{tick, hold}})
+	up := c.StartAll("r1", "r2", "r3")
+	from := NextSecond(up).Add(time.Second)
+	stale := c.WaitOpenRun("hold", 6*time.Second)
+	time.Sleep(1500 * time.Millisecond) // a few watchdog renewals in
+	f := c.Replica(stale.Replica).Freeze(2 * c.spec.TTL)
+	c.Legit(f.From.Add(-time.Second), f.To.Add(c.spec.TTL+time.Second), "replica "+stale.Replica+" frozen")
+	to := time.Now().Add(6 * time.Second).Truncate(time.Second)
+	SleepUntil(to.Add(2 * time.Second))
+	r := c.Check(from, to)
+
+	var got *Run
+	runs := c.Runs()
+	for i := range runs {
+		if runs[i].RunID == stale.RunID {
+			got = &runs[i]
+		}
+	}
+	switch {
+	case got == nil:
+		t.Errorf("stale run %s vanished from the ledger", stale.RunID)
+	case got.End.IsZero():
+		t.Errorf("stale run %s never ended", stale.RunID)
+	case got.End.After(f.To.Add(2 * time.Second)):
+		t.Errorf("stale run %s ended %v after %s woke (want < 2s)", stale.RunID, got.End.Sub(f.To).Round(time.Millisecond), stale.Replica)
+	case got.Outcome != "canceled":
+		t.Errorf("stale run %s ended %q, want canceled", stale.RunID, got.Outcome)
+	default:
+		t.Logf("stale run %s on %s canceled %v after waking", stale.RunID, stale.Replica, got.End.Sub(f.To).Round(time.Millisecond))
+	}
+	evs := c.Events()
+	canceled, lost := false, false
+	for _, e := range evs {
+		if e.Replica != stale.Replica || e.Job != "hold" {
+			continue
+		}
+		if e.Event == "run.canceled" && e.Reason == "lock_lost" && e.RunID == stale.RunID {
+			canceled = true
+		}
+		if e.Event == "lock.lost" && !e.Time.Before(f.From) {
+			lost = true
+		}
+	}
+	if !canceled || !lost {
+		t.Errorf("frozen replica %s logged lock.lost=%v, run.canceled reason lock_lost for run %s=%v; want both", stale.Replica, lost, stale.RunID, canceled)
+	}
+	// The scenario must have produced the overlap it is about: another
+	// replica ran hold while the frozen one still "held" it.
+	if r.ExcusedOverlaps == 0 {
+		t.Errorf("no run of hold started while %s was frozen: the lease did not expire or nobody took over", stale.Replica)
+	}
+	for _, e := range r.Excused {
+		t.Logf("excused: %s", e)
+	}
+}
+
+// One Redis node of three dies for a while (no misses), then two of three
+// die (no runs, every slot skipped no_quorum, no duplicates) and come back
+// (runs resume from the next slot on). The nodes keep their data
+// (append-only file), so fencing tokens must keep increasing.
+func scenarioRedisDown(t *testing.T) {
+	c := NewCluster(t, bins, Spec{ProxyNode: -1, AppendOnly: true, Jobs: []JobDef{tick, guard}})
+	up := c.StartAll("r1", "r2", "r3")
+	from := NextSecond(up).Add(time.Second)
+	SleepUntil(from.Add(3 * time.Second))
+
+	if err := c.Redis.Node(0).Kill(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(6 * time.Second)
+	if err := c.Redis.Node(0).Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(4 * time.Second)
+
+	down := time.Now()
+	for _, i := range []int{1, 2} {
+		if err := c.Redis.Node(i).Kill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(5 * time.Second)
+	for _, i := range []int{1, 2} {
+		if err := c.Redis.Node(i).Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	back := time.Now()
+	c.Legit(down.Add(-time.Second), back.Add(time.Second), "two of three Redis nodes down")
+	to := time.Now().Add(6 * time.Second).Truncate(time.Second)
+	SleepUntil(to.Add(2 * time.Second))
+	c.Check(from, to)
+
+	if rs := RunsStartedIn(c.Runs(), down.Add(500*time.Millisecond), back); len(rs) > 0 {
+		for _, r := range rs {
+			t.Errorf("run %s of %s slot %s on %s started at %s while two of three nodes were down",
+				r.RunID, r.Job, slotString(r), r.Replica, stamp(r.Start))
+		}
+	}
+	// Each slot of the outage is explained: some replica skipped it with
+	// reason no_quorum.
+	evs := c.Events()
+	slots, _ := ExpectedSlots(tick.Schedule, down.Add(time.Second), back.Add(-500*time.Millisecond))
+	for _, s := range slots {
+		ok := false
+		for _, e := range evs {
+			if e.Job == "tick" && e.Slot == s.Format(time.RFC3339) && e.Event == "slot.skipped" && e.Reason == "no_quorum" {
+				ok = true
+			}
+		}
+		if !ok {
+			t.Errorf("tick slot %s during the quorum outage: no slot.skipped reason no_quorum", s.Format(time.RFC3339))
+		}
+	}
+}
+
+// One node (behind the proxy) becomes slow below op_timeout, then above
+// it, then unreachable (blackhole), then refuses connections: a majority
+// stays healthy throughout, so nothing may be missed.
+func scenarioRedisSlow(t *testing.T) {
+	c := NewCluster(t, bins, Spec{ProxyNode: 2, Jobs: []JobDef{tick, guard}})
+	up := c.StartAll("r1", "r2", "r3")
+	from := NextSecond(up).Add(time.Second)
+	SleepUntil(from.Add(2 * time.Second))
+	op := c.spec.OpTimeout
+	steps := []struct {
+		what string
+		do   func()
+		d    time.Duration
+	}{
+		{fmt.Sprintf("latency %v each way (round trip below op_timeout %v)", op*3/10, op), func() { c.Proxy.SetLatency(op * 3 / 10) }, 5 * time.Second},
+		{fmt.Sprintf("latency %v each way (above op_timeout)", op*3/2), func() { c.Proxy.SetLatency(op * 3 / 2) }, 5 * time.Second},
+		{"blackhole", func() { c.Proxy.SetLatency(0); c.Proxy.SetMode(Blackhole) }, 5 * time.Second},
+		{"healed", func() { c.Proxy.SetMode(Pass) }, 3 * time.Second},
+		{"reject (connections reset)", func() { c.Proxy.SetMode(Reject) }, 4 * time.Second},
+		{"healed", func() { c.Proxy.SetMode(Pass) }, 3 * time.Second},
+	}
+	for _, s := range steps {
+		t.Logf("%s: node %d %s", stamp(time.Now()), 2, s.what)
+		s.do()
+		time.Sleep(s.d)
+	}
+	to := time.Now().Truncate(time.Second)
+	SleepUntil(to.Add(2 * time.Second))
+	c.Check(from, to)
+}
+
+// Replica clocks offset by +0.8, -0.8 and 0 times lock.max_clock_skew
+// (SLOTLOCK_CLOCK_OFFSET): still exactly once.
+func scenarioClockOffsets(t *testing.T) {
+	c := NewCluster(t, bins, Spec{ProxyNode: -1, Jobs: []JobDef{tick, guard, five}})
+	skew := c.spec.Skew
+	c.StartReplica("r1", skew*8/10)
+	c.StartReplica("r2", -skew*8/10)
+	c.StartReplica("r3", 0)
+	up := time.Now()
+	from := NextSecond(up).Add(2 * time.Second)
+	to := from.Add(19 * time.Second)
+	SleepUntil(to.Add(2 * time.Second))
+	r := c.Check(from, to)
+	if r.Ran != r.Slots {
+		t.Errorf("clock offsets: %d of %d slots ran", r.Ran, r.Slots)
+	}
+	logSpread(t, c.Runs())
+}
+
+// A 2.5 s job every second with overlap: forbid: runs never overlap,
+// tokens strictly increase, every slot runs or is skipped with reason
+// overlap while a run goes on.
+func scenarioLongJob(t *testing.T) {
+	long := JobDef{Name: "long", Schedule: "* * * * * *", Sleep: 2500 * time.Millisecond, Forbid: true}
+	c := NewCluster(t, bins, Spec{ProxyNode: -1, Jobs: []JobDef{long}})
+	up := c.StartAll("r1", "r2", "r3")
+	from := NextSecond(up).Add(time.Second)
+	to := from.Add(19 * time.Second)
+	SleepUntil(to.Add(3 * time.Second))
+	r := c.Check(from, to)
+	// A run every three seconds or so: at least five in 20 s.
+	if r.Ran < 5 {
+		t.Errorf("long job ran %d times in 20 s, want >= 5 (a 2.5 s run every ~3 s)", r.Ran)
+	}
+	if r.Overlaps != 0 || r.ExcusedOverlaps != 0 {
+		t.Errorf("overlaps %d (excused %d), want none without faults", r.Overlaps, r.ExcusedOverlaps)
+	}
+}
+
+// A rolling restart like a Container Apps revision change: a new replica
+// starts, then an old one gets SIGTERM, one by one. Each old replica exits
+// 0 within shutdown.grace; no slot runs twice or is missed.
+func scenarioRollingRestart(t *testing.T) {
+	c := NewCluster(t, bins, Spec{ProxyNode: -1, Jobs: []JobDef{tick, guard, five}})
+	up := c.StartAll("r1", "r2", "r3")
+	from := NextSecond(up).Add(time.Second)
+	SleepUntil(from.Add(3 * time.Second))
+	for i, old := range []string{"r1", "r2", "r3"} {
+		c.StartReplica(fmt.Sprintf("rev2-%d", i+1), 0)
+		time.Sleep(1500 * time.Millisecond)
+		d, code := c.Replica(old).Stop()
+		t.Logf("%s: SIGTERM %s: exit %d after %v", stamp(time.Now()), old, code, d.Round(time.Millisecond))
+		time.Sleep(1500 * time.Millisecond)
+	}
+	to := time.Now().Add(3 * time.Second).Truncate(time.Second)
+	SleepUntil(to.Add(2 * time.Second))
+	r := c.Check(from, to)
+	if r.Ran != r.Slots {
+		t.Errorf("rolling restart: %d of %d slots ran", r.Ran, r.Slots)
+	}
+}
+
+// All replicas are down for a gap (SIGTERM, each exits 0), then come back.
+// Jobs with misfire run_once and a deadline covering the gap run the
+// latest missed slot exactly once (misfire.recovered); a misfire: skip job
+// runs none of the gap's slots.
+func scenarioGap(t *testing.T) {
+	every1 := JobDef{Name: "every1", Schedule: "* * * * * *", Sleep: 200 * time.Millisecond, Misfire: "run_once", Deadline: time.Minute}
+	every5 := JobDef{Name: "every5", Schedule: "*/5 * * * * *", Sleep: 200 * time.Millisecond, Misfire: "run_once", Deadline: time.Minute}
+	skip5 := JobDef{Name: "skip5", Schedule: "*/5 * * * * *", Sleep: 200 * time.Millisecond, Misfire: "skip"}
+	c := NewCluster(t, bins, Spec{ProxyNode: -1, Jobs: []JobDef{every1, every5, skip5}})
+	up := c.StartAll("r1", "r2", "r3")
+	from := NextSecond(up).Add(time.Second)
+	SleepUntil(from.Add(5 * time.Second))
+
+	stop := time.Now()
+	c.StopAll()
+	// Come back 0.3 s past a whole second, 16 s later, so "the latest
+	// missed slot" is not ambiguous for the every-second job.
+	upAgain := NextSecond(stop.Add(16 * time.Second)).Add(300 * time.Millisecond)
+	SleepUntil(upAgain)
+	c.StartAll("r1", "r2", "r3")
+	allUp := time.Now()
+	c.Legit(stop, upAgain.Add(time.Second), "all replicas down")
+	to := time.Now().Add(6 * time.Second).Truncate(time.Second)
+	SleepUntil(to.Add(2 * time.Second))
+	c.Check(from, to)
+
+	runs := c.Runs()
+	evs := c.Events()
+	if allUp.Sub(upAgain) > 700*time.Millisecond {
+		t.Logf("replicas took %v to start; the latest missed slot may be ambiguous", allUp.Sub(upAgain))
+	}
+	for _, j := range []JobDef{every1, every5, skip5} {
+		// The gap: slots after the last one that ran before the stop,
+		// before the replicas came back.
+		var last time.Time
+		for _, r := range runs {
+			if r.Job == j.Name && r.Start.Before(stop) && r.Slot.After(last) {
+				last = r.Slot
+			}
+		}
+		gap, _ := ExpectedSlots(j.Schedule, last.Add(time.Second), upAgain)
+		if len(gap) < 2 {
+			t.Fatalf("%s: gap %s..%s has %d slots; the scenario needs at least 2", j.Name, stamp(last), stamp(upAgain), len(gap))
+		}
+		latest := gap[len(gap)-1]
+		var ran []Run
+		for _, r := range runs {
+			if r.Job == j.Name && r.Slot.After(last) && r.Slot.Before(upAgain) {
+				ran = append(ran, r)
+			}
+		}
+		recovered := 0
+		for _, e := range EventsOf(evs, "misfire.recovered", j.Name) {
+			recovered++
+			t.Logf("%s: misfire.recovered slot %s on %s", j.Name, e.Slot, e.Replica)
+		}
+		if j.Misfire != "run_once" {
+			if len(ran) != 0 || recovered != 0 {
+				t.Errorf("%s (misfire skip): %d runs of gap slots, %d misfire.recovered; want none", j.Name, len(ran), recovered)
+			}
+			continue
+		}
+		switch {
+		case len(ran) != 1:
+			var s []string
+			for _, r := range ran {
+				s = append(s, slotString(r)+" on "+r.Replica)
+			}
+			t.Errorf("%s (run_once): %d runs of the %d gap slots (%s..%s): %v; want exactly one, the latest (%s)",
+				j.Name, len(ran), len(gap), gap[0].Format(time.RFC3339), latest.Format(time.RFC3339), s, latest.Format(time.RFC3339))
+		case !ran[0].Slot.Equal(latest):
+			t.Errorf("%s (run_once): recovered slot %s, want the latest missed slot %s", j.Name, slotString(ran[0]), latest.Format(time.RFC3339))
+		default:
+			t.Logf("%s: gap of %d slots; latest %s ran once on %s", j.Name, len(gap), latest.Format(time.RFC3339), ran[0].Replica)
+		}
+		if recovered != 1 {
+			t.Errorf("%s (run_once): %d misfire.recovered lines, want 1", j.Name, recovered)
+		}
+	}
+}
+
+// logSpread logs how many runs each replica made.
+func logSpread(t *testing.T, runs []Run) {
+	n := map[string]int{}
+	for _, r := range runs {
+		n[r.Replica]++
+	}
+	t.Logf("runs per replica: %v", n)
+}

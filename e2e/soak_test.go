@@ -1,0 +1,247 @@
+package e2e
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestSoak runs one cluster (3 Redis nodes with append-only files, node 2
+// behind the fault proxy; 3 replicas) for the -soak duration while faults
+// are injected one at a time at random, with a printed seed. It fails on
+// any finding of the checker, as the scenarios do, and prints a summary
+// table. Run it with:
+//
+//	go test ./e2e/ -run Soak -soak 10m -timeout 30m -v
+//
+// (or SLOTLOCK_SOAK=10m); -seed N replays a fault schedule.
+func TestSoak(t *testing.T) {
+	d := *soakFlag
+	if d == 0 {
+		if v := os.Getenv("SLOTLOCK_SOAK"); v != "" {
+			var err error
+			if d, err = time.ParseDuration(v); err != nil {
+				t.Fatalf("SLOTLOCK_SOAK=%q: %v", v, err)
+			}
+		}
+	}
+	if d == 0 {
+		t.Skip("soak: set -soak 10m (or SLOTLOCK_SOAK=10m) to run it")
+	}
+	if d < time.Minute {
+		t.Fatalf("soak: %v is too short; use at least 1m", d)
+	}
+	requireSuite(t)
+	seed := *seedFlag
+	if seed == 0 {
+		seed = time.Now().UnixNano()
+	}
+	t.Logf("soak: %v, seed %d (replay with -seed %d)", d, seed, seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x5107))
+
+	long := JobDef{Name: "long", Schedule: "* * * * * *", Sleep: 2500 * time.Millisecond, Forbid: true}
+	c := NewCluster(t, bins, Spec{ProxyNode: 2, AppendOnly: true, Jobs: []JobDef{tick, guard, five, long}})
+	start := time.Now()
+	c.StartAll("r1", "r2", "r3")
+	from := NextSecond(time.Now()).Add(time.Second)
+	end := start.Add(d)
+
+	s := &soak{c: c, rng: rng, t: t, offsets: map[string]time.Duration{}}
+	counts := map[string]int{}
+	var log []string
+	for time.Until(end) > 25*time.Second {
+		time.Sleep(time.Duration(3000+rng.IntN(5000)) * time.Millisecond)
+		f := soakFaults[rng.IntN(len(soakFaults))]
+		at := time.Now()
+		what := f.run(s)
+		counts[f.name]++
+		line := fmt.Sprintf("%s +%-6v %-24s %s", stamp(at), at.Sub(start).Round(time.Second), f.name, what)
+		log = append(log, line)
+		t.Log(line)
+	}
+	// Every replica back at offset 0 is not needed; let the last fault
+	// settle, then judge everything up to a few seconds before the end.
+	to := time.Now().Add(15 * time.Second).Truncate(time.Second)
+	SleepUntil(to.Add(3 * time.Second))
+	r := c.Check(from, to)
+
+	total := 0
+	var kinds []string
+	for k, n := range counts {
+		total += n
+		kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
+	}
+	sort.Strings(kinds)
+	table := soakTable(d, seed, total, kinds, r, to.Sub(from))
+	fmt.Println(table)
+	t.Log("\n" + table)
+	if p := os.Getenv("SLOTLOCK_SOAK_REPORT"); p != "" {
+		body := table + "\n\nFault log:\n\n```\n" + strings.Join(log, "\n") + "\n```\n"
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Errorf("write soak report: %v", err)
+		}
+	}
+}
+
+func soakTable(d time.Duration, seed int64, total int, kinds []string, r Report, window time.Duration) string {
+	rows := [][2]string{
+		{"duration (checked window)", fmt.Sprintf("%v (%v)", d, window.Round(time.Second))},
+		{"seed", fmt.Sprint(seed)},
+		{"faults injected", fmt.Sprintf("%d: %s", total, strings.Join(kinds, ", "))},
+		{"slots expected", fmt.Sprint(r.Slots)},
+		{"slots run", fmt.Sprint(r.Ran)},
+		{"slots skipped: overlap (forbid, a run going on)", fmt.Sprint(r.OverlapSkipped)},
+		{"runs", fmt.Sprint(r.Runs)},
+		{"duplicates", fmt.Sprint(r.Duplicates)},
+		{"misses outside fault windows", fmt.Sprint(r.Misses)},
+		{"slots not run inside declared fault windows", fmt.Sprint(r.MissesExcused)},
+		{"overlaps (excused: frozen replica's stale run)", fmt.Sprintf("%d (%d)", r.Overlaps, r.ExcusedOverlaps)},
+		{"fencing-token violations", fmt.Sprint(r.TokenViolations)},
+		{"unexplained slots", fmt.Sprint(r.Unexplained)},
+		{"ledger/log mismatches", fmt.Sprint(r.LogMismatches)},
+	}
+	var b strings.Builder
+	b.WriteString("| soak | result |\n|---|---|\n")
+	for _, row := range rows {
+		fmt.Fprintf(&b, "| %s | %s |\n", row[0], row[1])
+	}
+	return b.String()
+}
+
+type soak struct {
+	t       *testing.T
+	c       *Cluster
+	rng     *rand.Rand
+	offsets map[string]time.Duration
+}
+
+func (s *soak) dur(minMs, maxMs int) time.Duration {
+	return time.Duration(minMs+s.rng.IntN(maxMs-minMs+1)) * time.Millisecond
+}
+
+func (s *soak) replica() *Replica {
+	names := s.c.Running()
+	return s.c.Replica(names[s.rng.IntN(len(names))])
+}
+
+type soakFault struct {
+	name string
+	run  func(s *soak) string
+}
+
+// soakFaults are injected one at a time. Only those that make a miss
+// legitimate declare a fault window (a replica dying or frozen while it
+// holds a slot, or a Redis majority gone); the rest must cause no miss.
+var soakFaults = []soakFault{
+	{"replica_sigkill", func(s *soak) string {
+		r := s.replica()
+		at := time.Now()
+		r.Kill()
+		s.c.Legit(at.Add(-time.Second), at.Add(s.c.spec.TTL+time.Second), "replica "+r.Name+" SIGKILLed")
+		d := s.dur(500, 3000)
+		time.Sleep(d)
+		s.c.StartReplica(r.Name, s.offsets[r.Name])
+		return fmt.Sprintf("%s, restarted after %v", r.Name, d)
+	}},
+	{"replica_freeze_2ttl", func(s *soak) string {
+		r := s.replica()
+		f := r.Freeze(2 * s.c.spec.TTL)
+		s.c.Legit(f.From.Add(-time.Second), f.To.Add(s.c.spec.TTL+time.Second), "replica "+r.Name+" frozen")
+		return r.Name
+	}},
+	{"replica_sigterm_restart", func(s *soak) string {
+		r := s.replica()
+		d, code := r.Stop()
+		gap := s.dur(200, 2000)
+		time.Sleep(gap)
+		s.c.StartReplica(r.Name, s.offsets[r.Name])
+		return fmt.Sprintf("%s exit %d after %v, restarted after %v", r.Name, code, d.Round(time.Millisecond), gap)
+	}},
+	{"replica_clock_offset", func(s *soak) string {
+		r := s.replica()
+		off := []time.Duration{-s.c.spec.Skew * 8 / 10, 0, s.c.spec.Skew * 8 / 10}[s.rng.IntN(3)]
+		r.Stop()
+		s.offsets[r.Name] = off
+		s.c.StartReplica(r.Name, off)
+		return fmt.Sprintf("%s restarted with SLOTLOCK_CLOCK_OFFSET=%v", r.Name, off)
+	}},
+	{"redis_kill_one", func(s *soak) string {
+		i := s.rng.IntN(3)
+		n := s.c.Redis.Node(i)
+		if err := n.Kill(); err != nil {
+			s.t.Fatal(err)
+		}
+		d := s.dur(2000, 8000)
+		time.Sleep(d)
+		if err := n.Start(); err != nil {
+			s.t.Fatal(err)
+		}
+		return fmt.Sprintf("node %d down %v", i, d)
+	}},
+	{"redis_kill_two", func(s *soak) string {
+		i := s.rng.IntN(3)
+		j := (i + 1 + s.rng.IntN(2)) % 3
+		at := time.Now()
+		for _, k := range []int{i, j} {
+			if err := s.c.Redis.Node(k).Kill(); err != nil {
+				s.t.Fatal(err)
+			}
+		}
+		d := s.dur(2000, 6000)
+		time.Sleep(d)
+		for _, k := range []int{i, j} {
+			if err := s.c.Redis.Node(k).Start(); err != nil {
+				s.t.Fatal(err)
+			}
+		}
+		s.c.Legit(at.Add(-time.Second), time.Now().Add(time.Second), "Redis majority down")
+		return fmt.Sprintf("nodes %d and %d down %v", i, j, d)
+	}},
+	{"redis_pause_one", func(s *soak) string {
+		i := s.rng.IntN(3)
+		n := s.c.Redis.Node(i)
+		if err := n.Pause(); err != nil {
+			s.t.Fatal(err)
+		}
+		d := s.dur(2000, 6000)
+		time.Sleep(d)
+		if err := n.Resume(); err != nil {
+			s.t.Fatal(err)
+		}
+		return fmt.Sprintf("node %d SIGSTOP %v", i, d)
+	}},
+	{"proxy_latency_below_op_timeout", func(s *soak) string {
+		l := s.c.spec.OpTimeout * 3 / 10
+		s.c.Proxy.SetLatency(l)
+		d := s.dur(3000, 8000)
+		time.Sleep(d)
+		s.c.Proxy.SetLatency(0)
+		return fmt.Sprintf("node 2 +%v each way for %v", l, d)
+	}},
+	{"proxy_latency_above_op_timeout", func(s *soak) string {
+		l := s.c.spec.OpTimeout * 3 / 2
+		s.c.Proxy.SetLatency(l)
+		d := s.dur(3000, 8000)
+		time.Sleep(d)
+		s.c.Proxy.SetLatency(0)
+		return fmt.Sprintf("node 2 +%v each way for %v", l, d)
+	}},
+	{"proxy_blackhole", func(s *soak) string {
+		s.c.Proxy.SetMode(Blackhole)
+		d := s.dur(3000, 8000)
+		time.Sleep(d)
+		s.c.Proxy.SetMode(Pass)
+		return fmt.Sprintf("node 2 for %v", d)
+	}},
+	{"proxy_reject", func(s *soak) string {
+		s.c.Proxy.SetMode(Reject)
+		d := s.dur(2000, 6000)
+		time.Sleep(d)
+		s.c.Proxy.SetMode(Pass)
+		return fmt.Sprintf("node 2 for %v", d)
+	}},
+}
