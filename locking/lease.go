@@ -16,8 +16,11 @@ import (
 // its holder notices in time when it stops being valid (a paused process
 // notices only when it runs again): that is what the fencing Token is for.
 //
-// Call Release or MarkDone exactly once when the work is over; only the
-// first of them acts. After it returns, no goroutine of the lease runs.
+// Call Release or MarkDone when the work is over. After the first call
+// returns, no goroutine of the lease runs. When it failed to reach a
+// majority (a *QuorumError), a later Release or MarkDone tries the stores
+// again; once one succeeded, or found the key no longer this lease's,
+// later calls do nothing and return nil.
 type Lease struct {
 	l     *locker
 	key   Key
@@ -28,8 +31,11 @@ type Lease struct {
 	mu         sync.Mutex
 	validUntil time.Time
 	watching   bool
-	ended      bool
+	ended      bool // the owner ended the lease: the watchdog is stopped
 	cancels    []context.CancelCauseFunc
+
+	endMu   sync.Mutex // serialises Release and MarkDone
+	settled bool       // the stores accepted the release (or the key was no longer ours)
 
 	lost     chan struct{}
 	lostOnce sync.Once
@@ -219,21 +225,29 @@ func (s *Lease) MarkDone(ctx context.Context, ttl time.Duration, note string) er
 }
 
 func (s *Lease) end(ctx context.Context, done string, doneTTL time.Duration) error {
-	s.mu.Lock()
-	if s.ended {
-		s.mu.Unlock()
+	s.endMu.Lock()
+	defer s.endMu.Unlock()
+	if s.settled {
 		return nil
 	}
+	s.mu.Lock()
+	first := !s.ended
 	s.ended = true
 	cancels := s.cancels
 	s.cancels = nil
 	s.mu.Unlock()
-	s.stop()
-	s.wg.Wait()
-	for _, c := range cancels {
-		c(errLeaseEnded)
+	if first {
+		s.stop()
+		s.wg.Wait()
+		for _, c := range cancels {
+			c(errLeaseEnded)
+		}
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
-	return s.l.b.release(rctx, s.key, s.value, done, doneTTL)
+	err := s.l.b.release(rctx, s.key, s.value, done, doneTTL)
+	if err == nil || errors.Is(err, ErrLockLost) {
+		s.settled = true
+	}
+	return err
 }
