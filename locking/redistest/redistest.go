@@ -59,6 +59,7 @@ type Option func(*config)
 
 type config struct {
 	appendOnly bool
+	aofNodes   map[int]bool
 	tls        bool
 	password   string
 	user       string
@@ -70,6 +71,19 @@ type config struct {
 // its own temporary directory, so Restart and even Kill keep the data
 // already acknowledged.
 func AppendOnly() Option { return func(c *config) { c.appendOnly = true } }
+
+// AppendOnlyOn is AppendOnly for the listed nodes only (0-based); the
+// others run without persistence.
+func AppendOnlyOn(nodes ...int) Option {
+	return func(c *config) {
+		if c.aofNodes == nil {
+			c.aofNodes = map[int]bool{}
+		}
+		for _, i := range nodes {
+			c.aofNodes[i] = true
+		}
+	}
+}
 
 // TLS makes every node listen with TLS only. A throwaway CA and a server
 // certificate for 127.0.0.1 and localhost are generated in Go;
@@ -429,7 +443,7 @@ func (n *Node) args() []string {
 		"--protected-mode", "no",
 		"--databases", "1",
 	}
-	if cfg.appendOnly {
+	if cfg.appendOnly || cfg.aofNodes[n.idx] {
 		a = append(a, "--appendonly", "yes", "--appendfsync", "always")
 	} else {
 		a = append(a, "--appendonly", "no")
@@ -514,8 +528,8 @@ func (n *Node) waitReady(done <-chan struct{}) error {
 			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 			err := cl.Get(ctx, "redistest:probe").Err()
 			cancel()
-			if err == nil || errors.Is(err, redis.Nil) {
-				return nil
+			if err == nil || errors.Is(err, redis.Nil) || !redis.IsLoadingError(err) {
+				return nil // e.g. CLUSTERDOWN: up, but a cluster without slots yet
 			}
 			last = err
 		}

@@ -1,0 +1,111 @@
+// Package locking hands out leases on keys: the exclusion layer under
+// slotlock's "every slot of every job runs once across N replicas".
+//
+// A Locker has two implementations with the same semantics (both pass the
+// conformance suite in locking/lockingtest):
+//
+//   - NewRedlock: the Redlock algorithm over N independent Redis nodes
+//     (standalone servers or Redis Cluster endpoints), for many replicas.
+//   - NewLocal: an in-process map, for a single replica without Redis.
+//
+// # Keys
+//
+// A Key is a Family (one per job) and a Name. In Redis it is
+//
+//	<prefix>:{<family>}:<name>
+//
+// so that every key of a family, its fencing counter
+// (<prefix>:{<family>}:fence, the Name "fence" is reserved) and its records
+// share one hash tag and live in one cluster slot: each Lua script touches
+// one slot only.
+//
+// # Algorithm (Redlock)
+//
+// Acquire(key, ttl) draws a fresh 128-bit random token and stores the value
+// "<token-hex>|<replica>". It runs ONE Lua script on every node in
+// parallel: if the key is absent, SET it with PX ttl and return the
+// family's fencing counter; otherwise return the value found. Each node has
+// OpTimeout (default 100ms) for this, go-redis retries are off, so a dead
+// or frozen node costs one OpTimeout, never a TTL.
+//
+//   - Success needs a majority (N/2+1) of "set" answers and no done marker
+//     anywhere, and validity = ttl − elapsed − drift must still be
+//     positive, with drift = ttl/100 + 2ms. The lease is valid until
+//     start + ttl − drift on the locker's Clock: the time was measured from
+//     before the first request, so the keys on the nodes outlive that
+//     point by at least the drift.
+//   - On failure the value is deleted (compare-and-delete) on every node
+//     that said yes or did not answer, even when the caller's context was
+//     canceled; an answer that never came may still have been applied.
+//   - The error tells why: a *HeldError naming the holder read from the
+//     value; HeldError{Done: true} when any node holds a done marker
+//     "done|<replica>|<note>"; a *SplitVoteError (errors.Is ErrSplitVote,
+//     also a *HeldError) when the nodes that answered were split between
+//     would-be holders and none reached a majority, so nobody holds the key
+//     and a retry after a short random delay is likely to win; a
+//     *QuorumError joining one *NodeError per failed node when fewer than a
+//     majority answered; ctx.Err() when the context ended.
+//
+// Extend and Release are compare-and-act scripts keyed by the value: a
+// stale holder, whose value was replaced, can neither extend nor delete the
+// new holder's lock. Release can instead turn the key into a done marker
+// with a new TTL in the same script (MarkDone), so the scheduler remembers
+// that a slot already ran; where the key had vanished the marker is set
+// too, never over another holder's value. The watchdog (Lease.Keep) renews
+// every ttl/3; when it cannot renew on a majority before the validity ends,
+// Lost closes and kept contexts are canceled with cause ErrLockLost.
+//
+// # Fencing tokens: a quorum register
+//
+// Every successful acquisition gets a token strictly greater than the token
+// of every acquisition in the same family that completed before it began.
+// The acquire script returns the family counter from each node that granted
+// the key; the winner takes the maximum over its majority, adds one, and
+// max-assigns the result back (Lua: SET only if larger) on a majority
+// before Acquire returns.
+//
+// Why it is monotone: the previous token T was written to some majority M1
+// before its Acquire returned. The next winner reads from a majority M2,
+// and any two majorities of the same N nodes intersect, so at least one
+// node of M2 holds a counter ≥ T, and the new token is ≥ T+1. Max-assign
+// never lowers a counter, so neither concurrent nor late writes undo that.
+// Records (AdvanceRecord / ReadRecord) use the same register: max-assign on
+// a majority, read the maximum over a majority, and write a value seen on
+// only part of that majority back to a majority before returning it.
+//
+// What breaks it: a node that restarts without persistence comes back with
+// no counter and no locks, so it no longer intersects the majorities that
+// wrote to it; with one such node of three the next majority may consist of
+// it and a node that missed the last write. Likewise a Redis replica
+// promoted after a failover may lack the last acknowledged write. Run the
+// nodes with an append-only file (appendfsync everysec at least, always
+// for certainty), or wait a TTL before letting a restarted node back in,
+// and never count two nodes that replicate each other as two nodes. Safety
+// then rests on the majority that kept its data. Two acquisitions that
+// overlap in time on different keys of one family may read the same
+// counter and get equal tokens; on one key they cannot overlap.
+//
+// # Guarantees and limits
+//
+// While a lease is valid and a majority of nodes keeps its data, no other
+// lease on the same key is valid. That rests on assumptions:
+//
+//   - Clock drift: the nodes expire keys by their own clocks and the locker
+//     measures validity by its own. A rate difference larger than the drift
+//     allowance (1% of the TTL + 2ms) over one TTL, or a wall clock that
+//     jumps on a node (Redis uses it for expiry), can end a key early on a
+//     node. Keep clocks disciplined (NTP slewing, not stepping).
+//   - Process pauses: a holder paused (GC, a frozen VM, SIGSTOP) past its
+//     validity does not know it lost the lease until it runs again; the
+//     watchdog then reports the loss without asking the nodes, but the
+//     paused work may already have written something. That is why every
+//     job run receives the fencing token: a resource that remembers the
+//     highest token it has seen can refuse the writes of a stale holder.
+//     The lock alone cannot give that guarantee; the token can.
+//   - Node restarts without persistence, and failover with asynchronous
+//     replication, can lose locks and counters (see above).
+//   - Network delay counts against validity: a slow acquisition hands out
+//     a shorter lease, and one slower than the TTL is refused and undone.
+//
+// Records and tokens are compared as Lua numbers, exact up to 2^53.
+package locking

@@ -1,0 +1,802 @@
+package locking
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/slotlock/slotlock/locking/redistest"
+)
+
+const testOpTimeout = 100 * time.Millisecond
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func newTestRedlock(t testing.TB, addrs []string, replica string, mod ...func(*RedisConfig)) Locker {
+	t.Helper()
+	cfg := RedisConfig{Nodes: addrs, OpTimeout: testOpTimeout, KeyPrefix: "t"}
+	for _, m := range mod {
+		m(&cfg)
+	}
+	l, err := NewRedlock(cfg, Options{Replica: replica, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	return l
+}
+
+func tctx(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// rkey is the Redis key of k under the test prefix.
+func rkey(k Key) string { return "t:{" + k.Family + "}:" + k.Name }
+
+func TestRedlockAcquireReleaseAndHolder(t *testing.T) {
+	c := redistest.Start(t, 3)
+	ctx := tctx(t, 10*time.Second)
+	a := newTestRedlock(t, c.Addrs(), "replica-a")
+	b := newTestRedlock(t, c.Addrs(), "replica-b")
+	if got := a.Mode(); got != "redlock(3 nodes)" {
+		t.Fatalf("Mode = %q", got)
+	}
+	key := Key{Family: "job", Name: "slot:1"}
+	la, err := a.Acquire(ctx, key, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The value is "<32 hex>|<replica>" on every node, with a TTL.
+	for _, n := range c.Nodes() {
+		v, err := n.Client().Get(ctx, rkey(key)).Result()
+		if err != nil || !strings.HasSuffix(v, "|replica-a") || len(v) != 32+len("|replica-a") {
+			t.Fatalf("node %s: value %q, %v", n.Addr(), v, err)
+		}
+		if ttl := n.Client().PTTL(ctx, rkey(key)).Val(); ttl <= 0 || ttl > 5*time.Second {
+			t.Fatalf("node %s: pttl %v", n.Addr(), ttl)
+		}
+		if f, _ := n.Client().Get(ctx, "t:{job}:fence").Uint64(); f != la.Token() {
+			t.Fatalf("node %s: fence %d, token %d", n.Addr(), f, la.Token())
+		}
+	}
+	_, err = b.Acquire(ctx, key, time.Second)
+	var held *HeldError
+	if !errors.As(err, &held) || held.Holder != "replica-a" || held.Done || errors.Is(err, ErrSplitVote) {
+		t.Fatalf("b: %v", err)
+	}
+	if err := la.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range c.Nodes() {
+		if n.Client().Exists(ctx, rkey(key)).Val() != 0 {
+			t.Fatalf("node %s still has the key after Release", n.Addr())
+		}
+	}
+	lb, err := b.Acquire(ctx, key, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lb.Token() <= la.Token() {
+		t.Fatalf("token %d after %d", lb.Token(), la.Token())
+	}
+	if err := lb.MarkDone(ctx, 5*time.Second, "succeeded"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = a.Acquire(ctx, key, time.Second)
+	if !errors.As(err, &held) || !held.Done || held.Holder != "replica-b" || held.Note != "succeeded" {
+		t.Fatalf("acquire on done marker: %v", err)
+	}
+}
+
+// 50 goroutines over 5 clients contend for one key: never two holders at
+// once, and the tokens of successive holders strictly increase.
+func TestRedlockContention(t *testing.T) {
+	c := redistest.Start(t, 3)
+	ctx := tctx(t, 30*time.Second)
+	lockers := make([]Locker, 5)
+	for i := range lockers {
+		// A loaded 2-core machine under -race can stall a round past
+		// 100ms; a lost round is retried, it is not what this test checks.
+		lockers[i] = newTestRedlock(t, c.Addrs(), fmt.Sprintf("r%d", i), func(cfg *RedisConfig) { cfg.OpTimeout = time.Second })
+	}
+	key := Key{Family: "contend", Name: "k"}
+	var (
+		inside    atomic.Int32
+		wins      atomic.Int32
+		lastToken atomic.Uint64
+		failures  = make(chan string, 100)
+		wg        sync.WaitGroup
+	)
+	deadline := time.Now().Add(1500 * time.Millisecond)
+	for g := 0; g < 50; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l := lockers[g%len(lockers)]
+			for time.Now().Before(deadline) {
+				lease, err := l.Acquire(ctx, key, 2*time.Second)
+				if err != nil {
+					if !errors.Is(err, ErrNotAcquired) && !errors.Is(err, ErrNoQuorum) {
+						failures <- err.Error()
+						return
+					}
+					// Jittered back-off, as Redlock clients do: without
+					// it 50 tight loops mostly split the vote.
+					time.Sleep(time.Duration(1+rand.IntN(5000)) * time.Microsecond)
+					continue
+				}
+				if n := inside.Add(1); n != 1 {
+					failures <- fmt.Sprintf("%d holders at once", n)
+				}
+				if prev := lastToken.Swap(lease.Token()); lease.Token() <= prev {
+					failures <- fmt.Sprintf("token %d after %d", lease.Token(), prev)
+				}
+				wins.Add(1)
+				time.Sleep(200 * time.Microsecond)
+				inside.Add(-1)
+				if err := lease.Release(ctx); err != nil {
+					failures <- "release: " + err.Error()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(failures)
+	for f := range failures {
+		t.Error(f)
+	}
+	if wins.Load() < 10 {
+		t.Fatalf("only %d acquisitions in 1.5s", wins.Load())
+	}
+	t.Logf("%d acquisitions", wins.Load())
+}
+
+// A client that wins only a minority undoes its writes there.
+func TestRedlockMinorityRolledBack(t *testing.T) {
+	c := redistest.Start(t, 3)
+	ctx := tctx(t, 10*time.Second)
+	l := newTestRedlock(t, c.Addrs(), "me")
+	key := Key{Family: "job", Name: "minority"}
+
+	// Node 1 is held by "other", node 2 is down: we can win node 0 only.
+	if err := c.Node(1).Client().Set(ctx, rkey(key), "0123|other", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Node(2).Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := l.Acquire(ctx, key, 10*time.Second)
+	if err == nil {
+		t.Fatal("acquired with one node of three")
+	}
+	if errors.Is(err, ErrNoQuorum) == errors.Is(err, ErrNotAcquired) {
+		t.Fatalf("want exactly one of no-quorum or not-acquired: %v", err)
+	}
+	if n := c.Node(0).Client().Exists(ctx, rkey(key)).Val(); n != 0 {
+		t.Fatalf("node 0 kept the minority write: %q", c.Node(0).Client().Get(ctx, rkey(key)).Val())
+	}
+	if v := c.Node(1).Client().Get(ctx, rkey(key)).Val(); v != "0123|other" {
+		t.Fatalf("node 1's holder was touched: %q", v)
+	}
+	// The fencing counter is not advanced by a failed acquisition.
+	if n := c.Node(0).Client().Exists(ctx, "t:{job}:fence").Val(); n != 0 {
+		t.Fatal("a failed acquisition advanced the fence")
+	}
+}
+
+// Three replicas each win one node: a split vote, undone everywhere.
+func TestRedlockSplitVote(t *testing.T) {
+	c := redistest.Start(t, 3)
+	ctx := tctx(t, 10*time.Second)
+	l := newTestRedlock(t, c.Addrs(), "me")
+	key := Key{Family: "job", Name: "split"}
+	c.Node(1).Client().Set(ctx, rkey(key), "aaaa|r1", time.Minute)
+	c.Node(2).Client().Set(ctx, rkey(key), "bbbb|r2", time.Minute)
+	_, err := l.Acquire(ctx, key, 5*time.Second)
+	var held *HeldError
+	if !errors.Is(err, ErrSplitVote) || !errors.Is(err, ErrNotAcquired) || !errors.As(err, &held) {
+		t.Fatalf("want a split vote, got %v", err)
+	}
+	if held.Holder != "r1" || held.Done {
+		t.Fatalf("holder %+v", held)
+	}
+	if c.Node(0).Client().Exists(ctx, rkey(key)).Val() != 0 {
+		t.Fatal("split vote left our write on node 0")
+	}
+	// When one holder has a majority, it is a plain HeldError.
+	c.Node(0).Client().Set(ctx, rkey(key), "bbbb|r2", time.Minute)
+	_, err = l.Acquire(ctx, key, 5*time.Second)
+	if !errors.As(err, &held) || errors.Is(err, ErrSplitVote) || held.Holder != "r2" {
+		t.Fatalf("majority holder: %v", err)
+	}
+}
+
+// A done marker on any one node refuses the acquisition, even when a
+// majority would let it in.
+func TestRedlockDoneMarkerOnOneNode(t *testing.T) {
+	c := redistest.Start(t, 3)
+	ctx := tctx(t, 10*time.Second)
+	l := newTestRedlock(t, c.Addrs(), "me")
+	key := Key{Family: "job", Name: "slot:9"}
+	c.Node(2).Client().Set(ctx, rkey(key), "done|r7|failed", time.Minute)
+	_, err := l.Acquire(ctx, key, 5*time.Second)
+	var held *HeldError
+	if !errors.As(err, &held) || !held.Done || held.Holder != "r7" || held.Note != "failed" {
+		t.Fatalf("got %v", err)
+	}
+	for _, i := range []int{0, 1} {
+		if c.Node(i).Client().Exists(ctx, rkey(key)).Val() != 0 {
+			t.Fatalf("node %d kept the write", i)
+		}
+	}
+}
+
+func TestRedlockOneNodeDownStillLocks(t *testing.T) {
+	c := redistest.Start(t, 3)
+	ctx := tctx(t, 10*time.Second)
+	l := newTestRedlock(t, c.Addrs(), "me")
+	if err := c.Node(1).Kill(); err != nil {
+		t.Fatal(err)
+	}
+	lease, err := l.Acquire(ctx, Key{Family: "job", Name: "x"}, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lease.Extend(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := lease.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, err := l.Ping(ctx)
+	if err != nil || len(st) != 3 || st[1].Up || !st[0].Up || st[1].Addr != c.Node(1).Addr() {
+		t.Fatalf("ping: %v %+v", err, st)
+	}
+}
+
+func TestRedlockTwoNodesDownFailsFast(t *testing.T) {
+	for _, fault := range []string{"killed", "paused"} {
+		t.Run(fault, func(t *testing.T) {
+			c := redistest.Start(t, 3)
+			ctx := tctx(t, 10*time.Second)
+			l := newTestRedlock(t, c.Addrs(), "me")
+			// Warm the connections so a paused node holds open sockets.
+			if _, err := l.Ping(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for _, i := range []int{1, 2} {
+				var err error
+				if fault == "killed" {
+					err = c.Node(i).Kill()
+				} else {
+					err = c.Node(i).Pause()
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			start := time.Now()
+			_, err := l.Acquire(ctx, Key{Family: "job", Name: "x"}, 10*time.Second)
+			took := time.Since(start)
+			var qe *QuorumError
+			if !errors.As(err, &qe) || !errors.Is(err, ErrNoQuorum) || qe.Need != 2 || qe.Got != 1 || qe.Op != "acquire" {
+				t.Fatalf("got %v", err)
+			}
+			for _, i := range []int{1, 2} {
+				if !strings.Contains(err.Error(), c.Node(i).Addr()) {
+					t.Fatalf("error does not name %s: %v", c.Node(i).Addr(), err)
+				}
+			}
+			var ne *NodeError
+			if !errors.As(err, &ne) {
+				t.Fatalf("no NodeError in %v", err)
+			}
+			// Acquire + undo: two rounds, each bounded by one op timeout.
+			if took > 8*testOpTimeout {
+				t.Fatalf("took %v, more than a few op timeouts", took)
+			}
+			// Node 0 kept nothing.
+			if c.Node(0).Client().Exists(ctx, "t:{job}:x").Val() != 0 {
+				t.Fatal("node 0 kept the write")
+			}
+			if _, err := l.Ping(ctx); !errors.Is(err, ErrNoQuorum) {
+				t.Fatalf("ping: %v", err)
+			}
+		})
+	}
+}
+
+// NewRedlock does not fail while the nodes are down; it works once they
+// are up.
+func TestRedlockStartsDuringOutage(t *testing.T) {
+	c := redistest.Start(t, 3)
+	for _, n := range c.Nodes() {
+		if err := n.Kill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := tctx(t, 15*time.Second)
+	l := newTestRedlock(t, c.Addrs(), "me")
+	if _, err := l.Acquire(ctx, Key{Family: "f", Name: "n"}, time.Second); !errors.Is(err, ErrNoQuorum) {
+		t.Fatalf("during outage: %v", err)
+	}
+	for _, n := range c.Nodes() {
+		if err := n.Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var err error
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		var lease *Lease
+		if lease, err = l.Acquire(ctx, Key{Family: "f", Name: "n"}, time.Second); err == nil {
+			_ = lease.Release(ctx)
+			return
+		}
+	}
+	t.Fatalf("still failing after the nodes came back: %v", err)
+}
+
+// The watchdog keeps a lease through 5×TTL of work while another client
+// keeps trying to take it.
+func TestRedlockWatchdogHolds(t *testing.T) {
+	c := redistest.Start(t, 3)
+	ctx := tctx(t, 20*time.Second)
+	a := newTestRedlock(t, c.Addrs(), "a")
+	b := newTestRedlock(t, c.Addrs(), "b")
+	key := Key{Family: "job", Name: "long"}
+	const ttl = 400 * time.Millisecond
+	lease, err := a.Acquire(ctx, key, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kctx := lease.Keep(ctx)
+	end := time.Now().Add(5 * ttl)
+	for time.Now().Before(end) {
+		if _, err := b.Acquire(ctx, key, ttl); !errors.Is(err, ErrNotAcquired) {
+			t.Fatalf("b during a's work: %v", err)
+		}
+		select {
+		case <-kctx.Done():
+			t.Fatalf("kept context ended: %v", context.Cause(kctx))
+		case <-lease.Lost():
+			t.Fatal("lease lost")
+		case <-time.After(ttl / 4):
+		}
+	}
+	if err := lease.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Acquire(ctx, key, ttl); err != nil {
+		t.Fatalf("b after release: %v", err)
+	}
+}
+
+// Nodes paused past the lease's validity: the watchdog cannot renew, the
+// lease is lost and its context canceled with ErrLockLost.
+func TestRedlockPausedNodesLoseLease(t *testing.T) {
+	c := redistest.Start(t, 3)
+	ctx := tctx(t, 20*time.Second)
+	l := newTestRedlock(t, c.Addrs(), "a")
+	const ttl = 500 * time.Millisecond
+	lease, err := l.Acquire(ctx, Key{Family: "job", Name: "paused"}, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kctx := lease.Keep(ctx)
+	for _, i := range []int{0, 2} {
+		if err := c.Node(i).Pause(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-kctx.Done():
+	case <-time.After(5 * ttl):
+		t.Fatal("lease not lost while a majority is paused")
+	}
+	if !errors.Is(context.Cause(kctx), ErrLockLost) {
+		t.Fatalf("cause: %v", context.Cause(kctx))
+	}
+	select {
+	case <-lease.Lost():
+	default:
+		t.Fatal("Lost not closed")
+	}
+	if time.Now().Before(lease.ValidUntil()) {
+		t.Fatal("lost before ValidUntil")
+	}
+	for _, i := range []int{0, 2} {
+		if err := c.Node(i).Resume(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The lease is taken as lost up to the drift allowance before the keys
+	// expire on the nodes, so Release may still find them (nil) or find
+	// them expired (ErrLockLost); either way it leaves nothing behind, not
+	// even the copy the watchdog kept alive on node 1.
+	if err := lease.Release(ctx); err != nil && !errors.Is(err, ErrLockLost) {
+		t.Fatalf("release after loss: %v", err)
+	}
+	for _, n := range c.Nodes() {
+		if n.Client().Exists(ctx, "t:{job}:paused").Val() != 0 {
+			t.Fatalf("node %s still has the key", n.Addr())
+		}
+	}
+}
+
+// A stale holder (its lease expired, someone else acquired) can neither
+// extend nor release the new holder's lock.
+func TestRedlockStaleTokenCannotReleaseOrExtend(t *testing.T) {
+	c := redistest.Start(t, 3)
+	ctx := tctx(t, 10*time.Second)
+	a := newTestRedlock(t, c.Addrs(), "a")
+	b := newTestRedlock(t, c.Addrs(), "b")
+	key := Key{Family: "job", Name: "stale"}
+	la, err := a.Acquire(ctx, key, 200*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	lb, err := b.Acquire(ctx, key, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Ask the nodes directly with the stale value: the front end would
+	// refuse before asking, as a's ValidUntil has passed.
+	ab := a.(*locker).b
+	if err := ab.extend(ctx, key, la.value, time.Minute); !errors.Is(err, ErrLockLost) {
+		t.Fatalf("stale extend: %v", err)
+	}
+	if err := ab.release(ctx, key, la.value, "", 0); !errors.Is(err, ErrLockLost) {
+		t.Fatalf("stale release: %v", err)
+	}
+	if err := ab.release(ctx, key, la.value, "done|a|x", time.Minute); !errors.Is(err, ErrLockLost) {
+		t.Fatalf("stale mark done: %v", err)
+	}
+	if err := la.Extend(ctx); !errors.Is(err, ErrLockLost) {
+		t.Fatalf("stale lease Extend: %v", err)
+	}
+	if err := la.Release(ctx); !errors.Is(err, ErrLockLost) {
+		t.Fatalf("stale lease Release: %v", err)
+	}
+	for _, n := range c.Nodes() {
+		if v := n.Client().Get(ctx, rkey(key)).Val(); v != lb.value {
+			t.Fatalf("node %s: %q, want b's value", n.Addr(), v)
+		}
+		if ttl := n.Client().PTTL(ctx, rkey(key)).Val(); ttl > 10*time.Second {
+			t.Fatalf("node %s: ttl %v was extended by the stale holder", n.Addr(), ttl)
+		}
+	}
+	if err := lb.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Fencing tokens strictly increase across 1,000 acquisitions by competing
+// clients while one node, with an append-only file, restarts with its data.
+func TestRedlockFencingAcrossRestart(t *testing.T) {
+	n := 1000
+	if testing.Short() {
+		n = 200
+	}
+	c := redistest.Start(t, 3, redistest.AppendOnlyOn(0))
+	ctx := tctx(t, 60*time.Second)
+	lockers := make([]Locker, 4)
+	for i := range lockers {
+		lockers[i] = newTestRedlock(t, c.Addrs(), fmt.Sprintf("r%d", i))
+	}
+	key := Key{Family: "fence", Name: "run"}
+	var (
+		mu       sync.Mutex
+		tokens   []uint64
+		wins     atomic.Int32
+		failures = make(chan string, 100)
+		wg       sync.WaitGroup
+		stop     = make(chan struct{})
+	)
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l := lockers[g%len(lockers)]
+			for wins.Load() < int32(n) && ctx.Err() == nil {
+				lease, err := l.Acquire(ctx, key, 2*time.Second)
+				if err != nil {
+					if !errors.Is(err, ErrNotAcquired) && !errors.Is(err, ErrNoQuorum) {
+						failures <- err.Error()
+						return
+					}
+					time.Sleep(200 * time.Microsecond)
+					continue
+				}
+				mu.Lock() // uncontended while the lock is exclusive
+				if k := len(tokens); k > 0 && lease.Token() <= tokens[k-1] {
+					failures <- fmt.Sprintf("token %d after %d", lease.Token(), tokens[k-1])
+				}
+				tokens = append(tokens, lease.Token())
+				mu.Unlock()
+				wins.Add(1)
+				if err := lease.Release(ctx); err != nil && !errors.Is(err, ErrNoQuorum) {
+					failures <- "release: " + err.Error()
+				}
+			}
+		}()
+	}
+	restarts := 0
+	go func() {
+		defer close(stop)
+		for wins.Load() < int32(n) && ctx.Err() == nil {
+			time.Sleep(100 * time.Millisecond)
+			if err := c.Node(0).Restart(); err != nil {
+				failures <- "restart: " + err.Error()
+				return
+			}
+			restarts++
+		}
+	}()
+	wg.Wait()
+	<-stop
+	close(failures)
+	for f := range failures {
+		t.Error(f)
+	}
+	if len(tokens) < n {
+		t.Fatalf("only %d acquisitions", len(tokens))
+	}
+	if restarts == 0 {
+		t.Fatal("node 0 never restarted during the run")
+	}
+	last := tokens[len(tokens)-1]
+	onMax := 0
+	for _, nd := range c.Nodes() {
+		f, err := nd.Client().Get(ctx, "t:{fence}:fence").Uint64()
+		if err != nil {
+			t.Fatalf("node %s: %v", nd.Addr(), err)
+		}
+		if f > last {
+			t.Fatalf("node %s: counter %d above the last token %d", nd.Addr(), f, last)
+		}
+		if f == last {
+			onMax++
+		}
+	}
+	if onMax < 2 {
+		t.Fatalf("last token %d is on %d nodes, want a majority", last, onMax)
+	}
+	t.Logf("%d acquisitions, %d restarts of node 0, last token %d", len(tokens), restarts, last)
+}
+
+func TestRedlockRecords(t *testing.T) {
+	c := redistest.Start(t, 3)
+	ctx := tctx(t, 10*time.Second)
+	l := newTestRedlock(t, c.Addrs(), "me")
+	key := Key{Family: "job", Name: "last"}
+	if v, err := l.ReadRecord(ctx, key); err != nil || v != 0 {
+		t.Fatalf("unwritten record: %d, %v", v, err)
+	}
+	if err := l.AdvanceRecord(ctx, key, 100); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.AdvanceRecord(ctx, key, 50); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := l.ReadRecord(ctx, key); err != nil || v != 100 {
+		t.Fatalf("record: %d, %v", v, err)
+	}
+	// A value that reached one node only is repaired onto a majority by
+	// the read that sees it.
+	c.Node(2).Client().Set(ctx, rkey(key), 170, 0)
+	if v, err := l.ReadRecord(ctx, key); err != nil || v != 170 {
+		t.Fatalf("record after partial write: %d, %v", v, err)
+	}
+	for _, n := range c.Nodes() {
+		if v, _ := n.Client().Get(ctx, rkey(key)).Int64(); v != 170 {
+			t.Fatalf("node %s not repaired: %d", n.Addr(), v)
+		}
+	}
+	if err := l.AdvanceRecord(ctx, key, 1<<60); err == nil {
+		t.Fatal("a value above 2^53 was accepted")
+	}
+	if err := l.AdvanceRecord(ctx, Key{Family: "job", Name: "fence"}, 1); err == nil {
+		t.Fatal("the reserved fence name was accepted")
+	}
+	// With two nodes down, records fail with a quorum error.
+	_ = c.Node(0).Kill()
+	_ = c.Node(1).Kill()
+	if err := l.AdvanceRecord(ctx, key, 200); !errors.Is(err, ErrNoQuorum) {
+		t.Fatalf("advance without quorum: %v", err)
+	}
+	if _, err := l.ReadRecord(ctx, key); !errors.Is(err, ErrNoQuorum) {
+		t.Fatalf("read without quorum: %v", err)
+	}
+}
+
+func TestRedlockCanceledContext(t *testing.T) {
+	c := redistest.Start(t, 3)
+	l := newTestRedlock(t, c.Addrs(), "me")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := l.Acquire(ctx, Key{Family: "f", Name: "n"}, time.Second); !errors.Is(err, context.Canceled) {
+		t.Fatalf("acquire: %v", err)
+	}
+	// Canceled while waiting on paused nodes: ctx.Err(), and nothing left
+	// behind on the node that answered.
+	for _, i := range []int{1, 2} {
+		_ = c.Node(i).Pause()
+	}
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel2()
+	if _, err := l.Acquire(ctx2, Key{Family: "f", Name: "n"}, time.Second); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("acquire: %v", err)
+	}
+	if c.Node(0).Client().Exists(context.Background(), "t:{f}:n").Val() != 0 {
+		t.Fatal("canceled acquisition left its write on node 0")
+	}
+}
+
+func TestRedlockTLSAndAuth(t *testing.T) {
+	t.Run("tls+password", func(t *testing.T) {
+		c := redistest.Start(t, 3, redistest.TLS(), redistest.Password("pw-s3cret"))
+		ctx := tctx(t, 10*time.Second)
+		l := newTestRedlock(t, c.Addrs(), "me", func(cfg *RedisConfig) {
+			cfg.TLS = true
+			cfg.TLSConfig = c.ClientTLS()
+			cfg.TLSConfig.ServerName = "" // filled from the address
+			cfg.Password = "pw-s3cret"
+		})
+		lease, err := l.Acquire(ctx, Key{Family: "f", Name: "n"}, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := lease.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// System roots do not trust the throwaway CA: every node refuses.
+		sys := newTestRedlock(t, c.Addrs(), "me", func(cfg *RedisConfig) {
+			cfg.TLS, cfg.Password, cfg.OpTimeout = true, "pw-s3cret", time.Second
+		})
+		if _, err := sys.Acquire(ctx, Key{Family: "f", Name: "n"}, time.Second); !errors.Is(err, ErrNoQuorum) || !strings.Contains(err.Error(), "certificate") {
+			t.Fatalf("untrusted CA: %v", err)
+		}
+		// A wrong password fails, and no password appears in the error.
+		bad := newTestRedlock(t, c.Addrs(), "me", func(cfg *RedisConfig) {
+			cfg.TLSConfig, cfg.Password = c.ClientTLS(), "wrong-pw"
+		})
+		_, err = bad.Acquire(ctx, Key{Family: "f", Name: "n"}, time.Second)
+		if !errors.Is(err, ErrNoQuorum) || strings.Contains(err.Error(), "wrong-pw") || strings.Contains(err.Error(), "pw-s3cret") {
+			t.Fatalf("wrong password: %v", err)
+		}
+	})
+	t.Run("acl user via credentials provider", func(t *testing.T) {
+		c := redistest.Start(t, 3, redistest.User("svc", "tok-1"))
+		ctx := tctx(t, 10*time.Second)
+		var calls atomic.Int32
+		l := newTestRedlock(t, c.Addrs(), "me", func(cfg *RedisConfig) {
+			cfg.CredentialsProvider = func(context.Context) (string, string, error) {
+				calls.Add(1)
+				return "svc", "tok-1", nil
+			}
+		})
+		lease, err := l.Acquire(ctx, Key{Family: "f", Name: "n"}, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := lease.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if calls.Load() == 0 {
+			t.Fatal("credentials provider never asked")
+		}
+	})
+}
+
+func TestNewRedlockConfigErrors(t *testing.T) {
+	for _, cfg := range []RedisConfig{
+		{},
+		{Nodes: []string{"no-port"}},
+		{Nodes: []string{"a:1", "a:1"}},
+	} {
+		if _, err := NewRedlock(cfg, Options{}); err == nil {
+			t.Errorf("%+v: no error", cfg)
+		}
+	}
+	l, err := NewRedlock(RedisConfig{Nodes: []string{"127.0.0.1:1"}}, Options{Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if l.Mode() != "redlock(1 node)" {
+		t.Fatal(l.Mode())
+	}
+	rl := l.(*locker).b.(*redlock)
+	if rl.opTimeout != DefaultOpTimeout || rl.prefix != DefaultKeyPrefix {
+		t.Fatalf("defaults: %v %q", rl.opTimeout, rl.prefix)
+	}
+	if _, err := l.Acquire(context.Background(), Key{Name: "x"}, time.Second); err == nil {
+		t.Fatal("empty family accepted")
+	}
+}
+
+// A node may be a Redis Cluster endpoint: keys whose slot lives on another
+// shard come back as MOVED, and the node switches to a cluster client.
+func TestRedlockClusterEndpoint(t *testing.T) {
+	c := redistest.Start(t, 2, redistest.Args("--cluster-enabled", "yes", "--cluster-node-timeout", "2000"))
+	ctx := tctx(t, 20*time.Second)
+	a, b := c.Node(0).Client(), c.Node(1).Client()
+	if err := a.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 8191).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 8192, 16383).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Do(ctx, "CLUSTER", "MEET", "127.0.0.1", c.Node(1).Port()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		info, _ := a.ClusterInfo(ctx).Result()
+		info2, _ := b.ClusterInfo(ctx).Result()
+		if strings.Contains(info, "cluster_state:ok") && strings.Contains(info2, "cluster_state:ok") {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("cluster did not form: %s", info)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// One Redlock "node" = the cluster, reached through node 0's address.
+	l := newTestRedlock(t, []string{c.Node(0).Addr()}, "me", func(cfg *RedisConfig) { cfg.OpTimeout = time.Second })
+	onB := 0
+	for i := 0; i < 8; i++ {
+		fam := fmt.Sprintf("job%d", i)
+		if redisSlot(fam) >= 8192 {
+			onB++
+		}
+		lease, err := l.Acquire(ctx, Key{Family: fam, Name: "slot:1"}, 5*time.Second)
+		if err != nil {
+			t.Fatalf("family %s (slot %d): %v", fam, redisSlot(fam), err)
+		}
+		if err := lease.Extend(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.AdvanceRecord(ctx, Key{Family: fam, Name: "last"}, 7); err != nil {
+			t.Fatal(err)
+		}
+		if v, err := l.ReadRecord(ctx, Key{Family: fam, Name: "last"}); err != nil || v != 7 {
+			t.Fatalf("record: %d %v", v, err)
+		}
+		if err := lease.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if onB == 0 {
+		t.Fatal("no family hashed to the second shard; the test proves nothing")
+	}
+	if !l.(*locker).b.(*redlock).nodes[0].cluster.Load() {
+		t.Fatal("node did not switch to a cluster client")
+	}
+}
+
+// redisSlot is Redis Cluster's CRC16 key slot of a hash tag.
+func redisSlot(tag string) int {
+	var crc uint16
+	for i := 0; i < len(tag); i++ {
+		crc ^= uint16(tag[i]) << 8
+		for j := 0; j < 8; j++ {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return int(crc) % 16384
+}
