@@ -1,0 +1,220 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/slotlock/slotlock/jobs"
+	"github.com/slotlock/slotlock/locking"
+)
+
+// Overlap says whether runs of one job may overlap in time.
+type Overlap string
+
+const (
+	// OverlapForbid (the default): a job-level lease is held, and renewed, for
+	// the whole run; a slot that fires while any replica still runs the job
+	// is skipped with reason "overlap" on every replica.
+	OverlapForbid Overlap = "forbid"
+	// OverlapAllow: runs of different slots may overlap.
+	OverlapAllow Overlap = "allow"
+)
+
+// MisfirePolicy decides what happens to slots that passed while no replica
+// could run them (all replicas down, lock quorum lost, a replica paused
+// past the lateness bound).
+type MisfirePolicy string
+
+const (
+	// MisfireSkip (the default) logs missed slots once and runs none of them.
+	MisfireSkip MisfirePolicy = "skip"
+	// MisfireRunOnce runs the latest missed slot once, if it is no older
+	// than the deadline, after checking that no replica handled it.
+	MisfireRunOnce MisfirePolicy = "run_once"
+)
+
+// Misfire is a job's misfire policy.
+type Misfire struct {
+	Policy   MisfirePolicy
+	Deadline time.Duration // run_once: the latest missed slot runs only if now - slot <= Deadline (default 10m)
+}
+
+// Retry is a job's retry policy: up to Max extra attempts within the same
+// slot and under the same leases; the wait before attempt n+1 is
+// Backoff * 2^(n-1).
+type Retry struct {
+	Max     int
+	Backoff time.Duration // default 5s when Max > 0
+}
+
+// JobSpec is one configured job. Schedule and Job are required; Spec is
+// the schedule's text, kept for logs and errors.
+type JobSpec struct {
+	Name     string
+	Spec     string
+	Schedule Schedule
+	Location *time.Location // the schedule's zone (informational: Schedule already carries it)
+	Plugin   string
+	Job      jobs.Job
+	Enabled  bool          // a disabled job never fires; Trigger still runs it
+	Timeout  time.Duration // a run (all its attempts and backoffs) is canceled after this; 0 means no timeout
+	Overlap  Overlap       // "" means OverlapForbid
+	Misfire  Misfire
+	Retry    Retry
+}
+
+// Metrics receives the scheduler's measurements. Every method must be cheap
+// and safe for concurrent use. A nil Metrics in Config means none.
+type Metrics interface {
+	SlotSkipped(job, reason string)                     // reason: held | done | overlap | late | no_quorum
+	RunFinished(job, outcome string, d time.Duration)   // outcome: succeeded | failed | canceled
+	StartDelay(job string, d time.Duration)             // actual start - nominal slot (scheduled and recovered runs)
+	LockAcquire(job string, d time.Duration, err error) // latency of each Acquire, with its result
+	LeaseLost(job string)                               // a lease of a running run was lost
+}
+
+// Config configures a Scheduler. Locker and Jobs are required; the zero
+// values of the rest mean the defaults shown.
+type Config struct {
+	Replica string         // this replica's name (logs); default "replica"
+	Locker  locking.Locker // required
+	Clock   locking.Clock  // default locking.SystemClock(0)
+	// Logger receives the audit events. The scheduler does not add the
+	// replica attribute: give it a logger that carries it (as the command
+	// does). Default slog.Default().
+	Logger  *slog.Logger
+	Metrics Metrics // nil: none
+
+	LockTTL       time.Duration // lease length, renewed at LockTTL/3 while a run goes on; default 30s
+	MaxClockSkew  time.Duration // largest clock difference between replicas that exactly-once survives; default 2s
+	ShutdownGrace time.Duration // running runs get this long to finish after Run's ctx ends; default 25s
+
+	// Lateness is the bound after which a firing counts as late and goes to
+	// the misfire policy. Default (and maximum) MaxClockSkew + 1s.
+	Lateness time.Duration
+	// Spread bounds the per-replica delay, derived from a hash of (job, slot,
+	// replica), before a replica tries a slot, so that replicas firing in the
+	// same millisecond rarely split the lock nodes' votes and runs spread
+	// over replicas. Default 2ms; negative means no delay.
+	Spread time.Duration
+
+	Jobs []JobSpec
+}
+
+// Defaults.
+const (
+	DefaultLockTTL       = 30 * time.Second
+	DefaultMaxClockSkew  = 2 * time.Second
+	DefaultShutdownGrace = 25 * time.Second
+	DefaultSpread        = 2 * time.Millisecond
+	DefaultBackoff       = 5 * time.Second
+	DefaultDeadline      = 10 * time.Minute
+)
+
+// Errors.
+var (
+	// ErrTimeout is the cause of a run's context when the job's timeout ends it.
+	ErrTimeout = errors.New("scheduler: job timeout")
+	// ErrShutdown is the cause of a run's context when the replica shuts down
+	// (after the grace period) or a Trigger's context ends.
+	ErrShutdown = errors.New("scheduler: shutting down")
+	// ErrUnknownJob is returned by Trigger and Next for a name not configured.
+	ErrUnknownJob = errors.New("scheduler: unknown job")
+	// ErrStopped is returned by Run and Trigger after the scheduler stopped.
+	ErrStopped = errors.New("scheduler: stopped")
+	// ErrRunFailed is wrapped by Trigger's error when the run ended but did
+	// not succeed.
+	ErrRunFailed = errors.New("scheduler: run did not succeed")
+)
+
+func (c *Config) withDefaults() (Config, error) {
+	cfg := *c
+	if cfg.Locker == nil {
+		return cfg, errors.New("scheduler: Config.Locker is required")
+	}
+	if cfg.Replica == "" {
+		cfg.Replica = "replica"
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = locking.SystemClock(0)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = nopMetrics{}
+	}
+	if cfg.LockTTL == 0 {
+		cfg.LockTTL = DefaultLockTTL
+	}
+	if cfg.MaxClockSkew == 0 {
+		cfg.MaxClockSkew = DefaultMaxClockSkew
+	}
+	if cfg.ShutdownGrace == 0 {
+		cfg.ShutdownGrace = DefaultShutdownGrace
+	}
+	if cfg.Spread == 0 {
+		cfg.Spread = DefaultSpread
+	}
+	if cfg.LockTTL < 100*time.Millisecond {
+		return cfg, fmt.Errorf("scheduler: LockTTL %v is too short (at least 100ms)", cfg.LockTTL)
+	}
+	if cfg.MaxClockSkew < 0 || cfg.ShutdownGrace < 0 || cfg.Lateness < 0 {
+		return cfg, errors.New("scheduler: MaxClockSkew, ShutdownGrace and Lateness must not be negative")
+	}
+	maxLate := cfg.MaxClockSkew + time.Second
+	if cfg.Lateness == 0 {
+		cfg.Lateness = maxLate
+	}
+	if cfg.Lateness > maxLate {
+		return cfg, fmt.Errorf("scheduler: Lateness %v is larger than MaxClockSkew + 1s (%v)", cfg.Lateness, maxLate)
+	}
+	return cfg, nil
+}
+
+func (j *JobSpec) withDefaults() (JobSpec, error) {
+	spec := *j
+	if spec.Name == "" {
+		return spec, errors.New("scheduler: a job has no name")
+	}
+	if spec.Schedule == nil {
+		return spec, fmt.Errorf("scheduler: job %q: no schedule", spec.Name)
+	}
+	if spec.Job == nil {
+		return spec, fmt.Errorf("scheduler: job %q: no job (plugin %q not built)", spec.Name, spec.Plugin)
+	}
+	switch spec.Overlap {
+	case "":
+		spec.Overlap = OverlapForbid
+	case OverlapForbid, OverlapAllow:
+	default:
+		return spec, fmt.Errorf("scheduler: job %q: overlap %q (want forbid or allow)", spec.Name, spec.Overlap)
+	}
+	switch spec.Misfire.Policy {
+	case "":
+		spec.Misfire.Policy = MisfireSkip
+	case MisfireSkip, MisfireRunOnce:
+	default:
+		return spec, fmt.Errorf("scheduler: job %q: misfire policy %q (want skip or run_once)", spec.Name, spec.Misfire.Policy)
+	}
+	if spec.Misfire.Deadline <= 0 {
+		spec.Misfire.Deadline = DefaultDeadline
+	}
+	if spec.Retry.Max < 0 || spec.Timeout < 0 || spec.Retry.Backoff < 0 {
+		return spec, fmt.Errorf("scheduler: job %q: negative retry or timeout", spec.Name)
+	}
+	if spec.Retry.Backoff == 0 {
+		spec.Retry.Backoff = DefaultBackoff
+	}
+	return spec, nil
+}
+
+type nopMetrics struct{}
+
+func (nopMetrics) SlotSkipped(string, string)                {}
+func (nopMetrics) RunFinished(string, string, time.Duration) {}
+func (nopMetrics) StartDelay(string, time.Duration)          {}
+func (nopMetrics) LockAcquire(string, time.Duration, error)  {}
+func (nopMetrics) LeaseLost(string)                          {}

@@ -1,0 +1,353 @@
+package scheduler
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/slotlock/slotlock/jobs"
+	"github.com/slotlock/slotlock/locking"
+)
+
+// logSink collects JSON log lines from several schedulers.
+type logSink struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logSink) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+// logger returns a debug-level JSON logger carrying replica, as the command builds it.
+func (l *logSink) logger(replica string) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug})).With("replica", replica)
+}
+
+type event map[string]any
+
+func (e event) str(k string) string {
+	v, _ := e[k].(string)
+	return v
+}
+
+func (e event) num(k string) float64 {
+	v, _ := e[k].(float64)
+	return v
+}
+
+// events parses every line; lines that are not JSON fail the test.
+func (l *logSink) events(t testing.TB) []event {
+	t.Helper()
+	l.mu.Lock()
+	data := slices.Clone(l.buf.Bytes())
+	l.mu.Unlock()
+	var out []event
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var e event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatalf("log line is not JSON: %q: %v", sc.Text(), err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// where returns the events named ev whose attributes equal kv pairs.
+func where(evs []event, ev string, kv ...string) []event {
+	var out []event
+next:
+	for _, e := range evs {
+		if e.str("event") != ev {
+			continue
+		}
+		for i := 0; i+1 < len(kv); i += 2 {
+			if e.str(kv[i]) != kv[i+1] {
+				continue next
+			}
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func (l *logSink) dump(t testing.TB) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t.Logf("logs:\n%s", l.buf.String())
+}
+
+// funcJob adapts a function to jobs.Job.
+type funcJob func(ctx context.Context, run jobs.Run) error
+
+func (f funcJob) Run(ctx context.Context, run jobs.Run) error { return f(ctx, run) }
+
+// record is one observed run of a test job.
+type record struct {
+	Run        jobs.Run
+	Start, End time.Time
+	Err        error
+	Cause      error
+}
+
+// recorder is a job that sleeps for d (or until ctx ends) and records each
+// attempt, so tests can count runs per slot and check overlap.
+type recorder struct {
+	mu   sync.Mutex
+	runs []record
+	d    time.Duration
+	fail atomic.Int32 // the next fail attempts return an error
+	now  func() time.Time
+}
+
+func (r *recorder) Run(ctx context.Context, run jobs.Run) error {
+	start := r.now()
+	var err error
+	if r.fail.Add(-1) >= 0 {
+		err = errors.New("planned failure")
+	} else if r.d > 0 {
+		t := time.NewTimer(r.d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			err = fmt.Errorf("stopped: %w", context.Cause(ctx))
+		}
+		t.Stop()
+	}
+	r.mu.Lock()
+	r.runs = append(r.runs, record{Run: run, Start: start, End: r.now(), Err: err, Cause: context.Cause(ctx)})
+	r.mu.Unlock()
+	return err
+}
+
+func (r *recorder) all() []record {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.runs)
+}
+
+// jumpClock is the system clock (fake inside a synctest bubble) plus an
+// offset the test can move forward to model a paused process, or fixed to
+// model a skewed replica.
+type jumpClock struct{ offset atomic.Int64 }
+
+func newJumpClock(offset time.Duration) *jumpClock {
+	c := &jumpClock{}
+	c.offset.Store(int64(offset))
+	return c
+}
+
+func (c *jumpClock) Now() time.Time { return time.Now().Add(time.Duration(c.offset.Load())) }
+func (c *jumpClock) NewTimer(d time.Duration) locking.Timer {
+	return locking.SystemClock(0).NewTimer(d)
+}
+func (c *jumpClock) jump(d time.Duration) { c.offset.Add(int64(d)) }
+
+// faultyLocker wraps a Locker: while down, every call fails with a
+// *QuorumError; split makes the next n Acquires fail with a split vote.
+type faultyLocker struct {
+	locking.Locker
+	down     atomic.Bool
+	split    atomic.Int32
+	acquires atomic.Int64
+}
+
+func (f *faultyLocker) quorumErr(op string, key locking.Key) error {
+	return &locking.QuorumError{Op: op, Key: key, Need: 2, Got: 0,
+		Err: errors.Join(&locking.NodeError{Addr: "test:1", Err: errors.New("down")})}
+}
+
+func (f *faultyLocker) Acquire(ctx context.Context, key locking.Key, ttl time.Duration) (*locking.Lease, error) {
+	f.acquires.Add(1)
+	if f.down.Load() {
+		return nil, f.quorumErr("acquire", key)
+	}
+	if f.split.Add(-1) >= 0 {
+		return nil, &locking.SplitVoteError{Held: &locking.HeldError{Key: key, Holder: "other"}}
+	}
+	return f.Locker.Acquire(ctx, key, ttl)
+}
+
+func (f *faultyLocker) AdvanceRecord(ctx context.Context, key locking.Key, v int64) error {
+	if f.down.Load() {
+		return f.quorumErr("record", key)
+	}
+	return f.Locker.AdvanceRecord(ctx, key, v)
+}
+
+func (f *faultyLocker) ReadRecord(ctx context.Context, key locking.Key) (int64, error) {
+	if f.down.Load() {
+		return 0, f.quorumErr("record", key)
+	}
+	return f.Locker.ReadRecord(ctx, key)
+}
+
+func (f *faultyLocker) Ping(ctx context.Context) ([]locking.NodeStatus, error) {
+	if f.down.Load() {
+		return nil, f.quorumErr("ping", locking.Key{})
+	}
+	return f.Locker.Ping(ctx)
+}
+
+// countMetrics records the hooks' calls.
+type countMetrics struct {
+	mu      sync.Mutex
+	skipped map[string]int // "job/reason"
+	runs    map[string]int // "job/outcome"
+	delays  []time.Duration
+	acq     int
+	lost    int
+}
+
+func newCountMetrics() *countMetrics {
+	return &countMetrics{skipped: map[string]int{}, runs: map[string]int{}}
+}
+
+func (m *countMetrics) SlotSkipped(job, reason string) {
+	m.mu.Lock()
+	m.skipped[job+"/"+reason]++
+	m.mu.Unlock()
+}
+func (m *countMetrics) RunFinished(job, outcome string, d time.Duration) {
+	m.mu.Lock()
+	m.runs[job+"/"+outcome]++
+	m.mu.Unlock()
+}
+func (m *countMetrics) StartDelay(job string, d time.Duration) {
+	m.mu.Lock()
+	m.delays = append(m.delays, d)
+	m.mu.Unlock()
+}
+func (m *countMetrics) LockAcquire(job string, d time.Duration, err error) {
+	m.mu.Lock()
+	m.acq++
+	m.mu.Unlock()
+}
+func (m *countMetrics) LeaseLost(job string) {
+	m.mu.Lock()
+	m.lost++
+	m.mu.Unlock()
+}
+
+func (m *countMetrics) get(key string, runs bool) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if runs {
+		return m.runs[key]
+	}
+	return m.skipped[key]
+}
+
+// everySecond is a JobSpec for a job that fires every second.
+func everySecond(t testing.TB, name string, j jobs.Job) JobSpec {
+	t.Helper()
+	sched, err := ParseSchedule("* * * * * *", time.UTC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return JobSpec{Name: name, Spec: "* * * * * *", Schedule: sched, Job: j, Enabled: true, Plugin: "test"}
+}
+
+// running starts s.Run and returns a stop function that ends it and
+// waits for Run to return, failing the test on an error.
+func running(t testing.TB, s *Scheduler) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	return func() {
+		t.Helper()
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}
+}
+
+// bubbleStart is the fake clock's start inside synctest bubbles.
+var bubbleStart = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func slotAt(sec int) string { return slotString(bubbleStart.Add(time.Duration(sec) * time.Second)) }
+
+// pausableClock models a paused process: while paused, none of its timers
+// deliver; they deliver (late) when it resumes, as after SIGSTOP/SIGCONT.
+type pausableClock struct {
+	mu     sync.Mutex
+	resume chan struct{} // nil while running
+}
+
+func (c *pausableClock) Now() time.Time { return time.Now() }
+
+func (c *pausableClock) pause() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.resume == nil {
+		c.resume = make(chan struct{})
+	}
+}
+
+func (c *pausableClock) cont() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.resume != nil {
+		close(c.resume)
+		c.resume = nil
+	}
+}
+
+func (c *pausableClock) gate() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.resume
+}
+
+type pausableTimer struct {
+	c  *pausableClock
+	ch chan time.Time
+	t  *time.Timer
+}
+
+func (c *pausableClock) NewTimer(d time.Duration) locking.Timer {
+	pt := &pausableTimer{c: c, ch: make(chan time.Time, 1)}
+	pt.t = time.AfterFunc(d, pt.fire)
+	return pt
+}
+
+func (p *pausableTimer) fire() {
+	if g := p.c.gate(); g != nil {
+		<-g
+	}
+	select {
+	case p.ch <- time.Now():
+	default:
+	}
+}
+
+func (p *pausableTimer) C() <-chan time.Time { return p.ch }
+func (p *pausableTimer) Stop() bool {
+	active := p.t.Stop()
+	select {
+	case <-p.ch:
+	default:
+	}
+	return active
+}
+func (p *pausableTimer) Reset(d time.Duration) bool {
+	active := p.Stop()
+	p.t.Reset(d)
+	return active
+}

@@ -1,0 +1,271 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/slotlock/slotlock/locking"
+)
+
+// Misfires reach the policy three ways:
+//
+//   - the loop woke later than the lateness bound (this replica was paused
+//     or starved): fireDue hands the late slots over;
+//   - at start, the job's record shows slots that passed while no replica
+//     ran (startupCheck);
+//   - slots skipped with no_quorum: when a majority answers again the latest
+//     one is recovered under run_once (noteOutage, quorumSeen).
+//
+// skip logs the missed slots once, as slot.skipped reason late. run_once
+// runs the latest one if it is within the deadline and no replica handled
+// it: its done marker (or lock) is checked by acquiring the slot lock, and
+// once the marker may have expired, the job's record too.
+
+// misfire applies j's misfire policy to the slots in late. probe is set for
+// slots found at start: then the skip policy first checks, by taking the
+// latest slot's lock, that no replica handled it, so that N replicas
+// starting together log the miss once (the one that wins the lock).
+func (s *Scheduler) misfire(j *job, late lateRange, probe bool) {
+	name := j.name()
+	if j.spec.Misfire.Policy == MisfireRunOnce && s.clock.Now().Sub(late.last) <= j.spec.Misfire.Deadline {
+		if late.count > 1 {
+			rest := late
+			rest.count--
+			rest.last = late.prev
+			s.logLate(name, rest, "older missed slots: run_once runs only the latest")
+		}
+		s.recover(j, late.last)
+		return
+	}
+	if probe {
+		lease, err := s.acquire(name, slotKey(name, late.last), s.clock.Now().Add(time.Second))
+		if err != nil {
+			// Held or done: handled by a replica. No quorum: slots fire
+			// into no_quorum skips anyway. Either way nothing to report.
+			s.log.Debug("missed slot check: not taken", "job", name, "slot", slotString(late.last),
+				"error", err.Error())
+			return
+		}
+		s.endLease(name, slotString(late.last), lease, s.doneTTL, reasonLate)
+		s.advanceRecord(name, slotString(late.last), late.last)
+	}
+	note := "misfire policy skip"
+	if j.spec.Misfire.Policy == MisfireRunOnce {
+		note = "older than the misfire deadline"
+	}
+	s.logLate(name, late, note)
+}
+
+func (s *Scheduler) logLate(job string, late lateRange, note string) {
+	attrs := []any{"missed", late.count, "note", note}
+	if late.count > 1 {
+		attrs = append(attrs, "first_slot", slotString(late.first))
+	}
+	if late.atLeast {
+		attrs = append(attrs, "missed_at_least", true)
+	}
+	s.skipped(job, slotString(late.last), reasonLate, late.count, attrs...)
+}
+
+// recover runs missed slot t of j under run_once, unless it is past the
+// deadline or some replica handled it.
+func (s *Scheduler) recover(j *job, t time.Time) {
+	name, slot := j.name(), slotString(t)
+	age := s.clock.Now().Sub(t)
+	if age > j.spec.Misfire.Deadline {
+		s.logLate(name, lateRange{first: t, last: t, count: 1}, "older than the misfire deadline")
+		return
+	}
+	// While a handled slot's lock or done marker surely still exists, the
+	// slot lock alone decides. Past that, the record says whether this slot,
+	// or a later one, was handled.
+	if age >= s.doneTTL-s.cfg.MaxClockSkew-acquireSlack {
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		rec, err := s.cfg.Locker.ReadRecord(ctx, lastKey(name))
+		cancel()
+		if err != nil {
+			s.skipped(name, slot, reasonNoQuorum, 1, "error", err.Error())
+			s.noteOutage(j, t)
+			return
+		}
+		if rec >= t.Unix() {
+			s.skipped(name, slot, reasonDone, 1, "note", "record: this or a later slot was handled")
+			return
+		}
+	}
+	s.attemptSlot(j, t, modeRecover)
+}
+
+// startupCheck looks, once per job at Run's start, for slots that passed
+// while no replica ran them: slots after the job's record up to the start.
+// It hands them to the misfire policy once every replica that could still
+// fire one of them normally (clocks up to MaxClockSkew behind, up to
+// Lateness late) has tried it.
+func (s *Scheduler) startupCheck(j *job, start time.Time) {
+	name := j.name()
+	// Read the record now, before this replica's own runs move it.
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	rec, err := s.cfg.Locker.ReadRecord(ctx, lastKey(name))
+	cancel()
+	if err != nil {
+		s.log.Debug("missed slot check: record unreadable", "job", name, "error", err.Error())
+		return
+	}
+	if rec == 0 {
+		return // never ran: nothing can have been missed
+	}
+	last := prevSlot(j.spec.Schedule, start)
+	if last.IsZero() || last.Unix() <= rec {
+		return
+	}
+	late := countSlots(j.spec.Schedule, time.Unix(rec, 0), last)
+	if late.count == 0 {
+		return
+	}
+	// Decide only once every replica that could fire these slots normally
+	// has tried: the slot lock then tells handled from missed.
+	if !s.sleep(s.cfg.MaxClockSkew+s.lateness+acquireSlack, s.stopping) {
+		return
+	}
+	s.misfire(j, late, true)
+}
+
+// prevSlot returns the latest slot <= t, or zero when none in five years.
+func prevSlot(sched Schedule, t time.Time) time.Time {
+	for _, w := range []time.Duration{time.Minute, time.Hour, 25 * time.Hour, 32 * 24 * time.Hour,
+		367 * 24 * time.Hour, 5 * 367 * 24 * time.Hour} {
+		var last time.Time
+		n := 0
+		for x := sched.Next(t.Add(-w)); !x.IsZero() && !x.After(t) && n < 1_000_000; x = sched.Next(x) {
+			last = x
+			n++
+		}
+		if !last.IsZero() {
+			return last
+		}
+	}
+	return time.Time{}
+}
+
+// countSlots describes the slots in (after, upto]; upto must be a slot.
+func countSlots(sched Schedule, after, upto time.Time) lateRange {
+	var r lateRange
+	for x := sched.Next(after); !x.IsZero() && !x.After(upto); x = sched.Next(x) {
+		if r.count >= maxCatchUp {
+			r.atLeast = true
+			r.prev, r.last = time.Time{}, upto
+			break
+		}
+		r.add(x)
+	}
+	return r
+}
+
+// ---- quorum outages ----
+
+// outage tracks lock-store trouble: while it lasts one goroutine pings the
+// stores; when a majority answers (or any Acquire gets a definitive
+// answer) the leases that could not be ended are ended and, under run_once,
+// the latest slot each job skipped with no_quorum is recovered.
+type outage struct {
+	down    atomic.Bool
+	mu      sync.Mutex
+	probing bool
+	pending []pendingEnd
+}
+
+// pendingEnd is a lease whose Release or MarkDone failed for lack of a
+// majority.
+type pendingEnd struct {
+	job, slot string
+	lease     *locking.Lease
+	doneTTL   time.Duration
+	note      string
+}
+
+// noteOutage records that slot t of j was skipped for lack of a quorum.
+func (s *Scheduler) noteOutage(j *job, t time.Time) {
+	if j.spec.Misfire.Policy == MisfireRunOnce {
+		j.mu.Lock()
+		if t.After(j.missed) {
+			j.missed = t
+		}
+		j.mu.Unlock()
+	}
+	s.outage.down.Store(true)
+	s.startProbe()
+}
+
+func (s *Scheduler) retryEnd(p pendingEnd) {
+	s.outage.mu.Lock()
+	s.outage.pending = append(s.outage.pending, p)
+	s.outage.mu.Unlock()
+	s.outage.down.Store(true)
+	s.startProbe()
+}
+
+func (s *Scheduler) startProbe() {
+	s.outage.mu.Lock()
+	defer s.outage.mu.Unlock()
+	if s.outage.probing {
+		return
+	}
+	s.outage.probing = s.spawn(s.probe)
+}
+
+// probe pings the stores every probeEvery until a majority answers, the
+// outage is seen over by an Acquire, or the scheduler stops.
+func (s *Scheduler) probe() {
+	defer func() {
+		s.outage.mu.Lock()
+		s.outage.probing = false
+		s.outage.mu.Unlock()
+		if s.outage.down.Load() && !s.isStopping() {
+			s.startProbe() // an outage began again while we were leaving
+		}
+	}()
+	for s.outage.down.Load() {
+		if !s.sleep(probeEvery, s.stopping) {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		_, err := s.cfg.Locker.Ping(ctx)
+		cancel()
+		if err == nil {
+			s.quorumSeen()
+		} else if errors.Is(err, locking.ErrClosed) {
+			return
+		}
+	}
+}
+
+// quorumSeen is called whenever the stores gave a majority answer. After an
+// outage it ends the pending leases and starts the run_once recoveries.
+func (s *Scheduler) quorumSeen() {
+	if !s.outage.down.Load() || !s.outage.down.CompareAndSwap(true, false) {
+		return
+	}
+	s.outage.mu.Lock()
+	pending := s.outage.pending
+	s.outage.pending = nil
+	s.outage.mu.Unlock()
+	if len(pending) > 0 {
+		s.spawn(func() {
+			for _, p := range pending {
+				s.endLease(p.job, p.slot, p.lease, p.doneTTL, p.note)
+			}
+		})
+	}
+	for _, j := range s.order {
+		j.mu.Lock()
+		t := j.missed
+		j.missed = time.Time{}
+		j.mu.Unlock()
+		if !t.IsZero() && !s.isStopping() {
+			s.spawn(func() { s.recover(j, t) })
+		}
+	}
+}

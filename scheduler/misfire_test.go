@@ -1,0 +1,305 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/slotlock/slotlock/locking"
+)
+
+// lateWake pauses a lone replica (its clock jumps 10s ahead between two
+// slots) and returns its logs and runs.
+func lateWake(t *testing.T, policy MisfirePolicy) ([]event, []record) {
+	e := newEnv(t)
+	clock := newJumpClock(0)
+	rec := &recorder{now: clock.Now}
+	spec := everySecond(t, "job", rec)
+	spec.Overlap = OverlapAllow
+	spec.Misfire = Misfire{Policy: policy, Deadline: time.Minute}
+	s := e.scheduler("r1", clock, spec)
+	stop := running(t, s)
+	time.Sleep(3500 * time.Millisecond)
+	clock.jump(10 * time.Second) // clock now 13.5s; the loop wakes at 14s
+	time.Sleep(2 * time.Second)
+	stop()
+	return e.sink.events(t), rec.all()
+}
+
+// TestLateWakeSkip: slots later than the lateness bound (3s) are not run;
+// they are logged once, as one slot.skipped reason late line (warn) with
+// the count; the fresh ones still run.
+func TestLateWakeSkip(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		evs, runs := lateWake(t, MisfireSkip)
+		late := where(evs, "slot.skipped", "reason", "late")
+		if len(late) != 1 {
+			t.Fatalf("late lines: %v", late)
+		}
+		l := late[0]
+		if l.str("slot") != slotAt(10) || l.str("first_slot") != slotAt(4) || l.num("missed") != 7 || l.str("level") != "WARN" {
+			t.Errorf("late line: %v", l)
+		}
+		ran := map[string]bool{}
+		for _, r := range runs {
+			ran[slotString(r.Run.Slot)] = true
+		}
+		for sec := 1; sec <= 15; sec++ {
+			want := sec <= 3 || sec >= 11
+			if ran[slotAt(sec)] != want {
+				t.Errorf("slot %d: ran=%v, want %v", sec, ran[slotAt(sec)], want)
+			}
+		}
+		if n := len(where(evs, "misfire.recovered")); n != 0 {
+			t.Errorf("skip policy recovered %d slots", n)
+		}
+	})
+}
+
+// TestLateWakeRunOnce: under run_once the latest late slot runs once
+// (misfire.recovered, then the normal run lines); the older ones are
+// logged as late.
+func TestLateWakeRunOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		evs, runs := lateWake(t, MisfireRunOnce)
+		rec := where(evs, "misfire.recovered")
+		if len(rec) != 1 || rec[0].str("slot") != slotAt(10) || rec[0].str("level") != "WARN" {
+			t.Fatalf("misfire.recovered: %v", rec)
+		}
+		ok := where(evs, "run.succeeded", "slot", slotAt(10), "run_id", rec[0].str("run_id"))
+		if len(ok) != 1 {
+			t.Errorf("recovered slot did not run to success")
+		}
+		late := where(evs, "slot.skipped", "reason", "late")
+		if len(late) != 1 || late[0].num("missed") != 6 || late[0].str("slot") != slotAt(9) || late[0].str("first_slot") != slotAt(4) {
+			t.Errorf("late line: %v", late)
+		}
+		n := 0
+		for _, r := range runs {
+			if slotString(r.Run.Slot) == slotAt(10) {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("slot 10 ran %d times", n)
+		}
+	})
+}
+
+// TestLateReplicaDoesNotRerun: a replica paused past the lateness bound,
+// while another ran the slots, runs none of them again under run_once
+// (the done marker says so), and none are lost.
+func TestLateReplicaDoesNotRerun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		rec := &recorder{d: 100 * time.Millisecond, now: time.Now}
+		spec := everySecond(t, "job", rec)
+		spec.Misfire = Misfire{Policy: MisfireRunOnce, Deadline: time.Minute}
+		paused := &pausableClock{}
+		s1 := e.scheduler("ok", locking.SystemClock(0), spec)
+		s2 := e.scheduler("paused", paused, spec)
+		stop1, stop2 := running(t, s1), running(t, s2)
+		time.Sleep(3500 * time.Millisecond)
+		paused.pause()
+		time.Sleep(8 * time.Second)
+		paused.cont() // at 11.5s: slots 4..8 are late for it, 9..11 fresh
+		time.Sleep(10 * time.Second)
+		stop1()
+		stop2()
+		per := map[int64]int{}
+		for _, r := range rec.all() {
+			per[r.Run.Slot.Unix()]++
+		}
+		for sec := 1; sec <= 21; sec++ {
+			if n := per[bubbleStart.Unix()+int64(sec)]; n != 1 {
+				e.sink.dump(t)
+				t.Fatalf("slot %d ran %d times", sec, n)
+			}
+		}
+		evs := e.sink.events(t)
+		if n := len(where(evs, "misfire.recovered")); n != 0 {
+			t.Errorf("%d recoveries of slots that ran", n)
+		}
+		if n := len(where(evs, "slot.skipped", "replica", "paused", "reason", "late")); n != 1 {
+			t.Errorf("paused replica: %d late lines, want 1", n)
+		}
+		if n := len(where(evs, "slot.skipped", "replica", "paused", "reason", "done", "slot", slotAt(8))); n != 1 {
+			t.Errorf("paused replica: slot 8 not found done by run_once")
+		}
+	})
+}
+
+// startAfterOutage starts three replicas whose job's record says the last
+// handled slot was 100s before their start, as after a total outage.
+func startAfterOutage(t *testing.T, policy MisfirePolicy) (*env, *recorder) {
+	e := newEnv(t)
+	start := time.Now()
+	if err := e.locker.AdvanceRecord(context.Background(), lastKey("job"), start.Unix()-100); err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{d: 100 * time.Millisecond, now: time.Now}
+	sched, _ := ParseSchedule("*/10 * * * * *", time.UTC)
+	spec := JobSpec{Name: "job", Schedule: sched, Job: rec, Enabled: true,
+		Misfire: Misfire{Policy: policy, Deadline: time.Minute}}
+	var stops []func()
+	for i := range 3 {
+		stops = append(stops, running(t, e.scheduler(fmt.Sprintf("r%d", i), nil, spec)))
+	}
+	time.Sleep(8 * time.Second) // before the first slot (10s) after the start
+	for _, stop := range stops {
+		stop()
+	}
+	return e, rec
+}
+
+// TestStartupMissedSkip: replicas starting after all were down log the
+// missed slots once (one replica wins the latest slot's lock), at warn.
+func TestStartupMissedSkip(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, rec := startAfterOutage(t, MisfireSkip)
+		late := where(e.sink.events(t), "slot.skipped", "reason", "late")
+		if len(late) != 1 {
+			e.sink.dump(t)
+			t.Fatalf("late lines: %v", late)
+		}
+		// slots -90 .. 0 s (every 10s) after the record at -100s
+		if late[0].num("missed") != 10 || late[0].str("slot") != slotAt(0) || late[0].str("first_slot") != slotAt(-90) {
+			t.Errorf("late line: %v", late[0])
+		}
+		if len(rec.all()) != 0 {
+			t.Errorf("skip policy ran %d slots", len(rec.all()))
+		}
+		if r, _ := e.locker.ReadRecord(context.Background(), lastKey("job")); r != bubbleStart.Unix() {
+			t.Errorf("record %d not advanced to the missed slot", r)
+		}
+	})
+}
+
+// TestStartupMissedRunOnce: N replicas starting together after an outage
+// run the latest missed slot once.
+func TestStartupMissedRunOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, rec := startAfterOutage(t, MisfireRunOnce)
+		evs := e.sink.events(t)
+		recovered := where(evs, "misfire.recovered")
+		if len(recovered) != 1 || recovered[0].str("slot") != slotAt(0) {
+			e.sink.dump(t)
+			t.Fatalf("misfire.recovered: %v", recovered)
+		}
+		runs := rec.all()
+		if len(runs) != 1 || !runs[0].Run.Slot.Equal(bubbleStart) {
+			t.Fatalf("runs: %+v", runs)
+		}
+		late := where(evs, "slot.skipped", "reason", "late")
+		if len(late) != 3 || late[0].num("missed") != 9 {
+			t.Errorf("older missed slots: %v", late)
+		}
+	})
+}
+
+// TestQuorumOutage: while the stores have no majority every slot is
+// skipped with no_quorum (warn) and nothing runs; when they answer again
+// slots run from the next one, and under run_once the latest missed slot
+// is recovered once.
+func TestQuorumOutage(t *testing.T) {
+	for _, policy := range []MisfirePolicy{MisfireSkip, MisfireRunOnce} {
+		t.Run(string(policy), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := newEnv(t)
+				f := &faultyLocker{Locker: e.locker}
+				e.locker = f
+				rec := &recorder{d: 100 * time.Millisecond, now: time.Now}
+				spec := everySecond(t, "job", rec)
+				spec.Misfire = Misfire{Policy: policy, Deadline: time.Minute}
+				var stops []func()
+				for i := range 3 {
+					stops = append(stops, running(t, e.scheduler(fmt.Sprintf("r%d", i), nil, spec)))
+				}
+				time.Sleep(3500 * time.Millisecond)
+				f.down.Store(true)
+				time.Sleep(5 * time.Second) // slots 4..8 fall in the outage
+				f.down.Store(false)
+				time.Sleep(5 * time.Second)
+				for _, stop := range stops {
+					stop()
+				}
+				per := map[int]int{}
+				for _, r := range rec.all() {
+					per[int(r.Run.Slot.Unix()-bubbleStart.Unix())]++
+				}
+				for sec := 1; sec <= 13; sec++ {
+					want := 1
+					if sec >= 4 && sec <= 8 {
+						want = 0
+						if policy == MisfireRunOnce && sec == 8 {
+							want = 1
+						}
+					}
+					if per[sec] != want {
+						e.sink.dump(t)
+						t.Fatalf("slot %d ran %d times, want %d", sec, per[sec], want)
+					}
+				}
+				evs := e.sink.events(t)
+				for sec := 4; sec <= 8; sec++ {
+					nq := where(evs, "slot.skipped", "reason", "no_quorum", "slot", slotAt(sec))
+					if len(nq) != 3 || nq[0].str("level") != "WARN" || nq[0].str("error") == "" {
+						t.Errorf("slot %d: no_quorum lines %v", sec, nq)
+					}
+				}
+				rc := where(evs, "misfire.recovered")
+				if policy == MisfireRunOnce && (len(rc) != 1 || rc[0].str("slot") != slotAt(8)) {
+					t.Errorf("misfire.recovered: %v", rc)
+				}
+				if policy == MisfireSkip && len(rc) != 0 {
+					t.Errorf("misfire.recovered under skip: %v", rc)
+				}
+			})
+		})
+	}
+}
+
+// TestDSTSlotsInTheLoop: the loop fires wall-clock slots in the New York
+// spring-forward gap once, at the first instant after it, and fall-back
+// fold slots once.
+func TestDSTSlotsInTheLoop(t *testing.T) {
+	ny := mustLoc(t, "America/New_York")
+	cases := []struct {
+		spec, from string
+		run        time.Duration
+		want       []string
+	}{
+		{"30 2 * * *", "2026-03-08T06:58:00Z", 4 * time.Minute, []string{"2026-03-08T07:00:00Z"}},
+		{"0 */30 2 * * *", "2026-03-08T06:58:00Z", 4 * time.Minute, []string{"2026-03-08T07:00:00Z"}},
+		{"30 1 * * *", "2026-11-01T05:28:00Z", 65 * time.Minute, []string{"2026-11-01T05:30:00Z"}},
+		{"0 */20 * * * *", "2026-11-01T05:28:00Z", 65 * time.Minute, []string{
+			"2026-11-01T05:40:00Z", "2026-11-01T06:00:00Z", "2026-11-01T06:20:00Z", // 01:40 EDT, 01:00 and 01:20 EST
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.spec+"@"+c.from, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := newEnv(t)
+				clock := locking.SystemClock(utc(c.from).Sub(time.Now()))
+				rec := &recorder{now: clock.Now}
+				sched, err := ParseSchedule(c.spec, ny)
+				if err != nil {
+					t.Fatal(err)
+				}
+				s := e.scheduler("r1", clock, JobSpec{Name: "dst", Schedule: sched, Job: rec, Enabled: true, Location: ny})
+				stop := running(t, s)
+				time.Sleep(c.run)
+				stop()
+				var got []string
+				for _, r := range rec.all() {
+					got = append(got, slotString(r.Run.Slot))
+				}
+				if fmt.Sprint(got) != fmt.Sprint(c.want) {
+					t.Errorf("slots run %v, want %v", got, c.want)
+				}
+			})
+		})
+	}
+}

@@ -1,0 +1,401 @@
+// Package scheduler runs cron jobs on every replica and makes sure that each
+// slot — a job and the nominal time its schedule gives — runs exactly once
+// across the replicas, through the leases of package locking.
+//
+// Life of a slot on one replica (see the README's "Slot model"):
+//
+//  1. The loop wakes for job J at nominal time T (whole seconds, DST rules
+//     applied by Schedule.Next). A firing later than the lateness bound
+//     (Config.Lateness, default MaxClockSkew+1s) goes to the misfire policy.
+//  2. After a short per-replica delay (Config.Spread, hashed from J, T and the
+//     replica) it acquires the slot lock <J>/slot:<unix T>; with overlap
+//     forbid also the job lease <J>/run. Losing gives slot.skipped with
+//     reason held, done, overlap or no_quorum. A split vote (nobody got a
+//     majority) is retried after a few random milliseconds while T is fresh.
+//  3. The winner runs the plugin under a context bound to its leases (kept
+//     alive by the watchdog), the job's timeout and the replica's shutdown,
+//     retrying failed attempts with exponential backoff.
+//  4. At the end the slot lock becomes a done marker that outlives every
+//     firing of T on any replica, the job lease is released, and the job's
+//     record <J>/last (latest handled slot) moves forward.
+//
+// What it guarantees and what it does not is spelled out on Scheduler.
+package scheduler
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/slotlock/slotlock/locking"
+)
+
+// Scheduler fires the configured jobs and runs each slot on at most one
+// replica; together, replicas sharing lock stores run every slot exactly
+// once, under these conditions:
+//
+//   - replica clocks differ by at most MaxClockSkew;
+//   - a majority of the lock stores is reachable and keeps its data (a slot
+//     that fires while no majority answers is skipped with reason no_quorum
+//     and handed to the misfire policy when the quorum is back);
+//   - at least one replica is up and not paused past the lateness bound at
+//     the slot's time (otherwise the slot is a misfire: skip or run_once).
+//
+// A run that loses its lease (a replica paused past LockTTL, stores lost)
+// is canceled as soon as its replica notices; another replica may then run
+// the same job meanwhile — the later run has the higher fencing token. The
+// scheduler does not persist anything but the locks and one record per job.
+type Scheduler struct {
+	cfg      Config
+	clock    locking.Clock
+	log      *slog.Logger
+	metrics  Metrics
+	jobs     map[string]*job
+	order    []*job
+	doneTTL  time.Duration
+	lateness time.Duration
+
+	state     atomic.Int32 // stateNew, stateRunning, stateStopping, stateStopped
+	heartbeat atomic.Int64 // loop's last tick, UnixNano on the clock
+
+	// Goroutines: every one is started by s.spawn and tracked by wg.
+	mu     sync.Mutex
+	closed bool // no more goroutines may start
+	wg     sync.WaitGroup
+
+	stopping   chan struct{} // closed once when Run's ctx ends: fire no more
+	stopOnce   sync.Once
+	runCtx     context.Context // parent of every run; canceled with ErrShutdown after the grace
+	cancelRuns context.CancelCauseFunc
+
+	outage outage
+}
+
+const (
+	stateNew int32 = iota
+	stateRunning
+	stateStopping
+	stateStopped
+)
+
+const (
+	// heartbeatEvery is the longest the loop sleeps; Healthy fails when the
+	// loop has not ticked for staleAfter.
+	heartbeatEvery = time.Second
+	staleAfter     = 5 * time.Second
+	// opTimeout bounds the record operations and the probe pings.
+	opTimeout = 5 * time.Second
+	// probeEvery is how often a replica that saw the quorum lost pings the
+	// stores until a majority answers again.
+	probeEvery = 250 * time.Millisecond
+	// acquireSlack is how long after the lateness bound an Acquire may
+	// complete and still count as a normal firing (see doneTTL).
+	acquireSlack = time.Second
+)
+
+// job is one configured job and the loop's state for it.
+type job struct {
+	spec    JobSpec
+	next    time.Time // next slot to fire; owned by the loop goroutine
+	heapIdx int
+
+	mu     sync.Mutex
+	missed time.Time // latest slot skipped for no_quorum, awaiting run_once recovery
+}
+
+func (j *job) name() string { return j.spec.Name }
+
+// New checks cfg and returns a Scheduler. It starts nothing: Run fires the
+// jobs; Trigger works without Run.
+func New(cfg Config) (*Scheduler, error) {
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	s := &Scheduler{
+		cfg:      c,
+		clock:    c.Clock,
+		log:      c.Logger,
+		metrics:  c.Metrics,
+		jobs:     make(map[string]*job, len(c.Jobs)),
+		lateness: c.Lateness,
+		stopping: make(chan struct{}),
+	}
+	// The done marker must outlive every normal attempt at the slot: the
+	// slowest clock fires up to MaxClockSkew after the fastest, may be up to
+	// Lateness late and its Acquire may take acquireSlack more; one more
+	// MaxClockSkew and a second of margin, and never less than a lease.
+	s.doneTTL = max(c.LockTTL, 2*c.MaxClockSkew+c.Lateness+acquireSlack+time.Second)
+	s.runCtx, s.cancelRuns = context.WithCancelCause(context.Background())
+	for i := range c.Jobs {
+		spec, err := c.Jobs[i].withDefaults()
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := s.jobs[spec.Name]; dup {
+			return nil, fmt.Errorf("scheduler: job %q configured twice", spec.Name)
+		}
+		j := &job{spec: spec}
+		s.jobs[spec.Name] = j
+		s.order = append(s.order, j)
+	}
+	return s, nil
+}
+
+// DoneTTL is how long a slot's done marker lives:
+// max(LockTTL, 2*MaxClockSkew + Lateness + 2s).
+func (s *Scheduler) DoneTTL() time.Duration { return s.doneTTL }
+
+// Lateness is the bound after which a firing counts as late.
+func (s *Scheduler) Lateness() time.Duration { return s.lateness }
+
+// spawn starts f on a tracked goroutine; it returns false, and does not
+// start f, once the scheduler has finished shutting down.
+func (s *Scheduler) spawn(f func()) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		f()
+	}()
+	return true
+}
+
+// enter and leave bracket work done on a caller's goroutine (Trigger) so
+// that shutdown waits for it too.
+func (s *Scheduler) enter() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.wg.Add(1)
+	return true
+}
+
+func (s *Scheduler) leave() { s.wg.Done() }
+
+func (s *Scheduler) isStopping() bool {
+	select {
+	case <-s.stopping:
+		return true
+	default:
+		return false
+	}
+}
+
+// sleep waits d on the clock; it returns false when abort closes first.
+func (s *Scheduler) sleep(d time.Duration, abort <-chan struct{}) bool {
+	if d <= 0 {
+		return true
+	}
+	t := s.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return true
+	case <-abort:
+		return false
+	}
+}
+
+// Run fires the jobs until ctx ends, then shuts down gracefully: it fires no
+// more slots, lets running runs finish within ShutdownGrace, cancels the
+// rest (run.canceled reason shutdown), ends their leases (done markers for
+// their slots, job leases released so another replica can take the next
+// slot at once) and returns nil. A replica takes part from the first slot
+// after Run starts. Run may be called once.
+//
+// If a job ignores its canceled context, Run waits for it at most a further
+// ShutdownGrace/5 (at least 1s), logs an error and returns nil anyway.
+func (s *Scheduler) Run(ctx context.Context) error {
+	if !s.state.CompareAndSwap(stateNew, stateRunning) {
+		return fmt.Errorf("%w: Run called twice", ErrStopped)
+	}
+	start := s.clock.Now()
+	s.heartbeat.Store(start.UnixNano())
+	loopDone := make(chan struct{})
+	s.spawn(func() {
+		defer close(loopDone)
+		s.loop(ctx, start)
+	})
+	for _, j := range s.order {
+		if j.spec.Enabled {
+			s.spawn(func() { s.startupCheck(j, start) })
+		}
+	}
+	<-loopDone
+	s.state.Store(stateStopping)
+	s.stopOnce.Do(func() { close(s.stopping) })
+	s.log.Info("scheduler stopping: no more slots; waiting for running runs", "grace", s.cfg.ShutdownGrace.String())
+
+	idle := make(chan struct{})
+	go func() { s.wg.Wait(); close(idle) }() // the waiter itself cannot be tracked
+	if graceOver := s.sleep(s.cfg.ShutdownGrace, idle); graceOver {
+		s.cancelRuns(ErrShutdown)
+		hard := max(s.cfg.ShutdownGrace/5, time.Second)
+		if s.sleep(hard, idle) {
+			s.log.Error("scheduler stopped while runs ignored their canceled context; their leases expire after lock.ttl",
+				"waited", (s.cfg.ShutdownGrace + hard).String())
+		}
+	}
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.cancelRuns(ErrShutdown)
+	s.state.Store(stateStopped)
+	s.log.Info("scheduler stopped")
+	return nil
+}
+
+// Healthy returns nil while Run's loop is alive and ticking (it ticks at
+// least every second; a loop silent for 5s on the clock is stuck).
+func (s *Scheduler) Healthy() error {
+	switch s.state.Load() {
+	case stateNew:
+		return errors.New("scheduler: not running")
+	case stateStopping:
+		return errors.New("scheduler: shutting down")
+	case stateStopped:
+		return ErrStopped
+	}
+	last := time.Unix(0, s.heartbeat.Load())
+	if age := s.clock.Now().Sub(last); age > staleAfter {
+		return fmt.Errorf("scheduler: loop stuck: last tick %v ago", age.Round(time.Millisecond))
+	}
+	return nil
+}
+
+// Next returns the next n slots of the named job strictly after from, in the
+// job's time zone (the schedule's location).
+func (s *Scheduler) Next(name string, from time.Time, n int) ([]time.Time, error) {
+	j, ok := s.jobs[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownJob, name)
+	}
+	out := make([]time.Time, 0, n)
+	for t := from; len(out) < n; {
+		t = j.spec.Schedule.Next(t)
+		if t.IsZero() {
+			break
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// ---- the loop ----
+
+type jobHeap []*job
+
+func (h jobHeap) Len() int           { return len(h) }
+func (h jobHeap) Less(a, b int) bool { return h[a].next.Before(h[b].next) }
+func (h jobHeap) Swap(a, b int) {
+	h[a], h[b] = h[b], h[a]
+	h[a].heapIdx = a
+	h[b].heapIdx = b
+}
+func (h *jobHeap) Push(x any) { j := x.(*job); j.heapIdx = len(*h); *h = append(*h, j) }
+func (h *jobHeap) Pop() any {
+	old := *h
+	j := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return j
+}
+
+// maxCatchUp bounds how many past slots the loop enumerates for one job
+// after a long pause; beyond it the count of late slots is a lower bound.
+const maxCatchUp = 100_000
+
+// loop is the one goroutine that owns the jobs' next slots. It never blocks
+// on the lock stores: every slot is handled on its own goroutine.
+func (s *Scheduler) loop(ctx context.Context, start time.Time) {
+	h := make(jobHeap, 0, len(s.order))
+	for _, j := range s.order {
+		if !j.spec.Enabled {
+			continue
+		}
+		if j.next = j.spec.Schedule.Next(start); !j.next.IsZero() {
+			heap.Push(&h, j)
+		}
+	}
+	timer := s.clock.NewTimer(heartbeatEvery)
+	defer timer.Stop()
+	for {
+		now := s.clock.Now()
+		s.heartbeat.Store(now.UnixNano())
+		for len(h) > 0 && !h[0].next.After(now) {
+			j := h[0]
+			s.fireDue(j, now)
+			if j.next.IsZero() {
+				heap.Pop(&h)
+			} else {
+				heap.Fix(&h, 0)
+			}
+		}
+		wait := heartbeatEvery
+		if len(h) > 0 {
+			wait = min(wait, h[0].next.Sub(now))
+		}
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C():
+		}
+	}
+}
+
+// lateRange describes consecutive slots of one job that fired late.
+type lateRange struct {
+	first, prev, last time.Time // prev: the slot before last (zero when count is 1)
+	count             int
+	atLeast           bool // count is a lower bound (maxCatchUp reached)
+}
+
+func (r *lateRange) add(t time.Time) {
+	if r.count == 0 {
+		r.first = t
+	}
+	r.prev, r.last = r.last, t
+	r.count++
+}
+
+// fireDue hands every slot of j that is due at now to a goroutine: fresh
+// slots are attempted normally, late ones go to the misfire policy.
+func (s *Scheduler) fireDue(j *job, now time.Time) {
+	var late lateRange
+	t := j.next
+	for n := 1; !t.IsZero() && !t.After(now); n++ {
+		if n > maxCatchUp {
+			// Paused for very long: stop counting, resume from the slots
+			// that are still fresh.
+			late.atLeast = true
+			t = j.spec.Schedule.Next(now.Add(-s.lateness))
+			break
+		}
+		if now.Sub(t) > s.lateness {
+			late.add(t)
+		} else {
+			slot := t
+			s.spawn(func() { s.fire(j, slot) })
+		}
+		t = j.spec.Schedule.Next(t)
+	}
+	j.next = t
+	if late.count > 0 {
+		s.spawn(func() { s.misfire(j, late, false) })
+	}
+	if j.next.IsZero() {
+		s.log.Warn("job has no more slots", "job", j.name(), "schedule", j.spec.Spec)
+	}
+}

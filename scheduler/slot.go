@@ -1,0 +1,304 @@
+package scheduler
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"hash/fnv"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/slotlock/slotlock/jobs"
+	"github.com/slotlock/slotlock/locking"
+)
+
+type slotMode int
+
+const (
+	modeNormal  slotMode = iota // fired on time by the loop
+	modeRecover                 // a missed slot run under misfire.policy run_once
+)
+
+// fire is a fresh slot's goroutine: wait this replica's share of the spread,
+// then try the slot unless the replica started shutting down meanwhile.
+func (s *Scheduler) fire(j *job, t time.Time) {
+	if !s.sleep(s.spreadDelay(j.name(), t), s.stopping) || s.isStopping() {
+		return
+	}
+	s.attemptSlot(j, t, modeNormal)
+}
+
+// spreadDelay is this replica's delay before trying slot t of job: a hash of
+// (job, slot, replica) scaled into [0, Spread). Replicas firing in the same
+// millisecond thus arrive in a random but agreed-on order, which avoids
+// most split votes and spreads runs over replicas.
+func (s *Scheduler) spreadDelay(job string, t time.Time) time.Duration {
+	if s.cfg.Spread <= 0 {
+		return 0
+	}
+	h := fnv.New64a()
+	h.Write([]byte(job))
+	h.Write([]byte{0})
+	h.Write(strconv.AppendInt(nil, t.Unix(), 10))
+	h.Write([]byte{0})
+	h.Write([]byte(s.cfg.Replica))
+	return time.Duration(h.Sum64() % uint64(s.cfg.Spread))
+}
+
+// acquire takes key, retrying a split vote (no replica reached a majority
+// because they all tried at once) after a few random milliseconds until
+// freshUntil.
+func (s *Scheduler) acquire(job string, key locking.Key, freshUntil time.Time) (*locking.Lease, error) {
+	for {
+		start := s.clock.Now()
+		l, err := s.cfg.Locker.Acquire(context.Background(), key, s.cfg.LockTTL)
+		now := s.clock.Now()
+		s.metrics.LockAcquire(job, now.Sub(start), err)
+		if err == nil || !isSplitVote(err) || !now.Before(freshUntil) {
+			return l, err
+		}
+		s.sleep(time.Millisecond+rand.N(4*time.Millisecond), nil)
+	}
+}
+
+// attemptSlot tries to win slot t of j and, if it wins, runs it and ends
+// its leases.
+func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
+	name, slot := j.name(), slotString(t)
+	freshUntil := t.Add(s.lateness)
+	if mode == modeRecover {
+		freshUntil = t.Add(j.spec.Misfire.Deadline)
+	}
+	lease, err := s.acquire(name, slotKey(name, t), freshUntil)
+	if err != nil {
+		s.lostSlot(j, t, err)
+		return
+	}
+	s.quorumSeen()
+	if mode == modeNormal {
+		if late := s.clock.Now().Sub(t); late > s.lateness+acquireSlack {
+			// Won, but so late that the slot's done marker might already
+			// have expired: the win proves nothing. Let the misfire policy,
+			// which checks the record, decide.
+			s.endLease(name, slot, lease, 0, "")
+			s.misfire(j, lateRange{first: t, last: t, count: 1}, false)
+			return
+		}
+	}
+	var jobLease *locking.Lease
+	if j.spec.Overlap == OverlapForbid {
+		jobLease, err = s.acquire(name, runKey(name), freshUntil)
+		if err != nil {
+			if errors.Is(err, locking.ErrNotAcquired) {
+				s.skipped(name, slot, reasonOverlap, 1, heldAttrs(err)...)
+				s.endLease(name, slot, lease, s.doneTTL, reasonOverlap)
+				s.advanceRecord(name, slot, t)
+				return
+			}
+			// The slot is lost here; the others saw our slot lock as held.
+			s.endLease(name, slot, lease, 0, "")
+			s.lostSlot(j, t, err)
+			return
+		}
+	}
+	leases := []*locking.Lease{lease}
+	if jobLease != nil {
+		leases = append(leases, jobLease)
+	}
+	outcome, _ := s.execute(runSpec{
+		j: j, slot: t, recovered: mode == modeRecover, leases: leases, parent: s.runCtx,
+	})
+	// The job lease first: the next slot may start at once, here or elsewhere.
+	if jobLease != nil {
+		s.endLease(name, slot, jobLease, 0, "")
+	}
+	s.endLease(name, slot, lease, s.doneTTL, outcome)
+	s.advanceRecord(name, slot, t)
+}
+
+// lostSlot logs why this replica does not run slot t.
+func (s *Scheduler) lostSlot(j *job, t time.Time, err error) {
+	name, slot := j.name(), slotString(t)
+	var he *locking.HeldError
+	switch {
+	case !isSplitVote(err) && errors.As(err, &he):
+		s.quorumSeen()
+		reason := reasonHeld
+		if he.Done {
+			reason = reasonDone
+		}
+		s.skipped(name, slot, reason, 1, heldAttrs(err)...)
+	default:
+		// No majority (or a split vote that outlived the slot's freshness,
+		// or a closed locker): nothing was locked, so nothing ran here.
+		s.skipped(name, slot, reasonNoQuorum, 1, "error", err.Error())
+		s.noteOutage(j, t)
+	}
+}
+
+// endLease ends a lease: a done marker living doneTTL with note, or a plain
+// release when doneTTL is 0. A failure other than a lost lease is retried
+// when the stores answer again.
+func (s *Scheduler) endLease(job, slot string, l *locking.Lease, doneTTL time.Duration, note string) {
+	var err error
+	if doneTTL > 0 {
+		err = l.MarkDone(context.Background(), doneTTL, note)
+	} else {
+		err = l.Release(context.Background())
+	}
+	if err == nil {
+		return
+	}
+	if errors.Is(err, locking.ErrLockLost) {
+		// Expired or taken over; already reported as lock.lost if a run
+		// depended on it.
+		s.log.Debug("lease was no longer held when ended", "event", evLockReleaseFailed,
+			"job", job, "slot", slot, "key", l.Key().Name, "error", err.Error())
+		return
+	}
+	s.log.Warn("could not end lease; retrying when the lock stores answer, else it expires after its ttl",
+		"event", evLockReleaseFailed, "job", job, "slot", slot, "key", l.Key().Name, "error", err.Error())
+	s.retryEnd(pendingEnd{job: job, slot: slot, lease: l, doneTTL: doneTTL, note: note})
+}
+
+// advanceRecord moves the job's "last handled slot" record to t.
+func (s *Scheduler) advanceRecord(job, slot string, t time.Time) {
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	if err := s.cfg.Locker.AdvanceRecord(ctx, lastKey(job), t.Unix()); err != nil {
+		s.log.Warn("could not advance the job's last-slot record", "event", evLockReleaseFailed,
+			"job", job, "slot", slot, "error", err.Error())
+	}
+}
+
+// runSpec is one run to execute: a slot won (slot set) or a manual trigger.
+type runSpec struct {
+	j         *job
+	slot      time.Time // zero when manual
+	manual    bool
+	recovered bool
+	leases    []*locking.Lease // the fencing token is the last one's
+	parent    context.Context
+}
+
+// newRunID returns 16 random hex characters.
+func newRunID() string {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], rand.Uint64())
+	return hex.EncodeToString(b[:])
+}
+
+// isSplitVote reports an Acquire that nobody won because the votes split.
+func isSplitVote(err error) bool { return errors.Is(err, locking.ErrSplitVote) }
+
+// backoff is the wait after failed attempt n (1-based): Backoff * 2^(n-1),
+// capped at 24h.
+func backoff(base time.Duration, n int) time.Duration {
+	const ceiling = 24 * time.Hour
+	d := base
+	for i := 1; i < n && d < ceiling; i++ {
+		d *= 2
+	}
+	return min(d, ceiling)
+}
+
+// execute runs the plugin under ctx = parent ∧ leases ∧ timeout, with
+// retries, and logs the run's life. It returns the outcome and the job's
+// last error. It does not end the leases.
+func (s *Scheduler) execute(r runSpec) (outcome string, runErr error) {
+	name := r.j.name()
+	slot := slotManual
+	if !r.manual {
+		slot = slotString(r.slot)
+	}
+	token := r.leases[len(r.leases)-1].Token()
+	runID := newRunID()
+	log := s.log.With("job", name, "slot", slot, "run_id", runID, "fencing_token", token)
+	if r.recovered {
+		log.Warn("running a missed slot (misfire policy run_once)", "event", evMisfireRecovered)
+	}
+	log.Info("slot acquired", "event", evSlotAcquired)
+
+	ctx := r.parent
+	for _, l := range r.leases {
+		ctx = l.Keep(ctx)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if t := r.j.spec.Timeout; t > 0 {
+		s.spawn(func() {
+			if s.sleep(t, ctx.Done()) {
+				cancel(ErrTimeout)
+			}
+		})
+	}
+
+	started := s.clock.Now()
+	startAttrs := []any{"event", evRunStarted, "attempt", 1}
+	if !r.manual && !r.recovered {
+		delay := started.Sub(r.slot)
+		s.metrics.StartDelay(name, delay)
+		startAttrs = append(startAttrs, "start_delay_ms", float64(delay.Microseconds())/1000)
+	}
+	log.Info("run started", startAttrs...)
+
+	attempt := 1
+	for {
+		run := jobs.Run{
+			Job: name, Manual: r.manual, RunID: runID, Replica: s.cfg.Replica,
+			FencingToken: token, Attempt: attempt, Logger: log.With("attempt", attempt),
+		}
+		if !r.manual {
+			run.Slot = r.slot.UTC()
+		}
+		runErr = jobs.Execute(ctx, r.j.spec.Job, run)
+		if runErr == nil {
+			outcome = outcomeSucceeded
+			break
+		}
+		if ctx.Err() != nil {
+			outcome = outcomeCanceled
+			break
+		}
+		if attempt > r.j.spec.Retry.Max {
+			outcome = outcomeFailed
+			break
+		}
+		wait := backoff(r.j.spec.Retry.Backoff, attempt)
+		log.Warn("run attempt failed; retrying", "event", evRunRetrying, "attempt", attempt,
+			"error", runErr.Error(), "backoff", wait.String())
+		if !s.sleep(wait, ctx.Done()) {
+			outcome = outcomeCanceled
+			break
+		}
+		attempt++
+	}
+	dur := s.clock.Now().Sub(started)
+	for _, l := range r.leases {
+		select {
+		case <-l.Lost():
+			s.metrics.LeaseLost(name)
+			log.Error("lease lost: could not renew it on a majority before it expired", "event", evLockLost,
+				"key", l.Key().Name, "attempt", attempt)
+		default:
+		}
+	}
+	switch outcome {
+	case outcomeSucceeded:
+		log.Info("run succeeded", "event", evRunSucceeded, "attempt", attempt, "duration_ms", ms(dur))
+	case outcomeFailed:
+		log.Error("run failed", "event", evRunFailed, "attempt", attempt, "duration_ms", ms(dur),
+			"error", runErr.Error())
+	case outcomeCanceled:
+		attrs := []any{"event", evRunCanceled, "reason", cancelReason(context.Cause(ctx)),
+			"attempt", attempt, "duration_ms", ms(dur)}
+		if runErr != nil {
+			attrs = append(attrs, "error", runErr.Error())
+		}
+		log.Warn("run canceled", attrs...)
+	}
+	s.metrics.RunFinished(name, outcome, dur)
+	return outcome, runErr
+}

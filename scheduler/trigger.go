@@ -1,0 +1,61 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/slotlock/slotlock/locking"
+)
+
+// Trigger runs the named job once now, in this process, as a manual slot
+// (slot "manual" in the logs and SLOTLOCK_SLOT): it takes the job lease of
+// a scheduled run when the job forbids overlap — and fails, logging
+// slot.skipped reason overlap, when another run of the job holds it — and
+// otherwise a lease of its own, so the run gets a fencing token above every
+// earlier run of the job. It applies the job's timeout and retries, and
+// returns nil iff the run succeeded (an error wrapping ErrRunFailed when it
+// failed or was canceled). Ending ctx cancels the run (run.canceled reason
+// shutdown). Trigger works with or without Run, also disabled jobs.
+func (s *Scheduler) Trigger(ctx context.Context, name string) error {
+	j, ok := s.jobs[name]
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrUnknownJob, name)
+	}
+	if s.isStopping() || !s.enter() {
+		return ErrStopped
+	}
+	defer s.leave()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	key := runKey(name)
+	if j.spec.Overlap != OverlapForbid {
+		key = locking.Key{Family: name, Name: "manual:" + newRunID()}
+	}
+	lease, err := s.acquire(name, key, s.clock.Now().Add(time.Second))
+	if err != nil {
+		if !isSplitVote(err) && errors.Is(err, locking.ErrNotAcquired) {
+			s.skipped(name, slotManual, reasonOverlap, 1, heldAttrs(err)...)
+			return fmt.Errorf("scheduler: trigger %s: another run of the job is going on: %w", name, err)
+		}
+		s.skipped(name, slotManual, reasonNoQuorum, 1, "error", err.Error())
+		return fmt.Errorf("scheduler: trigger %s: %w", name, err)
+	}
+	// The run ends with ctx or with the scheduler's shutdown.
+	parent, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(s.runCtx, func() { cancel(context.Cause(s.runCtx)) })
+	defer stop()
+
+	outcome, runErr := s.execute(runSpec{j: j, manual: true, leases: []*locking.Lease{lease}, parent: parent})
+	s.endLease(name, slotManual, lease, 0, "")
+	if outcome != outcomeSucceeded {
+		if runErr == nil {
+			runErr = context.Cause(parent)
+		}
+		return fmt.Errorf("%w: %s %s: %v", ErrRunFailed, name, outcome, runErr)
+	}
+	return nil
+}
