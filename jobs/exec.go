@@ -273,14 +273,24 @@ func reapGroup(pgid int, termAt time.Time, grace time.Duration) {
 		termAt = time.Now()
 		signalGroup(pgid, syscall.SIGTERM)
 	}
-	deadline := termAt.Add(grace)
-	for time.Now().Before(deadline) {
-		time.Sleep(min(20*time.Millisecond, time.Until(deadline)))
-		if !groupAlive(pgid) {
-			return
-		}
+	if waitGroupGone(pgid, termAt.Add(grace)) {
+		return
 	}
 	signalGroup(pgid, syscall.SIGKILL)
+	// SIGKILL is delivered asynchronously; wait (briefly) until the kernel
+	// has really ended them, so the run's end means they are gone.
+	waitGroupGone(pgid, time.Now().Add(2*time.Second))
+}
+
+// waitGroupGone polls until the group is gone (true) or deadline (false).
+func waitGroupGone(pgid int, deadline time.Time) bool {
+	for time.Now().Before(deadline) {
+		time.Sleep(min(10*time.Millisecond, time.Until(deadline)))
+		if !groupAlive(pgid) {
+			return true
+		}
+	}
+	return !groupAlive(pgid)
 }
 
 func describeExit(ps *os.ProcessState) string {
