@@ -33,17 +33,22 @@ func (e *FieldError) Error() string {
 
 func (e *FieldError) Unwrap() error { return e.Err }
 
-// unknownKeyError is the Err of a FieldError for an unknown key.
-type unknownKeyError struct{ suggestion string }
+// UnknownKeyError is the Err of a FieldError for a key that has no field
+// in the target. errors.Is(err, ErrUnknownKey) holds.
+type UnknownKeyError struct {
+	// Suggestion is the known key closest to the unknown one when it looks
+	// like a typo of it, else "".
+	Suggestion string
+}
 
-func (e *unknownKeyError) Error() string {
-	if e.suggestion != "" {
-		return fmt.Sprintf("unknown key (did you mean %q?)", e.suggestion)
+func (e *UnknownKeyError) Error() string {
+	if e.Suggestion != "" {
+		return fmt.Sprintf("unknown key (did you mean %q?)", e.Suggestion)
 	}
 	return "unknown key"
 }
 
-func (e *unknownKeyError) Is(target error) bool { return target == ErrUnknownKey }
+func (e *UnknownKeyError) Is(target error) bool { return target == ErrUnknownKey }
 
 // DecodeParams decodes params (as a YAML or JSON decoder produces them:
 // maps, lists, strings, numbers, booleans) into the struct, map or other
@@ -237,7 +242,7 @@ func (d *decoder) decode(path string, in any, v reflect.Value) {
 		for _, k := range sortedKeys(m) {
 			idx, ok := fields[k]
 			if !ok {
-				d.fail(joinPath(path, k), &unknownKeyError{suggestion: suggest(k, fields)})
+				d.fail(joinPath(path, k), &UnknownKeyError{Suggestion: suggest(k, fields)})
 				continue
 			}
 			d.decode(joinPath(path, k), m[k], fieldByIndexAlloc(v, idx))
