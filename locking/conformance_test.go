@@ -1,0 +1,35 @@
+package locking_test
+
+import (
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/lockingtest"
+	"github.com/slotlock/slotlock/locking/redistest"
+)
+
+func TestConformanceLocal(t *testing.T) {
+	t.Parallel()
+	lockingtest.Run(t, func(t *testing.T) locking.Locker {
+		l := locking.NewLocal(locking.Options{Replica: "local-1"})
+		t.Cleanup(func() { _ = l.Close() })
+		return l
+	})
+}
+
+func TestConformanceRedlock(t *testing.T) {
+	t.Parallel()
+	c := redistest.Start(t, 3)
+	lockingtest.Run(t, func(t *testing.T) locking.Locker {
+		l, err := locking.NewRedlock(locking.RedisConfig{Nodes: c.Addrs(), OpTimeout: 500 * time.Millisecond},
+			locking.Options{Replica: "redlock-1", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = l.Close() })
+		return l
+	})
+}
