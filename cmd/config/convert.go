@@ -1,0 +1,51 @@
+package config
+
+import (
+	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler"
+)
+
+// LockingConfig returns the Redlock settings. Password holds the password
+// from redis.password, SLOTLOCK_REDIS__PASSWORD or redis.password_file.
+// With redis.auth: entra the caller must set CredentialsProvider (Entra ID
+// tokens; see locking/entraauth) — this conversion leaves it nil and the
+// password empty.
+func (c *Config) LockingConfig() locking.RedisConfig {
+	nodes := make([]string, len(c.Redis.Nodes))
+	for i, n := range c.Redis.Nodes {
+		nodes[i] = n.Addr
+	}
+	return locking.RedisConfig{
+		Nodes:       nodes,
+		Username:    c.Redis.Username,
+		Password:    c.Redis.Password,
+		TLS:         c.Redis.TLS,
+		KeyPrefix:   c.Redis.KeyPrefix,
+		DialTimeout: c.Redis.DialTimeout,
+		OpTimeout:   c.Redis.OpTimeout,
+	}
+}
+
+// JobSpecs returns the jobs for the scheduler, in file order, disabled ones
+// included (the scheduler does not fire them; `slotlock trigger` may still
+// run them). Every spec carries the parsed schedule, its location and the
+// plugin's job as Load built them.
+func (c *Config) JobSpecs() []scheduler.JobSpec {
+	specs := make([]scheduler.JobSpec, len(c.Jobs))
+	for i, j := range c.Jobs {
+		specs[i] = scheduler.JobSpec{
+			Name:     j.Name,
+			Spec:     j.Spec,
+			Schedule: j.Schedule,
+			Location: j.Location,
+			Plugin:   j.Plugin,
+			Job:      j.Runner,
+			Enabled:  j.Enabled,
+			Timeout:  j.Timeout,
+			Overlap:  scheduler.Overlap(j.Overlap),
+			Misfire:  scheduler.Misfire{Policy: scheduler.MisfirePolicy(j.Misfire.Policy), Deadline: j.Misfire.Deadline},
+			Retry:    scheduler.Retry{Max: j.Retry.Max, Backoff: j.Retry.Backoff},
+		}
+	}
+	return specs
+}

@@ -1,0 +1,61 @@
+package config
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler"
+)
+
+func TestLockingConfig(t *testing.T) {
+	cfg, err := Load("testdata/configs/full.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := cfg.LockingConfig()
+	want := locking.RedisConfig{
+		Nodes:    []string{"10.0.0.1:6379", "10.0.0.2:6379", "10.0.0.3:6379"},
+		Username: "slotlock", Password: "hunter2", TLS: true, KeyPrefix: "prod",
+		DialTimeout: 500 * time.Millisecond, OpTimeout: 50 * time.Millisecond,
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("LockingConfig =\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+func TestJobSpecs(t *testing.T) {
+	cfg, err := Load("testdata/configs/full.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs := cfg.JobSpecs()
+	if len(specs) != 3 {
+		t.Fatalf("%d specs", len(specs))
+	}
+	s := specs[0]
+	if s.Name != "nightly-report" || s.Spec != "30 2 * * *" || s.Plugin != "exec" || !s.Enabled ||
+		s.Timeout != 20*time.Minute || s.Overlap != scheduler.OverlapForbid ||
+		s.Misfire != (scheduler.Misfire{Policy: scheduler.MisfireRunOnce, Deadline: 2 * time.Hour}) ||
+		s.Retry != (scheduler.Retry{Max: 2, Backoff: 30 * time.Second}) {
+		t.Fatalf("spec 0 = %+v", s)
+	}
+	if s.Schedule != cfg.Jobs[0].Schedule || s.Location != cfg.Jobs[0].Location || s.Job != cfg.Jobs[0].Runner || s.Job == nil {
+		t.Fatal("spec 0 does not carry the built schedule, location and job")
+	}
+	if specs[1].Overlap != scheduler.OverlapAllow || specs[2].Enabled {
+		t.Fatalf("specs 1/2: %+v %+v", specs[1], specs[2])
+	}
+	if scheduler.OverlapForbid != OverlapForbid || scheduler.OverlapAllow != OverlapAllow ||
+		scheduler.MisfireSkip != MisfireSkip || scheduler.MisfireRunOnce != MisfireRunOnce {
+		t.Fatal("config and scheduler disagree on the overlap/misfire spellings")
+	}
+	// The conversions build a scheduler the scheduler itself accepts.
+	if _, err := scheduler.New(scheduler.Config{
+		Locker: locking.NewLocal(locking.Options{}), Jobs: specs,
+		LockTTL: cfg.Lock.TTL, MaxClockSkew: cfg.Lock.MaxClockSkew, ShutdownGrace: cfg.Shutdown.Grace,
+	}); err != nil {
+		t.Fatalf("scheduler.New rejects the converted specs: %v", err)
+	}
+}
