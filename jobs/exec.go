@@ -22,10 +22,12 @@ import (
 //	  dir: /path                    # working directory (default: slotlock's)
 //	  kill_grace: 5s                # SIGTERM -> SIGKILL delay on cancel
 //
-// The process sees slotlock's own environment, then params.env, then the
-// run's SLOTLOCK_JOB, SLOTLOCK_SLOT, SLOTLOCK_RUN_ID, SLOTLOCK_REPLICA,
-// SLOTLOCK_FENCING_TOKEN and SLOTLOCK_ATTEMPT (later entries win, so a job
-// cannot fake its fencing token). Stdin is /dev/null.
+// The process sees slotlock's own environment (minus the SLOTLOCK_*__*
+// configuration overrides, which may carry secrets such as
+// SLOTLOCK_REDIS__PASSWORD), then params.env, then the run's SLOTLOCK_JOB,
+// SLOTLOCK_SLOT, SLOTLOCK_RUN_ID, SLOTLOCK_REPLICA, SLOTLOCK_FENCING_TOKEN
+// and SLOTLOCK_ATTEMPT (later entries win, so a job cannot fake its fencing
+// token). Stdin is /dev/null.
 //
 // When the run's context ends, the whole process group gets SIGTERM and,
 // if any of it is still alive after kill_grace, SIGKILL. When the command
@@ -81,7 +83,15 @@ func newExecJob(params map[string]any) (Job, error) {
 }
 
 func (j *execJob) env(run Run) []string {
-	env := os.Environ()
+	var env []string
+	for _, kv := range os.Environ() {
+		// slotlock's own configuration overrides (SLOTLOCK_REDIS__PASSWORD,
+		// ...) may hold secrets the job has no business seeing.
+		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, "SLOTLOCK_") && strings.Contains(name, "__") {
+			continue
+		}
+		env = append(env, kv)
+	}
 	for k, v := range j.p.Env {
 		env = append(env, k+"="+v)
 	}

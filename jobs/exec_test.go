@@ -25,6 +25,7 @@ func helperCommand(mode string, args ...string) map[string]any {
 func TestExecEnvironmentAndArgv(t *testing.T) {
 	t.Setenv("JOBS_PARENT_VAR", "from-parent")
 	t.Setenv("SLOTLOCK_FENCING_TOKEN", "999") // must be overridden by the run's
+	t.Setenv("SLOTLOCK_REDIS__PASSWORD", "redis-secret")
 	dir := t.TempDir()
 	params := helperCommand("args", "two words", "$HOME", "*", "a;b", `"q"`)
 	params["env"].(map[string]any)["EXTRA"] = "x y"
@@ -67,6 +68,9 @@ func TestExecEnvironmentAndArgv(t *testing.T) {
 		if got.Env[k] != v {
 			t.Errorf("env %s = %q, want %q", k, got.Env[k], v)
 		}
+	}
+	if v, ok := got.Env["SLOTLOCK_REDIS__PASSWORD"]; ok {
+		t.Errorf("slotlock's configuration override SLOTLOCK_REDIS__PASSWORD=%q leaked into the job", v)
 	}
 
 	manual := run
