@@ -18,6 +18,8 @@ import (
 func FuzzLoad(f *testing.F) {
 	f.Add([]byte("jobs: [{name: a, schedule: '@every 1s', plugin: log, params: {message: x}}]"), "SLOTLOCK_LOCK__TTL=20s")
 	f.Add([]byte(""), "SLOTLOCK_REDIS__NODES=h1:1,h2:2\nSLOTLOCK_JOBS__0__ENABLED=false")
+	f.Add([]byte(minimalJob), "SLOTLOCK_LOCK=x\nSLOTLOCK_LOCK__TTL__X=1\nSLOTLOCK_LOCK__TTL=2s\nSLOTLOCK_JOBS__heartbeat__PARAMS=1\nSLOTLOCK_JOBS__0__PARAMS__A__B=2")
+	f.Add([]byte("a: &a [*a, *a]\nb: &b {x: *a}\njobs: [*b]\n"), "")
 	f.Fuzz(func(t *testing.T, data []byte, env string) {
 		var environ []string
 		if env != "" {

@@ -82,6 +82,9 @@ type loader struct {
 	envSrc map[string]string    // key path -> the variable that set it
 	jobEnv []envVar             // SLOTLOCK_JOBS__... overrides, applied to the list
 	errs   Errors
+	// undecodable holds the paths whose values did not decode; validation
+	// does not pile a second error on them.
+	undecodable map[string]bool
 }
 
 type envVar struct {
@@ -93,10 +96,16 @@ type envVar struct {
 // add records a problem at path. For paths inside jobs[i], index and name
 // are filled in by the caller through addJob.
 func (l *loader) add(path string, err error) {
+	if l.undecodable[path] {
+		return
+	}
 	l.errs = append(l.errs, &Error{Path: path, Index: -1, Err: err, Where: l.where(path)})
 }
 
 func (l *loader) addValue(path, value string, err error) {
+	if l.undecodable[path] {
+		return
+	}
 	l.errs = append(l.errs, &Error{Path: path, Index: -1, Value: value, Err: err, Where: l.where(path)})
 }
 
@@ -199,6 +208,7 @@ func (l *loader) load(data []byte, environ []string) *Config {
 		}
 	}
 	l.applyJobEnv(list)
+	l.checkEnvConflicts()
 	cfg.Jobs = make([]Job, 0, len(list))
 	malformed := map[int]bool{}
 	for i, item := range list {
@@ -446,6 +456,25 @@ func (l *loader) applyJobEnv(list []any) {
 	}
 }
 
+// checkEnvConflicts reports variables that set both a key and something
+// inside it (SLOTLOCK_LOCK=x with SLOTLOCK_LOCK__TTL=1s): which one would
+// win is not defined, so neither does.
+func (l *loader) checkEnvConflicts() {
+	paths := make([]string, 0, len(l.envSrc))
+	for p := range l.envSrc {
+		paths = append(paths, p)
+	}
+	slices.Sort(paths)
+	for i, p := range paths {
+		for _, q := range paths[i+1:] {
+			if strings.HasPrefix(q, p+".") {
+				l.errs = append(l.errs, &Error{Path: p, Index: -1, Where: "env " + l.envSrc[p] + ", " + l.envSrc[q],
+					Err: fmt.Errorf("conflicting overrides: %s sets %s, %s sets a key inside it", l.envSrc[p], p, l.envSrc[q])})
+			}
+		}
+	}
+}
+
 var jobNamePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
 
 func errIndex(err error) int {
@@ -487,6 +516,11 @@ func (l *loader) addDecodeErrors(prefix string, index int, job string, err error
 		var uk *jobs.UnknownKeyError
 		if errors.As(e, &uk) {
 			e = &unknownKey{path: path, suggestion: uk.Suggestion}
+		} else {
+			if l.undecodable == nil {
+				l.undecodable = map[string]bool{}
+			}
+			l.undecodable[path] = true
 		}
 		l.errs = append(l.errs, &Error{Path: path, Index: index, Job: job, Err: e, Where: l.where(path)})
 	}

@@ -259,10 +259,13 @@ func TestEnvOverrideErrors(t *testing.T) {
 		{"SLOTLOCK_JOBS__ghost__ENABLED=false", `no job with index or name "ghost"`},
 		{"SLOTLOCK_JOBS__0=x", `a job override names the job and a key`},
 		{"SLOTLOCK_JOBS__0__RETRY__MAX=lots", `jobs[0] "heartbeat": retry.max: expected an integer, got string "lots" (env SLOTLOCK_JOBS__0__RETRY__MAX)`},
+		{"SLOTLOCK_LOCK=x\nSLOTLOCK_LOCK__TTL=1s", `lock: conflicting overrides: SLOTLOCK_LOCK sets lock, SLOTLOCK_LOCK__TTL sets a key inside it`},
+		{"SLOTLOCK_LOCK__TTL__X=1\nSLOTLOCK_LOCK__TTL=2s", `lock.ttl: conflicting overrides`},
+		{"SLOTLOCK_JOBS__0__PARAMS=1\nSLOTLOCK_JOBS__0__PARAMS__A=2", `jobs[0].params: conflicting overrides`},
 		{"SLOTLOCK_JOBS__0__SCHEDUL=x", `jobs[0] "heartbeat": unknown key jobs[0].schedul (did you mean "schedule"?) (env SLOTLOCK_JOBS__0__SCHEDUL)`},
 	}
 	for _, tc := range cases {
-		lines := loadErrs(t, minimalJob, tc.env)
+		lines := loadErrs(t, minimalJob, strings.Split(tc.env, "\n")...)
 		if !containsLine(lines, tc.want) {
 			t.Errorf("%s: errors\n  %s\nlack %q", tc.env, strings.Join(lines, "\n  "), tc.want)
 		}

@@ -97,6 +97,9 @@ func (l *loader) validateJob(i int, j *Job, seen map[string]int) {
 	base := "jobs[" + strconv.Itoa(i) + "]"
 	add := func(field, value string, err error) {
 		p := joinPath(base, field)
+		if l.undecodable[p] {
+			return
+		}
 		l.errs = append(l.errs, &Error{Path: p, Index: i, Job: j.Name, Value: value, Err: err, Where: l.where(p)})
 	}
 	switch {

@@ -259,3 +259,20 @@ func TestYAMLSyntaxErrors(t *testing.T) {
 		}
 	}
 }
+
+// A value that does not decode is reported once, not again by validation.
+func TestUndecodableValueReportedOnce(t *testing.T) {
+	lines := loadErrs(t, "jobs:\n"+job("schedule: 2026-01-01\ntimeout: 30"))
+	want := []string{
+		`jobs[0] "report": schedule: expected a string, got timestamp 2026-01-01T00:00:00Z (quote it)`,
+		`jobs[0] "report": timeout: expected a duration such as "30s", got integer 30`,
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("got\n  %s\nwant exactly\n  %s", strings.Join(lines, "\n  "), strings.Join(want, "\n  "))
+	}
+	for i := range want {
+		if !strings.HasPrefix(lines[i], want[i]) {
+			t.Errorf("line %d = %q, want %q", i, lines[i], want[i])
+		}
+	}
+}
