@@ -59,16 +59,31 @@
 //
 // Every successful acquisition gets a token strictly greater than the token
 // of every acquisition in the same family that completed before it began.
-// The acquire script returns the family counter from each node that granted
-// the key; the winner takes the maximum over its majority, adds one, and
-// max-assigns the result back (Lua: SET only if larger) on a majority
-// before Acquire returns.
+// The family's counter <prefix>:{<family>}:fence lives on every node and is
+// only ever raised (max-assign in Lua).
 //
-// Why it is monotone: the previous token T was written to some majority M1
-// before its Acquire returned. The next winner reads from a majority M2,
-// and any two majorities of the same N nodes intersect, so at least one
-// node of M2 holds a counter ≥ T, and the new token is ≥ T+1. Max-assign
-// never lowers a counter, so neither concurrent nor late writes undo that.
+// The acquire script also reads that counter and, where it sets the key,
+// raises the counter to a proposal P = (the highest token this locker has
+// seen in the family) + 1, returning the counter as it was before. With
+// the maximum B of those "before" values over the winning majority:
+//
+//   - P > B (the usual case: the locker's knowledge was current): P is the
+//     token. It is already on the winners, a majority, so Acquire needs no
+//     further round trip — two round trips for acquire + release, like the
+//     bare SET NX + DEL floor.
+//   - P ≤ B (another locker acquired meanwhile): the token is B+1, and it is
+//     max-assigned to a majority before Acquire returns (a third round).
+//
+// Why it is monotone: the previous token T was on some majority M1 before
+// its Acquire returned. The next winner reads from a majority M2, and any
+// two majorities of the same N nodes intersect, so B ≥ T and the new token,
+// P > B or B+1, is > T. Max-assign never lowers a counter, so neither
+// concurrent nor late writes undo that; a proposal raised on some nodes by
+// an attempt that then failed only makes later tokens larger. Concurrent
+// acquisitions of different keys of one family usually get distinct
+// tokens (the second to reach the shared node sees the first's proposal),
+// but that is not guaranteed; on one key they cannot overlap.
+//
 // Records (AdvanceRecord / ReadRecord) use the same register: max-assign on
 // a majority, read the maximum over a majority, and write a value seen on
 // only part of that majority back to a majority before returning it.
@@ -78,12 +93,11 @@
 // wrote to it; with one such node of three the next majority may consist of
 // it and a node that missed the last write. Likewise a Redis replica
 // promoted after a failover may lack the last acknowledged write. Run the
-// nodes with an append-only file (appendfsync everysec at least, always
-// for certainty), or wait a TTL before letting a restarted node back in,
-// and never count two nodes that replicate each other as two nodes. Safety
-// then rests on the majority that kept its data. Two acquisitions that
-// overlap in time on different keys of one family may read the same
-// counter and get equal tokens; on one key they cannot overlap.
+// nodes with an append-only file (appendfsync always for certainty;
+// everysec can lose the last second on a crash). Keeping a restarted empty
+// node out for one TTL protects the locks but not the counters. Never count
+// two nodes that replicate each other as two nodes. Safety then rests on
+// the majority that kept its data.
 //
 // # Guarantees and limits
 //

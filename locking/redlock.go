@@ -155,6 +155,9 @@ type redlock struct {
 	opTimeout time.Duration
 	log       *slog.Logger
 	modeStr   string
+
+	tokMu  sync.Mutex
+	tokens map[string]uint64 // family -> highest token seen (a hint)
 }
 
 // redisNode is one configured node. It starts as a plain client and
@@ -335,7 +338,7 @@ func (r *redlock) nodeErrs(errs []error) error {
 
 type acqReply struct {
 	won   bool
-	fence uint64 // the family counter on a node that said yes
+	fence uint64 // the family counter (before this acquisition raised it)
 	value string // the value found on a node that said no
 	err   error
 }
@@ -346,19 +349,21 @@ func (r *redlock) acquire(ctx context.Context, key Key, value string, ttl time.D
 	}
 	keys := []string{r.key(key), r.fenceKey(key.Family)}
 	ttlMS := max(ttl.Milliseconds(), 1)
+	proposal := r.lastToken(key.Family) + 1
 	replies := make([]acqReply, len(r.nodes))
 	r.fanout(ctx, nil, func(nctx context.Context, i int, n *redisNode) {
-		v, err := n.run(nctx, acquireScript, keys, value, ttlMS)
+		v, err := n.run(nctx, acquireScript, keys, value, ttlMS, proposal)
 		r.observe(ctx, n, err)
 		replies[i] = parseAcquire(v, err)
 	})
 
 	won, sawDone := 0, false
-	var token uint64
+	var seen, before uint64 // highest counter seen anywhere / on the winners
 	for _, rep := range replies {
-		if rep.won {
+		seen = max(seen, rep.fence)
+		if rep.won && rep.err == nil {
 			won++
-			token = max(token, rep.fence)
+			before = max(before, rep.fence)
 		} else if strings.HasPrefix(rep.value, donePrefix) {
 			sawDone = true
 		}
@@ -367,18 +372,31 @@ func (r *redlock) acquire(ctx context.Context, key Key, value string, ttl time.D
 	// majority let us in (the marker may have expired early or been lost
 	// on the others): the acquisition is refused.
 	if won >= r.quorum && !sawDone && ctx.Err() == nil {
-		// Quorum register: the counters of this majority include the
-		// latest token written back to any majority; take one more and
-		// make it durable on a majority before handing it out.
-		token++
-		if err := r.writeFence(ctx, key, keys[1], token, replies); err == nil {
+		// Quorum register. The winners' counters include the latest token
+		// made durable on any majority (two majorities intersect). If the
+		// proposal is above all of them, it is a valid token and the script
+		// already wrote it to the winners, a majority: done in one round.
+		if proposal > before {
+			r.learnToken(key.Family, proposal)
+			return proposal, nil
+		}
+		// Our knowledge was stale: take one more than the maximum and make
+		// it durable on a majority before handing it out.
+		token := before + 1
+		err := r.writeFence(ctx, key, keys[1], token, replies)
+		if err == nil {
+			r.learnToken(key.Family, token)
 			return token, nil
-		} else if ctx.Err() == nil {
+		}
+		if ctx.Err() == nil {
 			r.undo(ctx, keys[0], value, nil)
 			return 0, err
 		}
 	}
+	r.learnToken(key.Family, seen)
 	// Failed: leave nothing behind where we wrote or may have written.
+	// (A counter raised to our proposal on some nodes stays raised: that
+	// only makes later tokens larger, never smaller.)
 	undoMask := make([]bool, len(r.nodes))
 	for i, rep := range replies {
 		undoMask[i] = rep.won || rep.err != nil
@@ -389,6 +407,31 @@ func (r *redlock) acquire(ctx context.Context, key Key, value string, ttl time.D
 	}
 	return 0, r.acquireFailure(key, replies)
 }
+
+// lastToken returns the highest token this locker has seen in family: its
+// own acquisitions and the counters the nodes reported to it.
+func (r *redlock) lastToken(family string) uint64 {
+	r.tokMu.Lock()
+	defer r.tokMu.Unlock()
+	return r.tokens[family]
+}
+
+func (r *redlock) learnToken(family string, t uint64) {
+	r.tokMu.Lock()
+	defer r.tokMu.Unlock()
+	if t <= r.tokens[family] {
+		return
+	}
+	if r.tokens == nil || len(r.tokens) >= maxKnownFamilies {
+		// A hint only: forgetting costs one extra round on the next
+		// acquisition of each family.
+		r.tokens = make(map[string]uint64)
+	}
+	r.tokens[family] = t
+}
+
+// maxKnownFamilies bounds the token hints kept per locker.
+const maxKnownFamilies = 4096
 
 // acquireFailure classifies a failed acquisition.
 func (r *redlock) acquireFailure(key Key, replies []acqReply) error {
@@ -435,16 +478,22 @@ func parseAcquire(v any, err error) acqReply {
 		return acqReply{err: err}
 	}
 	arr, ok := v.([]any)
-	if !ok || len(arr) != 2 {
+	if !ok || len(arr) < 2 {
 		return acqReply{err: fmt.Errorf("unexpected acquire reply %T", v)}
 	}
 	flag, _ := arr[0].(int64)
 	s, _ := arr[1].(string)
 	if flag != 1 {
-		return acqReply{value: s}
+		rep := acqReply{value: s}
+		if len(arr) > 2 {
+			fs, _ := arr[2].(string)
+			rep.fence, _ = strconv.ParseUint(fs, 10, 64) // a hint only
+		}
+		return rep
 	}
 	f, perr := strconv.ParseUint(s, 10, 64)
 	if perr != nil {
+		// We did set the key here: mark it won so it is undone.
 		return acqReply{won: true, err: fmt.Errorf("fence counter %q: %w", s, perr)}
 	}
 	return acqReply{won: true, fence: f}

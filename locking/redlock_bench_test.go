@@ -1,0 +1,143 @@
+package locking_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/redistest"
+)
+
+// The benchmarks compare Acquire+Release with the floor: one SET NX PX and
+// one DEL per node, fanned out in parallel with go-redis, on the same
+// servers in the same run. Each goroutine works on its own key of its own
+// family (as each job has its own family), so the figures measure the
+// protocol's cost, not contention.
+//
+//	go test -bench . -run '^$' ./locking/
+
+var benchGoroutines = []int{1, 8, 64}
+
+// BenchmarkAcquireRelease runs, for each node count and goroutine count,
+// the floor and slotlock's Redlock side by side (adjacent sub-benchmarks,
+// same servers), so a busy machine skews both alike.
+func BenchmarkAcquireRelease(b *testing.B) {
+	for _, nodes := range []int{1, 3} {
+		c := redistest.Start(b, nodes)
+		l, err := locking.NewRedlock(locking.RedisConfig{Nodes: c.Addrs(), OpTimeout: time.Second},
+			locking.Options{Replica: "bench", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = l.Close() })
+		clients := make([]*redis.Client, nodes)
+		for i, addr := range c.Addrs() {
+			clients[i] = redis.NewClient(&redis.Options{
+				Addr: addr, MaxRetries: -1, DialerRetries: 1,
+				ReadTimeout: time.Second, WriteTimeout: time.Second,
+				ContextTimeoutEnabled: true, DisableIdentity: true,
+			})
+			b.Cleanup(func() { _ = clients[i].Close() })
+		}
+		for _, g := range benchGoroutines {
+			b.Run(fmt.Sprintf("nodes=%d/goroutines=%d/floor", nodes, g), func(b *testing.B) {
+				runParallel(b, g, func(ctx context.Context, worker int) error {
+					key := "floor:{" + keyNames[worker] + "}:slot"
+					if err := fanout(ctx, clients, func(ctx context.Context, c *redis.Client) error {
+						return c.SetNX(ctx, key, "0123456789abcdef0123456789abcdef|bench", 10*time.Second).Err()
+					}); err != nil {
+						return err
+					}
+					return fanout(ctx, clients, func(ctx context.Context, c *redis.Client) error {
+						return c.Del(ctx, key).Err()
+					})
+				})
+			})
+			b.Run(fmt.Sprintf("nodes=%d/goroutines=%d/redlock", nodes, g), func(b *testing.B) {
+				runParallel(b, g, func(ctx context.Context, worker int) error {
+					lease, err := l.Acquire(ctx, locking.Key{Family: keyNames[worker], Name: "slot"}, 10*time.Second)
+					if err != nil {
+						return err
+					}
+					return lease.Release(ctx)
+				})
+			})
+		}
+	}
+}
+
+// fanout runs f on every client in parallel (the first on this goroutine),
+// as the Redlock backend does.
+func fanout(ctx context.Context, clients []*redis.Client, f func(context.Context, *redis.Client) error) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	errs := make([]error, len(clients))
+	var wg sync.WaitGroup
+	for i := 1; i < len(clients); i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = f(ctx, clients[i])
+		}()
+	}
+	errs[0] = f(ctx, clients[0])
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var keyNames = func() []string {
+	s := make([]string, 256)
+	for i := range s {
+		s[i] = "w" + strconv.Itoa(i)
+	}
+	return s
+}()
+
+// runParallel runs b.N operations spread over g goroutines, each with its
+// own worker index.
+func runParallel(b *testing.B, g int, op func(ctx context.Context, worker int) error) {
+	ctx := context.Background()
+	for w := 0; w < g; w++ { // warm the connection pools
+		if err := op(ctx, w); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var failed atomic.Pointer[error]
+	for w := 0; w < g; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(b.N) {
+				if err := op(ctx, w); err != nil {
+					failed.CompareAndSwap(nil, &err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	if e := failed.Load(); e != nil {
+		b.Fatal(*e)
+	}
+	_ = runtime.GOMAXPROCS(0)
+}
