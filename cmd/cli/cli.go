@@ -1,0 +1,146 @@
+// Package cli is slotlock's command: run, validate, next, trigger and
+// version, as fixed by the outside contract. It is importable so that a
+// user's own main can add plugins:
+//
+//	package main
+//
+//	import (
+//		"os"
+//
+//		"github.com/slotlock/slotlock/cmd/cli"
+//		_ "example.com/myteam/myplugins" // registers plugins in init
+//	)
+//
+//	func main() { os.Exit(cli.Main(os.Args[1:])) }
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+)
+
+// Exit codes of the contract.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitConfig  = 2
+)
+
+// Main runs the command line args (without the program name) with the
+// process's environment and standard streams, and returns the exit code.
+// run and trigger stop on SIGTERM or SIGINT.
+func Main(args []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	return Run(ctx, args, Env{Stdout: os.Stdout, Stderr: os.Stderr, Environ: os.Environ()})
+}
+
+// Env is what a command reads from and writes to besides its arguments.
+type Env struct {
+	Stdout, Stderr io.Writer
+	Environ        []string // KEY=VALUE, as os.Environ
+}
+
+func (e Env) getenv(key string) string {
+	for i := len(e.Environ) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(e.Environ[i], "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
+}
+
+// Run is Main with an explicit context and environment; ctx ending is
+// taken as SIGTERM.
+func Run(ctx context.Context, args []string, env Env) int {
+	if len(args) == 0 {
+		usage(env.Stderr)
+		return exitConfig
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "run":
+		return cmdRun(ctx, rest, env)
+	case "validate":
+		return cmdValidate(rest, env)
+	case "next":
+		return cmdNext(rest, env)
+	case "trigger":
+		return cmdTrigger(ctx, rest, env)
+	case "version", "--version", "-version":
+		return cmdVersion(env)
+	case "help", "-h", "--help", "-help":
+		usage(env.Stdout)
+		return exitOK
+	default:
+		fmt.Fprintf(env.Stderr, "slotlock: unknown command %q\n", cmd)
+		usage(env.Stderr)
+		return exitConfig
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `usage: slotlock <command> [flags]
+
+commands:
+  run      [--config FILE]                 run one replica until SIGTERM/SIGINT
+  validate [--config FILE] [-v]            check the configuration, print every error
+  next     [--config FILE] [-n N] [JOB]    print the next N slots of each job (or of JOB)
+  trigger  [--config FILE] JOB             run JOB once now, under the same locks
+  version                                  print version, commit and Go version
+
+--config defaults to $SLOTLOCK_CONFIG, then config.yaml in the working directory.
+`)
+}
+
+// flags is a FlagSet that accepts flags before and after positional
+// arguments (slotlock next JOB -n 3).
+type flags struct {
+	*flag.FlagSet
+	config *string
+}
+
+func newFlags(name string, env Env) *flags {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	f := &flags{FlagSet: fs}
+	f.config = fs.String("config", "", "configuration file (default $SLOTLOCK_CONFIG, then config.yaml)")
+	return f
+}
+
+// parse parses args and returns the positional arguments.
+func (f *flags) parse(args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := f.Parse(args); err != nil {
+			return nil, err
+		}
+		args = f.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+// configPath applies the contract's default order.
+func (f *flags) configPath(env Env) string {
+	if *f.config != "" {
+		return *f.config
+	}
+	if p := env.getenv("SLOTLOCK_CONFIG"); p != "" {
+		return p
+	}
+	return "config.yaml"
+}
+
+// errUsage marks a command-line mistake (exit 2).
+var errUsage = errors.New("usage")

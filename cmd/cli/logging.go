@@ -1,0 +1,63 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/lmittmann/tint"
+)
+
+// newLogger builds the process logger: format "json" is slog's JSON
+// handler (the audit trail), "text" is tint's text without colour, and
+// "auto" picks tint's coloured text when w is a terminal and JSON
+// otherwise. Every line carries replica.
+func newLogger(w io.Writer, format, level, replica string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("log.level %q: %w", level, err)
+	}
+	var h slog.Handler
+	switch strings.ToLower(format) {
+	case "json":
+		h = slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lv})
+	case "text":
+		h = tint.NewHandler(w, &tint.Options{Level: lv, NoColor: true, TimeFormat: time.RFC3339Nano})
+	case "auto", "":
+		if isTerminal(w) {
+			h = tint.NewHandler(w, &tint.Options{Level: lv, TimeFormat: time.TimeOnly})
+		} else {
+			h = slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lv})
+		}
+	default:
+		return nil, fmt.Errorf("log.format %q: want auto, json or text", format)
+	}
+	return slog.New(h).With("replica", replica), nil
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// replicaName is SLOTLOCK_REPLICA, then CONTAINER_APP_REPLICA_NAME (set by
+// Azure Container Apps), then the host name.
+func replicaName(getenv func(string) string) string {
+	for _, k := range []string{"SLOTLOCK_REPLICA", "CONTAINER_APP_REPLICA_NAME"} {
+		if v := getenv(k); v != "" {
+			return v
+		}
+	}
+	if h, err := os.Hostname(); err == nil && h != "" {
+		return h
+	}
+	return "slotlock"
+}

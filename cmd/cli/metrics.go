@@ -1,0 +1,112 @@
+package cli
+
+import (
+	"errors"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/slotlock/slotlock/locking"
+)
+
+// metrics exports the scheduler's hooks and the lock stores' state in the
+// Prometheus text format. It implements scheduler.Metrics; every method is
+// safe for concurrent use.
+type metrics struct {
+	reg          *prometheus.Registry
+	runs         *prometheus.CounterVec
+	skips        *prometheus.CounterVec
+	startDelay   *prometheus.HistogramVec
+	runDuration  *prometheus.HistogramVec
+	lockAcquire  *prometheus.HistogramVec
+	leasesLost   *prometheus.CounterVec
+	nodeUp       *prometheus.GaugeVec
+	ready        prometheus.Gauge
+	schedulerRun prometheus.Gauge
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "slotlock_runs_total", Help: "Runs that ended on this replica, by job and outcome (succeeded, failed, canceled).",
+		}, []string{"job", "outcome"}),
+		skips: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "slotlock_slots_skipped_total", Help: "Slots this replica did not run, by job and reason (held, done, overlap, late, no_quorum).",
+		}, []string{"job", "reason"}),
+		startDelay: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "slotlock_start_delay_seconds",
+			Help:    "Actual start of a run minus its slot's nominal time.",
+			Buckets: []float64{.001, .0025, .005, .01, .015, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"job"}),
+		runDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "slotlock_run_duration_seconds",
+			Help:    "Duration of runs, by job and outcome.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 4, 10),
+		}, []string{"job", "outcome"}),
+		lockAcquire: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "slotlock_lock_acquire_seconds",
+			Help:    "Latency of lock acquisitions, by job and result (acquired, not_acquired, error).",
+			Buckets: []float64{.0005, .001, .002, .005, .01, .025, .05, .1, .25, .5, 1},
+		}, []string{"job", "result"}),
+		leasesLost: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "slotlock_leases_lost_total", Help: "Leases the watchdog could not renew before they expired, by job.",
+		}, []string{"job"}),
+		nodeUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "slotlock_redis_node_up", Help: "1 when the Redis node answered the last PING within op_timeout.",
+		}, []string{"node"}),
+		ready: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "slotlock_ready", Help: "1 when a majority of lock stores is reachable (always 1 with local locks).",
+		}),
+		schedulerRun: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "slotlock_scheduler_running", Help: "1 while the scheduler loop runs.",
+		}),
+	}
+	m.reg.MustRegister(m.runs, m.skips, m.startDelay, m.runDuration, m.lockAcquire, m.leasesLost,
+		m.nodeUp, m.ready, m.schedulerRun,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+func (m *metrics) SlotSkipped(job, reason string) { m.skips.WithLabelValues(job, reason).Inc() }
+
+func (m *metrics) RunFinished(job, outcome string, d time.Duration) {
+	m.runs.WithLabelValues(job, outcome).Inc()
+	m.runDuration.WithLabelValues(job, outcome).Observe(d.Seconds())
+}
+
+func (m *metrics) StartDelay(job string, d time.Duration) {
+	m.startDelay.WithLabelValues(job).Observe(d.Seconds())
+}
+
+func (m *metrics) LockAcquire(job string, d time.Duration, err error) {
+	m.lockAcquire.WithLabelValues(job, acquireResult(err)).Observe(d.Seconds())
+}
+
+func (m *metrics) LeaseLost(job string) { m.leasesLost.WithLabelValues(job).Inc() }
+
+// initJobs creates each job's series at zero, so dashboards and alerts see
+// them before the first event.
+func (m *metrics) initJobs(names []string) {
+	for _, j := range names {
+		for _, o := range []string{"succeeded", "failed", "canceled"} {
+			m.runs.WithLabelValues(j, o)
+		}
+		for _, r := range []string{"held", "done", "overlap", "late", "no_quorum"} {
+			m.skips.WithLabelValues(j, r)
+		}
+		m.leasesLost.WithLabelValues(j)
+	}
+}
+
+func acquireResult(err error) string {
+	switch {
+	case err == nil:
+		return "acquired"
+	case errors.Is(err, locking.ErrNotAcquired):
+		return "not_acquired"
+	default:
+		return "error"
+	}
+}

@@ -1,0 +1,28 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/slotlock/slotlock/cmd/config"
+	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/entraauth"
+)
+
+// redisConfig turns the redis section into the lock layer's settings. With
+// redis.auth: entra it fetches the first Microsoft Entra ID token from the
+// managed identity now, so a replica without an identity fails at start
+// with a clear error; the returned func stops the token refresher.
+func redisConfig(ctx context.Context, cfg *config.Config, log *slog.Logger) (locking.RedisConfig, func(), error) {
+	rc := cfg.LockingConfig()
+	if cfg.Redis.Auth != config.AuthEntra {
+		return rc, nil, nil
+	}
+	p, err := entraauth.NewManagedIdentity(ctx, cfg.Redis.EntraClientID, entraauth.Options{Logger: log})
+	if err != nil {
+		return rc, nil, fmt.Errorf("redis.auth entra: %w", err)
+	}
+	rc.CredentialsProvider = p.Credentials
+	return rc, func() { _ = p.Close() }, nil
+}

@@ -1,0 +1,191 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/slotlock/slotlock/cmd/config"
+	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler"
+)
+
+// replica is everything one `slotlock run` or `slotlock trigger` builds
+// from a valid configuration.
+type replica struct {
+	cfg     *config.Config
+	name    string
+	log     *slog.Logger
+	clock   locking.Clock
+	locker  locking.Locker
+	metrics *metrics
+	sched   *scheduler.Scheduler
+	closers []func()
+}
+
+func (r *replica) close() {
+	for i := len(r.closers) - 1; i >= 0; i-- {
+		r.closers[i]()
+	}
+}
+
+// loadConfig loads path and prints every error, one per line, to stderr.
+func loadConfig(path string, env Env) (*config.Config, bool) {
+	cfg, err := config.Load(path, env.Environ)
+	if err != nil {
+		printErrors(env, err)
+		return nil, false
+	}
+	return cfg, true
+}
+
+func printErrors(env Env, err error) {
+	if errs, ok := err.(config.Errors); ok {
+		for _, e := range errs {
+			fmt.Fprintln(env.Stderr, e)
+		}
+		return
+	}
+	fmt.Fprintln(env.Stderr, err)
+}
+
+// build assembles logger, clock, locker, metrics and scheduler. An error
+// is a configuration error (exit 2) unless it says otherwise.
+func build(ctx context.Context, cfg *config.Config, env Env) (*replica, error) {
+	r := &replica{cfg: cfg, name: replicaName(env.getenv)}
+	log, err := newLogger(env.Stderr, cfg.Log.Format, cfg.Log.Level, r.name)
+	if err != nil {
+		return nil, err
+	}
+	r.log = log
+	offset, err := clockOffset(env.getenv)
+	if err != nil {
+		return nil, err
+	}
+	r.clock = locking.SystemClock(offset)
+	if offset != 0 {
+		log.Warn("clock offset in effect (SLOTLOCK_CLOCK_OFFSET): this replica's wall clock is shifted, for rehearsing clock skew", "offset", offset.String())
+	}
+	opts := locking.Options{Replica: r.name, Clock: r.clock, Logger: log}
+	if len(cfg.Redis.Nodes) == 0 {
+		r.locker = locking.NewLocal(opts)
+		log.Warn("no redis.nodes configured: using in-process locks, which are safe for ONE replica only")
+	} else {
+		rc, closeCreds, err := redisConfig(ctx, cfg, log)
+		if err != nil {
+			return nil, err
+		}
+		if closeCreds != nil {
+			r.closers = append(r.closers, closeCreds)
+		}
+		l, err := locking.NewRedlock(rc, opts)
+		if err != nil {
+			r.close()
+			return nil, err
+		}
+		r.locker = l
+	}
+	r.closers = append(r.closers, func() { _ = r.locker.Close() })
+	r.metrics = newMetrics()
+	specs := cfg.JobSpecs()
+	names := make([]string, len(specs))
+	for i, j := range specs {
+		names[i] = j.Name
+	}
+	r.metrics.initJobs(names)
+	sched, err := scheduler.New(scheduler.Config{
+		Replica:       r.name,
+		Locker:        r.locker,
+		Clock:         r.clock,
+		Logger:        log,
+		Metrics:       r.metrics,
+		LockTTL:       cfg.Lock.TTL,
+		MaxClockSkew:  cfg.Lock.MaxClockSkew,
+		ShutdownGrace: cfg.Shutdown.Grace,
+		Jobs:          specs,
+	})
+	if err != nil {
+		r.close()
+		return nil, err
+	}
+	r.sched = sched
+	return r, nil
+}
+
+// clockOffset reads SLOTLOCK_CLOCK_OFFSET, a testing aid.
+func clockOffset(getenv func(string) string) (time.Duration, error) {
+	v := getenv("SLOTLOCK_CLOCK_OFFSET")
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, fmt.Errorf("SLOTLOCK_CLOCK_OFFSET %q: not a Go duration (e.g. -800ms, 1.5s)", v)
+	}
+	return d, nil
+}
+
+func cmdRun(ctx context.Context, args []string, env Env) int {
+	f := newFlags("run", env)
+	pos, err := f.parse(args)
+	if err != nil {
+		return exitConfig
+	}
+	if len(pos) > 0 {
+		fmt.Fprintf(env.Stderr, "slotlock run: unexpected argument %q\n", pos[0])
+		return exitConfig
+	}
+	cfg, ok := loadConfig(f.configPath(env), env)
+	if !ok {
+		return exitConfig
+	}
+	r, err := build(ctx, cfg, env)
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "slotlock run:", err)
+		return exitConfig
+	}
+	defer r.close()
+	bi := buildInfo()
+	r.log.Info("slotlock starting",
+		"version", bi.version, "commit", bi.commit, "go", bi.goVersion,
+		"lock_mode", r.locker.Mode(), "jobs", len(cfg.Jobs),
+		"config", cfg.Redacted())
+
+	// Background helpers: readiness pings and the ops server. They stop
+	// after the scheduler has shut down, so probes and metrics stay
+	// answered during the grace period.
+	var wg sync.WaitGroup
+	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	stopHelpers := func() {
+		stopBG()
+		wg.Wait()
+	}
+	ready := newReadiness(r.locker, r.metrics, r.log, time.Second)
+	wg.Go(func() { ready.run(bg) })
+	if addr := cfg.HTTP.Addr; addr != "" {
+		srv, err := newOpsServer(addr, r.sched.Healthy, ready, r.metrics)
+		if err != nil {
+			stopHelpers()
+			fmt.Fprintln(env.Stderr, "slotlock run:", err)
+			return exitFailure
+		}
+		r.log.Info("ops http server listening", "addr", srv.Addr())
+		wg.Go(func() { srv.serve(r.log) })
+		wg.Go(func() {
+			<-bg.Done()
+			srv.shutdown()
+		})
+	}
+	r.metrics.schedulerRun.Set(1)
+	err = r.sched.Run(ctx)
+	r.metrics.schedulerRun.Set(0)
+	stopHelpers()
+	if err != nil {
+		r.log.Error("scheduler stopped with an error", "error", err.Error())
+		return exitFailure
+	}
+	r.log.Info("slotlock stopped")
+	return exitOK
+}

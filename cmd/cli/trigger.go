@@ -1,0 +1,41 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/slotlock/slotlock/cmd/config"
+)
+
+func cmdTrigger(ctx context.Context, args []string, env Env) int {
+	f := newFlags("trigger", env)
+	pos, err := f.parse(args)
+	if err != nil {
+		return exitConfig
+	}
+	if len(pos) != 1 {
+		fmt.Fprintln(env.Stderr, "usage: slotlock trigger [--config FILE] JOB")
+		return exitConfig
+	}
+	job := pos[0]
+	cfg, ok := loadConfig(f.configPath(env), env)
+	if !ok {
+		return exitConfig
+	}
+	if !slices.ContainsFunc(cfg.Jobs, func(j config.Job) bool { return j.Name == job }) {
+		fmt.Fprintf(env.Stderr, "slotlock trigger: no job named %q in the configuration\n", job)
+		return exitConfig
+	}
+	r, err := build(ctx, cfg, env)
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "slotlock trigger:", err)
+		return exitConfig
+	}
+	defer r.close()
+	if err := r.sched.Trigger(ctx, job); err != nil {
+		fmt.Fprintf(env.Stderr, "slotlock trigger %s: %v\n", job, err)
+		return exitFailure
+	}
+	return exitOK
+}

@@ -1,0 +1,38 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+func cmdValidate(args []string, env Env) int {
+	f := newFlags("validate", env)
+	verbose := f.Bool("v", false, "print the effective configuration (secrets redacted) when valid")
+	pos, err := f.parse(args)
+	if err != nil {
+		return exitConfig
+	}
+	if len(pos) > 0 {
+		fmt.Fprintf(env.Stderr, "slotlock validate: unexpected argument %q\n", pos[0])
+		return exitConfig
+	}
+	path := f.configPath(env)
+	cfg, ok := loadConfig(path, env)
+	if !ok {
+		return exitConfig
+	}
+	if _, err := clockOffset(env.getenv); err != nil {
+		fmt.Fprintln(env.Stderr, err)
+		return exitConfig
+	}
+	fmt.Fprintf(env.Stdout, "%s: valid (%d jobs)\n", path, len(cfg.Jobs))
+	if *verbose {
+		out, err := json.MarshalIndent(cfg.Redacted(), "", "  ")
+		if err != nil {
+			fmt.Fprintln(env.Stderr, err)
+			return exitFailure
+		}
+		fmt.Fprintln(env.Stdout, string(out))
+	}
+	return exitOK
+}
