@@ -262,19 +262,21 @@ func everySecond(t testing.TB, name string, j jobs.Job) JobSpec {
 	return JobSpec{Name: name, Spec: "* * * * * *", Schedule: sched, Job: j, Enabled: true, Plugin: "test"}
 }
 
-// running starts s.Run and returns a stop function that ends it and
-// waits for Run to return, failing the test on an error.
+// running starts s.Run and returns a stop function (idempotent) that ends
+// it and waits for Run to return, failing the test on an error.
 func running(t testing.TB, s *Scheduler) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
+	var once sync.Once
 	return func() {
-		t.Helper()
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		})
 	}
 }
 

@@ -74,6 +74,14 @@ func (s *Scheduler) logLate(job string, late lateRange, note string) {
 // deadline or some replica handled it.
 func (s *Scheduler) recover(j *job, t time.Time) {
 	name, slot := j.name(), slotString(t)
+	// Decide only once every replica that could fire t normally has tried
+	// (clocks up to MaxClockSkew behind, up to Lateness late): a slot this
+	// replica missed may well be run by a replica with a slower clock, and
+	// the slot lock then says so. Half a second more keeps the recovered run
+	// off the instant at which a frequent job's next slot fires.
+	if !s.sleep(t.Add(s.recoverAfter()).Sub(s.clock.Now()), s.stopping) {
+		return
+	}
 	age := s.clock.Now().Sub(t)
 	if age > j.spec.Misfire.Deadline {
 		s.logLate(name, lateRange{first: t, last: t, count: 1}, "older than the misfire deadline")
@@ -127,7 +135,7 @@ func (s *Scheduler) startupCheck(j *job, start time.Time) {
 	}
 	// Decide only once every replica that could fire these slots normally
 	// has tried: the slot lock then tells handled from missed.
-	if !s.sleep(s.cfg.MaxClockSkew+s.lateness+acquireSlack, s.stopping) {
+	if !s.sleep(start.Add(s.recoverAfter()).Sub(s.clock.Now()), s.stopping) {
 		return
 	}
 	s.misfire(j, late, true)
@@ -174,7 +182,7 @@ type outage struct {
 	down    atomic.Bool
 	mu      sync.Mutex
 	probing bool
-	pending []pendingEnd
+	pending map[string][]pendingEnd // by job
 }
 
 // pendingEnd is a lease whose Release or MarkDone failed for lack of a
@@ -201,7 +209,10 @@ func (s *Scheduler) noteOutage(j *job, t time.Time) {
 
 func (s *Scheduler) retryEnd(p pendingEnd) {
 	s.outage.mu.Lock()
-	s.outage.pending = append(s.outage.pending, p)
+	if s.outage.pending == nil {
+		s.outage.pending = map[string][]pendingEnd{}
+	}
+	s.outage.pending[p.job] = append(s.outage.pending[p.job], p)
 	s.outage.mu.Unlock()
 	s.outage.down.Store(true)
 	s.startProbe()
@@ -252,9 +263,9 @@ func (s *Scheduler) quorumSeen() {
 	pending := s.outage.pending
 	s.outage.pending = nil
 	s.outage.mu.Unlock()
-	if len(pending) > 0 {
+	for _, ps := range pending {
 		s.spawn(func() {
-			for _, p := range pending {
+			for _, p := range ps {
 				s.endLease(p.job, p.slot, p.lease, p.doneTTL, p.note)
 			}
 		})
@@ -268,4 +279,22 @@ func (s *Scheduler) quorumSeen() {
 			s.spawn(func() { s.recover(j, t) })
 		}
 	}
+}
+
+// flushPending ends, now, the leases of job whose ending failed during an
+// outage, so that its own job lease does not block the slot being tried.
+func (s *Scheduler) flushPending(job string) {
+	s.outage.mu.Lock()
+	ps := s.outage.pending[job]
+	delete(s.outage.pending, job)
+	s.outage.mu.Unlock()
+	for _, p := range ps {
+		s.endLease(p.job, p.slot, p.lease, p.doneTTL, p.note)
+	}
+}
+
+// recoverAfter is how long after a slot every replica that could fire it
+// normally has tried it.
+func (s *Scheduler) recoverAfter() time.Duration {
+	return s.cfg.MaxClockSkew + s.lateness + acquireSlack + 500*time.Millisecond
 }

@@ -23,7 +23,7 @@ func lateWake(t *testing.T, policy MisfirePolicy) ([]event, []record) {
 	stop := running(t, s)
 	time.Sleep(3500 * time.Millisecond)
 	clock.jump(10 * time.Second) // clock now 13.5s; the loop wakes at 14s
-	time.Sleep(2 * time.Second)
+	time.Sleep(5 * time.Second)  // a run_once recovery of slot 10 waits until 16.5s
 	stop()
 	return e.sink.events(t), rec.all()
 }
@@ -46,7 +46,7 @@ func TestLateWakeSkip(t *testing.T) {
 		for _, r := range runs {
 			ran[slotString(r.Run.Slot)] = true
 		}
-		for sec := 1; sec <= 15; sec++ {
+		for sec := 1; sec <= 18; sec++ {
 			want := sec <= 3 || sec >= 11
 			if ran[slotAt(sec)] != want {
 				t.Errorf("slot %d: ran=%v, want %v", sec, ran[slotAt(sec)], want)
@@ -221,7 +221,7 @@ func TestQuorumOutage(t *testing.T) {
 				f.down.Store(true)
 				time.Sleep(5 * time.Second) // slots 4..8 fall in the outage
 				f.down.Store(false)
-				time.Sleep(5 * time.Second)
+				time.Sleep(8 * time.Second) // a recovery waits 6.5s after its slot
 				for _, stop := range stops {
 					stop()
 				}
@@ -229,7 +229,7 @@ func TestQuorumOutage(t *testing.T) {
 				for _, r := range rec.all() {
 					per[int(r.Run.Slot.Unix()-bubbleStart.Unix())]++
 				}
-				for sec := 1; sec <= 13; sec++ {
+				for sec := 1; sec <= 16; sec++ {
 					want := 1
 					if sec >= 4 && sec <= 8 {
 						want = 0

@@ -89,6 +89,7 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 	}
 	var jobLease *locking.Lease
 	if j.spec.Overlap == OverlapForbid {
+		s.flushPending(name)
 		jobLease, err = s.acquire(name, runKey(name), freshUntil)
 		if err != nil {
 			if errors.Is(err, locking.ErrNotAcquired) {
