@@ -267,7 +267,7 @@ func testExpiry(t *testing.T, l locking.Locker) {
 
 func testKeep(t *testing.T, l locking.Locker) {
 	key := locking.Key{Family: family(t), Name: "k"}
-	const ttl = 300 * time.Millisecond
+	const ttl = 450 * time.Millisecond
 	lease := mustAcquire(t, l, key, ttl)
 	first := lease.ValidUntil()
 	kctx := lease.Keep(ctx(t))
