@@ -121,6 +121,11 @@ func NewRedlock(cfg RedisConfig, opt Options) (Locker, error) {
 	if len(cfg.Nodes) == 0 {
 		return nil, errors.New("locking: redlock: no nodes configured")
 	}
+	if strings.ContainsAny(cfg.KeyPrefix, "{}") {
+		// A brace in the prefix would become the hash tag of every key,
+		// putting all families in one cluster slot.
+		return nil, fmt.Errorf("locking: redlock: key prefix %q must not contain { or }", cfg.KeyPrefix)
+	}
 	r := &redlock{
 		prefix:    cfg.KeyPrefix,
 		opTimeout: cfg.OpTimeout,
@@ -351,8 +356,9 @@ func (r *redlock) acquire(ctx context.Context, key Key, value string, ttl time.D
 	ttlMS := max(ttl.Milliseconds(), 1)
 	proposal := r.lastToken(key.Family) + 1
 	replies := make([]acqReply, len(r.nodes))
+	args := []any{value, ttlMS, proposal} // boxed once, shared by the nodes
 	r.fanout(ctx, nil, func(nctx context.Context, i int, n *redisNode) {
-		v, err := n.run(nctx, acquireScript, keys, value, ttlMS, proposal)
+		v, err := n.run(nctx, acquireScript, keys, args...)
 		r.observe(ctx, n, err)
 		replies[i] = parseAcquire(v, err)
 	})
@@ -514,8 +520,9 @@ func (r *redlock) writeFence(ctx context.Context, key Key, fenceKey string, toke
 	}
 	var ok atomic.Int32
 	keys := []string{fenceKey}
+	args := []any{token}
 	r.fanout(ctx, mask, func(nctx context.Context, i int, n *redisNode) {
-		_, err := n.run(nctx, maxsetScript, keys, token)
+		_, err := n.run(nctx, maxsetScript, keys, args...)
 		r.observe(ctx, n, err)
 		if err != nil {
 			errs[i] = err
@@ -538,8 +545,9 @@ func (r *redlock) writeFence(ctx context.Context, key Key, fenceKey string, toke
 func (r *redlock) undo(ctx context.Context, key, value string, mask []bool) {
 	dctx := context.WithoutCancel(ctx)
 	keys := []string{key}
+	args := []any{value, "", 0}
 	r.fanout(dctx, mask, func(nctx context.Context, i int, n *redisNode) {
-		_, err := n.run(nctx, releaseScript, keys, value, "", 0)
+		_, err := n.run(nctx, releaseScript, keys, args...)
 		r.observe(dctx, n, err)
 	})
 }
@@ -601,8 +609,9 @@ func (r *redlock) maxAssign(ctx context.Context, key Key, v int64, mask []bool) 
 	keys := []string{r.key(key)}
 	errs := make([]error, len(r.nodes))
 	var ok atomic.Int32
+	args := []any{v}
 	r.fanout(ctx, mask, func(nctx context.Context, i int, n *redisNode) {
-		_, err := n.run(nctx, maxsetScript, keys, v)
+		_, err := n.run(nctx, maxsetScript, keys, args...)
 		r.observe(ctx, n, err)
 		if err != nil {
 			errs[i] = err

@@ -713,6 +713,7 @@ func TestNewRedlockConfigErrors(t *testing.T) {
 		{},
 		{Nodes: []string{"no-port"}},
 		{Nodes: []string{"a:1", "a:1"}},
+		{Nodes: []string{"a:1"}, KeyPrefix: "x{y}"},
 	} {
 		if _, err := NewRedlock(cfg, Options{}); err == nil {
 			t.Errorf("%+v: no error", cfg)
@@ -850,4 +851,67 @@ func TestRedlockTokenHintsAndFallback(t *testing.T) {
 			t.Fatalf("node %s: counter %d, want 1001", n.Addr(), f)
 		}
 	}
+}
+
+// A node going down and coming back is logged once each way, with its
+// address and never the password.
+func TestRedlockLogsNodeTransitions(t *testing.T) {
+	c := redistest.Start(t, 3, redistest.Password("hunter2-secret"))
+	ctx := tctx(t, 15*time.Second)
+	var buf syncBuf
+	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	l, err := NewRedlock(RedisConfig{Nodes: c.Addrs(), Password: "hunter2-secret", OpTimeout: testOpTimeout}, Options{Replica: "me", Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	down := c.Node(1)
+	if err := down.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		lease, err := l.Acquire(ctx, Key{Family: "log", Name: "k"}, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = lease.Release(ctx)
+	}
+	if n := strings.Count(buf.String(), "redis node unreachable"); n != 1 {
+		t.Fatalf("unreachable logged %d times:\n%s", n, buf.String())
+	}
+	if !strings.Contains(buf.String(), down.Addr()) {
+		t.Fatalf("log does not name %s:\n%s", down.Addr(), buf.String())
+	}
+	if err := down.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(buf.String(), "reachable again"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("recovery not logged:\n%s", buf.String())
+		}
+		if _, err := l.Ping(ctx); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if strings.Contains(buf.String(), "hunter2") {
+		t.Fatalf("the password leaked into the log:\n%s", buf.String())
+	}
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
