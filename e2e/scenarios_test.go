@@ -37,7 +37,7 @@ func TestScenario(t *testing.T) {
 		{"clock_offsets", scenarioClockOffsets},
 		{"long_job_forbid", scenarioLongJob},
 		{"rolling_restart", scenarioRollingRestart},
-		{"all_down_gap_run_once", scenarioGap},
+		{"all_down_gap_run_once", func(t *testing.T) { scenarioGap(t, 16*time.Second) }},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()
@@ -315,10 +315,12 @@ func scenarioRollingRestart(t *testing.T) {
 // All replicas are down for a gap (SIGTERM, each exits 0), then come back.
 // Jobs with misfire run_once and a deadline covering the gap run the
 // latest missed slot exactly once (misfire.recovered); a misfire: skip job
-// runs none of the gap's slots.
-func scenarioGap(t *testing.T) {
-	every1 := JobDef{Name: "every1", Schedule: "* * * * * *", Sleep: 200 * time.Millisecond, Misfire: "run_once", Deadline: time.Minute}
-	every5 := JobDef{Name: "every5", Schedule: "*/5 * * * * *", Sleep: 200 * time.Millisecond, Misfire: "run_once", Deadline: time.Minute}
+// runs none of the gap's slots. Short mode uses a 16 s gap, the soak a
+// minute (TestSoakGap).
+func scenarioGap(t *testing.T, gapLen time.Duration) {
+	deadline := gapLen + time.Minute
+	every1 := JobDef{Name: "every1", Schedule: "* * * * * *", Sleep: 200 * time.Millisecond, Misfire: "run_once", Deadline: deadline}
+	every5 := JobDef{Name: "every5", Schedule: "*/5 * * * * *", Sleep: 200 * time.Millisecond, Misfire: "run_once", Deadline: deadline}
 	skip5 := JobDef{Name: "skip5", Schedule: "*/5 * * * * *", Sleep: 200 * time.Millisecond, Misfire: "skip"}
 	c := NewCluster(t, bins, Spec{ProxyNode: -1, Jobs: []JobDef{every1, every5, skip5}})
 	up := c.StartAll("r1", "r2", "r3")
@@ -327,9 +329,9 @@ func scenarioGap(t *testing.T) {
 
 	stop := time.Now()
 	c.StopAll()
-	// Come back 0.3 s past a whole second, 16 s later, so "the latest
+	// Come back 0.3 s past a whole second, gapLen later, so "the latest
 	// missed slot" is not ambiguous for the every-second job.
-	upAgain := NextSecond(stop.Add(16 * time.Second)).Add(300 * time.Millisecond)
+	upAgain := NextSecond(stop.Add(gapLen)).Add(300 * time.Millisecond)
 	SleepUntil(upAgain)
 	c.StartAll("r1", "r2", "r3")
 	allUp := time.Now()

@@ -20,15 +20,7 @@ import (
 //
 // (or SLOTLOCK_SOAK=10m); -seed N replays a fault schedule.
 func TestSoak(t *testing.T) {
-	d := *soakFlag
-	if d == 0 {
-		if v := os.Getenv("SLOTLOCK_SOAK"); v != "" {
-			var err error
-			if d, err = time.ParseDuration(v); err != nil {
-				t.Fatalf("SLOTLOCK_SOAK=%q: %v", v, err)
-			}
-		}
-	}
+	d := soakDuration(t)
 	if d == 0 {
 		t.Skip("soak: set -soak 10m (or SLOTLOCK_SOAK=10m) to run it")
 	}
@@ -85,6 +77,29 @@ func TestSoak(t *testing.T) {
 			t.Errorf("write soak report: %v", err)
 		}
 	}
+}
+
+// TestSoakGap is the all-replicas-down scenario with a minute-long gap,
+// run in soak mode only (the short suite uses 16 s).
+func TestSoakGap(t *testing.T) {
+	if soakDuration(t) == 0 {
+		t.Skip("soak: set -soak 10m (or SLOTLOCK_SOAK=10m) to run it")
+	}
+	requireSuite(t)
+	scenarioGap(t, time.Minute)
+}
+
+func soakDuration(t *testing.T) time.Duration {
+	d := *soakFlag
+	if d == 0 {
+		if v := os.Getenv("SLOTLOCK_SOAK"); v != "" {
+			var err error
+			if d, err = time.ParseDuration(v); err != nil {
+				t.Fatalf("SLOTLOCK_SOAK=%q: %v", v, err)
+			}
+		}
+	}
+	return d
 }
 
 func soakTable(d time.Duration, seed int64, total int, kinds []string, r Report, window time.Duration) string {
