@@ -24,7 +24,7 @@ const itSkew = 2 * time.Second
 // itOffsets are the replicas' clock offsets: ±0.8 × max_clock_skew.
 var itOffsets = []time.Duration{itSkew * 8 / 10, 0, -itSkew * 8 / 10}
 
-func needRedis(t *testing.T) {
+func needRedis(t testing.TB) {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skip(redistest.ErrNoServer)

@@ -102,6 +102,7 @@ const (
 type job struct {
 	spec    JobSpec
 	next    time.Time // next slot to fire; owned by the loop goroutine
+	due     time.Time // when to fire it: next + this replica's spread delay
 	heapIdx int
 
 	mu     sync.Mutex
@@ -298,7 +299,7 @@ func (s *Scheduler) Next(name string, from time.Time, n int) ([]time.Time, error
 type jobHeap []*job
 
 func (h jobHeap) Len() int           { return len(h) }
-func (h jobHeap) Less(a, b int) bool { return h[a].next.Before(h[b].next) }
+func (h jobHeap) Less(a, b int) bool { return h[a].due.Before(h[b].due) }
 func (h jobHeap) Swap(a, b int) {
 	h[a], h[b] = h[b], h[a]
 	h[a].heapIdx = a
@@ -324,7 +325,7 @@ func (s *Scheduler) loop(ctx context.Context, start time.Time) {
 		if !j.spec.Enabled {
 			continue
 		}
-		if j.next = j.spec.Schedule.Next(start); !j.next.IsZero() {
+		if s.setNext(j, j.spec.Schedule.Next(start)); !j.next.IsZero() {
 			heap.Push(&h, j)
 		}
 	}
@@ -333,7 +334,7 @@ func (s *Scheduler) loop(ctx context.Context, start time.Time) {
 	for {
 		now := s.clock.Now()
 		s.heartbeat.Store(now.UnixNano())
-		for len(h) > 0 && !h[0].next.After(now) {
+		for len(h) > 0 && !h[0].due.After(now) {
 			j := h[0]
 			s.fireDue(j, now)
 			if j.next.IsZero() {
@@ -344,7 +345,7 @@ func (s *Scheduler) loop(ctx context.Context, start time.Time) {
 		}
 		wait := heartbeatEvery
 		if len(h) > 0 {
-			wait = min(wait, h[0].next.Sub(now))
+			wait = min(wait, h[0].due.Sub(now))
 		}
 		timer.Reset(wait)
 		select {
@@ -370,12 +371,20 @@ func (r *lateRange) add(t time.Time) {
 	r.count++
 }
 
+// setNext makes t the job's next slot, due after this replica's spread.
+func (s *Scheduler) setNext(j *job, t time.Time) {
+	j.next = t
+	if !t.IsZero() {
+		j.due = t.Add(s.spreadDelay(j.name(), t))
+	}
+}
+
 // fireDue hands every slot of j that is due at now to a goroutine: fresh
 // slots are attempted normally, late ones go to the misfire policy.
 func (s *Scheduler) fireDue(j *job, now time.Time) {
 	var late lateRange
 	t := j.next
-	for n := 1; !t.IsZero() && !t.After(now); n++ {
+	for n := 1; !t.IsZero() && !t.Add(s.spreadDelay(j.name(), t)).After(now); n++ {
 		if n > maxCatchUp {
 			// Paused for very long: stop counting, resume from the slots
 			// that are still fresh.
@@ -391,7 +400,7 @@ func (s *Scheduler) fireDue(j *job, now time.Time) {
 		}
 		t = j.spec.Schedule.Next(t)
 	}
-	j.next = t
+	s.setNext(j, t)
 	if late.count > 0 {
 		s.spawn(func() { s.misfire(j, late, false) })
 	}

@@ -21,10 +21,11 @@ const (
 	modeRecover                 // a missed slot run under misfire.policy run_once
 )
 
-// fire is a fresh slot's goroutine: wait this replica's share of the spread,
-// then try the slot unless the replica started shutting down meanwhile.
+// fire is a fresh slot's goroutine (started at the slot plus this
+// replica's spread delay): try the slot unless the replica started shutting
+// down meanwhile.
 func (s *Scheduler) fire(j *job, t time.Time) {
-	if !s.sleep(s.spreadDelay(j.name(), t), s.stopping) || s.isStopping() {
+	if s.isStopping() {
 		return
 	}
 	s.attemptSlot(j, t, modeNormal)

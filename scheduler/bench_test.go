@@ -1,0 +1,369 @@
+package scheduler
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/slotlock/slotlock/jobs"
+	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/redistest"
+)
+
+// Benchmarks with three real redis-server nodes and three schedulers in
+// this process (clocks without offset: the replicas fire in the same
+// millisecond, the hardest case for the lock). They run for a fixed real
+// duration, whatever b.N; run them with -benchtime=1x:
+//
+//	go test -run '^$' -bench . -benchtime=1x ./scheduler/
+//
+// SLOTLOCK_BENCH_SECONDS changes the duration (default 30 for the start
+// delay, 20 for the scale runs); SLOTLOCK_BENCH_JOBS the scale points
+// (default "100,1000,5000").
+
+func benchSeconds(def int) time.Duration {
+	if v, err := strconv.Atoi(os.Getenv("SLOTLOCK_BENCH_SECONDS")); err == nil && v > 0 {
+		return time.Duration(v) * time.Second
+	}
+	return time.Duration(def) * time.Second
+}
+
+// counting is a no-op job that counts its runs per slot and records its
+// start delay on the real clock.
+type counting struct {
+	base  int64 // first slot (unix) counted
+	slots []atomic.Int32
+	mu    sync.Mutex
+	delay []time.Duration
+}
+
+func (c *counting) Run(ctx context.Context, run jobs.Run) error {
+	d := time.Since(run.Slot)
+	i := run.Slot.Unix() - c.base
+	if i >= 0 && i < int64(len(c.slots)) {
+		c.slots[i].Add(1)
+	}
+	c.mu.Lock()
+	c.delay = append(c.delay, d)
+	c.mu.Unlock()
+	return nil
+}
+
+// benchMetrics counts Acquire outcomes and latencies.
+type benchMetrics struct {
+	mu      sync.Mutex
+	acq     []time.Duration
+	outcome map[string]int
+}
+
+func (m *benchMetrics) SlotSkipped(job, reason string) {
+	m.mu.Lock()
+	m.outcome["skip:"+reason]++
+	m.mu.Unlock()
+}
+func (m *benchMetrics) RunFinished(string, string, time.Duration) {}
+func (m *benchMetrics) StartDelay(string, time.Duration)          {}
+func (m *benchMetrics) LeaseLost(string)                          {}
+func (m *benchMetrics) LockAcquire(job string, d time.Duration, err error) {
+	k := "acquired"
+	switch {
+	case err == nil:
+	case isSplitVote(err):
+		k = "split_vote"
+	case errors.Is(err, locking.ErrNotAcquired):
+		k = "held"
+	default:
+		k = "error"
+	}
+	m.mu.Lock()
+	m.acq = append(m.acq, d)
+	m.outcome[k]++
+	m.mu.Unlock()
+}
+
+type benchCluster struct {
+	metrics  *benchMetrics
+	nodes    *redistest.Cluster
+	replicas []*replica
+	jobs     []*counting
+	stopOnce sync.Once
+}
+
+// startBench starts three schedulers with n every-second jobs each.
+func startBench(b *testing.B, nodes *redistest.Cluster, n int, overlap Overlap, maxSlots int) *benchCluster {
+	b.Helper()
+	bc := &benchCluster{nodes: nodes, metrics: &benchMetrics{outcome: map[string]int{}}}
+	base := time.Now().Unix()
+	for range n {
+		bc.jobs = append(bc.jobs, &counting{base: base, slots: make([]atomic.Int32, maxSlots)})
+	}
+	quiet := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	for r := range 3 {
+		name := fmt.Sprintf("replica-%d", r)
+		l, err := locking.NewRedlock(locking.RedisConfig{Nodes: nodes.Addrs()},
+			locking.Options{Replica: name, Logger: quiet})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var specs []JobSpec
+		for i, j := range bc.jobs {
+			spec := everySecond(b, fmt.Sprintf("job-%05d", i), j)
+			spec.Overlap = overlap
+			specs = append(specs, spec)
+		}
+		s, err := New(Config{Replica: name, Locker: l, Logger: quiet.With("replica", name), Metrics: bc.metrics,
+			MaxClockSkew: time.Second, LockTTL: 10 * time.Second, ShutdownGrace: 5 * time.Second, Jobs: specs})
+		if err != nil {
+			b.Fatal(err)
+		}
+		rp := &replica{name: name, sched: s, locker: l}
+		rp.stop = running(b, s)
+		bc.replicas = append(bc.replicas, rp)
+	}
+	return bc
+}
+
+func (bc *benchCluster) stop() {
+	bc.stopOnce.Do(func() {
+		var wg sync.WaitGroup
+		for _, r := range bc.replicas {
+			wg.Go(func() { r.stop(); _ = r.locker.Close() })
+		}
+		wg.Wait()
+	})
+}
+
+// exactlyOnce checks slots [from, to] (unix) of every job; it returns the
+// number of slots checked and a description of the first few violations.
+func (bc *benchCluster) exactlyOnce(from, to int64) (int, []string) {
+	var bad []string
+	n := 0
+	for ji, j := range bc.jobs {
+		for sl := from; sl <= to; sl++ {
+			n++
+			if got := j.slots[sl-j.base].Load(); got != 1 && len(bad) < 10 {
+				bad = append(bad, fmt.Sprintf("job-%05d slot %s ran %d times", ji, slotString(time.Unix(sl, 0)), got))
+			}
+		}
+	}
+	return n, bad
+}
+
+func percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := int(p/100*float64(len(s)-1) + 0.5)
+	return s[i]
+}
+
+func msf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// commandStats returns, summed over the nodes, the calls per command from
+// INFO commandstats, without the commands the benchmark itself sends.
+func commandStats(b *testing.B, nodes *redistest.Cluster) (map[string]int64, float64) {
+	b.Helper()
+	out := map[string]int64{}
+	var cpu float64
+	for _, n := range nodes.Nodes() {
+		info, err := n.Client().Info(context.Background(), "commandstats", "cpu").Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		sc := bufio.NewScanner(strings.NewReader(info))
+		for sc.Scan() {
+			line := strings.TrimSpace(sc.Text())
+			if name, rest, ok := strings.Cut(line, ":"); ok && strings.HasPrefix(name, "cmdstat_") {
+				cmd := strings.TrimPrefix(name, "cmdstat_")
+				if cmd == "info" || cmd == "hello" || cmd == "client|setinfo" {
+					continue
+				}
+				for _, kv := range strings.Split(rest, ",") {
+					if v, ok := strings.CutPrefix(kv, "calls="); ok {
+						c, _ := strconv.ParseInt(v, 10, 64)
+						out[cmd] += c
+					}
+				}
+			}
+			if v, ok := strings.CutPrefix(line, "used_cpu_sys:"); ok {
+				f, _ := strconv.ParseFloat(v, 64)
+				cpu += f
+			}
+			if v, ok := strings.CutPrefix(line, "used_cpu_user:"); ok {
+				f, _ := strconv.ParseFloat(v, 64)
+				cpu += f
+			}
+		}
+	}
+	return out, cpu
+}
+
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkStartDelay measures actual start - nominal slot for every-second
+// jobs on three replicas over three nodes, beside the floor measured in the
+// same run: one parallel SET NX round trip to the three nodes, and one
+// uncontended Redlock Acquire.
+func BenchmarkStartDelay(b *testing.B) {
+	needRedis(b)
+	nodes := redistest.Start(b, 3)
+	jobsN := 10
+	if v, err := strconv.Atoi(os.Getenv("SLOTLOCK_BENCH_DELAY_JOBS")); err == nil && v > 0 {
+		jobsN = v
+	}
+	dur := benchSeconds(30)
+	floorRTT, floorAcq := measureFloor(b, nodes, 500)
+	bc := startBench(b, nodes, jobsN, OverlapForbid, int(dur/time.Second)+10)
+	start := time.Now()
+	time.Sleep(dur)
+	bc.stop()
+	from, to := start.Unix()+2, start.Unix()+int64(dur/time.Second)-2
+	checked, bad := bc.exactlyOnce(from, to)
+	if len(bad) > 0 {
+		b.Errorf("exactly-once violated: %v", bad)
+	}
+	var delays []time.Duration
+	for _, j := range bc.jobs {
+		delays = append(delays, j.delay...)
+	}
+	floorRTT2, floorAcq2 := measureFloor(b, nodes, 500)
+	b.ReportMetric(msf(percentile(delays, 50)), "p50_ms")
+	b.ReportMetric(msf(percentile(delays, 99)), "p99_ms")
+	b.ReportMetric(msf(percentile(delays, 100)), "max_ms")
+	b.ReportMetric(msf(percentile(append(floorRTT, floorRTT2...), 50)), "rtt_p50_ms")
+	b.ReportMetric(msf(percentile(append(floorRTT, floorRTT2...), 99)), "rtt_p99_ms")
+	b.ReportMetric(msf(percentile(append(floorAcq, floorAcq2...), 50)), "acquire_p50_ms")
+	b.ReportMetric(msf(percentile(append(floorAcq, floorAcq2...), 99)), "acquire_p99_ms")
+	b.Logf("%d jobs x %v: %d runs, %d slots checked exactly once; acquires %v, latency p50 %v p99 %v",
+		jobsN, dur, len(delays), checked, bc.metrics.outcome, percentile(bc.metrics.acq, 50), percentile(bc.metrics.acq, 99))
+}
+
+// measureFloor times n sequential rounds of (a) one SET NX PX fanned out to
+// every node in parallel and (b) one Redlock Acquire of a fresh key (plus
+// its Release, not timed).
+func measureFloor(b *testing.B, nodes *redistest.Cluster, n int) (rtt, acq []time.Duration) {
+	b.Helper()
+	ctx := context.Background()
+	clients := make([]*redis.Client, 0, 3)
+	for _, addr := range nodes.Addrs() {
+		c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DisableIdentity: true})
+		defer c.Close()
+		clients = append(clients, c)
+	}
+	l, err := locking.NewRedlock(locking.RedisConfig{Nodes: nodes.Addrs()},
+		locking.Options{Replica: "floor", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	for i := range n {
+		key := fmt.Sprintf("floor:{f}:%d", i)
+		start := time.Now()
+		var wg sync.WaitGroup
+		for _, c := range clients {
+			wg.Go(func() { c.SetNX(ctx, key, "x", 10*time.Second) })
+		}
+		wg.Wait()
+		rtt = append(rtt, time.Since(start))
+		start = time.Now()
+		lease, err := l.Acquire(ctx, locking.Key{Family: "floor", Name: fmt.Sprintf("k%d", i)}, 10*time.Second)
+		acq = append(acq, time.Since(start))
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = lease.Release(ctx)
+	}
+	return rtt, acq
+}
+
+// BenchmarkScale runs many every-second jobs on three replicas and reports
+// Redis commands per slot (INFO commandstats, all nodes, all replicas),
+// CPU of the process (three replicas) and of the Redis nodes, and checks
+// that every slot ran exactly once.
+func BenchmarkScale(b *testing.B) {
+	needRedis(b)
+	points := []int{100, 1000, 5000}
+	if v := os.Getenv("SLOTLOCK_BENCH_JOBS"); v != "" {
+		points = nil
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				b.Fatal(err)
+			}
+			points = append(points, n)
+		}
+	}
+	for _, overlap := range []Overlap{OverlapForbid, OverlapAllow} {
+		for _, n := range points {
+			b.Run(fmt.Sprintf("overlap=%s/jobs=%d", overlap, n), func(b *testing.B) {
+				scale(b, n, overlap)
+			})
+		}
+	}
+}
+
+func scale(b *testing.B, n int, overlap Overlap) {
+	nodes := redistest.Start(b, 3)
+	dur := benchSeconds(20)
+	cmds0, rcpu0 := commandStats(b, nodes)
+	cpu0 := processCPU()
+	bc := startBench(b, nodes, n, overlap, int(dur/time.Second)+10)
+	start := time.Now()
+	time.Sleep(dur)
+	bc.stop()
+	elapsed := time.Since(start)
+	cpu := processCPU() - cpu0
+	cmds1, rcpu1 := commandStats(b, nodes)
+
+	from, to := start.Unix()+2, start.Unix()+int64(dur/time.Second)-2
+	checked, bad := bc.exactlyOnce(from, to)
+	if len(bad) > 0 {
+		b.Errorf("exactly-once violated in %d-job run: %v", n, bad)
+	}
+	runs := 0
+	var delays []time.Duration
+	for _, j := range bc.jobs {
+		runs += len(j.delay)
+		delays = append(delays, j.delay...)
+	}
+	var total int64
+	var parts []string
+	for cmd, c := range cmds1 {
+		d := c - cmds0[cmd]
+		if d == 0 {
+			continue
+		}
+		total += d
+		parts = append(parts, fmt.Sprintf("%s=%.2f", cmd, float64(d)/float64(runs)))
+	}
+	slices.Sort(parts)
+	perSlot := float64(total) / float64(runs)
+	b.ReportMetric(perSlot, "cmds/slot")
+	b.ReportMetric(cpu.Seconds()/elapsed.Seconds()/3*100, "cpu%/replica")
+	b.ReportMetric((rcpu1-rcpu0)/elapsed.Seconds()/3*100, "cpu%/redis-node")
+	b.ReportMetric(msf(percentile(delays, 50)), "delay_p50_ms")
+	b.ReportMetric(msf(percentile(delays, 99)), "delay_p99_ms")
+	b.Logf("jobs=%d overlap=%s: %v, %d runs (%.0f slots/s), %d slots checked exactly once; commands per slot %.2f (%s); process CPU %v (%.1f%% of one core per replica)",
+		n, overlap, elapsed.Round(time.Millisecond), runs, float64(runs)/elapsed.Seconds(), checked, perSlot,
+		strings.Join(parts, " "), cpu.Round(time.Millisecond), cpu.Seconds()/elapsed.Seconds()/3*100)
+}
