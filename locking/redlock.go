@@ -214,7 +214,7 @@ func newRedisNode(addr, host string, cfg RedisConfig) *redisNode {
 		uopt.TLSConfig = tc
 	}
 	n := &redisNode{addr: addr, uopt: uopt}
-	n.client.Store(&clientBox{redis.NewClient(uopt.Simple())})
+	n.client.Store(&clientBox{redis.NewUniversalClient(uopt)})
 	return n
 }
 
@@ -231,7 +231,7 @@ func (n *redisNode) switchToCluster() {
 	o := *n.uopt
 	o.IsClusterMode = true
 	n.old = append(n.old, n.c())
-	n.client.Store(&clientBox{redis.NewClusterClient(o.Cluster())})
+	n.client.Store(&clientBox{redis.NewUniversalClient(&o)})
 	n.cluster.Store(true)
 }
 

@@ -271,6 +271,32 @@ func TestRedlockOneNodeDownStillLocks(t *testing.T) {
 	if err != nil || len(st) != 3 || st[1].Up || !st[0].Up || st[1].Addr != c.Node(1).Addr() {
 		t.Fatalf("ping: %v %+v", err, st)
 	}
+
+	// A frozen node (connections open, no answers) costs one op timeout
+	// per round, not a TTL.
+	if err := c.Node(1).Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Ping(ctx); err != nil { // open connections to all three
+		t.Fatal(err)
+	}
+	if err := c.Node(2).Pause(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	lease, err = l.Acquire(ctx, Key{Family: "job", Name: "y"}, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 5*testOpTimeout {
+		t.Fatalf("acquire with a frozen node took %v", took)
+	}
+	if err := lease.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Node(2).Resume(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestRedlockTwoNodesDownFailsFast(t *testing.T) {
