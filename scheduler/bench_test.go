@@ -363,7 +363,7 @@ func scale(b *testing.B, n int, overlap Overlap) {
 	b.ReportMetric((rcpu1-rcpu0)/elapsed.Seconds()/3*100, "cpu%/redis-node")
 	b.ReportMetric(msf(percentile(delays, 50)), "delay_p50_ms")
 	b.ReportMetric(msf(percentile(delays, 99)), "delay_p99_ms")
-	b.Logf("jobs=%d overlap=%s: %v, %d runs (%.0f slots/s), %d slots checked exactly once; commands per slot %.2f (%s); process CPU %v (%.1f%% of one core per replica)",
-		n, overlap, elapsed.Round(time.Millisecond), runs, float64(runs)/elapsed.Seconds(), checked, perSlot,
+	b.Logf("jobs=%d overlap=%s: %v, %d runs (%.0f slots/s), %d slots checked exactly once; lock calls %v; commands per slot %.2f (%s); process CPU %v (%.1f%% of one core per replica)",
+		n, overlap, elapsed.Round(time.Millisecond), runs, float64(runs)/elapsed.Seconds(), checked, bc.metrics.outcome, perSlot,
 		strings.Join(parts, " "), cpu.Round(time.Millisecond), cpu.Seconds()/elapsed.Seconds()/3*100)
 }

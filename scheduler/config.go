@@ -99,6 +99,13 @@ type Config struct {
 	// same millisecond rarely split the lock nodes' votes and runs spread
 	// over replicas. Default 2ms; negative means no delay.
 	Spread time.Duration
+	// MaxInFlight bounds the lock-store calls this replica has in flight at
+	// once: Acquire and record calls, and separately Release and MarkDone
+	// (so ending a run never waits behind new acquisitions). More wait in
+	// the scheduler instead of piling up in the store clients' connection
+	// pools, where they would time out as no_quorum when many jobs fire in
+	// the same second. Default 32.
+	MaxInFlight int
 
 	Jobs []JobSpec
 }
@@ -109,6 +116,7 @@ const (
 	DefaultMaxClockSkew  = 2 * time.Second
 	DefaultShutdownGrace = 25 * time.Second
 	DefaultSpread        = 2 * time.Millisecond
+	DefaultMaxInFlight   = 32
 	DefaultBackoff       = 5 * time.Second
 	DefaultDeadline      = 10 * time.Minute
 )
@@ -157,6 +165,9 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if cfg.Spread == 0 {
 		cfg.Spread = DefaultSpread
+	}
+	if cfg.MaxInFlight <= 0 {
+		cfg.MaxInFlight = DefaultMaxInFlight
 	}
 	if cfg.LockTTL < 100*time.Millisecond {
 		return cfg, fmt.Errorf("scheduler: LockTTL %v is too short (at least 100ms)", cfg.LockTTL)

@@ -50,7 +50,7 @@ func (s *Scheduler) misfire(j *job, late lateRange, probe bool) {
 			return
 		}
 		s.endLease(name, slotString(late.last), lease, s.doneTTL, reasonLate)
-		s.advanceRecord(name, slotString(late.last), late.last)
+		s.recordHandled(j, late.last)
 	}
 	note := "misfire policy skip"
 	if j.spec.Misfire.Policy == MisfireRunOnce {
@@ -91,9 +91,7 @@ func (s *Scheduler) recover(j *job, t time.Time) {
 	// slot lock alone decides. Past that, the record says whether this slot,
 	// or a later one, was handled.
 	if age >= s.doneTTL-s.cfg.MaxClockSkew-acquireSlack {
-		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-		rec, err := s.cfg.Locker.ReadRecord(ctx, lastKey(name))
-		cancel()
+		rec, err := s.readRecord(name)
 		if err != nil {
 			s.skipped(name, slot, reasonNoQuorum, 1, "error", err.Error())
 			s.noteOutage(j, t)
@@ -115,9 +113,7 @@ func (s *Scheduler) recover(j *job, t time.Time) {
 func (s *Scheduler) startupCheck(j *job, start time.Time) {
 	name := j.name()
 	// Read the record now, before this replica's own runs move it.
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	rec, err := s.cfg.Locker.ReadRecord(ctx, lastKey(name))
-	cancel()
+	rec, err := s.readRecord(name)
 	if err != nil {
 		s.log.Debug("missed slot check: record unreadable", "job", name, "error", err.Error())
 		return
@@ -297,4 +293,12 @@ func (s *Scheduler) flushPending(job string) {
 // normally has tried it.
 func (s *Scheduler) recoverAfter() time.Duration {
 	return s.cfg.MaxClockSkew + s.lateness + acquireSlack + 500*time.Millisecond
+}
+
+func (s *Scheduler) readRecord(job string) (int64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	s.inflight <- struct{}{}
+	defer func() { <-s.inflight }()
+	return s.cfg.Locker.ReadRecord(ctx, lastKey(job))
 }

@@ -74,6 +74,10 @@ type Scheduler struct {
 	cancelRuns context.CancelCauseFunc
 
 	outage outage
+	// inflight holds one token per Acquire or record call in flight, ending
+	// one token per Release or MarkDone (MaxInFlight each): ending a run's
+	// leases never waits behind the next second's acquisitions.
+	inflight, ending chan struct{}
 }
 
 const (
@@ -107,6 +111,10 @@ type job struct {
 
 	mu     sync.Mutex
 	missed time.Time // latest slot skipped for no_quorum, awaiting run_once recovery
+	// The "last handled slot" record: the latest slot this replica handled,
+	// what it last wrote, and when (see recordHandled).
+	recPending, recWritten time.Time
+	recWrittenAt           time.Time
 }
 
 func (j *job) name() string { return j.spec.Name }
@@ -126,6 +134,8 @@ func New(cfg Config) (*Scheduler, error) {
 		jobs:     make(map[string]*job, len(c.Jobs)),
 		lateness: c.Lateness,
 		stopping: make(chan struct{}),
+		inflight: make(chan struct{}, c.MaxInFlight),
+		ending:   make(chan struct{}, c.MaxInFlight),
 	}
 	// The done marker must outlive every normal attempt at the slot: the
 	// slowest clock fires up to MaxClockSkew after the fastest, may be up to
@@ -248,6 +258,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			s.log.Error("scheduler stopped while runs ignored their canceled context; their leases expire after lock.ttl",
 				"waited", (s.cfg.ShutdownGrace + hard).String())
 		}
+	}
+	for _, j := range s.order {
+		s.flushRecord(j)
 	}
 	s.mu.Lock()
 	s.closed = true

@@ -53,9 +53,11 @@ func (s *Scheduler) spreadDelay(job string, t time.Time) time.Duration {
 // freshUntil.
 func (s *Scheduler) acquire(job string, key locking.Key, freshUntil time.Time) (*locking.Lease, error) {
 	for {
+		s.inflight <- struct{}{}
 		start := s.clock.Now()
 		l, err := s.cfg.Locker.Acquire(context.Background(), key, s.cfg.LockTTL)
 		now := s.clock.Now()
+		<-s.inflight
 		s.metrics.LockAcquire(job, now.Sub(start), err)
 		if err == nil || !isSplitVote(err) || !now.Before(freshUntil) {
 			return l, err
@@ -96,7 +98,7 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 			if errors.Is(err, locking.ErrNotAcquired) {
 				s.skipped(name, slot, reasonOverlap, 1, heldAttrs(err)...)
 				s.endLease(name, slot, lease, s.doneTTL, reasonOverlap)
-				s.advanceRecord(name, slot, t)
+				s.recordHandled(j, t)
 				return
 			}
 			// The slot is lost here; the others saw our slot lock as held.
@@ -117,7 +119,7 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 		s.endLease(name, slot, jobLease, 0, "")
 	}
 	s.endLease(name, slot, lease, s.doneTTL, outcome)
-	s.advanceRecord(name, slot, t)
+	s.recordHandled(j, t)
 }
 
 // lostSlot logs why this replica does not run slot t.
@@ -145,11 +147,13 @@ func (s *Scheduler) lostSlot(j *job, t time.Time, err error) {
 // when the stores answer again.
 func (s *Scheduler) endLease(job, slot string, l *locking.Lease, doneTTL time.Duration, note string) {
 	var err error
+	s.ending <- struct{}{}
 	if doneTTL > 0 {
 		err = l.MarkDone(context.Background(), doneTTL, note)
 	} else {
 		err = l.Release(context.Background())
 	}
+	<-s.ending
 	if err == nil {
 		return
 	}
@@ -165,13 +169,55 @@ func (s *Scheduler) endLease(job, slot string, l *locking.Lease, doneTTL time.Du
 	s.retryEnd(pendingEnd{job: job, slot: slot, lease: l, doneTTL: doneTTL, note: note})
 }
 
-// advanceRecord moves the job's "last handled slot" record to t.
-func (s *Scheduler) advanceRecord(job, slot string, t time.Time) {
+// recordHandled notes that slot t of j was handled (run, or skipped for
+// overlap or late) and advances the job's record <job>/last to it — not
+// after every slot: the record matters only once a slot's done marker may
+// have expired (doneTTL), so a frequent job writes it when this replica's
+// last write is doneTTL/2 old, when the next slot is doneTTL/2 away or
+// more, and at shutdown. Between writes it lags by at most doneTTL/2 and a
+// slot interval (the other replicas write too).
+func (s *Scheduler) recordHandled(j *job, t time.Time) {
+	now := s.clock.Now()
+	next := j.spec.Schedule.Next(t)
+	j.mu.Lock()
+	if t.After(j.recPending) {
+		j.recPending = t
+	}
+	write := s.isStopping() || next.IsZero() || next.Sub(t) >= s.doneTTL/2 ||
+		now.Sub(j.recWrittenAt) >= s.doneTTL/2
+	j.mu.Unlock()
+	if write {
+		s.flushRecord(j)
+	}
+}
+
+// flushRecord writes the job's pending record, if newer than the last write.
+func (s *Scheduler) flushRecord(j *job) {
+	j.mu.Lock()
+	v := j.recPending
+	if !v.After(j.recWritten) {
+		j.mu.Unlock()
+		return
+	}
+	prevAt := j.recWrittenAt
+	j.recWrittenAt = s.clock.Now() // others racing here see a fresh write
+	j.mu.Unlock()
+
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	if err := s.cfg.Locker.AdvanceRecord(ctx, lastKey(job), t.Unix()); err != nil {
+	s.inflight <- struct{}{}
+	err := s.cfg.Locker.AdvanceRecord(ctx, lastKey(j.name()), v.Unix())
+	<-s.inflight
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if err != nil {
+		j.recWrittenAt = prevAt // try again at the next handled slot
 		s.log.Warn("could not advance the job's last-slot record", "event", evLockReleaseFailed,
-			"job", job, "slot", slot, "error", err.Error())
+			"job", j.name(), "slot", slotString(v), "error", err.Error())
+		return
+	}
+	if v.After(j.recWritten) {
+		j.recWritten = v
 	}
 }
 
