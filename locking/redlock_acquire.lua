@@ -6,12 +6,11 @@
 -- Returns {1, counter before} when the key was set here (the counter is
 -- then raised to the proposal, max-assign), {0, current value, counter}
 -- when it is held (or is a done marker).
-local cur = redis.call('GET', KEYS[1])
+-- SET NX first: the common (winning) path costs three calls.
 local fence = redis.call('GET', KEYS[2]) or '0'
-if cur then
-  return {0, cur, fence}
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  return {0, redis.call('GET', KEYS[1]), fence}
 end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 if tonumber(ARGV[3]) > (tonumber(fence) or 0) then
   redis.call('SET', KEYS[2], ARGV[3])
 end
