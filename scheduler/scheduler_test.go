@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -629,4 +630,45 @@ func TestNewValidates(t *testing.T) {
 	if err != nil || len(next) != 3 || next[0].Hour() != 1 || next[2].Hour() != 3 {
 		t.Errorf("Next: %v %v", next, err)
 	}
+}
+
+// TestRecordLagBounded: the job's last-slot record is written lazily but
+// never lags the latest handled slot by doneTTL/2 or more, and is exact
+// after a clean stop.
+func TestRecordLagBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		f := &countingRecords{Locker: e.locker}
+		e.locker = f
+		rec := &recorder{now: time.Now}
+		s := e.scheduler("r1", nil, everySecond(t, "job", rec))
+		stop := running(t, s)
+		time.Sleep(500 * time.Millisecond)
+		for range 60 {
+			time.Sleep(time.Second) // at n.5s, slot n has run
+			r, _ := e.locker.ReadRecord(context.Background(), lastKey("job"))
+			latest := time.Now().Truncate(time.Second).Unix()
+			if lag := time.Duration(latest-r) * time.Second; r == 0 || lag >= s.DoneTTL()/2 {
+				t.Errorf("at %v the record lags %v", time.Since(bubbleStart), lag)
+				break
+			}
+		}
+		stop()
+		if r, _ := e.locker.ReadRecord(context.Background(), lastKey("job")); r != bubbleStart.Unix()+60 {
+			t.Errorf("record after stop %d", r-bubbleStart.Unix())
+		}
+		if n := f.writes.Load(); n > 12 {
+			t.Errorf("%d record writes for 60 slots, want about one per doneTTL/4", n)
+		}
+	})
+}
+
+type countingRecords struct {
+	locking.Locker
+	writes atomic.Int32
+}
+
+func (c *countingRecords) AdvanceRecord(ctx context.Context, key locking.Key, v int64) error {
+	c.writes.Add(1)
+	return c.Locker.AdvanceRecord(ctx, key, v)
 }

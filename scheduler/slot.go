@@ -172,10 +172,10 @@ func (s *Scheduler) endLease(job, slot string, l *locking.Lease, doneTTL time.Du
 // recordHandled notes that slot t of j was handled (run, or skipped for
 // overlap or late) and advances the job's record <job>/last to it — not
 // after every slot: the record matters only once a slot's done marker may
-// have expired (doneTTL), so a frequent job writes it when this replica's
-// last write is doneTTL/2 old, when the next slot is doneTTL/2 away or
-// more, and at shutdown. Between writes it lags by at most doneTTL/2 and a
-// slot interval (the other replicas write too).
+// have expired (doneTTL), so it is written when the next slot is doneTTL/4
+// away or more, when this replica's last write is doneTTL/4 old, and at
+// shutdown. It thus lags the latest handled slot by less than doneTTL/2,
+// well before that slot's marker can expire (recover relies on this).
 func (s *Scheduler) recordHandled(j *job, t time.Time) {
 	now := s.clock.Now()
 	next := j.spec.Schedule.Next(t)
@@ -183,8 +183,8 @@ func (s *Scheduler) recordHandled(j *job, t time.Time) {
 	if t.After(j.recPending) {
 		j.recPending = t
 	}
-	write := s.isStopping() || next.IsZero() || next.Sub(t) >= s.doneTTL/2 ||
-		now.Sub(j.recWrittenAt) >= s.doneTTL/2
+	write := s.isStopping() || next.IsZero() || next.Sub(t) >= s.doneTTL/4 ||
+		now.Sub(j.recWrittenAt) >= s.doneTTL/4
 	j.mu.Unlock()
 	if write {
 		s.flushRecord(j)
