@@ -479,11 +479,11 @@ func TestRedlockStaleTokenCannotReleaseOrExtend(t *testing.T) {
 	a := newTestRedlock(t, c.Addrs(), "a")
 	b := newTestRedlock(t, c.Addrs(), "b")
 	key := Key{Family: "job", Name: "stale"}
-	la, err := a.Acquire(ctx, key, 200*time.Millisecond)
+	la, err := a.Acquire(ctx, key, 300*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(400 * time.Millisecond)
 	lb, err := b.Acquire(ctx, key, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)

@@ -203,8 +203,10 @@ func testTokensIncrease(t *testing.T, l locking.Locker) {
 
 func testStale(t *testing.T, l locking.Locker) {
 	key := locking.Key{Family: family(t), Name: "k"}
-	old := mustAcquire(t, l, key, 150*time.Millisecond)
-	time.Sleep(250 * time.Millisecond)
+	// TTLs stay well above a slow acquisition on a loaded machine: an
+	// acquisition slower than its TTL is refused by design.
+	old := mustAcquire(t, l, key, 300*time.Millisecond)
+	time.Sleep(400 * time.Millisecond)
 	cur := mustAcquire(t, l, key, 5*time.Second)
 	if cur.Token() <= old.Token() {
 		t.Fatalf("token %d after %d", cur.Token(), old.Token())
@@ -252,10 +254,10 @@ func testDoneMarker(t *testing.T, l locking.Locker) {
 
 func testExpiry(t *testing.T, l locking.Locker) {
 	key := locking.Key{Family: family(t), Name: "k"}
-	lease := mustAcquire(t, l, key, 150*time.Millisecond)
+	lease := mustAcquire(t, l, key, 300*time.Millisecond)
 	_, err := l.Acquire(ctx(t), key, time.Second)
 	wantHeld(t, err, false)
-	time.Sleep(250 * time.Millisecond)
+	time.Sleep(400 * time.Millisecond)
 	if !time.Now().After(lease.ValidUntil()) {
 		t.Fatal("ValidUntil after the TTL")
 	}
@@ -316,11 +318,11 @@ func testNoGoroutineLeft(t *testing.T, l locking.Locker) {
 	}
 	base := settledGoroutines(0, 200*time.Millisecond)
 	for i := 0; i < 5; i++ {
-		lease := mustAcquire(t, l, key, 300*time.Millisecond)
+		lease := mustAcquire(t, l, key, 450*time.Millisecond)
 		lease.Keep(ctx(t))
 		lease.Keep(ctx(t))
 		if i%2 == 0 {
-			time.Sleep(150 * time.Millisecond) // let the watchdog renew once
+			time.Sleep(200 * time.Millisecond) // let the watchdog renew once
 		}
 		if i == 4 {
 			if err := lease.MarkDone(ctx(t), time.Millisecond, "x"); err != nil {
