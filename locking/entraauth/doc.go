@@ -12,13 +12,14 @@
 // dialed later authenticate with the current token.
 //
 // What it guarantees: a connection never receives a token that the provider
-// knows to be expired; while the token source keeps answering, every
+// knows to be expired, and dialing never waits for the token source (only
+// New and the refresh loop call it); while the source keeps answering, every
 // connection that is used is re-authenticated before the token it used
 // expires (go-redis re-AUTHs a marked connection before handing it out
-// again). What it does not guarantee: if the token source fails until the
-// current token expires, the server will reject or close connections
-// (Azure does); the provider then keeps retrying, logs every failure, and
-// new connections fail with the fetch error until a token arrives.
+// again). What it does not guarantee: if the source fails until the current
+// token expires, the server rejects or closes connections (Azure does); the
+// provider then retries at least every 5 seconds, logs every failure, and
+// new connections fail at once with the last error until a token arrives.
 //
 // The package is separate from package locking so that the lock layer never
 // imports the Azure SDK; only the command that enables `redis.auth: entra`

@@ -100,13 +100,12 @@ type Provider struct {
 	stop context.CancelFunc
 	done chan struct{}
 
-	fetchMu sync.Mutex // serializes GetToken calls (loop and synchronous fetches)
-
 	mu        sync.Mutex
 	cur       credentials // zero until the first token
 	exp       time.Time   // cur's expiry
 	received  time.Time   // when cur arrived
 	refreshOn time.Time   // cur's RefreshOn hint, zero when none
+	lastErr   error       // of the last fetch, nil after a success
 	listeners map[auth.CredentialsListener]struct{}
 	closed    bool
 }
@@ -152,25 +151,21 @@ func (p *Provider) Close() error {
 // Subscribe registers listener for credential updates and returns the
 // current credentials. Subscribing the same listener again is a no-op; every
 // returned UnsubscribeFunc removes the listener and is safe to call twice.
-// When the held token has expired (its refresh failed), Subscribe fetches one
-// synchronously, bounded by Options.FetchTimeout.
+// It never blocks on the token source (go-redis calls it while dialing, under
+// a command's short deadline): when the held token has expired because every
+// refresh failed, it fails at once with the last refresh error, and the
+// refresh loop keeps trying.
 func (p *Provider) Subscribe(listener auth.CredentialsListener) (auth.Credentials, auth.UnsubscribeFunc, error) {
 	if listener == nil {
 		return nil, nil, errors.New("entraauth: nil listener")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), p.opt.FetchTimeout)
-	defer cancel()
-	c, err := p.valid(ctx)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c, err := p.validLocked()
 	if err != nil {
 		return nil, nil, err
 	}
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return nil, nil, ErrClosed
-	}
 	p.listeners[listener] = struct{}{}
-	p.mu.Unlock()
 	unsubscribe := func() error {
 		p.mu.Lock()
 		delete(p.listeners, listener)
@@ -180,11 +175,14 @@ func (p *Provider) Subscribe(listener auth.CredentialsListener) (auth.Credential
 	return c, unsubscribe, nil
 }
 
-// Credentials returns the current username and token, fetching a token when
-// the held one has expired. It matches locking.RedisConfig.CredentialsProvider,
-// which authenticates new connections only (no re-authentication).
-func (p *Provider) Credentials(ctx context.Context) (username, password string, err error) {
-	c, err := p.valid(ctx)
+// Credentials returns the current username and token, or the last refresh
+// error when the held token has expired. It matches
+// locking.RedisConfig.CredentialsProvider, which authenticates new
+// connections only (no re-authentication of open ones).
+func (p *Provider) Credentials(context.Context) (username, password string, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c, err := p.validLocked()
 	if err != nil {
 		return "", "", err
 	}
@@ -199,43 +197,41 @@ func (p *Provider) listenerCount() int {
 	return len(p.listeners)
 }
 
-// valid returns unexpired credentials, fetching when needed.
-func (p *Provider) valid(ctx context.Context) (credentials, error) {
-	if c, ok, err := p.held(); err != nil || ok {
-		return c, err
+// validLocked returns the held credentials while they are unexpired. The
+// caller holds mu.
+func (p *Provider) validLocked() (credentials, error) {
+	switch {
+	case p.closed:
+		return credentials{}, ErrClosed
+	case p.opt.Clock.Now().Before(p.exp):
+		return p.cur, nil
+	case p.lastErr != nil:
+		return credentials{}, fmt.Errorf("entraauth: token expired at %s and refreshing failed: %w",
+			p.exp.UTC().Format(time.RFC3339), p.lastErr)
+	default:
+		return credentials{}, fmt.Errorf("entraauth: token expired at %s; refreshing", p.exp.UTC().Format(time.RFC3339))
 	}
-	p.fetchMu.Lock()
-	defer p.fetchMu.Unlock()
-	if c, ok, err := p.held(); err != nil || ok { // fetched while we waited
-		return c, err
-	}
-	c, _, err := p.fetchLocked(ctx)
-	return c, err
 }
 
-// held returns the held credentials and whether they are unexpired.
-func (p *Provider) held() (credentials, bool, error) {
+// valid reports whether the held token is unexpired.
+func (p *Provider) valid() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
-		return credentials{}, false, ErrClosed
-	}
-	return p.cur, p.cur.password != "" && p.opt.Clock.Now().Before(p.exp), nil
+	_, err := p.validLocked()
+	return err == nil
 }
 
-// fetch gets a token; see fetchLocked.
-func (p *Provider) fetch(ctx context.Context) (credentials, bool, error) {
-	p.fetchMu.Lock()
-	defer p.fetchMu.Unlock()
-	return p.fetchLocked(ctx)
-}
-
-// fetchLocked asks the source for a token. When it differs from the held one
-// it is stored and published to every listener, and changed is true.
-// The caller holds fetchMu.
-func (p *Provider) fetchLocked(ctx context.Context) (c credentials, changed bool, err error) {
+// fetch asks the source for a token. When it differs from the held one it is
+// stored and published to every listener, and changed is true. Only New and
+// the refresh loop call it, one after the other.
+func (p *Provider) fetch(ctx context.Context) (c credentials, changed bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, p.opt.FetchTimeout)
 	defer cancel()
+	defer func() {
+		p.mu.Lock()
+		p.lastErr = err
+		p.mu.Unlock()
+	}()
 	tok, err := p.src.GetToken(ctx, policy.TokenRequestOptions{Scopes: []string{p.opt.Scope}})
 	if err != nil {
 		return credentials{}, false, fmt.Errorf("entraauth: get token for %s: %w", p.opt.Scope, err)

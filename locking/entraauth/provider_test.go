@@ -186,15 +186,17 @@ func TestUnchangedAndFailedFetchesRetry(t *testing.T) {
 	})
 }
 
-// Once the held token has expired (the source failed all along), new
-// connections fetch synchronously and get the error; when the source
-// recovers they get the new token, and so do existing subscribers.
-func TestExpiredTokenFetchedSynchronously(t *testing.T) {
+// Once the held token has expired (every refresh failed), new connections
+// fail at once with the refresh error instead of waiting for the source
+// (go-redis dials under a command's short deadline); the loop retries at
+// least every 5 s, and the first token it gets is published to existing
+// subscribers and handed to new ones.
+func TestExpiredTokenFailsFastUntilARefreshSucceeds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
 		src := &fakeSource{}
 		src.push(tok(t, "o", "t1", start.Add(10*time.Minute)), response{err: errors.New("imds down")})
-		p, err := New(t.Context(), src, Options{Logger: quiet, RetryMax: 10 * time.Minute})
+		p, err := New(t.Context(), src, Options{Logger: quiet})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -205,19 +207,30 @@ func TestExpiredTokenFetchedSynchronously(t *testing.T) {
 		}
 		time.Sleep(11 * time.Minute)
 		synctest.Wait()
+		calls := src.callCount()
 		if _, _, err := p.Subscribe(&recorder{}); err == nil || !strings.Contains(err.Error(), "imds down") {
 			t.Fatalf("Subscribe with an expired token and a failing source: err = %v", err)
 		}
-		if _, _, err := p.Credentials(t.Context()); err == nil {
-			t.Fatal("Credentials returned an expired token")
+		if _, _, err := p.Credentials(t.Context()); err == nil || !strings.Contains(err.Error(), "expired") {
+			t.Fatalf("Credentials returned an expired token: err = %v", err)
+		}
+		if n := src.callCount(); n != calls {
+			t.Fatalf("Subscribe/Credentials called the token source (%d calls); only the loop may", n-calls)
+		}
+		time.Sleep(30 * time.Second)
+		synctest.Wait()
+		if n := src.callCount() - calls; n < 6 {
+			t.Fatalf("%d refresh attempts in 30 s after expiry, want one at least every 5 s", n)
 		}
 		src.push(tok(t, "o", "t2", time.Now().Add(time.Hour)))
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
 		c, _, err := p.Subscribe(&recorder{})
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("after the source recovered: %v", err)
 		}
 		if _, pw := c.BasicAuth(); pw != jwt(t, "o", "t2") {
-			t.Fatal("Subscribe did not return the freshly fetched token")
+			t.Fatal("Subscribe did not return the new token")
 		}
 		if got := old.passwords(); !slices.Equal(got, []string{jwt(t, "o", "t2")}) {
 			t.Fatalf("existing subscriber got %d updates, want the new token", len(got))

@@ -5,6 +5,9 @@ import (
 	"time"
 )
 
+// expiredRetryMax bounds the backoff once the held token has expired.
+const expiredRetryMax = 5 * time.Second
+
 // loop refreshes the token until ctx ends. After a failed fetch, or one that
 // returned the token already held, it retries with exponential backoff
 // (Options.RetryMin doubling up to RetryMax), and keeps retrying after the
@@ -32,8 +35,11 @@ func (p *Provider) loop(ctx context.Context) {
 		case err != nil:
 			backoff = p.grow(backoff)
 			level := "warn"
-			if _, ok, _ := p.held(); !ok {
-				level = "error" // connections are on an expired token now
+			if !p.valid() {
+				// Connections are on an expired token now: no new one can
+				// authenticate until a refresh succeeds, so retry often.
+				level = "error"
+				backoff = min(backoff, expiredRetryMax)
 			}
 			p.log(level, "entraauth: token refresh failed", "error", err, "retry_in", backoff.String(),
 				"expires", p.expiry().UTC().Format(time.RFC3339))
