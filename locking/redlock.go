@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/auth"
 )
 
 // RedisConfig is how NewRedlock reaches its nodes. Each entry of Nodes is
@@ -44,6 +45,12 @@ type RedisConfig struct {
 	// each time a connection is opened (for short-lived tokens such as
 	// Microsoft Entra ID); it takes precedence over Username/Password.
 	CredentialsProvider func(ctx context.Context) (username, password string, err error)
+	// StreamingCredentials, when set, supplies credentials that change while
+	// connections stay open (Microsoft Entra ID tokens: locking/entraauth).
+	// Every pooled connection subscribes and re-authenticates (AUTH) when new
+	// credentials are published; new connections use the current ones. It
+	// takes precedence over CredentialsProvider, Username and Password.
+	StreamingCredentials auth.StreamingCredentialsProvider
 }
 
 // Defaults for RedisConfig's zero fields.
@@ -200,6 +207,9 @@ func newRedisNode(addr, host string, cfg RedisConfig) *redisNode {
 	}
 	if cfg.CredentialsProvider != nil {
 		uopt.CredentialsProviderContext = cfg.CredentialsProvider
+	}
+	if cfg.StreamingCredentials != nil {
+		uopt.StreamingCredentialsProvider = cfg.StreamingCredentials
 	}
 	if cfg.TLS || cfg.TLSConfig != nil {
 		var tc *tls.Config
