@@ -77,7 +77,7 @@ type Report struct {
 	Misses           int // expected slots without a run, outside legit windows
 	MissesExcused    int // expected slots without a run inside legit windows
 	Overlaps         int // pairs of intersecting runs of a forbid job, not excused
-	ExcusedOverlaps  int // overlaps of a frozen replica's stale run (the later run has the higher token, stale run ended soon after waking)
+	ExcusedOverlaps  int // overlaps of a frozen replica's stale run (the later run has the higher token, stale run canceled soon after waking)
 	TokenViolations  int // runs of a job, ordered by start, whose tokens do not strictly increase
 	Unexplained      int // expected slots no log line accounts for, outside legit windows
 	UnexplainedInGap int // the same inside legit windows (informational)
@@ -182,6 +182,29 @@ func Check(in Input) Report {
 		return false
 	}
 	end := func(run Run) time.Time { return runEnd(run, in.Kills, in.Now) }
+
+	// A run starts when slotlock started it (its run.started line) or when
+	// the job first wrote, whichever is earlier: a job process forked just
+	// before its replica was frozen writes its first line only after the
+	// replica wakes, but its run, lease and token date from before.
+	logStart := map[string]time.Time{}
+	for _, e := range in.Events {
+		if e.Event != "run.started" || e.Time.IsZero() {
+			continue
+		}
+		k := e.Job + "\x00" + e.RunID + "\x00" + e.Replica
+		if t, ok := logStart[k]; !ok || e.Time.Before(t) {
+			logStart[k] = e.Time
+		}
+	}
+	runs := make([]Run, len(in.Runs))
+	for i, run := range in.Runs {
+		if t, ok := logStart[run.Job+"\x00"+run.RunID+"\x00"+run.Replica]; ok && t.Before(run.Start) {
+			run.Start = t
+		}
+		runs[i] = run
+	}
+	in.Runs = runs
 
 	// Runs by slot, duplicates.
 	bySlot := map[slotKey][]Run{}
@@ -374,9 +397,14 @@ func runEnd(run Run, kills []Kill, now time.Time) time.Time {
 	return best
 }
 
+// quickEnd is how soon after waking a stale run that was not canceled may
+// end and still count as "stopped as soon as it woke".
+const quickEnd = 250 * time.Millisecond
+
 // excusedOverlap: the earlier run a belongs to a replica that was frozen
 // while a ran and before b started (so a's lease could expire), b has the
-// higher token, and a ended within cancelWithin of the replica waking.
+// higher token, and a was canceled within cancelWithin of the replica
+// waking (or ended by itself within quickEnd of it).
 func excusedOverlap(a Run, ea time.Time, b Run, freezes []Freeze, cancelWithin time.Duration) (string, bool) {
 	if b.Token <= a.Token {
 		return "", false
@@ -389,6 +417,11 @@ func excusedOverlap(a Run, ea time.Time, b Run, freezes []Freeze, cancelWithin t
 			continue
 		}
 		if ea.After(f.To.Add(cancelWithin)) {
+			continue
+		}
+		// It must have been canceled on waking, or have ended by itself
+		// at once (its job had finished its work while frozen).
+		if a.Outcome != "canceled" && ea.After(f.To.Add(quickEnd)) {
 			continue
 		}
 		return fmt.Sprintf("%s frozen %s..%s", f.Replica, stamp(f.From), stamp(f.To)), true

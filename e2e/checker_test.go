@@ -351,3 +351,39 @@ panic: boom
 		t.Fatalf("event 2: %+v", evs[2])
 	}
 }
+
+// The soak's case: a job forked just before its replica froze writes its
+// first ledger line only after waking. Its start is its run.started line;
+// if it is canceled at once the overlap is the contract's exception, if it
+// runs on (not canceled, 0.4 s) it is an overlap; never a token violation.
+func TestCheckStaleRunStartedBeforeFreeze(t *testing.T) {
+	a := mkRun("long", 32, "r3", 343, 37.227, 37.25) // ledger start after waking
+	a.Outcome = "canceled"
+	ev := startedEv(a)
+	ev.Time = at(31.21) // slotlock started it before the freeze
+	b := mkRun("long", 37, "r2", 351, 37.021, 37.422)
+	in := longInput([]Run{a, b}, []Event{ev, startedEv(b)}, 1)
+	in.From, in.To = at(32), at(32)
+	in.Freezes = []Freeze{{Replica: "r3", From: at(31.211), To: at(37.226)}}
+	r := Check(in)
+	if r.TokenViolations != 0 || r.Overlaps != 0 || r.ExcusedOverlaps != 1 {
+		t.Fatalf("canceled at once: %v", r)
+	}
+	a.Outcome, a.End = "ok", at(37.634)
+	in.Runs = []Run{a, b}
+	r = Check(in)
+	if r.TokenViolations != 0 || r.Overlaps != 1 {
+		t.Fatalf("ran on 0.4 s after waking, not canceled: %v", r)
+	}
+	// Ended by itself right on waking (its work was done): excused.
+	a.End = at(37.3)
+	in.Runs = []Run{a, b}
+	if r = Check(in); r.Overlaps != 0 || r.ExcusedOverlaps != 1 {
+		t.Fatalf("ended at once on waking: %v", r)
+	}
+	// Without the log line the ledger start counts: token order broken.
+	in.Events = []Event{startedEv(b)}
+	if r = Check(in); r.TokenViolations != 1 {
+		t.Fatalf("ledger start alone: %v", r)
+	}
+}
