@@ -12,7 +12,6 @@ import (
 )
 
 func TestConformanceLocal(t *testing.T) {
-	t.Parallel()
 	lockingtest.Run(t, func(t *testing.T) locking.Locker {
 		l := locking.NewLocal(locking.Options{Replica: "local-1"})
 		t.Cleanup(func() { _ = l.Close() })
@@ -21,7 +20,6 @@ func TestConformanceLocal(t *testing.T) {
 }
 
 func TestConformanceRedlock(t *testing.T) {
-	t.Parallel()
 	c := redistest.Start(t, 3)
 	lockingtest.Run(t, func(t *testing.T) locking.Locker {
 		l, err := locking.NewRedlock(locking.RedisConfig{Nodes: c.Addrs(), OpTimeout: 500 * time.Millisecond},
