@@ -23,6 +23,8 @@ func redisConfig(ctx context.Context, cfg *config.Config, log *slog.Logger) (loc
 	if err != nil {
 		return rc, nil, fmt.Errorf("redis.auth entra: %w", err)
 	}
-	rc.CredentialsProvider = p.Credentials
+	// Streaming: every pooled connection re-authenticates when a new token
+	// arrives, not only connections opened after it.
+	rc.StreamingCredentials = p
 	return rc, func() { _ = p.Close() }, nil
 }
