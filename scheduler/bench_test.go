@@ -125,7 +125,9 @@ func startBench(b *testing.B, nodes *redistest.Cluster, n int, overlap Overlap, 
 			spec.Overlap = overlap
 			specs = append(specs, spec)
 		}
+		inflight, _ := strconv.Atoi(os.Getenv("SLOTLOCK_BENCH_INFLIGHT"))
 		s, err := New(Config{Replica: name, Locker: l, Logger: quiet.With("replica", name), Metrics: bc.metrics,
+			MaxInFlight:  inflight,
 			MaxClockSkew: time.Second, LockTTL: 10 * time.Second, ShutdownGrace: 5 * time.Second, Jobs: specs})
 		if err != nil {
 			b.Fatal(err)

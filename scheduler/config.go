@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"time"
 
 	"github.com/slotlock/slotlock/jobs"
@@ -100,11 +101,12 @@ type Config struct {
 	// over replicas. Default 2ms; negative means no delay.
 	Spread time.Duration
 	// MaxInFlight bounds the lock-store calls this replica has in flight at
-	// once: Acquire and record calls, and separately Release and MarkDone
-	// (so ending a run never waits behind new acquisitions). More wait in
-	// the scheduler instead of piling up in the store clients' connection
-	// pools, where they would time out as no_quorum when many jobs fire in
-	// the same second. Default 32.
+	// once: Acquire and record calls, and separately half as many Release
+	// and MarkDone (so ending a run never waits behind new acquisitions).
+	// More wait in the scheduler instead of piling up in the store clients'
+	// connection pools (go-redis: 10 × GOMAXPROCS per node), where they
+	// would time out as no_quorum when many jobs fire in the same second.
+	// Default 6 × GOMAXPROCS.
 	MaxInFlight int
 
 	Jobs []JobSpec
@@ -116,7 +118,6 @@ const (
 	DefaultMaxClockSkew  = 2 * time.Second
 	DefaultShutdownGrace = 25 * time.Second
 	DefaultSpread        = 2 * time.Millisecond
-	DefaultMaxInFlight   = 32
 	DefaultBackoff       = 5 * time.Second
 	DefaultDeadline      = 10 * time.Minute
 )
@@ -167,7 +168,7 @@ func (c *Config) withDefaults() (Config, error) {
 		cfg.Spread = DefaultSpread
 	}
 	if cfg.MaxInFlight <= 0 {
-		cfg.MaxInFlight = DefaultMaxInFlight
+		cfg.MaxInFlight = 6 * runtime.GOMAXPROCS(0)
 	}
 	if cfg.LockTTL < 100*time.Millisecond {
 		return cfg, fmt.Errorf("scheduler: LockTTL %v is too short (at least 100ms)", cfg.LockTTL)

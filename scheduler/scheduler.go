@@ -74,9 +74,10 @@ type Scheduler struct {
 	cancelRuns context.CancelCauseFunc
 
 	outage outage
-	// inflight holds one token per Acquire or record call in flight, ending
-	// one token per Release or MarkDone (MaxInFlight each): ending a run's
-	// leases never waits behind the next second's acquisitions.
+	// inflight holds one token per Acquire or record call in flight
+	// (MaxInFlight), ending one per Release or MarkDone (MaxInFlight/2):
+	// ending a run's leases never waits behind the next second's
+	// acquisitions.
 	inflight, ending chan struct{}
 }
 
@@ -135,7 +136,7 @@ func New(cfg Config) (*Scheduler, error) {
 		lateness: c.Lateness,
 		stopping: make(chan struct{}),
 		inflight: make(chan struct{}, c.MaxInFlight),
-		ending:   make(chan struct{}, c.MaxInFlight),
+		ending:   make(chan struct{}, max(1, c.MaxInFlight/2)),
 	}
 	// The done marker must outlive every normal attempt at the slot: the
 	// slowest clock fires up to MaxClockSkew after the fastest, may be up to

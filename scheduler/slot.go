@@ -48,13 +48,35 @@ func (s *Scheduler) spreadDelay(job string, t time.Time) time.Duration {
 	return time.Duration(h.Sum64() % uint64(s.cfg.Spread))
 }
 
+// Errors acquire returns without asking the stores.
+var (
+	errStale    = errors.New("scheduler: slot became late while waiting to be tried")
+	errStopping = errors.New("scheduler: shutting down")
+)
+
 // acquire takes key, retrying a split vote (no replica reached a majority
 // because they all tried at once) after a few random milliseconds until
-// freshUntil.
-func (s *Scheduler) acquire(job string, key locking.Key, freshUntil time.Time) (*locking.Lease, error) {
+// freshUntil. With a non-zero staleAfter (a normal firing) it does not ask
+// the stores once the clock passed it, or once the scheduler is stopping:
+// when many slots queue for the lock calls (MaxInFlight), an overloaded
+// replica sheds the ones that turned late instead of acquiring and then
+// dropping them.
+func (s *Scheduler) acquire(job string, key locking.Key, freshUntil, staleAfter time.Time) (*locking.Lease, error) {
 	for {
 		s.inflight <- struct{}{}
 		start := s.clock.Now()
+		if !staleAfter.IsZero() {
+			var err error
+			if start.After(staleAfter) {
+				err = errStale
+			} else if s.isStopping() {
+				err = errStopping
+			}
+			if err != nil {
+				<-s.inflight
+				return nil, err
+			}
+		}
 		l, err := s.cfg.Locker.Acquire(context.Background(), key, s.cfg.LockTTL)
 		now := s.clock.Now()
 		<-s.inflight
@@ -74,8 +96,18 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 	if mode == modeRecover {
 		freshUntil = t.Add(j.spec.Misfire.Deadline)
 	}
-	lease, err := s.acquire(name, slotKey(name, t), freshUntil)
-	if err != nil {
+	var staleAfter time.Time
+	if mode == modeNormal {
+		staleAfter = t.Add(s.lateness)
+	}
+	lease, err := s.acquire(name, slotKey(name, t), freshUntil, staleAfter)
+	switch {
+	case errors.Is(err, errStopping):
+		return
+	case errors.Is(err, errStale):
+		s.misfire(j, lateRange{first: t, last: t, count: 1}, false)
+		return
+	case err != nil:
 		s.lostSlot(j, t, err)
 		return
 	}
@@ -93,7 +125,7 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 	var jobLease *locking.Lease
 	if j.spec.Overlap == OverlapForbid {
 		s.flushPending(name)
-		jobLease, err = s.acquire(name, runKey(name), freshUntil)
+		jobLease, err = s.acquire(name, runKey(name), freshUntil, time.Time{})
 		if err != nil {
 			if errors.Is(err, locking.ErrNotAcquired) {
 				s.skipped(name, slot, reasonOverlap, 1, heldAttrs(err)...)
