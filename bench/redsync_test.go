@@ -43,7 +43,7 @@ func BenchmarkCompare(b *testing.B) {
 		cl := redis.NewClient(&redis.Options{
 			Addr: addr, MaxRetries: -1, DialerRetries: 1,
 			ReadTimeout: time.Second, WriteTimeout: time.Second,
-			ContextTimeoutEnabled: true, DisableIdentity: true,
+			ContextTimeoutEnabled: true, DisableIdentity: true, Protocol: 2,
 		})
 		b.Cleanup(func() { _ = cl.Close() })
 		pools[i] = rsgoredis.NewPool(cl)

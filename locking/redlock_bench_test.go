@@ -46,7 +46,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 			clients[i] = redis.NewClient(&redis.Options{
 				Addr: addr, MaxRetries: -1, DialerRetries: 1,
 				ReadTimeout: time.Second, WriteTimeout: time.Second,
-				ContextTimeoutEnabled: true, DisableIdentity: true,
+				ContextTimeoutEnabled: true, DisableIdentity: true, Protocol: 2,
 			})
 			b.Cleanup(func() { _ = clients[i].Close() })
 		}
