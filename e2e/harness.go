@@ -498,3 +498,36 @@ func (c *Cluster) WaitOpenRun(job string, timeout time.Duration) Run {
 	c.t.Fatalf("no open run of %q within %v", job, timeout)
 	return Run{}
 }
+
+// Trigger runs `slotlock trigger --config FILE job` as replica "trigger"
+// (its log goes to trigger.log, so the checker sees it) and returns its
+// exit code.
+func (c *Cluster) Trigger(job string) int {
+	c.t.Helper()
+	lf, err := os.OpenFile(filepath.Join(c.dir, "trigger.log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer lf.Close()
+	cmd := exec.Command(c.bin.Slotlock, "trigger", "--config", c.config, job)
+	cmd.Dir = c.dir
+	cmd.Stdout, cmd.Stderr = lf, lf
+	env := []string{"SLOTLOCK_REPLICA=trigger"}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "SLOTLOCK_") && !strings.HasPrefix(kv, "CONTAINER_APP_") {
+			env = append(env, kv)
+		}
+	}
+	cmd.Env = env
+	p, err := startProc("trigger "+job, cmd)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	select {
+	case <-p.done:
+	case <-time.After(time.Minute):
+		p.kill()
+		c.t.Fatalf("slotlock trigger %s did not finish within a minute", job)
+	}
+	return p.exitCode()
+}

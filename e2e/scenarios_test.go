@@ -38,6 +38,7 @@ func TestScenario(t *testing.T) {
 		{"long_job_forbid", scenarioLongJob},
 		{"rolling_restart", scenarioRollingRestart},
 		{"all_down_gap_run_once", func(t *testing.T) { scenarioGap(t, 16*time.Second) }},
+		{"manual_trigger_forbid", scenarioTrigger},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()
@@ -394,6 +395,51 @@ func scenarioGap(t *testing.T, gapLen time.Duration) {
 			t.Errorf("%s (run_once): %d misfire.recovered lines, want 1", j.Name, recovered)
 		}
 	}
+}
+
+// `slotlock trigger` runs a manual slot under the same locks: refused
+// (exit 1) while a scheduled run of an overlap: forbid job goes on, run
+// (exit 0) when none does, with a fencing token above every earlier run's
+// and below every later one's, and never overlapping a scheduled run.
+func scenarioTrigger(t *testing.T) {
+	slow := JobDef{Name: "slow", Schedule: "*/6 * * * * *", Sleep: 2 * time.Second, Forbid: true}
+	c := NewCluster(t, bins, Spec{ProxyNode: -1, Jobs: []JobDef{slow}})
+	up := c.StartAll("r1", "r2", "r3")
+	from := NextSecond(up).Add(time.Second)
+
+	open := c.WaitOpenRun("slow", 8*time.Second)
+	if code := c.Trigger("slow"); code != 1 {
+		t.Errorf("trigger while run %s (slot %s) goes on: exit %d, want 1 (overlap: forbid)", open.RunID, slotString(open), code)
+	}
+	// Between scheduled runs: the last one ended, the next slot is >= 3 s away.
+	for {
+		now := time.Now()
+		if now.Unix()%6 == 3 && now.Sub(now.Truncate(time.Second)) < 300*time.Millisecond {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if code := c.Trigger("slow"); code != 0 {
+		t.Errorf("trigger between runs: exit %d, want 0", code)
+	}
+	to := time.Now().Add(7 * time.Second).Truncate(time.Second)
+	SleepUntil(to.Add(3 * time.Second))
+	r := c.Check(from, to)
+
+	var manual []Run
+	for _, run := range c.Runs() {
+		if run.Manual {
+			manual = append(manual, run)
+		}
+	}
+	if len(manual) != 1 {
+		t.Fatalf("manual runs in the ledger: %d, want 1 (the refused trigger must not run)", len(manual))
+	}
+	m := manual[0]
+	if m.Replica != "trigger" || m.Outcome != "ok" {
+		t.Errorf("manual run: replica %q outcome %q, want trigger/ok", m.Replica, m.Outcome)
+	}
+	t.Logf("manual run %s token %d; checker: %d token violations, %d overlaps", m.RunID, m.Token, r.TokenViolations, r.Overlaps)
 }
 
 // logSpread logs how many runs each replica made.
