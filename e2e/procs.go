@@ -1,3 +1,5 @@
+//go:build linux
+
 package e2e
 
 import (
@@ -38,6 +40,9 @@ func startProc(name string, cmd *exec.Cmd) (*proc, error) {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Setpgid = true
+	// If the test binary itself dies (a panic skips every cleanup), the
+	// kernel kills what it started; jobs die with their replica in turn.
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 	p := &proc{name: name, cmd: cmd, done: make(chan struct{})}
 	p.started = time.Now()
 	if err := cmd.Start(); err != nil {

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command ledgerjob is the job the e2e suite runs through slotlock's exec
 // plugin. It appends one JSON line when it starts and one when it ends to a
 // ledger file, each with a single O_APPEND write under flock, so lines from

@@ -1,0 +1,23 @@
+//go:build linux
+
+// Package e2e is slotlock's multi-process acceptance suite: it builds the
+// slotlock binary, starts real redis-server nodes and several `slotlock run`
+// replicas as separate processes, injects real faults (SIGKILL, SIGSTOP of a
+// replica's process tree, SIGTERM rolling restarts, Redis nodes killed or
+// paused, a TCP proxy adding latency, blackholing or resetting, clock
+// offsets, an all-down gap) and judges each scenario with a checker over a
+// ledger the jobs write and the replicas' JSON audit logs.
+//
+//	go test ./e2e/                                     # the short scenarios, ~2.5 min on 2 cores
+//	go test ./e2e/ -run 'TestSoak$' -soak 10m -timeout 30m -v   # random faults, printed seed
+//	go test -short ./...                               # skips this suite
+//
+// What the suite guarantees: any duplicate run of a slot, miss outside a
+// fault window the scenario declares, overlap of an overlap: forbid job
+// (except a frozen replica's stale run canceled on waking), fencing-token
+// order violation, unexplained slot or ledger/log mismatch fails the run;
+// every process it starts is stopped by PID, also when a test fails, and is
+// killed by the kernel if the test binary dies. What it does not: it injects
+// one fault at a time, runs on Linux only (/proc, process groups,
+// PDEATHSIG), and needs redis-server on PATH.
+package e2e
