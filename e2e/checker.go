@@ -266,6 +266,29 @@ func Check(in Input) Report {
 			started[e.Job+"\x00"+e.RunID] = append(started[e.Job+"\x00"+e.RunID], e)
 		}
 	}
+	// Runs the logs claim but the ledger lacks (a job killed before it
+	// wrote) still count toward duplicates.
+	for k, evs := range evBySlot {
+		ids := map[string]bool{}
+		for _, run := range bySlot[k] {
+			ids[run.RunID] = true
+		}
+		var extra []string
+		for _, e := range evs {
+			if e.Event == "run.started" && !ids[e.RunID] {
+				ids[e.RunID] = true
+				extra = append(extra, fmt.Sprintf("%s run_id=%s token=%d (log only)", e.Replica, e.RunID, e.Token))
+			}
+		}
+		if len(extra) > 0 && len(ids) > 1 {
+			r.Duplicates += len(extra)
+			if len(bySlot[k]) == 0 {
+				r.Duplicates-- // the first log-only run is the slot's one run
+			}
+			r.problem("duplicate: %s slot %s has %d run ids in run.started lines: %s", k.job,
+				time.Unix(k.slot, 0).UTC().Format(time.RFC3339), len(ids), strings.Join(extra, "; "))
+		}
+	}
 	for _, run := range in.Runs {
 		if run.Manual {
 			continue

@@ -389,3 +389,23 @@ func TestCheckStaleRunStartedBeforeFreeze(t *testing.T) {
 		t.Fatalf("ledger start alone: %v", r)
 	}
 }
+
+func TestCheckDuplicateFromLogsOnly(t *testing.T) {
+	runs, evs := steady(4)
+	// A second replica logged run.started for slot 2 but its job never
+	// wrote (killed at once): still a duplicate.
+	ghost := mkRun("tick", 2, "r3", 50, 2.02, 2.03)
+	evs = append(evs, startedEv(ghost))
+	r := Check(tickInput(runs, evs, 4))
+	if r.Duplicates != 1 {
+		t.Fatalf("log-only second run: %v", r)
+	}
+	// One log-only run and no ledger run: a run (its job died before
+	// writing), not a duplicate; the slot counts as not run.
+	runs, evs = steady(4)
+	runs = append(runs[:1:1], runs[2:]...)
+	r = Check(tickInput(runs, evs, 4))
+	if r.Duplicates != 0 || r.Misses != 1 {
+		t.Fatalf("log-only single run: %v", r)
+	}
+}
