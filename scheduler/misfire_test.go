@@ -303,3 +303,47 @@ func TestDSTSlotsInTheLoop(t *testing.T) {
 		})
 	}
 }
+
+// TestRecoverWaitsOutGhostLock: a missed slot that looks held by a lock
+// nobody renews (an attempt a frozen node executed on resuming) is
+// recovered once that lock expires, within the deadline.
+func TestRecoverWaitsOutGhostLock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		inner := e.locker
+		f := &faultyLocker{Locker: inner}
+		e.locker = f
+		rec := &recorder{now: time.Now}
+		spec := everySecond(t, "job", rec)
+		spec.Misfire = Misfire{Policy: MisfireRunOnce, Deadline: time.Minute}
+		stop := running(t, e.scheduler("r1", nil, spec))
+		time.Sleep(3500 * time.Millisecond)
+		f.down.Store(true)
+		time.Sleep(5 * time.Second)
+		// The ghost: slot 8 held for 10s by a lease nobody keeps or ends.
+		if _, err := inner.Acquire(context.Background(), slotKey("job", bubbleStart.Add(8*time.Second)), 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		f.down.Store(false)
+		time.Sleep(25 * time.Second)
+		stop()
+		evs := e.sink.events(t)
+		rc := where(evs, "misfire.recovered")
+		if len(rc) != 1 || rc[0].str("slot") != slotAt(8) {
+			e.sink.dump(t)
+			t.Fatalf("misfire.recovered: %v", rc)
+		}
+		if at, _ := time.Parse(time.RFC3339Nano, rc[0].str("time")); at.Before(bubbleStart.Add(18500 * time.Millisecond)) {
+			t.Errorf("recovered at %v, before the ghost lock expired", at)
+		}
+		n := 0
+		for _, r := range rec.all() {
+			if r.Run.Slot.Equal(bubbleStart.Add(8 * time.Second)) {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("slot 8 ran %d times", n)
+		}
+	})
+}

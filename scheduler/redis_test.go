@@ -273,7 +273,10 @@ func quorumLost(t *testing.T, policy MisfirePolicy) {
 		}
 	}
 	resumedAt := time.Now()
-	time.Sleep(8 * time.Second)
+	// A recovery waits 6.5s after its slot, and retries every lock.ttl/3
+	// while the slot looks held: requests queued on a frozen node run when
+	// it resumes and may hold the slot until lock.ttl (10s) expires.
+	time.Sleep(15 * time.Second)
 	c.stopAll()
 
 	runs := job.all()

@@ -101,6 +101,23 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 		staleAfter = t.Add(s.lateness)
 	}
 	lease, err := s.acquire(name, slotKey(name, t), freshUntil, staleAfter)
+	for mode == modeRecover && heldNotDone(err) {
+		// A missed slot that looks held: a replica recovering it too (its
+		// done marker follows), or a lock attempt that a frozen node
+		// executed when it resumed, after its sender had given up and
+		// undone it elsewhere (it expires within LockTTL). Look again
+		// while the deadline allows.
+		wait := s.cfg.LockTTL / 3
+		if s.clock.Now().Add(wait).Sub(t) > j.spec.Misfire.Deadline {
+			break
+		}
+		s.log.Debug("missed slot held; trying again", "job", name, "slot", slot,
+			"error", err.Error(), "retry_in", wait.String())
+		if !s.sleep(wait, s.stopping) {
+			return
+		}
+		lease, err = s.acquire(name, slotKey(name, t), freshUntil, staleAfter)
+	}
 	switch {
 	case errors.Is(err, errStopping):
 		return
@@ -381,4 +398,11 @@ func (s *Scheduler) execute(r runSpec) (outcome string, runErr error) {
 	}
 	s.metrics.RunFinished(name, outcome, dur)
 	return outcome, runErr
+}
+
+// heldNotDone reports a refusal because another lease holds the key (not a
+// done marker, not a split vote).
+func heldNotDone(err error) bool {
+	var he *locking.HeldError
+	return err != nil && !isSplitVote(err) && errors.As(err, &he) && !he.Done
 }
