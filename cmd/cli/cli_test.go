@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -290,6 +291,11 @@ jobs:
 	}
 	if !strings.Contains(errOut, "overlap") {
 		t.Errorf("trigger's reason does not say overlap: %s", errOut)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(errOut), "\n") {
+		if !json.Valid([]byte(line)) {
+			t.Errorf("log.format json, but trigger wrote a line that is not JSON: %q", line)
+		}
 	}
 
 	_, errOut, code = slotlock(t, []string{"SLOTLOCK_REPLICA=manual"}, "trigger", "--config", cfg, "manual-only")

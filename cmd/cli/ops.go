@@ -74,6 +74,9 @@ func (r *readiness) run(ctx context.Context) {
 	first := true
 	for {
 		r.check(ctx)
+		if ctx.Err() != nil {
+			return
+		}
 		if first && !r.ready.Load() {
 			// The first failure is logged by check only on a change; say
 			// it once at start too.

@@ -168,7 +168,7 @@ func cmdRun(ctx context.Context, args []string, env Env) int {
 		srv, err := newOpsServer(addr, r.sched.Healthy, ready, r.metrics)
 		if err != nil {
 			stopHelpers()
-			fmt.Fprintln(env.Stderr, "slotlock run:", err)
+			r.log.Error("cannot start the ops http server", "error", err.Error())
 			return exitFailure
 		}
 		r.log.Info("ops http server listening", "addr", srv.Addr())

@@ -33,8 +33,12 @@ func cmdTrigger(ctx context.Context, args []string, env Env) int {
 		return exitConfig
 	}
 	defer r.close()
+	if len(cfg.Redis.Nodes) == 0 {
+		r.log.Warn("trigger with in-process locks: this run does not coordinate with a running replica; configure redis.nodes for overlap: forbid to hold across processes", "job", job)
+	}
 	if err := r.sched.Trigger(ctx, job); err != nil {
-		fmt.Fprintf(env.Stderr, "slotlock trigger %s: %v\n", job, err)
+		// On stderr like every other line, in the configured log format.
+		r.log.Error("trigger failed", "job", job, "slot", "manual", "error", err.Error())
 		return exitFailure
 	}
 	return exitOK

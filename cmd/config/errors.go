@@ -28,7 +28,7 @@ type Error struct {
 // Error renders one line:
 //
 //	lock.ttl: must be greater than 3 x redis.op_timeout (300ms), got 200ms (config.yaml:18:8)
-//	jobs[2] "report": schedule "0 61 * * *": minute 61 out of range [0,59] (config.yaml:30:15)
+//	jobs[2] "report": schedule "0 61 * * * *": minute 61 out of range [0,59] (jobs[2].schedule, config.yaml:30:15)
 //	jobs[0] "heartbeat": unknown key jobs[0].schedul (did you mean "schedule"?) (config.yaml:21:5)
 //	config.yaml:3:11: invalid YAML: mapping values are not allowed in this context
 func (e *Error) Error() string {
@@ -71,8 +71,18 @@ func (e *Error) Error() string {
 		}
 		b.WriteString(msg)
 	}
+	// A job's field is named above in the job's words; the full key path
+	// ("jobs[2].schedule") goes in the trailer too, so the line can be
+	// found by either.
+	var trailer []string
+	if e.Index >= 0 && field != "" && !errors.Is(e.Err, errUnknownKey) {
+		trailer = append(trailer, e.Path)
+	}
 	if e.Where != "" {
-		b.WriteString(" (" + e.Where + ")")
+		trailer = append(trailer, e.Where)
+	}
+	if len(trailer) > 0 {
+		b.WriteString(" (" + strings.Join(trailer, ", ") + ")")
 	}
 	return b.String()
 }

@@ -258,7 +258,7 @@ func TestEnvOverrideErrors(t *testing.T) {
 		{"SLOTLOCK_JOBS__7__ENABLED=false", `jobs: no job with index or name "7" to override (env SLOTLOCK_JOBS__7__ENABLED)`},
 		{"SLOTLOCK_JOBS__ghost__ENABLED=false", `no job with index or name "ghost"`},
 		{"SLOTLOCK_JOBS__0=x", `a job override names the job and a key`},
-		{"SLOTLOCK_JOBS__0__RETRY__MAX=lots", `jobs[0] "heartbeat": retry.max: expected an integer, got string "lots" (env SLOTLOCK_JOBS__0__RETRY__MAX)`},
+		{"SLOTLOCK_JOBS__0__RETRY__MAX=lots", `jobs[0] "heartbeat": retry.max: expected an integer, got string "lots" (jobs[0].retry.max, env SLOTLOCK_JOBS__0__RETRY__MAX)`},
 		{"SLOTLOCK_LOCK=x\nSLOTLOCK_LOCK__TTL=1s", `lock: conflicting overrides: SLOTLOCK_LOCK sets lock, SLOTLOCK_LOCK__TTL sets a key inside it`},
 		{"SLOTLOCK_LOCK__TTL__X=1\nSLOTLOCK_LOCK__TTL=2s", `lock.ttl: conflicting overrides`},
 		{"SLOTLOCK_JOBS__0__PARAMS=1\nSLOTLOCK_JOBS__0__PARAMS__A=2", `jobs[0].params: conflicting overrides`},

@@ -150,7 +150,7 @@ jobs:
 	_, err := Load(p, nil)
 	want := []string{
 		`lock.ttl: must be positive, got 0s (` + p + `:2:3)`,
-		`jobs[1] "report": schedule "0 61 * * * *": minute 61 out of range [0,59] (` + p + `:13:5)`,
+		`jobs[1] "report": schedule "0 61 * * * *": minute 61 out of range [0,59] (jobs[1].schedule, ` + p + `:13:5)`,
 		`jobs[1] "report": unknown key jobs[1].params.colour (` + p + `:12:7)`,
 	}
 	for _, w := range want {
