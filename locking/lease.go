@@ -155,7 +155,18 @@ func (s *Lease) watch() {
 	defer s.wg.Done()
 	clock := s.l.opt.Clock
 	interval := s.ttl / 3
-	timer := clock.NewTimer(interval)
+	// The process may have been paused between Acquire and this goroutine
+	// arming its timer (a run starting just before a freeze): then the
+	// first tick would come only TTL/3 after waking, and the run would go on
+	// that long on a lease that is gone. Check now, and never sleep past
+	// ValidUntil.
+	now := clock.Now()
+	validUntil := s.ValidUntil()
+	if !now.Before(validUntil) {
+		s.markLost()
+		return
+	}
+	timer := clock.NewTimer(min(interval, validUntil.Sub(now)))
 	defer timer.Stop()
 	for {
 		select {

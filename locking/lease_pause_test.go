@@ -1,0 +1,33 @@
+package locking
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// A process paused after Acquire and before its watchdog armed its first
+// timer (found by the e2e soak: a run started 0.3 ms before a SIGSTOP went
+// on for 0.4 s after waking, its lease long gone): Keep must cancel at once
+// when the lease is already past ValidUntil, not TTL/3 later.
+func TestKeepAfterPauseLosesAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		clock := &jumpClock{}
+		l := NewLocal(Options{Replica: "a", Clock: clock})
+		ttl := 300 * time.Millisecond
+		lease, err := l.Acquire(ctx, Key{"job", "run"}, ttl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clock.offset.Store(int64(2 * ttl)) // "slept" through the lease before Keep
+		kctx := lease.Keep(ctx)
+		synctest.Wait() // the watchdog has run; no fake time has passed
+		if !errors.Is(context.Cause(kctx), ErrLockLost) {
+			t.Fatalf("kept context after a pause past ValidUntil: cause %v, want ErrLockLost at once", context.Cause(kctx))
+		}
+		_ = lease.Release(ctx)
+	})
+}
