@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -170,6 +171,12 @@ var soakFaults = []soakFault{
 		s.c.Legit(f.From.Add(-time.Second), f.To.Add(s.c.spec.TTL+time.Second), "replica "+r.Name+" frozen")
 		return r.Name
 	}},
+	{"replica_freeze_half_ttl", func(s *soak) string {
+		// Shorter than the lease: nothing is lost, so no fault window.
+		r := s.replica()
+		r.Freeze(s.c.spec.TTL / 2)
+		return r.Name
+	}},
 	{"replica_sigterm_restart", func(s *soak) string {
 		r := s.replica()
 		d, code := r.Stop()
@@ -198,6 +205,26 @@ var soakFaults = []soakFault{
 			s.t.Fatal(err)
 		}
 		return fmt.Sprintf("node %d down %v", i, d)
+	}},
+	{"redis_restart_empty", func(s *soak) string {
+		// Node 0 only: it comes back without its data (FLUSHALL right
+		// after the restart), the other two keep theirs, so every
+		// majority still holds the fencing history, as the contract asks.
+		n := s.c.Redis.Node(0)
+		if err := n.Kill(); err != nil {
+			s.t.Fatal(err)
+		}
+		d := s.dur(500, 4000)
+		time.Sleep(d)
+		if err := n.Start(); err != nil {
+			s.t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := n.Client().FlushAll(ctx).Err(); err != nil {
+			s.t.Fatalf("flush node 0: %v", err)
+		}
+		return fmt.Sprintf("node 0 down %v, back empty", d)
 	}},
 	{"redis_kill_two", func(s *soak) string {
 		i := s.rng.IntN(3)
