@@ -42,6 +42,11 @@ func benchSeconds(def int) time.Duration {
 	return time.Duration(def) * time.Second
 }
 
+func benchSpread() time.Duration {
+	d, _ := time.ParseDuration(os.Getenv("SLOTLOCK_BENCH_SPREAD"))
+	return d
+}
+
 // counting is a no-op job that counts its runs per slot and records its
 // start delay on the real clock.
 type counting struct {
@@ -232,26 +237,38 @@ func processCPU() time.Duration {
 // BenchmarkStartDelay measures actual start - nominal slot for every-second
 // jobs on three replicas over three nodes, beside the floor measured in the
 // same run: one parallel SET NX round trip to the three nodes, and one
-// uncontended Redlock Acquire. jobs=1 is one slot per second (the floor
-// case); jobs=10 fires ten jobs in the same millisecond on every replica.
+// uncontended Redlock Acquire, each issued once a second like a slot, and
+// back to back. jobs=1 is one slot per second (the floor case; forbid takes
+// two leases one after the other, allow one); jobs=10 fires ten jobs in the
+// same millisecond on every replica.
 func BenchmarkStartDelay(b *testing.B) {
 	needRedis(b)
 	for _, c := range []struct {
-		jobs int
-		secs int
-	}{{1, 60}, {10, 30}} {
-		b.Run(fmt.Sprintf("jobs=%d", c.jobs), func(b *testing.B) {
-			startDelay(b, c.jobs, benchSeconds(c.secs))
+		jobs    int
+		overlap Overlap
+		secs    int
+	}{{1, OverlapForbid, 60}, {1, OverlapAllow, 60}, {10, OverlapForbid, 30}} {
+		b.Run(fmt.Sprintf("jobs=%d/overlap=%s", c.jobs, c.overlap), func(b *testing.B) {
+			startDelay(b, c.jobs, c.overlap, benchSeconds(c.secs))
 		})
 	}
 }
 
-func startDelay(b *testing.B, jobsN int, dur time.Duration) {
+func startDelay(b *testing.B, jobsN int, overlap Overlap, dur time.Duration) {
 	nodes := redistest.Start(b, 3)
-	floorRTT, floorAcq := measureFloor(b, nodes, 500)
-	bc := startBench(b, nodes, jobsN, OverlapForbid, int(dur/time.Second)+10)
+	hotRTT, hotAcq := measureFloor(b, nodes, 500, 0)
+	bc := startBench(b, nodes, jobsN, overlap, int(dur/time.Second)+10)
 	start := time.Now()
+	// The floor in the same conditions: one lock round trip issued once a
+	// second (between the slots, at x.5s), after the same idle time.
+	var idleRTT, idleAcq []time.Duration
+	floorDone := make(chan struct{})
+	go func() {
+		defer close(floorDone)
+		idleRTT, idleAcq = measureFloor(b, nodes, int(dur/time.Second)-1, time.Second)
+	}()
 	time.Sleep(dur)
+	<-floorDone
 	bc.stop()
 	from, to := start.Unix()+2, start.Unix()+int64(dur/time.Second)-2
 	checked, dups, missed, bad := bc.check(from, to)
@@ -262,24 +279,25 @@ func startDelay(b *testing.B, jobsN int, dur time.Duration) {
 	for _, j := range bc.jobs {
 		delays = append(delays, j.delay...)
 	}
-	floorRTT2, floorAcq2 := measureFloor(b, nodes, 500)
-	rtt, acq := append(floorRTT, floorRTT2...), append(floorAcq, floorAcq2...)
 	b.ReportMetric(msf(percentile(delays, 50)), "p50_ms")
 	b.ReportMetric(msf(percentile(delays, 99)), "p99_ms")
 	b.ReportMetric(msf(percentile(delays, 100)), "max_ms")
-	b.ReportMetric(msf(percentile(rtt, 50)), "rtt_p50_ms")
-	b.ReportMetric(msf(percentile(rtt, 99)), "rtt_p99_ms")
-	b.ReportMetric(msf(percentile(acq, 50)), "acquire_p50_ms")
-	b.ReportMetric(msf(percentile(acq, 99)), "acquire_p99_ms")
+	b.ReportMetric(msf(percentile(idleRTT, 50)), "rtt_p50_ms")
+	b.ReportMetric(msf(percentile(idleRTT, 99)), "rtt_p99_ms")
+	b.ReportMetric(msf(percentile(idleAcq, 50)), "acquire_p50_ms")
+	b.ReportMetric(msf(percentile(idleAcq, 99)), "acquire_p99_ms")
 	b.Logf("%d jobs x %v: %d runs, %d slots checked (each ran exactly once); lock calls %v; in-run Acquire latency p50 %v p99 %v",
 		jobsN, dur, len(delays), checked, bc.metrics.outcome, percentile(bc.metrics.acq, 50), percentile(bc.metrics.acq, 99))
+	b.Logf("floor once a second (x.5s): SET NX round trip p50 %v p99 %v, Acquire p50 %v p99 %v; back to back: SET NX p50 %v p99 %v, Acquire p50 %v p99 %v",
+		percentile(idleRTT, 50), percentile(idleRTT, 99), percentile(idleAcq, 50), percentile(idleAcq, 99),
+		percentile(hotRTT, 50), percentile(hotRTT, 99), percentile(hotAcq, 50), percentile(hotAcq, 99))
 }
 
-// measureFloor times n sequential rounds of (a) one SET NX PX fanned out to
-// every node in parallel and (b) one Redlock Acquire of a fresh key (plus
-// its Release, not timed).
-func measureFloor(b *testing.B, nodes *redistest.Cluster, n int) (rtt, acq []time.Duration) {
-	b.Helper()
+// measureFloor times n rounds of (a) one SET NX PX fanned out to every
+// node in parallel and (b) one Redlock Acquire of a fresh key (plus its
+// Release, not timed): back to back when every is 0, else one round at the
+// middle of each period of length every.
+func measureFloor(b *testing.B, nodes *redistest.Cluster, n int, every time.Duration) (rtt, acq []time.Duration) {
 	ctx := context.Background()
 	clients := make([]*redis.Client, 0, 3)
 	for _, addr := range nodes.Addrs() {
@@ -290,11 +308,16 @@ func measureFloor(b *testing.B, nodes *redistest.Cluster, n int) (rtt, acq []tim
 	l, err := locking.NewRedlock(locking.RedisConfig{Nodes: nodes.Addrs()},
 		locking.Options{Replica: "floor", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
-		b.Fatal(err)
+		b.Error(err)
+		return nil, nil
 	}
 	defer l.Close()
 	for i := range n {
-		key := fmt.Sprintf("floor:{f}:%d", i)
+		if every > 0 {
+			now := time.Now()
+			time.Sleep(now.Truncate(every).Add(every + every/2).Sub(now))
+		}
+		key := fmt.Sprintf("floor:{f}:%d:%d", every, i)
 		start := time.Now()
 		var wg sync.WaitGroup
 		for _, c := range clients {
@@ -302,11 +325,15 @@ func measureFloor(b *testing.B, nodes *redistest.Cluster, n int) (rtt, acq []tim
 		}
 		wg.Wait()
 		rtt = append(rtt, time.Since(start))
+		if every > 0 {
+			time.Sleep(100 * time.Millisecond) // the Acquire, too, after idling
+		}
 		start = time.Now()
-		lease, err := l.Acquire(ctx, locking.Key{Family: "floor", Name: fmt.Sprintf("k%d", i)}, 10*time.Second)
+		lease, err := l.Acquire(ctx, locking.Key{Family: "floor", Name: fmt.Sprintf("k%d:%d", every, i)}, 10*time.Second)
 		acq = append(acq, time.Since(start))
 		if err != nil {
-			b.Fatal(err)
+			b.Error(err)
+			return rtt, acq
 		}
 		_ = lease.Release(ctx)
 	}

@@ -98,7 +98,8 @@ type Config struct {
 	// Spread bounds the per-replica delay, derived from a hash of (job, slot,
 	// replica), before a replica tries a slot, so that replicas firing in the
 	// same millisecond rarely split the lock nodes' votes and runs spread
-	// over replicas. Default 2ms; negative means no delay.
+	// over replicas. Default 5ms (0.5ms on average for the first of three
+	// replicas); negative means no delay.
 	Spread time.Duration
 	// MaxInFlight bounds the lock-store calls this replica has in flight at
 	// once: Acquire and record calls, and separately half as many Release
@@ -117,7 +118,7 @@ const (
 	DefaultLockTTL       = 30 * time.Second
 	DefaultMaxClockSkew  = 2 * time.Second
 	DefaultShutdownGrace = 25 * time.Second
-	DefaultSpread        = 2 * time.Millisecond
+	DefaultSpread        = 5 * time.Millisecond
 	DefaultBackoff       = 5 * time.Second
 	DefaultDeadline      = 10 * time.Minute
 )

@@ -183,11 +183,13 @@ func (s *Scheduler) spawn(f func()) bool {
 }
 
 // enter and leave bracket work done on a caller's goroutine (Trigger) so
-// that shutdown waits for it too.
+// that shutdown waits for it too. Once shutdown began, enter refuses: only
+// tracked goroutines may then start others, so the WaitGroup never goes
+// up from zero while Run waits on it.
 func (s *Scheduler) enter() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
+	if s.closed || s.isStopping() {
 		return false
 	}
 	s.wg.Add(1)
@@ -252,10 +254,11 @@ func (s *Scheduler) Run(ctx context.Context) error {
 
 	idle := make(chan struct{})
 	go func() { s.wg.Wait(); close(idle) }() // the waiter itself cannot be tracked
+	stuck := false
 	if graceOver := s.sleep(s.cfg.ShutdownGrace, idle); graceOver {
 		s.cancelRuns(ErrShutdown)
 		hard := max(s.cfg.ShutdownGrace/5, time.Second)
-		if s.sleep(hard, idle) {
+		if stuck = s.sleep(hard, idle); stuck {
 			s.log.Error("scheduler stopped while runs ignored their canceled context; their leases expire after lock.ttl",
 				"waited", (s.cfg.ShutdownGrace + hard).String())
 		}
@@ -267,6 +270,11 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	s.closed = true
 	s.mu.Unlock()
 	s.cancelRuns(ErrShutdown)
+	if !stuck {
+		// Goroutines started after the waiter saw none (a retried lease
+		// end, a probe) see the shutdown and end at once; no more can start.
+		s.wg.Wait()
+	}
 	s.state.Store(stateStopped)
 	s.log.Info("scheduler stopped")
 	return nil

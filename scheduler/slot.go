@@ -31,10 +31,12 @@ func (s *Scheduler) fire(j *job, t time.Time) {
 	s.attemptSlot(j, t, modeNormal)
 }
 
-// spreadDelay is this replica's delay before trying slot t of job: a hash of
-// (job, slot, replica) scaled into [0, Spread). Replicas firing in the same
-// millisecond thus arrive in a random but agreed-on order, which avoids
-// most split votes and spreads runs over replicas.
+// spreadDelay is this replica's delay before trying slot t of job:
+// Spread × u², u uniform in [0, 1) from a hash of (job, slot, replica).
+// Replicas firing in the same millisecond thus arrive in a random order,
+// which avoids most split votes and spreads runs over replicas; squaring
+// keeps the first replica's delay small (1/10 of Spread on average with
+// three replicas) while leaving the others well behind it.
 func (s *Scheduler) spreadDelay(job string, t time.Time) time.Duration {
 	if s.cfg.Spread <= 0 {
 		return 0
@@ -45,7 +47,8 @@ func (s *Scheduler) spreadDelay(job string, t time.Time) time.Duration {
 	h.Write(strconv.AppendInt(nil, t.Unix(), 10))
 	h.Write([]byte{0})
 	h.Write([]byte(s.cfg.Replica))
-	return time.Duration(h.Sum64() % uint64(s.cfg.Spread))
+	u := float64(h.Sum64()>>11) / (1 << 53) // uniform in [0, 1)
+	return time.Duration(u * u * float64(s.cfg.Spread))
 }
 
 // Errors acquire returns without asking the stores.
@@ -91,6 +94,9 @@ func (s *Scheduler) acquire(job string, key locking.Key, freshUntil, staleAfter 
 // attemptSlot tries to win slot t of j and, if it wins, runs it and ends
 // its leases.
 func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
+	if s.isStopping() {
+		return // a replica that is shutting down acquires no new slot
+	}
 	name, slot := j.name(), slotString(t)
 	freshUntil := t.Add(s.lateness)
 	if mode == modeRecover {
