@@ -22,8 +22,11 @@ const (
 	evLockLost         = "lock.lost"
 	evMisfireRecovered = "misfire.recovered"
 	// Not in the contract's table: a lease could not be ended cleanly (it
-	// then expires after its TTL).
+	// then expires after its TTL); the misfire policy looking at a slot;
+	// a schedule that has no slot left.
 	evLockReleaseFailed = "lock.release_failed"
+	evMisfireCheck      = "misfire.check"
+	evScheduleExhausted = "schedule.exhausted"
 )
 
 // Skip reasons.

@@ -45,7 +45,7 @@ func (s *Scheduler) misfire(j *job, late lateRange, probe bool) {
 		if err != nil {
 			// Held or done: handled by a replica. No quorum: slots fire
 			// into no_quorum skips anyway. Either way nothing to report.
-			s.log.Debug("missed slot check: not taken", "job", name, "slot", slotString(late.last),
+			s.log.Debug("missed slot check: not taken", "event", evMisfireCheck, "job", name, "slot", slotString(late.last),
 				"error", err.Error())
 			return
 		}
@@ -115,7 +115,7 @@ func (s *Scheduler) startupCheck(j *job, start time.Time) {
 	// Read the record now, before this replica's own runs move it.
 	rec, err := s.readRecord(name)
 	if err != nil {
-		s.log.Debug("missed slot check: record unreadable", "job", name, "error", err.Error())
+		s.log.Debug("missed slot check: record unreadable", "event", evMisfireCheck, "job", name, "error", err.Error())
 		return
 	}
 	if rec == 0 {

@@ -427,6 +427,6 @@ func (s *Scheduler) fireDue(j *job, now time.Time) {
 		s.spawn(func() { s.misfire(j, late, false) })
 	}
 	if j.next.IsZero() {
-		s.log.Warn("job has no more slots", "job", j.name(), "schedule", j.spec.Spec)
+		s.log.Warn("job has no more slots", "event", evScheduleExhausted, "job", j.name(), "schedule", j.spec.Spec)
 	}
 }

@@ -117,7 +117,7 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 		if s.clock.Now().Add(wait).Sub(t) > j.spec.Misfire.Deadline {
 			break
 		}
-		s.log.Debug("missed slot held; trying again", "job", name, "slot", slot,
+		s.log.Debug("missed slot held; trying again", "event", evMisfireCheck, "job", name, "slot", slot,
 			"error", err.Error(), "retry_in", wait.String())
 		if !s.sleep(wait, s.stopping) {
 			return
