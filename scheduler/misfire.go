@@ -21,8 +21,8 @@ import (
 //
 // skip logs the missed slots once, as slot.skipped reason late. run_once
 // runs the latest one if it is within the deadline and no replica handled
-// it: its done marker (or lock) is checked by acquiring the slot lock, and
-// once the marker may have expired, the job's record too.
+// it: its done marker (or lock), which for run_once jobs lives past the
+// deadline, is checked by acquiring the slot lock.
 
 // misfire applies j's misfire policy to the slots in late. probe is set for
 // slots found at start: then the skip policy first checks, by taking the
@@ -49,7 +49,7 @@ func (s *Scheduler) misfire(j *job, late lateRange, probe bool) {
 				"error", err.Error())
 			return
 		}
-		s.endLease(name, slotString(late.last), lease, s.doneTTL, reasonLate)
+		s.endLease(name, slotString(late.last), lease, j.doneTTL, reasonLate)
 		s.recordHandled(j, late.last)
 	}
 	note := "misfire policy skip"
@@ -73,7 +73,7 @@ func (s *Scheduler) logLate(job string, late lateRange, note string) {
 // recover runs missed slot t of j under run_once, unless it is past the
 // deadline or some replica handled it.
 func (s *Scheduler) recover(j *job, t time.Time) {
-	name, slot := j.name(), slotString(t)
+	name := j.name()
 	// Decide only once every replica that could fire t normally has tried
 	// (clocks up to MaxClockSkew behind, up to Lateness late): a slot this
 	// replica missed may well be run by a replica with a slower clock, and
@@ -87,21 +87,11 @@ func (s *Scheduler) recover(j *job, t time.Time) {
 		s.logLate(name, lateRange{first: t, last: t, count: 1}, "older than the misfire deadline")
 		return
 	}
-	// While a handled slot's lock or done marker surely still exists, the
-	// slot lock alone decides. Past that, the record says whether this slot,
-	// or a later one, was handled.
-	if age >= s.doneTTL-s.cfg.MaxClockSkew-acquireSlack {
-		rec, err := s.readRecord(name)
-		if err != nil {
-			s.skipped(name, slot, reasonNoQuorum, 1, "error", err.Error())
-			s.noteOutage(j, t)
-			return
-		}
-		if rec >= t.Unix() {
-			s.skipped(name, slot, reasonDone, 1, "note", "record: this or a later slot was handled")
-			return
-		}
-	}
+	// The slot lock decides: a replica that handled t left its lock or a
+	// done marker, and under run_once the marker outlives the deadline
+	// (job.doneTTL). The job's record is no help here: it holds only the
+	// latest handled slot, which this replica's own runs after t move past
+	// t.
 	s.attemptSlot(j, t, modeRecover)
 }
 

@@ -45,7 +45,7 @@ type cluster struct {
 	replicas []*replica
 }
 
-func startCluster(t *testing.T, mkSpec func() JobSpec, tweak func(*Config)) *cluster {
+func startCluster(t *testing.T, mkSpecs func() []JobSpec, tweak func(*Config)) *cluster {
 	t.Helper()
 	c := &cluster{nodes: redistest.Start(t, 3), sink: &logSink{}}
 	for i, off := range itOffsets {
@@ -58,7 +58,7 @@ func startCluster(t *testing.T, mkSpec func() JobSpec, tweak func(*Config)) *clu
 		}
 		cfg := Config{Replica: name, Locker: l, Clock: clock, Logger: c.sink.logger(name),
 			MaxClockSkew: itSkew, LockTTL: 10 * time.Second, ShutdownGrace: 5 * time.Second,
-			Jobs: []JobSpec{mkSpec()}}
+			Jobs: mkSpecs()}
 		if tweak != nil {
 			tweak(&cfg)
 		}
@@ -135,7 +135,7 @@ func TestRedisSixtySlotsExactlyOnce(t *testing.T) {
 	}
 	t.Parallel()
 	job := &ledger{d: 50 * time.Millisecond}
-	c := startCluster(t, func() JobSpec { return everySecond(t, "sixty", job) }, nil)
+	c := startCluster(t, func() []JobSpec { return []JobSpec{everySecond(t, "sixty", job)} }, nil)
 	begin := time.Now()
 	time.Sleep(63 * time.Second)
 	c.stopAll()
@@ -204,7 +204,7 @@ func TestRedisOverlapForbid(t *testing.T) {
 	}
 	t.Parallel()
 	job := &ledger{d: 2500 * time.Millisecond}
-	c := startCluster(t, func() JobSpec { return everySecond(t, "long", job) }, nil)
+	c := startCluster(t, func() []JobSpec { return []JobSpec{everySecond(t, "long", job)} }, nil)
 	time.Sleep(20 * time.Second)
 	c.stopAll()
 	runs := job.all()
@@ -244,20 +244,20 @@ func TestRedisQuorumLost(t *testing.T) {
 		t.Skip("real time")
 	}
 	t.Parallel()
-	for _, policy := range []MisfirePolicy{MisfireSkip, MisfireRunOnce} {
-		t.Run(string(policy), func(t *testing.T) {
-			t.Parallel()
-			quorumLost(t, policy)
-		})
+	// One job per misfire policy, in the same cluster and outage.
+	policies := []MisfirePolicy{MisfireSkip, MisfireRunOnce}
+	ledgers := map[MisfirePolicy]*ledger{}
+	for _, p := range policies {
+		ledgers[p] = &ledger{d: 100 * time.Millisecond}
 	}
-}
-
-func quorumLost(t *testing.T, policy MisfirePolicy) {
-	job := &ledger{d: 100 * time.Millisecond}
-	c := startCluster(t, func() JobSpec {
-		spec := everySecond(t, "outage", job)
-		spec.Misfire = Misfire{Policy: policy, Deadline: time.Minute}
-		return spec
+	c := startCluster(t, func() []JobSpec {
+		var specs []JobSpec
+		for _, p := range policies {
+			spec := everySecond(t, "outage-"+string(p), ledgers[p])
+			spec.Misfire = Misfire{Policy: p, Deadline: time.Minute}
+			specs = append(specs, spec)
+		}
+		return specs
 	}, nil)
 	time.Sleep(4 * time.Second)
 	pausedAt := time.Now()
@@ -279,15 +279,22 @@ func quorumLost(t *testing.T, policy MisfirePolicy) {
 	time.Sleep(15 * time.Second)
 	c.stopAll()
 
-	runs := job.all()
-	counts := perSlot(runs)
+	evs := c.sink.events(t)
+	for _, p := range policies {
+		t.Run(string(p), func(t *testing.T) {
+			checkOutage(t, c, evs, "outage-"+string(p), p, ledgers[p], pausedAt, resumedAt)
+		})
+	}
+}
+
+func checkOutage(t *testing.T, c *cluster, evs []event, job string, policy MisfirePolicy, l *ledger, pausedAt, resumedAt time.Time) {
+	counts := perSlot(l.all())
 	for sl, k := range counts {
 		if k > 1 {
 			t.Errorf("slot %s ran %d times", slotString(time.Unix(sl, 0)), k)
 		}
 	}
-	evs := c.sink.events(t)
-	nq := where(evs, "slot.skipped", "reason", "no_quorum")
+	nq := where(evs, "slot.skipped", "reason", "no_quorum", "job", job)
 	if len(nq) < 6 {
 		t.Errorf("%d no_quorum skips for a 5s outage", len(nq))
 	}
@@ -303,10 +310,8 @@ func quorumLost(t *testing.T, policy MisfirePolicy) {
 				resumedAt.UTC().Format(time.RFC3339Nano))
 		}
 	}
-	// Slots whose every firing (real times T-1.6s .. T+1.6s) fell inside
-	// the outage did not run.
 	fast := itSkew * 8 / 10
-	recovered := where(evs, "misfire.recovered")
+	recovered := where(evs, "misfire.recovered", "job", job)
 	if policy == MisfireSkip && len(recovered) != 0 {
 		t.Errorf("misfire.recovered under skip: %v", recovered)
 	}
@@ -325,10 +330,13 @@ func quorumLost(t *testing.T, policy MisfirePolicy) {
 		}
 		delete(counts, sl.Unix())
 	}
+	// Slots whose every firing (real times T-1.6s .. T+1.6s) fell inside
+	// the outage did not run.
 	for sl := pausedAt.Add(fast).Truncate(time.Second).Add(time.Second); sl.Add(fast + 300*time.Millisecond).Before(resumedAt); sl = sl.Add(time.Second) {
 		if counts[sl.Unix()] != 0 {
 			c.sink.dump(t)
-			t.Fatalf("slot %s ran during the outage (paused at %s, resumed at %s)", slotString(sl), pausedAt.UTC().Format(time.RFC3339Nano), resumedAt.UTC().Format(time.RFC3339Nano))
+			t.Fatalf("slot %s ran during the outage (paused at %s, resumed at %s)", slotString(sl),
+				pausedAt.UTC().Format(time.RFC3339Nano), resumedAt.UTC().Format(time.RFC3339Nano))
 		}
 	}
 }
@@ -344,8 +352,8 @@ func TestRedisShutdownDuringRun(t *testing.T) {
 	t.Parallel()
 	job := &ledger{d: 1500 * time.Millisecond}
 	sched, _ := ParseSchedule("*/3 * * * * *", time.UTC)
-	c := startCluster(t, func() JobSpec {
-		return JobSpec{Name: "handover", Schedule: sched, Job: job, Enabled: true}
+	c := startCluster(t, func() []JobSpec {
+		return []JobSpec{{Name: "handover", Schedule: sched, Job: job, Enabled: true}}
 	}, nil)
 	// Wait until a run is going on, then stop the replica running it.
 	var victim record

@@ -110,6 +110,11 @@ type job struct {
 	due     time.Time // when to fire it: next + this replica's spread delay
 	heapIdx int
 
+	// doneTTL is how long this job's done markers live: the scheduler's
+	// DoneTTL, or, under run_once, long enough that the marker still stands
+	// when a missed slot is judged at any age up to misfire.deadline.
+	doneTTL time.Duration
+
 	mu     sync.Mutex
 	missed time.Time // latest slot skipped for no_quorum, awaiting run_once recovery
 	// The "last handled slot" record: the latest slot this replica handled,
@@ -152,7 +157,13 @@ func New(cfg Config) (*Scheduler, error) {
 		if _, dup := s.jobs[spec.Name]; dup {
 			return nil, fmt.Errorf("scheduler: job %q configured twice", spec.Name)
 		}
-		j := &job{spec: spec}
+		j := &job{spec: spec, doneTTL: s.doneTTL}
+		if spec.Misfire.Policy == MisfireRunOnce {
+			// recover judges a missed slot at most Deadline after it, by
+			// its slot lock alone: a handled slot's marker must outlive
+			// that, measured from the earliest a run can end.
+			j.doneTTL = max(s.doneTTL, spec.Misfire.Deadline+s.recoverAfter()+c.MaxClockSkew+acquireSlack+time.Second)
+		}
 		s.jobs[spec.Name] = j
 		s.order = append(s.order, j)
 	}

@@ -139,7 +139,7 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 		if late := s.clock.Now().Sub(t); late > s.lateness+acquireSlack {
 			// Won, but so late that the slot's done marker might already
 			// have expired: the win proves nothing. Let the misfire policy,
-			// which checks the record, decide.
+			// which checks the slot's marker, decide.
 			s.endLease(name, slot, lease, 0, "")
 			s.misfire(j, lateRange{first: t, last: t, count: 1}, false)
 			return
@@ -152,7 +152,7 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 		if err != nil {
 			if errors.Is(err, locking.ErrNotAcquired) {
 				s.skipped(name, slot, reasonOverlap, 1, heldAttrs(err)...)
-				s.endLease(name, slot, lease, s.doneTTL, reasonOverlap)
+				s.endLease(name, slot, lease, j.doneTTL, reasonOverlap)
 				s.recordHandled(j, t)
 				return
 			}
@@ -173,7 +173,7 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 	if jobLease != nil {
 		s.endLease(name, slot, jobLease, 0, "")
 	}
-	s.endLease(name, slot, lease, s.doneTTL, outcome)
+	s.endLease(name, slot, lease, j.doneTTL, outcome)
 	s.recordHandled(j, t)
 }
 
