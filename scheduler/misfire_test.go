@@ -347,3 +347,56 @@ func TestRecoverWaitsOutGhostLock(t *testing.T) {
 		}
 	})
 }
+
+// TestStartupRunOnceFrequentJob: after a total outage, a job that fires
+// every second runs its regular slots at once, and each handled slot moves
+// the job's record past the missed one before the recovery is judged
+// (recoverAfter, 4.5 s here). With a short lock.ttl the ordinary done
+// marker (6 s) would not outlive that wait plus the skew, yet the latest
+// missed slot must still run once: the decision rests on the slot's own
+// marker, kept past the deadline for run_once jobs, not on the record
+// (regression: it used to be skipped as "done").
+func TestStartupRunOnceFrequentJob(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		start := time.Now()
+		if err := e.locker.AdvanceRecord(context.Background(), lastKey("tick"), start.Unix()-30); err != nil {
+			t.Fatal(err)
+		}
+		rec := &recorder{d: 100 * time.Millisecond, now: time.Now}
+		spec := everySecond(t, "tick", rec)
+		spec.Overlap = OverlapAllow
+		spec.Misfire = Misfire{Policy: MisfireRunOnce, Deadline: time.Minute}
+		var stops []func()
+		for i := range 3 {
+			s, err := New(Config{
+				Replica: fmt.Sprintf("r%d", i), Locker: e.locker, Clock: locking.SystemClock(0),
+				Logger: e.sink.logger(fmt.Sprintf("r%d", i)), LockTTL: 3 * time.Second,
+				MaxClockSkew: time.Second, ShutdownGrace: time.Second, Jobs: []JobSpec{spec},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			stops = append(stops, running(t, s))
+		}
+		time.Sleep(8*time.Second + 500*time.Millisecond)
+		for _, stop := range stops {
+			stop()
+		}
+		evs := e.sink.events(t)
+		recovered := where(evs, "misfire.recovered")
+		if len(recovered) != 1 || recovered[0].str("slot") != slotAt(0) {
+			e.sink.dump(t)
+			t.Fatalf("misfire.recovered: %v, want one for %s", recovered, slotAt(0))
+		}
+		count := map[string]int{}
+		for _, r := range rec.all() {
+			count[slotString(r.Run.Slot)]++
+		}
+		for sec := 0; sec <= 8; sec++ {
+			if count[slotAt(sec)] != 1 {
+				t.Errorf("slot %s ran %d times, want 1", slotAt(sec), count[slotAt(sec)])
+			}
+		}
+	})
+}
