@@ -73,7 +73,7 @@ type Metrics interface {
 	RunFinished(job, outcome string, d time.Duration)   // outcome: succeeded | failed | canceled
 	StartDelay(job string, d time.Duration)             // actual start - nominal slot (scheduled and recovered runs)
 	LockAcquire(job string, d time.Duration, err error) // latency of each Acquire, with its result
-	LeaseLost(job string)                               // a lease of a running run was lost
+	LeaseLost(job string)                               // a run lost its lease(s): once per run, like lock.lost
 }
 
 // Config configures a Scheduler. Locker and Jobs are required; the zero

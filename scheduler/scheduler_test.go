@@ -405,16 +405,19 @@ func TestLockLost(t *testing.T) {
 		}
 		stop()
 		evs := e.sink.events(t)
+		// Both leases (slot lock and job lease) expired, but lock.lost is
+		// one line per run, naming the first lost lease's key.
 		lost := where(evs, "lock.lost")
-		if len(lost) == 0 || lost[0].str("level") != "ERROR" || lost[0].str("run_id") != runs[0].Run.RunID {
-			t.Errorf("lock.lost: %v", lost)
+		if len(lost) != 1 || lost[0].str("level") != "ERROR" || lost[0].str("run_id") != runs[0].Run.RunID ||
+			lost[0].str("key") == "" {
+			t.Errorf("lock.lost: want one line for the run, got %v", lost)
 		}
 		c := where(evs, "run.canceled")
 		if len(c) != 1 || c[0].str("reason") != "lock_lost" {
 			t.Errorf("run.canceled: %v", c)
 		}
-		if e.metrics.lost == 0 {
-			t.Errorf("LeaseLost not called")
+		if e.metrics.lost != 1 {
+			t.Errorf("LeaseLost called %d times, want once per lost run", e.metrics.lost)
 		}
 	})
 }

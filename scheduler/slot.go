@@ -379,14 +379,24 @@ func (s *Scheduler) execute(r runSpec) (outcome string, runErr error) {
 		attempt++
 	}
 	dur := s.clock.Now().Sub(started)
+	// One lock.lost line per run, however many of its leases were lost
+	// (typically the slot lock and the job lease expire together): key
+	// names the first, lost_keys all of them when more than one.
+	var lostKeys []string
 	for _, l := range r.leases {
 		select {
 		case <-l.Lost():
-			s.metrics.LeaseLost(name)
-			log.Error("lease lost: could not renew it on a majority before it expired", "event", evLockLost,
-				"key", l.Key().Name, "attempt", attempt)
+			lostKeys = append(lostKeys, l.Key().Name)
 		default:
 		}
+	}
+	if len(lostKeys) > 0 {
+		s.metrics.LeaseLost(name)
+		attrs := []any{"event", evLockLost, "key", lostKeys[0], "attempt", attempt}
+		if len(lostKeys) > 1 {
+			attrs = append(attrs, "lost_keys", lostKeys)
+		}
+		log.Error("lease lost: could not renew it on a majority before it expired", attrs...)
 	}
 	switch outcome {
 	case outcomeSucceeded:
