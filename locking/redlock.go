@@ -525,18 +525,21 @@ func parseAcquire(v any, err error) acqReply {
 // answered the acquire round, and needs a majority to succeed.
 func (r *redlock) writeFence(ctx context.Context, key Key, fenceKey string, token uint64, replies []acqReply) error {
 	mask := make([]bool, len(r.nodes))
+	errs := make([]error, len(r.nodes))
 	for i, rep := range replies {
 		mask[i] = rep.err == nil
+		errs[i] = rep.err
 	}
-	errs := make([]error, len(r.nodes))
-	for i := range errs {
-		if !mask[i] {
-			errs[i] = replies[i].err
-		}
-	}
+	return r.maxSet(ctx, "acquire", key, fenceKey, token, mask, errs)
+}
+
+// maxSet raises redisKey to at least v on the masked nodes (all when mask
+// is nil) and needs a majority to succeed. errs holds the failures known
+// beforehand for unmasked nodes; it is filled in for the others.
+func (r *redlock) maxSet(ctx context.Context, op string, key Key, redisKey string, v any, mask []bool, errs []error) error {
 	var ok atomic.Int32
-	keys := []string{fenceKey}
-	args := []any{token}
+	keys := []string{redisKey}
+	args := []any{v}
 	r.fanout(ctx, mask, func(nctx context.Context, i int, n *redisNode) {
 		_, err := n.run(nctx, maxsetScript, keys, args...)
 		r.observe(ctx, n, err)
@@ -546,11 +549,11 @@ func (r *redlock) writeFence(ctx context.Context, key Key, fenceKey string, toke
 		}
 		ok.Add(1)
 	})
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	if got := int(ok.Load()); got < r.quorum {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		return &QuorumError{Op: "acquire", Key: key, Need: r.quorum, Got: got, Err: r.nodeErrs(errs)}
+		return &QuorumError{Op: op, Key: key, Need: r.quorum, Got: got, Err: r.nodeErrs(errs)}
 	}
 	return nil
 }
@@ -622,26 +625,7 @@ func (r *redlock) advanceRecord(ctx context.Context, key Key, v int64) error {
 }
 
 func (r *redlock) maxAssign(ctx context.Context, key Key, v int64, mask []bool) error {
-	keys := []string{r.key(key)}
-	errs := make([]error, len(r.nodes))
-	var ok atomic.Int32
-	args := []any{v}
-	r.fanout(ctx, mask, func(nctx context.Context, i int, n *redisNode) {
-		_, err := n.run(nctx, maxsetScript, keys, args...)
-		r.observe(ctx, n, err)
-		if err != nil {
-			errs[i] = err
-			return
-		}
-		ok.Add(1)
-	})
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if got := int(ok.Load()); got < r.quorum {
-		return &QuorumError{Op: "record", Key: key, Need: r.quorum, Got: got, Err: r.nodeErrs(errs)}
-	}
-	return nil
+	return r.maxSet(ctx, "record", key, r.key(key), v, mask, make([]error, len(r.nodes)))
 }
 
 func (r *redlock) readRecord(ctx context.Context, key Key) (int64, error) {
