@@ -158,11 +158,14 @@ func (c *jumpClock) NewTimer(d time.Duration) locking.Timer {
 func (c *jumpClock) jump(d time.Duration) { c.offset.Add(int64(d)) }
 
 // faultyLocker wraps a Locker: while down, every call fails with a
-// *QuorumError; split makes the next n Acquires fail with a split vote.
+// *QuorumError; split makes the next n Acquires fail with a split vote,
+// blip the next n with a *QuorumError (a node down and another stalled
+// past op_timeout for a moment).
 type faultyLocker struct {
 	locking.Locker
 	down     atomic.Bool
 	split    atomic.Int32
+	blip     atomic.Int32
 	acquires atomic.Int64
 }
 
@@ -174,6 +177,9 @@ func (f *faultyLocker) quorumErr(op string, key locking.Key) error {
 func (f *faultyLocker) Acquire(ctx context.Context, key locking.Key, ttl time.Duration) (*locking.Lease, error) {
 	f.acquires.Add(1)
 	if f.down.Load() {
+		return nil, f.quorumErr("acquire", key)
+	}
+	if f.blip.Add(-1) >= 0 {
 		return nil, f.quorumErr("acquire", key)
 	}
 	if f.split.Add(-1) >= 0 {

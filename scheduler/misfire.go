@@ -41,7 +41,8 @@ func (s *Scheduler) misfire(j *job, late lateRange, probe bool) {
 		return
 	}
 	if probe {
-		lease, err := s.acquire(name, slotKey(name, late.last), s.clock.Now().Add(time.Second), time.Time{})
+		until := s.clock.Now().Add(time.Second)
+		lease, err := s.acquire(name, slotKey(name, late.last), retryPolicy{splitUntil: until, quorumUntil: until})
 		if err != nil {
 			// Held or done: handled by a replica. No quorum: slots fire
 			// into no_quorum skips anyway. Either way nothing to report.

@@ -199,10 +199,11 @@ func TestStartupMissedRunOnce(t *testing.T) {
 	})
 }
 
-// TestQuorumOutage: while the stores have no majority every slot is
-// skipped with no_quorum (warn) and nothing runs; when they answer again
-// slots run from the next one, and under run_once the latest missed slot
-// is recovered once.
+// TestQuorumOutage: while the stores have no majority nothing runs; a slot
+// is retried while it is fresh (slot + lateness bound, 3s here) and skipped
+// with no_quorum (warn) when its freshness ran out in the outage; slots
+// still fresh when the stores answer again run then, once; under run_once
+// the latest slot skipped with no_quorum is recovered once.
 func TestQuorumOutage(t *testing.T) {
 	for _, policy := range []MisfirePolicy{MisfireSkip, MisfireRunOnce} {
 		t.Run(string(policy), func(t *testing.T) {
@@ -219,7 +220,7 @@ func TestQuorumOutage(t *testing.T) {
 				}
 				time.Sleep(3500 * time.Millisecond)
 				f.down.Store(true)
-				time.Sleep(5 * time.Second) // slots 4..8 fall in the outage
+				time.Sleep(5 * time.Second) // slots 4..8 fire in the outage; 4 and 5 run out of freshness in it
 				f.down.Store(false)
 				time.Sleep(8 * time.Second) // a recovery waits 6.5s after its slot
 				for _, stop := range stops {
@@ -231,9 +232,20 @@ func TestQuorumOutage(t *testing.T) {
 				}
 				for sec := 1; sec <= 16; sec++ {
 					want := 1
-					if sec >= 4 && sec <= 8 {
+					if sec >= 6 && sec <= 8 {
+						// Fresh when the quorum came back at 8.5s: their
+						// slot locks are all won then; under overlap
+						// forbid one takes the job lease, the others
+						// find it held (overlap).
+						if per[sec] > 1 || (per[sec] == 0 && len(where(e.sink.events(t), "slot.skipped", "reason", "overlap", "slot", slotAt(sec))) == 0) {
+							e.sink.dump(t)
+							t.Fatalf("slot %d ran %d times and was not skipped for overlap", sec, per[sec])
+						}
+						continue
+					}
+					if sec == 4 || sec == 5 {
 						want = 0
-						if policy == MisfireRunOnce && sec == 8 {
+						if policy == MisfireRunOnce && sec == 5 {
 							want = 1
 						}
 					}
@@ -245,12 +257,26 @@ func TestQuorumOutage(t *testing.T) {
 				evs := e.sink.events(t)
 				for sec := 4; sec <= 8; sec++ {
 					nq := where(evs, "slot.skipped", "reason", "no_quorum", "slot", slotAt(sec))
+					if sec >= 6 {
+						if len(nq) != 0 {
+							t.Errorf("slot %d was fresh when the quorum came back: no_quorum lines %v", sec, nq)
+						}
+						continue
+					}
 					if len(nq) != 3 || nq[0].str("level") != "WARN" || nq[0].str("error") == "" {
 						t.Errorf("slot %d: no_quorum lines %v", sec, nq)
 					}
 				}
+				for _, r := range rec.all() {
+					sec := r.Run.Slot.Unix() - bubbleStart.Unix()
+					// During a known outage retries come every probeEvery
+					// (plus up to a quarter of jitter).
+					if sec >= 6 && sec <= 8 && r.Start.Sub(bubbleStart) > 8500*time.Millisecond+probeEvery*5/4+50*time.Millisecond {
+						t.Errorf("slot %d started at %v, want as soon as the quorum was back (8.5s) and a retry came", sec, r.Start.Sub(bubbleStart))
+					}
+				}
 				rc := where(evs, "misfire.recovered")
-				if policy == MisfireRunOnce && (len(rc) != 1 || rc[0].str("slot") != slotAt(8)) {
+				if policy == MisfireRunOnce && (len(rc) != 1 || rc[0].str("slot") != slotAt(5)) {
 					t.Errorf("misfire.recovered: %v", rc)
 				}
 				if policy == MisfireSkip && len(rc) != 0 {
@@ -320,8 +346,10 @@ func TestRecoverWaitsOutGhostLock(t *testing.T) {
 		time.Sleep(3500 * time.Millisecond)
 		f.down.Store(true)
 		time.Sleep(5 * time.Second)
-		// The ghost: slot 8 held for 10s by a lease nobody keeps or ends.
-		if _, err := inner.Acquire(context.Background(), slotKey("job", bubbleStart.Add(8*time.Second)), 10*time.Second); err != nil {
+		// The ghost: slot 5 — the latest whose freshness ran out in the
+		// outage (slots 6..8 are still fresh at 8.5s and run then) — held
+		// for 10s by a lease nobody keeps or ends.
+		if _, err := inner.Acquire(context.Background(), slotKey("job", bubbleStart.Add(5*time.Second)), 10*time.Second); err != nil {
 			t.Fatal(err)
 		}
 		f.down.Store(false)
@@ -329,7 +357,7 @@ func TestRecoverWaitsOutGhostLock(t *testing.T) {
 		stop()
 		evs := e.sink.events(t)
 		rc := where(evs, "misfire.recovered")
-		if len(rc) != 1 || rc[0].str("slot") != slotAt(8) {
+		if len(rc) != 1 || rc[0].str("slot") != slotAt(5) {
 			e.sink.dump(t)
 			t.Fatalf("misfire.recovered: %v", rc)
 		}
@@ -338,12 +366,12 @@ func TestRecoverWaitsOutGhostLock(t *testing.T) {
 		}
 		n := 0
 		for _, r := range rec.all() {
-			if r.Run.Slot.Equal(bubbleStart.Add(8 * time.Second)) {
+			if r.Run.Slot.Equal(bubbleStart.Add(5 * time.Second)) {
 				n++
 			}
 		}
 		if n != 1 {
-			t.Errorf("slot 8 ran %d times", n)
+			t.Errorf("slot 5 ran %d times", n)
 		}
 	})
 }

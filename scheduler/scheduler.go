@@ -11,7 +11,9 @@
 //     replica) it acquires the slot lock <J>/slot:<unix T>; with overlap
 //     forbid also the job lease <J>/run. Losing gives slot.skipped with
 //     reason held, done, overlap or no_quorum. A split vote (nobody got a
-//     majority) is retried after a few random milliseconds while T is fresh.
+//     majority) is retried after a few random milliseconds, a missing
+//     majority (ErrNoQuorum) after a short growing backoff, while T is
+//     fresh; no_quorum is logged only once T's freshness ran out.
 //  3. The winner runs the plugin under a context bound to its leases (kept
 //     alive by the watchdog), the job's timeout and the replica's shutdown,
 //     retrying failed attempts with exponential backoff.

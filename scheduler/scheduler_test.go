@@ -573,6 +573,80 @@ func TestSplitVoteRetried(t *testing.T) {
 	})
 }
 
+// TestTransientNoQuorumRetried: an Acquire that fails for lack of a
+// majority (one node down, another stalled for a moment) is retried after
+// a short backoff while the slot is fresh: the slot runs once, a little
+// late, and nothing is logged as skipped (e2e-2).
+func TestTransientNoQuorumRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		f := &faultyLocker{Locker: e.locker}
+		e.locker = f
+		rec := &recorder{now: time.Now}
+		s := e.scheduler("r1", nil, everySecond(t, "job", rec))
+		stop := running(t, s)
+		time.Sleep(500 * time.Millisecond)
+		f.blip.Store(3)
+		time.Sleep(time.Second)
+		stop()
+		runs := rec.all()
+		if len(runs) != 1 || !runs[0].Run.Slot.Equal(bubbleStart.Add(time.Second)) {
+			e.sink.dump(t)
+			t.Fatalf("runs: %+v", runs)
+		}
+		// Three failures: backoffs of 20-30, 40-60 and 80-120 ms.
+		if d := runs[0].Start.Sub(runs[0].Run.Slot); d < 140*time.Millisecond || d > 220*time.Millisecond {
+			t.Errorf("start delay %v after 3 quorum failures", d)
+		}
+		if sk := where(e.sink.events(t), "slot.skipped"); len(sk) != 0 {
+			t.Errorf("skips: %v", sk)
+		}
+	})
+}
+
+// TestNoQuorumLoggedWhenFreshnessRunsOut: while no majority answers, a slot
+// is retried until its freshness (slot + lateness bound) runs out and only
+// then logged as no_quorum; shutdown ends the retries at once.
+func TestNoQuorumLoggedWhenFreshnessRunsOut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		f := &faultyLocker{Locker: e.locker}
+		e.locker = f
+		rec := &recorder{now: time.Now}
+		s := e.scheduler("r1", nil, everySecond(t, "job", rec))
+		stop := running(t, s)
+		time.Sleep(500 * time.Millisecond)
+		f.down.Store(true)
+		time.Sleep(3200 * time.Millisecond) // at 3.7s slot 1 is still fresh (until 4s); slots 2..4 retry beyond 4.2s
+		nq := where(e.sink.events(t), "slot.skipped", "reason", "no_quorum")
+		if len(nq) != 0 {
+			t.Fatalf("no_quorum logged while slot 1 is fresh: %v", nq)
+		}
+		time.Sleep(500 * time.Millisecond)
+		nq = where(e.sink.events(t), "slot.skipped", "reason", "no_quorum")
+		if len(nq) != 1 || nq[0].str("slot") != slotAt(1) || nq[0].str("level") != "WARN" || nq[0].str("error") == "" {
+			stop()
+			e.sink.dump(t)
+			t.Fatalf("no_quorum lines: %v", nq)
+		}
+		at, _ := time.Parse(time.RFC3339Nano, nq[0].str("time"))
+		if lo, hi := bubbleStart.Add(time.Second+s.Lateness()-300*time.Millisecond), bubbleStart.Add(time.Second+s.Lateness()); at.Before(lo) || !at.Before(hi) {
+			t.Errorf("no_quorum for slot 1 logged at %v, want just before its freshness ends (%v)", at, hi)
+		}
+		began := time.Now()
+		stop()
+		if d := time.Since(began); d != 0 {
+			t.Errorf("Run returned %v after its ctx ended; quorum retries must stop at once", d)
+		}
+		if len(rec.all()) != 0 {
+			t.Errorf("ran without a quorum")
+		}
+		if n := len(where(e.sink.events(t), "slot.skipped", "reason", "no_quorum")); n != 1 {
+			t.Errorf("%d no_quorum lines; slots whose retries shutdown ended are not logged", n)
+		}
+	})
+}
+
 // TestDisabledJobNeverFires, but can be triggered.
 func TestDisabledJobNeverFires(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

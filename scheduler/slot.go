@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
 	"strconv"
@@ -57,20 +58,46 @@ var (
 	errStopping = errors.New("scheduler: shutting down")
 )
 
-// acquire takes key, retrying a split vote (no replica reached a majority
-// because they all tried at once) after a few random milliseconds until
-// freshUntil. With a non-zero staleAfter (a normal firing) it does not ask
-// the stores once the clock passed it, or once the scheduler is stopping:
-// when many slots queue for the lock calls (MaxInFlight), an overloaded
-// replica sheds the ones that turned late instead of acquiring and then
-// dropping them.
-func (s *Scheduler) acquire(job string, key locking.Key, freshUntil, staleAfter time.Time) (*locking.Lease, error) {
+// retryPolicy says how long acquire keeps trying a key.
+type retryPolicy struct {
+	// splitUntil: retry a split vote (no replica reached a majority because
+	// they all tried at once) after a few random milliseconds until then.
+	splitUntil time.Time
+	// quorumUntil: retry a missing majority (locking.ErrNoQuorum: nodes
+	// down, or a healthy node stalled past op_timeout) after a short,
+	// growing, jittered backoff until then — the slot's freshness: a node
+	// that answers again 100 ms later must not cost the slot.
+	quorumUntil time.Time
+	// staleAfter (normal firings): do not ask the stores once the clock
+	// passed it, or once the scheduler is stopping: when many slots queue
+	// for the lock calls (MaxInFlight), an overloaded replica sheds the
+	// ones that turned late instead of acquiring and then dropping them.
+	staleAfter time.Time
+}
+
+// Quorum retry backoff: quorumBackoffMin doubling up to quorumBackoffMax,
+// plus up to half of it in jitter (so replicas do not retry in step).
+// While an outage is known (a slot already ran out of freshness), retries
+// wait probeEvery instead: the stores are not hammered by every slot of
+// every job for the length of the outage.
+const (
+	quorumBackoffMin = 20 * time.Millisecond
+	quorumBackoffMax = 80 * time.Millisecond
+)
+
+// acquire takes key under policy p. A retry that would start after its
+// deadline is not made: the last error is returned. Shutdown aborts a
+// retry wait: the error then wraps both errStopping and the last error.
+// The in-flight slot (MaxInFlight) is held only during each Acquire call,
+// never while waiting to retry.
+func (s *Scheduler) acquire(job string, key locking.Key, p retryPolicy) (*locking.Lease, error) {
+	quorumWait := quorumBackoffMin
 	for {
 		s.inflight <- struct{}{}
 		start := s.clock.Now()
-		if !staleAfter.IsZero() {
+		if !p.staleAfter.IsZero() {
 			var err error
-			if start.After(staleAfter) {
+			if start.After(p.staleAfter) {
 				err = errStale
 			} else if s.isStopping() {
 				err = errStopping
@@ -84,10 +111,28 @@ func (s *Scheduler) acquire(job string, key locking.Key, freshUntil, staleAfter 
 		now := s.clock.Now()
 		<-s.inflight
 		s.metrics.LockAcquire(job, now.Sub(start), err)
-		if err == nil || !isSplitVote(err) || !now.Before(freshUntil) {
-			return l, err
+		var wait time.Duration
+		var until time.Time
+		switch {
+		case err == nil:
+			return l, nil
+		case isSplitVote(err):
+			wait, until = time.Millisecond+rand.N(4*time.Millisecond), p.splitUntil
+		case errors.Is(err, locking.ErrNoQuorum):
+			wait, until = quorumWait+rand.N(quorumWait/2+1), p.quorumUntil
+			if s.outage.down.Load() {
+				wait = probeEvery + rand.N(probeEvery/4)
+			}
+			quorumWait = min(2*quorumWait, quorumBackoffMax)
+		default:
+			return nil, err
 		}
-		s.sleep(time.Millisecond+rand.N(4*time.Millisecond), nil)
+		if !now.Add(wait).Before(until) {
+			return nil, err
+		}
+		if !s.sleep(wait, s.stopping) {
+			return nil, fmt.Errorf("%w: %w", errStopping, err)
+		}
 	}
 }
 
@@ -106,7 +151,15 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 	if mode == modeNormal {
 		staleAfter = t.Add(s.lateness)
 	}
-	lease, err := s.acquire(name, slotKey(name, t), freshUntil, staleAfter)
+	// A missing majority is retried while the slot is fresh; a recovered
+	// slot (fresh until its misfire deadline) retries it for as long as a
+	// normal firing would, and is recovered again when the quorum is back.
+	quorumUntil := freshUntil
+	if mode == modeRecover {
+		quorumUntil = minTime(freshUntil, s.clock.Now().Add(s.lateness))
+	}
+	slotPolicy := retryPolicy{splitUntil: freshUntil, quorumUntil: quorumUntil, staleAfter: staleAfter}
+	lease, err := s.acquire(name, slotKey(name, t), slotPolicy)
 	for mode == modeRecover && heldNotDone(err) {
 		// A missed slot that looks held: a replica recovering it too (its
 		// done marker follows), or a lock attempt that a frozen node
@@ -122,7 +175,7 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 		if !s.sleep(wait, s.stopping) {
 			return
 		}
-		lease, err = s.acquire(name, slotKey(name, t), freshUntil, staleAfter)
+		lease, err = s.acquire(name, slotKey(name, t), slotPolicy)
 	}
 	switch {
 	case errors.Is(err, errStopping):
@@ -148,7 +201,7 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 	var jobLease *locking.Lease
 	if j.spec.Overlap == OverlapForbid {
 		s.flushPending(name)
-		jobLease, err = s.acquire(name, runKey(name), freshUntil, time.Time{})
+		jobLease, err = s.acquire(name, runKey(name), retryPolicy{splitUntil: freshUntil, quorumUntil: quorumUntil})
 		if err != nil {
 			if errors.Is(err, locking.ErrNotAcquired) {
 				s.skipped(name, slot, reasonOverlap, 1, heldAttrs(err)...)
@@ -175,6 +228,13 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 	}
 	s.endLease(name, slot, lease, j.doneTTL, outcome)
 	s.recordHandled(j, t)
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 // lostSlot logs why this replica does not run slot t.

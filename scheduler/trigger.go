@@ -34,7 +34,8 @@ func (s *Scheduler) Trigger(ctx context.Context, name string) error {
 	if j.spec.Overlap != OverlapForbid {
 		key = locking.Key{Family: name, Name: "manual:" + newRunID()}
 	}
-	lease, err := s.acquire(name, key, s.clock.Now().Add(time.Second), time.Time{})
+	until := s.clock.Now().Add(time.Second)
+	lease, err := s.acquire(name, key, retryPolicy{splitUntil: until, quorumUntil: until})
 	if err != nil {
 		if !isSplitVote(err) && errors.Is(err, locking.ErrNotAcquired) {
 			s.skipped(name, slotManual, reasonOverlap, 1, heldAttrs(err)...)
