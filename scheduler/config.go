@@ -90,7 +90,7 @@ type Config struct {
 
 	LockTTL       time.Duration // lease length, renewed at LockTTL/3 while a run goes on; default 30s
 	MaxClockSkew  time.Duration // largest clock difference between replicas that exactly-once survives; default 2s
-	ShutdownGrace time.Duration // running runs get this long to finish after Run's ctx ends; default 25s
+	ShutdownGrace time.Duration // running runs get this long to finish after Run's ctx ends, then are canceled and waited for up to 10s more; default 25s
 
 	// Lateness is the bound after which a firing counts as late and goes to
 	// the misfire policy. Default (and maximum) MaxClockSkew + 1s.

@@ -100,6 +100,13 @@ const (
 	// probeEvery is how often a replica that saw the quorum lost pings the
 	// stores until a majority answers again.
 	probeEvery = 250 * time.Millisecond
+	// canceledRunWait is how long Run waits, after canceling the runs still
+	// going at the end of ShutdownGrace, for them to return (and log
+	// run.canceled, end their leases). It is comfortably above the exec
+	// plugin's kill grace (5s: SIGTERM, then SIGKILL), so a job that
+	// ignores SIGTERM is killed and accounted for before Run returns. The
+	// platform's termination grace must exceed ShutdownGrace + this.
+	canceledRunWait = 10 * time.Second
 	// acquireSlack is how long after the lateness bound an Acquire may
 	// complete and still count as a normal firing (see doneTTL).
 	acquireSlack = time.Second
@@ -242,8 +249,13 @@ func (s *Scheduler) sleep(d time.Duration, abort <-chan struct{}) bool {
 // slot at once) and returns nil. A replica takes part from the first slot
 // after Run starts. Run may be called once.
 //
-// If a job ignores its canceled context, Run waits for it at most a further
-// ShutdownGrace/5 (at least 1s), logs an error and returns nil anyway.
+// Runs canceled at the end of the grace are waited for until they return
+// (an exec job's process gets SIGTERM, then SIGKILL after the plugin's kill
+// grace, 5s by default), at most canceledRunWait (10s): each then logs
+// run.canceled reason shutdown and ends its leases. The platform's
+// termination grace must therefore exceed ShutdownGrace + canceledRunWait.
+// A run that has not returned even then is left behind: Run logs an error
+// and returns nil; its leases expire after LockTTL.
 func (s *Scheduler) Run(ctx context.Context) error {
 	if !s.state.CompareAndSwap(stateNew, stateRunning) {
 		return fmt.Errorf("%w: Run called twice", ErrStopped)
@@ -270,10 +282,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	stuck := false
 	if graceOver := s.sleep(s.cfg.ShutdownGrace, idle); graceOver {
 		s.cancelRuns(ErrShutdown)
-		hard := max(s.cfg.ShutdownGrace/5, time.Second)
-		if stuck = s.sleep(hard, idle); stuck {
+		if stuck = s.sleep(canceledRunWait, idle); stuck {
 			s.log.Error("scheduler stopped while runs ignored their canceled context; their leases expire after lock.ttl",
-				"waited", (s.cfg.ShutdownGrace + hard).String())
+				"waited", (s.cfg.ShutdownGrace + canceledRunWait).String())
 		}
 	}
 	for _, j := range s.order {
