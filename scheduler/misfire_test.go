@@ -232,17 +232,9 @@ func TestQuorumOutage(t *testing.T) {
 				}
 				for sec := 1; sec <= 16; sec++ {
 					want := 1
-					if sec >= 6 && sec <= 8 {
-						// Fresh when the quorum came back at 8.5s: their
-						// slot locks are all won then; under overlap
-						// forbid one takes the job lease, the others
-						// find it held (overlap).
-						if per[sec] > 1 || (per[sec] == 0 && len(where(e.sink.events(t), "slot.skipped", "reason", "overlap", "slot", slotAt(sec))) == 0) {
-							e.sink.dump(t)
-							t.Fatalf("slot %d ran %d times and was not skipped for overlap", sec, per[sec])
-						}
-						continue
-					}
+					// Slots 6..8 were fresh when the quorum came back at
+					// 8.5s: their slot locks are all won then and, under
+					// overlap forbid, they take the job lease in turn.
 					if sec == 4 || sec == 5 {
 						want = 0
 						if policy == MisfireRunOnce && sec == 5 {
@@ -269,10 +261,10 @@ func TestQuorumOutage(t *testing.T) {
 				}
 				for _, r := range rec.all() {
 					sec := r.Run.Slot.Unix() - bubbleStart.Unix()
-					// During a known outage retries come every probeEvery
-					// (plus up to a quarter of jitter).
-					if sec >= 6 && sec <= 8 && r.Start.Sub(bubbleStart) > 8500*time.Millisecond+probeEvery*5/4+50*time.Millisecond {
-						t.Errorf("slot %d started at %v, want as soon as the quorum was back (8.5s) and a retry came", sec, r.Start.Sub(bubbleStart))
+					// Run within their freshness (slot + 3s), after the
+					// quorum came back.
+					if sec >= 6 && sec <= 8 && (r.Start.Before(bubbleStart.Add(8500*time.Millisecond)) || r.Start.After(r.Run.Slot.Add(3*time.Second))) {
+						t.Errorf("slot %d started at %v, want between 8.5s and slot+3s", sec, r.Start.Sub(bubbleStart))
 					}
 				}
 				rc := where(evs, "misfire.recovered")

@@ -13,7 +13,9 @@
 //     reason held, done, overlap or no_quorum. A split vote (nobody got a
 //     majority) is retried after a few random milliseconds, a missing
 //     majority (ErrNoQuorum) after a short growing backoff, while T is
-//     fresh; no_quorum is logged only once T's freshness ran out.
+//     fresh; no_quorum is logged only once T's freshness ran out. A job
+//     lease held by a run still going on is likewise asked again while T
+//     is fresh; overlap is logged only if it is still held then.
 //  3. The winner runs the plugin under a context bound to its leases (kept
 //     alive by the watchdog), the job's timeout and the replica's shutdown,
 //     retrying failed attempts with exponential backoff.

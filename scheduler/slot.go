@@ -68,6 +68,10 @@ type retryPolicy struct {
 	// growing, jittered backoff until then — the slot's freshness: a node
 	// that answers again 100 ms later must not cost the slot.
 	quorumUntil time.Time
+	// heldUntil: retry a key held by another lease (not a done marker:
+	// under overlap forbid, the job lease of a run still going on) after a
+	// short, growing, jittered backoff until then. Zero: no retry.
+	heldUntil time.Time
 	// staleAfter (normal firings): do not ask the stores once the clock
 	// passed it, or once the scheduler is stopping: when many slots queue
 	// for the lock calls (MaxInFlight), an overloaded replica sheds the
@@ -83,6 +87,11 @@ type retryPolicy struct {
 const (
 	quorumBackoffMin = 20 * time.Millisecond
 	quorumBackoffMax = 80 * time.Millisecond
+	// A held job lease is asked again after heldBackoffMin doubling up to
+	// heldBackoffMax (plus up to half in jitter): the next run starts within
+	// about a tenth of a second of the previous one's end.
+	heldBackoffMin = 25 * time.Millisecond
+	heldBackoffMax = 100 * time.Millisecond
 )
 
 // acquire takes key under policy p. A retry that would start after its
@@ -91,7 +100,7 @@ const (
 // The in-flight slot (MaxInFlight) is held only during each Acquire call,
 // never while waiting to retry.
 func (s *Scheduler) acquire(job string, key locking.Key, p retryPolicy) (*locking.Lease, error) {
-	quorumWait := quorumBackoffMin
+	quorumWait, heldWait := quorumBackoffMin, heldBackoffMin
 	for {
 		s.inflight <- struct{}{}
 		start := s.clock.Now()
@@ -124,6 +133,9 @@ func (s *Scheduler) acquire(job string, key locking.Key, p retryPolicy) (*lockin
 				wait = probeEvery + rand.N(probeEvery/4)
 			}
 			quorumWait = min(2*quorumWait, quorumBackoffMax)
+		case heldNotDone(err) && !p.heldUntil.IsZero():
+			wait, until = heldWait+rand.N(heldWait/2+1), p.heldUntil
+			heldWait = min(2*heldWait, heldBackoffMax)
 		default:
 			return nil, err
 		}
@@ -201,7 +213,15 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 	var jobLease *locking.Lease
 	if j.spec.Overlap == OverlapForbid {
 		s.flushPending(name)
-		jobLease, err = s.acquire(name, runKey(name), retryPolicy{splitUntil: freshUntil, quorumUntil: quorumUntil})
+		// A run of an earlier slot may still hold the job lease — often one
+		// that a replica with a slower clock started late in real time. Ask
+		// again until the slot's freshness (but no longer than half the
+		// slot lock's ttl: it is not renewed while we wait), and skip for
+		// overlap only if it is still held then: a slot is not dropped for
+		// a run that ends a moment after it fired.
+		heldUntil := minTime(quorumUntil, s.clock.Now().Add(s.cfg.LockTTL/2))
+		jobLease, err = s.acquire(name, runKey(name),
+			retryPolicy{splitUntil: freshUntil, quorumUntil: quorumUntil, heldUntil: heldUntil})
 		if err != nil {
 			if errors.Is(err, locking.ErrNotAcquired) {
 				s.skipped(name, slot, reasonOverlap, 1, heldAttrs(err)...)
