@@ -69,7 +69,9 @@ func (e *UnknownKeyError) Is(target error) bool { return target == ErrUnknownKey
 // the field as it was, so defaults can be set before decoding.
 //
 // DecodeParams reports every problem, not only the first: the error is an
-// errors.Join of *FieldError values, one per problem, sorted by path.
+// errors.Join of *FieldError values, one per problem, sorted by path. An
+// error about a value under a key that LooksSecret names the value's type
+// but never shows the value.
 func DecodeParams(params map[string]any, into any) error {
 	rv := reflect.ValueOf(into)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
@@ -117,11 +119,15 @@ func (d *decoder) decode(path string, in any, v reflect.Value) {
 	if t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface && reflect.PointerTo(t).Implements(textUnmarshalerType) {
 		s, ok := in.(string)
 		if !ok {
-			d.failf(path, "expected a string, got %s", describe(in))
+			d.failf(path, "expected a string, got %s", describeAt(path, in))
 			return
 		}
 		if err := v.Addr().Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(s)); err != nil {
-			d.failf(path, "invalid value %q: %v", s, err)
+			if secretPath(path) {
+				d.failf(path, "invalid value %s", hidden)
+			} else {
+				d.failf(path, "invalid value %q: %v", s, err)
+			}
 		}
 		return
 	}
@@ -129,7 +135,7 @@ func (d *decoder) decode(path string, in any, v reflect.Value) {
 	case reflect.Interface:
 		val := reflect.ValueOf(normalize(in))
 		if !val.Type().AssignableTo(t) {
-			d.failf(path, "cannot use %s as %s", describe(in), t)
+			d.failf(path, "cannot use %s as %s", describeAt(path, in), t)
 			return
 		}
 		v.Set(val)
@@ -141,7 +147,7 @@ func (d *decoder) decode(path string, in any, v reflect.Value) {
 	case reflect.String:
 		s, ok := in.(string)
 		if !ok {
-			d.failf(path, "expected a string, got %s (quote it)", describe(in))
+			d.failf(path, "expected a string, got %s (quote it)", describeAt(path, in))
 			return
 		}
 		v.SetString(s)
@@ -152,17 +158,17 @@ func (d *decoder) decode(path string, in any, v reflect.Value) {
 		case string:
 			b, err := strconv.ParseBool(x)
 			if err != nil {
-				d.failf(path, "expected true or false, got %q", x)
+				d.failf(path, "expected true or false, got %s", quoteAt(path, x))
 				return
 			}
 			v.SetBool(b)
 		default:
-			d.failf(path, "expected true or false, got %s", describe(in))
+			d.failf(path, "expected true or false, got %s", describeAt(path, in))
 		}
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		n, ok := toInt(in)
 		if !ok {
-			d.failf(path, "expected an integer, got %s", describe(in))
+			d.failf(path, "expected an integer, got %s", describeAt(path, in))
 			return
 		}
 		if v.OverflowInt(n) {
@@ -181,7 +187,7 @@ func (d *decoder) decode(path string, in any, v reflect.Value) {
 				v.SetUint(u)
 				return
 			}
-			d.failf(path, "expected an integer, got %s", describe(in))
+			d.failf(path, "expected an integer, got %s", describeAt(path, in))
 			return
 		}
 		if n < 0 || v.OverflowUint(uint64(n)) {
@@ -192,7 +198,7 @@ func (d *decoder) decode(path string, in any, v reflect.Value) {
 	case reflect.Float32, reflect.Float64:
 		f, ok := toFloat(in)
 		if !ok {
-			d.failf(path, "expected a number, got %s", describe(in))
+			d.failf(path, "expected a number, got %s", describeAt(path, in))
 			return
 		}
 		if v.OverflowFloat(f) {
@@ -203,7 +209,7 @@ func (d *decoder) decode(path string, in any, v reflect.Value) {
 	case reflect.Slice:
 		src := reflect.ValueOf(in)
 		if src.Kind() != reflect.Slice && src.Kind() != reflect.Array {
-			d.failf(path, "expected a list, got %s", describe(in))
+			d.failf(path, "expected a list, got %s", describeAt(path, in))
 			return
 		}
 		out := reflect.MakeSlice(t, src.Len(), src.Len())
@@ -214,7 +220,7 @@ func (d *decoder) decode(path string, in any, v reflect.Value) {
 	case reflect.Map:
 		m, ok := asMap(in)
 		if !ok {
-			d.failf(path, "expected a map, got %s", describe(in))
+			d.failf(path, "expected a map, got %s", describeAt(path, in))
 			return
 		}
 		if t.Key().Kind() != reflect.String {
@@ -235,7 +241,7 @@ func (d *decoder) decode(path string, in any, v reflect.Value) {
 	case reflect.Struct:
 		m, ok := asMap(in)
 		if !ok {
-			d.failf(path, "expected a map, got %s", describe(in))
+			d.failf(path, "expected a map, got %s", describeAt(path, in))
 			return
 		}
 		fields := structFields(t)
@@ -257,14 +263,14 @@ func (d *decoder) decodeDuration(path string, in any, v reflect.Value) {
 	case string:
 		dur, err := time.ParseDuration(strings.TrimSpace(x))
 		if err != nil {
-			d.failf(path, "invalid duration %q (use a Go duration such as \"500ms\", \"30s\", \"10m\")", x)
+			d.failf(path, "invalid duration %s (use a Go duration such as \"500ms\", \"30s\", \"10m\")", quoteAt(path, x))
 			return
 		}
 		v.SetInt(int64(dur))
 	case time.Duration:
 		v.SetInt(int64(x))
 	default:
-		d.failf(path, "expected a duration such as \"30s\", got %s", describe(in))
+		d.failf(path, "expected a duration such as \"30s\", got %s", describeAt(path, in))
 	}
 }
 
@@ -433,6 +439,56 @@ func toFloat(in any) (float64, bool) {
 		return float64(u), true
 	}
 	return 0, false
+}
+
+// hidden stands for a value an error message must not show.
+const hidden = "(value hidden: the key looks like a credential)"
+
+// secretPath reports whether the last key of a DecodeParams path ("a.b",
+// "headers.Authorization", "tokens[1]") looks like it holds a credential
+// (LooksSecret), so errors about its value must not show the value.
+func secretPath(path string) bool {
+	for strings.HasSuffix(path, "]") {
+		i := strings.LastIndexByte(path, '[')
+		if i < 0 {
+			break
+		}
+		path = path[:i]
+	}
+	if i := strings.LastIndexByte(path, '.'); i >= 0 {
+		path = path[i+1:]
+	}
+	return path != "" && LooksSecret(path)
+}
+
+// quoteAt quotes s for an error about the value at path, unless the value
+// may be a credential.
+func quoteAt(path, s string) string {
+	if secretPath(path) {
+		return hidden
+	}
+	return strconv.Quote(s)
+}
+
+// describeAt is describe for the value at path; under a credential-looking
+// key it names only the type, never the value.
+func describeAt(path string, in any) string {
+	if !secretPath(path) {
+		return describe(in)
+	}
+	switch in.(type) {
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+		return "an integer"
+	case float32, float64:
+		return "a number"
+	case time.Time:
+		return "a timestamp"
+	}
+	return describe(in) // lists, maps, null: no value shown
 }
 
 // describe names the YAML type of a value for error messages.

@@ -202,3 +202,35 @@ func TestLooksSecret(t *testing.T) {
 		t.Fatal("RedactMap modified its input")
 	}
 }
+
+// A mistyped value under a credential-looking key must not appear in the
+// error: the error goes to stderr and into logs.
+func TestDecodeParamsErrorsHideSecretValues(t *testing.T) {
+	var got struct {
+		Password string            `yaml:"password"`
+		Headers  map[string]string `yaml:"headers"`
+		Tokens   []string          `yaml:"tokens"`
+		Count    int               `yaml:"count"`
+	}
+	err := DecodeParams(map[string]any{
+		"password": 12345678,
+		"headers":  map[string]any{"Authorization": 987654321, "X-Plain": 4242},
+		"tokens":   []any{"ok", 55555},
+		"count":    "77777x",
+	}, &got)
+	if err == nil {
+		t.Fatal("want errors")
+	}
+	msg := err.Error()
+	for _, secret := range []string{"12345678", "987654321", "55555"} {
+		if strings.Contains(msg, secret) {
+			t.Errorf("error shows the secret %s:\n%s", secret, msg)
+		}
+	}
+	// Values under ordinary keys are still shown, and the type is named.
+	for _, want := range []string{"4242", "77777x", "password: expected a string, got an integer"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error lacks %q:\n%s", want, msg)
+		}
+	}
+}

@@ -361,3 +361,27 @@ func TestMissingFile(t *testing.T) {
 		t.Fatalf("missing file: %v", err)
 	}
 }
+
+// An unquoted all-digit password is a type error; the message (stderr,
+// `validate`) must not carry the password, nor a job's header secret.
+func TestMistypedSecretNotInErrors(t *testing.T) {
+	lines := loadErrs(t, `
+redis: {password: 12345678}
+jobs:
+  - name: hook
+    schedule: "@every 10s"
+    plugin: http
+    params: {url: "http://127.0.0.1/", headers: {Authorization: 987654321}}
+`)
+	all := strings.Join(lines, "\n")
+	for _, secret := range []string{"12345678", "987654321"} {
+		if strings.Contains(all, secret) {
+			t.Errorf("errors show the secret %s:\n%s", secret, all)
+		}
+	}
+	for _, want := range []string{"redis.password: expected a string, got an integer", "params.headers.Authorization: expected a string"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("errors lack %q:\n%s", want, all)
+		}
+	}
+}
