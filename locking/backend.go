@@ -25,6 +25,8 @@ type backend interface {
 	extend(ctx context.Context, key Key, value string, ttl time.Duration) error
 	// release deletes key where it holds value or, when doneTTL > 0,
 	// replaces it there by doneValue with doneTTL, in one atomic step.
+	// With doneTTL > 0 it also sets the marker where key is absent, never
+	// over another value.
 	release(ctx context.Context, key Key, value, doneValue string, doneTTL time.Duration) error
 	// advanceRecord and readRecord implement Locker's record operations.
 	advanceRecord(ctx context.Context, key Key, v int64) error

@@ -225,9 +225,12 @@ func (s *Lease) Release(ctx context.Context) error {
 }
 
 // MarkDone stops the watchdog and, in one atomic step per store, replaces
-// this lease's value by a done marker that lives for ttl and carries note.
-// Acquire on the key then fails with a *HeldError whose Done is true until
-// the marker expires. Cancellation as for Release.
+// this lease's value by a done marker that lives for ttl and carries note;
+// where the key has vanished (expired, or a store restarted empty) the
+// marker is set too, never over another holder's value, and MarkDone then
+// reports ErrLockLost if that was so on a majority. Acquire on the key
+// then fails with a *HeldError whose Done is true until the marker
+// expires. Cancellation as for Release.
 func (s *Lease) MarkDone(ctx context.Context, ttl time.Duration, note string) error {
 	if ttl <= 0 {
 		return s.end(ctx, "", 0)

@@ -100,6 +100,11 @@ func (b *localBackend) release(ctx context.Context, key Key, value, done string,
 	now := b.clock.Now()
 	e, ok := b.live(key, now)
 	if !ok || e.value != value {
+		if !ok && doneTTL > 0 {
+			// As the Redlock release script: the slot ran, so the marker
+			// goes where the key vanished, never over another holder.
+			b.keys[key] = localEntry{value: done, expires: now.Add(doneTTL)}
+		}
 		return ErrLockLost
 	}
 	if doneTTL > 0 {

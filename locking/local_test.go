@@ -168,3 +168,28 @@ func TestLocalRecordsAndCancel(t *testing.T) {
 		t.Fatalf("acquire after close: %v", err)
 	}
 }
+
+// MarkDone on a key that expired meanwhile (a paused holder) still leaves
+// the done marker, as the Redlock release script does where the key is
+// absent: the slot ran, and must not run again.
+func TestLocalMarkDoneAfterExpiryLeavesMarker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		clock := &jumpClock{}
+		l := NewLocal(Options{Replica: "a", Clock: clock})
+		key := Key{"job", "slot"}
+		lease, err := l.Acquire(ctx, key, 300*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clock.offset.Store(int64(time.Second)) // the key expired
+		if err := lease.MarkDone(ctx, time.Minute, "succeeded"); !errors.Is(err, ErrLockLost) {
+			t.Fatalf("MarkDone on an expired key: %v, want ErrLockLost", err)
+		}
+		_, err = l.Acquire(ctx, key, 300*time.Millisecond)
+		var held *HeldError
+		if !errors.As(err, &held) || !held.Done || held.Note != "succeeded" || held.Holder != "a" {
+			t.Fatalf("Acquire after MarkDone on an expired key: %v, want a done marker", err)
+		}
+	})
+}
