@@ -7,9 +7,10 @@ import (
 
 // LockingConfig returns the Redlock settings. Password holds the password
 // from redis.password, SLOTLOCK_REDIS__PASSWORD or redis.password_file.
-// With redis.auth: entra the caller must set CredentialsProvider (Entra ID
-// tokens; see locking/entraauth) — this conversion leaves it nil and the
-// password empty.
+// With redis.auth: entra the caller must set StreamingCredentials (or
+// CredentialsProvider) to an Entra ID token provider (locking/entraauth, as
+// the cli does); this conversion leaves both nil, and validation has
+// already refused a password with entra.
 func (c *Config) LockingConfig() locking.RedisConfig {
 	nodes := make([]string, len(c.Redis.Nodes))
 	for i, n := range c.Redis.Nodes {
