@@ -621,11 +621,12 @@ func (r *redlock) advanceRecord(ctx context.Context, key Key, v int64) error {
 	if v > maxRecord || v < -maxRecord {
 		return fmt.Errorf("locking: record %s: value %d out of range (|v| <= 2^53)", key, v)
 	}
-	return r.maxAssign(ctx, key, v, nil)
+	return r.maxAssign(ctx, key, v)
 }
 
-func (r *redlock) maxAssign(ctx context.Context, key Key, v int64, mask []bool) error {
-	return r.maxSet(ctx, "record", key, r.key(key), v, mask, make([]error, len(r.nodes)))
+// maxAssign raises the record key to at least v on a majority of all nodes.
+func (r *redlock) maxAssign(ctx context.Context, key Key, v int64) error {
+	return r.maxSet(ctx, "record", key, r.key(key), v, nil, make([]error, len(r.nodes)))
 }
 
 func (r *redlock) readRecord(ctx context.Context, key Key) (int64, error) {
@@ -669,7 +670,7 @@ func (r *redlock) readRecord(ctx context.Context, key Key) (int64, error) {
 		// Read repair: a value seen on only part of the majority is made
 		// durable on a majority before it is returned, so a later read
 		// through any majority cannot return less.
-		if err := r.maxAssign(ctx, key, best, nil); err != nil {
+		if err := r.maxAssign(ctx, key, best); err != nil {
 			return 0, err
 		}
 	}
