@@ -203,8 +203,8 @@ func redactHeaders(h http.Header) map[string]string {
 	for k, vs := range h {
 		v := strings.Join(vs, ", ")
 		// The fencing token is not a credential; everything else that
-		// looks like one is hidden.
-		if LooksSecret(k) && !strings.HasPrefix(k, "X-Slotlock-") {
+		// looks like one is hidden, a user's X-Slotlock-* header included.
+		if LooksSecret(k) && k != "X-Slotlock-Fencing-Token" {
 			v = Redacted
 		}
 		out[k] = v

@@ -251,3 +251,19 @@ func TestHTTPFactoryErrors(t *testing.T) {
 		}
 	}
 }
+
+// Only slotlock's own fencing-token header is shown despite its name; a
+// user's credential header that merely starts with X-Slotlock- is hidden.
+func TestRedactHeadersOnlyExemptsTheFencingToken(t *testing.T) {
+	h := http.Header{}
+	h.Set("X-Slotlock-Fencing-Token", "42")
+	h.Set("X-Slotlock-Api-Token", "user-secret")
+	h.Set("Authorization", "Bearer x")
+	got := redactHeaders(h)
+	if got["X-Slotlock-Fencing-Token"] != "42" {
+		t.Errorf("fencing token hidden: %v", got)
+	}
+	if got["X-Slotlock-Api-Token"] != Redacted || got["Authorization"] != Redacted {
+		t.Errorf("credential shown: %v", got)
+	}
+}
