@@ -76,7 +76,11 @@ type QuorumError struct {
 }
 
 func (e *QuorumError) Error() string {
-	s := fmt.Sprintf("locking: %s %s: quorum not reached (%d of %d needed)", e.Op, e.Key, e.Got, e.Need)
+	s := "locking: " + e.Op
+	if e.Key != (Key{}) {
+		s += " " + e.Key.String()
+	}
+	s += fmt.Sprintf(": quorum not reached (%d of %d needed)", e.Got, e.Need)
 	if e.Err != nil {
 		s += ": " + strings.ReplaceAll(e.Err.Error(), "\n", "; ")
 	}

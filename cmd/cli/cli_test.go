@@ -311,3 +311,34 @@ jobs:
 	}
 	p.stop(t, 30*time.Second)
 }
+
+// TestEntraWithoutIdentityIsNotAConfigError: with redis.auth: entra on a
+// host that has no managed identity, run fails at start with exit 1 (a
+// failure to start), not 2 (the configuration is valid).
+func TestEntraWithoutIdentityIsNotAConfigError(t *testing.T) {
+	cfg := writeConfig(t, `
+http: {addr: ""}
+redis:
+  nodes: [{addr: "127.0.0.1:1"}]
+  tls: true
+  auth: entra
+jobs:
+  - name: a
+    schedule: "@every 1s"
+    plugin: log
+    params: {message: x}
+`)
+	if _, errOut, code := slotlock(t, nil, "validate", "--config", cfg); code != 0 {
+		t.Fatalf("validate: exit %d: %s", code, errOut)
+	}
+	// No identity endpoint here: point the SDK at a closed port so the
+	// test does not depend on the host.
+	env := []string{"IDENTITY_ENDPOINT=http://127.0.0.1:1/token", "IDENTITY_HEADER=x"}
+	_, errOut, code := slotlock(t, env, "run", "--config", cfg)
+	if code != 1 {
+		t.Fatalf("run without a managed identity: exit %d, want 1; stderr:\n%s", code, errOut)
+	}
+	if !strings.Contains(errOut, "redis.auth entra") {
+		t.Errorf("the error does not say what failed: %s", errOut)
+	}
+}

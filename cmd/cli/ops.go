@@ -17,7 +17,8 @@ import (
 )
 
 // readiness pings the lock stores in the background and remembers whether
-// a majority answered. It logs once per change of state, not per ping.
+// a majority answered. It logs once per change of the quorum's state, not
+// per ping.
 type readiness struct {
 	locker   locking.Locker
 	metrics  *metrics
@@ -27,11 +28,10 @@ type readiness struct {
 	ready   atomic.Bool
 	mu      sync.Mutex
 	lastErr error
-	nodes   map[string]bool
 }
 
 func newReadiness(l locking.Locker, m *metrics, log *slog.Logger, interval time.Duration) *readiness {
-	return &readiness{locker: l, metrics: m, log: log, interval: interval, nodes: map[string]bool{}}
+	return &readiness{locker: l, metrics: m, log: log, interval: interval}
 }
 
 // check pings once and records the outcome.
@@ -45,20 +45,12 @@ func (r *readiness) check(ctx context.Context) {
 	r.metrics.ready.Set(b2f(ok))
 	r.mu.Lock()
 	r.lastErr = err
+	r.mu.Unlock()
+	// Node state changes are logged by the lock layer itself (once each
+	// way); here they only feed the gauges.
 	for _, n := range st {
 		r.metrics.nodeUp.WithLabelValues(n.Addr).Set(b2f(n.Up))
-		prev, seen := r.nodes[n.Addr]
-		r.nodes[n.Addr] = n.Up
-		switch {
-		case seen && prev && !n.Up:
-			r.log.Warn("redis node down", "node", n.Addr, "error", errString(n.Err))
-		case seen && !prev && n.Up:
-			r.log.Info("redis node up", "node", n.Addr)
-		case !seen && !n.Up:
-			r.log.Warn("redis node down", "node", n.Addr, "error", errString(n.Err))
-		}
 	}
-	r.mu.Unlock()
 	switch {
 	case ok && !was:
 		r.log.Info("ready: lock quorum reachable", "mode", r.locker.Mode())

@@ -21,7 +21,8 @@ func redisConfig(ctx context.Context, cfg *config.Config, log *slog.Logger) (loc
 	}
 	p, err := entraauth.NewManagedIdentity(ctx, cfg.Redis.EntraClientID, entraauth.Options{Logger: log})
 	if err != nil {
-		return rc, nil, fmt.Errorf("redis.auth entra: %w", err)
+		// Not a configuration error: the identity or its endpoint failed.
+		return rc, nil, &startupError{fmt.Errorf("redis.auth entra: %w", err)}
 	}
 	// Streaming: every pooled connection re-authenticates when a new token
 	// arrives, not only connections opened after it.

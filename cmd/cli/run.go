@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -114,6 +115,22 @@ func build(ctx context.Context, cfg *config.Config, env Env) (*replica, error) {
 	return r, nil
 }
 
+// startupError is a failure to start that is not the configuration's
+// fault (exit 1, not 2): e.g. no Entra ID token could be had.
+type startupError struct{ err error }
+
+func (e *startupError) Error() string { return e.err.Error() }
+func (e *startupError) Unwrap() error { return e.err }
+
+// buildExitCode is the exit code for an error from build.
+func buildExitCode(err error) int {
+	var se *startupError
+	if errors.As(err, &se) {
+		return exitFailure
+	}
+	return exitConfig
+}
+
 // clockOffset reads SLOTLOCK_CLOCK_OFFSET, a testing aid.
 func clockOffset(getenv func(string) string) (time.Duration, error) {
 	v := getenv("SLOTLOCK_CLOCK_OFFSET")
@@ -144,7 +161,7 @@ func cmdRun(ctx context.Context, args []string, env Env) int {
 	r, err := build(ctx, cfg, env)
 	if err != nil {
 		fmt.Fprintln(env.Stderr, "slotlock run:", err)
-		return exitConfig
+		return buildExitCode(err)
 	}
 	defer r.close()
 	bi := buildInfo()

@@ -30,7 +30,7 @@ func cmdTrigger(ctx context.Context, args []string, env Env) int {
 	r, err := build(ctx, cfg, env)
 	if err != nil {
 		fmt.Fprintln(env.Stderr, "slotlock trigger:", err)
-		return exitConfig
+		return buildExitCode(err)
 	}
 	defer r.close()
 	if len(cfg.Redis.Nodes) == 0 {
