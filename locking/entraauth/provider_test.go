@@ -330,3 +330,29 @@ func TestCloseStopsRefreshing(t *testing.T) {
 		}
 	})
 }
+
+// A retry wait armed while the token was still valid must not run past its
+// expiry: with a one-minute backoff armed 9 s before expiry, the next
+// attempt comes at expiry, not 51 s after it (then every 5 s).
+func TestRetryWaitEndsAtExpiry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		src := &fakeSource{}
+		src.push(tok(t, "o", "t1", start.Add(10*time.Minute+30*time.Second)), response{err: errors.New("imds down")})
+		p, err := New(t.Context(), src, Options{Logger: quiet, RetryMin: time.Minute, RetryMax: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		// Refresh due at 0.7 x 630 s = 7m21s; failing attempts then at
+		// 8m21s, 9m21s, 10m21s (a minute apart), the token expiring at 10m30s.
+		time.Sleep(10*time.Minute + 29*time.Second)
+		synctest.Wait()
+		before := src.callCount()
+		time.Sleep(6 * time.Second)
+		synctest.Wait()
+		if src.callCount() == before {
+			t.Fatalf("no refresh attempt within 5 s of the token's expiry (%d attempts so far)", before)
+		}
+	})
+}

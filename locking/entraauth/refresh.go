@@ -20,6 +20,11 @@ func (p *Provider) loop(ctx context.Context) {
 		due := p.nextRefresh()
 		if backoff > 0 {
 			due = now.Add(backoff)
+			// A wait armed while the token is valid ends at its expiry at
+			// the latest: from then on retries come every expiredRetryMax.
+			if exp := p.expiry(); now.Before(exp) && due.After(exp) {
+				due = exp
+			}
 		}
 		t := p.opt.Clock.NewTimer(max(0, due.Sub(now)))
 		select {
