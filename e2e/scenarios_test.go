@@ -77,7 +77,7 @@ func scenarioReplicaKill(t *testing.T) {
 	c.Replica(victim.Replica).Kill()
 	// The victim may have won slots it never started, and guard's job
 	// lease lingers for a TTL: those slots may go unrun.
-	c.Legit(kill.Add(-time.Second), kill.Add(c.spec.TTL+time.Second), "replica "+victim.Replica+" SIGKILLed")
+	c.Legit(c.FaultStart(kill), kill.Add(c.spec.TTL+time.Second), "replica "+victim.Replica+" SIGKILLed")
 	time.Sleep(2 * time.Second)
 	c.StartReplica(victim.Replica, 0)
 	to := time.Now().Add(8 * time.Second).Truncate(time.Second)
@@ -112,7 +112,7 @@ func scenarioReplicaFreeze(t *testing.T) {
 	stale := c.WaitOpenRun("hold", 6*time.Second)
 	time.Sleep(1500 * time.Millisecond) // a few watchdog renewals in
 	f := c.Replica(stale.Replica).Freeze(2 * c.spec.TTL)
-	c.Legit(f.From.Add(-time.Second), f.To.Add(c.spec.TTL+time.Second), "replica "+stale.Replica+" frozen")
+	c.Legit(c.FaultStart(f.From), f.To.Add(c.spec.TTL+time.Second), "replica "+stale.Replica+" frozen")
 	to := time.Now().Add(6 * time.Second).Truncate(time.Second)
 	SleepUntil(to.Add(2 * time.Second))
 	r := c.Check(from, to)
@@ -197,7 +197,7 @@ func scenarioRedisDown(t *testing.T) {
 		}
 	}
 	back := time.Now()
-	c.Legit(down.Add(-time.Second), back.Add(time.Second), "two of three Redis nodes down")
+	c.Legit(c.FaultStart(down), back.Add(time.Second), "two of three Redis nodes down")
 	to := time.Now().Add(6 * time.Second).Truncate(time.Second)
 	SleepUntil(to.Add(2 * time.Second))
 	c.Check(from, to)
@@ -356,7 +356,7 @@ func scenarioGap(t *testing.T, gapLen time.Duration) {
 	SleepUntil(upAgain)
 	c.StartAll("r1", "r2", "r3")
 	allUp := time.Now()
-	c.Legit(stop, upAgain.Add(time.Second), "all replicas down")
+	c.Legit(c.FaultStart(stop), upAgain.Add(time.Second), "all replicas down")
 	to := time.Now().Add(6 * time.Second).Truncate(time.Second)
 	SleepUntil(to.Add(2 * time.Second))
 	c.Check(from, to)

@@ -159,7 +159,7 @@ var soakFaults = []soakFault{
 		r := s.replica()
 		at := time.Now()
 		r.Kill()
-		s.c.Legit(at.Add(-time.Second), at.Add(s.c.spec.TTL+time.Second), "replica "+r.Name+" SIGKILLed")
+		s.c.Legit(s.c.FaultStart(at), at.Add(s.c.spec.TTL+time.Second), "replica "+r.Name+" SIGKILLed")
 		d := s.dur(500, 3000)
 		time.Sleep(d)
 		s.c.StartReplica(r.Name, s.offsets[r.Name])
@@ -168,7 +168,7 @@ var soakFaults = []soakFault{
 	{"replica_freeze_2ttl", func(s *soak) string {
 		r := s.replica()
 		f := r.Freeze(2 * s.c.spec.TTL)
-		s.c.Legit(f.From.Add(-time.Second), f.To.Add(s.c.spec.TTL+time.Second), "replica "+r.Name+" frozen")
+		s.c.Legit(s.c.FaultStart(f.From), f.To.Add(s.c.spec.TTL+time.Second), "replica "+r.Name+" frozen")
 		return r.Name
 	}},
 	{"replica_freeze_half_ttl", func(s *soak) string {
@@ -242,7 +242,7 @@ var soakFaults = []soakFault{
 				s.t.Fatal(err)
 			}
 		}
-		s.c.Legit(at.Add(-time.Second), time.Now().Add(time.Second), "Redis majority down")
+		s.c.Legit(s.c.FaultStart(at), time.Now().Add(time.Second), "Redis majority down")
 		return fmt.Sprintf("nodes %d and %d down %v", i, j, d)
 	}},
 	{"redis_pause_one", func(s *soak) string {
