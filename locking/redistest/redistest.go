@@ -314,6 +314,20 @@ func (n *Node) clientOptions() *redis.Options {
 // Kill sends SIGKILL (after SIGCONT when paused) and waits for the process
 // to exit. Killing a stopped node is a no-op.
 func (n *Node) Kill() error {
+	return n.end(func(cmd *exec.Cmd, done <-chan struct{}) error {
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
+			return fmt.Errorf("redistest: kill node %d (pid %d): %w", n.idx, cmd.Process.Pid, err)
+		}
+		<-done
+		return nil
+	})
+}
+
+// end ends the running process with stop, which must return once the
+// process has exited (done is closed): a paused process is resumed first,
+// so it can act on stop's signal, and the node is marked not running. A
+// node that is not running is left alone.
+func (n *Node) end(stop func(cmd *exec.Cmd, done <-chan struct{}) error) error {
 	n.mu.Lock()
 	cmd, done, paused := n.cmd, n.done, n.paused
 	n.mu.Unlock()
@@ -323,10 +337,9 @@ func (n *Node) Kill() error {
 	if paused {
 		_ = cmd.Process.Signal(syscall.SIGCONT)
 	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("redistest: kill node %d (pid %d): %w", n.idx, cmd.Process.Pid, err)
+	if err := stop(cmd, done); err != nil {
+		return err
 	}
-	<-done
 	n.mu.Lock()
 	if n.cmd == cmd {
 		n.cmd, n.paused = nil, false
@@ -358,28 +371,16 @@ func (n *Node) signal(sig syscall.Signal, paused bool) error {
 // Stop shuts the node down gracefully (SIGTERM; Redis flushes its
 // append-only file) and waits for it to exit.
 func (n *Node) Stop() error {
-	n.mu.Lock()
-	cmd, done, paused := n.cmd, n.done, n.paused
-	n.mu.Unlock()
-	if cmd == nil {
+	return n.end(func(cmd *exec.Cmd, done <-chan struct{}) error {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+			<-done
+		}
 		return nil
-	}
-	if paused {
-		_ = cmd.Process.Signal(syscall.SIGCONT)
-	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		<-done
-	}
-	n.mu.Lock()
-	if n.cmd == cmd {
-		n.cmd, n.paused = nil, false
-	}
-	n.mu.Unlock()
-	return nil
+	})
 }
 
 // Restart stops the node gracefully when it runs and starts it again on the
