@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strconv"
 	"time"
+
+	"github.com/slotlock/slotlock/e2e/internal/ledger"
 )
 
 // Run is one run of a job as the ledger saw it: the start line of its first
@@ -33,20 +35,6 @@ type Run struct {
 	// Inconsistent notes attempts of one run id that disagree on replica,
 	// slot or token.
 	Inconsistent string
-}
-
-// ledgerLine mirrors e2e/internal/ledgerjob.Line.
-type ledgerLine struct {
-	Ev      string `json:"ev"`
-	Job     string `json:"job"`
-	Slot    string `json:"slot"`
-	Replica string `json:"replica"`
-	Token   string `json:"token"`
-	RunID   string `json:"run_id"`
-	Attempt string `json:"attempt"`
-	PID     int    `json:"pid"`
-	UnixNs  int64  `json:"unix_ns"`
-	Outcome string `json:"outcome"`
 }
 
 // ReadLedger reads a ledger file written by ledgerjob. A missing file is an
@@ -77,7 +65,7 @@ func ParseLedger(r io.Reader) ([]Run, error) {
 		if len(b) == 0 {
 			continue
 		}
-		var l ledgerLine
+		var l ledger.Line
 		if err := json.Unmarshal(b, &l); err != nil {
 			return nil, fmt.Errorf("ledger line %d: %w: %q", n, err, b)
 		}

@@ -26,21 +26,9 @@ import (
 	"strconv"
 	"syscall"
 	"time"
-)
 
-// Line is one ledger line. The e2e package parses the same fields.
-type Line struct {
-	Ev      string `json:"ev"` // start | end
-	Job     string `json:"job"`
-	Slot    string `json:"slot"`
-	Replica string `json:"replica"`
-	Token   string `json:"token"`
-	RunID   string `json:"run_id"`
-	Attempt string `json:"attempt"`
-	PID     int    `json:"pid"`
-	UnixNs  int64  `json:"unix_ns"`
-	Outcome string `json:"outcome,omitempty"` // end only: ok | failed | canceled
-}
+	"github.com/slotlock/slotlock/e2e/internal/ledger"
+)
 
 func main() {
 	if len(os.Args) < 3 {
@@ -54,7 +42,7 @@ func main() {
 	if os.Getppid() != ppid {
 		os.Exit(137)
 	}
-	ledger := os.Args[1]
+	path := os.Args[1]
 	sleep, err := time.ParseDuration(os.Args[2])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "ledgerjob:", err)
@@ -70,7 +58,7 @@ func main() {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 
-	l := Line{
+	l := ledger.Line{
 		Job:     os.Getenv("SLOTLOCK_JOB"),
 		Slot:    os.Getenv("SLOTLOCK_SLOT"),
 		Replica: os.Getenv("SLOTLOCK_REPLICA"),
@@ -80,7 +68,7 @@ func main() {
 		PID:     os.Getpid(),
 	}
 	l.Ev = "start"
-	if err := write(ledger, l); err != nil {
+	if err := write(path, l); err != nil {
 		fmt.Fprintln(os.Stderr, "ledgerjob:", err)
 		os.Exit(3)
 	}
@@ -95,14 +83,14 @@ func main() {
 	case <-sig:
 		l.Outcome, code = "canceled", 143
 	}
-	if err := write(ledger, l); err != nil {
+	if err := write(path, l); err != nil {
 		fmt.Fprintln(os.Stderr, "ledgerjob:", err)
 		os.Exit(3)
 	}
 	os.Exit(code)
 }
 
-func write(path string, l Line) error {
+func write(path string, l ledger.Line) error {
 	l.UnixNs = time.Now().UnixNano()
 	b, err := json.Marshal(l)
 	if err != nil {
