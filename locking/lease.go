@@ -22,11 +22,10 @@ import (
 // again; once one succeeded, or found the key no longer this lease's,
 // later calls do nothing and return nil.
 type Lease struct {
-	l     *locker
-	key   Key
-	value string
-	token uint64
-	ttl   time.Duration
+	lk        *locker
+	spec      leaseSpec
+	token     uint64
+	abandoned *Abandoned
 
 	mu         sync.Mutex
 	validUntil time.Time
@@ -46,10 +45,10 @@ type Lease struct {
 	wg      sync.WaitGroup
 }
 
-func newLease(l *locker, key Key, value string, token uint64, ttl time.Duration, validUntil time.Time) *Lease {
+func newLease(lk *locker, spec leaseSpec, g grant, validUntil time.Time) *Lease {
 	stopped, stop := context.WithCancel(context.Background())
 	return &Lease{
-		l: l, key: key, value: value, token: token, ttl: ttl,
+		lk: lk, spec: spec, token: g.token, abandoned: g.abandoned,
 		validUntil: validUntil,
 		lost:       make(chan struct{}),
 		stopped:    stopped,
@@ -58,57 +57,68 @@ func newLease(l *locker, key Key, value string, token uint64, ttl time.Duration,
 }
 
 // Key is the key this lease holds.
-func (s *Lease) Key() Key { return s.key }
+func (ls *Lease) Key() Key { return ls.spec.key }
 
 // Token is the fencing token: greater than the token of every lease
-// acquired before this one in the same family, as long as a majority of the
-// lock stores kept its data. Hand it to whatever the work writes to, so a
-// stale holder's writes can be refused.
-func (s *Lease) Token() uint64 { return s.token }
+// acquired before this one in the same family, and different from every
+// other lease's in the family, as long as a majority of the lock stores
+// kept its data. Hand it to whatever the work writes to, so a stale
+// holder's writes can be refused.
+func (ls *Lease) Token() uint64 { return ls.token }
+
+// ID is a short random identifier of this lease (16 hex characters),
+// stored in the lock's value: a claim taken over after its holder died
+// names it (Abandoned.ID).
+func (ls *Lease) ID() string { return leaseID(ls.spec.value) }
+
+// Abandoned is non-nil when Claim took over a claim whose holder never
+// ended it (see Locker.Claim): the work it stands for must not be done
+// again.
+func (ls *Lease) Abandoned() *Abandoned { return ls.abandoned }
 
 // Holder is the replica name stored in the lock's value.
-func (s *Lease) Holder() string { return s.l.opt.Replica }
+func (ls *Lease) Holder() string { return ls.lk.opt.Replica }
 
 // TTL is the length the lease is renewed to.
-func (s *Lease) TTL() time.Duration { return s.ttl }
+func (ls *Lease) TTL() time.Duration { return ls.spec.ttl }
 
 // ValidUntil is the instant, on the locker's clock, after which the lease
 // must be taken as lost unless renewed.
-func (s *Lease) ValidUntil() time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.validUntil
+func (ls *Lease) ValidUntil() time.Time {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	return ls.validUntil
 }
 
 // Lost is closed when the watchdog could not renew the lease on a majority
 // before it expired, or found that another holder has the key.
-func (s *Lease) Lost() <-chan struct{} { return s.lost }
+func (ls *Lease) Lost() <-chan struct{} { return ls.lost }
 
 // Extend renews the lease to its full TTL on a majority. It returns
 // ErrLockLost when the key no longer holds this lease's value on a
 // majority, a *QuorumError when a majority could not be reached, and
 // ctx.Err() when ctx ends first. A failed Extend leaves ValidUntil as it
 // was.
-func (s *Lease) Extend(ctx context.Context) error {
-	start := s.l.opt.Clock.Now()
-	s.mu.Lock()
-	if s.ended {
-		s.mu.Unlock()
+func (ls *Lease) Extend(ctx context.Context) error {
+	start := ls.lk.opt.Clock.Now()
+	ls.mu.Lock()
+	if ls.ended {
+		ls.mu.Unlock()
 		return errLeaseEnded
 	}
-	if !start.Before(s.validUntil) {
-		s.mu.Unlock()
+	if !start.Before(ls.validUntil) {
+		ls.mu.Unlock()
 		return ErrLockLost
 	}
-	s.mu.Unlock()
-	if err := ctxOr(ctx, s.l.b.extend(ctx, s.key, s.value, s.ttl)); err != nil {
+	ls.mu.Unlock()
+	if err := ctxOr(ctx, ls.lk.b.extend(ctx, ls.spec)); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	if v := start.Add(s.ttl - Drift(s.ttl)); v.After(s.validUntil) {
-		s.validUntil = v
+	ls.mu.Lock()
+	if v := start.Add(ls.spec.ttl - drift(ls.spec.ttl)); v.After(ls.validUntil) {
+		ls.validUntil = v
 	}
-	s.mu.Unlock()
+	ls.mu.Unlock()
 	return nil
 }
 
@@ -117,151 +127,164 @@ func (s *Lease) Extend(ctx context.Context) error {
 //
 //	errors.Is(context.Cause(kctx), locking.ErrLockLost)
 //
-// The watchdog renews the lease every TTL/3. When a renewal fails it tries
-// again until ValidUntil; then the lease is lost. A process that was
-// paused past ValidUntil takes the lease as lost as soon as it runs again,
-// without asking the stores. Keep may be called more than once; each
-// context is canceled when the lease is lost or ended.
-func (s *Lease) Keep(ctx context.Context) context.Context {
+// The watchdog renews the lease every TTL/3, and sooner when less than
+// that is left of its validity (a lease kept late after its acquisition),
+// so a renewal is always tried before the lease expires. When a renewal
+// fails it tries again until ValidUntil; then the lease is lost. A process
+// that was paused past ValidUntil takes the lease as lost as soon as it
+// runs again, without asking the stores. Keep may be called more than
+// once; each context is canceled when the lease is lost or ended.
+func (ls *Lease) Keep(ctx context.Context) context.Context {
 	kctx, cancel := context.WithCancelCause(ctx)
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
 	select {
-	case <-s.lost:
+	case <-ls.lost:
 		cancel(ErrLockLost)
 		return kctx
 	default:
 	}
-	if s.ended {
+	if ls.ended {
 		cancel(errLeaseEnded)
 		return kctx
 	}
-	s.cancels = append(s.cancels, cancel)
-	if !s.watching {
-		s.watching = true
-		s.wg.Add(1)
-		go s.watch()
+	ls.cancels = append(ls.cancels, cancel)
+	if !ls.watching {
+		ls.watching = true
+		ls.wg.Add(1)
+		go ls.watch()
 	}
 	return kctx
 }
 
 // retryEvery is how soon the watchdog tries again after a failed renewal.
-func (s *Lease) retryEvery() time.Duration {
-	d := s.ttl / 10
-	return max(d, 10*time.Millisecond)
+func (ls *Lease) retryEvery() time.Duration {
+	return max(ls.spec.ttl/10, 10*time.Millisecond)
 }
 
-func (s *Lease) watch() {
-	defer s.wg.Done()
-	clock := s.l.opt.Clock
-	interval := s.ttl / 3
+// nextTry is the wait before the watchdog's next renewal: at most every,
+// and at most half of what is left of the validity, so that a renewal is
+// tried before the lease expires; 0 when it has expired.
+func (ls *Lease) nextTry(every time.Duration) time.Duration {
+	left := ls.ValidUntil().Sub(ls.lk.opt.Clock.Now())
+	if left <= 0 {
+		return 0
+	}
+	return max(min(every, left/2), time.Millisecond)
+}
+
+func (ls *Lease) watch() {
+	defer ls.wg.Done()
+	clock := ls.lk.opt.Clock
+	interval := ls.spec.ttl / 3
 	// The process may have been paused between Acquire and this goroutine
 	// arming its timer (a run starting just before a freeze): then the
 	// first tick would come only TTL/3 after waking, and the run would go on
 	// that long on a lease that is gone. Check now, and never sleep past
-	// ValidUntil.
-	now := clock.Now()
-	validUntil := s.ValidUntil()
-	if !now.Before(validUntil) {
-		s.markLost()
+	// half the validity left.
+	wait := ls.nextTry(interval)
+	if wait == 0 {
+		ls.markLost()
 		return
 	}
-	timer := clock.NewTimer(min(interval, validUntil.Sub(now)))
+	timer := clock.NewTimer(wait)
 	defer timer.Stop()
 	for {
 		select {
-		case <-s.stopped.Done():
+		case <-ls.stopped.Done():
 			return
 		case <-timer.C():
 		}
 		now := clock.Now()
-		validUntil := s.ValidUntil()
+		validUntil := ls.ValidUntil()
 		if !now.Before(validUntil) {
 			// Paused past validity, or renewals failed until now.
-			s.markLost()
+			ls.markLost()
 			return
 		}
-		ctx, cancel := context.WithTimeout(s.stopped, validUntil.Sub(now))
-		err := s.Extend(ctx)
+		ctx, cancel := context.WithTimeout(ls.stopped, validUntil.Sub(now))
+		err := ls.Extend(ctx)
 		cancel()
 		switch {
-		case s.stopped.Err() != nil:
+		case ls.stopped.Err() != nil:
+			return
+		case errors.Is(err, ErrLockLost):
+			ls.markLost()
 			return
 		case err == nil:
-			timer.Reset(interval)
-		case errors.Is(err, ErrLockLost):
-			s.markLost()
-			return
+			wait = ls.nextTry(interval)
 		default:
-			next := s.ValidUntil().Sub(clock.Now())
-			if next <= 0 {
-				s.markLost()
-				return
-			}
-			timer.Reset(min(s.retryEvery(), next))
+			wait = ls.nextTry(ls.retryEvery())
 		}
+		if wait == 0 {
+			ls.markLost()
+			return
+		}
+		timer.Reset(wait)
 	}
 }
 
-func (s *Lease) markLost() {
-	s.lostOnce.Do(func() {
-		close(s.lost)
-		s.mu.Lock()
-		cancels := s.cancels
-		s.cancels = nil
-		s.mu.Unlock()
+func (ls *Lease) markLost() {
+	ls.lostOnce.Do(func() {
+		close(ls.lost)
+		ls.mu.Lock()
+		cancels := ls.cancels
+		ls.cancels = nil
+		ls.mu.Unlock()
 		for _, c := range cancels {
 			c(ErrLockLost)
 		}
 	})
 }
 
-// Release stops the watchdog and deletes the key where it still holds this
-// lease's value. It runs on ctx without its cancellation, bounded by a
-// timeout of its own, so a job's canceled context is fine to pass. It
-// returns ErrLockLost when the key was no longer this lease's on a majority.
-func (s *Lease) Release(ctx context.Context) error {
-	return s.end(ctx, "", 0)
+// Release stops the watchdog and deletes the key (and a claim) where it
+// still holds this lease's value. It runs on ctx without its cancellation,
+// bounded by a timeout of its own, so a job's canceled context is fine to
+// pass. It returns ErrLockLost when the key was no longer this lease's on
+// a majority.
+func (ls *Lease) Release(ctx context.Context) error {
+	return ls.end(ctx, "", 0)
 }
 
 // MarkDone stops the watchdog and, in one atomic step per store, replaces
 // this lease's value by a done marker that lives for ttl and carries note;
 // where the key has vanished (expired, or a store restarted empty) the
-// marker is set too, never over another holder's value, and MarkDone then
-// reports ErrLockLost if that was so on a majority. Acquire on the key
-// then fails with a *HeldError whose Done is true until the marker
+// marker is set too, and so it is over an abandoned claim this lease took
+// over, never over another holder's value; MarkDone reports ErrLockLost if
+// the lease was no longer this one's on a majority. Acquire and Claim on
+// the key then fail with a *HeldError whose Done is true until the marker
 // expires. Cancellation as for Release.
-func (s *Lease) MarkDone(ctx context.Context, ttl time.Duration, note string) error {
+func (ls *Lease) MarkDone(ctx context.Context, ttl time.Duration, note string) error {
 	if ttl <= 0 {
-		return s.end(ctx, "", 0)
+		return ls.end(ctx, "", 0)
 	}
-	return s.end(ctx, doneValue(s.l.opt.Replica, note), ttl)
+	return ls.end(ctx, doneValue(ls.lk.opt.Replica, note), ttl)
 }
 
-func (s *Lease) end(ctx context.Context, done string, doneTTL time.Duration) error {
-	s.endMu.Lock()
-	defer s.endMu.Unlock()
-	if s.settled {
+func (ls *Lease) end(ctx context.Context, done string, doneTTL time.Duration) error {
+	ls.endMu.Lock()
+	defer ls.endMu.Unlock()
+	if ls.settled {
 		return nil
 	}
-	s.mu.Lock()
-	first := !s.ended
-	s.ended = true
-	cancels := s.cancels
-	s.cancels = nil
-	s.mu.Unlock()
+	ls.mu.Lock()
+	first := !ls.ended
+	ls.ended = true
+	cancels := ls.cancels
+	ls.cancels = nil
+	ls.mu.Unlock()
 	if first {
-		s.stop()
-		s.wg.Wait()
+		ls.stop()
+		ls.wg.Wait()
 		for _, c := range cancels {
 			c(errLeaseEnded)
 		}
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
-	err := s.l.b.release(rctx, s.key, s.value, done, doneTTL)
+	err := ls.lk.b.release(rctx, ls.spec, done, doneTTL)
 	if err == nil || errors.Is(err, ErrLockLost) {
-		s.settled = true
+		ls.settled = true
 	}
 	return err
 }

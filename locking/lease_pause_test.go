@@ -31,3 +31,27 @@ func TestKeepAfterPauseLosesAtOnce(t *testing.T) {
 		_ = lease.Release(ctx)
 	})
 }
+
+// A lease kept late, with less than TTL/3 of its validity left, is renewed
+// before it expires — not declared lost at the first tick, which used to
+// land on ValidUntil itself, without a single Extend.
+func TestKeepLateStillRenews(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		l := NewLocal(Options{Replica: "a"})
+		ttl := 300 * time.Millisecond
+		lease, err := l.Acquire(ctx, Key{"job", "run"}, ttl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(ttl - drift(ttl) - 20*time.Millisecond) // 20ms of validity left
+		kctx := lease.Keep(ctx)
+		time.Sleep(3 * ttl)
+		if err := context.Cause(kctx); err != nil {
+			t.Fatalf("lease kept with 20ms left was lost without a renewal: %v", err)
+		}
+		if err := lease.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

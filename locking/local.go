@@ -2,6 +2,7 @@ package locking
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 )
@@ -60,57 +61,98 @@ func (b *localBackend) sweep(now time.Time) {
 	b.sweepAt = max(localSweepMin, 2*len(b.keys))
 }
 
-func (b *localBackend) acquire(ctx context.Context, key Key, value string, ttl time.Duration) (uint64, error) {
+func (b *localBackend) acquire(ctx context.Context, s leaseSpec) (grant, error) {
 	if err := ctx.Err(); err != nil {
-		return 0, err
+		return grant{}, err
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.clock.Now()
 	b.sweep(now)
-	if e, ok := b.live(key, now); ok {
-		return 0, parseHeld(key, e.value)
+	var g grant
+	if s.hold > 0 {
+		// A claim: as OpAcquire with Hold > 0.
+		lk := liveKey(s.key)
+		if e, ok := b.live(lk, now); ok {
+			return grant{}, parseHeld(s.key, e.value)
+		}
+		if e, ok := b.live(s.key, now); ok {
+			if strings.HasPrefix(e.value, donePrefix) {
+				return grant{}, parseHeld(s.key, e.value)
+			}
+			g.abandoned = parseAbandoned(s.key, e.value)
+		} else {
+			b.keys[s.key] = localEntry{value: s.value, expires: now.Add(s.hold)}
+		}
+		b.keys[lk] = localEntry{value: s.value, expires: now.Add(s.ttl)}
+	} else {
+		if e, ok := b.live(s.key, now); ok {
+			return grant{}, parseHeld(s.key, e.value)
+		}
+		b.keys[s.key] = localEntry{value: s.value, expires: now.Add(s.ttl)}
 	}
-	b.keys[key] = localEntry{value: value, expires: now.Add(ttl)}
-	b.fences[key.Family]++
-	return b.fences[key.Family], nil
+	b.fences[s.key.Family]++
+	g.token = b.fences[s.key.Family]
+	return g, nil
 }
 
-func (b *localBackend) extend(ctx context.Context, key Key, value string, ttl time.Duration) error {
+// leaseKey is where s's lease lives: the live key of a claim, else the key.
+func leaseKey(s leaseSpec) Key {
+	if s.hold > 0 {
+		return liveKey(s.key)
+	}
+	return s.key
+}
+
+func (b *localBackend) extend(ctx context.Context, s leaseSpec) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.clock.Now()
-	e, ok := b.live(key, now)
-	if !ok || e.value != value {
+	lk := leaseKey(s)
+	if e, ok := b.live(lk, now); !ok || e.value != s.value {
 		return ErrLockLost
 	}
-	b.keys[key] = localEntry{value: value, expires: now.Add(ttl)}
+	b.keys[lk] = localEntry{value: s.value, expires: now.Add(s.ttl)}
+	if s.hold > 0 {
+		if e, ok := b.live(s.key, now); ok && e.value == s.value {
+			b.keys[s.key] = localEntry{value: s.value, expires: now.Add(s.hold)}
+		}
+	}
 	return nil
 }
 
-func (b *localBackend) release(ctx context.Context, key Key, value, done string, doneTTL time.Duration) error {
+func (b *localBackend) release(ctx context.Context, s leaseSpec, done string, doneTTL time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	// As OpRelease.
 	now := b.clock.Now()
-	e, ok := b.live(key, now)
-	if !ok || e.value != value {
-		if !ok && doneTTL > 0 {
-			// As the Redlock release script: the slot ran, so the marker
-			// goes where the key vanished, never over another holder.
-			b.keys[key] = localEntry{value: done, expires: now.Add(doneTTL)}
+	cur, curOK := b.live(s.key, now)
+	ours := curOK && cur.value == s.value
+	took := false
+	if s.hold > 0 {
+		lk := liveKey(s.key)
+		if e, ok := b.live(lk, now); ok && e.value == s.value {
+			delete(b.keys, lk)
+			took = !ours && curOK && !strings.HasPrefix(cur.value, donePrefix)
+			ours = true
 		}
-		return ErrLockLost
 	}
-	if doneTTL > 0 {
-		b.keys[key] = localEntry{value: done, expires: now.Add(doneTTL)}
-	} else {
-		delete(b.keys, key)
+	switch {
+	case doneTTL > 0:
+		if (curOK && cur.value == s.value) || !curOK || took {
+			b.keys[s.key] = localEntry{value: done, expires: now.Add(doneTTL)}
+		}
+	case curOK && cur.value == s.value:
+		delete(b.keys, s.key)
+	}
+	if !ours {
+		return ErrLockLost
 	}
 	return nil
 }

@@ -43,10 +43,10 @@ func (o Options) withDefaults() Options {
 // detached from the (often already canceled) caller's context.
 const releaseTimeout = 5 * time.Second
 
-// Drift is the allowance for clock drift between this process and the
+// drift is the allowance for clock drift between this process and the
 // lock stores that Acquire and Extend subtract from a lease's TTL:
 // ttl/100 + 2ms, as in the Redlock paper.
-func Drift(ttl time.Duration) time.Duration { return ttl/100 + 2*time.Millisecond }
+func drift(ttl time.Duration) time.Duration { return ttl/100 + 2*time.Millisecond }
 
 // locker is the front end shared by Redlock and Local: it makes values,
 // computes validity and hands out Leases; the backend does the storage.
@@ -61,8 +61,19 @@ func newLocker(b backend, opt Options) *locker {
 }
 
 func (l *locker) Acquire(ctx context.Context, key Key, ttl time.Duration) (*Lease, error) {
-	if ttl <= Drift(ttl) {
-		return nil, fmt.Errorf("locking: acquire %s: ttl %v is too short", key, ttl)
+	return l.acquire(ctx, leaseSpec{key: key, ttl: ttl})
+}
+
+func (l *locker) Claim(ctx context.Context, key Key, ttl, hold time.Duration) (*Lease, error) {
+	return l.acquire(ctx, leaseSpec{key: key, ttl: ttl, hold: max(hold, ttl)})
+}
+
+func (l *locker) acquire(ctx context.Context, s leaseSpec) (*Lease, error) {
+	if s.ttl <= drift(s.ttl) {
+		return nil, fmt.Errorf("locking: acquire %s: ttl %v is too short", s.key, s.ttl)
+	}
+	if err := CheckKey(s.key); err != nil {
+		return nil, err
 	}
 	if l.closed.Load() {
 		return nil, ErrClosed
@@ -70,25 +81,25 @@ func (l *locker) Acquire(ctx context.Context, key Key, ttl time.Duration) (*Leas
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	value := newToken() + "|" + l.opt.Replica
+	s.value = newToken() + "|" + l.opt.Replica
 	start := l.opt.Clock.Now()
-	token, err := l.b.acquire(ctx, key, value, ttl)
+	g, err := l.b.acquire(ctx, s)
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, ctxErr
 		}
 		return nil, err
 	}
-	validUntil := start.Add(ttl - Drift(ttl))
+	validUntil := start.Add(s.ttl - drift(s.ttl))
 	if !l.opt.Clock.Now().Before(validUntil) {
 		// The acquisition took longer than the lease lasts: nothing is held
 		// any more that could be relied on. Undo and report.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-		_ = l.b.release(rctx, key, value, "", 0)
+		_ = l.b.release(rctx, s, "", 0)
 		cancel()
-		return nil, fmt.Errorf("%w: %s: validity used up during acquisition", ErrNotAcquired, key)
+		return nil, &slowAcquireError{key: s.key}
 	}
-	return newLease(l, key, value, token, ttl, validUntil), nil
+	return newLease(l, s, g, validUntil), nil
 }
 
 func (l *locker) AdvanceRecord(ctx context.Context, key Key, v int64) error {

@@ -22,7 +22,44 @@ var (
 	ErrNoQuorum = errors.New("locking: no quorum")
 	// ErrClosed is returned by a Locker after Close.
 	ErrClosed = errors.New("locking: locker closed")
+	// ErrSlowAcquire reports an Acquire that reached a majority but took so
+	// long that the lease's validity was used up on the way: it was undone,
+	// nobody holds the key, and trying again may succeed once the stores
+	// answer faster. errors.Is(err, ErrNotAcquired) holds too.
+	ErrSlowAcquire = errors.New("locking: validity used up during acquisition")
+	// ErrSplitVote reports an Acquire in which the nodes that answered were
+	// split between several would-be holders so that none, this one
+	// included, reached a majority: typically several replicas firing in
+	// the same millisecond. Nobody holds the key, and the attempt has been
+	// undone, so trying again after a short random delay is likely to
+	// succeed. The error is a *SplitVoteError.
+	ErrSplitVote = errors.New("locking: split vote")
 )
+
+// SplitVoteError is the error of a split vote: errors.Is(err, ErrSplitVote)
+// and errors.Is(err, ErrNotAcquired) hold, and errors.As finds the
+// *HeldError inside, naming the most frequent other holder.
+type SplitVoteError struct {
+	Held *HeldError
+}
+
+func (e *SplitVoteError) Error() string {
+	s := "locking: " + e.Held.Key.String() + " not acquired: split vote, no majority"
+	if e.Held.Holder != "" {
+		s += " (also tried by " + e.Held.Holder + ")"
+	}
+	return s
+}
+func (e *SplitVoteError) Is(target error) bool { return target == ErrSplitVote }
+func (e *SplitVoteError) Unwrap() error        { return e.Held }
+
+// slowAcquireError is ErrSlowAcquire for one key.
+type slowAcquireError struct{ key Key }
+
+func (e *slowAcquireError) Error() string { return ErrSlowAcquire.Error() + ": " + e.key.String() }
+func (e *slowAcquireError) Is(target error) bool {
+	return target == ErrSlowAcquire || target == ErrNotAcquired
+}
 
 // Key names one lock. Family groups the keys whose fencing tokens must be
 // ordered together (one family per job); it becomes the Redis hash tag, so
@@ -35,6 +72,52 @@ type Key struct {
 }
 
 func (k Key) String() string { return k.Family + ":" + k.Name }
+
+// Reserved key names: a family's fencing counter, and the suffix of a
+// claim's live key.
+const (
+	fenceName  = "fence"
+	liveSuffix = ":live"
+)
+
+// liveKey is the key of a claim's lease (the claim itself is at k).
+func liveKey(k Key) Key { return Key{Family: k.Family, Name: k.Name + liveSuffix} }
+
+// CheckKey reports whether k can be used: a non-empty family without
+// braces or white space (it becomes the key's hash tag: a brace would
+// split a family over cluster slots), and a non-empty name that is not
+// reserved ("fence", or ending in ":live").
+func CheckKey(k Key) error {
+	switch {
+	case k.Family == "":
+		return fmt.Errorf("locking: key %q: empty family", k)
+	case strings.ContainsAny(k.Family, "{} \t\r\n"):
+		return fmt.Errorf("locking: key %q: family must not contain braces or white space", k)
+	case k.Name == "" || k.Name == fenceName || strings.HasSuffix(k.Name, liveSuffix):
+		return fmt.Errorf("locking: key %q: name must be non-empty, not %q and not end in %q", k, fenceName, liveSuffix)
+	}
+	return nil
+}
+
+func checkKey(k Key) error { return CheckKey(k) }
+
+// Abandoned describes a claim (Locker.Claim) whose lease expired before
+// its holder ended it: the holder died or froze while working. Claim hands
+// such a key to a new lease with Lease.Abandoned set, so that exactly one
+// caller learns of it; the work must not be done again.
+type Abandoned struct {
+	Key    Key
+	Holder string // the replica that claimed it
+	ID     string // the claim's Lease.ID
+}
+
+func parseAbandoned(k Key, value string) *Abandoned {
+	tok, holder, _ := strings.Cut(value, "|")
+	return &Abandoned{Key: k, Holder: holder, ID: leaseID(tok)}
+}
+
+// leaseID is the short form of a lease's random token.
+func leaseID(token string) string { return token[:min(len(token), 16)] }
 
 // HeldError is returned by Acquire when the key is held by another lease or
 // is a done marker. errors.Is(err, ErrNotAcquired) holds.
@@ -117,6 +200,17 @@ type Locker interface {
 	// not be reached, or ctx.Err() when ctx ends first. A failed attempt leaves
 	// nothing behind on the nodes it touched.
 	Acquire(ctx context.Context, key Key, ttl time.Duration) (*Lease, error)
+
+	// Claim is Acquire for work that must be done at most once. Besides the
+	// lease it leaves a claim on key that lives for hold (at least ttl)
+	// after the lease's last renewal, so a holder that dies or freezes
+	// while working does not free the key when its lease expires. Release
+	// (not after the work began) removes the claim; MarkDone turns it into
+	// a done marker. Once the lease has expired, the next Claim takes the
+	// key over: it succeeds with Lease.Abandoned describing the claim, and
+	// must not do the work (report it, then MarkDone). A claim seen on any
+	// node counts, even when a majority lets the caller in.
+	Claim(ctx context.Context, key Key, ttl, hold time.Duration) (*Lease, error)
 
 	// AdvanceRecord raises the family's named record to at least v (max-assign)
 	// on a majority. Records outlive leases (they have no TTL).

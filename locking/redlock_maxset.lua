@@ -1,5 +1,5 @@
--- Max-assign: raise KEYS[1] to ARGV[1] unless it already holds more.
--- Used for the fencing counter write-back and for records. No TTL.
+-- Max-assign (Node OpMaxSet): raise KEYS[1] to ARGV[1] unless it already
+-- holds more. Used for records. No TTL.
 -- Returns the value the key holds afterwards.
 local v = tonumber(ARGV[1])
 local cur = tonumber(redis.call('GET', KEYS[1]) or '0') or 0

@@ -494,13 +494,13 @@ func TestRedlockStaleTokenCannotReleaseOrExtend(t *testing.T) {
 	// Ask the nodes directly with the stale value: the front end would
 	// refuse before asking, as a's ValidUntil has passed.
 	ab := a.(*locker).b
-	if err := ab.extend(ctx, key, la.value, time.Minute); !errors.Is(err, ErrLockLost) {
+	if err := ab.extend(ctx, leaseSpec{key: key, value: la.spec.value, ttl: time.Minute}); !errors.Is(err, ErrLockLost) {
 		t.Fatalf("stale extend: %v", err)
 	}
-	if err := ab.release(ctx, key, la.value, "", 0); !errors.Is(err, ErrLockLost) {
+	if err := ab.release(ctx, la.spec, "", 0); !errors.Is(err, ErrLockLost) {
 		t.Fatalf("stale release: %v", err)
 	}
-	if err := ab.release(ctx, key, la.value, "done|a|x", time.Minute); !errors.Is(err, ErrLockLost) {
+	if err := ab.release(ctx, la.spec, "done|a|x", time.Minute); !errors.Is(err, ErrLockLost) {
 		t.Fatalf("stale mark done: %v", err)
 	}
 	if err := la.Extend(ctx); !errors.Is(err, ErrLockLost) {
@@ -510,7 +510,7 @@ func TestRedlockStaleTokenCannotReleaseOrExtend(t *testing.T) {
 		t.Fatalf("stale lease Release: %v", err)
 	}
 	for _, n := range c.Nodes() {
-		if v := n.Client().Get(ctx, rkey(key)).Val(); v != lb.value {
+		if v := n.Client().Get(ctx, rkey(key)).Val(); v != lb.spec.value {
 			t.Fatalf("node %s: %q, want b's value", n.Addr(), v)
 		}
 		if ttl := n.Client().PTTL(ctx, rkey(key)).Val(); ttl > 10*time.Second {
@@ -829,7 +829,7 @@ func TestRedlockClusterEndpoint(t *testing.T) {
 	if onB == 0 {
 		t.Fatal("no family hashed to the second shard; the test proves nothing")
 	}
-	if !l.(*locker).b.(*redlock).nodes[0].cluster.Load() {
+	if !l.(*locker).b.(*redlock).nodes[0].(*redisNode).cluster.Load() {
 		t.Fatal("node did not switch to a cluster client")
 	}
 }
@@ -1005,4 +1005,83 @@ func TestRedlockLimitRestartWithoutPersistence(t *testing.T) {
 		t.Fatalf("token %d after %d: the scenario did not lose the counter", second.Token(), first.Token())
 	}
 	t.Logf("without persistence: token %d handed out after %d", second.Token(), first.Token())
+}
+
+// Two acquisitions of one family that race through the token write-back
+// must not share a token (they used to: each max-assigned the same
+// "highest seen + 1"). One acquirer is held between its two rounds while
+// another takes a different key of the family; the first then finds its
+// token taken and claims the next one.
+func TestRedlockRacingWriteBacksGetDistinctTokens(t *testing.T) {
+	c := redistest.Start(t, 3)
+	ctx := tctx(t, 10*time.Second)
+	warm := newTestRedlock(t, c.Addrs(), "warm")
+	for i := range 5 { // the family's counter is 5; a and b know nothing of it
+		lease, err := warm.Acquire(ctx, Key{Family: "race", Name: fmt.Sprintf("w%d", i)}, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = lease.Release(ctx)
+	}
+	a := newTestRedlock(t, c.Addrs(), "a")
+	b := newTestRedlock(t, c.Addrs(), "b")
+	paused, resume := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	a.(*locker).b.(*redlock).hookBeforeFence = func(Key) {
+		once.Do(func() { close(paused); <-resume })
+	}
+	type res struct {
+		lease *Lease
+		err   error
+	}
+	aDone := make(chan res, 1)
+	go func() {
+		l, err := a.Acquire(ctx, Key{Family: "race", Name: "slot:1"}, 5*time.Second)
+		aDone <- res{l, err}
+	}()
+	<-paused // a has won its key and read the counter (5); it would write 6
+	lb, err := b.Acquire(ctx, Key{Family: "race", Name: "slot:2"}, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(resume)
+	ra := <-aDone
+	if ra.err != nil {
+		t.Fatal(ra.err)
+	}
+	if ra.lease.Token() == lb.Token() {
+		t.Fatalf("both acquisitions got token %d", lb.Token())
+	}
+	if ra.lease.Token() < lb.Token() {
+		t.Fatalf("a succeeded after b but got token %d < %d", ra.lease.Token(), lb.Token())
+	}
+	if lb.Token() != 6 || ra.lease.Token() != 7 {
+		t.Fatalf("tokens a=%d b=%d, want 7 and 6", ra.lease.Token(), lb.Token())
+	}
+}
+
+// An acquisition that used up its validity on the way is reported as such
+// (ErrSlowAcquire), not as a held key or a missing quorum.
+func TestRedlockSlowAcquireHasItsOwnError(t *testing.T) {
+	c := redistest.Start(t, 3)
+	ctx := tctx(t, 10*time.Second)
+	l := newTestRedlock(t, c.Addrs(), "a")
+	l.(*locker).b.(*redlock).hookBeforeFence = func(Key) { time.Sleep(300 * time.Millisecond) }
+	// A stale hint forces the write-back round, which the hook slows past
+	// the 200ms TTL.
+	w := newTestRedlock(t, c.Addrs(), "w")
+	lw, err := w.Acquire(ctx, Key{Family: "slow", Name: "w"}, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = lw.Release(ctx)
+	_, err = l.Acquire(ctx, Key{Family: "slow", Name: "k"}, 200*time.Millisecond)
+	if !errors.Is(err, ErrSlowAcquire) || errors.Is(err, ErrNoQuorum) {
+		t.Fatalf("err = %v, want ErrSlowAcquire", err)
+	}
+	for _, n := range c.Nodes() {
+		if v := n.Client().Get(ctx, rkey(Key{Family: "slow", Name: "k"})).Val(); v != "" {
+			t.Fatalf("node %s kept %q after the undone acquisition", n.Addr(), v)
+		}
+	}
 }

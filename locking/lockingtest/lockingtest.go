@@ -58,6 +58,11 @@ var cases = []struct {
 	{"Records", testRecords},
 	{"CanceledContext", testCanceled},
 	{"PingModeClose", testPingModeClose},
+	{"ClaimAbandoned", testClaimAbandoned},
+	{"ClaimRelease", testClaimRelease},
+	{"ClaimKept", testClaimKept},
+	{"TokensUnique", testTokensUnique},
+	{"BadKeys", testBadKeys},
 }
 
 // family returns a key family unique to this run and subtest.

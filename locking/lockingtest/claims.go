@@ -1,0 +1,147 @@
+package lockingtest
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/slotlock/slotlock/locking"
+)
+
+// A claim whose holder stops renewing (it died while working) keeps the
+// key: the next Claim takes over its lease, learns who abandoned it, and
+// nobody else can take it while the taker reports; its done marker then
+// closes the key.
+func testClaimAbandoned(t *testing.T, l locking.Locker) {
+	key := locking.Key{Family: family(t), Name: "slot:1"}
+	dead, err := l.Claim(ctx(t), key, 300*time.Millisecond, time.Minute)
+	require.NoError(t, err)
+	require.Nil(t, dead.Abandoned())
+	require.Len(t, dead.ID(), 16)
+
+	_, err = l.Claim(ctx(t), key, time.Second, time.Minute)
+	held := wantHeld(t, err, false)
+	require.Equal(t, dead.Holder(), held.Holder)
+	_, err = l.Acquire(ctx(t), key, time.Second)
+	wantHeld(t, err, false)
+
+	time.Sleep(400 * time.Millisecond) // the lease expires, the claim stays
+	taker, err := l.Claim(ctx(t), key, 5*time.Second, time.Minute)
+	require.NoError(t, err, "Claim over an abandoned claim")
+	ab := taker.Abandoned()
+	require.NotNil(t, ab, "the taker must learn that the claim was abandoned")
+	require.Equal(t, locking.Abandoned{Key: key, Holder: dead.Holder(), ID: dead.ID()}, *ab)
+	require.Greater(t, taker.Token(), dead.Token())
+
+	_, err = l.Claim(ctx(t), key, time.Second, time.Minute)
+	wantHeld(t, err, false) // the taker's lease is live
+
+	require.NoError(t, taker.MarkDone(ctx(t), time.Minute, "abandoned"))
+	_, err = l.Claim(ctx(t), key, time.Second, time.Minute)
+	held = wantHeld(t, err, true)
+	require.Equal(t, "abandoned", held.Note)
+	// The dead holder, back, can neither extend nor end it.
+	require.ErrorIs(t, dead.Extend(ctx(t)), locking.ErrLockLost)
+}
+
+// Released before its work began, a claim leaves nothing: the key can be
+// claimed afresh.
+func testClaimRelease(t *testing.T, l locking.Locker) {
+	key := locking.Key{Family: family(t), Name: "slot:1"}
+	a, err := l.Claim(ctx(t), key, 5*time.Second, time.Minute)
+	require.NoError(t, err)
+	require.NoError(t, a.Release(ctx(t)))
+	b, err := l.Claim(ctx(t), key, 5*time.Second, time.Minute)
+	require.NoError(t, err)
+	require.Nil(t, b.Abandoned())
+	require.Greater(t, b.Token(), a.Token())
+	require.NoError(t, b.MarkDone(ctx(t), time.Minute, "succeeded"))
+	_, err = l.Claim(ctx(t), key, time.Second, time.Minute)
+	held := wantHeld(t, err, true)
+	require.Equal(t, "succeeded", held.Note)
+}
+
+// A kept claim outlives its hold: renewals move the claim's expiry too, so
+// a long run is never taken for abandoned.
+func testClaimKept(t *testing.T, l locking.Locker) {
+	key := locking.Key{Family: family(t), Name: "slot:1"}
+	a, err := l.Claim(ctx(t), key, 300*time.Millisecond, 600*time.Millisecond)
+	require.NoError(t, err)
+	kctx := a.Keep(ctx(t))
+	deadline := time.Now().Add(1500 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		_, err := l.Claim(ctx(t), key, time.Second, time.Minute)
+		held := wantHeld(t, err, false)
+		require.Equal(t, a.Holder(), held.Holder)
+		time.Sleep(100 * time.Millisecond)
+	}
+	require.NoError(t, kctx.Err(), "the kept claim was lost")
+	require.NoError(t, a.MarkDone(ctx(t), time.Minute, "succeeded"))
+	_, err = l.Claim(ctx(t), key, time.Second, time.Minute)
+	wantHeld(t, err, true)
+}
+
+// Concurrent acquisitions of different keys of one family never share a
+// fencing token.
+func testTokensUnique(t *testing.T, l locking.Locker) {
+	fam := family(t)
+	const workers, each = 8, 6
+	var mu sync.Mutex
+	seen := map[uint64]string{}
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				key := locking.Key{Family: fam, Name: fmt.Sprintf("k%d-%d", w, i)}
+				lease, err := l.Acquire(ctx(t), key, 5*time.Second)
+				if errors.Is(err, locking.ErrSplitVote) || errors.Is(err, locking.ErrNoQuorum) {
+					continue
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				if other, dup := seen[lease.Token()]; dup {
+					errs <- fmt.Errorf("token %d handed to %s and %s", lease.Token(), other, key.Name)
+				}
+				seen[lease.Token()] = key.Name
+				mu.Unlock()
+				if err := lease.Release(ctx(t)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	require.NotEmpty(t, seen)
+}
+
+// Keys a store cannot hold safely are refused before any store is asked.
+func testBadKeys(t *testing.T, l locking.Locker) {
+	for _, k := range []locking.Key{
+		{Family: "", Name: "x"},
+		{Family: "}job", Name: "x"},
+		{Family: "a{b", Name: "x"},
+		{Family: "job", Name: ""},
+		{Family: "job", Name: "fence"},
+		{Family: "job", Name: "slot:1:live"},
+	} {
+		_, err := l.Acquire(ctx(t), k, time.Second)
+		require.Error(t, err, "key %+v", k)
+		require.NotErrorIs(t, err, locking.ErrNotAcquired)
+		require.ErrorContains(t, err, "locking: key")
+	}
+}

@@ -1,0 +1,199 @@
+package locking
+
+import (
+	"context"
+	"strings"
+	"time"
+)
+
+// leaseSpec is what the backends need to act on a lease.
+type leaseSpec struct {
+	key   Key
+	value string // "<token>|<replica>"
+	ttl   time.Duration
+	hold  time.Duration // > 0: a claim, whose key lives this long after the last renewal
+}
+
+// grant is a successful acquisition.
+type grant struct {
+	token     uint64
+	abandoned *Abandoned // a claim taken over: its holder never ended it
+}
+
+func msec(d time.Duration) int64 { return max(d.Milliseconds(), 1) }
+
+// leaseOp is the Op of kind k for s, its keys filled in.
+func (r *redlock) leaseOp(k OpKind, s leaseSpec) Op {
+	op := Op{Kind: k, Key: r.key(s.key), Value: s.value, TTL: msec(s.ttl)}
+	if s.hold > 0 {
+		op.Live = r.key(liveKey(s.key))
+		op.Hold = msec(s.hold)
+	}
+	return op
+}
+
+func (r *redlock) acquire(ctx context.Context, s leaseSpec) (grant, error) {
+	if err := checkKey(s.key); err != nil {
+		return grant{}, err
+	}
+	family := s.key.Family
+	proposal := r.propose(family)
+	op := r.leaseOp(OpAcquire, s)
+	op.Fence = r.fenceKey(family)
+	op.N = int64(proposal)
+	res := make([]Result, len(r.nodes))
+	errs := make([]error, len(r.nodes))
+	r.round(ctx, all(op), res, errs)
+
+	won, sawDone, took := 0, false, ""
+	var seen, before uint64 // highest counter seen anywhere / on the winners
+	for i, rep := range res {
+		if errs[i] != nil {
+			continue
+		}
+		seen = max(seen, uint64(rep.N))
+		switch {
+		case rep.Status == 1 || rep.Status == 2:
+			won++
+			before = max(before, uint64(rep.N))
+			if rep.Status == 2 && took == "" {
+				took = rep.Value
+			}
+		case strings.HasPrefix(rep.Value, donePrefix):
+			sawDone = true
+		}
+	}
+	// A done marker on any node means the work already ran, even when a
+	// majority let us in (the marker may have expired early or been lost
+	// on the others): the acquisition is refused.
+	if won >= r.quorum && !sawDone && ctx.Err() == nil {
+		g := grant{}
+		if took != "" {
+			g.abandoned = parseAbandoned(s.key, took)
+		}
+		// Quorum register. The winners' counters include the latest token
+		// made durable on any majority (two majorities intersect). If the
+		// proposal is above all of them, the script raised the counter from
+		// below it to it on every winner, a majority: it is this lease's
+		// token, no other acquisition can have done the same, and Acquire
+		// is done in one round.
+		if proposal > before {
+			r.learnToken(family, proposal)
+			g.token = proposal
+			return g, nil
+		}
+		// Our knowledge was stale: claim a higher token on a majority.
+		token, err := r.claimToken(ctx, s.key, op.Fence, seen+1, errs)
+		if err == nil {
+			r.learnToken(family, token)
+			g.token = token
+			return g, nil
+		}
+		if ctx.Err() == nil {
+			r.undo(ctx, s, nil)
+			return grant{}, err
+		}
+	}
+	r.learnToken(family, seen)
+	// Failed: leave nothing behind where we wrote or may have written.
+	// (A counter raised to our proposal on some nodes stays raised: that
+	// only makes later tokens larger, never smaller.)
+	undoMask := make([]bool, len(r.nodes))
+	for i, rep := range res {
+		undoMask[i] = rep.Status != 0 || errs[i] != nil
+	}
+	r.undo(ctx, s, undoMask)
+	if err := ctx.Err(); err != nil {
+		return grant{}, err
+	}
+	return grant{}, r.acquireFailure(s.key, res, errs)
+}
+
+// acquireFailure classifies a failed acquisition.
+func (r *redlock) acquireFailure(key Key, res []Result, errs []error) error {
+	counts := map[string]int{}
+	answered := 0
+	var done *HeldError
+	for i, rep := range res {
+		if errs[i] != nil {
+			continue
+		}
+		answered++
+		if rep.Status != 0 {
+			continue
+		}
+		counts[rep.Value]++
+		if done == nil && strings.HasPrefix(rep.Value, donePrefix) {
+			done = parseHeld(key, rep.Value)
+		}
+	}
+	if done != nil {
+		// A done marker anywhere means the slot already ran.
+		return done
+	}
+	if answered < r.quorum || len(counts) == 0 {
+		return &QuorumError{Op: "acquire", Key: key, Need: r.quorum, Got: answered, Err: r.nodeErrs(errs)}
+	}
+	top, topN := "", 0
+	for v, c := range counts {
+		if c > topN || (c == topN && v < top) {
+			top, topN = v, c
+		}
+	}
+	held := parseHeld(key, top)
+	if topN >= r.quorum {
+		return held
+	}
+	return &SplitVoteError{Held: held}
+}
+
+// undo releases s where it is held (or may be, after an unanswered
+// request), on the masked nodes (all when mask is nil). It runs detached
+// from ctx's cancellation: a canceled acquisition must still clean up.
+func (r *redlock) undo(ctx context.Context, s leaseSpec, mask []bool) {
+	op := r.leaseOp(OpRelease, s)
+	res := make([]Result, len(r.nodes))
+	errs := make([]error, len(r.nodes))
+	r.round(context.WithoutCancel(ctx), func(i int) (Op, bool) { return op, mask == nil || mask[i] }, res, errs)
+}
+
+// compareAct runs a compare-and-act op on every node and classifies the
+// answers: nil on a majority of 1s, ErrLockLost when so many nodes
+// answered 0 that a majority of 1s is impossible, else a *QuorumError.
+func (r *redlock) compareAct(ctx context.Context, name string, key Key, op Op) error {
+	res := make([]Result, len(r.nodes))
+	errs := make([]error, len(r.nodes))
+	r.round(ctx, all(op), res, errs)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	ok, notOurs := 0, 0
+	for i, rep := range res {
+		switch {
+		case errs[i] != nil:
+		case rep.Status == 1:
+			ok++
+		default:
+			notOurs++
+		}
+	}
+	if ok >= r.quorum {
+		return nil
+	}
+	if len(r.nodes)-notOurs < r.quorum {
+		return ErrLockLost
+	}
+	return &QuorumError{Op: name, Key: key, Need: r.quorum, Got: ok, Err: r.nodeErrs(errs)}
+}
+
+func (r *redlock) extend(ctx context.Context, s leaseSpec) error {
+	return r.compareAct(ctx, "extend", s.key, r.leaseOp(OpExtend, s))
+}
+
+func (r *redlock) release(ctx context.Context, s leaseSpec, done string, doneTTL time.Duration) error {
+	op := r.leaseOp(OpRelease, s)
+	if doneTTL > 0 {
+		op.Done, op.DoneTTL = done, msec(doneTTL)
+	}
+	return r.compareAct(ctx, "release", s.key, op)
+}

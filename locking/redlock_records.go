@@ -1,0 +1,99 @@
+package locking
+
+import (
+	"context"
+	"fmt"
+)
+
+// maxRecord bounds record and token values: the Lua scripts compare
+// numbers as doubles, which are exact up to 2^53.
+const maxRecord = 1 << 53
+
+func (r *redlock) advanceRecord(ctx context.Context, key Key, v int64) error {
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	if v > maxRecord || v < -maxRecord {
+		return fmt.Errorf("locking: record %s: value %d out of range (|v| <= 2^53)", key, v)
+	}
+	return r.maxSet(ctx, key, v)
+}
+
+// maxSet raises the record key to at least v on a majority of all nodes.
+func (r *redlock) maxSet(ctx context.Context, key Key, v int64) error {
+	res := make([]Result, len(r.nodes))
+	errs := make([]error, len(r.nodes))
+	r.round(ctx, all(Op{Kind: OpMaxSet, Key: r.key(key), N: v}), res, errs)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if got := r.answered(errs); got < r.quorum {
+		return &QuorumError{Op: "record", Key: key, Need: r.quorum, Got: got, Err: r.nodeErrs(errs)}
+	}
+	return nil
+}
+
+func (r *redlock) answered(errs []error) int {
+	n := 0
+	for _, err := range errs {
+		if err == nil {
+			n++
+		}
+	}
+	return n
+}
+
+func (r *redlock) readRecord(ctx context.Context, key Key) (int64, error) {
+	if err := checkKey(key); err != nil {
+		return 0, err
+	}
+	res := make([]Result, len(r.nodes))
+	errs := make([]error, len(r.nodes))
+	r.round(ctx, all(Op{Kind: OpGet, Key: r.key(key)}), res, errs)
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	answered, best, differ := 0, int64(0), false
+	for i, rep := range res {
+		if errs[i] != nil {
+			continue
+		}
+		v := rep.N // 0 when absent
+		if answered > 0 && v != best {
+			differ = true
+		}
+		if answered == 0 || v > best {
+			best = v
+		}
+		answered++
+	}
+	if answered < r.quorum {
+		return 0, &QuorumError{Op: "record", Key: key, Need: r.quorum, Got: answered, Err: r.nodeErrs(errs)}
+	}
+	if differ {
+		// Read repair: a value seen on only part of the majority is made
+		// durable on a majority before it is returned, so a later read
+		// through any majority cannot return less.
+		if err := r.maxSet(ctx, key, best); err != nil {
+			return 0, err
+		}
+	}
+	return max(best, 0), nil
+}
+
+func (r *redlock) ping(ctx context.Context) ([]NodeStatus, error) {
+	res := make([]Result, len(r.nodes))
+	errs := make([]error, len(r.nodes))
+	r.round(ctx, all(Op{Kind: OpPing}), res, errs)
+	st := make([]NodeStatus, len(r.nodes))
+	for i, n := range r.nodes {
+		st[i] = NodeStatus{Addr: n.Addr(), Up: errs[i] == nil, Err: errs[i]}
+	}
+	if err := ctx.Err(); err != nil {
+		return st, err
+	}
+	if up := r.answered(errs); up < r.quorum {
+		return st, &QuorumError{Op: "ping", Need: r.quorum, Got: up, Err: r.nodeErrs(errs)}
+	}
+	return st, nil
+}
