@@ -26,6 +26,7 @@ type Lease struct {
 	spec      leaseSpec
 	token     uint64
 	abandoned *Abandoned
+	orphan    *Abandoned
 
 	mu         sync.Mutex
 	validUntil time.Time
@@ -48,7 +49,7 @@ type Lease struct {
 func newLease(lk *locker, spec leaseSpec, g grant, validUntil time.Time) *Lease {
 	stopped, stop := context.WithCancel(context.Background())
 	return &Lease{
-		lk: lk, spec: spec, token: g.token, abandoned: g.abandoned,
+		lk: lk, spec: spec, token: g.token, abandoned: g.abandoned, orphan: g.orphan,
 		validUntil: validUntil,
 		lost:       make(chan struct{}),
 		stopped:    stopped,
@@ -75,6 +76,11 @@ func (ls *Lease) ID() string { return leaseID(ls.spec.value) }
 // ended it (see Locker.Claim): the work it stands for must not be done
 // again.
 func (ls *Lease) Abandoned() *Abandoned { return ls.abandoned }
+
+// Orphan is non-nil when, during this Claim, a store held another claim of
+// the same family whose lease had expired: work abandoned by its holder.
+// Claim its key to take it over and report it (Lease.Abandoned).
+func (ls *Lease) Orphan() *Abandoned { return ls.orphan }
 
 // Holder is the replica name stored in the lock's value.
 func (ls *Lease) Holder() string { return ls.lk.opt.Replica }

@@ -2,7 +2,6 @@ package locking
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"time"
 )
@@ -17,6 +16,8 @@ func NewLocal(opt Options) Locker {
 	return newLocker(&localBackend{
 		clock:   opt.Clock,
 		keys:    make(map[Key]localEntry),
+		claims:  make(map[string]map[string]string),
+		lives:   make(map[string]map[string]localEntry),
 		fences:  make(map[string]uint64),
 		records: make(map[Key]int64),
 		sweepAt: localSweepMin,
@@ -34,7 +35,9 @@ type localBackend struct {
 	clock   Clock
 	mu      sync.Mutex
 	keys    map[Key]localEntry
-	fences  map[string]uint64 // by family
+	claims  map[string]map[string]string     // family -> name -> claim value (as the claims hash)
+	lives   map[string]map[string]localEntry // family -> name -> a claim's lease (as the lives hash)
+	fences  map[string]uint64                // by family
 	records map[Key]int64
 	sweepAt int // sweep expired keys when the map grows past this
 }
@@ -69,26 +72,29 @@ func (b *localBackend) acquire(ctx context.Context, s leaseSpec) (grant, error) 
 	defer b.mu.Unlock()
 	now := b.clock.Now()
 	b.sweep(now)
+	if e, ok := b.live(s.key, now); ok {
+		return grant{}, parseHeld(s.key, e.value) // held, or a done marker
+	}
 	var g grant
-	if s.hold > 0 {
-		// A claim: as OpAcquire with Hold > 0.
-		lk := liveKey(s.key)
-		if e, ok := b.live(lk, now); ok {
-			return grant{}, parseHeld(s.key, e.value)
+	if s.claim {
+		// As OpAcquire for a claim.
+		fam, field := s.key.Family, s.key.Name
+		if l, ok := b.lives[fam][field]; ok && now.Before(l.expires) {
+			return grant{}, parseHeld(s.key, l.value)
 		}
-		if e, ok := b.live(s.key, now); ok {
-			if strings.HasPrefix(e.value, donePrefix) {
-				return grant{}, parseHeld(s.key, e.value)
-			}
-			g.abandoned = parseAbandoned(s.key, e.value)
+		if c, ok := b.claims[fam][field]; ok {
+			g.abandoned = parseAbandoned(s.key, c)
 		} else {
-			b.keys[s.key] = localEntry{value: s.value, expires: now.Add(s.hold)}
+			setIn(b.claims, fam, field, s.value)
 		}
-		b.keys[lk] = localEntry{value: s.value, expires: now.Add(s.ttl)}
+		setIn(b.lives, fam, field, localEntry{value: s.value, expires: now.Add(s.ttl)})
+		for f, c := range b.claims[fam] {
+			if l, ok := b.lives[fam][f]; f != field && (!ok || !now.Before(l.expires)) {
+				g.orphan = parseAbandoned(Key{Family: fam, Name: f}, c)
+				break
+			}
+		}
 	} else {
-		if e, ok := b.live(s.key, now); ok {
-			return grant{}, parseHeld(s.key, e.value)
-		}
 		b.keys[s.key] = localEntry{value: s.value, expires: now.Add(s.ttl)}
 	}
 	b.fences[s.key.Family]++
@@ -96,12 +102,20 @@ func (b *localBackend) acquire(ctx context.Context, s leaseSpec) (grant, error) 
 	return g, nil
 }
 
-// leaseKey is where s's lease lives: the live key of a claim, else the key.
-func leaseKey(s leaseSpec) Key {
-	if s.hold > 0 {
-		return liveKey(s.key)
+// setIn sets m[a][b] = v, making m[a] when needed.
+func setIn[V any](m map[string]map[string]V, a, b string, v V) {
+	if m[a] == nil {
+		m[a] = make(map[string]V)
 	}
-	return s.key
+	m[a][b] = v
+}
+
+// deleteIn deletes m[a][b], and m[a] once empty.
+func deleteIn[V any](m map[string]map[string]V, a, b string) {
+	delete(m[a], b)
+	if len(m[a]) == 0 {
+		delete(m, a)
+	}
 }
 
 func (b *localBackend) extend(ctx context.Context, s leaseSpec) error {
@@ -111,16 +125,18 @@ func (b *localBackend) extend(ctx context.Context, s leaseSpec) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.clock.Now()
-	lk := leaseKey(s)
-	if e, ok := b.live(lk, now); !ok || e.value != s.value {
+	if s.claim {
+		l, ok := b.lives[s.key.Family][s.key.Name]
+		if !ok || l.value != s.value || !now.Before(l.expires) {
+			return ErrLockLost
+		}
+		setIn(b.lives, s.key.Family, s.key.Name, localEntry{value: s.value, expires: now.Add(s.ttl)})
+		return nil
+	}
+	if e, ok := b.live(s.key, now); !ok || e.value != s.value {
 		return ErrLockLost
 	}
-	b.keys[lk] = localEntry{value: s.value, expires: now.Add(s.ttl)}
-	if s.hold > 0 {
-		if e, ok := b.live(s.key, now); ok && e.value == s.value {
-			b.keys[s.key] = localEntry{value: s.value, expires: now.Add(s.hold)}
-		}
-	}
+	b.keys[s.key] = localEntry{value: s.value, expires: now.Add(s.ttl)}
 	return nil
 }
 
@@ -130,28 +146,42 @@ func (b *localBackend) release(ctx context.Context, s leaseSpec, done string, do
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	// As OpRelease.
 	now := b.clock.Now()
 	cur, curOK := b.live(s.key, now)
-	ours := curOK && cur.value == s.value
-	took := false
-	if s.hold > 0 {
-		lk := liveKey(s.key)
-		if e, ok := b.live(lk, now); ok && e.value == s.value {
-			delete(b.keys, lk)
-			took = !ours && curOK && !strings.HasPrefix(cur.value, donePrefix)
-			ours = true
-		}
-	}
-	switch {
-	case doneTTL > 0:
-		if (curOK && cur.value == s.value) || !curOK || took {
+	if !s.claim {
+		// As OpRelease for a plain lease.
+		ours := curOK && cur.value == s.value
+		switch {
+		case doneTTL > 0 && (ours || !curOK):
 			b.keys[s.key] = localEntry{value: done, expires: now.Add(doneTTL)}
+		case ours:
+			delete(b.keys, s.key)
 		}
-	case curOK && cur.value == s.value:
-		delete(b.keys, s.key)
+		if !ours {
+			return ErrLockLost
+		}
+		return nil
 	}
-	if !ours {
+	// As OpRelease for a claim.
+	fam, field := s.key.Family, s.key.Name
+	claim, claimOK := b.claims[fam][field]
+	liveOurs := false
+	if l, ok := b.lives[fam][field]; ok && l.value == s.value {
+		deleteIn(b.lives, fam, field)
+		liveOurs = now.Before(l.expires)
+	}
+	claimOurs := claimOK && claim == s.value
+	if doneTTL > 0 {
+		if claimOurs || !claimOK || liveOurs {
+			deleteIn(b.claims, fam, field)
+			if !curOK {
+				b.keys[s.key] = localEntry{value: done, expires: now.Add(doneTTL)}
+			}
+		}
+	} else if claimOurs {
+		deleteIn(b.claims, fam, field)
+	}
+	if !claimOurs && !liveOurs {
 		return ErrLockLost
 	}
 	return nil

@@ -64,8 +64,8 @@ func (l *locker) Acquire(ctx context.Context, key Key, ttl time.Duration) (*Leas
 	return l.acquire(ctx, leaseSpec{key: key, ttl: ttl})
 }
 
-func (l *locker) Claim(ctx context.Context, key Key, ttl, hold time.Duration) (*Lease, error) {
-	return l.acquire(ctx, leaseSpec{key: key, ttl: ttl, hold: max(hold, ttl)})
+func (l *locker) Claim(ctx context.Context, key Key, ttl time.Duration) (*Lease, error) {
+	return l.acquire(ctx, leaseSpec{key: key, ttl: ttl, claim: true})
 }
 
 func (l *locker) acquire(ctx context.Context, s leaseSpec) (*Lease, error) {

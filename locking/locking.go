@@ -73,28 +73,26 @@ type Key struct {
 
 func (k Key) String() string { return k.Family + ":" + k.Name }
 
-// Reserved key names: a family's fencing counter, and the suffix of a
-// claim's live key.
+// Reserved key names of a family: its fencing counter, and the hashes of
+// its open claims and of their leases.
 const (
 	fenceName  = "fence"
-	liveSuffix = ":live"
+	claimsName = "claims"
+	livesName  = "lives"
 )
-
-// liveKey is the key of a claim's lease (the claim itself is at k).
-func liveKey(k Key) Key { return Key{Family: k.Family, Name: k.Name + liveSuffix} }
 
 // CheckKey reports whether k can be used: a non-empty family without
 // braces or white space (it becomes the key's hash tag: a brace would
 // split a family over cluster slots), and a non-empty name that is not
-// reserved ("fence", or ending in ":live").
+// reserved ("fence", "claims", "lives").
 func CheckKey(k Key) error {
 	switch {
 	case k.Family == "":
 		return fmt.Errorf("locking: key %q: empty family", k)
 	case strings.ContainsAny(k.Family, "{} \t\r\n"):
 		return fmt.Errorf("locking: key %q: family must not contain braces or white space", k)
-	case k.Name == "" || k.Name == fenceName || strings.HasSuffix(k.Name, liveSuffix):
-		return fmt.Errorf("locking: key %q: name must be non-empty, not %q and not end in %q", k, fenceName, liveSuffix)
+	case k.Name == "" || k.Name == fenceName || k.Name == claimsName || k.Name == livesName:
+		return fmt.Errorf("locking: key %q: name must be non-empty and not %q, %q or %q", k, fenceName, claimsName, livesName)
 	}
 	return nil
 }
@@ -202,15 +200,18 @@ type Locker interface {
 	Acquire(ctx context.Context, key Key, ttl time.Duration) (*Lease, error)
 
 	// Claim is Acquire for work that must be done at most once. Besides the
-	// lease it leaves a claim on key that lives for hold (at least ttl)
-	// after the lease's last renewal, so a holder that dies or freezes
-	// while working does not free the key when its lease expires. Release
-	// (not after the work began) removes the claim; MarkDone turns it into
-	// a done marker. Once the lease has expired, the next Claim takes the
-	// key over: it succeeds with Lease.Abandoned describing the claim, and
-	// must not do the work (report it, then MarkDone). A claim seen on any
-	// node counts, even when a majority lets the caller in.
-	Claim(ctx context.Context, key Key, ttl, hold time.Duration) (*Lease, error)
+	// lease it leaves a claim on key that stays until the lease's owner
+	// ends it, so a holder that dies or freezes while working does not free
+	// the key when its lease expires. Release (before the work began)
+	// removes the claim; MarkDone turns it into a done marker. Once the
+	// lease has expired, the next Claim takes the key over: it succeeds
+	// with Lease.Abandoned describing the claim, and must not do the work
+	// (report it, then MarkDone). A claim seen on any node counts, even
+	// when a majority lets the caller in. A successful Claim may also
+	// report, in Lease.Orphan, another key of the family whose claim was
+	// abandoned, for the caller to Claim and report. A key is used either
+	// with Acquire or with Claim, never both.
+	Claim(ctx context.Context, key Key, ttl time.Duration) (*Lease, error)
 
 	// AdvanceRecord raises the family's named record to at least v (max-assign)
 	// on a majority. Records outlive leases (they have no TTL).

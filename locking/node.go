@@ -26,34 +26,41 @@ type Node interface {
 // OpKind says what an Op does.
 type OpKind uint8
 
-// The operations. Key, Live and Fence are full store keys; all keys of one
-// Op share one hash tag.
+// The operations. Key, Fence, Claims and Lives are full store keys; all
+// keys of one Op share one hash tag.
 const (
-	// OpAcquire: with Hold == 0 (a plain lease), SET Key Value NX PX TTL;
+	// OpAcquire: for a plain lease (Field == ""), SET Key Value NX PX TTL;
 	// refused (Status 0, Value = what Key holds) when Key exists.
 	//
-	// With Hold > 0 (a claim: a lease whose key outlives a crashed holder):
-	// refused with Value = Live's value when Live exists, refused with
-	// Value = Key's value when Key is a done marker; otherwise Live := Value
-	// PX TTL and, when Key is absent, Key := Value PX Hold (Status 1), or,
-	// when Key holds another claim whose lease has expired (its holder died
-	// or froze while working), Key is kept and Status is 2 with Value = the
-	// claim.
+	// For a claim (Field != "": work to be done at most once, Key is where
+	// its done marker goes): refused with Value = Key's value when Key
+	// exists (a done marker); refused with Value = the live lease's value
+	// when Lives[Field] holds an unexpired lease; otherwise Lives[Field] :=
+	// Value with an expiry TTL from now (the node's clock) and, when
+	// Claims[Field] is absent, Claims[Field] := Value (Status 1), or, when
+	// it holds another claim whose lease has expired (its holder died or
+	// froze while working), Claims[Field] is kept and Status is 2 with
+	// Value = the claim. A claim stays until its owner ends it. On success
+	// Orphan/OrphanValue name another field of Claims whose lease has
+	// expired, if any: an abandoned claim for the caller to take over.
 	//
 	// On Status 1 or 2 the counter Fence is raised to N where it is lower.
 	// N (Result) is Fence's value before, in every case.
 	OpAcquire OpKind = iota + 1
-	// OpExtend: where the lease holds Value (Live for a claim, else Key),
-	// reset its TTL to TTL and, for a claim whose Key holds Value, Key's to
-	// Hold. Status 1 when it held Value, else 0.
+	// OpExtend: where the lease holds Value and has not expired (Lives
+	// [Field] for a claim, else Key), reset its expiry to TTL from now.
+	// Status 1 when it did, else 0.
 	OpExtend
-	// OpRelease: Status 1 where the lease holds Value, else 0. With
-	// DoneTTL == 0 delete Key where it holds Value and Live where it holds
-	// Value. With DoneTTL > 0 set Key := Done PX DoneTTL where Key holds
-	// Value, where Key is absent, or — a claim whose Live holds Value —
-	// where Key holds another claim (not a done marker); delete Live where
-	// it holds Value. A done marker is never overwritten, nor another
-	// holder's live lease.
+	// OpRelease, for a plain lease: with DoneTTL == 0 delete Key where it
+	// holds Value; with DoneTTL > 0 set Key := Done PX DoneTTL where Key
+	// holds Value or is absent. Status 1 where Key held Value, else 0.
+	//
+	// For a claim: the lease is ours when Claims[Field] == Value or
+	// Lives[Field] holds Value unexpired (Status 1, else 0); Lives[Field]
+	// is deleted where it holds Value. With DoneTTL == 0 Claims[Field] is
+	// deleted where it is Value. With DoneTTL > 0, where the claim is ours,
+	// absent, or another claim whose lease we hold (one we took over),
+	// Claims[Field] is deleted and Key := Done PX DoneTTL unless Key exists.
 	OpRelease
 	// OpFence: set the counter Key to N where it is lower (Status 1), else
 	// Status 0. N (Result) is the counter afterwards.
@@ -68,17 +75,19 @@ const (
 
 // Op is one request to a Node.
 type Op struct {
-	Kind               OpKind
-	Key, Live, Fence   string
-	Value, Done        string
-	TTL, Hold, DoneTTL int64 // milliseconds
-	N                  int64
+	Kind                 OpKind
+	Key, Fence           string
+	Claims, Lives, Field string // claims only
+	Value, Done          string
+	TTL, DoneTTL         int64 // milliseconds
+	N                    int64
 }
 
 // Result is a Node's answer to an Op.
 type Result struct {
-	Status int64
-	Value  string
-	N      int64
-	Nil    bool
+	Status              int64
+	Value               string
+	N                   int64
+	Nil                 bool
+	Orphan, OrphanValue string // OpAcquire of a claim: an abandoned claim of another field
 }

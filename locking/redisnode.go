@@ -133,14 +133,22 @@ func (n *redisNode) do(ctx context.Context, op Op) (any, error) {
 	switch op.Kind {
 	case OpAcquire:
 		keys := []string{op.Key, op.Fence}
-		if op.Hold > 0 {
-			keys = append(keys, op.Live)
+		if op.Field != "" {
+			keys = append(keys, op.Claims, op.Lives)
 		}
-		return acquireScript.Run(ctx, c, keys, op.Value, op.TTL, op.N, op.Hold).Result()
+		return acquireScript.Run(ctx, c, keys, op.Value, op.TTL, op.N, op.Field).Result()
 	case OpExtend:
-		return extendScript.Run(ctx, c, claimKeys(op), op.Value, op.TTL, op.Hold).Result()
+		keys := []string{op.Key}
+		if op.Field != "" {
+			keys = append(keys, op.Lives)
+		}
+		return extendScript.Run(ctx, c, keys, op.Value, op.TTL, op.Field).Result()
 	case OpRelease:
-		return releaseScript.Run(ctx, c, claimKeys(op), op.Value, op.Done, op.DoneTTL, op.Hold).Result()
+		keys := []string{op.Key}
+		if op.Field != "" {
+			keys = append(keys, op.Claims, op.Lives)
+		}
+		return releaseScript.Run(ctx, c, keys, op.Value, op.Done, op.DoneTTL, op.Field).Result()
 	case OpFence:
 		return fenceScript.Run(ctx, c, []string{op.Key}, op.N).Result()
 	case OpMaxSet:
@@ -151,13 +159,6 @@ func (n *redisNode) do(ctx context.Context, op Op) (any, error) {
 		return c.Ping(ctx).Result()
 	}
 	return nil, fmt.Errorf("locking: unknown op %d", op.Kind)
-}
-
-func claimKeys(op Op) []string {
-	if op.Hold > 0 {
-		return []string{op.Key, op.Live}
-	}
-	return []string{op.Key}
 }
 
 // parseReply turns a script's or command's reply into a Result.
@@ -177,6 +178,10 @@ func parseReply(op Op, v any) (Result, error) {
 		r.Value, _ = arr[1].(string)
 		if len(arr) > 2 {
 			r.N, _ = arr[2].(int64)
+		}
+		if len(arr) > 4 {
+			r.Orphan, _ = arr[3].(string)
+			r.OrphanValue, _ = arr[4].(string)
 		}
 		return r, nil
 	case OpExtend, OpRelease, OpMaxSet:

@@ -1,16 +1,21 @@
--- Compare-and-extend (Node OpExtend): reset the lease's TTL only where it
--- still holds our value.
--- KEYS[1] lock key, KEYS[2] live key (claims only); ARGV[1] value,
--- ARGV[2] ttl in milliseconds, ARGV[3] hold in milliseconds (0: plain).
+-- Compare-and-extend (Node OpExtend): renew the lease only where it still
+-- holds our value and has not expired.
+-- KEYS[1] lock key, KEYS[2] the family's lives hash (claims only);
+-- ARGV[1] value, ARGV[2] ttl in milliseconds, ARGV[3] field ("": plain).
 -- Returns 1 when extended, 0 when the lease is gone or someone else's.
-if tonumber(ARGV[3]) > 0 then
-  if redis.call('GET', KEYS[2]) ~= ARGV[1] then
+local field = ARGV[3]
+if field ~= '' then
+  local live = redis.call('HGET', KEYS[2], field)
+  if not live then
     return 0
   end
-  redis.call('PEXPIRE', KEYS[2], ARGV[2])
-  if redis.call('GET', KEYS[1]) == ARGV[1] then
-    redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  local v, exp = string.match(live, '^(.*)|(%d+)$')
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  if v ~= ARGV[1] or tonumber(exp) <= now then
+    return 0
   end
+  redis.call('HSET', KEYS[2], field, ARGV[1] .. '|' .. (now + tonumber(ARGV[2])))
   return 1
 end
 if redis.call('GET', KEYS[1]) == ARGV[1] then

@@ -11,13 +11,14 @@ type leaseSpec struct {
 	key   Key
 	value string // "<token>|<replica>"
 	ttl   time.Duration
-	hold  time.Duration // > 0: a claim, whose key lives this long after the last renewal
+	claim bool // a claim (Locker.Claim): work to be done at most once
 }
 
 // grant is a successful acquisition.
 type grant struct {
 	token     uint64
 	abandoned *Abandoned // a claim taken over: its holder never ended it
+	orphan    *Abandoned // another claim of the family seen abandoned
 }
 
 func msec(d time.Duration) int64 { return max(d.Milliseconds(), 1) }
@@ -25,9 +26,10 @@ func msec(d time.Duration) int64 { return max(d.Milliseconds(), 1) }
 // leaseOp is the Op of kind k for s, its keys filled in.
 func (r *redlock) leaseOp(k OpKind, s leaseSpec) Op {
 	op := Op{Kind: k, Key: r.key(s.key), Value: s.value, TTL: msec(s.ttl)}
-	if s.hold > 0 {
-		op.Live = r.key(liveKey(s.key))
-		op.Hold = msec(s.hold)
+	if s.claim {
+		op.Claims = r.key(Key{Family: s.key.Family, Name: claimsName})
+		op.Lives = r.key(Key{Family: s.key.Family, Name: livesName})
+		op.Field = s.key.Name
 	}
 	return op
 }
@@ -46,6 +48,7 @@ func (r *redlock) acquire(ctx context.Context, s leaseSpec) (grant, error) {
 	r.round(ctx, all(op), res, errs)
 
 	won, sawDone, took := 0, false, ""
+	var orphan Result
 	var seen, before uint64 // highest counter seen anywhere / on the winners
 	for i, rep := range res {
 		if errs[i] != nil {
@@ -59,6 +62,9 @@ func (r *redlock) acquire(ctx context.Context, s leaseSpec) (grant, error) {
 			if rep.Status == 2 && took == "" {
 				took = rep.Value
 			}
+			if rep.Orphan != "" && orphan.Orphan == "" {
+				orphan = rep
+			}
 		case strings.HasPrefix(rep.Value, donePrefix):
 			sawDone = true
 		}
@@ -70,6 +76,9 @@ func (r *redlock) acquire(ctx context.Context, s leaseSpec) (grant, error) {
 		g := grant{}
 		if took != "" {
 			g.abandoned = parseAbandoned(s.key, took)
+		}
+		if orphan.Orphan != "" {
+			g.orphan = parseAbandoned(Key{Family: family, Name: orphan.Orphan}, orphan.OrphanValue)
 		}
 		// Quorum register. The winners' counters include the latest token
 		// made durable on any majority (two majorities intersect). If the

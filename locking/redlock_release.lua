@@ -1,31 +1,55 @@
 -- Compare-and-release (Node OpRelease): where the lease holds our value,
--- delete it or, when a done TTL is given, turn the key into the done
--- marker in the same step.
--- KEYS[1] lock key, KEYS[2] live key (claims only); ARGV[1] value,
--- ARGV[2] done marker, ARGV[3] done ttl in milliseconds ("0": plain
--- delete), ARGV[4] hold ("0": a plain lease).
+-- delete it or, when a done TTL is given, leave the done marker instead,
+-- in the same step.
+-- KEYS[1] lock key (a claim's done-marker key), KEYS[2] and KEYS[3] the
+-- family's claims and lives hashes (claims only); ARGV[1] value, ARGV[2]
+-- done marker, ARGV[3] done ttl in milliseconds ("0": no marker), ARGV[4]
+-- field ("": a plain lease).
 -- Returns 1 when the lease was ours here, 0 otherwise. A done marker is
--- also set where the key is absent (expired, or the node restarted empty),
--- so it blocks the slot on as many nodes as possible, and, for a claim
--- whose live lease is ours, over the abandoned claim it took over; it never
--- overwrites a done marker or another holder's live lease.
-local cur = redis.call('GET', KEYS[1])
+-- also set where the lease or claim is absent (expired, or the node
+-- restarted empty), so it blocks the slot on as many nodes as possible,
+-- and over an abandoned claim whose lease we took over; it never replaces
+-- a done marker or another holder's value.
 local doneTTL = tonumber(ARGV[3])
-local ours = cur == ARGV[1]
-local took = false
-if tonumber(ARGV[4]) > 0 and redis.call('GET', KEYS[2]) == ARGV[1] then
-  redis.call('DEL', KEYS[2])
-  took = not ours and cur and string.sub(cur, 1, 5) ~= 'done|'
-  ours = true
-end
-if doneTTL > 0 then
-  if cur == ARGV[1] or not cur or took then
+local field = ARGV[4]
+if field == '' then
+  local cur = redis.call('GET', KEYS[1])
+  if cur == ARGV[1] then
+    if doneTTL > 0 then
+      redis.call('SET', KEYS[1], ARGV[2], 'PX', doneTTL)
+    else
+      redis.call('DEL', KEYS[1])
+    end
+    return 1
+  end
+  if not cur and doneTTL > 0 then
     redis.call('SET', KEYS[1], ARGV[2], 'PX', doneTTL)
   end
-elseif cur == ARGV[1] then
-  redis.call('DEL', KEYS[1])
+  return 0
 end
-if ours then
+local claim = redis.call('HGET', KEYS[2], field)
+local live = redis.call('HGET', KEYS[3], field)
+local liveOurs = false
+if live then
+  local v, exp = string.match(live, '^(.*)|(%d+)$')
+  if v == ARGV[1] then
+    redis.call('HDEL', KEYS[3], field)
+    local t = redis.call('TIME')
+    liveOurs = tonumber(exp) > tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+end
+local claimOurs = claim == ARGV[1]
+if doneTTL > 0 then
+  if claimOurs or not claim or liveOurs then
+    if claim then
+      redis.call('HDEL', KEYS[2], field)
+    end
+    redis.call('SET', KEYS[1], ARGV[2], 'PX', doneTTL, 'NX')
+  end
+elseif claimOurs then
+  redis.call('HDEL', KEYS[2], field)
+end
+if claimOurs or liveOurs then
   return 1
 end
 return 0

@@ -18,30 +18,28 @@ import (
 // closes the key.
 func testClaimAbandoned(t *testing.T, l locking.Locker) {
 	key := locking.Key{Family: family(t), Name: "slot:1"}
-	dead, err := l.Claim(ctx(t), key, 300*time.Millisecond, time.Minute)
+	dead, err := l.Claim(ctx(t), key, 300*time.Millisecond)
 	require.NoError(t, err)
 	require.Nil(t, dead.Abandoned())
 	require.Len(t, dead.ID(), 16)
 
-	_, err = l.Claim(ctx(t), key, time.Second, time.Minute)
+	_, err = l.Claim(ctx(t), key, time.Second)
 	held := wantHeld(t, err, false)
 	require.Equal(t, dead.Holder(), held.Holder)
-	_, err = l.Acquire(ctx(t), key, time.Second)
-	wantHeld(t, err, false)
 
 	time.Sleep(400 * time.Millisecond) // the lease expires, the claim stays
-	taker, err := l.Claim(ctx(t), key, 5*time.Second, time.Minute)
+	taker, err := l.Claim(ctx(t), key, 5*time.Second)
 	require.NoError(t, err, "Claim over an abandoned claim")
 	ab := taker.Abandoned()
 	require.NotNil(t, ab, "the taker must learn that the claim was abandoned")
 	require.Equal(t, locking.Abandoned{Key: key, Holder: dead.Holder(), ID: dead.ID()}, *ab)
 	require.Greater(t, taker.Token(), dead.Token())
 
-	_, err = l.Claim(ctx(t), key, time.Second, time.Minute)
+	_, err = l.Claim(ctx(t), key, time.Second)
 	wantHeld(t, err, false) // the taker's lease is live
 
 	require.NoError(t, taker.MarkDone(ctx(t), time.Minute, "abandoned"))
-	_, err = l.Claim(ctx(t), key, time.Second, time.Minute)
+	_, err = l.Claim(ctx(t), key, time.Second)
 	held = wantHeld(t, err, true)
 	require.Equal(t, "abandoned", held.Note)
 	// The dead holder, back, can neither extend nor end it.
@@ -52,37 +50,67 @@ func testClaimAbandoned(t *testing.T, l locking.Locker) {
 // claimed afresh.
 func testClaimRelease(t *testing.T, l locking.Locker) {
 	key := locking.Key{Family: family(t), Name: "slot:1"}
-	a, err := l.Claim(ctx(t), key, 5*time.Second, time.Minute)
+	a, err := l.Claim(ctx(t), key, 5*time.Second)
 	require.NoError(t, err)
 	require.NoError(t, a.Release(ctx(t)))
-	b, err := l.Claim(ctx(t), key, 5*time.Second, time.Minute)
+	b, err := l.Claim(ctx(t), key, 5*time.Second)
 	require.NoError(t, err)
 	require.Nil(t, b.Abandoned())
 	require.Greater(t, b.Token(), a.Token())
 	require.NoError(t, b.MarkDone(ctx(t), time.Minute, "succeeded"))
-	_, err = l.Claim(ctx(t), key, time.Second, time.Minute)
+	_, err = l.Claim(ctx(t), key, time.Second)
 	held := wantHeld(t, err, true)
 	require.Equal(t, "succeeded", held.Note)
 }
 
-// A kept claim outlives its hold: renewals move the claim's expiry too, so
-// a long run is never taken for abandoned.
+// A kept claim is never taken for abandoned, however long it runs.
 func testClaimKept(t *testing.T, l locking.Locker) {
 	key := locking.Key{Family: family(t), Name: "slot:1"}
-	a, err := l.Claim(ctx(t), key, 300*time.Millisecond, 600*time.Millisecond)
+	a, err := l.Claim(ctx(t), key, 300*time.Millisecond)
 	require.NoError(t, err)
 	kctx := a.Keep(ctx(t))
 	deadline := time.Now().Add(1500 * time.Millisecond)
 	for time.Now().Before(deadline) {
-		_, err := l.Claim(ctx(t), key, time.Second, time.Minute)
+		_, err := l.Claim(ctx(t), key, time.Second)
 		held := wantHeld(t, err, false)
 		require.Equal(t, a.Holder(), held.Holder)
+		other, err := l.Claim(ctx(t), locking.Key{Family: key.Family, Name: "other"}, time.Second)
+		require.NoError(t, err)
+		require.Nil(t, other.Orphan(), "a kept claim reported as an orphan")
+		require.NoError(t, other.Release(ctx(t)))
 		time.Sleep(100 * time.Millisecond)
 	}
 	require.NoError(t, kctx.Err(), "the kept claim was lost")
 	require.NoError(t, a.MarkDone(ctx(t), time.Minute, "succeeded"))
-	_, err = l.Claim(ctx(t), key, time.Second, time.Minute)
+	_, err = l.Claim(ctx(t), key, time.Second)
 	wantHeld(t, err, true)
+}
+
+// A claim of another key whose lease expired is pointed out by the next
+// successful Claim in the family, until someone takes it over and ends it.
+func testClaimOrphan(t *testing.T, l locking.Locker) {
+	fam := family(t)
+	dead, err := l.Claim(ctx(t), locking.Key{Family: fam, Name: "slot:1"}, 300*time.Millisecond)
+	require.NoError(t, err)
+	time.Sleep(400 * time.Millisecond)
+
+	next, err := l.Claim(ctx(t), locking.Key{Family: fam, Name: "slot:2"}, 5*time.Second)
+	require.NoError(t, err)
+	require.Nil(t, next.Abandoned())
+	orphan := next.Orphan()
+	require.NotNil(t, orphan, "the abandoned claim of slot:1 was not pointed out")
+	require.Equal(t, locking.Abandoned{Key: dead.Key(), Holder: dead.Holder(), ID: dead.ID()}, *orphan)
+	require.NoError(t, next.MarkDone(ctx(t), time.Minute, "succeeded"))
+
+	taker, err := l.Claim(ctx(t), orphan.Key, 5*time.Second)
+	require.NoError(t, err)
+	require.NotNil(t, taker.Abandoned())
+	require.NoError(t, taker.MarkDone(ctx(t), time.Minute, "abandoned"))
+
+	last, err := l.Claim(ctx(t), locking.Key{Family: fam, Name: "slot:3"}, 5*time.Second)
+	require.NoError(t, err)
+	require.Nil(t, last.Orphan(), "a settled claim is still pointed out")
+	require.NoError(t, last.Release(ctx(t)))
 }
 
 // Concurrent acquisitions of different keys of one family never share a
@@ -137,7 +165,8 @@ func testBadKeys(t *testing.T, l locking.Locker) {
 		{Family: "a{b", Name: "x"},
 		{Family: "job", Name: ""},
 		{Family: "job", Name: "fence"},
-		{Family: "job", Name: "slot:1:live"},
+		{Family: "job", Name: "claims"},
+		{Family: "job", Name: "lives"},
 	} {
 		_, err := l.Acquire(ctx(t), k, time.Second)
 		require.Error(t, err, "key %+v", k)

@@ -61,6 +61,7 @@ var cases = []struct {
 	{"ClaimAbandoned", testClaimAbandoned},
 	{"ClaimRelease", testClaimRelease},
 	{"ClaimKept", testClaimKept},
+	{"ClaimOrphan", testClaimOrphan},
 	{"TokensUnique", testTokensUnique},
 	{"BadKeys", testBadKeys},
 }
