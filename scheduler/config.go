@@ -74,6 +74,7 @@ type Metrics interface {
 	StartDelay(job string, d time.Duration)             // actual start - nominal slot (scheduled and recovered runs)
 	LockAcquire(job string, d time.Duration, err error) // latency of each Acquire, with its result
 	LeaseLost(job string)                               // a run lost its lease(s): once per run, like lock.lost
+	RunAbandoned(job string)                            // a run that never ended was reported (run.abandoned), once fleet-wide
 }
 
 // Config configures a Scheduler. Locker and Jobs are required; the zero
@@ -231,3 +232,4 @@ func (nopMetrics) RunFinished(string, string, time.Duration) {}
 func (nopMetrics) StartDelay(string, time.Duration)          {}
 func (nopMetrics) LockAcquire(string, time.Duration, error)  {}
 func (nopMetrics) LeaseLost(string)                          {}
+func (nopMetrics) RunAbandoned(string)                       {}

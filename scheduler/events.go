@@ -21,6 +21,7 @@ const (
 	evRunCanceled      = "run.canceled"
 	evLockLost         = "lock.lost"
 	evMisfireRecovered = "misfire.recovered"
+	evRunAbandoned     = "run.abandoned"
 	// Not in the contract's table: a lease could not be ended cleanly (it
 	// then expires after its TTL); the misfire policy looking at a slot;
 	// a schedule that has no slot left.
@@ -36,6 +37,11 @@ const (
 	reasonOverlap  = "overlap"
 	reasonLate     = "late"
 	reasonNoQuorum = "no_quorum"
+	// Not in the first round's table: the stores answered too slowly to
+	// leave the lease any validity; shutdown ended the wait for a won
+	// slot's job lease (the slot is handed back unmarked).
+	reasonSlowLock = "slow_lock"
+	reasonShutdown = "shutdown"
 )
 
 // Cancel reasons.
@@ -50,6 +56,7 @@ const (
 	outcomeSucceeded = "succeeded"
 	outcomeFailed    = "failed"
 	outcomeCanceled  = "canceled"
+	outcomeAbandoned = "abandoned"
 )
 
 const slotManual = "manual"
@@ -58,8 +65,11 @@ const slotManual = "manual"
 // seconds, Z suffix.
 func slotString(t time.Time) string { return t.UTC().Truncate(time.Second).Format(time.RFC3339) }
 
+// slotPrefix starts the name of a slot's key.
+const slotPrefix = "slot:"
+
 func slotKey(job string, t time.Time) locking.Key {
-	return locking.Key{Family: job, Name: "slot:" + strconv.FormatInt(t.Unix(), 10)}
+	return locking.Key{Family: job, Name: slotPrefix + strconv.FormatInt(t.Unix(), 10)}
 }
 
 func runKey(job string) locking.Key  { return locking.Key{Family: job, Name: "run"} }
@@ -72,7 +82,7 @@ func (s *Scheduler) skipped(job, slot, reason string, n int, attrs ...any) {
 	switch reason {
 	case reasonOverlap:
 		level = slog.LevelInfo
-	case reasonLate, reasonNoQuorum:
+	case reasonLate, reasonNoQuorum, reasonSlowLock, reasonShutdown:
 		level = slog.LevelWarn
 	}
 	for range n {

@@ -174,18 +174,33 @@ func (f *faultyLocker) quorumErr(op string, key locking.Key) error {
 		Err: errors.Join(&locking.NodeError{Addr: "test:1", Err: errors.New("down")})}
 }
 
-func (f *faultyLocker) Acquire(ctx context.Context, key locking.Key, ttl time.Duration) (*locking.Lease, error) {
+// fault is the injected failure of an acquisition of key, if any.
+func (f *faultyLocker) fault(key locking.Key) error {
 	f.acquires.Add(1)
 	if f.down.Load() {
-		return nil, f.quorumErr("acquire", key)
+		return f.quorumErr("acquire", key)
 	}
 	if f.blip.Add(-1) >= 0 {
-		return nil, f.quorumErr("acquire", key)
+		return f.quorumErr("acquire", key)
 	}
 	if f.split.Add(-1) >= 0 {
-		return nil, &locking.SplitVoteError{Held: &locking.HeldError{Key: key, Holder: "other"}}
+		return &locking.SplitVoteError{Held: &locking.HeldError{Key: key, Holder: "other"}}
+	}
+	return nil
+}
+
+func (f *faultyLocker) Acquire(ctx context.Context, key locking.Key, ttl time.Duration) (*locking.Lease, error) {
+	if err := f.fault(key); err != nil {
+		return nil, err
 	}
 	return f.Locker.Acquire(ctx, key, ttl)
+}
+
+func (f *faultyLocker) Claim(ctx context.Context, key locking.Key, ttl time.Duration) (*locking.Lease, error) {
+	if err := f.fault(key); err != nil {
+		return nil, err
+	}
+	return f.Locker.Claim(ctx, key, ttl)
 }
 
 func (f *faultyLocker) AdvanceRecord(ctx context.Context, key locking.Key, v int64) error {
@@ -246,6 +261,11 @@ func (m *countMetrics) LockAcquire(job string, d time.Duration, err error) {
 func (m *countMetrics) LeaseLost(job string) {
 	m.mu.Lock()
 	m.lost++
+	m.mu.Unlock()
+}
+func (m *countMetrics) RunAbandoned(job string) {
+	m.mu.Lock()
+	m.runs[job+"/abandoned"]++
 	m.mu.Unlock()
 }
 

@@ -83,6 +83,9 @@ type Scheduler struct {
 	// ending a run's leases never waits behind the next second's
 	// acquisitions.
 	inflight, ending chan struct{}
+
+	orphansMu sync.Mutex
+	orphans   map[locking.Key]bool // abandoned claims being settled
 }
 
 const (

@@ -2,8 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -77,6 +75,13 @@ type retryPolicy struct {
 	// for the lock calls (MaxInFlight), an overloaded replica sheds the
 	// ones that turned late instead of acquiring and then dropping them.
 	staleAfter time.Time
+	// claim: take the key with Locker.Claim (a slot: at most one run, ever)
+	// instead of Acquire.
+	claim bool
+	// abort ends a retry wait (default: the scheduler's stopping). A slot
+	// already won waits for its job lease until the shutdown grace ends
+	// instead: it either still runs or is handed back.
+	abort <-chan struct{}
 }
 
 // Quorum retry backoff: quorumBackoffMin doubling up to quorumBackoffMax,
@@ -116,7 +121,13 @@ func (s *Scheduler) acquire(job string, key locking.Key, p retryPolicy) (*lockin
 				return nil, err
 			}
 		}
-		l, err := s.cfg.Locker.Acquire(context.Background(), key, s.cfg.LockTTL)
+		var l *locking.Lease
+		var err error
+		if p.claim {
+			l, err = s.cfg.Locker.Claim(context.Background(), key, s.cfg.LockTTL)
+		} else {
+			l, err = s.cfg.Locker.Acquire(context.Background(), key, s.cfg.LockTTL)
+		}
 		now := s.clock.Now()
 		<-s.inflight
 		s.metrics.LockAcquire(job, now.Sub(start), err)
@@ -127,7 +138,7 @@ func (s *Scheduler) acquire(job string, key locking.Key, p retryPolicy) (*lockin
 			return l, nil
 		case isSplitVote(err):
 			wait, until = time.Millisecond+rand.N(4*time.Millisecond), p.splitUntil
-		case errors.Is(err, locking.ErrNoQuorum):
+		case errors.Is(err, locking.ErrNoQuorum) || errors.Is(err, locking.ErrSlowAcquire):
 			wait, until = quorumWait+rand.N(quorumWait/2+1), p.quorumUntil
 			if s.outage.down.Load() {
 				wait = probeEvery + rand.N(probeEvery/4)
@@ -142,7 +153,11 @@ func (s *Scheduler) acquire(job string, key locking.Key, p retryPolicy) (*lockin
 		if !now.Add(wait).Before(until) {
 			return nil, err
 		}
-		if !s.sleep(wait, s.stopping) {
+		abort := p.abort
+		if abort == nil {
+			abort = s.stopping
+		}
+		if !s.sleep(wait, abort) {
 			return nil, fmt.Errorf("%w: %w", errStopping, err)
 		}
 	}
@@ -170,7 +185,7 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 	if mode == modeRecover {
 		quorumUntil = minTime(freshUntil, s.clock.Now().Add(s.lateness))
 	}
-	slotPolicy := retryPolicy{splitUntil: freshUntil, quorumUntil: quorumUntil, staleAfter: staleAfter}
+	slotPolicy := retryPolicy{splitUntil: freshUntil, quorumUntil: quorumUntil, staleAfter: staleAfter, claim: true}
 	lease, err := s.acquire(name, slotKey(name, t), slotPolicy)
 	for mode == modeRecover && heldNotDone(err) {
 		// A missed slot that looks held: a replica recovering it too (its
@@ -200,6 +215,13 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 		return
 	}
 	s.quorumSeen()
+	if lease.Abandoned() != nil {
+		s.settleAbandoned(j, t, lease)
+		return
+	}
+	if o := lease.Orphan(); o != nil {
+		s.spawn(func() { s.settleOrphan(j, o) })
+	}
 	if mode == modeNormal {
 		if late := s.clock.Now().Sub(t); late > s.lateness+acquireSlack {
 			// Won, but so late that the slot's done marker might already
@@ -219,10 +241,17 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 		// slot lock's ttl: it is not renewed while we wait), and skip for
 		// overlap only if it is still held then: a slot is not dropped for
 		// a run that ends a moment after it fired.
+		// A shutdown meanwhile does not drop the slot: the wait goes on
+		// until the grace ends, and then the slot is handed back unmarked.
 		heldUntil := minTime(quorumUntil, s.clock.Now().Add(s.cfg.LockTTL/2))
-		jobLease, err = s.acquire(name, runKey(name),
-			retryPolicy{splitUntil: freshUntil, quorumUntil: quorumUntil, heldUntil: heldUntil})
+		jobLease, err = s.acquire(name, runKey(name), retryPolicy{splitUntil: freshUntil,
+			quorumUntil: quorumUntil, heldUntil: heldUntil, abort: s.runCtx.Done()})
 		if err != nil {
+			if errors.Is(err, errStopping) {
+				s.endLease(name, slot, lease, 0, "")
+				s.skipped(name, slot, reasonShutdown, 1, "error", err.Error())
+				return
+			}
 			if errors.Is(err, locking.ErrNotAcquired) {
 				s.skipped(name, slot, reasonOverlap, 1, heldAttrs(err)...)
 				s.endLease(name, slot, lease, j.doneTTL, reasonOverlap)
@@ -269,6 +298,11 @@ func (s *Scheduler) lostSlot(j *job, t time.Time, err error) {
 			reason = reasonDone
 		}
 		s.skipped(name, slot, reason, 1, heldAttrs(err)...)
+	case errors.Is(err, locking.ErrSlowAcquire):
+		// The stores answered, too slowly to leave any validity: nothing
+		// was locked, so nothing ran here.
+		s.skipped(name, slot, reasonSlowLock, 1, "error", err.Error())
+		s.noteOutage(j, t)
 	default:
 		// No majority (or a split vote that outlived the slot's freshness,
 		// or a closed locker): nothing was locked, so nothing ran here.
@@ -366,13 +400,6 @@ type runSpec struct {
 	parent    context.Context
 }
 
-// newRunID returns 16 random hex characters.
-func newRunID() string {
-	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], rand.Uint64())
-	return hex.EncodeToString(b[:])
-}
-
 // isSplitVote reports an Acquire that nobody won because the votes split.
 func isSplitVote(err error) bool { return errors.Is(err, locking.ErrSplitVote) }
 
@@ -397,7 +424,9 @@ func (s *Scheduler) execute(r runSpec) (outcome string, runErr error) {
 		slot = slotString(r.slot)
 	}
 	token := r.leases[len(r.leases)-1].Token()
-	runID := newRunID()
+	// The run id is the first lease's id: a slot's claim carries it, so a
+	// run that is abandoned is reported under the id it started with.
+	runID := r.leases[0].ID()
 	log := s.log.With("job", name, "slot", slot, "run_id", runID, "fencing_token", token)
 	if r.recovered {
 		log.Warn("running a missed slot (misfire policy run_once)", "event", evMisfireRecovered)

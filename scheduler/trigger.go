@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"strconv"
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
@@ -32,7 +34,7 @@ func (s *Scheduler) Trigger(ctx context.Context, name string) error {
 	}
 	key := runKey(name)
 	if j.spec.Overlap != OverlapForbid {
-		key = locking.Key{Family: name, Name: "manual:" + newRunID()}
+		key = locking.Key{Family: name, Name: "manual:" + strconv.FormatUint(rand.Uint64(), 16)}
 	}
 	until := s.clock.Now().Add(time.Second)
 	lease, err := s.acquire(name, key, retryPolicy{splitUntil: until, quorumUntil: until})

@@ -21,6 +21,7 @@ type metrics struct {
 	runDuration  *prometheus.HistogramVec
 	lockAcquire  *prometheus.HistogramVec
 	leasesLost   *prometheus.CounterVec
+	abandoned    *prometheus.CounterVec
 	nodeUp       *prometheus.GaugeVec
 	ready        prometheus.Gauge
 	schedulerRun prometheus.Gauge
@@ -53,6 +54,9 @@ func newMetrics() *metrics {
 		leasesLost: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "slotlock_leases_lost_total", Help: "Leases the watchdog could not renew before they expired, by job.",
 		}, []string{"job"}),
+		abandoned: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "slotlock_runs_abandoned_total", Help: "Runs that started and never ended (their replica died or froze past its lease), reported by this replica (run.abandoned), by job.",
+		}, []string{"job"}),
 		nodeUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "slotlock_redis_node_up", Help: "1 when the Redis node answered the last PING within op_timeout.",
 		}, []string{"node"}),
@@ -63,7 +67,7 @@ func newMetrics() *metrics {
 			Name: "slotlock_scheduler_running", Help: "1 while the scheduler loop runs.",
 		}),
 	}
-	m.reg.MustRegister(m.runs, m.skips, m.startDelay, m.runDuration, m.lockAcquire, m.leasesLost,
+	m.reg.MustRegister(m.runs, m.skips, m.startDelay, m.runDuration, m.lockAcquire, m.leasesLost, m.abandoned,
 		m.nodeUp, m.ready, m.schedulerRun,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -86,6 +90,8 @@ func (m *metrics) LockAcquire(job string, d time.Duration, err error) {
 
 func (m *metrics) LeaseLost(job string) { m.leasesLost.WithLabelValues(job).Inc() }
 
+func (m *metrics) RunAbandoned(job string) { m.abandoned.WithLabelValues(job).Inc() }
+
 // initJobs creates each job's series at zero, so dashboards and alerts see
 // them before the first event.
 func (m *metrics) initJobs(names []string) {
@@ -97,6 +103,7 @@ func (m *metrics) initJobs(names []string) {
 			m.skips.WithLabelValues(j, r)
 		}
 		m.leasesLost.WithLabelValues(j)
+		m.abandoned.WithLabelValues(j)
 	}
 }
 

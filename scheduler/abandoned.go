@@ -1,0 +1,84 @@
+package scheduler
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/slotlock/slotlock/locking"
+)
+
+// A run that started is never started again: its slot's claim stays in the
+// lock stores until the run ends. When its replica dies or freezes past its
+// lease instead, the claim is abandoned, and the next replica that claims
+// the slot takes it over (Lease.Abandoned) — a recovery, a retry, the
+// restarted replica's start-up check — or is pointed to it by the stores
+// when it wins a later slot of the job (Lease.Orphan). That replica, and
+// only it (the takeover is a lease like any other), logs run.abandoned and
+// closes the slot with a done marker: the slot is accounted for and never
+// run twice.
+
+// settleAbandoned reports slot t of j, whose claim lease took over from a
+// run that never ended, and closes it.
+func (s *Scheduler) settleAbandoned(j *job, t time.Time, lease *locking.Lease) {
+	ab := lease.Abandoned()
+	name, slot := j.name(), slotString(t)
+	s.log.Warn("run abandoned: its replica stopped renewing its lease before the run ended; the slot is not run again",
+		"event", evRunAbandoned, "job", name, "slot", slot, "run_id", ab.ID, "holder", ab.Holder)
+	s.metrics.RunAbandoned(name)
+	s.endLease(name, slot, lease, j.doneTTL, outcomeAbandoned)
+	s.recordHandled(j, t)
+}
+
+// settleOrphan takes over the abandoned claim o of job j that the stores
+// pointed out, and reports it; it does nothing when another replica is at
+// it, or the claim was settled meanwhile. One settlement per key at a time
+// on this replica.
+func (s *Scheduler) settleOrphan(j *job, o *locking.Abandoned) {
+	t, ok := slotOfKey(o.Key)
+	if !ok || s.isStopping() {
+		return
+	}
+	s.orphansMu.Lock()
+	if s.orphans == nil {
+		s.orphans = make(map[locking.Key]bool)
+	}
+	busy := s.orphans[o.Key]
+	s.orphans[o.Key] = true
+	s.orphansMu.Unlock()
+	if busy {
+		return
+	}
+	defer func() {
+		s.orphansMu.Lock()
+		delete(s.orphans, o.Key)
+		s.orphansMu.Unlock()
+	}()
+	until := s.clock.Now().Add(s.lateness)
+	lease, err := s.acquire(j.name(), o.Key, retryPolicy{splitUntil: until, quorumUntil: until, claim: true})
+	if err != nil {
+		s.log.Debug("abandoned claim not taken over", "event", evMisfireCheck, "job", j.name(),
+			"slot", slotString(t), "error", err.Error())
+		return
+	}
+	if lease.Abandoned() == nil {
+		// Settled meanwhile and its marker gone, or never started here:
+		// claiming it fresh must not run it. Hand it back.
+		s.endLease(j.name(), slotString(t), lease, 0, "")
+		return
+	}
+	s.settleAbandoned(j, t, lease)
+}
+
+// slotOfKey parses a slot key's nominal time.
+func slotOfKey(k locking.Key) (time.Time, bool) {
+	v, ok := strings.CutPrefix(k.Name, slotPrefix)
+	if !ok {
+		return time.Time{}, false
+	}
+	sec, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return time.Unix(sec, 0).UTC(), true
+}
