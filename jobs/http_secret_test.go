@@ -315,10 +315,12 @@ func TestMaskURL(t *testing.T) {
 
 func TestValueLooksSecret(t *testing.T) {
 	for _, v := range []string{"Bearer abc", "basic Zm9v", "DefaultEndpointsProtocol=https;AccountName=a;AccountKey=k==",
-		"Endpoint=sb://x/;SharedAccessKeyName=n;SharedAccessKey=k", "--password=x", "a=1&sig=abc", "SharedAccessSignature sr=x&sig=y"} {
+		"Endpoint=sb://x/;SharedAccessKeyName=n;SharedAccessKey=k", "--password=x", "a=1&sig=abc", "SharedAccessSignature sr=x&sig=y",
+		"Authorization: Bearer x", "x-functions-key: abc", "--header=Authorization: token"} {
 		require.True(t, ValueLooksSecret(v), v)
 	}
-	for _, v := range []string{"reports", "--since", "yesterday", "https://h/p?token=***", "a=1&page=2", "token rotation done"} {
+	for _, v := range []string{"reports", "--since", "yesterday", "https://h/p?token=***", "a=1&page=2", "token rotation done",
+		"https://h/p", "note: keep it", "Authorization: ***"} {
 		require.False(t, ValueLooksSecret(v), v)
 	}
 }

@@ -48,16 +48,22 @@ func LooksSecret(name string) bool {
 
 // ValueLooksSecret reports whether a value is a credential whatever its
 // name: an Authorization-style value ("Bearer ...", "Basic ...",
-// "SharedAccessSignature ..."), or a connection string, query string or
+// "SharedAccessSignature ...", also after a space), a header written as
+// one string ("X-Api-Key: ..."), or a connection string, query string or
 // option with a credential-looking part ("AccountKey=...;",
 // "a=1&sig=...", "--password=..."); a part whose value is already "***"
 // does not count.
 func ValueLooksSecret(v string) bool {
 	lv := strings.ToLower(strings.TrimSpace(v))
 	for _, p := range []string{"bearer ", "basic ", "digest ", "sharedaccesssignature "} {
-		if strings.HasPrefix(lv, p) {
+		if strings.HasPrefix(lv, p) || strings.Contains(lv, " "+p) {
 			return true
 		}
+	}
+	// A header as a command-line argument: "X-Api-Key: ...".
+	if k, val, ok := strings.Cut(v, ":"); ok && !strings.HasPrefix(val, "//") && strings.TrimSpace(val) != "" &&
+		strings.TrimSpace(val) != Redacted && LooksSecret(k) {
+		return true
 	}
 	for _, part := range strings.FieldsFunc(v, func(r rune) bool { return r == ';' || r == '&' || r == ' ' }) {
 		k, val, ok := strings.Cut(part, "=")
