@@ -19,7 +19,7 @@ const Redacted = "***"
 // LooksSecret reports whether a header, parameter or environment name looks
 // like it holds a credential, so its value must never be logged. It matches,
 // case-insensitively: Authorization, Proxy-Authorization, Cookie,
-// Set-Cookie, sig, code, sas, and names containing "token", "secret",
+// Set-Cookie, sig, code, sas, IDENTITY_HEADER, and names containing "token", "secret",
 // "password", "passwd", "credential", "apikey", "api_key", "api-key",
 // "signature", "private", "auth", "accesskey", "accountkey",
 // "sharedaccess", "connectionstring", "connection_string", or ending in
@@ -29,7 +29,7 @@ func LooksSecret(name string) bool {
 	n := strings.ToLower(strings.TrimSpace(name))
 	switch n {
 	case "authorization", "proxy-authorization", "cookie", "set-cookie", "key", "auth", "pass", "pwd",
-		"sig", "code", "sas":
+		"sig", "code", "sas", "identity_header", "x-identity-header":
 		return true
 	}
 	for _, s := range []string{"token", "secret", "password", "passwd", "credential", "apikey", "api_key", "api-key",
