@@ -462,12 +462,12 @@ func secretPath(path string) bool {
 }
 
 // quoteAt quotes s for an error about the value at path, unless the value
-// may be a credential.
+// may be a credential; URLs in it are masked (MaskValue).
 func quoteAt(path, s string) string {
 	if secretPath(path) {
 		return hidden
 	}
-	return strconv.Quote(s)
+	return strconv.Quote(MaskValue(s))
 }
 
 // describeAt is describe for the value at path; under a credential-looking
@@ -497,6 +497,8 @@ func describe(in any) string {
 	case nil:
 		return "null"
 	case string:
+		// Masked before it is cut, so a cut URL is still masked whole.
+		x = MaskValue(x)
 		if len(x) > 40 {
 			x = x[:40] + "..."
 		}

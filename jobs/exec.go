@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -18,16 +19,24 @@ import (
 //
 //	params:
 //	  command: [argv0, arg1, ...]   # required; no shell, no word splitting
-//	  env: {KEY: value}             # added to the inherited environment
+//	  env: {KEY: value}             # set for the program
+//	  inherit_env: [NAME, ...]      # slotlock's own variables passed on by name
 //	  dir: /path                    # working directory (default: slotlock's)
 //	  kill_grace: 5s                # SIGTERM -> SIGKILL delay on cancel
+//	  run_as_uid: 1000              # run as this user (slotlock needs CAP_SETUID)
+//	  run_as_gid: 1000              # and group (default: run_as_uid)
 //
-// The process sees slotlock's own environment (minus the SLOTLOCK_*__*
-// configuration overrides, which may carry secrets such as
-// SLOTLOCK_REDIS__PASSWORD), then params.env, then the run's SLOTLOCK_JOB,
+// The process gets a minimal environment, not slotlock's: PATH, HOME, LANG
+// and TZ (when slotlock has them), the variables named in inherit_env
+// (when slotlock has them), then params.env, then the run's SLOTLOCK_JOB,
 // SLOTLOCK_SLOT, SLOTLOCK_RUN_ID, SLOTLOCK_REPLICA, SLOTLOCK_FENCING_TOKEN
 // and SLOTLOCK_ATTEMPT (later entries win, so a job cannot fake its fencing
-// token). Stdin is /dev/null.
+// token). So a job never sees the managed identity's IDENTITY_ENDPOINT,
+// IDENTITY_HEADER or MSI_* variables, nor slotlock's SLOTLOCK_* settings
+// (SLOTLOCK_REDIS__PASSWORD), unless inherit_env names them. Stdin is
+// /dev/null. This keeps credentials from leaking by accident; it does not
+// contain a hostile program running as slotlock's user, which can read
+// slotlock's /proc/<pid>/environ: run_as_uid, or a separate container, does.
 //
 // When the run's context ends, the whole process group gets SIGTERM and,
 // if any of it is still alive after kill_grace, SIGKILL. When the command
@@ -39,6 +48,9 @@ import (
 // The last 4 KiB of stdout and of stderr are logged in one line (event
 // "exec.output") when the process ends. A non-zero exit fails the run with
 // an error naming the exit code (or the signal) and the last stderr line.
+// The values of credential-looking variables the job was given (env or
+// inherit_env names that LooksSecret, values that ValueLooksSecret) are
+// shown as "***" in both.
 func init() { Register("exec", newExecJob) }
 
 // ExecTailBytes is how much of the end of stdout and of stderr the exec
@@ -48,11 +60,17 @@ const ExecTailBytes = 4096
 const defaultKillGrace = 5 * time.Second
 
 type execParams struct {
-	Command   []string          `yaml:"command"`
-	Env       map[string]string `yaml:"env"`
-	Dir       string            `yaml:"dir"`
-	KillGrace time.Duration     `yaml:"kill_grace"`
+	Command    []string          `yaml:"command"`
+	Env        map[string]string `yaml:"env"`
+	InheritEnv []string          `yaml:"inherit_env"`
+	Dir        string            `yaml:"dir"`
+	KillGrace  time.Duration     `yaml:"kill_grace"`
+	RunAsUID   *uint32           `yaml:"run_as_uid"`
+	RunAsGID   *uint32           `yaml:"run_as_gid"`
 }
+
+// baseEnv are the variables of slotlock's environment every job gets.
+var baseEnv = []string{"PATH", "HOME", "LANG", "TZ"}
 
 type execJob struct{ p execParams }
 
@@ -73,6 +91,14 @@ func newExecJob(params map[string]any) (Job, error) {
 			errs = append(errs, fmt.Errorf("env.%s: invalid variable name", k))
 		}
 	}
+	for i, k := range p.InheritEnv {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			errs = append(errs, fmt.Errorf("inherit_env[%d]: invalid variable name %q", i, k))
+		}
+	}
+	if p.RunAsGID != nil && p.RunAsUID == nil {
+		errs = append(errs, errors.New("run_as_gid: only used with run_as_uid"))
+	}
 	if p.KillGrace < 0 {
 		errs = append(errs, fmt.Errorf("kill_grace: must not be negative, got %s", p.KillGrace))
 	}
@@ -82,18 +108,23 @@ func newExecJob(params map[string]any) (Job, error) {
 	return &execJob{p: p}, nil
 }
 
-func (j *execJob) env(run Run) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		// slotlock's own configuration overrides (SLOTLOCK_REDIS__PASSWORD,
-		// ...) may hold secrets the job has no business seeing.
-		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, "SLOTLOCK_") && strings.Contains(name, "__") {
-			continue
+// env builds the process's environment: the minimal base, inherit_env,
+// params.env, then the run's variables. It also returns the values that
+// must not appear in the logged output.
+func (j *execJob) env(run Run) (env, secrets []string) {
+	for _, name := range slices.Concat(baseEnv, j.p.InheritEnv) {
+		if v, ok := os.LookupEnv(name); ok {
+			env = append(env, name+"="+v)
+			if LooksSecret(name) || ValueLooksSecret(v) {
+				secrets = append(secrets, v)
+			}
 		}
-		env = append(env, kv)
 	}
 	for k, v := range j.p.Env {
 		env = append(env, k+"="+v)
+		if LooksSecret(k) || ValueLooksSecret(v) {
+			secrets = append(secrets, v)
+		}
 	}
 	return append(env,
 		"SLOTLOCK_JOB="+run.Job,
@@ -102,7 +133,7 @@ func (j *execJob) env(run Run) []string {
 		"SLOTLOCK_REPLICA="+run.Replica,
 		"SLOTLOCK_FENCING_TOKEN="+strconv.FormatUint(run.FencingToken, 10),
 		"SLOTLOCK_ATTEMPT="+strconv.Itoa(run.Attempt),
-	)
+	), secrets
 }
 
 func (j *execJob) Run(ctx context.Context, run Run) error {
@@ -111,9 +142,19 @@ func (j *execJob) Run(ctx context.Context, run Run) error {
 	}
 	argv0 := j.p.Command[0]
 	cmd := exec.Command(argv0, j.p.Command[1:]...)
-	cmd.Env = j.env(run)
+	env, secrets := j.env(run)
+	scrub := newScrubber(secrets...)
+	cmd.Env = env
 	cmd.Dir = j.p.Dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if j.p.RunAsUID != nil {
+		gid := *j.p.RunAsUID
+		if j.p.RunAsGID != nil {
+			gid = *j.p.RunAsGID
+		}
+		// No supplementary groups: the job gets its user's rights only.
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: *j.p.RunAsUID, Gid: gid, Groups: []uint32{}}
+	}
 
 	// Own pipes (rather than io.Writers handed to exec) so that Wait
 	// returns when the process exits even if a child still holds the
@@ -136,6 +177,10 @@ func (j *execJob) Run(ctx context.Context, run Run) error {
 	if err != nil {
 		outR.Close()
 		errR.Close()
+		if j.p.RunAsUID != nil && errors.Is(err, syscall.EPERM) {
+			return fmt.Errorf("exec: start %q as uid %d: %w (run_as_uid needs slotlock to run as root or with CAP_SETUID and CAP_SETGID)",
+				argv0, *j.p.RunAsUID, err)
+		}
 		return fmt.Errorf("exec: start %q: %w", argv0, err)
 	}
 	pgid := cmd.Process.Pid
@@ -190,7 +235,7 @@ func (j *execJob) Run(ctx context.Context, run Run) error {
 	}
 	attrs := []any{"event", "exec.output", "command", argv0, "pid", pgid, "exit_code", code,
 		"duration_ms", elapsed.Milliseconds(),
-		"stdout", stdout.String(), "stderr", stderr.String()}
+		"stdout", scrub.String(stdout.String()), "stderr", scrub.String(stderr.String())}
 	if n := stdout.Total(); n > ExecTailBytes {
 		attrs = append(attrs, "stdout_bytes", n)
 	}
@@ -203,7 +248,7 @@ func (j *execJob) Run(ctx context.Context, run Run) error {
 	case !termAt.IsZero():
 		runErr = fmt.Errorf("exec: %q stopped (%s): %w", argv0, describeExit(cmd.ProcessState), context.Cause(ctx))
 	case waitErr != nil:
-		runErr = fmt.Errorf("exec: %q %s%s", argv0, describeExit(cmd.ProcessState), lastLine(stderr.String()))
+		runErr = fmt.Errorf("exec: %q %s%s", argv0, describeExit(cmd.ProcessState), lastLine(scrub.String(stderr.String())))
 		var ee *exec.ExitError
 		if !errors.As(waitErr, &ee) {
 			runErr = fmt.Errorf("exec: %q: %w", argv0, waitErr)

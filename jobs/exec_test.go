@@ -29,6 +29,7 @@ func TestExecEnvironmentAndArgv(t *testing.T) {
 	dir := t.TempDir()
 	params := helperCommand("args", "two words", "$HOME", "*", "a;b", `"q"`)
 	params["env"].(map[string]any)["EXTRA"] = "x y"
+	params["inherit_env"] = []any{"JOBS_PARENT_VAR", "JOBS_UNSET_VAR"}
 	params["dir"] = dir
 	run, logs := testRun(t)
 	if err := mustJob(t, "exec", params).Run(context.Background(), run); err != nil {
@@ -240,6 +241,10 @@ func TestExecFactoryErrors(t *testing.T) {
 		{map[string]any{"command": []any{"ls"}, "shell": true}, []string{"shell: unknown key"}},
 		{map[string]any{"command": []any{"ls"}, "env": map[string]any{"A=B": "x"}}, []string{"env.A=B: invalid variable name"}},
 		{map[string]any{"command": []any{"ls"}, "kill_grace": "-1s"}, []string{"kill_grace: must not be negative"}},
+		{map[string]any{"command": []any{"ls"}, "inherit_env": []any{"OK", "A=B"}}, []string{`inherit_env[1]: invalid variable name "A=B"`}},
+		{map[string]any{"command": []any{"ls"}, "inherit_env": "PATH"}, []string{"inherit_env: expected a list"}},
+		{map[string]any{"command": []any{"ls"}, "run_as_gid": 1}, []string{"run_as_gid: only used with run_as_uid"}},
+		{map[string]any{"command": []any{"ls"}, "run_as_uid": -1}, []string{"run_as_uid:"}},
 		{map[string]any{"command": []any{"ls"}, "kill_grace": 5}, []string{`kill_grace: expected a duration such as "30s"`}},
 		{map[string]any{"commnd": []any{"ls"}, "dir": 1}, []string{`commnd: unknown key (did you mean "command"?)`, "dir: expected a string"}},
 	}

@@ -23,16 +23,27 @@ import (
 //	  body: ""                          # sent as is
 //	  expect_status: [200, 204]         # default: any 2xx
 //	  timeout: 30s                      # per request; the job's timeout still applies
+//	  follow_redirects: false           # true: also follow redirects to another origin
+//	  show_query: [page]                # query parameters whose values may be logged
 //
 // Every request carries X-Slotlock-Job, X-Slotlock-Slot, X-Slotlock-Run-Id,
 // X-Slotlock-Fencing-Token and X-Slotlock-Attempt; they override headers of
 // the same name in params, so a receiver can trust them to reject a stale
 // writer by fencing token. A status outside expect_status fails the run
-// with the status and the start of the response body. The plugin logs one
-// line per request (event "http.response") with the method, the URL
-// (password and secret-looking query values hidden), the status and the
-// request headers with every credential-looking value (Authorization,
-// Cookie, *-Key, *token*, ...) shown as "***".
+// with the status and the start of the response body.
+//
+// Redirects: one within the URL's origin (scheme, host, port) is followed;
+// one to another origin fails the run unless follow_redirects is true, and
+// then it carries none of the headers from params except the harmless ones
+// (Content-Type, Accept, ...: HeaderShown). A redirect from https to http
+// always fails the run. At most 10 redirects are followed.
+//
+// The plugin logs one line per request (event "http.response") with the
+// method, the URL (user info, every query value except those named in
+// show_query, and the fragment as "***": MaskURL), the status and the
+// request headers, with every value other than the harmless ones shown as
+// "***". The configured secrets (user info, query values, header values)
+// are also scrubbed from the response excerpt and from every error.
 func init() { Register("http", newHTTPJob) }
 
 const (
@@ -47,11 +58,20 @@ type httpParams struct {
 	Body         string            `yaml:"body"`
 	ExpectStatus []int             `yaml:"expect_status"`
 	Timeout      time.Duration     `yaml:"timeout"`
+	// FollowRedirects allows redirects to another origin (never https -> http).
+	FollowRedirects bool `yaml:"follow_redirects"`
+	// ShowQuery names the query parameters whose values may be logged.
+	ShowQuery []string `yaml:"show_query"`
 }
+
+// maxRedirects is how many redirects one request follows at most (as Go's
+// default client).
+const maxRedirects = 10
 
 type httpJob struct {
 	p      httpParams
 	client *http.Client
+	scrub  *scrubber // the configured secrets, hidden in every text logged
 }
 
 func newHTTPJob(params map[string]any) (Job, error) {
@@ -63,9 +83,14 @@ func newHTTPJob(params map[string]any) (Job, error) {
 	if p.URL == "" {
 		errs = append(errs, errors.New("url: required"))
 	} else if u, err := url.Parse(p.URL); err != nil {
-		errs = append(errs, fmt.Errorf("url: %v", redactURLError(err)))
+		errs = append(errs, fmt.Errorf("url: %v", maskURLError(err, p.ShowQuery)))
 	} else if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		errs = append(errs, fmt.Errorf("url: want an absolute http:// or https:// URL, got %q", redactURL(u)))
+		errs = append(errs, fmt.Errorf("url: want an absolute http:// or https:// URL, got %q", maskParsedURL(u, p.ShowQuery)))
+	}
+	for i, name := range p.ShowQuery {
+		if name == "" {
+			errs = append(errs, fmt.Errorf("show_query[%d]: must not be empty", i))
+		}
 	}
 	p.Method = strings.ToUpper(p.Method)
 	if !validToken(p.Method) {
@@ -90,7 +115,120 @@ func newHTTPJob(params map[string]any) (Job, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	return &httpJob{p: p, client: &http.Client{}}, nil
+	j := &httpJob{p: p, scrub: newScrubber(httpSecrets(p)...)}
+	j.client = &http.Client{CheckRedirect: j.checkRedirect}
+	return j, nil
+}
+
+// httpSecrets lists the configured values that must never be logged: the
+// URL's user info, its query values not named in show_query (raw and
+// decoded), and the header values that are not shown.
+func httpSecrets(p httpParams) []string {
+	var out []string
+	if u, err := url.Parse(p.URL); err == nil {
+		if u.User != nil {
+			pw, _ := u.User.Password()
+			out = append(out, u.User.Username(), pw)
+		}
+		for _, part := range strings.Split(u.RawQuery, "&") {
+			k, v, _ := strings.Cut(part, "=")
+			if name, err := url.QueryUnescape(k); err == nil && slices.Contains(p.ShowQuery, name) {
+				continue
+			}
+			out = append(out, v)
+			if dv, err := url.QueryUnescape(v); err == nil {
+				out = append(out, dv)
+			}
+		}
+	}
+	for k, v := range p.Headers {
+		if !HeaderShown(k) {
+			out = append(out, v)
+			if _, cred, ok := strings.Cut(v, " "); ok { // "Bearer <token>"
+				out = append(out, cred)
+			}
+		}
+	}
+	return out
+}
+
+// RedactParams shows the params in the configuration dump as the log lines
+// show them: URLs masked except the show_query parameters, header values
+// hidden except the harmless ones.
+func (j *httpJob) RedactParams(params map[string]any) map[string]any {
+	out := RedactMap(params, j.p.ShowQuery...)
+	if h, ok := out["headers"].(map[string]any); ok {
+		for k, v := range h {
+			if !HeaderShown(k) && v != nil {
+				h[k] = Redacted
+			}
+		}
+	}
+	return out
+}
+
+// mask makes a text fit for a log line or an error: URLs masked, the
+// configured secrets scrubbed.
+func (j *httpJob) mask(text string) string {
+	return j.scrub.String(MaskURLs(text, j.p.ShowQuery...))
+}
+
+// maskErr is err with a masked message; errors.Is and errors.As still see
+// the original.
+func (j *httpJob) maskErr(err error) error {
+	return &maskedError{msg: j.mask(err.Error()), err: err}
+}
+
+// checkRedirect follows a redirect within the URL's origin, refuses one
+// from https to http, and one to another origin unless follow_redirects;
+// a followed redirect to another origin loses the headers from params
+// that may hold credentials.
+func (j *httpJob) checkRedirect(req *http.Request, via []*http.Request) error {
+	first, from := via[0].URL, via[len(via)-1].URL
+	refuse := func(why string) error {
+		return &redirectError{from: MaskURL(from.String(), j.p.ShowQuery...), to: MaskURL(req.URL.String(), j.p.ShowQuery...), why: why}
+	}
+	for _, v := range via {
+		if v.URL.Scheme == "https" && req.URL.Scheme != "https" {
+			return refuse("it would downgrade https to " + req.URL.Scheme)
+		}
+	}
+	if len(via) >= maxRedirects {
+		return refuse(fmt.Sprintf("stopped after %d redirects", maxRedirects))
+	}
+	if sameOrigin(first, req.URL) {
+		return nil
+	}
+	if !j.p.FollowRedirects {
+		return refuse("it leads to another origin (set params.follow_redirects: true to follow it)")
+	}
+	for k := range req.Header {
+		if !HeaderShown(k) {
+			req.Header.Del(k)
+		}
+	}
+	return nil
+}
+
+// redirectError is a refused redirect; both URLs are already masked.
+type redirectError struct{ from, to, why string }
+
+func (e *redirectError) Error() string {
+	return fmt.Sprintf("redirect from %s to %s refused: %s", e.from, e.to, e.why)
+}
+
+// sameOrigin compares scheme, host and port (default ports filled in).
+func sameOrigin(a, b *url.URL) bool {
+	port := func(u *url.URL) string {
+		if p := u.Port(); p != "" {
+			return p
+		}
+		if u.Scheme == "https" {
+			return "443"
+		}
+		return "80"
+	}
+	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && port(a) == port(b)
 }
 
 // validToken reports whether s is an RFC 9110 token (method, header name).
@@ -135,7 +273,7 @@ func (j *httpJob) Run(ctx context.Context, run Run) error {
 	}
 	req, err := http.NewRequestWithContext(reqCtx, j.p.Method, j.p.URL, body)
 	if err != nil {
-		return fmt.Errorf("http: %w", redactURLError(err))
+		return j.maskErr(fmt.Errorf("http: %w", err))
 	}
 	for k, v := range j.p.Headers {
 		req.Header.Set(k, v)
@@ -149,33 +287,42 @@ func (j *httpJob) Run(ctx context.Context, run Run) error {
 	req.Header.Set("X-Slotlock-Fencing-Token", strconv.FormatUint(run.FencingToken, 10))
 	req.Header.Set("X-Slotlock-Attempt", strconv.Itoa(run.Attempt))
 
-	shownURL := redactURL(req.URL)
+	shownURL := MaskURL(j.p.URL, j.p.ShowQuery...)
 	attrs := []any{"event", "http.response", "method", j.p.Method, "url", shownURL,
-		"request_headers", redactHeaders(req.Header)}
+		"request_headers", RedactHeaders(req.Header)}
 	start := time.Now()
 	resp, err := j.client.Do(req)
 	if err != nil {
-		attrs = append(attrs, "duration_ms", time.Since(start).Milliseconds(), "error", redactURLError(err).Error())
+		// A refused redirect says it all; Go's wrapping would only repeat
+		// the target URL.
+		var re *redirectError
+		if errors.As(err, &re) {
+			err = re
+		}
+		attrs = append(attrs, "duration_ms", time.Since(start).Milliseconds(), "error", j.mask(err.Error()))
 		run.Log().WarnContext(ctx, "http: request failed", attrs...)
 		if ctx.Err() != nil {
-			return fmt.Errorf("http: %s %s: %w", j.p.Method, shownURL, context.Cause(ctx))
+			return j.maskErr(fmt.Errorf("http: %s %s: %w", j.p.Method, shownURL, context.Cause(ctx)))
 		}
 		if cause := context.Cause(reqCtx); cause != nil {
-			return fmt.Errorf("http: %s %s: %w", j.p.Method, shownURL, cause)
+			return j.maskErr(fmt.Errorf("http: %s %s: %w", j.p.Method, shownURL, cause))
 		}
-		return fmt.Errorf("http: %s %s: %w", j.p.Method, shownURL, redactURLError(err))
+		return j.maskErr(fmt.Errorf("http: %s %s: %w", j.p.Method, shownURL, err))
 	}
 	defer resp.Body.Close()
 	excerpt, _ := io.ReadAll(io.LimitReader(resp.Body, httpBodyExcerpt))
 	// Drain a little more so the connection can be reused; never much.
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	attrs = append(attrs, "status", resp.StatusCode, "duration_ms", time.Since(start).Milliseconds())
+	if resp.Request != nil && resp.Request.URL.String() != req.URL.String() {
+		attrs = append(attrs, "final_url", MaskURL(resp.Request.URL.String(), j.p.ShowQuery...))
+	}
 	if !j.statusOK(resp.StatusCode) {
-		snippet := bodySnippet(excerpt)
+		snippet := j.mask(bodySnippet(excerpt))
 		attrs = append(attrs, "response_body", snippet)
 		run.Log().WarnContext(ctx, "http: unexpected status", attrs...)
-		return fmt.Errorf("http: %s %s: status %s, want %s: body %q",
-			j.p.Method, shownURL, resp.Status, j.want(), snippet)
+		return j.maskErr(fmt.Errorf("http: %s %s: status %s, want %s: body %q",
+			j.p.Method, shownURL, resp.Status, j.want(), snippet))
 	}
 	run.Log().InfoContext(ctx, "http: request succeeded", attrs...)
 	return nil
@@ -197,63 +344,12 @@ func bodySnippet(b []byte) string {
 	return s
 }
 
-// redactHeaders renders headers for a log line, hiding credential values.
-func redactHeaders(h http.Header) map[string]string {
-	out := make(map[string]string, len(h))
-	for k, vs := range h {
-		v := strings.Join(vs, ", ")
-		// The fencing token is not a credential; everything else that
-		// looks like one is hidden, a user's X-Slotlock-* header included.
-		if LooksSecret(k) && k != "X-Slotlock-Fencing-Token" {
-			v = Redacted
-		}
-		out[k] = v
-	}
-	return out
-}
-
-// redactURL hides the password of the URL's user info and the values of
-// secret-looking query parameters.
-func redactURL(u *url.URL) string {
-	if u == nil {
-		return ""
-	}
-	c := *u
-	if c.User != nil {
-		if _, has := c.User.Password(); has {
-			c.User = url.UserPassword(c.User.Username(), Redacted)
-		}
-	}
-	if c.RawQuery != "" {
-		q, err := url.ParseQuery(c.RawQuery)
-		if err == nil {
-			changed := false
-			for k := range q {
-				if LooksSecret(k) {
-					q[k] = []string{Redacted}
-					changed = true
-				}
-			}
-			if changed {
-				c.RawQuery = strings.ReplaceAll(q.Encode(), url.QueryEscape(Redacted), Redacted)
-			}
-		}
-	}
-	return c.String()
-}
-
-// redactURLError replaces the URL inside a *url.Error with its redacted
-// form, so errors never carry a password from the URL.
-func redactURLError(err error) error {
+// maskURLError masks the URL inside a *url.Error (as url.Parse returns),
+// so a factory error never carries a password or a query value.
+func maskURLError(err error, show []string) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		shown := ue.URL
-		if u, perr := url.Parse(ue.URL); perr == nil {
-			shown = redactURL(u)
-		} else {
-			shown = "(unparsable URL)"
-		}
-		return &url.Error{Op: ue.Op, URL: shown, Err: ue.Err}
+		return &url.Error{Op: ue.Op, URL: MaskURL(ue.URL, show...), Err: ue.Err}
 	}
 	return err
 }

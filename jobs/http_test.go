@@ -165,7 +165,8 @@ func TestHTTPNeverLogsCredentials(t *testing.T) {
 	u := strings.Replace(srv.URL, "http://", "http://user:urlpa55@", 1) + "/x?token=qt0ken&page=2"
 	run, logs := testRun(t)
 	j := mustJob(t, "http", map[string]any{
-		"url": u,
+		"url":        u,
+		"show_query": []any{"page"},
 		"headers": map[string]any{
 			"Authorization":   "Bearer s3cr3t-bearer",
 			"X-Api-Key":       "k3y-value",
@@ -259,7 +260,7 @@ func TestRedactHeadersOnlyExemptsTheFencingToken(t *testing.T) {
 	h.Set("X-Slotlock-Fencing-Token", "42")
 	h.Set("X-Slotlock-Api-Token", "user-secret")
 	h.Set("Authorization", "Bearer x")
-	got := redactHeaders(h)
+	got := RedactHeaders(h)
 	if got["X-Slotlock-Fencing-Token"] != "42" {
 		t.Errorf("fencing token hidden: %v", got)
 	}

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/slotlock/slotlock/internal/secrettest"
 )
 
 // The test binary doubles as the program the exec plugin runs: with
@@ -23,7 +25,16 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv("JOBS_TEST_HELPER"); mode != "" {
 		os.Exit(helperMain(mode))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	// Every log line any test of this package captured, scanned at once
+	// for the fake credentials the tests configure.
+	if err := secrettest.Check(); err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL: secrets scan of the captured test output:", err)
+		code = 1
+	} else if testing.Verbose() {
+		fmt.Fprintf(os.Stderr, "secrets scan: %d bytes of captured test output, no fake credential\n", secrettest.Scanned())
+	}
+	os.Exit(code)
 }
 
 func helperMain(mode string) int {
@@ -96,6 +107,7 @@ type logBuffer struct {
 }
 
 func (b *logBuffer) Write(p []byte) (int, error) {
+	secrettest.Capture(p)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/slotlock/slotlock/internal/secrettest"
 )
 
 // binary is the slotlock binary built once for this package's tests, so
@@ -36,6 +38,14 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
+	// Everything the tests captured from the binary (stdout, stderr, every
+	// replica's log), scanned at once for the fake credentials they use.
+	if err := secrettest.Check(); err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL: secrets scan of the captured test output:", err)
+		code = 1
+	} else if testing.Verbose() {
+		fmt.Fprintf(os.Stderr, "secrets scan: %d bytes of captured test output, no fake credential\n", secrettest.Scanned())
+	}
 	os.Exit(code)
 }
 
@@ -58,6 +68,8 @@ func slotlock(t *testing.T, env []string, args ...string) (string, string, int) 
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
+	secrettest.Capture(out.Bytes())
+	secrettest.Capture(errb.Bytes())
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
@@ -110,6 +122,7 @@ func startReplica(t *testing.T, config string, env ...string) *replicaProc {
 		for sc.Scan() {
 			line := sc.Bytes()
 			var m map[string]any
+			secrettest.Capture(line)
 			p.mu.Lock()
 			p.raw.Write(line)
 			p.raw.WriteByte('\n')

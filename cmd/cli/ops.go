@@ -28,6 +28,7 @@ type readiness struct {
 	ready   atomic.Bool
 	mu      sync.Mutex
 	lastErr error
+	up, all int // nodes that answered the last ping, of how many
 }
 
 func newReadiness(l locking.Locker, m *metrics, log *slog.Logger, interval time.Duration) *readiness {
@@ -43,8 +44,15 @@ func (r *readiness) check(ctx context.Context) {
 	ok := err == nil
 	was := r.ready.Swap(ok)
 	r.metrics.ready.Set(b2f(ok))
+	up := 0
+	for _, n := range st {
+		if n.Up {
+			up++
+		}
+	}
 	r.mu.Lock()
 	r.lastErr = err
+	r.up, r.all = up, len(st)
 	r.mu.Unlock()
 	// Node state changes are logged by the lock layer itself (once each
 	// way); here they only feed the gauges.
@@ -93,6 +101,26 @@ func (r *readiness) err() error {
 	return r.lastErr
 }
 
+// body is what /readyz answers: the state and node counts only. The
+// errors behind it (node addresses, refused AUTH, TLS failures) are for
+// the log, not for whoever can reach the port.
+func (r *readiness) body() string {
+	r.mu.Lock()
+	up, all := r.up, r.all
+	r.mu.Unlock()
+	state := "ready"
+	if !r.ready.Load() {
+		state = "not ready: lock quorum unreachable"
+	}
+	if r.locker.Mode() == "local" {
+		return state + " (in-process locks)\n"
+	}
+	if all == 0 {
+		return state + "\n"
+	}
+	return fmt.Sprintf("%s (%d of %d lock nodes up, %d down)\n", state, up, all, all-up)
+}
+
 func b2f(b bool) float64 {
 	if b {
 		return 1
@@ -123,15 +151,12 @@ func newOpsServer(addr string, healthy func() error, ready *readiness, m *metric
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
 		if !ready.ready.Load() {
-			msg := "not ready: lock quorum unreachable"
-			if err := ready.err(); err != nil {
-				msg += ": " + err.Error()
-			}
-			http.Error(w, msg, http.StatusServiceUnavailable)
-			return
+			w.WriteHeader(http.StatusServiceUnavailable)
 		}
-		fmt.Fprintln(w, "ready")
+		fmt.Fprint(w, ready.body())
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg}))
 	ln, err := net.Listen("tcp", addr)

@@ -74,6 +74,11 @@ func build(ctx context.Context, cfg *config.Config, env Env) (*replica, error) {
 		r.locker = locking.NewLocal(opts)
 		log.Warn("no redis.nodes configured: using in-process locks, which are safe for ONE replica only")
 	} else {
+		if rd := cfg.Redis; rd.Password != "" && !rd.TLS && rd.Auth == config.AuthPassword {
+			// Load accepted it only because redis.allow_insecure is true.
+			log.Warn("redis.allow_insecure: the Redis password and every lock cross the network without TLS; anyone on the path can read and replay them",
+				"nodes", len(rd.Nodes))
+		}
 		rc, closeCreds, err := redisConfig(ctx, cfg, log)
 		if err != nil {
 			return nil, err

@@ -56,7 +56,10 @@ type Redis struct {
 	Password     string `yaml:"password"`      // after Load: also the contents of PasswordFile
 	PasswordFile string `yaml:"password_file"` // read by Load, trailing newline trimmed
 	TLS          bool   `yaml:"tls"`
-	KeyPrefix    string `yaml:"key_prefix"`
+	// AllowInsecure accepts a password sent to the nodes without TLS (an
+	// error otherwise); a warning is logged at start.
+	AllowInsecure bool   `yaml:"allow_insecure"`
+	KeyPrefix     string `yaml:"key_prefix"`
 	// Auth is AuthPassword (default) or AuthEntra.
 	Auth string `yaml:"auth"`
 	// EntraClientID is the client id of the user-assigned managed identity

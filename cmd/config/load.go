@@ -597,7 +597,7 @@ func defaultsMap() map[string]any {
 		"log":  map[string]any{"level": d.Log.Level, "format": d.Log.Format},
 		"http": map[string]any{"addr": d.HTTP.Addr},
 		"redis": map[string]any{
-			"nodes": []any{}, "username": "", "password": "", "password_file": "", "tls": false,
+			"nodes": []any{}, "username": "", "password": "", "password_file": "", "tls": false, "allow_insecure": false,
 			"key_prefix": d.Redis.KeyPrefix, "auth": d.Redis.Auth, "entra_client_id": "",
 			"dial_timeout": d.Redis.DialTimeout.String(), "op_timeout": d.Redis.OpTimeout.String(),
 		},

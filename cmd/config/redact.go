@@ -9,10 +9,14 @@ import (
 // Redacted returns the effective configuration as nested maps and lists
 // (ready for slog or encoding/json), with every secret replaced by "***":
 // redis.password (also when it came from password_file or the environment)
-// and, inside each job's params, the value of every key that looks like a
-// credential (jobs.LooksSecret: password, token, *-key, Authorization, ...,
-// at any depth, e.g. http headers and exec env). Secrets passed some other
-// way, such as inside an exec command line, cannot be recognised.
+// and, inside each job's params, what jobs.RedactParams hides: the value of
+// every key that looks like a credential (jobs.LooksSecret: password,
+// token, *-key, Authorization, ..., at any depth, e.g. exec env), every
+// value that looks like one (Bearer ..., AccountKey=...), the user info and
+// query values of every URL (an http job's show_query parameters stay
+// visible) and an http job's header values other than the harmless ones.
+// A secret in a URL path or a bare command-line argument cannot be
+// recognised.
 func (c *Config) Redacted() any {
 	dur := func(d time.Duration) string { return d.String() }
 	secret := func(s string) string {
@@ -27,7 +31,7 @@ func (c *Config) Redacted() any {
 	}
 	jobList := make([]any, len(c.Jobs))
 	for i, j := range c.Jobs {
-		params := jobs.RedactMap(j.Params)
+		params := jobs.RedactParams(j.Runner, j.Params)
 		if params == nil {
 			params = map[string]any{}
 		}
@@ -53,6 +57,7 @@ func (c *Config) Redacted() any {
 			"password":        secret(c.Redis.Password),
 			"password_file":   c.Redis.PasswordFile,
 			"tls":             c.Redis.TLS,
+			"allow_insecure":  c.Redis.AllowInsecure,
 			"key_prefix":      c.Redis.KeyPrefix,
 			"auth":            c.Redis.Auth,
 			"entra_client_id": c.Redis.EntraClientID,

@@ -83,6 +83,14 @@ func (l *loader) validateRedis(r *Redis) {
 	default:
 		l.addValue("redis.auth", r.Auth, fmt.Errorf("want %s or %s", AuthPassword, AuthEntra))
 	}
+	if r.Auth == AuthPassword && r.Password != "" && !r.TLS && len(r.Nodes) > 0 && !r.AllowInsecure {
+		src := "redis.password"
+		if r.PasswordFile != "" {
+			src = "redis.password_file"
+		}
+		l.add("redis.tls", fmt.Errorf("must be true when a password is set (%s): without TLS the password and every lock "+
+			"cross the network in clear text; set redis.allow_insecure: true to accept that", src))
+	}
 	switch {
 	case r.KeyPrefix == "":
 		l.add("redis.key_prefix", errors.New("must not be empty"))

@@ -66,6 +66,8 @@ func TestValidationErrors(t *testing.T) {
 		{"entra client id without entra", "redis: {entra_client_id: abc}", nil, `redis.entra_client_id: only used with redis.auth: entra`},
 		{"entra with password", "redis: {auth: entra, tls: true, password: x, nodes: [{addr: 'a:1'}]}", nil, `redis.password: not used with redis.auth: entra (tokens replace the password)`},
 		{"entra without tls", "redis: {auth: entra, nodes: [{addr: 'a:1'}]}", nil, `redis.tls: must be true with redis.auth: entra (tokens must not cross the network in clear text)`},
+		{"password without tls", "redis: {password: x, nodes: [{addr: 'a:1'}]}", nil, `redis.tls: must be true when a password is set (redis.password): without TLS the password and every lock cross the network in clear text; set redis.allow_insecure: true to accept that`},
+		{"env password without tls", "redis: {nodes: [{addr: '127.0.0.1:6379'}]}", []string{"SLOTLOCK_REDIS__PASSWORD=x"}, `redis.tls: must be true when a password is set (redis.password)`},
 		{"entra without nodes", "redis: {auth: entra, tls: true}", nil, `redis.auth: entra needs redis.nodes`},
 		{"key prefix empty", "redis: {key_prefix: ''}", nil, `redis.key_prefix: must not be empty`},
 		{"key prefix braces", "redis: {key_prefix: 'a{b}'}", nil, `redis.key_prefix "a{b}": must not contain braces or spaces (braces would break the per-job hash tag)`},

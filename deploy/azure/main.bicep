@@ -47,8 +47,8 @@ param redisSku string = 'Balanced_B0'
 @description('Replicate each Azure Managed Redis instance within itself (an SLA, and no data loss when a node fails over). Redlock already tolerates losing one of the three instances; high availability makes that rarer.')
 param redisHighAvailability bool = true
 
-@description('Append-only-file persistence (every second) on each Azure Managed Redis instance, so a restarted instance comes back with its locks and fencing counters. Not offered on every SKU.')
-param redisPersistence bool = false
+@description('SLOTLOCK_REDIS_PERSISTENCE: append-only-file persistence (written every second; "always" is deprecated by Azure) on each Azure Managed Redis instance, so a restarted instance comes back with its locks and fencing counters. On by default: an instance that restarts empty can join a majority with a node that missed the last write, and then two replicas can hold one slot and a fencing token can go backwards (README, "Locking: Limits"). Turn it off only for throwaway environments.')
+param redisPersistence bool = true
 
 @description('SLOTLOCK_REDIS_NODES, used only when deployRedis is false: comma-separated host:port of your independent Redis nodes (an odd number, 3 or 5).')
 param redisNodes string = ''
