@@ -264,7 +264,7 @@ func (ls *Lease) MarkDone(ctx context.Context, ttl time.Duration, note string) e
 	if ttl <= 0 {
 		return ls.end(ctx, "", 0)
 	}
-	return ls.end(ctx, doneValue(ls.lk.opt.Replica, note), ttl)
+	return ls.end(ctx, doneValue(ls.lk.opt.Replica, note, ls.ID()), ttl)
 }
 
 func (ls *Lease) end(ctx context.Context, done string, doneTTL time.Duration) error {

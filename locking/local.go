@@ -2,6 +2,8 @@ package locking
 
 import (
 	"context"
+	"slices"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -88,11 +90,18 @@ func (b *localBackend) acquire(ctx context.Context, s leaseSpec) (grant, error) 
 			setIn(b.claims, fam, field, s.value)
 		}
 		setIn(b.lives, fam, field, localEntry{value: s.value, expires: now.Add(s.ttl)})
-		for f, c := range b.claims[fam] {
+		var orphans []string
+		for f := range b.claims[fam] {
 			if l, ok := b.lives[fam][f]; f != field && (!ok || !now.Before(l.expires)) {
-				g.orphan = parseAbandoned(Key{Family: fam, Name: f}, c)
-				break
+				orphans = append(orphans, f)
 			}
+		}
+		if len(orphans) > 0 {
+			// As the script: sorted, picked by the token.
+			slices.Sort(orphans)
+			n, _ := strconv.ParseUint(s.value[:6], 16, 64)
+			f := orphans[n%uint64(len(orphans))]
+			g.orphan = parseAbandoned(Key{Family: fam, Name: f}, b.claims[fam][f])
 		}
 	} else {
 		b.keys[s.key] = localEntry{value: s.value, expires: now.Add(s.ttl)}
@@ -148,6 +157,9 @@ func (b *localBackend) release(ctx context.Context, s leaseSpec, done string, do
 	defer b.mu.Unlock()
 	now := b.clock.Now()
 	cur, curOK := b.live(s.key, now)
+	if doneTTL > 0 && curOK && cur.value == done {
+		return nil // a retry: the marker is already this one
+	}
 	if !s.claim {
 		// As OpRelease for a plain lease.
 		ours := curOK && cur.value == s.value

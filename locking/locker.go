@@ -156,8 +156,12 @@ func newToken() string {
 
 const donePrefix = "done|"
 
-// doneValue is the value of a done marker left by MarkDone.
-func doneValue(replica, note string) string { return donePrefix + replica + "|" + note }
+// doneValue is the value of a done marker left by MarkDone: the replica,
+// the note and the lease's id, so that a MarkDone retried after an answer
+// was lost recognises its own marker.
+func doneValue(replica, note, id string) string {
+	return donePrefix + replica + "|" + note + "|" + id
+}
 
 // parseHeld turns the value found in a key into the error Acquire reports:
 // "<token>|<replica>" for a held key, "done|<replica>|<note>" for a done
@@ -167,6 +171,7 @@ func parseHeld(key Key, value string) *HeldError {
 	if rest, ok := strings.CutPrefix(value, donePrefix); ok {
 		e.Done = true
 		e.Holder, e.Note, _ = strings.Cut(rest, "|")
+		e.Note, _, _ = strings.Cut(e.Note, "|") // the lease id follows
 		return e
 	}
 	if _, holder, ok := strings.Cut(value, "|"); ok {

@@ -124,17 +124,27 @@ type HeldError struct {
 	Holder string // replica name read from the value, "" when unknown
 	Done   bool   // the key is a done marker left by MarkDone
 	Note   string // the done marker's note (e.g. "succeeded", "overlap")
+	// Claimed: a claim (Locker.Claim) whose lease has expired was found on
+	// fewer than a majority of the stores while some did not answer. It
+	// may be a started run's, whose other copies are on the silent stores,
+	// so the key is not handed out; once every store answers, it is either
+	// taken over (Lease.Abandoned) or, found on a minority, a leftover that
+	// the next Claim ends.
+	Claimed bool
 }
 
 func (e *HeldError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "locking: %s not acquired", e.Key)
-	if e.Done {
+	switch {
+	case e.Done:
 		b.WriteString(": done")
 		if e.Note != "" {
 			b.WriteString(" (" + e.Note + ")")
 		}
-	} else {
+	case e.Claimed:
+		b.WriteString(": claimed on a minority of the stores that answered")
+	default:
 		b.WriteString(": held")
 	}
 	if e.Holder != "" {

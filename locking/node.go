@@ -51,7 +51,9 @@ const (
 	// [Field] for a claim, else Key), reset its expiry to TTL from now.
 	// Status 1 when it did, else 0.
 	OpExtend
-	// OpRelease, for a plain lease: with DoneTTL == 0 delete Key where it
+	// OpRelease: where DoneTTL > 0 and Key already holds Done (a retry
+	// whose first answer was lost), nothing changes and Status is 1.
+	// Otherwise, for a plain lease: with DoneTTL == 0 delete Key where it
 	// holds Value; with DoneTTL > 0 set Key := Done PX DoneTTL where Key
 	// holds Value or is absent. Status 1 where Key held Value, else 0.
 	//

@@ -32,15 +32,24 @@ if field ~= '' then
     redis.call('HSET', KEYS[3], field, ARGV[1])
   end
   redis.call('HSET', KEYS[4], field, ARGV[1] .. '|' .. (now + tonumber(ARGV[2])))
+  -- Abandoned claims of other keys: one of them, picked by our random
+  -- token so that callers spread over them, sorted so that every store
+  -- picks alike.
   local claims = redis.call('HGETALL', KEYS[3])
+  local orphans, values = {}, {}
   for i = 1, #claims, 2 do
     if claims[i] ~= field then
       local l = redis.call('HGET', KEYS[4], claims[i])
       if not l or tonumber(string.match(l, '|(%d+)$')) <= now then
-        orphan, orphanValue = claims[i], claims[i + 1]
-        break
+        orphans[#orphans + 1] = claims[i]
+        values[claims[i]] = claims[i + 1]
       end
     end
+  end
+  if #orphans > 0 then
+    table.sort(orphans)
+    orphan = orphans[(tonumber(string.sub(ARGV[1], 1, 6), 16) or 0) % #orphans + 1]
+    orphanValue = values[orphan]
   end
 elseif not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   return {0, redis.call('GET', KEYS[1]), fence}

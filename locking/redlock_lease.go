@@ -47,20 +47,24 @@ func (r *redlock) acquire(ctx context.Context, s leaseSpec) (grant, error) {
 	errs := make([]error, len(r.nodes))
 	r.round(ctx, all(op), res, errs)
 
-	won, sawDone, took := 0, false, ""
+	won, answered, sawDone, took, tookN := 0, 0, false, "", 0
 	var orphan Result
 	var seen, before uint64 // highest counter seen anywhere / on the winners
 	for i, rep := range res {
 		if errs[i] != nil {
 			continue
 		}
+		answered++
 		seen = max(seen, uint64(rep.N))
 		switch {
 		case rep.Status == 1 || rep.Status == 2:
 			won++
 			before = max(before, uint64(rep.N))
-			if rep.Status == 2 && took == "" {
-				took = rep.Value
+			if rep.Status == 2 {
+				tookN++
+				if took == "" {
+					took = rep.Value
+				}
 			}
 			if rep.Orphan != "" && orphan.Orphan == "" {
 				orphan = rep
@@ -74,8 +78,21 @@ func (r *redlock) acquire(ctx context.Context, s leaseSpec) (grant, error) {
 	// on the others): the acquisition is refused.
 	if won >= r.quorum && !sawDone && ctx.Err() == nil {
 		g := grant{}
-		if took != "" {
+		// A claim that started work was written on a majority. Found on a
+		// majority, it is abandoned. Found on fewer nodes while every node
+		// answered, it is a leftover: a node that missed the end of a run
+		// long settled, or a request executed after its acquisition had
+		// failed; this lease covers it, and ends it with its own. Found on
+		// fewer while some node did not answer, it may be a started run's
+		// whose other copies are on the silent nodes: refused (Claimed).
+		switch {
+		case tookN >= r.quorum:
 			g.abandoned = parseAbandoned(s.key, took)
+		case tookN > 0 && answered < len(r.nodes):
+			r.undo(ctx, s, nil)
+			he := parseHeld(s.key, took)
+			he.Claimed = true
+			return grant{}, he
 		}
 		if orphan.Orphan != "" {
 			g.orphan = parseAbandoned(Key{Family: family, Name: orphan.Orphan}, orphan.OrphanValue)

@@ -5,13 +5,18 @@
 -- family's claims and lives hashes (claims only); ARGV[1] value, ARGV[2]
 -- done marker, ARGV[3] done ttl in milliseconds ("0": no marker), ARGV[4]
 -- field ("": a plain lease).
--- Returns 1 when the lease was ours here, 0 otherwise. A done marker is
+-- Returns 1 when the lease was ours here, or the key already holds this
+-- very done marker (a retry whose first answer was lost), 0 otherwise. A
+-- done marker is
 -- also set where the lease or claim is absent (expired, or the node
 -- restarted empty), so it blocks the slot on as many nodes as possible,
 -- and over an abandoned claim whose lease we took over; it never replaces
 -- a done marker or another holder's value.
 local doneTTL = tonumber(ARGV[3])
 local field = ARGV[4]
+if doneTTL > 0 and redis.call('GET', KEYS[1]) == ARGV[2] then
+  return 1
+end
 if field == '' then
   local cur = redis.call('GET', KEYS[1])
   if cur == ARGV[1] then

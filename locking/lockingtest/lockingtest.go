@@ -29,6 +29,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
@@ -39,6 +40,17 @@ func Run(t *testing.T, newLocker func(t *testing.T) locking.Locker) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			c.fn(t, newLocker(t))
+		})
+	}
+}
+
+// RunSynctest is Run with each check in its own testing/synctest bubble,
+// on virtual time: for stores that live in the bubble (locking/locksim).
+// newLocker is called inside the bubble.
+func RunSynctest(t *testing.T, newLocker func(t *testing.T) locking.Locker) {
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { c.fn(t, newLocker(t)) })
 		})
 	}
 }
