@@ -1,0 +1,28 @@
+package locksim_test
+
+import (
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/lockingtest"
+	"github.com/slotlock/slotlock/locking/locksim"
+)
+
+// The simulated stores must behave as real Redis does under the scripts:
+// the same conformance suite runs against both (locking's
+// TestConformanceRedlock), here on virtual time.
+func TestConformanceSimulated(t *testing.T) {
+	lockingtest.RunSynctest(t, func(t *testing.T) locking.Locker {
+		net := locksim.NewNet(1, locksim.NewStore("sim-a"), locksim.NewStore("sim-b"), locksim.NewStore("sim-c"))
+		l, err := locking.NewRedlockNodes(net.Nodes("sim-1", locksim.NewGate(0)), "t", 100*time.Millisecond,
+			locking.Options{Replica: "sim-1", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = l.Close() })
+		return l
+	})
+}

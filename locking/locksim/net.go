@@ -1,0 +1,304 @@
+package locksim
+
+import (
+	"context"
+	"errors"
+	"hash/fnv"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/slotlock/slotlock/locking"
+)
+
+// Net joins replicas to stores. Every request travels over a link with a
+// latency drawn per request; faults make a store refuse connections
+// (down), make links lose requests (partition), slow a store, and make a
+// fraction of requests execute long after their sender gave up.
+type Net struct {
+	seed   uint64
+	stores []*Store
+
+	mu        sync.Mutex
+	down      map[int]bool
+	cut       map[linkID]bool // partitions: replica <-> store
+	slow      map[int]time.Duration
+	lossRate  float64 // requests lost on every link (never executed, no answer)
+	lateRate  float64 // requests executed after LateDelay, their answers lost
+	lateDelay time.Duration
+}
+
+type linkID struct {
+	replica string
+	store   int
+}
+
+// A request or answer on a healthy link takes 1 to latencySteps steps of
+// latencyStep (few distinct instants keep virtual time cheap to advance).
+const (
+	latencyStep  = 500 * time.Microsecond
+	latencySteps = 4
+)
+
+// ErrRefused is a down store's answer.
+var ErrRefused = errors.New("connection refused")
+
+// NewNet returns a network over stores; seed fixes every link's draws.
+func NewNet(seed uint64, stores ...*Store) *Net {
+	return &Net{seed: seed, stores: stores, down: map[int]bool{}, cut: map[linkID]bool{}, slow: map[int]time.Duration{}}
+}
+
+// Stores are the network's stores, in order.
+func (n *Net) Stores() []*Store { return n.stores }
+
+// SetDown makes store i refuse (true) or accept (false) connections.
+func (n *Net) SetDown(i int, down bool) { n.set(func() { n.down[i] = down }) }
+
+// SetCut partitions replica from store i (requests and answers are lost).
+func (n *Net) SetCut(replica string, i int, cut bool) {
+	n.set(func() { n.cut[linkID{replica, i}] = cut })
+}
+
+// SetSlow adds d to every request's delay to store i (0 ends it).
+func (n *Net) SetSlow(i int, d time.Duration) { n.set(func() { n.slow[i] = d }) }
+
+// SetLoss makes a fraction of all requests get lost, and another fraction
+// execute after delay with their answers lost (a store that stalls and
+// then runs what queued up).
+func (n *Net) SetLoss(loss, late float64, delay time.Duration) {
+	n.set(func() { n.lossRate, n.lateRate, n.lateDelay = loss, late, delay })
+}
+
+func (n *Net) set(f func()) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	f()
+}
+
+// Nodes returns one locking.Node per store, for one replica process whose
+// life the gate tracks: a dead process sends nothing, a paused one sends
+// and receives nothing until it resumes.
+func (n *Net) Nodes(replica string, gate *Gate) []locking.Node {
+	out := make([]locking.Node, len(n.stores))
+	for i := range n.stores {
+		h := fnv.New64a()
+		h.Write([]byte(replica))
+		out[i] = &link{net: n, id: linkID{replica, i}, gate: gate,
+			rng: rand.New(rand.NewPCG(n.seed, h.Sum64()^uint64(i)<<32^uint64(gate.epoch)))}
+	}
+	return out
+}
+
+type link struct {
+	net  *Net
+	id   linkID
+	gate *Gate
+	mu   sync.Mutex
+	rng  *rand.Rand
+}
+
+func (l *link) Addr() string { return l.net.stores[l.id.store].name }
+func (l *link) Close() error { return nil }
+
+type fate int
+
+const (
+	delivered fate = iota
+	lost
+	late
+)
+
+// plan draws a request's delays and fate.
+func (l *link) plan() (out, back time.Duration, f fate, down bool) {
+	n := l.net
+	n.mu.Lock()
+	down = n.down[l.id.store]
+	cut := n.cut[l.id]
+	slow := n.slow[l.id.store]
+	loss, lateRate, lateDelay := n.lossRate, n.lateRate, n.lateDelay
+	n.mu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lat := func() time.Duration {
+		return latencyStep * time.Duration(1+l.rng.IntN(latencySteps))
+	}
+	out, back = lat()+slow, lat()
+	p := l.rng.Float64()
+	switch {
+	case cut || p < loss:
+		f = lost
+	case p < loss+lateRate:
+		f, out = late, out+lateDelay
+	}
+	return out, back, f, down
+}
+
+type reply struct {
+	res locking.Result
+	err error
+}
+
+// Do sends op to the store and waits for the answer or ctx's end. A
+// request that was sent is executed at its time whether or not its sender
+// still waits for it.
+func (l *link) Do(ctx context.Context, op locking.Op) (locking.Result, error) {
+	if !l.gate.Wait() {
+		return locking.Result{}, errors.New("process is dead")
+	}
+	if err := ctx.Err(); err != nil {
+		return locking.Result{}, err // as go-redis: an ended context sends nothing
+	}
+	out, back, f, down := l.plan()
+	store := l.net.stores[l.id.store]
+	if dl, ok := ctx.Deadline(); f == delivered && ok && time.Now().Add(out+back).Before(dl) {
+		// The answer arrives in time: no need for a goroutine of its own.
+		time.Sleep(out)
+		if down || l.net.isDown(l.id.store) {
+			return locking.Result{}, ErrRefused
+		}
+		res, err := store.Apply(op)
+		time.Sleep(back)
+		if !l.gate.Wait() {
+			return locking.Result{}, errors.New("process is dead")
+		}
+		return res, err
+	}
+	ch := make(chan reply, 1)
+	go func() {
+		time.Sleep(out)
+		if down || l.net.isDown(l.id.store) {
+			ch <- reply{err: ErrRefused}
+			return
+		}
+		if f == lost {
+			return
+		}
+		res, err := store.Apply(op)
+		if f == late {
+			return
+		}
+		time.Sleep(back)
+		ch <- reply{res, err}
+	}()
+	select {
+	case r := <-ch:
+		if !l.gate.Wait() {
+			return locking.Result{}, errors.New("process is dead")
+		}
+		return r.res, r.err
+	case <-ctx.Done():
+		return locking.Result{}, ctx.Err()
+	}
+}
+
+func (n *Net) isDown(i int) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.down[i]
+}
+
+// Gate is the life of one replica process: alive, paused (every request,
+// answer and clock reading waits until it resumes) or dead (it sends
+// nothing more). A restarted replica gets a new Gate.
+type Gate struct {
+	epoch  int
+	mu     sync.Mutex
+	dead   bool
+	paused chan struct{} // non-nil while paused; closed on resume
+}
+
+// NewGate returns the gate of a live process; epoch tells restarts of one
+// replica apart (it seeds the links).
+func NewGate(epoch int) *Gate { return &Gate{epoch: epoch} }
+
+// Wait blocks while the process is paused and reports whether it is
+// alive.
+func (g *Gate) Wait() bool {
+	g.mu.Lock()
+	p, dead := g.paused, g.dead
+	g.mu.Unlock()
+	if p != nil {
+		<-p
+		g.mu.Lock()
+		dead = g.dead
+		g.mu.Unlock()
+	}
+	return !dead
+}
+
+// Alive reports whether the process has not died (paused counts as alive).
+func (g *Gate) Alive() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return !g.dead
+}
+
+// Paused reports whether the process is paused now.
+func (g *Gate) Paused() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.paused != nil
+}
+
+// Pause freezes the process; Resume lets it go on.
+func (g *Gate) Pause() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.paused == nil && !g.dead {
+		g.paused = make(chan struct{})
+	}
+}
+
+// Resume ends a pause.
+func (g *Gate) Resume() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.paused != nil {
+		close(g.paused)
+		g.paused = nil
+	}
+}
+
+// Kill ends the process: from now on it sends nothing; a pause ends.
+func (g *Gate) Kill() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.dead = true
+	if g.paused != nil {
+		close(g.paused)
+		g.paused = nil
+	}
+}
+
+// Clock is a replica's clock: the process clock plus an offset, frozen
+// while the process is paused (a reading waits for the resume, as a
+// paused process reads nothing).
+type Clock struct {
+	Gate   *Gate
+	mu     sync.Mutex
+	offset time.Duration
+}
+
+// SetOffset sets the clock's offset from the process clock.
+func (c *Clock) SetOffset(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.offset = d
+}
+
+// Now waits out a pause and returns the offset time.
+func (c *Clock) Now() time.Time {
+	c.Gate.Wait()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.offset)
+}
+
+// NewTimer returns a timer on the process clock.
+func (c *Clock) NewTimer(d time.Duration) locking.Timer { return &timer{time.NewTimer(d)} }
+
+type timer struct{ t *time.Timer }
+
+func (t *timer) C() <-chan time.Time        { return t.t.C }
+func (t *timer) Stop() bool                 { return t.t.Stop() }
+func (t *timer) Reset(d time.Duration) bool { return t.t.Reset(d) }

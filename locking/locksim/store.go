@@ -1,0 +1,323 @@
+// Package locksim simulates the lock stores of a Redlock deployment in one
+// process: Stores with the exact semantics of the Lua scripts behind
+// locking.Node (the conformance suite in locking/lockingtest runs against
+// them as against real Redis), and a Net that joins replicas to stores
+// through links that can lose, delay or hold requests. Time is the
+// process's clock, so inside a testing/synctest bubble everything runs on
+// virtual time. The simulation of the whole protocol (scheduler/sim_test.go)
+// is built on it.
+package locksim
+
+import (
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/slotlock/slotlock/locking"
+)
+
+// Store is one simulated Redis node's data.
+type Store struct {
+	name string
+	mu   sync.Mutex
+	kv   map[string]entry
+	// skew is added to the process clock to give this node's clock (expiry
+	// and TIME).
+	skew time.Duration
+}
+
+type entry struct {
+	val     string
+	hash    map[string]string // a hash key (claims, lives)
+	expires time.Time         // zero: no TTL
+}
+
+// NewStore returns an empty store.
+func NewStore(name string) *Store {
+	return &Store{name: name, kv: make(map[string]entry)}
+}
+
+// Name is the store's address in errors and logs.
+func (s *Store) Name() string { return s.name }
+
+// Wipe loses every key, as a Redis that restarts without persistence.
+func (s *Store) Wipe() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.kv = make(map[string]entry)
+}
+
+// Dump returns every live key with its value (hashes as field=value
+// lists), for tracing a simulation.
+func (s *Store) Dump() map[string]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	out := map[string]string{}
+	for k := range s.kv {
+		e, ok := s.get(k, now)
+		if !ok {
+			continue
+		}
+		if e.hash == nil {
+			out[k] = e.val
+			continue
+		}
+		var fs []string
+		for f, v := range e.hash {
+			fs = append(fs, f+"="+v)
+		}
+		slices.Sort(fs)
+		out[k] = strings.Join(fs, " ")
+	}
+	return out
+}
+
+// Len is the number of live keys (for tests of bounded state).
+func (s *Store) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	n := 0
+	for _, e := range s.kv {
+		if e.expires.IsZero() || now.Before(e.expires) {
+			n++
+		}
+	}
+	return n
+}
+
+func (s *Store) now() time.Time { return time.Now().Add(s.skew) }
+
+func (s *Store) get(k string, now time.Time) (entry, bool) {
+	e, ok := s.kv[k]
+	if ok && !e.expires.IsZero() && !now.Before(e.expires) {
+		delete(s.kv, k)
+		return entry{}, false
+	}
+	return e, ok
+}
+
+func (s *Store) getStr(k string, now time.Time) (string, bool) {
+	e, ok := s.get(k, now)
+	if !ok || e.hash != nil {
+		return "", false
+	}
+	return e.val, true
+}
+
+func (s *Store) setStr(k, v string, ttl time.Duration, now time.Time) {
+	e := entry{val: v}
+	if ttl > 0 {
+		e.expires = now.Add(ttl)
+	}
+	s.kv[k] = e
+}
+
+func (s *Store) hget(k, f string, now time.Time) (string, bool) {
+	e, ok := s.get(k, now)
+	if !ok {
+		return "", false
+	}
+	v, ok := e.hash[f]
+	return v, ok
+}
+
+func (s *Store) hset(k, f, v string, now time.Time) {
+	e, ok := s.get(k, now)
+	if !ok || e.hash == nil {
+		e = entry{hash: map[string]string{}}
+	}
+	e.hash[f] = v
+	s.kv[k] = e
+}
+
+func (s *Store) hdel(k, f string, now time.Time) {
+	e, ok := s.get(k, now)
+	if !ok || e.hash == nil {
+		return
+	}
+	delete(e.hash, f)
+	if len(e.hash) == 0 {
+		delete(s.kv, k)
+	}
+}
+
+func (s *Store) num(k string, now time.Time) int64 {
+	v, _ := s.getStr(k, now)
+	n, _ := strconv.ParseInt(v, 10, 64)
+	return n
+}
+
+const donePrefix = "done|"
+
+// live parses a lives-hash value "<value>|<expiry ms>".
+func parseLive(v string) (string, int64) {
+	i := strings.LastIndexByte(v, '|')
+	if i < 0 {
+		return v, 0
+	}
+	ms, _ := strconv.ParseInt(v[i+1:], 10, 64)
+	return v[:i], ms
+}
+
+func ms(d int64) time.Duration { return time.Duration(d) * time.Millisecond }
+
+// orphan picks, as the script does, one claim of claims other than
+// op.Field whose lease has expired: sorted by field, indexed by the first
+// 24 bits of op.Value's token.
+func (s *Store) orphan(claims map[string]string, op locking.Op, now time.Time) (string, string) {
+	var fields []string
+	for f := range claims {
+		if f == op.Field {
+			continue
+		}
+		l, ok := s.hget(op.Lives, f, now)
+		if _, exp := parseLive(l); !ok || exp <= now.UnixMilli() {
+			fields = append(fields, f)
+		}
+	}
+	if len(fields) == 0 {
+		return "", ""
+	}
+	slices.Sort(fields)
+	n, _ := strconv.ParseUint(op.Value[:min(6, len(op.Value))], 16, 64)
+	f := fields[n%uint64(len(fields))]
+	return f, claims[f]
+}
+
+// Apply runs op atomically with the semantics documented on locking.Op.
+func (s *Store) Apply(op locking.Op) (locking.Result, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	nowMS := now.UnixMilli()
+	switch op.Kind {
+	case locking.OpAcquire:
+		fence := s.num(op.Fence, now)
+		res := locking.Result{Status: 1, N: fence}
+		if op.Field != "" {
+			if done, ok := s.getStr(op.Key, now); ok {
+				return locking.Result{Value: done, N: fence}, nil
+			}
+			if l, ok := s.hget(op.Lives, op.Field, now); ok {
+				if v, exp := parseLive(l); exp > nowMS {
+					return locking.Result{Value: v, N: fence}, nil
+				}
+			}
+			if c, ok := s.hget(op.Claims, op.Field, now); ok {
+				res.Status, res.Value = 2, c
+			} else {
+				s.hset(op.Claims, op.Field, op.Value, now)
+			}
+			s.hset(op.Lives, op.Field, op.Value+"|"+strconv.FormatInt(nowMS+op.TTL, 10), now)
+			if e, ok := s.get(op.Claims, now); ok {
+				res.Orphan, res.OrphanValue = s.orphan(e.hash, op, now)
+			}
+		} else {
+			if v, ok := s.getStr(op.Key, now); ok {
+				return locking.Result{Value: v, N: fence}, nil
+			}
+			s.setStr(op.Key, op.Value, ms(op.TTL), now)
+		}
+		if op.N > fence {
+			s.setStr(op.Fence, strconv.FormatInt(op.N, 10), 0, now)
+		}
+		return res, nil
+
+	case locking.OpExtend:
+		if op.Field != "" {
+			l, ok := s.hget(op.Lives, op.Field, now)
+			v, exp := parseLive(l)
+			if !ok || v != op.Value || exp <= nowMS {
+				return locking.Result{}, nil
+			}
+			s.hset(op.Lives, op.Field, op.Value+"|"+strconv.FormatInt(nowMS+op.TTL, 10), now)
+			return locking.Result{Status: 1}, nil
+		}
+		if v, ok := s.getStr(op.Key, now); ok && v == op.Value {
+			s.setStr(op.Key, v, ms(op.TTL), now)
+			return locking.Result{Status: 1}, nil
+		}
+		return locking.Result{}, nil
+
+	case locking.OpRelease:
+		if v, ok := s.getStr(op.Key, now); op.DoneTTL > 0 && ok && v == op.Done {
+			return locking.Result{Status: 1}, nil
+		}
+		if op.Field == "" {
+			cur, ok := s.getStr(op.Key, now)
+			if ok && cur == op.Value {
+				if op.DoneTTL > 0 {
+					s.setStr(op.Key, op.Done, ms(op.DoneTTL), now)
+				} else {
+					delete(s.kv, op.Key)
+				}
+				return locking.Result{Status: 1}, nil
+			}
+			if !ok && op.DoneTTL > 0 {
+				s.setStr(op.Key, op.Done, ms(op.DoneTTL), now)
+			}
+			return locking.Result{}, nil
+		}
+		claim, claimOK := s.hget(op.Claims, op.Field, now)
+		liveOurs := false
+		if l, ok := s.hget(op.Lives, op.Field, now); ok {
+			if v, exp := parseLive(l); v == op.Value {
+				s.hdel(op.Lives, op.Field, now)
+				liveOurs = exp > nowMS
+			}
+		}
+		claimOurs := claimOK && claim == op.Value
+		if op.DoneTTL > 0 {
+			if claimOurs || !claimOK || liveOurs {
+				if claimOK {
+					s.hdel(op.Claims, op.Field, now)
+				}
+				if _, exists := s.get(op.Key, now); !exists {
+					s.setStr(op.Key, op.Done, ms(op.DoneTTL), now)
+				}
+			}
+		} else if claimOurs {
+			s.hdel(op.Claims, op.Field, now)
+		}
+		if claimOurs || liveOurs {
+			return locking.Result{Status: 1}, nil
+		}
+		return locking.Result{}, nil
+
+	case locking.OpFence:
+		cur := s.num(op.Key, now)
+		if op.N > cur {
+			s.setStr(op.Key, strconv.FormatInt(op.N, 10), 0, now)
+			return locking.Result{Status: 1, N: op.N}, nil
+		}
+		return locking.Result{N: cur}, nil
+
+	case locking.OpMaxSet:
+		cur := s.num(op.Key, now)
+		if op.N > cur {
+			s.setStr(op.Key, strconv.FormatInt(op.N, 10), 0, now)
+			return locking.Result{N: op.N}, nil
+		}
+		return locking.Result{N: cur}, nil
+
+	case locking.OpGet:
+		v, ok := s.getStr(op.Key, now)
+		if !ok {
+			return locking.Result{Nil: true}, nil
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return locking.Result{}, errors.New("ERR value is not an integer")
+		}
+		return locking.Result{N: n}, nil
+
+	case locking.OpPing:
+		return locking.Result{}, nil
+	}
+	return locking.Result{}, errors.New("ERR unknown op")
+}
