@@ -18,16 +18,23 @@ import (
 // closes the slot with a done marker: the slot is accounted for and never
 // run twice.
 
-// settleAbandoned reports slot t of j, whose claim lease took over from a
-// run that never ended, and closes it.
+// settleAbandoned closes slot t of j, whose claim lease took over from a
+// run that never ended, and reports it — once the done marker is on a
+// majority: the marker is what stops every other replica from taking the
+// claim over and reporting it again. When the stores do not accept it now,
+// the end is retried when they answer (a retry recognises a marker that
+// its lost first attempt left); when the lease expires meanwhile, the
+// next replica pointed to the claim settles it instead.
 func (s *Scheduler) settleAbandoned(j *job, t time.Time, lease *locking.Lease) {
 	ab := lease.Abandoned()
 	name, slot := j.name(), slotString(t)
-	s.log.Warn("run abandoned: its replica stopped renewing its lease before the run ended; the slot is not run again",
-		"event", evRunAbandoned, "job", name, "slot", slot, "run_id", ab.ID, "holder", ab.Holder)
-	s.metrics.RunAbandoned(name)
-	s.endLease(name, slot, lease, j.doneTTL, outcomeAbandoned)
-	s.recordHandled(j, t)
+	s.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: outcomeAbandoned,
+		then: func() {
+			s.log.Warn("run abandoned: its replica stopped renewing its lease before the run ended; the slot is not run again",
+				"event", evRunAbandoned, "job", name, "slot", slot, "run_id", ab.ID, "holder", ab.Holder)
+			s.metrics.RunAbandoned(name)
+			s.recordHandled(j, t)
+		}})
 }
 
 // settleOrphan takes over the abandoned claim o of job j that the stores
@@ -62,9 +69,10 @@ func (s *Scheduler) settleOrphan(j *job, o *locking.Abandoned) {
 		return
 	}
 	if lease.Abandoned() == nil {
-		// Settled meanwhile and its marker gone, or never started here:
-		// claiming it fresh must not run it. Hand it back.
-		s.endLease(j.name(), slotString(t), lease, 0, "")
+		// A leftover on a minority of the stores, or settled meanwhile
+		// with its marker gone: claiming it must not run it. Close it, so
+		// that no store points to it again.
+		s.endLease(j.name(), slotString(t), lease, j.doneTTL, outcomeAbandoned)
 		return
 	}
 	s.settleAbandoned(j, t, lease)

@@ -42,6 +42,11 @@ const (
 	// slot's job lease (the slot is handed back unmarked).
 	reasonSlowLock = "slow_lock"
 	reasonShutdown = "shutdown"
+	// A claim of the slot was found on a minority of the stores while
+	// some did not answer: it may be a started run's, so the slot is not
+	// run (locking.HeldError.Claimed); it is reported as abandoned, or
+	// cleared as a leftover, once every store answers.
+	reasonClaimed = "claimed"
 )
 
 // Cancel reasons.
@@ -82,7 +87,7 @@ func (s *Scheduler) skipped(job, slot, reason string, n int, attrs ...any) {
 	switch reason {
 	case reasonOverlap:
 		level = slog.LevelInfo
-	case reasonLate, reasonNoQuorum, reasonSlowLock, reasonShutdown:
+	case reasonLate, reasonNoQuorum, reasonSlowLock, reasonShutdown, reasonClaimed:
 		level = slog.LevelWarn
 	}
 	for range n {

@@ -179,6 +179,7 @@ type pendingEnd struct {
 	lease     *locking.Lease
 	doneTTL   time.Duration
 	note      string
+	then      func() // called once the stores accepted the end
 }
 
 // noteOutage records that slot t of j was skipped for lack of a quorum.
@@ -208,7 +209,9 @@ func (s *Scheduler) retryEnd(p pendingEnd) {
 func (s *Scheduler) startProbe() {
 	s.outage.mu.Lock()
 	defer s.outage.mu.Unlock()
-	if s.outage.probing {
+	if s.outage.probing || s.state.Load() != stateRunning {
+		// Without Run (a Trigger alone) nothing would ever stop the
+		// probe: a lease that could not be ended then expires by itself.
 		return
 	}
 	s.outage.probing = s.spawn(s.probe)
@@ -253,7 +256,7 @@ func (s *Scheduler) quorumSeen() {
 	for _, ps := range pending {
 		s.spawn(func() {
 			for _, p := range ps {
-				s.endLease(p.job, p.slot, p.lease, p.doneTTL, p.note)
+				s.endLeaseThen(p)
 			}
 		})
 	}
@@ -276,7 +279,7 @@ func (s *Scheduler) flushPending(job string) {
 	delete(s.outage.pending, job)
 	s.outage.mu.Unlock()
 	for _, p := range ps {
-		s.endLease(p.job, p.slot, p.lease, p.doneTTL, p.note)
+		s.endLeaseThen(p)
 	}
 }
 

@@ -294,8 +294,11 @@ func (s *Scheduler) lostSlot(j *job, t time.Time, err error) {
 	case !isSplitVote(err) && errors.As(err, &he):
 		s.quorumSeen()
 		reason := reasonHeld
-		if he.Done {
+		switch {
+		case he.Done:
 			reason = reasonDone
+		case he.Claimed:
+			reason = reasonClaimed
 		}
 		s.skipped(name, slot, reason, 1, heldAttrs(err)...)
 	case errors.Is(err, locking.ErrSlowAcquire):
@@ -315,27 +318,36 @@ func (s *Scheduler) lostSlot(j *job, t time.Time, err error) {
 // release when doneTTL is 0. A failure other than a lost lease is retried
 // when the stores answer again.
 func (s *Scheduler) endLease(job, slot string, l *locking.Lease, doneTTL time.Duration, note string) {
+	s.endLeaseThen(pendingEnd{job: job, slot: slot, lease: l, doneTTL: doneTTL, note: note})
+}
+
+// endLeaseThen ends p.lease as endLease does and calls p.then once the
+// stores accepted it (now or after a retry), never when the lease was lost.
+func (s *Scheduler) endLeaseThen(p pendingEnd) {
 	var err error
 	s.ending <- struct{}{}
-	if doneTTL > 0 {
-		err = l.MarkDone(context.Background(), doneTTL, note)
+	if p.doneTTL > 0 {
+		err = p.lease.MarkDone(context.Background(), p.doneTTL, p.note)
 	} else {
-		err = l.Release(context.Background())
+		err = p.lease.Release(context.Background())
 	}
 	<-s.ending
 	if err == nil {
+		if p.then != nil {
+			p.then()
+		}
 		return
 	}
 	if errors.Is(err, locking.ErrLockLost) {
 		// Expired or taken over; already reported as lock.lost if a run
 		// depended on it.
 		s.log.Debug("lease was no longer held when ended", "event", evLockReleaseFailed,
-			"job", job, "slot", slot, "key", l.Key().Name, "error", err.Error())
+			"job", p.job, "slot", p.slot, "key", p.lease.Key().Name, "error", err.Error())
 		return
 	}
 	s.log.Warn("could not end lease; retrying when the lock stores answer, else it expires after its ttl",
-		"event", evLockReleaseFailed, "job", job, "slot", slot, "key", l.Key().Name, "error", err.Error())
-	s.retryEnd(pendingEnd{job: job, slot: slot, lease: l, doneTTL: doneTTL, note: note})
+		"event", evLockReleaseFailed, "job", p.job, "slot", p.slot, "key", p.lease.Key().Name, "error", err.Error())
+	s.retryEnd(p)
 }
 
 // recordHandled notes that slot t of j was handled (run, or skipped for

@@ -1,0 +1,283 @@
+package scheduler_test
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/slotlock/slotlock/scheduler"
+)
+
+// The invariants, checked over the slots of a window of simulated time:
+//
+//   - once: no slot starts twice (the ledger of what the jobs saw);
+//   - exclusive: runs of a forbid job never overlap in time, a paused
+//     process's time not counted (the contract's one exception: a process
+//     frozen past its lease cannot stop its run while frozen);
+//   - tokens: the fencing tokens of a job are unique, increase in start
+//     order for forbid jobs, and for any job exceed every token of a run
+//     that started 10 s or more earlier;
+//   - ran: every slot in a fault-free window ran, or was skipped for
+//     overlap while a run of its job was going on;
+//   - explained: every slot has an audit event that accounts for it;
+//   - abandoned: a run whose process died is reported (run.abandoned,
+//     with its run id) exactly once, and no slot is reported twice.
+
+type slotKey struct{ job, slot string }
+
+type checkStats struct {
+	slots, runs, abandoned, overlapSkips int
+}
+
+// explainReasons are slot.skipped reasons that account for a slot that no
+// replica ran (held and done point at another replica).
+var explainReasons = map[string]bool{
+	"overlap": true, "late": true, "no_quorum": true, "slow_lock": true, "shutdown": true, "claimed": true,
+}
+
+func (w *world) check(from, to time.Time) (viol []string, st checkStats) {
+	w.rec.mu.Lock()
+	runs := append([]*runRec(nil), w.rec.runs...)
+	audits := append([]auditRec(nil), w.rec.audits...)
+	w.rec.mu.Unlock()
+
+	bySlot := map[slotKey][]*runRec{}
+	byJob := map[string][]*runRec{}
+	for _, r := range runs {
+		bySlot[slotKey{r.job, r.slot}] = append(bySlot[slotKey{r.job, r.slot}], r)
+		byJob[r.job] = append(byJob[r.job], r)
+	}
+	explained := map[slotKey]string{}
+	abandoned := map[slotKey][]auditRec{}
+	abandonedRun := map[string]int{}
+	type lateRange struct{ first, last string }
+	lates := map[string][]lateRange{}
+	for _, a := range audits {
+		k := slotKey{a.job, a.slot}
+		switch {
+		case a.event == "run.abandoned":
+			abandoned[k] = append(abandoned[k], a)
+			abandonedRun[a.runID]++
+			explained[k] = "abandoned"
+		case a.event == "slot.skipped" && explainReasons[a.reason]:
+			explained[k] = a.reason
+			if a.reason == "late" {
+				first := a.slot
+				if a.firstSlot != "" {
+					first = a.firstSlot
+				}
+				lates[a.job] = append(lates[a.job], lateRange{first, a.slot})
+			}
+		}
+	}
+	lateness := w.cfg.skew + time.Second
+	bad := func(format string, args ...any) { viol = append(viol, fmt.Sprintf(format, args...)) }
+
+	for _, d := range simJobs {
+		sched, _ := scheduler.ParseSchedule(d.spec, time.UTC)
+		for s := sched.Next(from.Add(-time.Nanosecond)); s.Before(to); s = sched.Next(s) {
+			k := slotKey{d.name, s.UTC().Format(time.RFC3339)}
+			st.slots++
+			rs := bySlot[k]
+			st.runs += len(rs)
+			if len(rs) > 1 {
+				bad("once: %s %s started %d times (%s)", k.job, k.slot, len(rs), describeRuns(rs))
+			}
+			if len(abandoned[k]) > 1 {
+				var who []string
+				for _, a := range abandoned[k] {
+					who = append(who, fmt.Sprintf("%s(%s) at %s run %s", a.replica, a.inst.name, a.at.Sub(w.start), a.runID))
+				}
+				bad("abandoned: %s %s reported %d times: %v", k.job, k.slot, len(abandoned[k]), who)
+			}
+			st.abandoned += len(abandoned[k])
+			why := explained[k]
+			if why == "overlap" {
+				st.overlapSkips++
+			}
+			if len(rs) == 0 && why == "" {
+				for _, lr := range lates[d.name] {
+					if lr.first <= k.slot && k.slot <= lr.last {
+						why = "late"
+					}
+				}
+			}
+			if len(rs) == 0 && why == "" {
+				bad("explained: %s %s has no run and no audit event accounting for it", k.job, k.slot)
+			}
+			if len(rs) == 0 && w.faults.quiet(s.Add(-2*w.cfg.ttl-lateness), s.Add(w.cfg.ttl+lateness+time.Second)) {
+				busy := false
+				for _, r := range byJob[d.name] {
+					if r.start.Before(s.Add(lateness+time.Second)) && (r.end.IsZero() || r.end.After(s.Add(-lateness))) {
+						busy = true
+					}
+				}
+				if why != "overlap" || !busy {
+					bad("ran: %s %s did not run in a fault-free window (%s)", k.job, k.slot, orNone(why))
+				}
+			}
+		}
+	}
+
+	// Runs that started in the window: exclusion, tokens, abandonment.
+	for _, d := range simJobs {
+		var rs []*runRec
+		for _, r := range byJob[d.name] {
+			if !r.start.Before(from) && r.start.Before(to) {
+				rs = append(rs, r)
+			}
+		}
+		all := byJob[d.name]
+		sort.Slice(all, func(a, b int) bool { return all[a].start.Before(all[b].start) })
+		seen := map[uint64]*runRec{}
+		for i, r := range all {
+			if o, dup := seen[r.token]; dup && o != r {
+				bad("tokens: %s token %d given to %s and %s", d.name, r.token, describeRuns([]*runRec{o}), describeRuns([]*runRec{r}))
+			}
+			seen[r.token] = r
+			for _, p := range all[:i] {
+				if (d.overlap == scheduler.OverlapForbid || !r.start.Before(p.start.Add(10*time.Second))) && p.token >= r.token {
+					bad("tokens: %s run %s (token %d) started after %s (token %d)", d.name, r.slot, r.token, p.slot, p.token)
+				}
+			}
+		}
+		if d.overlap == scheduler.OverlapForbid {
+			for _, o := range overlaps(rs, all) {
+				bad("exclusive: %s runs overlap: %s", d.name, o)
+			}
+		}
+		for _, r := range rs {
+			r.inst.mu.Lock()
+			died := r.inst.died
+			r.inst.mu.Unlock()
+			if r.end.IsZero() && !died.IsZero() && abandonedRun[r.runID] != 1 {
+				bad("abandoned: %s %s run %s on %s died at %s; run.abandoned lines: %d%s",
+					d.name, r.slot, r.runID, r.replica, died.Sub(w.start), abandonedRun[r.runID], w.trace(audits, d.name, r.slot))
+			}
+		}
+	}
+	return viol, st
+}
+
+// overlaps returns the pairs among runs (checked against all) whose active
+// times intersect: [start, end or death), less the process's pauses.
+func overlaps(runs, all []*runRec) []string {
+	var out []string
+	for _, a := range runs {
+		for _, b := range all {
+			if a == b || b.start.Before(a.start) && !b.start.Equal(a.start) {
+				continue
+			}
+			if at := firstCommon(active(a), active(b)); !at.IsZero() {
+				out = append(out, describeRuns([]*runRec{a, b})+" at "+at.Format(time.RFC3339Nano))
+			}
+		}
+	}
+	return out
+}
+
+// active is the list of intervals in which r's process was running it.
+func active(r *runRec) [][2]time.Time {
+	in := r.inst
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	end := r.end
+	if end.IsZero() {
+		end = in.died
+	}
+	if end.IsZero() {
+		end = time.Now()
+	}
+	segs := [][2]time.Time{{r.start, end}}
+	for _, p := range in.pauses {
+		pe := p[1]
+		if pe.IsZero() {
+			pe = time.Now()
+		}
+		var next [][2]time.Time
+		for _, s := range segs {
+			if !p[0].Before(s[1]) || !pe.After(s[0]) {
+				next = append(next, s)
+				continue
+			}
+			if p[0].After(s[0]) {
+				next = append(next, [2]time.Time{s[0], p[0]})
+			}
+			if pe.Before(s[1]) {
+				next = append(next, [2]time.Time{pe, s[1]})
+			}
+		}
+		segs = next
+	}
+	return segs
+}
+
+func firstCommon(a, b [][2]time.Time) time.Time {
+	for _, x := range a {
+		for _, y := range b {
+			lo, hi := x[0], x[1]
+			if y[0].After(lo) {
+				lo = y[0]
+			}
+			if y[1].Before(hi) {
+				hi = y[1]
+			}
+			if lo.Before(hi) {
+				return lo
+			}
+		}
+	}
+	return time.Time{}
+}
+
+func describeRuns(rs []*runRec) string {
+	s := ""
+	for i, r := range rs {
+		if i > 0 {
+			s += " / "
+		}
+		end := "never ended"
+		if !r.end.IsZero() {
+			end = r.end.Format("15:04:05.000")
+		}
+		s += fmt.Sprintf("%s %s on %s run %s token %d %s–%s", r.job, r.slot, r.replica, r.runID, r.token,
+			r.start.Format("15:04:05.000"), end)
+	}
+	return s
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "no audit event"
+	}
+	return "skipped: " + s
+}
+
+// trace lists the audit events about one slot, when SIM_TRACE is set.
+func (w *world) trace(audits []auditRec, job, slot string) string {
+	if os.Getenv("SIM_TRACE") == "" {
+		return ""
+	}
+	out := ""
+	for _, a := range audits {
+		if a.job == job && a.slot == slot {
+			out += fmt.Sprintf("\n\t%s %s(%s) %s reason=%s run=%s holder=%s err=%s", a.at.Sub(w.start), a.replica, a.inst.name,
+				a.event, a.reason, a.runID, a.holder, a.errText)
+		}
+	}
+	for _, st := range w.net.Stores() {
+		for k, v := range st.Dump() {
+			if strings.Contains(k, "{"+job+"}:claims") || strings.Contains(k, "{"+job+"}:lives") {
+				out += fmt.Sprintf("\n\t%s %s: %s", st.Name(), k, v)
+			}
+		}
+	}
+	w.faults.mu.Lock()
+	for _, f := range w.faults.faults {
+		out += fmt.Sprintf("\n\tfault %s %s %s..%s", f.kind, f.detail, f.from.Sub(w.start), f.to.Sub(w.start))
+	}
+	w.faults.mu.Unlock()
+	return out
+}

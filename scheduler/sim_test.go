@@ -1,0 +1,98 @@
+package scheduler_test
+
+import (
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// The simulation runs the real scheduler and the real Redlock client —
+// three replicas, three stores — on virtual time (testing/synctest), with
+// the stores simulated behind locking.Node (locking/locksim, which passes
+// the same conformance suite as real Redis) and a fault plan drawn from a
+// seed: replica crashes at any instant and restarts, pauses longer than the
+// lock TTL, stores down, partitions, slow stores, lost requests and
+// requests executed after their sender gave up, clock offsets within
+// max_clock_skew, and `trigger` runs from fresh processes. The invariants
+// (sim_check_test.go) are checked after every simulated hour.
+//
+//	go test ./scheduler -run Sim                          # the default: a few seeds
+//	go test ./scheduler -run Sim -sim.hours 200 -sim.seeds 20
+//	go test ./scheduler -run Sim -sim.seed 42 -sim.hours 24   # replay one seed
+var (
+	simSeed  = flag.Uint64("sim.seed", 0, "simulate only this seed (a failure prints its seed)")
+	simSeeds = flag.Int("sim.seeds", 4, "number of seeds to simulate, drawn at random (printed)")
+	simHours = flag.Float64("sim.hours", 12, "simulated hours per seed")
+)
+
+func TestSimulation(t *testing.T) {
+	seeds := []uint64{*simSeed}
+	if *simSeed == 0 {
+		seeds = seeds[:0]
+		for range *simSeeds {
+			seeds = append(seeds, rand.Uint64()%1_000_000+1)
+		}
+	}
+	hours := time.Duration(*simHours * float64(time.Hour))
+	for _, seed := range seeds {
+		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
+			simulate(t, simConfig{seed: seed, duration: hours, replicas: 3, stores: 3,
+				ttl: 8 * time.Second, skew: time.Second, faultGap: 90 * time.Second})
+		})
+	}
+}
+
+func simulate(t *testing.T, cfg simConfig) {
+	began := time.Now()
+	var viol []string
+	var total checkStats
+	var faults map[string]int
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t, cfg)
+		warm := w.start.Add(time.Minute)
+		add := func(v []string, st checkStats) {
+			viol = append(viol, v...)
+			total.slots += st.slots
+			total.runs += st.runs
+			total.abandoned += st.abandoned
+			total.overlapSkips += st.overlapSkips
+		}
+		// After every simulated hour, check the hour before it (its runs
+		// and reports have settled by then).
+		checked := warm
+		w.wg.Go(func() {
+			for h := 2 * time.Hour; h <= cfg.duration; h += time.Hour {
+				time.Sleep(time.Until(w.start.Add(h)))
+				upto := w.start.Add(h - time.Hour)
+				add(w.check(checked, upto))
+				checked = upto
+			}
+		})
+		w.run()
+		add(w.check(checked, w.start.Add(cfg.duration)))
+		faults = w.faults.counts()
+	})
+	var kinds []string
+	for k, n := range faults {
+		kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
+	}
+	sort.Strings(kinds)
+	t.Logf("seed %d: %v simulated in %v: %d slots, %d runs, %d overlap skips, %d abandoned; faults: %s; violations: %d",
+		cfg.seed, cfg.duration, time.Since(began).Round(time.Millisecond), total.slots, total.runs,
+		total.overlapSkips, total.abandoned, strings.Join(kinds, ", "), len(viol))
+	for i, v := range viol {
+		if i == 20 {
+			t.Errorf("... and %d more", len(viol)-20)
+			break
+		}
+		t.Error(v)
+	}
+	if len(viol) > 0 {
+		t.Errorf("replay: go test ./scheduler -run Simulation -sim.seed %d -sim.hours %v", cfg.seed, cfg.duration.Hours())
+	}
+}

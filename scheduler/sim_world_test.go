@@ -1,0 +1,205 @@
+package scheduler_test
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/locksim"
+	"github.com/slotlock/slotlock/scheduler"
+)
+
+// simConfig is one simulated deployment.
+type simConfig struct {
+	seed      uint64
+	duration  time.Duration
+	replicas  int
+	stores    int
+	ttl, skew time.Duration
+	// faultGap is the mean time between two faults.
+	faultGap time.Duration
+}
+
+// world is the simulated fleet: replicas (processes that crash, restart,
+// pause), stores and the network between them, and a fault plan drawn
+// from the seed.
+type world struct {
+	t      testing.TB
+	cfg    simConfig
+	rng    *rand.Rand
+	net    *locksim.Net
+	rec    *record
+	start  time.Time
+	reps   []*replica
+	faults *faultLog
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	triggers int
+	stopped  bool
+}
+
+type replica struct {
+	name  string
+	epoch int
+	cur   *instance
+}
+
+// instance is one process of a replica (or of a trigger command).
+type instance struct {
+	name   string
+	gate   *locksim.Gate
+	clock  *locksim.Clock
+	sched  *scheduler.Scheduler
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the process's work has returned
+
+	mu     sync.Mutex
+	born   time.Time
+	died   time.Time // zero while alive
+	pauses [][2]time.Time
+}
+
+// activeAt reports whether the process could act at t: born, not dead,
+// not paused.
+func (in *instance) activeAt(t time.Time) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if t.Before(in.born) || (!in.died.IsZero() && !t.Before(in.died)) {
+		return false
+	}
+	for _, p := range in.pauses {
+		if !t.Before(p[0]) && (p[1].IsZero() || t.Before(p[1])) {
+			return false
+		}
+	}
+	return true
+}
+
+// The simulated jobs. Durations are drawn from (job, slot), the same on
+// every replica: most runs are short, one in five long — longer than the
+// period for the forbid jobs (overlap skips, job-lease hand-overs) and for
+// the allow job (overlapping runs of one job).
+type simJobDef struct {
+	name, spec  string
+	overlap     scheduler.Overlap
+	misfire     scheduler.Misfire
+	short, long [2]time.Duration
+}
+
+var simJobs = []simJobDef{
+	{"minutely", "0 * * * * *", scheduler.OverlapForbid,
+		scheduler.Misfire{Policy: scheduler.MisfireRunOnce, Deadline: 5 * time.Minute},
+		[2]time.Duration{500 * time.Millisecond, 5 * time.Second}, [2]time.Duration{30 * time.Second, 80 * time.Second}},
+	{"twomin", "20 */2 * * * *", scheduler.OverlapAllow,
+		scheduler.Misfire{Policy: scheduler.MisfireSkip},
+		[2]time.Duration{100 * time.Millisecond, 5 * time.Second}, [2]time.Duration{2 * time.Minute, 5 * time.Minute}},
+	{"fivemin", "30 */5 * * * *", scheduler.OverlapForbid,
+		scheduler.Misfire{Policy: scheduler.MisfireSkip},
+		[2]time.Duration{time.Second, 5 * time.Second}, [2]time.Duration{5 * time.Second, 20 * time.Second}},
+	{"hourly", "0 0 * * * *", scheduler.OverlapForbid,
+		scheduler.Misfire{Policy: scheduler.MisfireRunOnce, Deadline: 30 * time.Minute},
+		[2]time.Duration{time.Second, 10 * time.Second}, [2]time.Duration{time.Minute, 3 * time.Minute}},
+}
+
+func (d simJobDef) duration(slot time.Time) time.Duration {
+	h := fnv.New64a()
+	h.Write([]byte(d.name + strconv.FormatInt(slot.Unix(), 10)))
+	x := h.Sum64()
+	r := d.short
+	if x%5 == 0 {
+		r = d.long
+	}
+	return r[0] + time.Duration((x/5)%uint64(r[1]-r[0]))
+}
+
+func newWorld(t testing.TB, cfg simConfig) *world {
+	var stores []*locksim.Store
+	for i := range cfg.stores {
+		stores = append(stores, locksim.NewStore(fmt.Sprintf("store-%d", i)))
+	}
+	w := &world{t: t, cfg: cfg, rng: rand.New(rand.NewPCG(cfg.seed, 0x5107)),
+		net: locksim.NewNet(cfg.seed, stores...), rec: &record{}, start: time.Now(), faults: &faultLog{}}
+	for i := range cfg.replicas {
+		w.reps = append(w.reps, &replica{name: fmt.Sprintf("r%d", i)})
+	}
+	return w
+}
+
+var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// process starts a process named name: its gate, clock (offset within
+// ±skew/2, so any two replicas differ by at most skew), locker and
+// scheduler.
+func (w *world) process(name string, epoch int) *instance {
+	gate := locksim.NewGate(epoch)
+	in := &instance{name: name, gate: gate, clock: &locksim.Clock{Gate: gate}, born: time.Now()}
+	w.mu.Lock()
+	off := time.Duration(w.rng.Int64N(int64(w.cfg.skew)+1)) - w.cfg.skew/2
+	w.mu.Unlock()
+	in.clock.SetOffset(off)
+	locker, err := locking.NewRedlockNodes(w.net.Nodes(name, gate), "sim", 100*time.Millisecond,
+		locking.Options{Replica: name, Clock: in.clock, Logger: discard})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	var specs []scheduler.JobSpec
+	for _, d := range simJobs {
+		sched, err := scheduler.ParseSchedule(d.spec, time.UTC)
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		specs = append(specs, scheduler.JobSpec{Name: d.name, Spec: d.spec, Schedule: sched, Plugin: "sim",
+			Job: &simJob{rec: w.rec, inst: in, dur: d.duration}, Enabled: true, Timeout: 10 * time.Minute,
+			Overlap: d.overlap, Misfire: d.misfire})
+	}
+	s, err := scheduler.New(scheduler.Config{
+		Replica: name, Locker: locker, Clock: in.clock,
+		Logger:  slog.New(&auditHandler{rec: w.rec, inst: in}).With("replica", name),
+		LockTTL: w.cfg.ttl, MaxClockSkew: w.cfg.skew, ShutdownGrace: 5 * time.Second, Jobs: specs,
+	})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	in.sched = s
+	in.done = make(chan struct{})
+	w.wg.Go(func() { <-in.done; _ = locker.Close() })
+	return in
+}
+
+// current is rep's live process, nil while it is down.
+func (w *world) current(rep *replica) *instance {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return rep.cur
+}
+
+func (w *world) setCurrent(rep *replica, in *instance) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	rep.cur = in
+}
+
+// startReplica starts a new process of rep running its scheduler.
+func (w *world) startReplica(rep *replica) {
+	w.mu.Lock()
+	rep.epoch++
+	epoch := rep.epoch
+	w.mu.Unlock()
+	in := w.process(rep.name, epoch)
+	ctx, cancel := context.WithCancel(context.Background())
+	in.cancel = cancel
+	w.setCurrent(rep, in)
+	w.wg.Go(func() {
+		defer close(in.done)
+		_ = in.sched.Run(ctx)
+	})
+}
