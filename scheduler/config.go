@@ -175,8 +175,11 @@ func (c *Config) withDefaults() (Config, error) {
 	if cfg.LockTTL < 100*time.Millisecond {
 		return cfg, fmt.Errorf("scheduler: LockTTL %v is too short (at least 100ms)", cfg.LockTTL)
 	}
-	if cfg.MaxClockSkew < 0 || cfg.ShutdownGrace < 0 || cfg.Lateness < 0 {
-		return cfg, errors.New("scheduler: MaxClockSkew, ShutdownGrace and Lateness must not be negative")
+	if err := CheckClockSkew(cfg.MaxClockSkew); err != nil {
+		return cfg, fmt.Errorf("scheduler: MaxClockSkew: %w", err)
+	}
+	if cfg.ShutdownGrace < 0 || cfg.Lateness < 0 {
+		return cfg, errors.New("scheduler: ShutdownGrace and Lateness must not be negative")
 	}
 	maxLate := cfg.MaxClockSkew + time.Second
 	if cfg.Lateness == 0 {
@@ -190,8 +193,8 @@ func (c *Config) withDefaults() (Config, error) {
 
 func (j *JobSpec) withDefaults() (JobSpec, error) {
 	spec := *j
-	if spec.Name == "" {
-		return spec, errors.New("scheduler: a job has no name")
+	if err := CheckJobName(spec.Name); err != nil {
+		return spec, fmt.Errorf("scheduler: job %q: name: %w", spec.Name, err)
 	}
 	if spec.Schedule == nil {
 		return spec, fmt.Errorf("scheduler: job %q: no schedule", spec.Name)
@@ -213,8 +216,11 @@ func (j *JobSpec) withDefaults() (JobSpec, error) {
 	default:
 		return spec, fmt.Errorf("scheduler: job %q: misfire policy %q (want skip or run_once)", spec.Name, spec.Misfire.Policy)
 	}
-	if spec.Misfire.Deadline <= 0 {
+	if spec.Misfire.Deadline == 0 {
 		spec.Misfire.Deadline = DefaultDeadline
+	}
+	if err := CheckDeadline(spec.Misfire.Deadline); err != nil {
+		return spec, fmt.Errorf("scheduler: job %q: misfire.deadline: %w", spec.Name, err)
 	}
 	if spec.Retry.Max < 0 || spec.Timeout < 0 || spec.Retry.Backoff < 0 {
 		return spec, fmt.Errorf("scheduler: job %q: negative retry or timeout", spec.Name)

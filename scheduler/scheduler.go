@@ -327,12 +327,15 @@ func (s *Scheduler) Healthy() error {
 	return nil
 }
 
-// Next returns the next n slots of the named job strictly after from, in the
-// job's time zone (the schedule's location).
+// Next returns the next n slots (1 <= n <= MaxNext) of the named job
+// strictly after from, in the job's time zone (the schedule's location).
 func (s *Scheduler) Next(name string, from time.Time, n int) ([]time.Time, error) {
 	j, ok := s.jobs[name]
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownJob, name)
+	}
+	if err := CheckNext(n); err != nil {
+		return nil, fmt.Errorf("scheduler: Next: %w", err)
 	}
 	out := make([]time.Time, 0, n)
 	for t := from; len(out) < n; {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"text/tabwriter"
 	"time"
+
+	"github.com/slotlock/slotlock/scheduler"
 )
 
 func cmdNext(args []string, env Env) int {
@@ -13,8 +15,12 @@ func cmdNext(args []string, env Env) int {
 	if err != nil {
 		return exitConfig
 	}
-	if len(pos) > 1 || *n < 1 {
-		fmt.Fprintln(env.Stderr, "usage: slotlock next [--config FILE] [-n N] [JOB]  (N >= 1)")
+	if len(pos) > 1 {
+		fmt.Fprintln(env.Stderr, "usage: slotlock next [--config FILE] [-n N] [JOB]")
+		return exitConfig
+	}
+	if err := scheduler.CheckNext(*n); err != nil {
+		fmt.Fprintln(env.Stderr, "slotlock next: -"+err.Error())
 		return exitConfig
 	}
 	cfg, ok := loadConfig(f.configPath(env), env)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -474,8 +473,6 @@ func (l *loader) checkEnvConflicts() {
 		}
 	}
 }
-
-var jobNamePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
 
 func errIndex(err error) int {
 	var e *Error

@@ -26,7 +26,9 @@ func (l *loader) validate(c *Config, malformed map[int]bool) {
 	l.validateRedis(&c.Redis)
 
 	positive(l, "lock.ttl", c.Lock.TTL)
-	notNegative(l, "lock.max_clock_skew", c.Lock.MaxClockSkew)
+	if err := scheduler.CheckClockSkew(c.Lock.MaxClockSkew); err != nil {
+		l.add("lock.max_clock_skew", err)
+	}
 	if c.Lock.TTL > 0 && c.Redis.OpTimeout > 0 && c.Lock.TTL <= 3*c.Redis.OpTimeout {
 		l.addf("lock.ttl", "must be greater than 3 x redis.op_timeout (%s), got %s", 3*c.Redis.OpTimeout, c.Lock.TTL)
 	}
@@ -110,12 +112,9 @@ func (l *loader) validateJob(i int, j *Job, seen map[string]int) {
 		}
 		l.errs = append(l.errs, &Error{Path: p, Index: i, Job: j.Name, Value: value, Err: err, Where: l.where(p)})
 	}
-	switch {
-	case j.Name == "":
-		add("name", "", errors.New("required"))
-	case !jobNamePattern.MatchString(j.Name):
-		add("name", "", errors.New("must match [a-z0-9][a-z0-9._-]{0,62} (lower case, digits, '.', '_', '-'; at most 63)"))
-	default:
+	if err := scheduler.CheckJobName(j.Name); err != nil {
+		add("name", "", err)
+	} else {
 		if first, dup := seen[j.Name]; dup {
 			add("name", "", fmt.Errorf("duplicate: jobs[%d] has the same name", first))
 		} else {
@@ -154,8 +153,8 @@ func (l *loader) validateJob(i int, j *Job, seen map[string]int) {
 	if !slices.Contains([]string{MisfireSkip, MisfireRunOnce}, j.Misfire.Policy) {
 		add("misfire.policy", j.Misfire.Policy, fmt.Errorf("want %s or %s", MisfireSkip, MisfireRunOnce))
 	}
-	if j.Misfire.Deadline <= 0 {
-		add("misfire.deadline", "", fmt.Errorf("must be positive, got %s", j.Misfire.Deadline))
+	if err := scheduler.CheckDeadline(j.Misfire.Deadline); err != nil {
+		add("misfire.deadline", "", err)
 	}
 	if j.Retry.Max < 0 {
 		add("retry.max", "", fmt.Errorf("must not be negative, got %d", j.Retry.Max))
