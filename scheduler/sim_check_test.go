@@ -75,7 +75,7 @@ func (w *world) check(from, to time.Time) (viol []string, st checkStats) {
 	lateness := w.cfg.skew + time.Second
 	bad := func(format string, args ...any) { viol = append(viol, fmt.Sprintf(format, args...)) }
 
-	for _, d := range simJobs {
+	for _, d := range w.cfg.jobs {
 		sched, _ := scheduler.ParseSchedule(d.spec, time.UTC)
 		for s := sched.Next(from.Add(-time.Nanosecond)); s.Before(to); s = sched.Next(s) {
 			k := slotKey{d.name, s.UTC().Format(time.RFC3339)}
@@ -122,7 +122,7 @@ func (w *world) check(from, to time.Time) (viol []string, st checkStats) {
 	}
 
 	// Runs that started in the window: exclusion, tokens, abandonment.
-	for _, d := range simJobs {
+	for _, d := range w.cfg.jobs {
 		var rs []*runRec
 		for _, r := range byJob[d.name] {
 			if !r.start.Before(from) && r.start.Before(to) {

@@ -119,27 +119,7 @@ func (w *world) after(d time.Duration, f func()) {
 func (w *world) inject(kind string) {
 	switch kind {
 	case "crash":
-		rep := w.reps[w.pick(len(w.reps))]
-		in := w.current(rep)
-		if in == nil || !in.gate.Alive() {
-			return
-		}
-		f := w.faults.open(kind, rep.name)
-		in.mu.Lock()
-		in.died = time.Now()
-		in.mu.Unlock()
-		in.gate.Kill()
-		in.cancel()
-		w.setCurrent(rep, nil)
-		w.after(w.between(500*time.Millisecond, 90*time.Second), func() {
-			w.mu.Lock()
-			stopped := w.stopped
-			w.mu.Unlock()
-			if !stopped {
-				w.startReplica(rep)
-			}
-			w.faults.close(f)
-		})
+		w.crash(w.reps[w.pick(len(w.reps))], w.between(500*time.Millisecond, 90*time.Second))
 	case "pause":
 		rep := w.reps[w.pick(len(w.reps))]
 		in := w.current(rep)
@@ -193,13 +173,50 @@ func (w *world) inject(kind string) {
 		w.triggers++
 		name := fmt.Sprintf("trigger-%d", w.triggers)
 		w.mu.Unlock()
-		job := simJobs[w.pick(len(simJobs))].name
+		job := w.cfg.jobs[w.pick(len(w.cfg.jobs))].name
 		in := w.process(name, 0)
 		w.wg.Go(func() {
 			defer close(in.done)
 			_ = in.sched.Trigger(context.Background(), job)
 		})
 	}
+}
+
+// crash kills rep's process at once and starts a new one after restart.
+func (w *world) crash(rep *replica, restart time.Duration) {
+	in := w.current(rep)
+	if in == nil || !in.gate.Alive() {
+		return
+	}
+	f := w.faults.open("crash", rep.name)
+	in.mu.Lock()
+	in.died = time.Now()
+	in.mu.Unlock()
+	in.gate.Kill()
+	in.cancel()
+	w.setCurrent(rep, nil)
+	w.after(restart, func() {
+		w.mu.Lock()
+		stopped := w.stopped
+		w.mu.Unlock()
+		if !stopped {
+			w.startReplica(rep)
+		}
+		w.faults.close(f)
+	})
+}
+
+// stop stops every replica gracefully and waits for every goroutine.
+func (w *world) stop() {
+	w.mu.Lock()
+	w.stopped = true
+	w.mu.Unlock()
+	for _, rep := range w.reps {
+		if in := w.current(rep); in != nil {
+			in.cancel()
+		}
+	}
+	w.wg.Wait()
 }
 
 // run runs the world for its duration: replicas start, faults come and go,
@@ -216,10 +233,5 @@ func (w *world) run() {
 	w.mu.Unlock()
 	// Let pending heals and restarts happen, then stop everyone.
 	time.Sleep(2 * time.Minute)
-	for _, rep := range w.reps {
-		if in := w.current(rep); in != nil {
-			in.cancel()
-		}
-	}
-	w.wg.Wait()
+	w.stop()
 }

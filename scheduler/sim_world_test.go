@@ -26,6 +26,8 @@ type simConfig struct {
 	ttl, skew time.Duration
 	// faultGap is the mean time between two faults.
 	faultGap time.Duration
+	// jobs are the simulated jobs (default simJobs).
+	jobs []simJobDef
 }
 
 // world is the simulated fleet: replicas (processes that crash, restart,
@@ -122,6 +124,9 @@ func (d simJobDef) duration(slot time.Time) time.Duration {
 }
 
 func newWorld(t testing.TB, cfg simConfig) *world {
+	if cfg.jobs == nil {
+		cfg.jobs = simJobs
+	}
 	var stores []*locksim.Store
 	for i := range cfg.stores {
 		stores = append(stores, locksim.NewStore(fmt.Sprintf("store-%d", i)))
@@ -152,7 +157,7 @@ func (w *world) process(name string, epoch int) *instance {
 		w.t.Fatal(err)
 	}
 	var specs []scheduler.JobSpec
-	for _, d := range simJobs {
+	for _, d := range w.cfg.jobs {
 		sched, err := scheduler.ParseSchedule(d.spec, time.UTC)
 		if err != nil {
 			w.t.Fatal(err)
