@@ -117,4 +117,3 @@ func (l *slowLocker) Acquire(ctx context.Context, key locking.Key, ttl time.Dura
 	}
 	return l.Locker.Acquire(ctx, key, ttl)
 }
-
