@@ -322,9 +322,9 @@ func Check(in Input) Report {
 			explained := false
 			for _, e := range evs {
 				switch {
-				case e.Event == "run.started":
+				case e.Event == "run.started" || e.Event == "run.abandoned":
 					explained = true
-				case e.Event == "slot.skipped" && (e.Reason == "overlap" || e.Reason == "late" || e.Reason == "no_quorum"):
+				case e.Event == "slot.skipped" && explainingSkips[e.Reason]:
 					explained = true
 				case e.Event == "slot.acquired" && legit:
 					// Won by a replica that a fault then stopped.
@@ -336,7 +336,7 @@ func Check(in Input) Report {
 					r.UnexplainedInGap++
 				} else {
 					r.Unexplained++
-					r.problem("unexplained: %s slot %s: no run.started and no slot.skipped overlap/late/no_quorum; log: %s",
+					r.problem("unexplained: %s slot %s: no run.started, no run.abandoned, no slot.skipped that explains it; log: %s",
 						j.Name, s.Format(time.RFC3339), describe(evs))
 				}
 			}
@@ -452,6 +452,12 @@ func excusedOverlap(a Run, ea time.Time, b Run, freezes []Freeze, cancelWithin t
 		return fmt.Sprintf("%s frozen %s..%s", f.Replica, stamp(f.From), stamp(f.To)), true
 	}
 	return "", false
+}
+
+// explainingSkips are the slot.skipped reasons that account for a slot no
+// replica ran (held and done point at another replica that did).
+var explainingSkips = map[string]bool{
+	"overlap": true, "late": true, "no_quorum": true, "slow_lock": true, "shutdown": true, "claimed": true,
 }
 
 // overlapSkipJustified: some replica skipped the slot with reason overlap,

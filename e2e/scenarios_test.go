@@ -41,6 +41,8 @@ func TestScenario(t *testing.T) {
 		{"rolling_restart", scenarioRollingRestart},
 		{"all_down_gap_run_once", func(t *testing.T) { scenarioGap(t, 16*time.Second) }},
 		{"manual_trigger_forbid", scenarioTrigger},
+		{"crash_restart_run_once", func(t *testing.T) { scenarioCrashRestart(t, "run_once") }},
+		{"crash_restart_skip", func(t *testing.T) { scenarioCrashRestart(t, "skip") }},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()
@@ -469,4 +471,47 @@ func logSpread(t *testing.T, runs []Run) {
 		n[r.Replica]++
 	}
 	t.Logf("runs per replica: %v", n)
+}
+
+// Issue #10, hole 1: lock.ttl 3s, max_clock_skew 1s, a job every 10 s whose
+// run takes 3 s. The replica running a slot is SIGKILLed 0.5 s into the
+// run and restarted 1 s later, as Container Apps restarts a crashed
+// replica. The slot must never start again (the restarted replica's
+// start-up check used to run it a second time under run_once), and the
+// dead run is reported exactly once (run.abandoned, with its run id).
+func scenarioCrashRestart(t *testing.T, misfire string) {
+	crash := JobDef{Name: "crash", Schedule: "*/10 * * * * *", Sleep: 3 * time.Second, Forbid: true,
+		Misfire: misfire, Deadline: time.Minute}
+	c := NewCluster(t, bins, Spec{ProxyNode: -1, TTL: 3 * time.Second, Skew: time.Second, Jobs: []JobDef{crash}})
+	up := c.StartAll("r1", "r2", "r3")
+	from := NextSecond(up).Add(time.Second)
+	victim := c.WaitOpenRun("crash", 15*time.Second)
+	SleepUntil(victim.Start.Add(500 * time.Millisecond))
+	kill := time.Now()
+	c.Replica(victim.Replica).Kill()
+	c.Legit(c.FaultStart(kill), kill.Add(c.spec.TTL+time.Second), "replica "+victim.Replica+" SIGKILLed mid-run")
+	time.Sleep(time.Second)
+	c.StartReplica(victim.Replica, 0)
+	to := victim.Slot.Add(20 * time.Second)
+	SleepUntil(to.Add(2 * time.Second))
+	c.Check(from, to)
+
+	starts := 0
+	for _, r := range c.Runs() {
+		if r.Job == "crash" && r.Slot.Equal(victim.Slot) {
+			starts++
+		}
+	}
+	if starts != 1 {
+		t.Errorf("slot %s of the killed run started %d times", slotString(victim), starts)
+	}
+	var reports []Event
+	for _, e := range EventsOf(c.Events(), "run.abandoned", "crash") {
+		if e.Slot == slotString(victim) {
+			reports = append(reports, e)
+		}
+	}
+	if len(reports) != 1 || reports[0].RunID != victim.RunID || reports[0].Holder != victim.Replica {
+		t.Errorf("run.abandoned for the killed run %s on %s: %+v, want exactly one naming it", victim.RunID, victim.Replica, reports)
+	}
 }
