@@ -47,7 +47,8 @@ func (r *redlock) acquire(ctx context.Context, s leaseSpec) (grant, error) {
 	errs := make([]error, len(r.nodes))
 	r.round(ctx, all(op), res, errs)
 
-	won, answered, sawDone, took, tookN := 0, 0, false, "", 0
+	won, answered, sawDone := 0, 0, false
+	tookBy := map[string]int{} // claims taken over, by value: one claim is one value
 	var orphan Result
 	var seen, before uint64 // highest counter seen anywhere / on the winners
 	for i, rep := range res {
@@ -61,10 +62,7 @@ func (r *redlock) acquire(ctx context.Context, s leaseSpec) (grant, error) {
 			won++
 			before = max(before, uint64(rep.N))
 			if rep.Status == 2 {
-				tookN++
-				if took == "" {
-					took = rep.Value
-				}
+				tookBy[rep.Value]++
 			}
 			if rep.Orphan != "" && orphan.Orphan == "" {
 				orphan = rep
@@ -78,8 +76,14 @@ func (r *redlock) acquire(ctx context.Context, s leaseSpec) (grant, error) {
 	// on the others): the acquisition is refused.
 	if won >= r.quorum && !sawDone && ctx.Err() == nil {
 		g := grant{}
-		// A claim that started work was written on a majority. Found on a
-		// majority, it is abandoned. Found on fewer nodes while every node
+		took, tookN := "", 0
+		for v, n := range tookBy {
+			if n > tookN || (n == tookN && v < took) {
+				took, tookN = v, n
+			}
+		}
+		// A claim that started work was written, with one value, on a
+		// majority. Found on a majority, it is abandoned. Found on fewer nodes while every node
 		// answered, it is a leftover: a node that missed the end of a run
 		// long settled, or a request executed after its acquisition had
 		// failed; this lease covers it, and ends it with its own. Found on

@@ -38,8 +38,13 @@ var explainReasons = map[string]bool{
 }
 
 func (w *world) check(from, to time.Time) (viol []string, st checkStats) {
+	// A snapshot: the jobs go on recording while an hourly check runs.
 	w.rec.mu.Lock()
-	runs := append([]*runRec(nil), w.rec.runs...)
+	runs := make([]*runRec, len(w.rec.runs))
+	for i, r := range w.rec.runs {
+		c := *r
+		runs[i] = &c
+	}
 	audits := append([]auditRec(nil), w.rec.audits...)
 	w.rec.mu.Unlock()
 
@@ -132,16 +137,21 @@ func (w *world) check(from, to time.Time) (viol []string, st checkStats) {
 		all := byJob[d.name]
 		sort.Slice(all, func(a, b int) bool { return all[a].start.Before(all[b].start) })
 		seen := map[uint64]*runRec{}
-		for i, r := range all {
+		var maxAll, maxOld uint64 // over every earlier run / those 10 s or more earlier
+		old := 0
+		for _, r := range all {
 			if o, dup := seen[r.token]; dup && o != r {
 				bad("tokens: %s token %d given to %s and %s", d.name, r.token, describeRuns([]*runRec{o}), describeRuns([]*runRec{r}))
 			}
 			seen[r.token] = r
-			for _, p := range all[:i] {
-				if (d.overlap == scheduler.OverlapForbid || !r.start.Before(p.start.Add(10*time.Second))) && p.token >= r.token {
-					bad("tokens: %s run %s (token %d) started after %s (token %d)", d.name, r.slot, r.token, p.slot, p.token)
-				}
+			for ; old < len(all) && !all[old].start.After(r.start.Add(-10*time.Second)); old++ {
+				maxOld = max(maxOld, all[old].token)
 			}
+			if prev := map[bool]uint64{true: maxAll, false: maxOld}[d.overlap == scheduler.OverlapForbid]; r.token <= prev &&
+				!r.start.Before(from) && r.start.Before(to) {
+				bad("tokens: %s run %s (token %d) started after a run with token %d", d.name, r.slot, r.token, prev)
+			}
+			maxAll = max(maxAll, r.token)
 		}
 		if d.overlap == scheduler.OverlapForbid {
 			for _, o := range overlaps(rs, all) {
@@ -161,16 +171,26 @@ func (w *world) check(from, to time.Time) (viol []string, st checkStats) {
 	return viol, st
 }
 
-// overlaps returns the pairs among runs (checked against all) whose active
-// times intersect: [start, end or death), less the process's pauses.
+// overlaps returns the pairs among runs (checked against all, sorted by
+// start) whose active times intersect: [start, end or death), less the
+// process's pauses.
 func overlaps(runs, all []*runRec) []string {
 	var out []string
 	for _, a := range runs {
-		for _, b := range all {
-			if a == b || b.start.Before(a.start) && !b.start.Equal(a.start) {
+		segs := active(a)
+		if len(segs) == 0 {
+			continue
+		}
+		last := segs[len(segs)-1][1]
+		i := sort.Search(len(all), func(i int) bool { return !all[i].start.Before(a.start) })
+		for _, b := range all[i:] {
+			if !b.start.Before(last) {
+				break
+			}
+			if a == b {
 				continue
 			}
-			if at := firstCommon(active(a), active(b)); !at.IsZero() {
+			if at := firstCommon(segs, active(b)); !at.IsZero() {
 				out = append(out, describeRuns([]*runRec{a, b})+" at "+at.Format(time.RFC3339Nano))
 			}
 		}
