@@ -15,9 +15,16 @@
 //	<prefix>:{<family>}:<name>
 //
 // so that every key of a family, its fencing counter
-// (<prefix>:{<family>}:fence, the Name "fence" is reserved) and its records
-// share one hash tag and live in one cluster slot: each Lua script touches
-// one slot only.
+// (<prefix>:{<family>}:fence), its open claims (the hashes
+// <prefix>:{<family>}:claims and :lives; the three names are reserved) and
+// its records share one hash tag and live in one cluster slot: each Lua
+// script touches one slot only. CheckKey refuses a family with a brace,
+// which would split that tag.
+//
+// The client reaches each store through a Node: one atomic Op per call
+// (acquire, extend, release, fence, max-set, get, ping), a Lua script or a
+// command on Redis, and the same operations in Go on the simulated stores of
+// locking/locksim, which the conformance suite checks alike.
 //
 // # Algorithm (Redlock)
 //
@@ -46,6 +53,35 @@
 //     *QuorumError joining one *NodeError per failed node when fewer than a
 //     majority answered; ctx.Err() when the context ended.
 //
+// # Claims: work done at most once
+//
+// Claim is Acquire for work that must never be done twice (a slot). The
+// acquire script also writes the claim — the lease's value — into the
+// family's claims hash, and the lease itself, with an expiry on the node's
+// clock, into the lives hash. The claim stays until the lease's owner ends
+// it (MarkDone replaces it by the done marker; Release, before the work
+// began, deletes it). When its holder dies or freezes, the lease expires and
+// the claim stays: the next Claim of the key takes the lease over and learns
+// (Lease.Abandoned) that the work was abandoned — it must report it and
+// MarkDone, never do it. Only one Claim can hold that lease at a time, and
+// the done marker it writes on a majority refuses every later one, so the
+// report is made once.
+//
+// Why a started claim is never handed out fresh: its Claim succeeded on a
+// majority M1, which all hold the claim until it is ended; any later
+// Claim's majority M2 meets M1 in a node that answers "taken over" (or
+// "held" while the lease lives). A claim counts when the same value is
+// found on a majority; on a minority while every node answered it is a
+// leftover — a node that missed an end, or a request executed after its
+// acquisition failed — which the new lease covers and ends; on a minority
+// while a node is silent it may be a started claim whose other copies are
+// on the silent nodes, and the key is refused (HeldError.Claimed).
+//
+// Every successful Claim also reports one other claim of the family whose
+// lease has expired (Lease.Orphan), picked by the caller's random token
+// among all of them: abandoned work is found by the next Claim in the
+// family, without anyone looking for it.
+//
 // Extend and Release are compare-and-act scripts keyed by the value: a
 // stale holder, whose value was replaced, can neither extend nor delete the
 // new holder's lock. Release can instead turn the key into a done marker
@@ -58,39 +94,43 @@
 // # Fencing tokens: a quorum register
 //
 // Every successful acquisition gets a token strictly greater than the token
-// of every acquisition in the same family that completed before it began.
-// The family's counter <prefix>:{<family>}:fence lives on every node and is
-// only ever raised (max-assign in Lua).
+// of every acquisition in the same family that completed before it began,
+// and different from every other acquisition's. The family's counter
+// <prefix>:{<family>}:fence lives on every node and is only ever raised.
 //
 // The acquire script also reads that counter and, where it sets the key,
 // raises the counter to a proposal P = (the highest token this locker has
-// seen in the family) + 1, returning the counter as it was before. With
-// the maximum B of those "before" values over the winning majority:
+// seen or proposed in the family) + 1 where it is lower, returning the
+// counter as it was before. With the maximum B of those "before" values
+// over the winning majority:
 //
-//   - P > B (the usual case: the locker's knowledge was current): P is the
-//     token. It is already on the winners, a majority, so Acquire needs no
-//     further round trip — two round trips for acquire + release, like the
-//     bare SET NX + DEL floor.
-//   - P ≤ B (another locker acquired meanwhile): the token is B+1, and it is
-//     max-assigned to a majority before Acquire returns (a third round).
+//   - P > B (the usual case: the locker's knowledge was current): the
+//     counter went from below P to P on every winner, a majority, so P is
+//     the token and Acquire needs no further round trip — two round trips
+//     for acquire + release, like the bare SET NX + DEL floor.
+//   - P ≤ B (another locker acquired meanwhile): the token is claimed by a
+//     compare-and-set round: set the counter to T = (the highest counter
+//     seen) + 1 where it is lower, and succeed if that happened on a
+//     majority; otherwise try again with one more than the highest counter
+//     met (at most 16 rounds, then a retryable split vote).
 //
-// Why it is monotone: the previous token T was on some majority M1 before
+// Why it is monotone: the previous token T0 was on some majority M1 before
 // its Acquire returned. The next winner reads from a majority M2, and any
-// two majorities of the same N nodes intersect, so B ≥ T and the new token,
-// P > B or B+1, is > T. Max-assign never lowers a counter, so neither
-// concurrent nor late writes undo that; a proposal raised on some nodes by
-// an attempt that then failed only makes later tokens larger. Concurrent
-// acquisitions of different keys of one family usually get distinct
-// tokens (the second to reach the shared node sees the first's proposal),
-// but that is not guaranteed; on one key they cannot overlap.
+// two majorities of the same N nodes intersect, so B ≥ T0 and the new
+// token is > T0. Why it is unique: a token is handed out only when the
+// counter went from below it to it on a majority; two acquisitions with the
+// same token would both have done that on the node their majorities share,
+// and the second found it already there. Counters are never lowered, so
+// neither concurrent nor late writes undo this; a proposal raised on some
+// nodes by an attempt that then failed only makes later tokens larger.
 //
 // Records (AdvanceRecord / ReadRecord) use the same register: max-assign on
 // a majority, read the maximum over a majority, and write a value seen on
 // only part of that majority back to a majority before returning it.
 //
 // What breaks it: a node that restarts without persistence comes back with
-// no counter and no locks, so it no longer intersects the majorities that
-// wrote to it; with one such node of three the next majority may consist of
+// no counter, no locks and no claims, so it no longer intersects the
+// majorities that wrote to it; with one such node of three the next majority may consist of
 // it and a node that missed the last write. Likewise a Redis replica
 // promoted after a failover may lack the last acknowledged write. Run the
 // nodes with an append-only file (appendfsync always for certainty;
@@ -120,6 +160,9 @@
 //     replication, can lose locks and counters (see above).
 //   - Network delay counts against validity: a slow acquisition hands out
 //     a shorter lease, and one slower than the TTL is refused and undone.
+//   - Claims expire by the node's clock (TIME in the scripts): a node whose
+//     wall clock jumps forward can take a live run for abandoned early (it
+//     is then reported, never run again).
 //
 // Records and tokens are compared as Lua numbers, exact up to 2^53.
 package locking
