@@ -21,13 +21,17 @@ import (
 // max_clock_skew, and `trigger` runs from fresh processes. The invariants
 // (sim_check_test.go) are checked after every simulated hour.
 //
-//	go test ./scheduler -run Sim                          # the default: a few seeds
-//	go test ./scheduler -run Sim -sim.hours 200 -sim.seeds 20
-//	go test ./scheduler -run Sim -sim.seed 42 -sim.hours 24   # replay one seed
+//	go test ./scheduler -run Simulation                          # the default: 2 seeds × 24 h
+//	go test ./scheduler -run Simulation -sim.seeds 20 -sim.hours 100   # long mode
+//	go test ./scheduler -run Simulation -sim.seed 42 -sim.hours 24    # replay one seed
+//
+// A replay runs the same fault plan (every draw comes from the seed);
+// goroutines that act at the same virtual instant may interleave
+// differently, so a replay reproduces most failures, not all.
 var (
 	simSeed  = flag.Uint64("sim.seed", 0, "simulate only this seed (a failure prints its seed)")
-	simSeeds = flag.Int("sim.seeds", 4, "number of seeds to simulate, drawn at random (printed)")
-	simHours = flag.Float64("sim.hours", 12, "simulated hours per seed")
+	simSeeds = flag.Int("sim.seeds", 2, "number of seeds to simulate, drawn at random (printed)")
+	simHours = flag.Float64("sim.hours", 24, "simulated hours per seed")
 )
 
 func TestSimulation(t *testing.T) {
