@@ -51,8 +51,12 @@ func (r Run) SlotString() string {
 	if r.Manual || r.Slot.IsZero() {
 		return "manual"
 	}
-	return r.Slot.UTC().Truncate(time.Second).Format(time.RFC3339)
+	return SlotString(r.Slot)
 }
+
+// SlotString formats a slot's nominal time as the contract does: RFC 3339
+// in UTC, whole seconds, Z suffix.
+func SlotString(t time.Time) string { return t.UTC().Truncate(time.Second).Format(time.RFC3339) }
 
 // Log returns r.Logger, or slog.Default() when it is nil. It never returns nil.
 func (r Run) Log() *slog.Logger {

@@ -28,7 +28,7 @@ import (
 func (s *Scheduler) settleAbandoned(j *job, t time.Time, lease *locking.Lease) {
 	ab := lease.Abandoned()
 	name, slot := j.name(), slotString(t)
-	s.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: outcomeAbandoned,
+	s.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: OutcomeAbandoned,
 		then: func() {
 			s.log.Warn("run abandoned: its replica stopped renewing its lease before the run ended; the slot is not run again",
 				"event", evRunAbandoned, "job", name, "slot", slot, "run_id", ab.ID, "holder", ab.Holder)
@@ -72,7 +72,7 @@ func (s *Scheduler) settleOrphan(j *job, o *locking.Abandoned) {
 		// A leftover on a minority of the stores, or settled meanwhile
 		// with its marker gone: claiming it must not run it. Close it, so
 		// that no store points to it again.
-		s.endLease(j.name(), slotString(t), lease, j.doneTTL, outcomeAbandoned)
+		s.endLease(j.name(), slotString(t), lease, j.doneTTL, OutcomeAbandoned)
 		return
 	}
 	s.settleAbandoned(j, t, lease)

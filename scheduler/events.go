@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/slotlock/slotlock/jobs"
 	"github.com/slotlock/slotlock/locking"
 )
 
@@ -30,45 +31,57 @@ const (
 	evScheduleExhausted = "schedule.exhausted"
 )
 
-// Skip reasons.
+// Skip reasons: slot.skipped's reason, and the reason label of
+// slotlock_slots_skipped_total.
 const (
-	reasonHeld     = "held"
-	reasonDone     = "done"
-	reasonOverlap  = "overlap"
-	reasonLate     = "late"
-	reasonNoQuorum = "no_quorum"
-	// Not in the first round's table: the stores answered too slowly to
-	// leave the lease any validity; shutdown ended the wait for a won
-	// slot's job lease (the slot is handed back unmarked).
-	reasonSlowLock = "slow_lock"
-	reasonShutdown = "shutdown"
-	// A claim of the slot was found on a minority of the stores while
-	// some did not answer: it may be a started run's, so the slot is not
-	// run (locking.HeldError.Claimed); it is reported as abandoned, or
-	// cleared as a leftover, once every store answers.
-	reasonClaimed = "claimed"
+	ReasonHeld     = "held"
+	ReasonDone     = "done"
+	ReasonOverlap  = "overlap"
+	ReasonLate     = "late"
+	ReasonNoQuorum = "no_quorum"
+	// ReasonSlowLock: the stores answered too slowly to leave the lease
+	// any validity (locking.ErrSlowAcquire).
+	ReasonSlowLock = "slow_lock"
+	// ReasonShutdown: the shutdown grace ended while a won slot waited for
+	// its job lease; the slot was handed back unmarked.
+	ReasonShutdown = "shutdown"
+	// ReasonClaimed: a claim of the slot was found on a minority of the
+	// stores while some did not answer: it may be a started run's, so the
+	// slot is not run (locking.HeldError.Claimed); it is reported as
+	// abandoned, or cleared as a leftover, once every store answers.
+	ReasonClaimed = "claimed"
 )
 
-// Cancel reasons.
+// SkipReasons lists every skip reason.
+var SkipReasons = []string{ReasonHeld, ReasonDone, ReasonOverlap, ReasonLate, ReasonNoQuorum,
+	ReasonSlowLock, ReasonShutdown, ReasonClaimed}
+
+// Cancel reasons (run.canceled's reason).
 const (
 	cancelTimeout  = "timeout"
 	cancelLockLost = "lock_lost"
 	cancelShutdown = "shutdown"
 )
 
-// Outcomes (RunFinished, done marker notes).
+// Outcomes of a run: the outcome label of slotlock_runs_total and the note
+// of a slot's done marker. OutcomeAbandoned is a run that never ended
+// (run.abandoned).
 const (
-	outcomeSucceeded = "succeeded"
-	outcomeFailed    = "failed"
-	outcomeCanceled  = "canceled"
-	outcomeAbandoned = "abandoned"
+	OutcomeSucceeded = "succeeded"
+	OutcomeFailed    = "failed"
+	OutcomeCanceled  = "canceled"
+	OutcomeAbandoned = "abandoned"
 )
 
-const slotManual = "manual"
+// Outcomes lists the outcomes of runs that ended.
+var Outcomes = []string{OutcomeSucceeded, OutcomeFailed, OutcomeCanceled}
 
-// slotString formats a slot as the contract wants: RFC 3339 in UTC, whole
-// seconds, Z suffix.
-func slotString(t time.Time) string { return t.UTC().Truncate(time.Second).Format(time.RFC3339) }
+// SlotManual is the slot of a manual run (slotlock trigger) in the logs
+// and SLOTLOCK_SLOT.
+const SlotManual = "manual"
+
+// slotString formats a slot as the contract wants (jobs.SlotString).
+func slotString(t time.Time) string { return jobs.SlotString(t) }
 
 // slotPrefix starts the name of a slot's key.
 const slotPrefix = "slot:"
@@ -85,9 +98,9 @@ func lastKey(job string) locking.Key { return locking.Key{Family: job, Name: "la
 func (s *Scheduler) skipped(job, slot, reason string, n int, attrs ...any) {
 	level := slog.LevelDebug
 	switch reason {
-	case reasonOverlap:
+	case ReasonOverlap:
 		level = slog.LevelInfo
-	case reasonLate, reasonNoQuorum, reasonSlowLock, reasonShutdown, reasonClaimed:
+	case ReasonLate, ReasonNoQuorum, ReasonSlowLock, ReasonShutdown, ReasonClaimed:
 		level = slog.LevelWarn
 	}
 	for range n {
@@ -127,5 +140,3 @@ func cancelReason(cause error) string {
 		return cancelShutdown
 	}
 }
-
-func ms(d time.Duration) int64 { return d.Milliseconds() }

@@ -27,7 +27,6 @@
 package scheduler
 
 import (
-	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -97,11 +96,12 @@ const (
 
 const (
 	// heartbeatEvery is the longest the loop sleeps; Healthy fails when the
-	// loop has not ticked for staleAfter.
+	// loop has not ticked for loopStuckAfter.
 	heartbeatEvery = time.Second
-	staleAfter     = 5 * time.Second
-	// opTimeout bounds the record operations and the probe pings.
-	opTimeout = 5 * time.Second
+	loopStuckAfter = 5 * time.Second
+	// storeTimeout bounds the record operations and the probe pings (the
+	// lock layer bounds each node by its own, much shorter, op timeout).
+	storeTimeout = 5 * time.Second
 	// probeEvery is how often a replica that saw the quorum lost pings the
 	// stores until a majority answers again.
 	probeEvery = 250 * time.Millisecond
@@ -321,7 +321,7 @@ func (s *Scheduler) Healthy() error {
 		return ErrStopped
 	}
 	last := time.Unix(0, s.heartbeat.Load())
-	if age := s.clock.Now().Sub(last); age > staleAfter {
+	if age := s.clock.Now().Sub(last); age > loopStuckAfter {
 		return fmt.Errorf("scheduler: loop stuck: last tick %v ago", age.Round(time.Millisecond))
 	}
 	return nil
@@ -346,119 +346,4 @@ func (s *Scheduler) Next(name string, from time.Time, n int) ([]time.Time, error
 		out = append(out, t)
 	}
 	return out, nil
-}
-
-// ---- the loop ----
-
-type jobHeap []*job
-
-func (h jobHeap) Len() int           { return len(h) }
-func (h jobHeap) Less(a, b int) bool { return h[a].due.Before(h[b].due) }
-func (h jobHeap) Swap(a, b int) {
-	h[a], h[b] = h[b], h[a]
-	h[a].heapIdx = a
-	h[b].heapIdx = b
-}
-func (h *jobHeap) Push(x any) { j := x.(*job); j.heapIdx = len(*h); *h = append(*h, j) }
-func (h *jobHeap) Pop() any {
-	old := *h
-	j := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return j
-}
-
-// maxCatchUp bounds how many past slots the loop enumerates for one job
-// after a long pause; beyond it the count of late slots is a lower bound.
-const maxCatchUp = 100_000
-
-// loop is the one goroutine that owns the jobs' next slots. It never blocks
-// on the lock stores: every slot is handled on its own goroutine.
-func (s *Scheduler) loop(ctx context.Context, start time.Time) {
-	h := make(jobHeap, 0, len(s.order))
-	for _, j := range s.order {
-		if !j.spec.Enabled {
-			continue
-		}
-		if s.setNext(j, j.spec.Schedule.Next(start)); !j.next.IsZero() {
-			heap.Push(&h, j)
-		}
-	}
-	timer := s.clock.NewTimer(heartbeatEvery)
-	defer timer.Stop()
-	for {
-		now := s.clock.Now()
-		s.heartbeat.Store(now.UnixNano())
-		for len(h) > 0 && !h[0].due.After(now) {
-			j := h[0]
-			s.fireDue(j, now)
-			if j.next.IsZero() {
-				heap.Pop(&h)
-			} else {
-				heap.Fix(&h, 0)
-			}
-		}
-		wait := heartbeatEvery
-		if len(h) > 0 {
-			wait = min(wait, h[0].due.Sub(now))
-		}
-		timer.Reset(wait)
-		select {
-		case <-ctx.Done():
-			return
-		case <-timer.C():
-		}
-	}
-}
-
-// lateRange describes consecutive slots of one job that fired late.
-type lateRange struct {
-	first, prev, last time.Time // prev: the slot before last (zero when count is 1)
-	count             int
-	atLeast           bool // count is a lower bound (maxCatchUp reached)
-}
-
-func (r *lateRange) add(t time.Time) {
-	if r.count == 0 {
-		r.first = t
-	}
-	r.prev, r.last = r.last, t
-	r.count++
-}
-
-// setNext makes t the job's next slot, due after this replica's spread.
-func (s *Scheduler) setNext(j *job, t time.Time) {
-	j.next = t
-	if !t.IsZero() {
-		j.due = t.Add(s.spreadDelay(j.name(), t))
-	}
-}
-
-// fireDue hands every slot of j that is due at now to a goroutine: fresh
-// slots are attempted normally, late ones go to the misfire policy.
-func (s *Scheduler) fireDue(j *job, now time.Time) {
-	var late lateRange
-	t := j.next
-	for n := 1; !t.IsZero() && !t.Add(s.spreadDelay(j.name(), t)).After(now); n++ {
-		if n > maxCatchUp {
-			// Paused for very long: stop counting, resume from the slots
-			// that are still fresh.
-			late.atLeast = true
-			t = j.spec.Schedule.Next(now.Add(-s.lateness))
-			break
-		}
-		if now.Sub(t) > s.lateness {
-			late.add(t)
-		} else {
-			slot := t
-			s.spawn(func() { s.fire(j, slot) })
-		}
-		t = j.spec.Schedule.Next(t)
-	}
-	s.setNext(j, t)
-	if late.count > 0 {
-		s.spawn(func() { s.misfire(j, late, false) })
-	}
-	if j.next.IsZero() {
-		s.log.Warn("job has no more slots", "event", evScheduleExhausted, "job", j.name(), "schedule", j.spec.Spec)
-	}
 }

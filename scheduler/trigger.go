@@ -40,10 +40,10 @@ func (s *Scheduler) Trigger(ctx context.Context, name string) error {
 	lease, err := s.acquire(name, key, retryPolicy{splitUntil: until, quorumUntil: until})
 	if err != nil {
 		if !isSplitVote(err) && errors.Is(err, locking.ErrNotAcquired) {
-			s.skipped(name, slotManual, reasonOverlap, 1, heldAttrs(err)...)
+			s.skipped(name, SlotManual, ReasonOverlap, 1, heldAttrs(err)...)
 			return fmt.Errorf("scheduler: trigger %s: another run of the job is going on: %w", name, err)
 		}
-		s.skipped(name, slotManual, reasonNoQuorum, 1, "error", err.Error())
+		s.skipped(name, SlotManual, ReasonNoQuorum, 1, "error", err.Error())
 		return fmt.Errorf("scheduler: trigger %s: %w", name, err)
 	}
 	// The run ends with ctx or with the scheduler's shutdown.
@@ -53,8 +53,8 @@ func (s *Scheduler) Trigger(ctx context.Context, name string) error {
 	defer stop()
 
 	outcome, runErr := s.execute(runSpec{j: j, manual: true, leases: []*locking.Lease{lease}, parent: parent})
-	s.endLease(name, slotManual, lease, 0, "")
-	if outcome != outcomeSucceeded {
+	s.endLease(name, SlotManual, lease, 0, "")
+	if outcome != OutcomeSucceeded {
 		if runErr == nil {
 			runErr = context.Cause(parent)
 		}

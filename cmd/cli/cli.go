@@ -16,7 +16,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -141,6 +140,3 @@ func (f *flags) configPath(env Env) string {
 	}
 	return "config.yaml"
 }
-
-// errUsage marks a command-line mistake (exit 2).
-var errUsage = errors.New("usage")

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler"
 )
 
 // metrics exports the scheduler's hooks and the lock stores' state in the
@@ -96,10 +97,10 @@ func (m *metrics) RunAbandoned(job string) { m.abandoned.WithLabelValues(job).In
 // them before the first event.
 func (m *metrics) initJobs(names []string) {
 	for _, j := range names {
-		for _, o := range []string{"succeeded", "failed", "canceled"} {
+		for _, o := range scheduler.Outcomes {
 			m.runs.WithLabelValues(j, o)
 		}
-		for _, r := range []string{"held", "done", "overlap", "late", "no_quorum"} {
+		for _, r := range scheduler.SkipReasons {
 			m.skips.WithLabelValues(j, r)
 		}
 		m.leasesLost.WithLabelValues(j)

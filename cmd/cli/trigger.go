@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/slotlock/slotlock/cmd/config"
+	"github.com/slotlock/slotlock/scheduler"
 )
 
 func cmdTrigger(ctx context.Context, args []string, env Env) int {
@@ -38,7 +39,7 @@ func cmdTrigger(ctx context.Context, args []string, env Env) int {
 	}
 	if err := r.sched.Trigger(ctx, job); err != nil {
 		// On stderr like every other line, in the configured log format.
-		r.log.Error("trigger failed", "job", job, "slot", "manual", "error", err.Error())
+		r.log.Error("trigger failed", "job", job, "slot", scheduler.SlotManual, "error", err.Error())
 		return exitFailure
 	}
 	return exitOK

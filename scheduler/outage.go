@@ -1,0 +1,133 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/slotlock/slotlock/locking"
+)
+
+// outage tracks lock-store trouble: while it lasts one goroutine pings the
+// stores; when a majority answers (or any Acquire gets a definitive
+// answer) the leases that could not be ended are ended and, under run_once,
+// the latest slot each job skipped with no_quorum is recovered.
+type outage struct {
+	down    atomic.Bool
+	mu      sync.Mutex
+	probing bool
+	pending map[string][]pendingEnd // by job
+}
+
+// pendingEnd is a lease whose Release or MarkDone failed for lack of a
+// majority.
+type pendingEnd struct {
+	job, slot string
+	lease     *locking.Lease
+	doneTTL   time.Duration
+	note      string
+	then      func() // called once the stores accepted the end
+}
+
+// noteOutage records that slot t of j was skipped for lack of a quorum.
+func (s *Scheduler) noteOutage(j *job, t time.Time) {
+	if j.spec.Misfire.Policy == MisfireRunOnce {
+		j.mu.Lock()
+		if t.After(j.missed) {
+			j.missed = t
+		}
+		j.mu.Unlock()
+	}
+	s.outage.down.Store(true)
+	s.startProbe()
+}
+
+func (s *Scheduler) retryEnd(p pendingEnd) {
+	s.outage.mu.Lock()
+	if s.outage.pending == nil {
+		s.outage.pending = map[string][]pendingEnd{}
+	}
+	s.outage.pending[p.job] = append(s.outage.pending[p.job], p)
+	s.outage.mu.Unlock()
+	s.outage.down.Store(true)
+	s.startProbe()
+}
+
+func (s *Scheduler) startProbe() {
+	s.outage.mu.Lock()
+	defer s.outage.mu.Unlock()
+	if s.outage.probing || s.state.Load() != stateRunning {
+		// Without Run (a Trigger alone) nothing would ever stop the
+		// probe: a lease that could not be ended then expires by itself.
+		return
+	}
+	s.outage.probing = s.spawn(s.probe)
+}
+
+// probe pings the stores every probeEvery until a majority answers, the
+// outage is seen over by an Acquire, or the scheduler stops.
+func (s *Scheduler) probe() {
+	defer func() {
+		s.outage.mu.Lock()
+		s.outage.probing = false
+		s.outage.mu.Unlock()
+		if s.outage.down.Load() && !s.isStopping() {
+			s.startProbe() // an outage began again while we were leaving
+		}
+	}()
+	for s.outage.down.Load() {
+		if !s.sleep(probeEvery, s.stopping) {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+		_, err := s.cfg.Locker.Ping(ctx)
+		cancel()
+		if err == nil {
+			s.quorumSeen()
+		} else if errors.Is(err, locking.ErrClosed) {
+			return
+		}
+	}
+}
+
+// quorumSeen is called whenever the stores gave a majority answer. After an
+// outage it ends the pending leases and starts the run_once recoveries.
+func (s *Scheduler) quorumSeen() {
+	if !s.outage.down.Load() || !s.outage.down.CompareAndSwap(true, false) {
+		return
+	}
+	s.outage.mu.Lock()
+	pending := s.outage.pending
+	s.outage.pending = nil
+	s.outage.mu.Unlock()
+	for _, ps := range pending {
+		s.spawn(func() {
+			for _, p := range ps {
+				s.endLeaseThen(p)
+			}
+		})
+	}
+	for _, j := range s.order {
+		j.mu.Lock()
+		t := j.missed
+		j.missed = time.Time{}
+		j.mu.Unlock()
+		if !t.IsZero() && !s.isStopping() {
+			s.spawn(func() { s.recover(j, t) })
+		}
+	}
+}
+
+// flushPending ends, now, the leases of job whose ending failed during an
+// outage, so that its own job lease does not block the slot being tried.
+func (s *Scheduler) flushPending(job string) {
+	s.outage.mu.Lock()
+	ps := s.outage.pending[job]
+	delete(s.outage.pending, job)
+	s.outage.mu.Unlock()
+	for _, p := range ps {
+		s.endLeaseThen(p)
+	}
+}

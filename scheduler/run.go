@@ -1,0 +1,141 @@
+package scheduler
+
+import (
+	"context"
+	"time"
+
+	"github.com/slotlock/slotlock/jobs"
+	"github.com/slotlock/slotlock/locking"
+)
+
+// runSpec is one run to execute: a slot won (slot set) or a manual trigger.
+type runSpec struct {
+	j         *job
+	slot      time.Time // zero when manual
+	manual    bool
+	recovered bool
+	leases    []*locking.Lease // the fencing token is the last one's
+	parent    context.Context
+}
+
+// backoff is the wait after failed attempt n (1-based): Backoff * 2^(n-1),
+// capped at 24h.
+func backoff(base time.Duration, n int) time.Duration {
+	const ceiling = 24 * time.Hour
+	d := base
+	for i := 1; i < n && d < ceiling; i++ {
+		d *= 2
+	}
+	return min(d, ceiling)
+}
+
+// execute runs the plugin under ctx = parent ∧ leases ∧ timeout, with
+// retries, and logs the run's life. It returns the outcome and the job's
+// last error. It does not end the leases.
+func (s *Scheduler) execute(r runSpec) (outcome string, runErr error) {
+	name := r.j.name()
+	slot := SlotManual
+	if !r.manual {
+		slot = slotString(r.slot)
+	}
+	token := r.leases[len(r.leases)-1].Token()
+	// The run id is the first lease's id: a slot's claim carries it, so a
+	// run that is abandoned is reported under the id it started with.
+	runID := r.leases[0].ID()
+	log := s.log.With("job", name, "slot", slot, "run_id", runID, "fencing_token", token)
+	if r.recovered {
+		log.Warn("running a missed slot (misfire policy run_once)", "event", evMisfireRecovered)
+	}
+	log.Info("slot acquired", "event", evSlotAcquired)
+
+	ctx := r.parent
+	for _, l := range r.leases {
+		ctx = l.Keep(ctx)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if t := r.j.spec.Timeout; t > 0 {
+		s.spawn(func() {
+			if s.sleep(t, ctx.Done()) {
+				cancel(ErrTimeout)
+			}
+		})
+	}
+
+	started := s.clock.Now()
+	startAttrs := []any{"event", evRunStarted, "attempt", 1}
+	if !r.manual && !r.recovered {
+		delay := started.Sub(r.slot)
+		s.metrics.StartDelay(name, delay)
+		startAttrs = append(startAttrs, "start_delay_ms", float64(delay.Microseconds())/1000)
+	}
+	log.Info("run started", startAttrs...)
+
+	attempt := 1
+	for {
+		run := jobs.Run{
+			Job: name, Manual: r.manual, RunID: runID, Replica: s.cfg.Replica,
+			FencingToken: token, Attempt: attempt, Logger: log.With("attempt", attempt),
+		}
+		if !r.manual {
+			run.Slot = r.slot.UTC()
+		}
+		runErr = jobs.Execute(ctx, r.j.spec.Job, run)
+		if runErr == nil {
+			outcome = OutcomeSucceeded
+			break
+		}
+		if ctx.Err() != nil {
+			outcome = OutcomeCanceled
+			break
+		}
+		if attempt > r.j.spec.Retry.Max {
+			outcome = OutcomeFailed
+			break
+		}
+		wait := backoff(r.j.spec.Retry.Backoff, attempt)
+		log.Warn("run attempt failed; retrying", "event", evRunRetrying, "attempt", attempt,
+			"error", runErr.Error(), "backoff", wait.String())
+		if !s.sleep(wait, ctx.Done()) {
+			outcome = OutcomeCanceled
+			break
+		}
+		attempt++
+	}
+	dur := s.clock.Now().Sub(started)
+	// One lock.lost line per run, however many of its leases were lost
+	// (typically the slot lock and the job lease expire together): key
+	// names the first, lost_keys all of them when more than one.
+	var lostKeys []string
+	for _, l := range r.leases {
+		select {
+		case <-l.Lost():
+			lostKeys = append(lostKeys, l.Key().Name)
+		default:
+		}
+	}
+	if len(lostKeys) > 0 {
+		s.metrics.LeaseLost(name)
+		attrs := []any{"event", evLockLost, "key", lostKeys[0], "attempt", attempt}
+		if len(lostKeys) > 1 {
+			attrs = append(attrs, "lost_keys", lostKeys)
+		}
+		log.Error("lease lost: could not renew it on a majority before it expired", attrs...)
+	}
+	switch outcome {
+	case OutcomeSucceeded:
+		log.Info("run succeeded", "event", evRunSucceeded, "attempt", attempt, "duration_ms", dur.Milliseconds())
+	case OutcomeFailed:
+		log.Error("run failed", "event", evRunFailed, "attempt", attempt, "duration_ms", dur.Milliseconds(),
+			"error", runErr.Error())
+	case OutcomeCanceled:
+		attrs := []any{"event", evRunCanceled, "reason", cancelReason(context.Cause(ctx)),
+			"attempt", attempt, "duration_ms", dur.Milliseconds()}
+		if runErr != nil {
+			attrs = append(attrs, "error", runErr.Error())
+		}
+		log.Warn("run canceled", attrs...)
+	}
+	s.metrics.RunFinished(name, outcome, dur)
+	return outcome, runErr
+}
