@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -179,7 +178,3 @@ func parseHeld(key Key, value string) *HeldError {
 	}
 	return e
 }
-
-// errLeaseEnded is the cause of a kept context once its lease was released
-// or marked done by its owner.
-var errLeaseEnded = errors.New("locking: lease released")

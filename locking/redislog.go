@@ -11,18 +11,20 @@ import (
 )
 
 // go-redis writes its own messages (failed dials, pool events) through a
-// process-wide logger, by default as plain text on stderr. routeRedisLog
-// sends them to the most recently built Redlock's logger at debug level, so
-// they share its format and stay quiet at info; the lock layer itself logs
-// node state changes once, at warn and info.
-var redisLog atomic.Pointer[slog.Logger]
-
-var routeOnce sync.Once
-
-func routeRedisLog(l *slog.Logger) {
+// process-wide logger, by default as plain text on stderr. RouteRedisLog
+// sends them to l at debug level, so that they share the program's format
+// and stay quiet at info (the lock layer itself logs node state changes
+// once, at warn and info). It changes process-wide state, so the program
+// calls it once, at start; a library using this package leaves it alone.
+func RouteRedisLog(l *slog.Logger) {
 	redisLog.Store(l)
 	routeOnce.Do(func() { redis.SetLogger(redisLogger{}) })
 }
+
+var (
+	redisLog  atomic.Pointer[slog.Logger]
+	routeOnce sync.Once
+)
 
 type redisLogger struct{}
 

@@ -99,7 +99,6 @@ func NewRedlock(cfg RedisConfig, opt Options) (Locker, error) {
 		}
 		return nil, err
 	}
-	routeRedisLog(opt.withDefaults().Logger)
 	return l, nil
 }
 

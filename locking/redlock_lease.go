@@ -35,7 +35,7 @@ func (r *redlock) leaseOp(k OpKind, s leaseSpec) Op {
 }
 
 func (r *redlock) acquire(ctx context.Context, s leaseSpec) (grant, error) {
-	if err := checkKey(s.key); err != nil {
+	if err := CheckKey(s.key); err != nil {
 		return grant{}, err
 	}
 	family := s.key.Family

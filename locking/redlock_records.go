@@ -10,7 +10,7 @@ import (
 const maxRecord = 1 << 53
 
 func (r *redlock) advanceRecord(ctx context.Context, key Key, v int64) error {
-	if err := checkKey(key); err != nil {
+	if err := CheckKey(key); err != nil {
 		return err
 	}
 	if v > maxRecord || v < -maxRecord {
@@ -44,7 +44,7 @@ func (r *redlock) answered(errs []error) int {
 }
 
 func (r *redlock) readRecord(ctx context.Context, key Key) (int64, error) {
-	if err := checkKey(key); err != nil {
+	if err := CheckKey(key); err != nil {
 		return 0, err
 	}
 	res := make([]Result, len(r.nodes))

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -73,7 +74,7 @@ func TestSlowAcquireHasItsOwnReason(t *testing.T) {
 		t.Run(map[bool]string{false: "slot", true: "job lease"}[onJobLease], func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				e := newEnv(t)
-				slow := &slowLocker{Locker: e.locker, jobLease: onJobLease}
+				slow := newSlowLocker(e.locker, onJobLease)
 				e.locker = slow
 				rec := &recorder{now: time.Now}
 				stop := running(t, e.scheduler("r1", nil, everySecond(t, "job", rec)))
@@ -92,28 +93,50 @@ func TestSlowAcquireHasItsOwnReason(t *testing.T) {
 	}
 }
 
-// slowLocker answers every acquisition of the slot (or of the job lease)
-// with ErrSlowAcquire.
+// slowLocker takes the slot (or the job lease) through a locker whose
+// clock leaps a minute at every reading, so that each acquisition finds its
+// validity used up: the real locking.ErrSlowAcquire.
 type slowLocker struct {
 	locking.Locker
 	jobLease bool
+	leaping  locking.Locker
 }
 
-type slowErr struct{}
-
-func (slowErr) Error() string        { return "locking: validity used up during acquisition" }
-func (slowErr) Is(target error) bool { return target == locking.ErrSlowAcquire }
+func newSlowLocker(inner locking.Locker, jobLease bool) *slowLocker {
+	return &slowLocker{Locker: inner, jobLease: jobLease,
+		leaping: locking.NewLocal(locking.Options{Replica: "r1", Clock: &leapClock{}})}
+}
 
 func (l *slowLocker) Claim(ctx context.Context, key locking.Key, ttl time.Duration) (*locking.Lease, error) {
 	if !l.jobLease {
-		return nil, slowErr{}
+		return l.leaping.Claim(ctx, key, ttl)
 	}
 	return l.Locker.Claim(ctx, key, ttl)
 }
 
 func (l *slowLocker) Acquire(ctx context.Context, key locking.Key, ttl time.Duration) (*locking.Lease, error) {
 	if l.jobLease && key == runKey(key.Family) {
-		return nil, slowErr{}
+		return l.leaping.Acquire(ctx, key, ttl)
 	}
 	return l.Locker.Acquire(ctx, key, ttl)
+}
+
+// leapClock is a clock that moves a minute forward at every reading.
+type leapClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *leapClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.t.IsZero() {
+		c.t = time.Now()
+	}
+	c.t = c.t.Add(time.Minute)
+	return c.t
+}
+
+func (c *leapClock) NewTimer(d time.Duration) locking.Timer {
+	return locking.SystemClock(0).NewTimer(d)
 }

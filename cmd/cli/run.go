@@ -86,6 +86,7 @@ func build(ctx context.Context, cfg *config.Config, env Env) (*replica, error) {
 		if closeCreds != nil {
 			r.closers = append(r.closers, closeCreds)
 		}
+		locking.RouteRedisLog(log) // go-redis's own messages: this log, at debug
 		l, err := locking.NewRedlock(rc, opts)
 		if err != nil {
 			r.close()

@@ -1,0 +1,140 @@
+package locking
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sentinel errors. Test with errors.Is.
+var (
+	// ErrNotAcquired reports that the key is held by someone else (or is a
+	// done marker). Acquire wraps it in a *HeldError that names the holder.
+	ErrNotAcquired = errors.New("locking: not acquired")
+	// ErrLockLost is the cause of a kept lease's context once the watchdog
+	// could not renew the lease on a majority before it expired.
+	ErrLockLost = errors.New("locking: lock lost")
+	// ErrNoQuorum reports that fewer than a majority of nodes answered.
+	// Acquire, Extend, Release and the record operations return a
+	// *QuorumError that matches it.
+	ErrNoQuorum = errors.New("locking: no quorum")
+	// ErrClosed is returned by a Locker after Close.
+	ErrClosed = errors.New("locking: locker closed")
+	// ErrSlowAcquire reports an Acquire that reached a majority but took so
+	// long that the lease's validity was used up on the way: it was undone,
+	// nobody holds the key, and trying again may succeed once the stores
+	// answer faster. It is not ErrNotAcquired: nobody else holds the key.
+	ErrSlowAcquire = errors.New("locking: validity used up during acquisition")
+	// ErrSplitVote reports an Acquire in which the nodes that answered were
+	// split between several would-be holders so that none, this one
+	// included, reached a majority: typically several replicas firing in
+	// the same millisecond. Nobody holds the key, and the attempt has been
+	// undone, so trying again after a short random delay is likely to
+	// succeed. The error is a *SplitVoteError.
+	ErrSplitVote = errors.New("locking: split vote")
+)
+
+// SplitVoteError is the error of a split vote: errors.Is(err, ErrSplitVote)
+// and errors.Is(err, ErrNotAcquired) hold, and errors.As finds the
+// *HeldError inside, naming the most frequent other holder.
+type SplitVoteError struct {
+	Held *HeldError
+}
+
+func (e *SplitVoteError) Error() string {
+	s := "locking: " + e.Held.Key.String() + " not acquired: split vote, no majority"
+	if e.Held.Holder != "" {
+		s += " (also tried by " + e.Held.Holder + ")"
+	}
+	return s
+}
+
+func (e *SplitVoteError) Is(target error) bool { return target == ErrSplitVote }
+
+func (e *SplitVoteError) Unwrap() error { return e.Held }
+
+// slowAcquireError is ErrSlowAcquire for one key.
+type slowAcquireError struct{ key Key }
+
+func (e *slowAcquireError) Error() string { return ErrSlowAcquire.Error() + ": " + e.key.String() }
+
+func (e *slowAcquireError) Is(target error) bool { return target == ErrSlowAcquire }
+
+// HeldError is returned by Acquire when the key is held by another lease or
+// is a done marker. errors.Is(err, ErrNotAcquired) holds.
+type HeldError struct {
+	Key    Key
+	Holder string // replica name read from the value, "" when unknown
+	Done   bool   // the key is a done marker left by MarkDone
+	Note   string // the done marker's note (e.g. "succeeded", "overlap")
+	// Claimed: a claim (Locker.Claim) whose lease has expired was found on
+	// fewer than a majority of the stores while some did not answer. It
+	// may be a started run's, whose other copies are on the silent stores,
+	// so the key is not handed out; once every store answers, it is either
+	// taken over (Lease.Abandoned) or, found on a minority, a leftover that
+	// the next Claim ends.
+	Claimed bool
+}
+
+func (e *HeldError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "locking: %s not acquired", e.Key)
+	switch {
+	case e.Done:
+		b.WriteString(": done")
+		if e.Note != "" {
+			b.WriteString(" (" + e.Note + ")")
+		}
+	case e.Claimed:
+		b.WriteString(": claimed on a minority of the stores that answered")
+	default:
+		b.WriteString(": held")
+	}
+	if e.Holder != "" {
+		b.WriteString(" by " + e.Holder)
+	}
+	return b.String()
+}
+
+func (e *HeldError) Is(target error) bool { return target == ErrNotAcquired }
+
+// QuorumError reports that an operation reached fewer than Need nodes.
+// Err joins (errors.Join) one *NodeError per node that failed.
+// errors.Is(err, ErrNoQuorum) holds.
+type QuorumError struct {
+	Op   string // "acquire", "extend", "release", "record", "ping"
+	Key  Key
+	Need int
+	Got  int
+	Err  error
+}
+
+func (e *QuorumError) Error() string {
+	s := "locking: " + e.Op
+	if e.Key != (Key{}) {
+		s += " " + e.Key.String()
+	}
+	s += fmt.Sprintf(": quorum not reached (%d of %d needed)", e.Got, e.Need)
+	if e.Err != nil {
+		s += ": " + strings.ReplaceAll(e.Err.Error(), "\n", "; ")
+	}
+	return s
+}
+
+func (e *QuorumError) Is(target error) bool { return target == ErrNoQuorum }
+
+func (e *QuorumError) Unwrap() error { return e.Err }
+
+// NodeError is one node's failure inside a QuorumError.
+type NodeError struct {
+	Addr string
+	Err  error
+}
+
+func (e *NodeError) Error() string { return "node " + e.Addr + ": " + e.Err.Error() }
+
+func (e *NodeError) Unwrap() error { return e.Err }
+
+// errLeaseEnded is the cause of a kept context once its lease was released
+// or marked done by its owner.
+var errLeaseEnded = errors.New("locking: lease released")
