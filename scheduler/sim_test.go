@@ -80,6 +80,7 @@ func simulate(t *testing.T, cfg simConfig) {
 		w.run()
 		add(w.check(checked, w.start.Add(cfg.duration)))
 		faults = w.faults.counts()
+		faults["trigger (not a fault)"] = w.triggers
 	})
 	var kinds []string
 	for k, n := range faults {
