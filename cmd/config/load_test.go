@@ -126,8 +126,8 @@ func TestLoadFullConfig(t *testing.T) {
 	}
 	r := cfg.Jobs[0]
 	if r.Name != "nightly-report" || r.Spec != "30 2 * * *" || r.Timezone != "Europe/Berlin" || r.Plugin != "exec" ||
-		!r.Enabled || r.Timeout != 20*time.Minute || r.Overlap != OverlapForbid ||
-		r.Misfire != (Misfire{Policy: MisfireRunOnce, Deadline: 2 * time.Hour}) || r.Retry != (Retry{Max: 2, Backoff: 30 * time.Second}) {
+		!r.Enabled || r.Timeout != 20*time.Minute || r.Overlap != "forbid" ||
+		r.Misfire != (Misfire{Policy: "run_once", Deadline: 2 * time.Hour}) || r.Retry != (Retry{Max: 2, Backoff: 30 * time.Second}) {
 		t.Fatalf("job 0: %+v", r)
 	}
 	if r.Location == nil || r.Location.String() != "Europe/Berlin" || r.Schedule == nil || r.Runner == nil {
@@ -138,7 +138,7 @@ func TestLoadFullConfig(t *testing.T) {
 	if !next.Equal(time.Date(2026, 7, 2, 0, 30, 0, 0, time.UTC)) {
 		t.Fatalf("next slot of 30 2 * * * Berlin after 2026-07-01 12:00Z = %v", next.UTC())
 	}
-	if w := cfg.Jobs[1]; w.Overlap != OverlapAllow || w.Location.String() != "America/New_York" || w.Params["method"] != "PUT" {
+	if w := cfg.Jobs[1]; w.Overlap != "allow" || w.Location.String() != "America/New_York" || w.Params["method"] != "PUT" {
 		t.Fatalf("job 1: %+v", w)
 	}
 	if h := cfg.Jobs[2]; h.Enabled || h.Name != "hourly.beat_1" {
@@ -174,8 +174,8 @@ func TestJobDefaults(t *testing.T) {
     params: {message: x}
 `)
 	want := DefaultJob()
-	if want.Timezone != "UTC" || !want.Enabled || want.Timeout != time.Hour || want.Overlap != OverlapForbid ||
-		want.Misfire != (Misfire{MisfireSkip, 10 * time.Minute}) || want.Retry != (Retry{0, 5 * time.Second}) {
+	if want.Timezone != "UTC" || !want.Enabled || want.Timeout != time.Hour || want.Overlap != "forbid" ||
+		want.Misfire != (Misfire{"skip", 10 * time.Minute}) || want.Retry != (Retry{0, 5 * time.Second}) {
 		t.Fatalf("DefaultJob differs from the contract: %+v", want)
 	}
 	j := cfg.Jobs[0]
@@ -184,7 +184,7 @@ func TestJobDefaults(t *testing.T) {
 		t.Fatalf("defaults not applied: %+v", j)
 	}
 	p := cfg.Jobs[1]
-	if p.Misfire != (Misfire{MisfireRunOnce, 10 * time.Minute}) || p.Retry != (Retry{3, 5 * time.Second}) || p.Timeout != time.Hour {
+	if p.Misfire != (Misfire{"run_once", 10 * time.Minute}) || p.Retry != (Retry{3, 5 * time.Second}) || p.Timeout != time.Hour {
 		t.Fatalf("partial nested settings must keep the other defaults: %+v", p)
 	}
 }
