@@ -95,23 +95,19 @@ func build(ctx context.Context, cfg *config.Config, env Env) (*replica, error) {
 	}
 	r.closers = append(r.closers, func() { _ = r.locker.Close() })
 	r.metrics = newMetrics()
-	specs := cfg.JobSpecs()
-	names := make([]string, len(specs))
-	for i, j := range specs {
+	sc := cfg.SchedulerConfig()
+	names := make([]string, len(sc.Jobs))
+	for i, j := range sc.Jobs {
 		names[i] = j.Name
 	}
 	r.metrics.initJobs(names)
-	sched, err := scheduler.New(scheduler.Config{
-		Replica:       r.name,
-		Locker:        r.locker,
-		Clock:         r.clock,
-		Logger:        log,
-		Metrics:       r.metrics,
-		LockTTL:       cfg.Lock.TTL,
-		MaxClockSkew:  cfg.Lock.MaxClockSkew,
-		ShutdownGrace: cfg.Shutdown.Grace,
-		Jobs:          specs,
-	})
+	// The settings come from the configuration; the rest is this process's.
+	sc.Replica = r.name
+	sc.Locker = r.locker
+	sc.Clock = r.clock
+	sc.Logger = log
+	sc.Metrics = r.metrics
+	sched, err := scheduler.New(sc)
 	if err != nil {
 		r.close()
 		return nil, err
