@@ -111,12 +111,10 @@ func (d *decoder) decode(path string, in any, v reflect.Value) {
 		v.SetString(s)
 	case reflect.Bool:
 		d.decodeBool(path, in, v)
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		d.decodeInt(path, in, v)
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		d.decodeUint(path, in, v)
-	case reflect.Float32, reflect.Float64:
-		d.decodeFloat(path, in, v)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64:
+		d.decodeNumber(path, in, v)
 	case reflect.Slice:
 		d.decodeSlice(path, in, v)
 	case reflect.Map:

@@ -56,3 +56,25 @@ func TestNormalize(t *testing.T) {
 	got := Normalize(map[any]any{"a": []any{map[any]any{1: "x"}}})
 	require.Equal(t, map[string]any{"a": []any{map[string]any{"1": "x"}}}, got)
 }
+
+func TestNumbers(t *testing.T) {
+	var got struct {
+		U   uint64  `yaml:"u"`
+		U8  uint8   `yaml:"u8"`
+		I8  int8    `yaml:"i8"`
+		F32 float32 `yaml:"f32"`
+		F   float64 `yaml:"f"`
+	}
+	require.NoError(t, Decoder{}.Decode(map[string]any{"u": uint64(1) << 63, "u8": "7", "i8": -8, "f32": 1.5, "f": 2}, &got))
+	require.Equal(t, uint64(1)<<63, got.U)
+	require.Equal(t, uint8(7), got.U8)
+	require.Equal(t, int8(-8), got.I8)
+	require.Equal(t, float32(1.5), got.F32)
+	require.Equal(t, 2.0, got.F)
+
+	err := Decoder{}.Decode(map[string]any{"u8": -1, "i8": 200, "f32": 1e300, "f": "x", "u": true}, &got)
+	for _, want := range []string{"u8: -1 out of range for uint8", "i8: 200 out of range for int8",
+		"f32: 1e+300 out of range for float32", `f: expected a number, got string "x"`, "u: expected an integer, got boolean true"} {
+		require.ErrorContains(t, err, want)
+	}
+}

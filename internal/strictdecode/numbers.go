@@ -7,84 +7,66 @@ import (
 	"strings"
 )
 
-func (d *decoder) decodeInt(path string, in any, v reflect.Value) {
-	n, ok := toInt(in)
-	if !ok {
-		d.failf(path, "expected an integer, got %s", d.describeAt(path, in))
-		return
-	}
-	if v.OverflowInt(n) {
-		d.failf(path, "%d out of range for %s", n, v.Type())
-		return
-	}
-	v.SetInt(n)
-}
-
-func (d *decoder) decodeUint(path string, in any, v reflect.Value) {
-	n, ok := toInt(in)
-	if !ok {
-		if u, isU := in.(uint64); isU {
-			if v.OverflowUint(u) {
-				d.failf(path, "%d out of range for %s", u, v.Type())
-				return
-			}
-			v.SetUint(u)
-			return
+// decodeNumber decodes into an integer or floating-point v: an error when
+// in is not a number of that kind (or a string that parses as one) or
+// does not fit v's type.
+func (d *decoder) decodeNumber(path string, in any, v reflect.Value) {
+	var (
+		want     = "an integer"
+		ok, over bool
+		shown    string // the value, for an out-of-range error
+		set      func()
+	)
+	switch v.Kind() {
+	case reflect.Float32, reflect.Float64:
+		f, isF := toFloat(in)
+		want, ok, over, shown = "a number", isF, isF && v.OverflowFloat(f), strconv.FormatFloat(f, 'g', -1, 64)
+		set = func() { v.SetFloat(f) }
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		n, isN := toInt(in)
+		u, isU := uint64(n), isN && n >= 0
+		shown = strconv.FormatInt(n, 10)
+		if !isN {
+			u, isU = in.(uint64) // beyond int64
+			shown = strconv.FormatUint(u, 10)
 		}
-		d.failf(path, "expected an integer, got %s", d.describeAt(path, in))
-		return
+		ok, over = isN || isU, !isU || v.OverflowUint(u)
+		set = func() { v.SetUint(u) }
+	default:
+		n, isN := toInt(in)
+		ok, over, shown = isN, isN && v.OverflowInt(n), strconv.FormatInt(n, 10)
+		set = func() { v.SetInt(n) }
 	}
-	if n < 0 || v.OverflowUint(uint64(n)) {
-		d.failf(path, "%d out of range for %s", n, v.Type())
-		return
+	switch {
+	case !ok:
+		d.failf(path, "expected %s, got %s", want, d.describeAt(path, in))
+	case over:
+		d.failf(path, "%s out of range for %s", shown, v.Type())
+	default:
+		set()
 	}
-	v.SetUint(uint64(n))
 }
 
-func (d *decoder) decodeFloat(path string, in any, v reflect.Value) {
-	f, ok := toFloat(in)
-	if !ok {
-		d.failf(path, "expected a number, got %s", d.describeAt(path, in))
-		return
-	}
-	if v.OverflowFloat(f) {
-		d.failf(path, "%g out of range for %s", f, v.Type())
-		return
-	}
-	v.SetFloat(f)
-}
-
+// toInt converts a number of a predeclared type (not, say, a
+// time.Duration), or a string that parses completely, to an int64.
 func toInt(in any) (int64, bool) {
-	switch x := in.(type) {
-	case int:
-		return int64(x), true
-	case int8:
-		return int64(x), true
-	case int16:
-		return int64(x), true
-	case int32:
-		return int64(x), true
-	case int64:
-		return x, true
-	case uint:
-		return int64(x), uint64(x) <= math.MaxInt64
-	case uint8:
-		return int64(x), true
-	case uint16:
-		return int64(x), true
-	case uint32:
-		return int64(x), true
-	case uint64:
-		return int64(x), x <= math.MaxInt64
-	case float32:
-		return toInt(float64(x))
-	case float64:
+	rv := reflect.ValueOf(in)
+	if !rv.IsValid() || rv.Type().Name() != rv.Kind().String() {
+		return 0, false
+	}
+	switch rv.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return rv.Int(), true
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return int64(rv.Uint()), rv.Uint() <= math.MaxInt64
+	case reflect.Float32, reflect.Float64:
+		x := rv.Float()
 		if x != math.Trunc(x) || x < math.MinInt64 || x >= math.MaxInt64 {
 			return 0, false
 		}
 		return int64(x), true
-	case string:
-		n, err := strconv.ParseInt(strings.TrimSpace(x), 10, 64)
+	case reflect.String:
+		n, err := strconv.ParseInt(strings.TrimSpace(rv.String()), 10, 64)
 		return n, err == nil
 	}
 	return 0, false
