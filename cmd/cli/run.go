@@ -116,6 +116,17 @@ func build(ctx context.Context, cfg *config.Config, env Env) (*replica, error) {
 	return r, nil
 }
 
+// start is build for the command name: on failure it prints the error and
+// returns the exit code.
+func start(ctx context.Context, name string, cfg *config.Config, env Env) (*replica, int) {
+	r, err := build(ctx, cfg, env)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "slotlock %s: %v\n", name, err)
+		return nil, buildExitCode(err)
+	}
+	return r, exitOK
+}
+
 // startupError is a failure to start that is not the configuration's
 // fault (exit 1, not 2): e.g. no Entra ID token could be had.
 type startupError struct{ err error }
@@ -147,22 +158,16 @@ func clockOffset(getenv func(string) string) (time.Duration, error) {
 
 func cmdRun(ctx context.Context, args []string, env Env) int {
 	f := newFlags("run", env)
-	pos, err := f.parse(args)
-	if err != nil {
-		return exitConfig
-	}
-	if len(pos) > 0 {
-		fmt.Fprintf(env.Stderr, "slotlock run: unexpected argument %q\n", pos[0])
+	if !f.parseNone(args, env) {
 		return exitConfig
 	}
 	cfg, ok := loadConfig(f.configPath(env), env)
 	if !ok {
 		return exitConfig
 	}
-	r, err := build(ctx, cfg, env)
-	if err != nil {
-		fmt.Fprintln(env.Stderr, "slotlock run:", err)
-		return buildExitCode(err)
+	r, code := start(ctx, "run", cfg, env)
+	if r == nil {
+		return code
 	}
 	defer r.close()
 	bi := buildInfo()
@@ -197,7 +202,7 @@ func cmdRun(ctx context.Context, args []string, env Env) int {
 		})
 	}
 	r.metrics.schedulerRun.Set(1)
-	err = r.sched.Run(ctx)
+	err := r.sched.Run(ctx)
 	r.metrics.schedulerRun.Set(0)
 	stopHelpers()
 	if err != nil {
