@@ -12,7 +12,7 @@ import (
 
 // decoder decodes the file's sections and each job strictly. Its errors
 // hide values under credential-looking keys and mask URLs, as the plugins'
-// own (decoder.Decode) do.
+// own (jobs.DecodeParams) do.
 var decoder = strictdecode.Decoder{
 	Secret: jobs.LooksSecret,
 	Mask:   func(v string) string { return jobs.MaskValue(v) },

@@ -100,7 +100,8 @@ func defaultsMap() map[string]any {
 	return tree(reflect.ValueOf(Defaults()), false).(map[string]any)
 }
 
-// sections are the top-level keys, in the order of Config's fields.
+// sections are the top-level keys, in the order of Config's fields; an
+// environment variable without "__" is an override when it names one.
 var sections = func() []string {
 	var keys []string
 	t := reflect.TypeFor[Config]()
