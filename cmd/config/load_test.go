@@ -107,18 +107,22 @@ func TestLoadFullConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Path != "testdata/configs/full.yaml" || cfg.Log != (Log{Level: "debug", Format: "json"}) || cfg.HTTP.Addr != "127.0.0.1:9090" {
+	// Settings the file leaves out keep their defaults: the wanted values
+	// start from Defaults, so a new setting does not break this test.
+	d := Defaults()
+	if cfg.Path != "testdata/configs/full.yaml" || cfg.Log.Level != "debug" || cfg.Log.Format != "json" || cfg.HTTP.Addr != "127.0.0.1:9090" {
 		t.Fatalf("log/http: %+v %+v", cfg.Log, cfg.HTTP)
 	}
-	wantRedis := Redis{
-		Nodes:    []Node{{"10.0.0.1:6379"}, {"10.0.0.2:6379"}, {"10.0.0.3:6379"}},
-		Username: "slotlock", Password: "hunter2", TLS: true, KeyPrefix: "prod", Auth: AuthPassword,
-		DialTimeout: 500 * time.Millisecond, OpTimeout: 50 * time.Millisecond,
-	}
+	wantRedis := d.Redis
+	wantRedis.Nodes = []Node{{"10.0.0.1:6379"}, {"10.0.0.2:6379"}, {"10.0.0.3:6379"}}
+	wantRedis.Username, wantRedis.Password, wantRedis.TLS, wantRedis.KeyPrefix = "slotlock", "hunter2", true, "prod"
+	wantRedis.DialTimeout, wantRedis.OpTimeout = 500*time.Millisecond, 50*time.Millisecond
 	if !reflect.DeepEqual(cfg.Redis, wantRedis) {
 		t.Fatalf("redis = %+v", cfg.Redis)
 	}
-	if cfg.Lock != (Lock{TTL: 20 * time.Second, MaxClockSkew: time.Second}) || cfg.Shutdown.Grace != 10*time.Second {
+	wantLock := d.Lock
+	wantLock.TTL, wantLock.MaxClockSkew = 20*time.Second, time.Second
+	if cfg.Lock != wantLock || cfg.Shutdown.Grace != 10*time.Second {
 		t.Fatalf("lock/shutdown: %+v %+v", cfg.Lock, cfg.Shutdown)
 	}
 	if len(cfg.Jobs) != 3 {
@@ -175,7 +179,7 @@ func TestJobDefaults(t *testing.T) {
 `)
 	want := DefaultJob()
 	if want.Timezone != "UTC" || !want.Enabled || want.Timeout != time.Hour || want.Overlap != "forbid" ||
-		want.Misfire != (Misfire{"skip", 10 * time.Minute}) || want.Retry != (Retry{0, 5 * time.Second}) {
+		want.Misfire.Policy != "skip" || want.Misfire.Deadline != 10*time.Minute || want.Retry.Max != 0 || want.Retry.Backoff != 5*time.Second {
 		t.Fatalf("DefaultJob differs from the contract: %+v", want)
 	}
 	j := cfg.Jobs[0]
@@ -184,7 +188,8 @@ func TestJobDefaults(t *testing.T) {
 		t.Fatalf("defaults not applied: %+v", j)
 	}
 	p := cfg.Jobs[1]
-	if p.Misfire != (Misfire{"run_once", 10 * time.Minute}) || p.Retry != (Retry{3, 5 * time.Second}) || p.Timeout != time.Hour {
+	if p.Misfire.Policy != "run_once" || p.Misfire.Deadline != want.Misfire.Deadline || p.Retry.Max != 3 ||
+		p.Retry.Backoff != want.Retry.Backoff || p.Timeout != time.Hour {
 		t.Fatalf("partial nested settings must keep the other defaults: %+v", p)
 	}
 }
