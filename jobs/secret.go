@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/slotlock/slotlock/internal/strictdecode"
 )
 
 // This file is the one home of masking in slotlock: the configuration dump
@@ -217,7 +219,7 @@ func RedactMap(m map[string]any, show ...string) map[string]any {
 }
 
 func redactValue(v any, show []string) any {
-	switch x := normalize(v).(type) {
+	switch x := strictdecode.Normalize(v).(type) {
 	case map[string]any:
 		return RedactMap(x, show...)
 	case []any:

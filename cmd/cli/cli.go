@@ -130,6 +130,20 @@ func (f *flags) parse(args []string) ([]string, error) {
 	}
 }
 
+// parseNone parses args for a command that takes no positional argument.
+// false means a usage error, already printed (exit 2).
+func (f *flags) parseNone(args []string, env Env) bool {
+	pos, err := f.parse(args)
+	if err != nil {
+		return false
+	}
+	if len(pos) > 0 {
+		fmt.Fprintf(env.Stderr, "slotlock %s: unexpected argument %q\n", f.Name(), pos[0])
+		return false
+	}
+	return true
+}
+
 // configPath applies the contract's default order.
 func (f *flags) configPath(env Env) string {
 	if *f.config != "" {

@@ -96,29 +96,36 @@ func build(ctx context.Context, cfg *config.Config, env Env) (*replica, error) {
 	}
 	r.closers = append(r.closers, func() { _ = r.locker.Close() })
 	r.metrics = newMetrics()
-	specs := cfg.JobSpecs()
-	names := make([]string, len(specs))
-	for i, j := range specs {
+	sc := cfg.SchedulerConfig()
+	names := make([]string, len(sc.Jobs))
+	for i, j := range sc.Jobs {
 		names[i] = j.Name
 	}
 	r.metrics.initJobs(names)
-	sched, err := scheduler.New(scheduler.Config{
-		Replica:       r.name,
-		Locker:        r.locker,
-		Clock:         r.clock,
-		Logger:        log,
-		Metrics:       r.metrics,
-		LockTTL:       cfg.Lock.TTL,
-		MaxClockSkew:  cfg.Lock.MaxClockSkew,
-		ShutdownGrace: cfg.Shutdown.Grace,
-		Jobs:          specs,
-	})
+	// The settings come from the configuration; the rest is this process's.
+	sc.Replica = r.name
+	sc.Locker = r.locker
+	sc.Clock = r.clock
+	sc.Logger = log
+	sc.Metrics = r.metrics
+	sched, err := scheduler.New(sc)
 	if err != nil {
 		r.close()
 		return nil, err
 	}
 	r.sched = sched
 	return r, nil
+}
+
+// start is build for the command name: on failure it prints the error and
+// returns the exit code.
+func start(ctx context.Context, name string, cfg *config.Config, env Env) (*replica, int) {
+	r, err := build(ctx, cfg, env)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "slotlock %s: %v\n", name, err)
+		return nil, buildExitCode(err)
+	}
+	return r, exitOK
 }
 
 // startupError is a failure to start that is not the configuration's
@@ -152,22 +159,16 @@ func clockOffset(getenv func(string) string) (time.Duration, error) {
 
 func cmdRun(ctx context.Context, args []string, env Env) int {
 	f := newFlags("run", env)
-	pos, err := f.parse(args)
-	if err != nil {
-		return exitConfig
-	}
-	if len(pos) > 0 {
-		fmt.Fprintf(env.Stderr, "slotlock run: unexpected argument %q\n", pos[0])
+	if !f.parseNone(args, env) {
 		return exitConfig
 	}
 	cfg, ok := loadConfig(f.configPath(env), env)
 	if !ok {
 		return exitConfig
 	}
-	r, err := build(ctx, cfg, env)
-	if err != nil {
-		fmt.Fprintln(env.Stderr, "slotlock run:", err)
-		return buildExitCode(err)
+	r, code := start(ctx, "run", cfg, env)
+	if r == nil {
+		return code
 	}
 	defer r.close()
 	bi := buildInfo()
@@ -202,7 +203,7 @@ func cmdRun(ctx context.Context, args []string, env Env) int {
 		})
 	}
 	r.metrics.schedulerRun.Set(1)
-	err = r.sched.Run(ctx)
+	err := r.sched.Run(ctx)
 	r.metrics.schedulerRun.Set(0)
 	stopHelpers()
 	if err != nil {

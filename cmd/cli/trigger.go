@@ -28,10 +28,9 @@ func cmdTrigger(ctx context.Context, args []string, env Env) int {
 		fmt.Fprintf(env.Stderr, "slotlock trigger: no job named %q in the configuration\n", job)
 		return exitConfig
 	}
-	r, err := build(ctx, cfg, env)
-	if err != nil {
-		fmt.Fprintln(env.Stderr, "slotlock trigger:", err)
-		return buildExitCode(err)
+	r, code := start(ctx, "trigger", cfg, env)
+	if r == nil {
+		return code
 	}
 	defer r.close()
 	if len(cfg.Redis.Nodes) == 0 {

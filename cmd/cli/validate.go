@@ -8,12 +8,7 @@ import (
 func cmdValidate(args []string, env Env) int {
 	f := newFlags("validate", env)
 	verbose := f.Bool("v", false, "print the effective configuration (secrets redacted) when valid")
-	pos, err := f.parse(args)
-	if err != nil {
-		return exitConfig
-	}
-	if len(pos) > 0 {
-		fmt.Fprintf(env.Stderr, "slotlock validate: unexpected argument %q\n", pos[0])
+	if !f.parseNone(args, env) {
 		return exitConfig
 	}
 	path := f.configPath(env)

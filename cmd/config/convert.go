@@ -5,6 +5,21 @@ import (
 	"github.com/slotlock/slotlock/scheduler"
 )
 
+// This file is the one place where settings become the scheduler's and the
+// lock layer's: one line per setting.
+
+// SchedulerConfig returns the scheduler's settings and jobs (JobSpecs). The
+// caller adds what is not configuration: Replica, Locker, Clock, Logger and
+// Metrics.
+func (c *Config) SchedulerConfig() scheduler.Config {
+	return scheduler.Config{
+		LockTTL:       c.Lock.TTL,
+		MaxClockSkew:  c.Lock.MaxClockSkew,
+		ShutdownGrace: c.Shutdown.Grace,
+		Jobs:          c.JobSpecs(),
+	}
+}
+
 // LockingConfig returns the Redlock settings. Password holds the password
 // from redis.password, SLOTLOCK_REDIS__PASSWORD or redis.password_file.
 // With redis.auth: entra the caller must set StreamingCredentials (or
@@ -43,8 +58,8 @@ func (c *Config) JobSpecs() []scheduler.JobSpec {
 			Job:      j.Runner,
 			Enabled:  j.Enabled,
 			Timeout:  j.Timeout,
-			Overlap:  scheduler.Overlap(j.Overlap),
-			Misfire:  scheduler.Misfire{Policy: scheduler.MisfirePolicy(j.Misfire.Policy), Deadline: j.Misfire.Deadline},
+			Overlap:  j.Overlap,
+			Misfire:  scheduler.Misfire{Policy: j.Misfire.Policy, Deadline: j.Misfire.Deadline},
 			Retry:    scheduler.Retry{Max: j.Retry.Max, Backoff: j.Retry.Backoff},
 		}
 	}

@@ -47,15 +47,13 @@ func TestJobSpecs(t *testing.T) {
 	if specs[1].Overlap != scheduler.OverlapAllow || specs[2].Enabled {
 		t.Fatalf("specs 1/2: %+v %+v", specs[1], specs[2])
 	}
-	if scheduler.OverlapForbid != OverlapForbid || scheduler.OverlapAllow != OverlapAllow ||
-		scheduler.MisfireSkip != MisfireSkip || scheduler.MisfireRunOnce != MisfireRunOnce {
-		t.Fatal("config and scheduler disagree on the overlap/misfire spellings")
-	}
 	// The conversions build a scheduler the scheduler itself accepts.
-	if _, err := scheduler.New(scheduler.Config{
-		Locker: locking.NewLocal(locking.Options{}), Jobs: specs,
-		LockTTL: cfg.Lock.TTL, MaxClockSkew: cfg.Lock.MaxClockSkew, ShutdownGrace: cfg.Shutdown.Grace,
-	}); err != nil {
-		t.Fatalf("scheduler.New rejects the converted specs: %v", err)
+	sc := cfg.SchedulerConfig()
+	if sc.LockTTL != 20*time.Second || sc.MaxClockSkew != time.Second || sc.ShutdownGrace != 10*time.Second || len(sc.Jobs) != 3 {
+		t.Fatalf("SchedulerConfig = %+v", sc)
+	}
+	sc.Locker = locking.NewLocal(locking.Options{})
+	if _, err := scheduler.New(sc); err != nil {
+		t.Fatalf("scheduler.New rejects the converted config: %v", err)
 	}
 }

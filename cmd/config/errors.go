@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+
+	"github.com/slotlock/slotlock/internal/strictdecode"
 )
 
 // Error is one configuration problem.
@@ -50,12 +52,14 @@ func (e *Error) Error() string {
 	if e.Err != nil {
 		msg = e.Err.Error()
 	}
-	if errors.Is(e.Err, errUnknownKey) {
+	var uk *strictdecode.UnknownKeyError
+	unknown := errors.As(e.Err, &uk)
+	if unknown {
 		// Name the full path; the job prefix alone would lose it.
 		if e.Index >= 0 {
 			b.WriteString(": ")
 		}
-		b.WriteString(msg)
+		b.WriteString(uk.At(e.Path))
 	} else {
 		if field != "" {
 			if b.Len() > 0 {
@@ -75,7 +79,7 @@ func (e *Error) Error() string {
 	// ("jobs[2].schedule") goes in the trailer too, so the line can be
 	// found by either.
 	var trailer []string
-	if e.Index >= 0 && field != "" && !errors.Is(e.Err, errUnknownKey) {
+	if e.Index >= 0 && field != "" && !unknown {
 		trailer = append(trailer, e.Path)
 	}
 	if e.Where != "" {
@@ -102,20 +106,3 @@ func (es Errors) Error() string {
 
 // Unwrap lets errors.Is and errors.As look at each problem.
 func (es Errors) Unwrap() []error { return es }
-
-// errUnknownKey marks the Err of an unknown-key Error.
-var errUnknownKey = errors.New("unknown key")
-
-type unknownKey struct {
-	path, suggestion string
-}
-
-func (u *unknownKey) Error() string {
-	s := "unknown key " + u.path
-	if u.suggestion != "" {
-		s += " (did you mean " + strconv.Quote(u.suggestion) + "?)"
-	}
-	return s
-}
-
-func (u *unknownKey) Is(target error) bool { return target == errUnknownKey }

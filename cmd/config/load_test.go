@@ -107,18 +107,22 @@ func TestLoadFullConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Path != "testdata/configs/full.yaml" || cfg.Log != (Log{Level: "debug", Format: "json"}) || cfg.HTTP.Addr != "127.0.0.1:9090" {
+	// Settings the file leaves out keep their defaults: the wanted values
+	// start from Defaults, so a new setting does not break this test.
+	d := Defaults()
+	if cfg.Path != "testdata/configs/full.yaml" || cfg.Log.Level != "debug" || cfg.Log.Format != "json" || cfg.HTTP.Addr != "127.0.0.1:9090" {
 		t.Fatalf("log/http: %+v %+v", cfg.Log, cfg.HTTP)
 	}
-	wantRedis := Redis{
-		Nodes:    []Node{{"10.0.0.1:6379"}, {"10.0.0.2:6379"}, {"10.0.0.3:6379"}},
-		Username: "slotlock", Password: "hunter2", TLS: true, KeyPrefix: "prod", Auth: AuthPassword,
-		DialTimeout: 500 * time.Millisecond, OpTimeout: 50 * time.Millisecond,
-	}
+	wantRedis := d.Redis
+	wantRedis.Nodes = []Node{{"10.0.0.1:6379"}, {"10.0.0.2:6379"}, {"10.0.0.3:6379"}}
+	wantRedis.Username, wantRedis.Password, wantRedis.TLS, wantRedis.KeyPrefix = "slotlock", "hunter2", true, "prod"
+	wantRedis.DialTimeout, wantRedis.OpTimeout = 500*time.Millisecond, 50*time.Millisecond
 	if !reflect.DeepEqual(cfg.Redis, wantRedis) {
 		t.Fatalf("redis = %+v", cfg.Redis)
 	}
-	if cfg.Lock != (Lock{TTL: 20 * time.Second, MaxClockSkew: time.Second}) || cfg.Shutdown.Grace != 10*time.Second {
+	wantLock := d.Lock
+	wantLock.TTL, wantLock.MaxClockSkew = 20*time.Second, time.Second
+	if cfg.Lock != wantLock || cfg.Shutdown.Grace != 10*time.Second {
 		t.Fatalf("lock/shutdown: %+v %+v", cfg.Lock, cfg.Shutdown)
 	}
 	if len(cfg.Jobs) != 3 {
@@ -126,8 +130,8 @@ func TestLoadFullConfig(t *testing.T) {
 	}
 	r := cfg.Jobs[0]
 	if r.Name != "nightly-report" || r.Spec != "30 2 * * *" || r.Timezone != "Europe/Berlin" || r.Plugin != "exec" ||
-		!r.Enabled || r.Timeout != 20*time.Minute || r.Overlap != OverlapForbid ||
-		r.Misfire != (Misfire{Policy: MisfireRunOnce, Deadline: 2 * time.Hour}) || r.Retry != (Retry{Max: 2, Backoff: 30 * time.Second}) {
+		!r.Enabled || r.Timeout != 20*time.Minute || r.Overlap != "forbid" ||
+		r.Misfire != (Misfire{Policy: "run_once", Deadline: 2 * time.Hour}) || r.Retry != (Retry{Max: 2, Backoff: 30 * time.Second}) {
 		t.Fatalf("job 0: %+v", r)
 	}
 	if r.Location == nil || r.Location.String() != "Europe/Berlin" || r.Schedule == nil || r.Runner == nil {
@@ -138,7 +142,7 @@ func TestLoadFullConfig(t *testing.T) {
 	if !next.Equal(time.Date(2026, 7, 2, 0, 30, 0, 0, time.UTC)) {
 		t.Fatalf("next slot of 30 2 * * * Berlin after 2026-07-01 12:00Z = %v", next.UTC())
 	}
-	if w := cfg.Jobs[1]; w.Overlap != OverlapAllow || w.Location.String() != "America/New_York" || w.Params["method"] != "PUT" {
+	if w := cfg.Jobs[1]; w.Overlap != "allow" || w.Location.String() != "America/New_York" || w.Params["method"] != "PUT" {
 		t.Fatalf("job 1: %+v", w)
 	}
 	if h := cfg.Jobs[2]; h.Enabled || h.Name != "hourly.beat_1" {
@@ -174,8 +178,8 @@ func TestJobDefaults(t *testing.T) {
     params: {message: x}
 `)
 	want := DefaultJob()
-	if want.Timezone != "UTC" || !want.Enabled || want.Timeout != time.Hour || want.Overlap != OverlapForbid ||
-		want.Misfire != (Misfire{MisfireSkip, 10 * time.Minute}) || want.Retry != (Retry{0, 5 * time.Second}) {
+	if want.Timezone != "UTC" || !want.Enabled || want.Timeout != time.Hour || want.Overlap != "forbid" ||
+		want.Misfire.Policy != "skip" || want.Misfire.Deadline != 10*time.Minute || want.Retry.Max != 0 || want.Retry.Backoff != 5*time.Second {
 		t.Fatalf("DefaultJob differs from the contract: %+v", want)
 	}
 	j := cfg.Jobs[0]
@@ -184,7 +188,8 @@ func TestJobDefaults(t *testing.T) {
 		t.Fatalf("defaults not applied: %+v", j)
 	}
 	p := cfg.Jobs[1]
-	if p.Misfire != (Misfire{MisfireRunOnce, 10 * time.Minute}) || p.Retry != (Retry{3, 5 * time.Second}) || p.Timeout != time.Hour {
+	if p.Misfire.Policy != "run_once" || p.Misfire.Deadline != want.Misfire.Deadline || p.Retry.Max != 3 ||
+		p.Retry.Backoff != want.Retry.Backoff || p.Timeout != time.Hour {
 		t.Fatalf("partial nested settings must keep the other defaults: %+v", p)
 	}
 }

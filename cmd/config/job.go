@@ -1,0 +1,156 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/slotlock/slotlock/internal/strictdecode"
+	"github.com/slotlock/slotlock/jobs"
+	"github.com/slotlock/slotlock/scheduler"
+)
+
+// Job is one configured job. The first group of fields mirrors the YAML;
+// Load fills the second group for every valid job.
+type Job struct {
+	Name     string            `yaml:"name" redact:"show"`
+	Spec     string            `yaml:"schedule" redact:"show"` // the schedule as written
+	Timezone string            `yaml:"timezone" redact:"show"` // IANA name
+	Plugin   string            `yaml:"plugin" redact:"show"`
+	Enabled  bool              `yaml:"enabled" redact:"show"`
+	Timeout  time.Duration     `yaml:"timeout" redact:"show"`
+	Overlap  scheduler.Overlap `yaml:"overlap" redact:"show"` // OverlapForbid | OverlapAllow
+	Misfire  Misfire           `yaml:"misfire"`
+	Retry    Retry             `yaml:"retry"`
+	// Params are the plugin's own settings; the dump shows them as
+	// jobs.RedactParams does.
+	Params map[string]any `yaml:"params" redact:"params"`
+
+	// Schedule is Spec parsed in Location.
+	Schedule scheduler.Schedule `yaml:"-"`
+	// Location is Timezone loaded (time/tzdata is embedded).
+	Location *time.Location `yaml:"-"`
+	// Runner is the job built by the plugin's factory from Params.
+	Runner jobs.Job `yaml:"-"`
+}
+
+// Misfire says what happens to slots that passed while no replica could
+// run them.
+type Misfire struct {
+	Policy   scheduler.MisfirePolicy `yaml:"policy" redact:"show"` // MisfireSkip | MisfireRunOnce
+	Deadline time.Duration           `yaml:"deadline" redact:"show"`
+}
+
+// Retry configures extra attempts within one slot.
+type Retry struct {
+	Max     int           `yaml:"max" redact:"show"`
+	Backoff time.Duration `yaml:"backoff" redact:"show"` // doubles each attempt
+}
+
+// DefaultJob returns a job with the per-job defaults: timezone UTC,
+// enabled, timeout 1h, overlap forbid, misfire skip within 10m, no retry
+// (backoff 5s).
+func DefaultJob() Job {
+	return Job{
+		Timezone: "UTC",
+		Enabled:  true,
+		Timeout:  time.Hour, // the scheduler's zero is "no timeout"; the command's default is not
+		Overlap:  scheduler.OverlapForbid,
+		Misfire:  Misfire{Policy: scheduler.MisfireSkip, Deadline: scheduler.DefaultDeadline},
+		Retry:    Retry{Max: 0, Backoff: scheduler.DefaultBackoff},
+	}
+}
+
+func (l *loader) validateJob(i int, j *Job, seen map[string]int) {
+	base := "jobs[" + strconv.Itoa(i) + "]"
+	add := func(field, value string, err error) {
+		p := strictdecode.JoinKey(base, field)
+		if l.undecodable[p] {
+			return
+		}
+		l.errs = append(l.errs, &Error{Path: p, Index: i, Job: j.Name, Value: value, Err: err, Where: l.where(p)})
+	}
+	if err := scheduler.CheckJobName(j.Name); err != nil {
+		add("name", "", err)
+	} else if first, dup := seen[j.Name]; dup {
+		add("name", "", fmt.Errorf("duplicate: jobs[%d] has the same name", first))
+	} else {
+		seen[j.Name] = i
+	}
+
+	loc := time.UTC
+	if j.Timezone == "Local" {
+		add("timezone", j.Timezone, errors.New(`depends on the machine; use an IANA name such as "Europe/Berlin" or "UTC"`))
+	} else if tz, err := time.LoadLocation(j.Timezone); err != nil {
+		add("timezone", j.Timezone, errors.New(`unknown time zone; use an IANA name such as "Europe/Berlin" or "UTC"`))
+	} else {
+		loc = tz
+		j.Location = tz
+	}
+
+	if strings.TrimSpace(j.Spec) == "" {
+		add("schedule", "", errors.New(`required: 5 or 6 cron fields, or a descriptor such as "@every 10s" or "@daily"`))
+	} else if s, err := scheduler.ParseSchedule(j.Spec, loc); err != nil {
+		add("schedule", j.Spec, err)
+	} else {
+		j.Schedule = s
+	}
+
+	if j.Timeout <= 0 {
+		add("timeout", "", fmt.Errorf("must be positive, got %s", j.Timeout))
+	}
+	if err := want(j.Overlap, scheduler.OverlapForbid, scheduler.OverlapAllow); err != nil {
+		add("overlap", string(j.Overlap), err)
+	}
+	if err := want(j.Misfire.Policy, scheduler.MisfireSkip, scheduler.MisfireRunOnce); err != nil {
+		add("misfire.policy", string(j.Misfire.Policy), err)
+	}
+	if err := scheduler.CheckDeadline(j.Misfire.Deadline); err != nil {
+		add("misfire.deadline", "", err)
+	}
+	if j.Retry.Max < 0 {
+		add("retry.max", "", fmt.Errorf("must not be negative, got %d", j.Retry.Max))
+	}
+	if j.Retry.Backoff <= 0 {
+		add("retry.backoff", "", fmt.Errorf("must be positive, got %s", j.Retry.Backoff))
+	}
+	l.buildRunner(i, j, add)
+}
+
+// buildRunner finds the job's plugin and builds its Runner from Params.
+func (l *loader) buildRunner(i int, j *Job, add func(field, value string, err error)) {
+	if j.Plugin == "" {
+		add("plugin", "", fmt.Errorf("required: one of %s", strings.Join(jobs.Names(), ", ")))
+		return
+	}
+	factory, ok := jobs.Lookup(j.Plugin)
+	if !ok {
+		add("plugin", j.Plugin, fmt.Errorf("not registered; registered plugins: %s", strings.Join(jobs.Names(), ", ")))
+		return
+	}
+	runner, err := build(factory, j.Params)
+	if err != nil {
+		l.addDecodeErrors("jobs["+strconv.Itoa(i)+"].params", i, j.Name, err)
+		return
+	}
+	if runner == nil {
+		add("plugin", j.Plugin, errors.New("the plugin's factory returned neither a job nor an error"))
+		return
+	}
+	j.Runner = runner
+}
+
+// build calls a plugin factory; a panic in it becomes an error.
+func build(f jobs.Factory, params map[string]any) (j jobs.Job, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			j, err = nil, fmt.Errorf("the plugin's factory panicked: %v", v)
+		}
+	}()
+	if params == nil {
+		params = map[string]any{}
+	}
+	return f(params)
+}

@@ -1,0 +1,180 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+
+	yaml "go.yaml.in/yaml/v4"
+
+	"github.com/slotlock/slotlock/internal/strictdecode"
+)
+
+// The file's positions: every key path is mapped to the line and column of
+// its key, so that an error can say where the value came from.
+
+// where tells where the value at path came from: an environment variable
+// or a file position (of the key, or of its nearest ancestor).
+func (l *loader) where(path string) string {
+	for p := path; ; p = parentPath(p) {
+		if name, ok := l.envSrc[p]; ok {
+			return "env " + name
+		}
+		if p == "" {
+			break
+		}
+	}
+	// An unknown key may be the first segment of an overriding variable
+	// (SLOTLOCK_FOO__BAR sets foo.bar; the decoder complains about foo).
+	if path != "" {
+		var names []string
+		for p, name := range l.envSrc {
+			if strings.HasPrefix(p, path+".") || strings.HasPrefix(p, path+"[") {
+				names = append(names, name)
+			}
+		}
+		if len(names) > 0 {
+			slices.Sort(names)
+			return "env " + strings.Join(names, ", ")
+		}
+	}
+	for p := path; p != ""; p = parentPath(p) {
+		if m, ok := l.pos[p]; ok {
+			return fmt.Sprintf("%s:%d:%d", l.path, m.Line, m.Column)
+		}
+	}
+	return ""
+}
+
+// parentPath strips the last segment: "a.b[2].c" -> "a.b[2]" -> "a.b" -> "a" -> "".
+func parentPath(p string) string {
+	if strings.HasSuffix(p, "]") {
+		if i := strings.LastIndexByte(p, '['); i >= 0 {
+			return p[:i]
+		}
+	}
+	if i := strings.LastIndexByte(p, '.'); i >= 0 {
+		return p[:i]
+	}
+	return ""
+}
+
+// parseFile parses the YAML file into a map and records the position of
+// every key.
+func (l *loader) parseFile(b []byte) (map[string]any, bool) {
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return map[string]any{}, true // empty file: defaults only
+		}
+		l.addYAMLError(err)
+		return nil, false
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		l.errs = append(l.errs, &Error{Index: -1, Where: l.mark(extra),
+			Err: errors.New("the file holds more than one YAML document; put everything in one")})
+		return nil, false
+	} else if !errors.Is(err, io.EOF) {
+		l.addYAMLError(err)
+		return nil, false
+	}
+	root := &doc
+	if root.Kind == yaml.DocumentNode {
+		if len(root.Content) == 0 {
+			return map[string]any{}, true
+		}
+		root = root.Content[0]
+	}
+	if root.Kind == yaml.ScalarNode && root.Tag == "!!null" {
+		return map[string]any{}, true
+	}
+	if root.Kind != yaml.MappingNode {
+		l.errs = append(l.errs, &Error{Index: -1, Where: l.mark(*root),
+			Err: fmt.Errorf("the top level must be a map of sections (%s), got %s", strings.Join(sections, ", "), nodeKind(root))})
+		return nil, false
+	}
+	l.recordPositions("", root, 0)
+	var m map[string]any
+	if err := root.Decode(&m); err != nil {
+		l.addYAMLError(err)
+		return nil, false
+	}
+	return m, true
+}
+
+func (l *loader) mark(n yaml.Node) string {
+	return fmt.Sprintf("%s:%d:%d", l.path, n.Line, n.Column)
+}
+
+// addYAMLError turns the YAML library's errors into Errors with the file,
+// line and column.
+func (l *loader) addYAMLError(err error) {
+	var les *yaml.LoadErrors
+	if errors.As(err, &les) && len(les.Errors) > 0 {
+		for _, e := range les.Errors {
+			l.addYAMLLoadError(e)
+		}
+		return
+	}
+	var le *yaml.LoadError
+	if errors.As(err, &le) {
+		l.addYAMLLoadError(le)
+		return
+	}
+	l.errs = append(l.errs, &Error{Index: -1, Err: fmt.Errorf("%s: %s", l.path, strings.TrimPrefix(err.Error(), "yaml: "))})
+}
+
+func (l *loader) addYAMLLoadError(e *yaml.LoadError) {
+	where := l.path
+	if e.Mark.Line > 0 {
+		where = fmt.Sprintf("%s:%d:%d", l.path, e.Mark.Line, max(e.Mark.Column, 1))
+	}
+	msg := e.Message
+	if e.ContextMsg != "" && e.ContextMark.Line > 0 {
+		msg += fmt.Sprintf(" (%s at line %d, column %d)", e.ContextMsg, e.ContextMark.Line, e.ContextMark.Column)
+	}
+	l.errs = append(l.errs, &Error{Index: -1, Err: errors.New("invalid YAML: " + msg), Where: where})
+}
+
+// recordPositions maps every key path to the position of its key (and
+// every list element to its own position). Aliases are not followed.
+func (l *loader) recordPositions(path string, n *yaml.Node, depth int) {
+	if depth > 64 {
+		return
+	}
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			key, val := n.Content[i], n.Content[i+1]
+			p := strictdecode.JoinKey(path, key.Value)
+			if _, dup := l.pos[p]; !dup {
+				l.pos[p] = yaml.Mark{Line: key.Line, Column: key.Column}
+			}
+			l.recordPositions(p, val, depth+1)
+		}
+	case yaml.SequenceNode:
+		for i, item := range n.Content {
+			p := path + "[" + strconv.Itoa(i) + "]"
+			l.pos[p] = yaml.Mark{Line: item.Line, Column: item.Column}
+			l.recordPositions(p, item, depth+1)
+		}
+	}
+}
+
+func nodeKind(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		return "a single value"
+	case yaml.AliasNode:
+		return "an alias"
+	}
+	return "something else"
+}
