@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 var t0 = time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
@@ -283,6 +285,49 @@ func TestCheckAcquiredExplainsOnlyInFaultWindow(t *testing.T) {
 	if r := Check(in); r.Failures() != 0 || r.MissesExcused != 1 {
 		t.Fatalf("acquired-only inside a window: %v", r)
 	}
+}
+
+// Every check runs on every scenario and reports its own failures and
+// evidence, in the order of the README's table.
+func TestCheckFindingsPerCheck(t *testing.T) {
+	runs, evs := steady(6)
+	d := mkRun("tick", 4, "r3", 11, 4.02, 4.3) // slot 4 twice; token 11 before 6
+	runs = append(runs, d)
+	evs = append(evs, startedEv(d))
+	runs, evs = append(runs[:2:2], runs[3:]...), append(evs[:2:2], evs[3:]...) // slot 2: no run, no line
+	evs[0].Token = 99                                                          // ledger/log disagree on slot 0
+
+	r := Check(tickInput(runs, evs, 6))
+	var names []string
+	got := map[string]Finding{}
+	for _, f := range r.Findings {
+		names = append(names, f.Check)
+		got[f.Check] = f
+	}
+	require.Equal(t, []string{"duplicates", "misses", "overlaps", "fencing-token violations", "unexplained slots", "ledger/log mismatches"}, names)
+	for name, want := range map[string]int{
+		"duplicates": 1, "misses": 1, "overlaps": 0, "fencing-token violations": 1, "unexplained slots": 1, "ledger/log mismatches": 1,
+	} {
+		require.Equal(t, want, got[name].Failures, name)
+		require.Len(t, got[name].Problems, want, name)
+	}
+	require.Contains(t, got["duplicates"].Problems[0], "slot 2026-11-29T10:00:04Z ran 2 times")
+	require.Contains(t, got["misses"].Problems[0], "miss: tick slot 2026-11-29T10:00:02Z")
+	require.Equal(t, 5, r.Failures())
+
+	msg := r.Err().Error()
+	require.Contains(t, msg, "\n  duplicates: 1\n    duplicate: tick slot 2026-11-29T10:00:04Z")
+	require.Contains(t, msg, "\n  ledger/log mismatches: 1\n    log mismatch: ledger run tick-0-r1-1")
+	require.NotContains(t, msg, "overlaps: 0")
+
+	// A soak's total sums the findings check by check.
+	var total Report
+	total.Add(r)
+	total.Add(r)
+	require.Len(t, total.Findings, len(r.Findings))
+	require.Equal(t, 2, total.Findings[0].Failures)
+	require.Len(t, total.Findings[0].Problems, 2)
+	require.Equal(t, 10, total.Failures())
 }
 
 func TestExpectedSlots(t *testing.T) {
