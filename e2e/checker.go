@@ -5,6 +5,7 @@ package e2e
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -84,32 +85,60 @@ type Report struct {
 	Unexplained      int // expected slots no log line accounts for, outside legit windows
 	UnexplainedInGap int // the same inside legit windows (informational)
 	LogMismatches    int // ledger runs without a matching run.started line (replica, run id, token, slot)
-	Problems         []string
-	Excused          []string // the excused overlaps, for the scenario to inspect
+
+	Excused []string // the excused overlaps, for the scenario to inspect
+	// Findings has one entry per check, in the order of checks: what it
+	// counts against the scenario and its evidence.
+	Findings []Finding
 }
 
+// Finding is what one named check reports.
+type Finding struct {
+	Check    string   // the check's name, as in the README's table
+	Failures int      // what it counts against the scenario
+	Problems []string // the evidence, at most maxProblems lines
+}
+
+// maxProblems bounds the evidence lines of one check.
 const maxProblems = 60
 
-func (r *Report) problem(format string, args ...any) {
-	if len(r.Problems) < maxProblems {
-		r.Problems = append(r.Problems, fmt.Sprintf(format, args...))
-	} else if len(r.Problems) == maxProblems {
-		r.Problems = append(r.Problems, "... more problems not shown")
+func (f *Finding) problem(format string, args ...any) { f.note(fmt.Sprintf(format, args...)) }
+
+func (f *Finding) note(p string) {
+	if len(f.Problems) < maxProblems {
+		f.Problems = append(f.Problems, p)
+	} else if len(f.Problems) == maxProblems {
+		f.Problems = append(f.Problems, "... more problems not shown")
 	}
 }
 
 // Failures counts every finding that fails a scenario.
 func (r Report) Failures() int {
-	return r.Duplicates + r.Misses + r.Overlaps + r.TokenViolations + r.Unexplained + r.LogMismatches
+	n := 0
+	for _, c := range checks {
+		n += c.failures(r)
+	}
+	return n
 }
 
 // Err returns nil when the scenario holds, or an error listing the counts
-// and the evidence.
+// and, check by check, the evidence.
 func (r Report) Err() error {
 	if r.Failures() == 0 {
 		return nil
 	}
-	return errors.New(r.String() + "\n  " + strings.Join(r.Problems, "\n  "))
+	var b strings.Builder
+	b.WriteString(r.String())
+	for _, f := range r.Findings {
+		if f.Failures == 0 && len(f.Problems) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\n  %s: %d", f.Check, f.Failures)
+		for _, p := range f.Problems {
+			b.WriteString("\n    " + p)
+		}
+	}
+	return errors.New(b.String())
 }
 
 func (r Report) String() string {
@@ -133,9 +162,15 @@ func (r *Report) Add(o Report) {
 	r.Unexplained += o.Unexplained
 	r.UnexplainedInGap += o.UnexplainedInGap
 	r.LogMismatches += o.LogMismatches
-	for _, p := range o.Problems {
-		if len(r.Problems) <= maxProblems {
-			r.Problems = append(r.Problems, p)
+	for _, of := range o.Findings {
+		i := slices.IndexFunc(r.Findings, func(f Finding) bool { return f.Check == of.Check })
+		if i < 0 {
+			r.Findings = append(r.Findings, Finding{Check: of.Check})
+			i = len(r.Findings) - 1
+		}
+		r.Findings[i].Failures += of.Failures
+		for _, p := range of.Problems {
+			r.Findings[i].note(p)
 		}
 	}
 }
@@ -162,29 +197,68 @@ type slotKey struct {
 
 func keyOf(job string, t time.Time) slotKey { return slotKey{job, t.Unix()} }
 
+// check is one of the checker's findings (the README's "Guarantees,
+// tested" table): run reads the scenario, adds to the report's counters
+// and writes its evidence into its own Finding; failures is the part of
+// the report that fails the scenario.
+type check struct {
+	name     string
+	run      func(s *scenario, r *Report, f *Finding)
+	failures func(r Report) int
+}
+
+var checks = []check{
+	{"duplicates", checkDuplicates, func(r Report) int { return r.Duplicates }},
+	{"misses", checkMisses, func(r Report) int { return r.Misses }},
+	{"overlaps", checkOverlaps, func(r Report) int { return r.Overlaps }},
+	{"fencing-token violations", checkTokens, func(r Report) int { return r.TokenViolations }},
+	{"unexplained slots", checkExplained, func(r Report) int { return r.Unexplained }},
+	{"ledger/log mismatches", checkLedgerLog, func(r Report) int { return r.LogMismatches }},
+}
+
 // Check judges one scenario. It never looks at slotlock's code: only at the
 // ledger the jobs wrote, the replicas' audit logs, and what the harness
-// declares it did.
+// declares it did. Every check runs; each reports its own failures.
 func Check(in Input) Report {
+	s := newScenario(in)
+	r := Report{Slots: len(s.expected), Runs: len(s.Runs)}
+	for _, c := range checks {
+		f := Finding{Check: c.name}
+		c.run(s, &r, &f)
+		f.Failures = c.failures(r)
+		r.Findings = append(r.Findings, f)
+	}
+	return r
+}
+
+// scenario is what the checks read: the input with its defaults, each run
+// starting at its earliest evidence, and the indexes the checks share.
+type scenario struct {
+	Input
+	bySlot   map[slotKey][]Run   // scheduled (not manual) runs by slot
+	byJob    map[string][]Run    // runs by job, ordered by start
+	jobs     []string            // the keys of byJob, sorted
+	forbid   map[string]bool     // jobs with overlap: forbid
+	evBySlot map[slotKey][]Event // log lines by slot, manual runs and unparsable slots left out
+	badSlots []Event             // log lines with a slot that does not parse
+	started  map[string][]Event  // run.started lines by job and run id
+	expected []expectedSlot      // every job's slots in [From, To]
+	schedErr []error             // schedules the checker cannot parse
+}
+
+type expectedSlot struct {
+	job   JobExpect
+	slot  time.Time
+	legit bool // inside a declared fault window
+}
+
+func newScenario(in Input) *scenario {
 	if in.CancelWithin == 0 {
 		in.CancelWithin = 2 * time.Second
 	}
 	if in.Now.IsZero() {
 		in.Now = time.Now()
 	}
-	var r Report
-	r.Runs = len(in.Runs)
-
-	inLegit := func(t time.Time) bool {
-		for _, w := range in.Legit {
-			if w.contains(t) {
-				return true
-			}
-		}
-		return false
-	}
-	end := func(run Run) time.Time { return runEnd(run, in.Kills, in.Now) }
-
 	// A run starts when slotlock started it (its run.started line) or when
 	// the job first wrote, whichever is earlier: a job process forked just
 	// before its replica was frozen writes its first line only after the
@@ -208,26 +282,72 @@ func Check(in Input) Report {
 	}
 	in.Runs = runs
 
-	// Runs by slot, duplicates.
-	bySlot := map[slotKey][]Run{}
-	byJob := map[string][]Run{}
+	s := &scenario{
+		Input:    in,
+		bySlot:   map[slotKey][]Run{},
+		byJob:    map[string][]Run{},
+		forbid:   map[string]bool{},
+		evBySlot: map[slotKey][]Event{},
+		started:  map[string][]Event{},
+	}
 	for _, run := range in.Runs {
-		byJob[run.Job] = append(byJob[run.Job], run)
-		if run.Inconsistent != "" {
-			r.TokenViolations++
-			r.problem("inconsistent attempts: %s", run.Inconsistent)
-		}
-		if run.FirstAttempts > 1 {
-			r.Duplicates += run.FirstAttempts - 1
-			r.problem("duplicate: run %s of %s slot %s started attempt 1 %d times", run.RunID, run.Job, slotString(run), run.FirstAttempts)
-		}
+		s.byJob[run.Job] = append(s.byJob[run.Job], run)
 		if !run.Manual {
 			k := keyOf(run.Job, run.Slot)
-			bySlot[k] = append(bySlot[k], run)
+			s.bySlot[k] = append(s.bySlot[k], run)
 		}
 	}
-	keys := make([]slotKey, 0, len(bySlot))
-	for k := range bySlot {
+	for job, runs := range s.byJob {
+		// Sorted by start (ParseLedger); keep it so.
+		sort.SliceStable(runs, func(a, b int) bool { return runs[a].Start.Before(runs[b].Start) })
+		s.jobs = append(s.jobs, job)
+	}
+	sort.Strings(s.jobs)
+	for _, e := range in.Events {
+		if e.Job == "" || e.Slot == "" || e.Slot == "manual" {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339, e.Slot)
+		if err != nil {
+			s.badSlots = append(s.badSlots, e)
+			continue
+		}
+		s.evBySlot[keyOf(e.Job, t)] = append(s.evBySlot[keyOf(e.Job, t)], e)
+		if e.Event == "run.started" {
+			s.started[e.Job+"\x00"+e.RunID] = append(s.started[e.Job+"\x00"+e.RunID], e)
+		}
+	}
+	for _, j := range in.Jobs {
+		s.forbid[j.Name] = j.Forbid
+		slots, err := ExpectedSlots(j.Schedule, in.From, in.To)
+		if err != nil {
+			s.schedErr = append(s.schedErr, err)
+			continue
+		}
+		for _, t := range slots {
+			s.expected = append(s.expected, expectedSlot{job: j, slot: t, legit: s.inLegit(t)})
+		}
+	}
+	return s
+}
+
+func (s *scenario) inLegit(t time.Time) bool {
+	for _, w := range s.Legit {
+		if w.contains(t) {
+			return true
+		}
+	}
+	return false
+}
+
+// end is when a run ended: its end line, else the first kill of its
+// replica after it started, else now.
+func (s *scenario) end(run Run) time.Time { return runEnd(run, s.Kills, s.Now) }
+
+// sortedKeys returns the keys of a by-slot map, by job then slot.
+func sortedKeys[V any](m map[slotKey]V) []slotKey {
+	keys := make([]slotKey, 0, len(m))
+	for k := range m {
 		keys = append(keys, k)
 	}
 	sort.Slice(keys, func(i, j int) bool {
@@ -236,45 +356,38 @@ func Check(in Input) Report {
 		}
 		return keys[i].slot < keys[j].slot
 	})
-	for _, k := range keys {
-		runs := bySlot[k]
+	return keys
+}
+
+// checkDuplicates: a slot with more than one run, in the ledger or in the
+// run.started lines, or a run id started as attempt 1 more than once.
+func checkDuplicates(s *scenario, r *Report, f *Finding) {
+	for _, run := range s.Runs {
+		if run.FirstAttempts > 1 {
+			r.Duplicates += run.FirstAttempts - 1
+			f.problem("duplicate: run %s of %s slot %s started attempt 1 %d times", run.RunID, run.Job, slotString(run), run.FirstAttempts)
+		}
+	}
+	for _, k := range sortedKeys(s.bySlot) {
+		runs := s.bySlot[k]
 		if len(runs) > 1 {
 			r.Duplicates += len(runs) - 1
 			var ev []string
 			for _, run := range runs {
 				ev = append(ev, fmt.Sprintf("%s token=%d run_id=%s start=%s", run.Replica, run.Token, run.RunID, stamp(run.Start)))
 			}
-			r.problem("duplicate: %s slot %s ran %d times: %s", k.job, time.Unix(k.slot, 0).UTC().Format(time.RFC3339), len(runs), strings.Join(ev, "; "))
-		}
-	}
-
-	// Events by slot; run.started by run id.
-	evBySlot := map[slotKey][]Event{}
-	started := map[string][]Event{}
-	for _, e := range in.Events {
-		if e.Job == "" || e.Slot == "" || e.Slot == "manual" {
-			continue
-		}
-		t, err := time.Parse(time.RFC3339, e.Slot)
-		if err != nil {
-			r.LogMismatches++
-			r.problem("log line with a bad slot %q: %s %s", e.Slot, e.Replica, e.Event)
-			continue
-		}
-		evBySlot[keyOf(e.Job, t)] = append(evBySlot[keyOf(e.Job, t)], e)
-		if e.Event == "run.started" {
-			started[e.Job+"\x00"+e.RunID] = append(started[e.Job+"\x00"+e.RunID], e)
+			f.problem("duplicate: %s slot %s ran %d times: %s", k.job, time.Unix(k.slot, 0).UTC().Format(time.RFC3339), len(runs), strings.Join(ev, "; "))
 		}
 	}
 	// Runs the logs claim but the ledger lacks (a job killed before it
-	// wrote) still count toward duplicates.
-	for k, evs := range evBySlot {
+	// wrote) still count.
+	for _, k := range sortedKeys(s.evBySlot) {
 		ids := map[string]bool{}
-		for _, run := range bySlot[k] {
+		for _, run := range s.bySlot[k] {
 			ids[run.RunID] = true
 		}
 		var extra []string
-		for _, e := range evs {
+		for _, e := range s.evBySlot[k] {
 			if e.Event == "run.started" && !ids[e.RunID] {
 				ids[e.RunID] = true
 				extra = append(extra, fmt.Sprintf("%s run_id=%s token=%d (log only)", e.Replica, e.RunID, e.Token))
@@ -282,129 +395,149 @@ func Check(in Input) Report {
 		}
 		if len(extra) > 0 && len(ids) > 1 {
 			r.Duplicates += len(extra)
-			if len(bySlot[k]) == 0 {
+			if len(s.bySlot[k]) == 0 {
 				r.Duplicates-- // the first log-only run is the slot's one run
 			}
-			r.problem("duplicate: %s slot %s has %d run ids in run.started lines: %s", k.job,
+			f.problem("duplicate: %s slot %s has %d run ids in run.started lines: %s", k.job,
 				time.Unix(k.slot, 0).UTC().Format(time.RFC3339), len(ids), strings.Join(extra, "; "))
 		}
 	}
-	for _, run := range in.Runs {
-		if run.Manual {
-			continue
-		}
-		ok := false
-		for _, e := range started[run.Job+"\x00"+run.RunID] {
-			if e.Replica == run.Replica && e.Token == run.Token && e.Slot == run.Slot.Format(time.RFC3339) {
-				ok = true
-			}
-		}
-		if !ok {
-			r.LogMismatches++
-			r.problem("log mismatch: ledger run %s of %s slot %s on %s token %d has no run.started line with that replica, token and slot",
-				run.RunID, run.Job, slotString(run), run.Replica, run.Token)
-		}
-	}
+}
 
-	// Expected slots: ran, overlap-skipped, excused, or missed; explained.
-	for _, j := range in.Jobs {
-		slots, err := ExpectedSlots(j.Schedule, in.From, in.To)
-		if err != nil {
+// checkMisses: an expected slot with no run, outside the fault windows,
+// unless a forbid job's slot was skipped for overlap while a run of the
+// job really went on. It also counts the slots that ran, were skipped for
+// overlap, or were not run inside a fault window.
+func checkMisses(s *scenario, r *Report, f *Finding) {
+	for _, err := range s.schedErr {
+		r.Misses++
+		f.problem("%v", err)
+	}
+	for _, x := range s.expected {
+		k := keyOf(x.job.Name, x.slot)
+		switch {
+		case len(s.bySlot[k]) > 0:
+			r.Ran++
+		case x.legit:
+			r.MissesExcused++
+		case x.job.Forbid && overlapSkipJustified(s.evBySlot[k], s.byJob[x.job.Name], x.slot, s.Skew, s.end):
+			r.OverlapSkipped++
+		default:
 			r.Misses++
-			r.problem("%v", err)
-			continue
-		}
-		for _, s := range slots {
-			r.Slots++
-			k := keyOf(j.Name, s)
-			evs := evBySlot[k]
-			legit := inLegit(s)
-			explained := false
-			for _, e := range evs {
-				switch {
-				case e.Event == "run.started" || e.Event == "run.abandoned":
-					explained = true
-				case e.Event == "slot.skipped" && explainingSkips[e.Reason]:
-					explained = true
-				case e.Event == "slot.acquired" && legit:
-					// Won by a replica that a fault then stopped.
-					explained = true
-				}
-			}
-			if !explained {
-				if legit {
-					r.UnexplainedInGap++
-				} else {
-					r.Unexplained++
-					r.problem("unexplained: %s slot %s: no run.started, no run.abandoned, no slot.skipped that explains it; log: %s",
-						j.Name, s.Format(time.RFC3339), describe(evs))
-				}
-			}
-			if len(bySlot[k]) > 0 {
-				r.Ran++
-				continue
-			}
-			if legit {
-				r.MissesExcused++
-				continue
-			}
-			if j.Forbid && overlapSkipJustified(evs, byJob[j.Name], s, in.Skew, end) {
-				r.OverlapSkipped++
-				continue
-			}
-			r.Misses++
-			r.problem("miss: %s slot %s did not run; log: %s", j.Name, s.Format(time.RFC3339), describe(evs))
+			f.problem("miss: %s slot %s did not run; log: %s", x.job.Name, x.slot.Format(time.RFC3339), describe(s.evBySlot[k]))
 		}
 	}
+}
 
-	// Tokens: per job, runs ordered by start must have strictly
-	// increasing tokens.
-	jobs := make([]string, 0, len(byJob))
-	for j := range byJob {
-		jobs = append(jobs, j)
-	}
-	sort.Strings(jobs)
-	forbid := map[string]bool{}
-	for _, j := range in.Jobs {
-		forbid[j.Name] = j.Forbid
-	}
-	for _, job := range jobs {
-		runs := byJob[job] // sorted by start (ParseLedger); keep it so
-		sort.SliceStable(runs, func(a, b int) bool { return runs[a].Start.Before(runs[b].Start) })
-		for i := 1; i < len(runs); i++ {
-			a, b := runs[i-1], runs[i]
-			if b.Token <= a.Token {
-				r.TokenViolations++
-				r.problem("token order: %s run %s (%s, slot %s, start %s) token %d after run %s (%s, slot %s, start %s) token %d",
-					job, b.RunID, b.Replica, slotString(b), stamp(b.Start), b.Token,
-					a.RunID, a.Replica, slotString(a), stamp(a.Start), a.Token)
-			}
-		}
-		// Overlaps: any two intersecting runs of a forbid job.
-		if !forbid[job] {
+// checkOverlaps: two runs of a forbid job whose [start, end] intersect,
+// unless the contract excuses it (excusedOverlap).
+func checkOverlaps(s *scenario, r *Report, f *Finding) {
+	for _, job := range s.jobs {
+		if !s.forbid[job] {
 			continue
 		}
+		runs := s.byJob[job]
 		for i := range runs {
-			ea := end(runs[i])
+			ea := s.end(runs[i])
 			for k := i + 1; k < len(runs); k++ {
 				a, b := runs[i], runs[k]
 				if !b.Start.Before(ea) { // b starts after a ended
 					continue
 				}
-				if why, ok := excusedOverlap(a, ea, b, in.Freezes, in.CancelWithin); ok {
+				if why, ok := excusedOverlap(a, ea, b, s.Freezes, s.CancelWithin); ok {
 					r.ExcusedOverlaps++
 					r.Excused = append(r.Excused, fmt.Sprintf("%s: run %s (%s, token %d) overlapped run %s (%s, token %d): %s",
 						job, a.RunID, a.Replica, a.Token, b.RunID, b.Replica, b.Token, why))
 					continue
 				}
 				r.Overlaps++
-				r.problem("overlap: %s run %s (%s, slot %s, token %d, %s..%s) and run %s (%s, slot %s, token %d, start %s)",
+				f.problem("overlap: %s run %s (%s, slot %s, token %d, %s..%s) and run %s (%s, slot %s, token %d, start %s)",
 					job, a.RunID, a.Replica, slotString(a), a.Token, stamp(a.Start), endString(a, ea),
 					b.RunID, b.Replica, slotString(b), b.Token, stamp(b.Start))
 			}
 		}
 	}
-	return r
+}
+
+// checkTokens: per job, runs ordered by start must have strictly
+// increasing tokens, and the attempts of a run must agree on token, slot
+// and replica.
+func checkTokens(s *scenario, r *Report, f *Finding) {
+	for _, run := range s.Runs {
+		if run.Inconsistent != "" {
+			r.TokenViolations++
+			f.problem("inconsistent attempts: %s", run.Inconsistent)
+		}
+	}
+	for _, job := range s.jobs {
+		runs := s.byJob[job]
+		for i := 1; i < len(runs); i++ {
+			a, b := runs[i-1], runs[i]
+			if b.Token <= a.Token {
+				r.TokenViolations++
+				f.problem("token order: %s run %s (%s, slot %s, start %s) token %d after run %s (%s, slot %s, start %s) token %d",
+					job, b.RunID, b.Replica, slotString(b), stamp(b.Start), b.Token,
+					a.RunID, a.Replica, slotString(a), stamp(a.Start), a.Token)
+			}
+		}
+	}
+}
+
+// checkExplained: every expected slot has a log line that accounts for
+// it — a run.started, a run.abandoned, a slot.skipped with an explaining
+// reason or, inside a fault window, a slot.acquired by the replica the
+// fault then stopped.
+func checkExplained(s *scenario, r *Report, f *Finding) {
+	for _, x := range s.expected {
+		evs := s.evBySlot[keyOf(x.job.Name, x.slot)]
+		explained := false
+		for _, e := range evs {
+			switch {
+			case e.Event == "run.started" || e.Event == "run.abandoned":
+				explained = true
+			case e.Event == "slot.skipped" && explainingSkips[e.Reason]:
+				explained = true
+			case e.Event == "slot.acquired" && x.legit:
+				// Won by a replica that a fault then stopped.
+				explained = true
+			}
+		}
+		switch {
+		case explained:
+		case x.legit:
+			r.UnexplainedInGap++
+		default:
+			r.Unexplained++
+			f.problem("unexplained: %s slot %s: no run.started, no run.abandoned, no slot.skipped that explains it; log: %s",
+				x.job.Name, x.slot.Format(time.RFC3339), describe(evs))
+		}
+	}
+}
+
+// checkLedgerLog: every scheduled run in the ledger has a run.started line
+// with the same replica, run id, token and slot, and every log line's slot
+// parses.
+func checkLedgerLog(s *scenario, r *Report, f *Finding) {
+	for _, e := range s.badSlots {
+		r.LogMismatches++
+		f.problem("log line with a bad slot %q: %s %s", e.Slot, e.Replica, e.Event)
+	}
+	for _, run := range s.Runs {
+		if run.Manual {
+			continue
+		}
+		ok := false
+		for _, e := range s.started[run.Job+"\x00"+run.RunID] {
+			if e.Replica == run.Replica && e.Token == run.Token && e.Slot == run.Slot.Format(time.RFC3339) {
+				ok = true
+			}
+		}
+		if !ok {
+			r.LogMismatches++
+			f.problem("log mismatch: ledger run %s of %s slot %s on %s token %d has no run.started line with that replica, token and slot",
+				run.RunID, run.Job, slotString(run), run.Replica, run.Token)
+		}
+	}
 }
 
 // runEnd is a run's end line, else the first kill of its replica after it

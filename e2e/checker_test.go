@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 var t0 = time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
@@ -77,25 +79,19 @@ func TestCheckDuplicate(t *testing.T) {
 	runs = append(runs, d)
 	evs = append(evs, startedEv(d))
 	r := Check(tickInput(runs, evs, 10))
-	if r.Duplicates != 1 {
-		t.Fatalf("duplicates = %d, want 1: %v", r.Duplicates, r)
-	}
+	require.Equal(t, 1, r.Duplicates, "duplicates: %v", r)
 	if r.Err() == nil || !strings.Contains(r.Err().Error(), "slot 2026-11-29T10:00:04Z ran 2 times") {
 		t.Fatalf("error does not name the slot: %v", r.Err())
 	}
 	// Tokens 5 (slot 4) then 11 (slot 4 again, start 4.02) then 6: out of order.
-	if r.TokenViolations != 1 {
-		t.Fatalf("token violations = %d, want 1", r.TokenViolations)
-	}
+	require.Equal(t, 1, r.TokenViolations, "token violations: %v", r)
 }
 
 func TestCheckDuplicateAttemptOne(t *testing.T) {
 	runs, evs := steady(3)
 	runs[1].FirstAttempts, runs[1].Attempts = 2, 2
 	r := Check(tickInput(runs, evs, 3))
-	if r.Duplicates != 1 {
-		t.Fatalf("duplicates = %d, want 1", r.Duplicates)
-	}
+	require.Equal(t, 1, r.Duplicates, "duplicates: %v", r)
 }
 
 func TestCheckMissOutsideAndInsideWindow(t *testing.T) {
@@ -135,9 +131,7 @@ func TestCheckNoQuorumSkipExplainsButStillMisses(t *testing.T) {
 	evs = evs[:len(evs)-2]
 	evs = append(evs, skipEv("tick", 2, "r2", "held"))
 	r = Check(tickInput(runs, evs, 5))
-	if r.Unexplained != 1 {
-		t.Fatalf("held alone must not explain a slot: %v", r)
-	}
+	require.Equal(t, 1, r.Unexplained, "held alone must not explain a slot: %v", r)
 }
 
 func longInput(runs []Run, evs []Event, n int) Input {
@@ -189,9 +183,7 @@ func TestCheckOverlapAndFreezeExcuse(t *testing.T) {
 	b := mkRun("long", 5, "r2", 2, 5.01, 7.5)
 	in := longInput([]Run{a, b}, []Event{startedEv(a), startedEv(b)}, 1)
 	r := Check(in)
-	if r.Overlaps != 1 {
-		t.Fatalf("overlap not found: %v", r)
-	}
+	require.Equal(t, 1, r.Overlaps, "overlap not found: %v", r)
 	in.Freezes = []Freeze{{Replica: "r1", From: at(1), To: at(7)}}
 	r = Check(in)
 	if r.Overlaps != 0 || r.ExcusedOverlaps != 1 || len(r.Excused) != 1 {
@@ -200,9 +192,8 @@ func TestCheckOverlapAndFreezeExcuse(t *testing.T) {
 	// The stale run went on too long after waking: not excused.
 	a.End = at(9.5)
 	in.Runs = []Run{a, b}
-	if r = Check(in); r.Overlaps != 1 {
-		t.Fatalf("a stale run that is not canceled soon is an overlap: %v", r)
-	}
+	r = Check(in)
+	require.Equal(t, 1, r.Overlaps, "a stale run that is not canceled soon is an overlap: %v", r)
 	// The later run has a lower token: not excused, and a token violation.
 	a.End, a.Token, b.Token = at(7.3), 5, 2
 	in.Runs = []Run{a, b}
@@ -215,27 +206,23 @@ func TestCheckOverlapAndFreezeExcuse(t *testing.T) {
 	in.Runs = []Run{a, b}
 	in.Events = []Event{startedEv(a), startedEv(b)}
 	in.Freezes = []Freeze{{Replica: "r3", From: at(1), To: at(7)}}
-	if r = Check(in); r.Overlaps != 1 {
-		t.Fatalf("r3's freeze excused r1: %v", r)
-	}
+	r = Check(in)
+	require.Equal(t, 1, r.Overlaps, "r3's freeze excused r1: %v", r)
 }
 
 func TestCheckKilledRunEndsAtKill(t *testing.T) {
 	a := mkRun("long", 0, "r1", 1, 0.01, -1) // killed: no end line
 	b := mkRun("long", 4, "r2", 2, 4.01, 4.5)
 	in := longInput([]Run{a, b}, []Event{startedEv(a), startedEv(b)}, 1)
-	if r := Check(in); r.Overlaps != 1 {
-		t.Fatalf("an open run without a kill runs until Now: %v", r)
-	}
+	r := Check(in)
+	require.Equal(t, 1, r.Overlaps, "an open run without a kill runs until Now: %v", r)
 	in.Kills = []Kill{{Replica: "r1", At: at(0.5)}}
-	if r := Check(in); r.Overlaps != 0 {
-		t.Fatalf("killed run should end at the kill: %v", r)
-	}
+	r = Check(in)
+	require.Equal(t, 0, r.Overlaps, "killed run should end at the kill: %v", r)
 	// A kill before the run started does not end it.
 	in.Kills = []Kill{{Replica: "r1", At: at(-3)}}
-	if r := Check(in); r.Overlaps != 1 {
-		t.Fatalf("earlier kill ended a later run: %v", r)
-	}
+	r = Check(in)
+	require.Equal(t, 1, r.Overlaps, "earlier kill ended a later run: %v", r)
 }
 
 func TestCheckTokenOrder(t *testing.T) {
@@ -248,17 +235,15 @@ func TestCheckTokenOrder(t *testing.T) {
 	}
 	runs, evs = steady(6)
 	runs[2].Token, evs[2].Token = runs[1].Token, runs[1].Token
-	if r := Check(tickInput(runs, evs, 6)); r.TokenViolations != 1 {
-		t.Fatalf("equal tokens: %v", r)
-	}
+	r = Check(tickInput(runs, evs, 6))
+	require.Equal(t, 1, r.TokenViolations, "equal tokens: %v", r)
 	// Tokens are per job: another job's tokens do not interleave.
 	runs, evs = steady(4)
 	o := mkRun("other", 1, "r2", 1, 1.05, 1.2)
 	runs = append(runs, o)
 	evs = append(evs, startedEv(o))
-	if r := Check(tickInput(runs, evs, 4)); r.TokenViolations != 0 {
-		t.Fatalf("tokens of another job counted: %v", r)
-	}
+	r = Check(tickInput(runs, evs, 4))
+	require.Equal(t, 0, r.TokenViolations, "tokens of another job counted: %v", r)
 }
 
 func TestCheckLogMismatch(t *testing.T) {
@@ -285,11 +270,52 @@ func TestCheckAcquiredExplainsOnlyInFaultWindow(t *testing.T) {
 	}
 }
 
+// Every check runs on every scenario and reports its own failures and
+// evidence, in the order of the README's table.
+func TestCheckFindingsPerCheck(t *testing.T) {
+	runs, evs := steady(6)
+	d := mkRun("tick", 4, "r3", 11, 4.02, 4.3) // slot 4 twice; token 11 before 6
+	runs = append(runs, d)
+	evs = append(evs, startedEv(d))
+	runs, evs = append(runs[:2:2], runs[3:]...), append(evs[:2:2], evs[3:]...) // slot 2: no run, no line
+	evs[0].Token = 99                                                          // ledger/log disagree on slot 0
+
+	r := Check(tickInput(runs, evs, 6))
+	var names []string
+	got := map[string]Finding{}
+	for _, f := range r.Findings {
+		names = append(names, f.Check)
+		got[f.Check] = f
+	}
+	require.Equal(t, []string{"duplicates", "misses", "overlaps", "fencing-token violations", "unexplained slots", "ledger/log mismatches"}, names)
+	for name, want := range map[string]int{
+		"duplicates": 1, "misses": 1, "overlaps": 0, "fencing-token violations": 1, "unexplained slots": 1, "ledger/log mismatches": 1,
+	} {
+		require.Equal(t, want, got[name].Failures, name)
+		require.Len(t, got[name].Problems, want, name)
+	}
+	require.Contains(t, got["duplicates"].Problems[0], "slot 2026-11-29T10:00:04Z ran 2 times")
+	require.Contains(t, got["misses"].Problems[0], "miss: tick slot 2026-11-29T10:00:02Z")
+	require.Equal(t, 5, r.Failures())
+
+	msg := r.Err().Error()
+	require.Contains(t, msg, "\n  duplicates: 1\n    duplicate: tick slot 2026-11-29T10:00:04Z")
+	require.Contains(t, msg, "\n  ledger/log mismatches: 1\n    log mismatch: ledger run tick-0-r1-1")
+	require.NotContains(t, msg, "overlaps: 0")
+
+	// A soak's total sums the findings check by check.
+	var total Report
+	total.Add(r)
+	total.Add(r)
+	require.Len(t, total.Findings, len(r.Findings))
+	require.Equal(t, 2, total.Findings[0].Failures)
+	require.Len(t, total.Findings[0].Problems, 2)
+	require.Equal(t, 10, total.Failures())
+}
+
 func TestExpectedSlots(t *testing.T) {
 	got, err := ExpectedSlots("*/5 * * * * *", at(0.5), at(20))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	want := []time.Time{at(5), at(10), at(15), at(20)}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("got %v, want %v", got, want)
@@ -308,9 +334,7 @@ func TestParseLedger(t *testing.T) {
 {"ev":"start","job":"m","slot":"manual","replica":"r3","token":"1","run_id":"c","attempt":"1","pid":4,"unix_ns":5000}
 `
 	runs, err := ParseLedger(strings.NewReader(in))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if len(runs) != 3 {
 		t.Fatalf("runs: %+v", runs)
 	}
@@ -337,9 +361,7 @@ panic: boom
 {"time":"2026-11-29T10:00:06Z","level":"WARN","msg":"x","replica":"r2","event":"run.canceled","job":"tick","slot":"2026-11-29T10:00:06Z","fencing_token":"9","reason":"lock_lost"}
 `
 	evs, junk, err := ParseEvents(strings.NewReader(in))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if len(evs) != 3 || len(junk) != 1 || junk[0] != "panic: boom" {
 		t.Fatalf("events %+v junk %q", evs, junk)
 	}
@@ -385,9 +407,8 @@ func TestCheckStaleRunStartedBeforeFreeze(t *testing.T) {
 	}
 	// Without the log line the ledger start counts: token order broken.
 	in.Events = []Event{startedEv(b)}
-	if r = Check(in); r.TokenViolations != 1 {
-		t.Fatalf("ledger start alone: %v", r)
-	}
+	r = Check(in)
+	require.Equal(t, 1, r.TokenViolations, "ledger start alone: %v", r)
 }
 
 func TestCheckDuplicateFromLogsOnly(t *testing.T) {
@@ -397,9 +418,7 @@ func TestCheckDuplicateFromLogsOnly(t *testing.T) {
 	ghost := mkRun("tick", 2, "r3", 50, 2.02, 2.03)
 	evs = append(evs, startedEv(ghost))
 	r := Check(tickInput(runs, evs, 4))
-	if r.Duplicates != 1 {
-		t.Fatalf("log-only second run: %v", r)
-	}
+	require.Equal(t, 1, r.Duplicates, "log-only second run: %v", r)
 	// One log-only run and no ledger run: a run (its job died before
 	// writing), not a duplicate; the slot counts as not run.
 	runs, evs = steady(4)

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 var (
@@ -38,6 +40,14 @@ func TestMain(m *testing.M) {
 	KillAll()
 	if dir != "" {
 		_ = os.RemoveAll(dir)
+	}
+	// Every goroutine the harness started (process waiters, proxies, log
+	// readers) must have ended with its scenario.
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "FAIL: goroutines left running after the tests:", err)
+			code = 1
+		}
 	}
 	os.Exit(code)
 }

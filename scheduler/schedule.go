@@ -85,11 +85,11 @@ var (
 //     transition itself; several gap slots collapse into that one slot); a
 //     slot whose local time occurs twice in a fall-back fold runs once, at its
 //     first occurrence.
-//   - Interval-like schedules (the hour field covers every hour: "*/5 * * *
-//   - *", "0 */15 * * * *", @hourly): they fire at every instant whose local
-//     clock matches, so they keep their real elapsed spacing through both
-//     transitions: local times inside a gap do not exist and are not run,
-//     local times in a fold run at both occurrences.
+//   - Interval-like schedules (the hour field covers every hour, e.g.
+//     "*/5 * * * * *", "0 */15 * * * *", @hourly): they fire at every
+//     instant whose local clock matches, so they keep their real elapsed
+//     spacing through both transitions: local times inside a gap do not
+//     exist and are not run, local times in a fold run at both occurrences.
 //
 // Errors (*ScheduleError, matching ErrBadSchedule) name the field at fault:
 // `minute 61 out of range [0,59]`, `expected 5 or 6 fields, found 7`.

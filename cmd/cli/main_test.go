@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/internal/secrettest"
+	"go.uber.org/goleak"
 )
 
 // binary is the slotlock binary built once for this package's tests, so
@@ -45,6 +46,14 @@ func TestMain(m *testing.M) {
 		code = 1
 	} else if testing.Verbose() {
 		fmt.Fprintf(os.Stderr, "secrets scan: %d bytes of captured test output, no fake credential\n", secrettest.Scanned())
+	}
+	// Every goroutine the tests started must have ended (goleak, as
+	// VerifyTestMain would, but after the package's own checks).
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "FAIL: goroutines left running after the tests:", err)
+			code = 1
+		}
 	}
 	os.Exit(code)
 }

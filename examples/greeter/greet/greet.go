@@ -4,12 +4,13 @@
 //
 // A job using it:
 //
-//   - name: hello
-//     schedule: "*/10 * * * * *"
-//     plugin: greet
-//     params:
-//     to: world
-//     file: /tmp/greetings.txt
+//	jobs:
+//	  - name: hello
+//	    schedule: "*/10 * * * * *"
+//	    plugin: greet
+//	    params:
+//	      to: world
+//	      file: /tmp/greetings.txt
 package greet
 
 import (

@@ -1,0 +1,67 @@
+package scheduler_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"log/slog"
+	"time"
+
+	"github.com/slotlock/slotlock/jobs"
+	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler"
+)
+
+// jobFunc adapts a function to jobs.Job (a plugin's Factory would build the
+// job from the configuration instead).
+type jobFunc func(ctx context.Context, run jobs.Run) error
+
+func (f jobFunc) Run(ctx context.Context, run jobs.Run) error { return f(ctx, run) }
+
+// A single replica with the in-process locker runs a job every second.
+// With locking.NewRedlock over shared Redis nodes instead, any number of
+// replicas run the same configuration and each slot still runs once.
+func Example() {
+	schedule, err := scheduler.ParseSchedule("@every 1s", time.UTC)
+	if err != nil {
+		log.Fatal(err)
+	}
+	lk := locking.NewLocal(locking.Options{Replica: "replica-a"})
+	defer lk.Close()
+
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	heartbeat := jobFunc(func(ctx context.Context, run jobs.Run) error {
+		// run.Slot is the slot's nominal time; run.FencingToken orders this
+		// run after every earlier run of the job, on any replica.
+		fmt.Printf("%s: attempt %d on %s\n", run.Job, run.Attempt, run.Replica)
+		stop() // one run is enough here: Run shuts down once it returns
+		return nil
+	})
+
+	s, err := scheduler.New(scheduler.Config{
+		Replica: "replica-a",
+		Locker:  lk,
+		Logger:  slog.New(slog.DiscardHandler), // the audit events: run.started, run.succeeded, ...
+		Jobs: []scheduler.JobSpec{{
+			Name:     "heartbeat",
+			Spec:     "@every 1s",
+			Schedule: schedule,
+			Job:      heartbeat,
+			Enabled:  true,
+			Timeout:  5 * time.Second,
+		}},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	// Run fires slots until ctx ends, then lets running runs finish
+	// (ShutdownGrace), ends their leases and returns.
+	if err := s.Run(ctx); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("stopped")
+	// Output:
+	// heartbeat: attempt 1 on replica-a
+	// stopped
+}
