@@ -186,19 +186,17 @@ func (j *JobSpec) withDefaults() (JobSpec, error) {
 	if spec.Job == nil {
 		return spec, fmt.Errorf("scheduler: job %q: no job (plugin %q not built)", spec.Name, spec.Plugin)
 	}
-	switch spec.Overlap {
-	case "":
+	if spec.Overlap == "" {
 		spec.Overlap = OverlapForbid
-	case OverlapForbid, OverlapAllow:
-	default:
-		return spec, fmt.Errorf("scheduler: job %q: overlap %q (want forbid or allow)", spec.Name, spec.Overlap)
 	}
-	switch spec.Misfire.Policy {
-	case "":
+	if err := CheckOverlap(spec.Overlap); err != nil {
+		return spec, fmt.Errorf("scheduler: job %q: overlap %q: %w", spec.Name, spec.Overlap, err)
+	}
+	if spec.Misfire.Policy == "" {
 		spec.Misfire.Policy = MisfireSkip
-	case MisfireSkip, MisfireRunOnce:
-	default:
-		return spec, fmt.Errorf("scheduler: job %q: misfire policy %q (want skip or run_once)", spec.Name, spec.Misfire.Policy)
+	}
+	if err := CheckMisfirePolicy(spec.Misfire.Policy); err != nil {
+		return spec, fmt.Errorf("scheduler: job %q: misfire.policy %q: %w", spec.Name, spec.Misfire.Policy, err)
 	}
 	if spec.Misfire.Deadline == 0 {
 		spec.Misfire.Deadline = DefaultDeadline

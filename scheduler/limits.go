@@ -63,3 +63,19 @@ func CheckNext(n int) error {
 	}
 	return nil
 }
+
+// CheckOverlap reports whether o is an overlap policy.
+func CheckOverlap(o Overlap) error {
+	if o != OverlapForbid && o != OverlapAllow {
+		return fmt.Errorf("want %s or %s", OverlapForbid, OverlapAllow)
+	}
+	return nil
+}
+
+// CheckMisfirePolicy reports whether p is a misfire policy.
+func CheckMisfirePolicy(p MisfirePolicy) error {
+	if p != MisfireSkip && p != MisfireRunOnce {
+		return fmt.Errorf("want %s or %s", MisfireSkip, MisfireRunOnce)
+	}
+	return nil
+}

@@ -101,10 +101,10 @@ func (l *loader) validateJob(i int, j *Job, seen map[string]int) {
 	if j.Timeout <= 0 {
 		add("timeout", "", fmt.Errorf("must be positive, got %s", j.Timeout))
 	}
-	if err := want(j.Overlap, scheduler.OverlapForbid, scheduler.OverlapAllow); err != nil {
+	if err := scheduler.CheckOverlap(j.Overlap); err != nil {
 		add("overlap", string(j.Overlap), err)
 	}
-	if err := want(j.Misfire.Policy, scheduler.MisfireSkip, scheduler.MisfireRunOnce); err != nil {
+	if err := scheduler.CheckMisfirePolicy(j.Misfire.Policy); err != nil {
 		add("misfire.policy", string(j.Misfire.Policy), err)
 	}
 	if err := scheduler.CheckDeadline(j.Misfire.Deadline); err != nil {
