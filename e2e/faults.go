@@ -1,0 +1,47 @@
+//go:build linux
+
+package e2e
+
+import "time"
+
+// Faults a scenario injects into replicas, and the fault windows it
+// declares.
+
+// Kill SIGKILLs the replica and its jobs, and records the kill.
+func (r *Replica) Kill() {
+	at := time.Now()
+	r.p.kill()
+	r.c.mu.Lock()
+	r.c.kills = append(r.c.kills, Kill{Replica: r.Name, At: at})
+	r.c.mu.Unlock()
+}
+
+// Freeze SIGSTOPs the replica's process group and its jobs for d, then
+// continues them, and records the freeze. It blocks for d.
+func (r *Replica) Freeze(d time.Duration) Freeze {
+	f := Freeze{Replica: r.Name, From: time.Now()}
+	r.p.freeze()
+	time.Sleep(d)
+	r.p.thaw()
+	f.To = time.Now()
+	r.c.mu.Lock()
+	r.c.freezes = append(r.c.freezes, f)
+	r.c.mu.Unlock()
+	return f
+}
+
+// FaultStart is where a fault window opens for a fault injected at t: a
+// slot that fired up to the lateness bound (max_clock_skew + 1 s) earlier
+// may still be in its acquisition (retrying a missing quorum, or a forbid
+// job's lease, while the slot is fresh) on the replica or nodes the fault
+// hits, plus half a second of margin.
+func (c *Cluster) FaultStart(t time.Time) time.Time {
+	return t.Add(-(c.spec.Skew + time.Second + 500*time.Millisecond))
+}
+
+// Legit declares that slots in [from, to] may legitimately be missed.
+func (c *Cluster) Legit(from, to time.Time, why string) {
+	c.mu.Lock()
+	c.legit = append(c.legit, Window{From: from, To: to, Why: why})
+	c.mu.Unlock()
+}

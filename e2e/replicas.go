@@ -1,0 +1,213 @@
+//go:build linux
+
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Starting and stopping replicas (and `slotlock trigger`).
+
+// Replica is one `slotlock run` process (the current incarnation of a
+// replica name; Restart starts a new process with the same name).
+type Replica struct {
+	Name   string
+	Offset time.Duration // SLOTLOCK_CLOCK_OFFSET
+	c      *Cluster
+	p      *proc
+}
+
+// StartReplica starts `slotlock run` as replica name (a new process each
+// call; a name already running is an error) and waits until it has
+// logged its first line.
+func (c *Cluster) StartReplica(name string, offset time.Duration) *Replica {
+	c.t.Helper()
+	c.mu.Lock()
+	if r := c.replicas[name]; r != nil && r.p != nil && r.p.running() {
+		c.mu.Unlock()
+		c.t.Fatalf("replica %s is already running", name)
+	}
+	c.mu.Unlock()
+	logPath := filepath.Join(c.dir, name+".log")
+	lf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer lf.Close()
+	before := fileSize(logPath)
+	cmd := exec.Command(c.bin.Slotlock, "run", "--config", c.config)
+	cmd.Dir = c.dir
+	cmd.Stdout, cmd.Stderr = lf, lf
+	env := []string{"SLOTLOCK_REPLICA=" + name}
+	if offset != 0 {
+		env = append(env, "SLOTLOCK_CLOCK_OFFSET="+offset.String())
+	}
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "SLOTLOCK_") || strings.HasPrefix(kv, "CONTAINER_APP_") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	cmd.Env = env
+	p, err := startProc("replica "+name, cmd)
+	if err != nil {
+		c.t.Fatalf("start replica %s: %v", name, err)
+	}
+	r := &Replica{Name: name, Offset: offset, c: c, p: p}
+	c.mu.Lock()
+	if _, ok := c.replicas[name]; !ok {
+		c.order = append(c.order, name)
+	}
+	c.replicas[name] = r
+	c.mu.Unlock()
+	deadline := time.Now().Add(5 * time.Second)
+	for fileSize(logPath) == before {
+		if !p.running() {
+			c.t.Fatalf("replica %s exited with %d at start:\n%s", name, p.exitCode(), tail(logPath, 20))
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("replica %s logged nothing within 5s", name)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return r
+}
+
+func fileSize(p string) int64 {
+	st, err := os.Stat(p)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}
+
+func tail(path string, n int) string {
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Replica returns the current incarnation of name.
+func (c *Cluster) Replica(name string) *Replica {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.replicas[name]
+}
+
+// Running lists the names of the running replicas.
+func (c *Cluster) Running() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, n := range c.order {
+		if r := c.replicas[n]; r.p.running() {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// PID is the replica process's pid.
+func (r *Replica) PID() int { return r.p.pid() }
+
+// Running reports whether the process is alive (frozen counts).
+func (r *Replica) Running() bool { return r.p.running() }
+
+// Stop sends SIGTERM to the replica's pid and waits; it records an exit
+// problem (the scenario fails at Check) unless the process exits 0 within
+// shutdown.grace plus one second of process teardown.
+func (r *Replica) Stop() (time.Duration, int) {
+	limit := r.c.spec.Grace + time.Second
+	d, err := r.p.terminate(limit + 5*time.Second)
+	code := r.p.exitCode()
+	var problem string
+	switch {
+	case err != nil:
+		problem = err.Error()
+	case code != 0:
+		problem = fmt.Sprintf("replica %s exited %d after SIGTERM (want 0)", r.Name, code)
+	case d > limit:
+		problem = fmt.Sprintf("replica %s took %v to exit after SIGTERM (shutdown.grace %v)", r.Name, d.Round(time.Millisecond), r.c.spec.Grace)
+	}
+	if problem != "" {
+		r.c.mu.Lock()
+		r.c.exitErrs = append(r.c.exitErrs, problem+"\n"+tail(filepath.Join(r.c.dir, r.Name+".log"), 8))
+		r.c.mu.Unlock()
+	}
+	return d, code
+}
+
+// StopAll stops every running replica with SIGTERM, in parallel.
+func (c *Cluster) StopAll() {
+	var wg sync.WaitGroup
+	for _, n := range c.Running() {
+		r := c.Replica(n)
+		wg.Add(1)
+		go func() { defer wg.Done(); r.Stop() }()
+	}
+	wg.Wait()
+}
+
+func (c *Cluster) killAll() {
+	c.mu.Lock()
+	var ps []*proc
+	for _, r := range c.replicas {
+		ps = append(ps, r.p)
+	}
+	c.mu.Unlock()
+	for _, p := range ps {
+		p.kill()
+	}
+}
+
+// StartAll starts the named replicas (offset 0) one after the other and
+// returns the time the last one was up.
+func (c *Cluster) StartAll(names ...string) time.Time {
+	c.t.Helper()
+	for _, n := range names {
+		c.StartReplica(n, 0)
+	}
+	return time.Now()
+}
+
+// Trigger runs `slotlock trigger --config FILE job` as replica "trigger"
+// (its log goes to trigger.log, so the checker sees it) and returns its
+// exit code.
+func (c *Cluster) Trigger(job string) int {
+	c.t.Helper()
+	lf, err := os.OpenFile(filepath.Join(c.dir, "trigger.log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer lf.Close()
+	cmd := exec.Command(c.bin.Slotlock, "trigger", "--config", c.config, job)
+	cmd.Dir = c.dir
+	cmd.Stdout, cmd.Stderr = lf, lf
+	env := []string{"SLOTLOCK_REPLICA=trigger"}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "SLOTLOCK_") && !strings.HasPrefix(kv, "CONTAINER_APP_") {
+			env = append(env, kv)
+		}
+	}
+	cmd.Env = env
+	p, err := startProc("trigger "+job, cmd)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	select {
+	case <-p.done:
+	case <-time.After(time.Minute):
+		p.kill()
+		c.t.Fatalf("slotlock trigger %s did not finish within a minute", job)
+	}
+	return p.exitCode()
+}

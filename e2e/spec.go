@@ -1,0 +1,99 @@
+//go:build linux
+
+package e2e
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// What a scenario's cluster runs, and its rendering as slotlock's config.
+
+// Binaries are the programs the suite runs; TestMain builds them once.
+type Binaries struct {
+	Slotlock  string // go build ./cmd/slotlock
+	LedgerJob string // go build ./e2e/internal/ledgerjob
+}
+
+// JobDef is one job of a scenario: an exec job running ledgerjob.
+type JobDef struct {
+	Name     string
+	Schedule string        // 6 fields, UTC
+	Sleep    time.Duration // how long each run takes
+	Forbid   bool          // overlap: forbid (else allow)
+	Misfire  string        // skip (default) | run_once
+	Deadline time.Duration // misfire deadline; default 10m
+	Timeout  time.Duration // default 1m
+}
+
+// Spec is the cluster a scenario runs on.
+type Spec struct {
+	Nodes      int // Redis nodes; default 3
+	ProxyNode  int // index of the node reached through a Proxy; -1 none
+	AppendOnly bool
+	TTL        time.Duration // lock.ttl; default 3s
+	Skew       time.Duration // lock.max_clock_skew; default 1s
+	Grace      time.Duration // shutdown.grace; default 5s
+	OpTimeout  time.Duration // redis.op_timeout; default 100ms
+	Jobs       []JobDef
+}
+
+// configJSON renders the contract's YAML schema as JSON (YAML is a superset
+// of JSON, so slotlock reads it as YAML).
+func (c *Cluster) configJSON(addrs []string) []byte {
+	var nodes []map[string]any
+	for _, a := range addrs {
+		nodes = append(nodes, map[string]any{"addr": a})
+	}
+	var jobs []map[string]any
+	for _, j := range c.spec.Jobs {
+		overlap := "allow"
+		if j.Forbid {
+			overlap = "forbid"
+		}
+		policy := j.Misfire
+		if policy == "" {
+			policy = "skip"
+		}
+		deadline := j.Deadline
+		if deadline == 0 {
+			deadline = 10 * time.Minute
+		}
+		timeout := j.Timeout
+		if timeout == 0 {
+			timeout = time.Minute
+		}
+		jobs = append(jobs, map[string]any{
+			"name":     j.Name,
+			"schedule": j.Schedule,
+			"timezone": "UTC",
+			"plugin":   "exec",
+			"enabled":  true,
+			"timeout":  timeout.String(),
+			"overlap":  overlap,
+			"misfire":  map[string]any{"policy": policy, "deadline": deadline.String()},
+			"retry":    map[string]any{"max": 0, "backoff": "1s"},
+			"params": map[string]any{
+				"command": []string{c.bin.LedgerJob, c.ledger, j.Sleep.String()},
+			},
+		})
+	}
+	cfg := map[string]any{
+		"log":  map[string]any{"level": "debug", "format": "json"},
+		"http": map[string]any{"addr": ""},
+		"redis": map[string]any{
+			"nodes":        nodes,
+			"key_prefix":   "slotlock",
+			"dial_timeout": "250ms",
+			"op_timeout":   c.spec.OpTimeout.String(),
+		},
+		"lock":     map[string]any{"ttl": c.spec.TTL.String(), "max_clock_skew": c.spec.Skew.String()},
+		"shutdown": map[string]any{"grace": c.spec.Grace.String()},
+		"jobs":     jobs,
+	}
+	b, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		panic(err)
+	}
+	return b
+}

@@ -1,0 +1,123 @@
+package lockingtest
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slotlock/slotlock/locking"
+)
+
+// Cases on Keep's watchdog: it renews a lease across TTLs, and no
+// goroutine of it outlives Release.
+
+func testKeep(t *testing.T, l locking.Locker) {
+	key := locking.Key{Family: family(t), Name: "k"}
+	const ttl = 450 * time.Millisecond
+	lease := mustAcquire(t, l, key, ttl)
+	first := lease.ValidUntil()
+	kctx := lease.Keep(ctx(t))
+	time.Sleep(4 * ttl)
+	select {
+	case <-kctx.Done():
+		t.Fatalf("kept context ended: %v", context.Cause(kctx))
+	case <-lease.Lost():
+		t.Fatal("lease lost")
+	default:
+	}
+	if !lease.ValidUntil().After(first) || !time.Now().Before(lease.ValidUntil()) {
+		t.Fatalf("ValidUntil not renewed: %v (first %v)", lease.ValidUntil(), first)
+	}
+	_, err := l.Acquire(ctx(t), key, ttl)
+	wantHeld(t, err, false)
+	if err := lease.Release(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-kctx.Done():
+	case <-time.After(time.Second):
+		t.Fatal("Release did not end the kept context")
+	}
+	if errors.Is(context.Cause(kctx), locking.ErrLockLost) {
+		t.Fatal("a released lease reported ErrLockLost")
+	}
+	select {
+	case <-lease.Lost():
+		t.Fatal("Lost closed by Release")
+	default:
+	}
+	next := mustAcquire(t, l, key, ttl)
+	if err := next.Release(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func testNoGoroutineLeft(t *testing.T, l locking.Locker) {
+	key := locking.Key{Family: family(t), Name: "k"}
+	// Warm up: connection pools and their helpers start on first use.
+	w := mustAcquire(t, l, key, time.Second)
+	w.Keep(ctx(t))
+	if err := w.Release(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	base := settledGoroutines(0, 200*time.Millisecond)
+	for i := 0; i < 5; i++ {
+		lease := mustAcquire(t, l, key, 450*time.Millisecond)
+		lease.Keep(ctx(t))
+		lease.Keep(ctx(t))
+		if i%2 == 0 {
+			time.Sleep(200 * time.Millisecond) // let the watchdog renew once
+		}
+		if i == 4 {
+			if err := lease.MarkDone(ctx(t), time.Millisecond, "x"); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := lease.Release(ctx(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// No goroutine of the lock layer may be left (named by its frames),
+	// and the process as a whole must be back to where it was. The count
+	// is process-wide: do not run this suite in parallel with other tests.
+	// Release promises that no goroutine of the lease runs once it has
+	// returned: check at once, without a grace period (a watchdog that
+	// merely ends by itself a TTL later is a leak too).
+	if stacks := allStacks(); strings.Contains(stacks, "locking.(*Lease).watch") || strings.Contains(stacks, "locking.(*redlock)") {
+		t.Fatalf("lock layer goroutines left after Release:\n%s", stacks)
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		n := runtime.NumGoroutine()
+		if n <= base {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines after Release, %d before:\n%s", n, base, allStacks())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func allStacks() string {
+	buf := make([]byte, 1<<20)
+	return string(buf[:runtime.Stack(buf, true)])
+}
+
+// settledGoroutines polls runtime.NumGoroutine until it is at most want
+// (or stable when want is 0) or the time is up, and returns the last count.
+func settledGoroutines(want int, within time.Duration) int {
+	deadline := time.Now().Add(within)
+	n := runtime.NumGoroutine()
+	for time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+		m := runtime.NumGoroutine()
+		if (want > 0 && m <= want) || (want == 0 && m == n) {
+			return m
+		}
+		n = m
+	}
+	return n
+}

@@ -1,0 +1,82 @@
+package redistest
+
+import (
+	"os/exec"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// One node: its address, its state and a client to it.
+
+// Node is one redis-server process. Its methods are safe for concurrent use.
+type Node struct {
+	c    *Cluster
+	idx  int
+	port int
+	dir  string
+
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	done    chan struct{} // closed when cmd has been waited for
+	paused  bool
+	log     *syncBuffer
+	client  *redis.Client
+	stopped bool // Close was called
+}
+
+// Addr returns "127.0.0.1:port". The port stays the same across Restart.
+func (n *Node) Addr() string { return "127.0.0.1:" + strconv.Itoa(n.port) }
+
+// Port returns the node's TCP port.
+func (n *Node) Port() int { return n.port }
+
+// PID returns the process id, or 0 when the node is not running.
+func (n *Node) PID() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd == nil || n.cmd.Process == nil {
+		return 0
+	}
+	return n.cmd.Process.Pid
+}
+
+// Running reports whether the process is alive (paused counts as alive).
+func (n *Node) Running() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.cmd != nil
+}
+
+// Log returns what the process wrote so far (its log goes to stdout).
+func (n *Node) Log() string { return n.log.String() }
+
+// Client returns a go-redis client for this node alone, configured with the
+// cluster's credentials and TLS, to inspect or change the node directly.
+// It is created once and closed by Cluster.Close.
+func (n *Node) Client() *redis.Client {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.client == nil {
+		n.client = redis.NewClient(n.clientOptions())
+	}
+	return n.client
+}
+
+func (n *Node) clientOptions() *redis.Options {
+	return &redis.Options{
+		Addr:        n.Addr(),
+		Username:    n.c.cfg.user,
+		Password:    n.c.cfg.password,
+		TLSConfig:   n.c.ClientTLS(),
+		DialTimeout: time.Second,
+		ReadTimeout: 2 * time.Second,
+		MaxRetries:  -1,
+		PoolSize:    4,
+		// Honour the caller's context deadline on the socket, so a
+		// command to a paused node ends when the caller's context does.
+		ContextTimeoutEnabled: true,
+	}
+}
