@@ -9,6 +9,9 @@ import (
 
 // Helpers: a free loopback port, and a log buffer safe for concurrent use.
 
+// freePort returns a loopback port that nothing listens on and that this
+// process has not handed out before: the kernel may offer a port it just
+// freed again, and a node not yet started has not bound its port.
 func freePort() (int, error) {
 	for {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -17,11 +20,23 @@ func freePort() (int, error) {
 		}
 		port := l.Addr().(*net.TCPAddr).Port
 		_ = l.Close()
-		if port != 6379 && port != 6380 {
+		if port == 6379 || port == 6380 {
+			continue
+		}
+		handedOutMu.Lock()
+		seen := handedOut[port]
+		handedOut[port] = true
+		handedOutMu.Unlock()
+		if !seen {
 			return port, nil
 		}
 	}
 }
+
+var (
+	handedOutMu sync.Mutex
+	handedOut   = map[int]bool{}
+)
 
 type syncBuffer struct {
 	mu sync.Mutex
