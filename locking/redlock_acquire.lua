@@ -2,10 +2,12 @@
 -- family's fencing-token register, in one atomic step (Node OpAcquire).
 -- KEYS[1] lock key (a claim's done-marker key), KEYS[2] the family's fence
 -- counter, KEYS[3] and KEYS[4] the family's claims and lives hashes (claims
--- only); all share one hash tag.
+-- only), KEYS[5] the family's pause register (claims only); all share one
+-- hash tag.
 -- ARGV[1] value "<token-hex>|<replica>", ARGV[2] ttl in milliseconds,
 -- ARGV[3] proposed token, ARGV[4] field ("": a plain lease).
--- Returns {status, value, counter before, orphan field, orphan claim}:
+-- Returns {status, value, counter before, orphan field, orphan claim,
+-- pause register}:
 -- status 1 set here, 2 took over the lease of an abandoned claim (value:
 -- the claim), 0 refused (value: what holds it).
 local fence = tonumber(redis.call('GET', KEYS[2]) or '0') or 0
@@ -57,4 +59,8 @@ end
 if tonumber(ARGV[3]) > fence then
   redis.call('SET', KEYS[2], ARGV[3])
 end
-return {status, found, fence, orphan, orphanValue}
+local pause = ''
+if KEYS[5] then
+  pause = redis.call('GET', KEYS[5]) or ''
+end
+return {status, found, fence, orphan, orphanValue, pause}

@@ -30,6 +30,9 @@ func (r *redlock) leaseOp(k OpKind, s leaseSpec) Op {
 		op.Claims = r.key(Key{Family: s.key.Family, Name: claimsName})
 		op.Lives = r.key(Key{Family: s.key.Family, Name: livesName})
 		op.Field = s.key.Name
+		if k == OpAcquire {
+			op.Pause = r.pauseKey(s.key.Family)
+		}
 	}
 	return op
 }
@@ -48,6 +51,7 @@ func (r *redlock) acquire(ctx context.Context, s leaseSpec) (grant, error) {
 	r.round(ctx, all(op), res, errs)
 
 	won, answered, sawDone := 0, 0, false
+	var pauses []string // the pause register, as the winners hold it
 	tookBy := map[string]int{} // claims taken over, by value: one claim is one value
 	var orphan Result
 	var seen, before uint64 // highest counter seen anywhere / on the winners
@@ -64,6 +68,7 @@ func (r *redlock) acquire(ctx context.Context, s leaseSpec) (grant, error) {
 			if rep.Status == 2 {
 				tookBy[rep.Value]++
 			}
+			pauses = append(pauses, rep.Pause)
 			if rep.Orphan != "" && orphan.Orphan == "" {
 				orphan = rep
 			}
@@ -75,6 +80,12 @@ func (r *redlock) acquire(ctx context.Context, s leaseSpec) (grant, error) {
 	// majority let us in (the marker may have expired early or been lost
 	// on the others): the acquisition is refused.
 	if won >= r.quorum && !sawDone && ctx.Err() == nil {
+		// The winners are a majority: they hold the newest pause written
+		// to a majority.
+		if p := newestPause(pauses); s.claim && p.ActiveAt(r.clock.Now()) {
+			r.undo(ctx, s, nil)
+			return grant{}, &PausedError{Key: s.key, Pause: p}
+		}
 		g := grant{}
 		took, tookN := "", 0
 		for v, n := range tookBy {
