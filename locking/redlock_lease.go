@@ -51,7 +51,7 @@ func (r *redlock) acquire(ctx context.Context, s leaseSpec) (grant, error) {
 	r.round(ctx, all(op), res, errs)
 
 	won, answered, sawDone := 0, 0, false
-	var pauses []string // the pause register, as the winners hold it
+	var pauses []string        // the pause register, as the winners hold it
 	tookBy := map[string]int{} // claims taken over, by value: one claim is one value
 	var orphan Result
 	var seen, before uint64 // highest counter seen anywhere / on the winners
