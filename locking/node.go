@@ -44,9 +44,9 @@ const (
 	// Orphan/OrphanValue name another field of Claims whose lease has
 	// expired, if any: an abandoned claim for the caller to take over.
 	//
-	// With Pause set (a claim only), the family's pause register's value is
-	// returned in Result.Pause, whatever the outcome: the caller decides,
-	// over the majority, whether the work is paused.
+	// For a claim, the family's pause register (Pause) is returned in
+	// Result.Pause whatever the outcome: the caller decides, over the
+	// majority, whether the work is paused.
 	//
 	// On Status 1 or 2 the counter Fence is raised to N where it is lower.
 	// N (Result) is Fence's value before, in every case.

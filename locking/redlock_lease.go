@@ -2,6 +2,7 @@ package locking
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 )
@@ -51,8 +52,8 @@ func (r *redlock) acquire(ctx context.Context, s leaseSpec) (grant, error) {
 	r.round(ctx, all(op), res, errs)
 
 	won, answered, sawDone := 0, 0, false
-	var pauses []string        // the pause register, as the winners hold it
-	tookBy := map[string]int{} // claims taken over, by value: one claim is one value
+	var pauses, allPauses []string // the pause register, as the winners / all that answered hold it
+	tookBy := map[string]int{}     // claims taken over, by value: one claim is one value
 	var orphan Result
 	var seen, before uint64 // highest counter seen anywhere / on the winners
 	for i, rep := range res {
@@ -61,6 +62,7 @@ func (r *redlock) acquire(ctx context.Context, s leaseSpec) (grant, error) {
 		}
 		answered++
 		seen = max(seen, uint64(rep.N))
+		allPauses = append(allPauses, rep.Pause)
 		switch {
 		case rep.Status == 1 || rep.Status == 2:
 			won++
@@ -147,7 +149,15 @@ func (r *redlock) acquire(ctx context.Context, s leaseSpec) (grant, error) {
 	if err := ctx.Err(); err != nil {
 		return grant{}, err
 	}
-	return grant{}, r.acquireFailure(s.key, res, errs)
+	err := r.acquireFailure(s.key, res, errs)
+	var held *HeldError
+	done := errors.As(err, &held) && held.Done
+	if p := newestPause(allPauses); s.claim && answered >= r.quorum && !done && p.ActiveAt(r.clock.Now()) {
+		// Refused while paused (another replica's attempt held the key
+		// for a moment): say so, as the winner of the race hears it.
+		return grant{}, &PausedError{Key: s.key, Pause: p}
+	}
+	return grant{}, err
 }
 
 // acquireFailure classifies a failed acquisition.

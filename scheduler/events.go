@@ -23,14 +23,20 @@ const (
 	evLockLost         = "lock.lost"
 	evMisfireRecovered = "misfire.recovered"
 	evRunAbandoned     = "run.abandoned"
-	evJobPaused        = "job.paused"
-	evJobResumed       = "job.resumed"
+
 	// Not in the contract's table: a lease could not be ended cleanly (it
 	// then expires after its TTL); the misfire policy looking at a slot;
 	// a schedule that has no slot left.
 	evLockReleaseFailed = "lock.release_failed"
 	evMisfireCheck      = "misfire.check"
 	evScheduleExhausted = "schedule.exhausted"
+)
+
+// Events of the pause commands, logged by the command and by each
+// replica when it sees the job's pause state change.
+const (
+	EventJobPaused  = "job.paused"
+	EventJobResumed = "job.resumed"
 )
 
 // Skip reasons: slot.skipped's reason, and the reason label of

@@ -37,10 +37,10 @@ func (s *Scheduler) notePause(j *job, p locking.Pause) {
 	}
 	s.metrics.JobPaused(j.name(), p.Paused)
 	if p.Paused {
-		s.log.Info("job paused: its slots are skipped until the pause ends", append([]any{"event", evJobPaused,
+		s.log.Info("job paused: its slots are skipped until the pause ends", append([]any{"event", EventJobPaused,
 			"job", j.name()}, pauseAttrs(p, "reason")...)...)
 	} else {
-		s.log.Info("job resumed: its slots run again", "event", evJobResumed, "job", j.name())
+		s.log.Info("job resumed: its slots run again", "event", EventJobResumed, "job", j.name())
 	}
 }
 
