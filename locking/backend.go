@@ -27,6 +27,10 @@ type backend interface {
 	// advanceRecord and readRecord implement Locker's record operations.
 	advanceRecord(ctx context.Context, key Key, v int64) error
 	readRecord(ctx context.Context, key Key) (int64, error)
+	// setPause and readPause implement Locker's pause operations; acquire
+	// of a claim refuses with a *PausedError while a pause is active.
+	setPause(ctx context.Context, family string, p Pause) (Pause, error)
+	readPause(ctx context.Context, family string) (Pause, error)
 	ping(ctx context.Context) ([]NodeStatus, error)
 	mode() string
 	close() error

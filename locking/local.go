@@ -19,6 +19,7 @@ func NewLocal(opt Options) Locker {
 		clock:   opt.Clock,
 		keys:    make(map[Key]localEntry),
 		claims:  make(map[string]map[string]string),
+		pauses:  make(map[string]Pause),
 		lives:   make(map[string]map[string]localEntry),
 		fences:  make(map[string]uint64),
 		records: make(map[Key]int64),
@@ -38,6 +39,7 @@ type localBackend struct {
 	mu      sync.Mutex
 	keys    map[Key]localEntry
 	claims  map[string]map[string]string     // family -> name -> claim value (as the claims hash)
+	pauses  map[string]Pause                 // family -> pause state
 	lives   map[string]map[string]localEntry // family -> name -> a claim's lease (as the lives hash)
 	fences  map[string]uint64                // by family
 	records map[Key]int64
@@ -81,6 +83,9 @@ func (b *localBackend) acquire(ctx context.Context, s leaseSpec) (grant, error) 
 	if s.claim {
 		// As OpAcquire for a claim.
 		fam, field := s.key.Family, s.key.Name
+		if p := b.pauses[fam]; p.ActiveAt(now) {
+			return grant{}, &PausedError{Key: s.key, Pause: p}
+		}
 		if l, ok := b.lives[fam][field]; ok && now.Before(l.expires) {
 			return grant{}, parseHeld(s.key, l.value)
 		}
@@ -218,6 +223,26 @@ func (b *localBackend) readRecord(ctx context.Context, key Key) (int64, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.records[key], nil
+}
+
+func (b *localBackend) setPause(ctx context.Context, family string, p Pause) (Pause, error) {
+	if err := ctx.Err(); err != nil {
+		return Pause{}, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p.Version = max(b.pauses[family].Version+1, b.clock.Now().UnixMilli())
+	b.pauses[family] = p
+	return p, nil
+}
+
+func (b *localBackend) readPause(ctx context.Context, family string) (Pause, error) {
+	if err := ctx.Err(); err != nil {
+		return Pause{}, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.pauses[family], nil
 }
 
 func (b *localBackend) ping(ctx context.Context) ([]NodeStatus, error) {

@@ -116,6 +116,28 @@ func (l *locker) ReadRecord(ctx context.Context, key Key) (int64, error) {
 	return v, ctxOr(ctx, err)
 }
 
+func (l *locker) SetPause(ctx context.Context, family string, p Pause) (Pause, error) {
+	if err := CheckKey(Key{Family: family, Name: pauseName + "-check"}); err != nil {
+		return Pause{}, err
+	}
+	if l.closed.Load() {
+		return Pause{}, ErrClosed
+	}
+	got, err := l.b.setPause(ctx, family, p)
+	return got, ctxOr(ctx, err)
+}
+
+func (l *locker) ReadPause(ctx context.Context, family string) (Pause, error) {
+	if err := CheckKey(Key{Family: family, Name: pauseName + "-check"}); err != nil {
+		return Pause{}, err
+	}
+	if l.closed.Load() {
+		return Pause{}, ErrClosed
+	}
+	got, err := l.b.readPause(ctx, family)
+	return got, ctxOr(ctx, err)
+}
+
 func (l *locker) Ping(ctx context.Context) ([]NodeStatus, error) {
 	if l.closed.Load() {
 		return nil, ErrClosed

@@ -27,18 +27,22 @@ const (
 	livesName  = "lives"
 )
 
+func reservedName(n string) bool {
+	return n == fenceName || n == claimsName || n == livesName || n == pauseName
+}
+
 // CheckKey reports whether k can be used: a non-empty family without
 // braces or white space (it becomes the key's hash tag: a brace would
 // split a family over cluster slots), and a non-empty name that is not
-// reserved ("fence", "claims", "lives").
+// reserved ("fence", "claims", "lives", "pause").
 func CheckKey(k Key) error {
 	switch {
 	case k.Family == "":
 		return fmt.Errorf("locking: key %q: empty family", k)
 	case strings.ContainsAny(k.Family, "{} \t\r\n"):
 		return fmt.Errorf("locking: key %q: family must not contain braces or white space", k)
-	case k.Name == "" || k.Name == fenceName || k.Name == claimsName || k.Name == livesName:
-		return fmt.Errorf("locking: key %q: name must be non-empty and not %q, %q or %q", k, fenceName, claimsName, livesName)
+	case k.Name == "" || reservedName(k.Name):
+		return fmt.Errorf("locking: key %q: name must be non-empty and not %q, %q, %q or %q", k, fenceName, claimsName, livesName, pauseName)
 	}
 	return nil
 }
@@ -97,6 +101,12 @@ type Locker interface {
 	// AdvanceRecord raises the family's named record to at least v (max-assign)
 	// on a majority. Records outlive leases (they have no TTL).
 	AdvanceRecord(ctx context.Context, key Key, v int64) error
+	// SetPause writes the family's pause state (Pause.Paused false: resumed)
+	// on a majority, above every version found, and returns what the
+	// stores now hold. ReadPause returns the newest state on a majority.
+	SetPause(ctx context.Context, family string, p Pause) (Pause, error)
+	ReadPause(ctx context.Context, family string) (Pause, error)
+
 	// ReadRecord returns the largest value of the record seen on a majority
 	// (0 when never written).
 	ReadRecord(ctx context.Context, key Key) (int64, error)

@@ -44,6 +44,10 @@ const (
 	// Orphan/OrphanValue name another field of Claims whose lease has
 	// expired, if any: an abandoned claim for the caller to take over.
 	//
+	// For a claim, the family's pause register (Pause) is returned in
+	// Result.Pause whatever the outcome: the caller decides, over the
+	// majority, whether the work is paused.
+	//
 	// On Status 1 or 2 the counter Fence is raised to N where it is lower.
 	// N (Result) is Fence's value before, in every case.
 	OpAcquire OpKind = iota + 1
@@ -64,6 +68,13 @@ const (
 	// absent, or another claim whose lease we hold (one we took over),
 	// Claims[Field] is deleted and Key := Done PX DoneTTL unless Key exists.
 	OpRelease
+	// OpPause: the family's pause register at Key holds
+	// "<version>|<p or r>|<until ms>|<by>|<reason>" (p: paused until the
+	// instant, 0 for no end; r: resumed). Set it to Value where N, Value's
+	// version, is greater than the version it holds (Status 1), else
+	// Status 0; N = 0 only reads. Value (Result) is what it holds
+	// afterwards ("" when never set).
+	OpPause
 	// OpFence: set the counter Key to N where it is lower (Status 1), else
 	// Status 0. N (Result) is the counter afterwards.
 	OpFence
@@ -80,6 +91,7 @@ type Op struct {
 	Kind                 OpKind
 	Key, Fence           string
 	Claims, Lives, Field string // claims only
+	Pause                string // claims only: the family's pause register, read
 	Value, Done          string
 	TTL, DoneTTL         int64 // milliseconds
 	N                    int64
@@ -92,4 +104,5 @@ type Result struct {
 	N                   int64
 	Nil                 bool
 	Orphan, OrphanValue string // OpAcquire of a claim: an abandoned claim of another field
+	Pause               string // OpAcquire of a claim: the pause register's value
 }

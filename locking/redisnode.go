@@ -17,6 +17,9 @@ var (
 	//go:embed redlock_acquire.lua
 	acquireLua    string
 	acquireScript = redis.NewScript(acquireLua)
+	//go:embed redlock_pause.lua
+	pauseLua    string
+	pauseScript = redis.NewScript(pauseLua)
 	//go:embed redlock_fence.lua
 	fenceLua    string
 	fenceScript = redis.NewScript(fenceLua)
@@ -134,7 +137,7 @@ func (n *redisNode) do(ctx context.Context, op Op) (any, error) {
 	case OpAcquire:
 		keys := []string{op.Key, op.Fence}
 		if op.Field != "" {
-			keys = append(keys, op.Claims, op.Lives)
+			keys = append(keys, op.Claims, op.Lives, op.Pause)
 		}
 		return acquireScript.Run(ctx, c, keys, op.Value, op.TTL, op.N, op.Field).Result()
 	case OpExtend:
@@ -149,6 +152,8 @@ func (n *redisNode) do(ctx context.Context, op Op) (any, error) {
 			keys = append(keys, op.Claims, op.Lives)
 		}
 		return releaseScript.Run(ctx, c, keys, op.Value, op.Done, op.DoneTTL, op.Field).Result()
+	case OpPause:
+		return pauseScript.Run(ctx, c, []string{op.Key}, op.Value, op.N).Result()
 	case OpFence:
 		return fenceScript.Run(ctx, c, []string{op.Key}, op.N).Result()
 	case OpMaxSet:
@@ -164,15 +169,19 @@ func (n *redisNode) do(ctx context.Context, op Op) (any, error) {
 // parseReply turns a script's or command's reply into a Result.
 func parseReply(op Op, v any) (Result, error) {
 	switch op.Kind {
-	case OpAcquire, OpFence:
+	case OpAcquire, OpFence, OpPause:
 		arr, ok := v.([]any)
 		if !ok || len(arr) < 2 {
 			return Result{}, fmt.Errorf("unexpected reply %T", v)
 		}
 		var r Result
 		r.Status, _ = arr[0].(int64)
-		if op.Kind == OpFence {
+		switch op.Kind {
+		case OpFence:
 			r.N, _ = arr[1].(int64)
+			return r, nil
+		case OpPause:
+			r.Value, _ = arr[1].(string)
 			return r, nil
 		}
 		r.Value, _ = arr[1].(string)
@@ -182,6 +191,9 @@ func parseReply(op Op, v any) (Result, error) {
 		if len(arr) > 4 {
 			r.Orphan, _ = arr[3].(string)
 			r.OrphanValue, _ = arr[4].(string)
+		}
+		if len(arr) > 5 {
+			r.Pause, _ = arr[5].(string)
 		}
 		return r, nil
 	case OpExtend, OpRelease, OpMaxSet:

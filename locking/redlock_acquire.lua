@@ -2,19 +2,22 @@
 -- family's fencing-token register, in one atomic step (Node OpAcquire).
 -- KEYS[1] lock key (a claim's done-marker key), KEYS[2] the family's fence
 -- counter, KEYS[3] and KEYS[4] the family's claims and lives hashes (claims
--- only); all share one hash tag.
+-- only), KEYS[5] the family's pause register (claims only); all share one
+-- hash tag.
 -- ARGV[1] value "<token-hex>|<replica>", ARGV[2] ttl in milliseconds,
 -- ARGV[3] proposed token, ARGV[4] field ("": a plain lease).
--- Returns {status, value, counter before, orphan field, orphan claim}:
+-- Returns {status, value, counter before, orphan field, orphan claim,
+-- pause register (claims; also when refused)}:
 -- status 1 set here, 2 took over the lease of an abandoned claim (value:
 -- the claim), 0 refused (value: what holds it).
 local fence = tonumber(redis.call('GET', KEYS[2]) or '0') or 0
-local status, found, orphan, orphanValue = 1, '', '', ''
+local status, found, orphan, orphanValue, pause = 1, '', '', '', ''
 local field = ARGV[4]
 if field ~= '' then
+  pause = redis.call('GET', KEYS[5]) or ''
   local done = redis.call('GET', KEYS[1])
   if done then
-    return {0, done, fence}
+    return {0, done, fence, '', '', pause}
   end
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -22,7 +25,7 @@ if field ~= '' then
   if live then
     local v, exp = string.match(live, '^(.*)|(%d+)$')
     if tonumber(exp) > now then
-      return {0, v, fence}
+      return {0, v, fence, '', '', pause}
     end
   end
   local claim = redis.call('HGET', KEYS[3], field)
@@ -57,4 +60,4 @@ end
 if tonumber(ARGV[3]) > fence then
   redis.call('SET', KEYS[2], ARGV[3])
 end
-return {status, found, fence, orphan, orphanValue}
+return {status, found, fence, orphan, orphanValue, pause}

@@ -2,6 +2,7 @@ package locking
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 )
@@ -30,6 +31,9 @@ func (r *redlock) leaseOp(k OpKind, s leaseSpec) Op {
 		op.Claims = r.key(Key{Family: s.key.Family, Name: claimsName})
 		op.Lives = r.key(Key{Family: s.key.Family, Name: livesName})
 		op.Field = s.key.Name
+		if k == OpAcquire {
+			op.Pause = r.pauseKey(s.key.Family)
+		}
 	}
 	return op
 }
@@ -48,7 +52,8 @@ func (r *redlock) acquire(ctx context.Context, s leaseSpec) (grant, error) {
 	r.round(ctx, all(op), res, errs)
 
 	won, answered, sawDone := 0, 0, false
-	tookBy := map[string]int{} // claims taken over, by value: one claim is one value
+	var pauses, allPauses []string // the pause register, as the winners / all that answered hold it
+	tookBy := map[string]int{}     // claims taken over, by value: one claim is one value
 	var orphan Result
 	var seen, before uint64 // highest counter seen anywhere / on the winners
 	for i, rep := range res {
@@ -57,6 +62,7 @@ func (r *redlock) acquire(ctx context.Context, s leaseSpec) (grant, error) {
 		}
 		answered++
 		seen = max(seen, uint64(rep.N))
+		allPauses = append(allPauses, rep.Pause)
 		switch {
 		case rep.Status == 1 || rep.Status == 2:
 			won++
@@ -64,6 +70,7 @@ func (r *redlock) acquire(ctx context.Context, s leaseSpec) (grant, error) {
 			if rep.Status == 2 {
 				tookBy[rep.Value]++
 			}
+			pauses = append(pauses, rep.Pause)
 			if rep.Orphan != "" && orphan.Orphan == "" {
 				orphan = rep
 			}
@@ -75,6 +82,12 @@ func (r *redlock) acquire(ctx context.Context, s leaseSpec) (grant, error) {
 	// majority let us in (the marker may have expired early or been lost
 	// on the others): the acquisition is refused.
 	if won >= r.quorum && !sawDone && ctx.Err() == nil {
+		// The winners are a majority: they hold the newest pause written
+		// to a majority.
+		if p := newestPause(pauses); s.claim && p.ActiveAt(r.clock.Now()) {
+			r.undo(ctx, s, nil)
+			return grant{}, &PausedError{Key: s.key, Pause: p}
+		}
 		g := grant{}
 		took, tookN := "", 0
 		for v, n := range tookBy {
@@ -136,7 +149,15 @@ func (r *redlock) acquire(ctx context.Context, s leaseSpec) (grant, error) {
 	if err := ctx.Err(); err != nil {
 		return grant{}, err
 	}
-	return grant{}, r.acquireFailure(s.key, res, errs)
+	err := r.acquireFailure(s.key, res, errs)
+	var held *HeldError
+	done := errors.As(err, &held) && held.Done
+	if p := newestPause(allPauses); s.claim && answered >= r.quorum && !done && p.ActiveAt(r.clock.Now()) {
+		// Refused while paused (another replica's attempt held the key
+		// for a moment): say so, as the winner of the race hears it.
+		return grant{}, &PausedError{Key: s.key, Pause: p}
+	}
+	return grant{}, err
 }
 
 // acquireFailure classifies a failed acquisition.

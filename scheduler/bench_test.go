@@ -84,6 +84,7 @@ func (m *benchMetrics) RunFinished(string, string, time.Duration) {}
 func (m *benchMetrics) StartDelay(string, time.Duration)          {}
 func (m *benchMetrics) LeaseLost(string)                          {}
 func (m *benchMetrics) RunAbandoned(string)                       {}
+func (m *benchMetrics) JobPaused(string, bool)                    {}
 func (m *benchMetrics) LockAcquire(job string, d time.Duration, err error) {
 	k := "acquired"
 	switch {

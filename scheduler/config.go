@@ -75,6 +75,7 @@ type Metrics interface {
 	LockAcquire(job string, d time.Duration, err error) // latency of each Acquire, with its result
 	LeaseLost(job string)                               // a run lost its lease(s): once per run, like lock.lost
 	RunAbandoned(job string)                            // a run that never ended was reported (run.abandoned), once fleet-wide
+	JobPaused(job string, paused bool)                  // whether the job was paused at its latest slot, as this replica saw it
 }
 
 // Config configures a Scheduler. Locker and Jobs are required; the zero
@@ -221,3 +222,4 @@ func (nopMetrics) StartDelay(string, time.Duration)          {}
 func (nopMetrics) LockAcquire(string, time.Duration, error)  {}
 func (nopMetrics) LeaseLost(string)                          {}
 func (nopMetrics) RunAbandoned(string)                       {}
+func (nopMetrics) JobPaused(string, bool)                    {}

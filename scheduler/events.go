@@ -23,12 +23,20 @@ const (
 	evLockLost         = "lock.lost"
 	evMisfireRecovered = "misfire.recovered"
 	evRunAbandoned     = "run.abandoned"
+
 	// Not in the contract's table: a lease could not be ended cleanly (it
 	// then expires after its TTL); the misfire policy looking at a slot;
 	// a schedule that has no slot left.
 	evLockReleaseFailed = "lock.release_failed"
 	evMisfireCheck      = "misfire.check"
 	evScheduleExhausted = "schedule.exhausted"
+)
+
+// Events of the pause commands, logged by the command and by each
+// replica when it sees the job's pause state change.
+const (
+	EventJobPaused  = "job.paused"
+	EventJobResumed = "job.resumed"
 )
 
 // Skip reasons: slot.skipped's reason, and the reason label of
@@ -50,11 +58,13 @@ const (
 	// slot is not run (locking.HeldError.Claimed); it is reported as
 	// abandoned, or cleared as a leftover, once every store answers.
 	ReasonClaimed = "claimed"
+	// ReasonPaused: the job was paused at the slot (slotlock pause).
+	ReasonPaused = "paused"
 )
 
 // SkipReasons lists every skip reason.
 var SkipReasons = []string{ReasonHeld, ReasonDone, ReasonOverlap, ReasonLate, ReasonNoQuorum,
-	ReasonSlowLock, ReasonShutdown, ReasonClaimed}
+	ReasonSlowLock, ReasonShutdown, ReasonClaimed, ReasonPaused}
 
 // Cancel reasons (run.canceled's reason).
 const (
@@ -98,7 +108,7 @@ func lastKey(job string) locking.Key { return locking.Key{Family: job, Name: "la
 func (s *Scheduler) skipped(job, slot, reason string, n int, attrs ...any) {
 	level := slog.LevelDebug
 	switch reason {
-	case ReasonOverlap:
+	case ReasonOverlap, ReasonPaused:
 		level = slog.LevelInfo
 	case ReasonLate, ReasonNoQuorum, ReasonSlowLock, ReasonShutdown, ReasonClaimed:
 		level = slog.LevelWarn

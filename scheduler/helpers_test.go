@@ -263,6 +263,11 @@ func (m *countMetrics) LeaseLost(job string) {
 	m.lost++
 	m.mu.Unlock()
 }
+func (m *countMetrics) JobPaused(job string, paused bool) {
+	m.mu.Lock()
+	m.runs[job+"/paused"] = map[bool]int{false: 0, true: 1}[paused]
+	m.mu.Unlock()
+}
 func (m *countMetrics) RunAbandoned(job string) {
 	m.mu.Lock()
 	m.runs[job+"/abandoned"]++

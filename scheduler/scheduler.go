@@ -135,6 +135,7 @@ type job struct {
 	// what it last wrote, and when (see recordHandled).
 	recPending, recWritten time.Time
 	recWrittenAt           time.Time
+	paused                 bool // at the latest slot this replica tried (notePause)
 }
 
 func (j *job) name() string { return j.spec.Name }

@@ -93,11 +93,15 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 	case errors.Is(err, errStale):
 		s.misfire(j, lateRange{first: t, last: t, count: 1}, false)
 		return
+	case errors.Is(err, locking.ErrPaused):
+		s.pausedSlot(j, t, err)
+		return
 	case err != nil:
 		s.lostSlot(j, t, err)
 		return
 	}
 	s.quorumSeen()
+	s.notePause(j, locking.Pause{})
 	if lease.Abandoned() != nil {
 		s.settleAbandoned(j, t, lease)
 		return

@@ -73,6 +73,10 @@ func Run(ctx context.Context, args []string, env Env) int {
 		return cmdNext(rest, env)
 	case "trigger":
 		return cmdTrigger(ctx, rest, env)
+	case "pause":
+		return cmdPause(ctx, rest, env)
+	case "resume":
+		return cmdResume(ctx, rest, env)
 	case "version", "--version", "-version":
 		return cmdVersion(env)
 	case "help", "-h", "--help", "-help":
@@ -93,6 +97,9 @@ commands:
   validate [--config FILE] [-v]            check the configuration, print every error
   next     [--config FILE] [-n N] [JOB]    print the next N slots of each job (or of JOB)
   trigger  [--config FILE] JOB             run JOB once now, under the same locks
+  pause    [--config FILE] [--for DUR] [--reason TEXT] JOB
+                                           skip JOB's slots on every replica (until --for ends or resume)
+  resume   [--config FILE] JOB             end a pause
   version                                  print version, commit and Go version
 
 --config defaults to $SLOTLOCK_CONFIG, then config.yaml in the working directory.

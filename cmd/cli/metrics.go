@@ -23,6 +23,7 @@ type metrics struct {
 	lockAcquire  *prometheus.HistogramVec
 	leasesLost   *prometheus.CounterVec
 	abandoned    *prometheus.CounterVec
+	paused       *prometheus.GaugeVec
 	nodeUp       *prometheus.GaugeVec
 	ready        prometheus.Gauge
 	schedulerRun prometheus.Gauge
@@ -58,6 +59,9 @@ func newMetrics() *metrics {
 		abandoned: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "slotlock_runs_abandoned_total", Help: "Runs that started and never ended (their replica died or froze past its lease), reported by this replica (run.abandoned), by job.",
 		}, []string{"job"}),
+		paused: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "slotlock_job_paused", Help: "1 while the job is paused (slotlock pause), as this replica saw it at the job's latest slot.",
+		}, []string{"job"}),
 		nodeUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "slotlock_redis_node_up", Help: "1 when the Redis node answered the last PING within op_timeout.",
 		}, []string{"node"}),
@@ -68,7 +72,7 @@ func newMetrics() *metrics {
 			Name: "slotlock_scheduler_running", Help: "1 while the scheduler loop runs.",
 		}),
 	}
-	m.reg.MustRegister(m.runs, m.skips, m.startDelay, m.runDuration, m.lockAcquire, m.leasesLost, m.abandoned,
+	m.reg.MustRegister(m.runs, m.skips, m.startDelay, m.runDuration, m.lockAcquire, m.leasesLost, m.abandoned, m.paused,
 		m.nodeUp, m.ready, m.schedulerRun,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -93,6 +97,14 @@ func (m *metrics) LeaseLost(job string) { m.leasesLost.WithLabelValues(job).Inc(
 
 func (m *metrics) RunAbandoned(job string) { m.abandoned.WithLabelValues(job).Inc() }
 
+func (m *metrics) JobPaused(job string, paused bool) {
+	v := 0.0
+	if paused {
+		v = 1
+	}
+	m.paused.WithLabelValues(job).Set(v)
+}
+
 // initJobs creates each job's series at zero, so dashboards and alerts see
 // them before the first event.
 func (m *metrics) initJobs(names []string) {
@@ -105,6 +117,7 @@ func (m *metrics) initJobs(names []string) {
 		}
 		m.leasesLost.WithLabelValues(j)
 		m.abandoned.WithLabelValues(j)
+		m.paused.WithLabelValues(j)
 	}
 }
 

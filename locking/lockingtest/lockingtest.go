@@ -70,6 +70,7 @@ var cases = []struct {
 	{"ClaimRelease", testClaimRelease},
 	{"ClaimKept", testClaimKept},
 	{"ClaimOrphan", testClaimOrphan},
+	{"Pause", testPause},
 	{"TokensUnique", testTokensUnique},
 	{"BadKeys", testBadKeys},
 }

@@ -200,12 +200,14 @@ func (s *Store) Apply(op locking.Op) (locking.Result, error) {
 		fence := s.num(op.Fence, now)
 		res := locking.Result{Status: 1, N: fence}
 		if op.Field != "" {
+			pause, _ := s.getStr(op.Pause, now)
+			res.Pause = pause
 			if done, ok := s.getStr(op.Key, now); ok {
-				return locking.Result{Value: done, N: fence}, nil
+				return locking.Result{Value: done, N: fence, Pause: pause}, nil
 			}
 			if l, ok := s.hget(op.Lives, op.Field, now); ok {
 				if v, exp := parseLive(l); exp > nowMS {
-					return locking.Result{Value: v, N: fence}, nil
+					return locking.Result{Value: v, N: fence, Pause: pause}, nil
 				}
 			}
 			if c, ok := s.hget(op.Claims, op.Field, now); ok {
@@ -217,6 +219,7 @@ func (s *Store) Apply(op locking.Op) (locking.Result, error) {
 			if e, ok := s.get(op.Claims, now); ok {
 				res.Orphan, res.OrphanValue = s.orphan(e.hash, op, now)
 			}
+
 		} else {
 			if v, ok := s.getStr(op.Key, now); ok {
 				return locking.Result{Value: v, N: fence}, nil
@@ -288,6 +291,16 @@ func (s *Store) Apply(op locking.Op) (locking.Result, error) {
 			return locking.Result{Status: 1}, nil
 		}
 		return locking.Result{}, nil
+
+	case locking.OpPause:
+		cur, _ := s.getStr(op.Key, now)
+		v, _, _ := strings.Cut(cur, "|")
+		version, _ := strconv.ParseInt(v, 10, 64)
+		if op.N > version {
+			s.setStr(op.Key, op.Value, 0, now)
+			return locking.Result{Status: 1, Value: op.Value}, nil
+		}
+		return locking.Result{Value: cur}, nil
 
 	case locking.OpFence:
 		cur := s.num(op.Key, now)

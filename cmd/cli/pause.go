@@ -1,0 +1,94 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/slotlock/slotlock/cmd/config"
+	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler"
+)
+
+// pauseTimeout bounds the command's round trips to the lock stores.
+const pauseTimeout = 10 * time.Second
+
+func cmdPause(ctx context.Context, args []string, env Env) int {
+	f := newFlags("pause", env)
+	forDur := f.Duration("for", 0, "end the pause by itself after this long (default: until resumed)")
+	reason := f.String("reason", "", "why, for the logs and status")
+	return pauseOrResume(ctx, f, args, env, func(now time.Time) (locking.Pause, bool) {
+		if *forDur < 0 {
+			fmt.Fprintln(env.Stderr, "slotlock pause: --for must not be negative")
+			return locking.Pause{}, false
+		}
+		p := locking.Pause{Paused: true, Reason: *reason}
+		if *forDur > 0 {
+			p.Until = now.Add(*forDur)
+		}
+		return p, true
+	})
+}
+
+func cmdResume(ctx context.Context, args []string, env Env) int {
+	f := newFlags("resume", env)
+	return pauseOrResume(ctx, f, args, env, func(time.Time) (locking.Pause, bool) {
+		return locking.Pause{}, true
+	})
+}
+
+// pauseOrResume writes the pause state that state builds for the one job
+// named in args to the lock stores, and logs job.paused or job.resumed.
+func pauseOrResume(ctx context.Context, f *flags, args []string, env Env, state func(time.Time) (locking.Pause, bool)) int {
+	name := f.Name()
+	pos, err := f.parse(args)
+	if err != nil {
+		return exitConfig
+	}
+	if len(pos) != 1 {
+		fmt.Fprintf(env.Stderr, "usage: slotlock %s [--config FILE]%s JOB\n", name,
+			map[string]string{"pause": " [--for DUR] [--reason TEXT]"}[name])
+		return exitConfig
+	}
+	job := pos[0]
+	cfg, ok := loadConfig(f.configPath(env), env)
+	if !ok {
+		return exitConfig
+	}
+	if !slices.ContainsFunc(cfg.Jobs, func(j config.Job) bool { return j.Name == job }) {
+		fmt.Fprintf(env.Stderr, "slotlock %s: no job named %q in the configuration\n", name, job)
+		return exitConfig
+	}
+	if len(cfg.Redis.Nodes) == 0 {
+		fmt.Fprintf(env.Stderr, "slotlock %s: needs redis.nodes: with in-process locks no replica would see it\n", name)
+		return exitConfig
+	}
+	r, code := start(ctx, name, cfg, env)
+	if r == nil {
+		return code
+	}
+	defer r.close()
+	p, ok := state(r.clock.Now())
+	if !ok {
+		return exitConfig
+	}
+	p.By = r.name
+	wctx, cancel := context.WithTimeout(ctx, pauseTimeout)
+	defer cancel()
+	got, err := r.locker.SetPause(wctx, job, p)
+	if err != nil {
+		r.log.Error(name+" failed: the lock stores did not answer", "job", job, "error", err.Error())
+		return exitFailure
+	}
+	if got.Paused {
+		attrs := []any{"event", scheduler.EventJobPaused, "job", job, "by", got.By, "reason", got.Reason}
+		if !got.Until.IsZero() {
+			attrs = append(attrs, "until", got.Until.UTC().Format(time.RFC3339))
+		}
+		r.log.Info("job paused: every replica skips its slots from the next one on", attrs...)
+	} else {
+		r.log.Info("job resumed: its slots run again from the next one on", "event", scheduler.EventJobResumed, "job", job, "by", got.By)
+	}
+	return exitOK
+}
