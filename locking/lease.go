@@ -27,6 +27,7 @@ type Lease struct {
 	token     uint64
 	abandoned *Abandoned
 	orphan    *Abandoned
+	pause     Pause
 
 	mu         sync.Mutex
 	validUntil time.Time
@@ -49,7 +50,7 @@ type Lease struct {
 func newLease(lk *locker, spec leaseSpec, g grant, validUntil time.Time) *Lease {
 	stopped, stop := context.WithCancel(context.Background())
 	return &Lease{
-		lk: lk, spec: spec, token: g.token, abandoned: g.abandoned, orphan: g.orphan,
+		lk: lk, spec: spec, token: g.token, abandoned: g.abandoned, orphan: g.orphan, pause: g.pause,
 		validUntil: validUntil,
 		lost:       make(chan struct{}),
 		stopped:    stopped,
@@ -81,6 +82,11 @@ func (ls *Lease) Abandoned() *Abandoned { return ls.abandoned }
 // the same family whose lease had expired: work abandoned by its holder.
 // Claim its key to take it over and report it (Lease.Abandoned).
 func (ls *Lease) Orphan() *Abandoned { return ls.orphan }
+
+// Pause is the newest pause state of a claim's family that the stores
+// held when it was claimed — not active then (Claim refuses while a pause
+// is active), but it may have covered the work's due time (Pause.Covers).
+func (ls *Lease) Pause() Pause { return ls.pause }
 
 // Holder is the replica name stored in the lock's value.
 func (ls *Lease) Holder() string { return ls.lk.opt.Replica }

@@ -86,6 +86,7 @@ func (b *localBackend) acquire(ctx context.Context, s leaseSpec) (grant, error) 
 		if p := b.pauses[fam]; p.ActiveAt(now) {
 			return grant{}, &PausedError{Key: s.key, Pause: p}
 		}
+		g.pause = b.pauses[fam]
 		if l, ok := b.lives[fam][field]; ok && now.Before(l.expires) {
 			return grant{}, parseHeld(s.key, l.value)
 		}

@@ -19,7 +19,9 @@ type Pause struct {
 	By     string    // who paused or resumed (a replica or a host name)
 	Reason string
 	// Version orders the writes: SetPause writes above every version it
-	// found, so the newest pause or resume wins on every store.
+	// found, so the newest pause or resume wins on every store. It is the
+	// write's time in Unix milliseconds (or one more than the previous
+	// version): Since.
 	Version int64
 }
 
@@ -27,6 +29,14 @@ type Pause struct {
 func (p Pause) ActiveAt(t time.Time) bool {
 	return p.Paused && (p.Until.IsZero() || t.Before(p.Until))
 }
+
+// Since is when the pause (or resume) was written.
+func (p Pause) Since() time.Time { return time.UnixMilli(p.Version) }
+
+// Covers reports whether work due at t falls within the pause: written
+// before t and not ended by t. A slot missed during a pause and claimed
+// after it ended is still covered.
+func (p Pause) Covers(t time.Time) bool { return p.ActiveAt(t) && !t.Before(p.Since()) }
 
 // ErrPaused is matched by the error of a Claim refused by a pause.
 var ErrPaused = errors.New("locking: paused")

@@ -20,6 +20,7 @@ type grant struct {
 	token     uint64
 	abandoned *Abandoned // a claim taken over: its holder never ended it
 	orphan    *Abandoned // another claim of the family seen abandoned
+	pause     Pause      // a claim's family's newest pause state, ended or not
 }
 
 func msec(d time.Duration) int64 { return max(d.Milliseconds(), 1) }
@@ -84,11 +85,12 @@ func (r *redlock) acquire(ctx context.Context, s leaseSpec) (grant, error) {
 	if won >= r.quorum && !sawDone && ctx.Err() == nil {
 		// The winners are a majority: they hold the newest pause written
 		// to a majority.
-		if p := newestPause(pauses); s.claim && p.ActiveAt(r.clock.Now()) {
+		p := newestPause(pauses)
+		if s.claim && p.ActiveAt(r.clock.Now()) {
 			r.undo(ctx, s, nil)
 			return grant{}, &PausedError{Key: s.key, Pause: p}
 		}
-		g := grant{}
+		g := grant{pause: p}
 		took, tookN := "", 0
 		for v, n := range tookBy {
 			if n > tookN || (n == tookN && v < took) {

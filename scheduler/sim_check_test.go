@@ -34,7 +34,7 @@ type checkStats struct {
 // explainReasons are slot.skipped reasons that account for a slot that no
 // replica ran (held and done point at another replica).
 var explainReasons = map[string]bool{
-	"overlap": true, "late": true, "no_quorum": true, "slow_lock": true, "shutdown": true, "claimed": true,
+	"overlap": true, "late": true, "no_quorum": true, "slow_lock": true, "shutdown": true, "claimed": true, "paused": true,
 }
 
 func (w *world) check(from, to time.Time) (viol []string, st checkStats) {
@@ -112,7 +112,11 @@ func (w *world) check(from, to time.Time) (viol []string, st checkStats) {
 			if len(rs) == 0 && why == "" {
 				bad("explained: %s %s has no run and no audit event accounting for it", k.job, k.slot)
 			}
-			if len(rs) == 0 && w.faults.quiet(s.Add(-2*w.cfg.ttl-lateness), s.Add(w.cfg.ttl+lateness+time.Second)) {
+			pause := w.pausedAt(d.name, s, lateness)
+			if pause == pausedSurely && len(rs) > 0 {
+				bad("paused: %s %s started while the job was paused (%s)", k.job, k.slot, describeRuns(rs))
+			}
+			if len(rs) == 0 && pause == notPaused && w.faults.quiet(s.Add(-2*w.cfg.ttl-lateness), s.Add(w.cfg.ttl+lateness+time.Second)) {
 				busy := false
 				for _, r := range byJob[d.name] {
 					if r.start.Before(s.Add(lateness+time.Second)) && (r.end.IsZero() || r.end.After(s.Add(-lateness))) {
@@ -300,4 +304,48 @@ func (w *world) trace(audits []auditRec, job, slot string) string {
 	}
 	w.faults.mu.Unlock()
 	return out
+}
+
+type pauseState int
+
+const (
+	notPaused pauseState = iota
+	pausedMaybe
+	pausedSurely
+)
+
+// pausedAt says whether job was paused at slot s. The newest pause
+// written replaces the older ones (the register keeps the newest), so the
+// pause in force is the last one written before s. Surely paused: that one
+// was confirmed, covers s with a margin (the writes, clock offsets and the
+// lateness bound), and no other pause write of the job was under way near
+// s; maybe: near a pause's edges or writes, or under an unconfirmed one.
+func (w *world) pausedAt(job string, s time.Time, lateness time.Duration) pauseState {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	margin := w.cfg.skew + lateness + time.Second
+	var last *pauseRec
+	near := false
+	for i := range w.pauses {
+		p := &w.pauses[i]
+		if p.job != job {
+			continue
+		}
+		if !p.from.After(s.Add(margin)) && !p.acked.Before(s.Add(-margin)) || p.failed && !p.from.After(s) {
+			near = true // a write under way around s, or one whose outcome is unknown
+		}
+		if !p.from.After(s) && (last == nil || p.from.After(last.from)) {
+			last = p
+		}
+	}
+	switch {
+	case last == nil || s.After(last.until.Add(margin)):
+		if near {
+			return pausedMaybe
+		}
+		return notPaused
+	case near || last.failed || !s.Before(last.until.Add(-margin)) || !s.After(last.acked.Add(margin)):
+		return pausedMaybe
+	}
+	return pausedSurely
 }

@@ -3,6 +3,8 @@ package scheduler_test
 import (
 	"context"
 	"fmt"
+
+	"github.com/slotlock/slotlock/locking"
 	"sync"
 	"time"
 )
@@ -67,6 +69,7 @@ var faultKinds = []struct {
 	{"slow", 2},      // a store answers 50–400 ms late (past op_timeout) for 1–30 s
 	{"loss", 2},      // 5 % of requests lost, 3 % executed 0.2–2 s late with no answer, for 5–60 s
 	{"trigger", 2},   // a fresh process runs `slotlock trigger` for a job
+	{"pausejob", 1},  // a fresh process pauses a job for 1–10 minutes (slotlock pause --for)
 }
 
 func (w *world) between(lo, hi time.Duration) time.Duration {
@@ -168,6 +171,26 @@ func (w *world) inject(kind string) {
 		f := w.faults.open(kind, "")
 		w.net.SetLoss(0.05, 0.03, w.between(200*time.Millisecond, 2*time.Second))
 		w.after(w.between(5*time.Second, time.Minute), func() { w.net.SetLoss(0, 0, 0); w.faults.close(f) })
+	case "pausejob":
+		job := w.cfg.jobs[w.pick(len(w.cfg.jobs))].name
+		d := w.between(time.Minute, 10*time.Minute)
+		in := w.process(fmt.Sprintf("ops-%d", w.pick(1_000_000)), 0)
+		w.wg.Go(func() {
+			defer close(in.done)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			from := time.Now()
+			p, err := in.locker.SetPause(ctx, job, locking.Pause{Paused: true, Until: from.Add(d), By: in.name})
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			if err == nil {
+				// From when the write began to its end: slots in between
+				// may be paused; slots well inside it must be.
+				w.pauses = append(w.pauses, pauseRec{job: job, from: from, until: p.Until, acked: time.Now()})
+			} else {
+				w.pauses = append(w.pauses, pauseRec{job: job, from: from, until: from.Add(d), failed: true})
+			}
+		})
 	case "trigger":
 		w.mu.Lock()
 		w.triggers++

@@ -92,6 +92,7 @@ func simulate(t *testing.T, cfg simConfig) {
 		add(w.check(checked, w.start.Add(cfg.duration)))
 		faults = w.faults.counts()
 		faults["trigger (not a fault)"] = w.triggers
+		faults["job paused (not a fault)"] = len(w.pauses)
 	})
 	var kinds []string
 	for k, n := range faults {

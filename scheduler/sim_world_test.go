@@ -47,6 +47,15 @@ type world struct {
 	mu       sync.Mutex
 	triggers int
 	stopped  bool
+	pauses   []pauseRec
+}
+
+// pauseRec is one pause an operator process wrote (or tried to: failed,
+// the stores did not confirm it, so it may or may not hold).
+type pauseRec struct {
+	job                string
+	from, acked, until time.Time
+	failed             bool
 }
 
 type replica struct {
@@ -61,6 +70,7 @@ type instance struct {
 	gate   *locksim.Gate
 	clock  *locksim.Clock
 	sched  *scheduler.Scheduler
+	locker locking.Locker
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the process's work has returned
 
@@ -174,7 +184,7 @@ func (w *world) process(name string, epoch int) *instance {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	in.sched = s
+	in.sched, in.locker = s, locker
 	in.done = make(chan struct{})
 	w.wg.Go(func() { <-in.done; _ = locker.Close() })
 	return in

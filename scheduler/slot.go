@@ -101,11 +101,18 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 		return
 	}
 	s.quorumSeen()
-	s.notePause(j, locking.Pause{})
 	if lease.Abandoned() != nil {
 		s.settleAbandoned(j, t, lease)
 		return
 	}
+	if p := lease.Pause(); p.Covers(t) {
+		// A slot due while the job was paused, claimed after the pause
+		// ended (a recovery): still paused.
+		s.endLease(name, slot, lease, 0, "")
+		s.pausedSlot(j, t, &locking.PausedError{Key: lease.Key(), Pause: p})
+		return
+	}
+	s.notePause(j, locking.Pause{})
 	if o := lease.Orphan(); o != nil {
 		s.spawn(func() { s.settleOrphan(j, o) })
 	}
