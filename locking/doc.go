@@ -16,13 +16,14 @@
 //
 // so that every key of a family, its fencing counter
 // (<prefix>:{<family>}:fence), its open claims (the hashes
-// <prefix>:{<family>}:claims and :lives; the three names are reserved) and
-// its records share one hash tag and live in one cluster slot: each Lua
-// script touches one slot only. CheckKey refuses a family with a brace,
+// <prefix>:{<family>}:claims and :lives), its pause register
+// (<prefix>:{<family>}:pause; the four names are reserved) and its records
+// share one hash tag and live in one cluster slot: each Lua script touches
+// one slot only. CheckKey refuses a family with a brace,
 // which would split that tag.
 //
 // The client reaches each store through a Node: one atomic Op per call
-// (acquire, extend, release, fence, max-set, get, ping), a Lua script or a
+// (acquire, extend, release, pause, fence, max-set, get, ping), a Lua script or a
 // command on Redis, and the same operations in Go on the simulated stores of
 // locking/locksim, which the conformance suite checks alike.
 //
@@ -76,6 +77,13 @@
 // acquisition failed — which the new lease covers and ends; on a minority
 // while a node is silent it may be a started claim whose other copies are
 // on the silent nodes, and the key is refused (HeldError.Claimed).
+//
+// Every Claim also reads the family's pause register (Pause, written by
+// SetPause as a versioned register: the newest write wins on every node).
+// While the newest pause over the answering majority is active, the claim
+// is undone and refused with a *PausedError; a granted lease carries the
+// newest pause, so that its caller can tell work that was due during a
+// pause that has since ended (Pause.Covers).
 //
 // Every successful Claim also reports one other claim of the family whose
 // lease has expired (Lease.Orphan), picked by the caller's random token
