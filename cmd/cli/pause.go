@@ -3,10 +3,8 @@ package cli
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
-	"github.com/slotlock/slotlock/cmd/config"
 	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/scheduler"
 )
@@ -42,22 +40,8 @@ func cmdResume(ctx context.Context, args []string, env Env) int {
 // named in args to the lock stores, and logs job.paused or job.resumed.
 func pauseOrResume(ctx context.Context, f *flags, args []string, env Env, state func(time.Time) (locking.Pause, bool)) int {
 	name := f.Name()
-	pos, err := f.parse(args)
-	if err != nil {
-		return exitConfig
-	}
-	if len(pos) != 1 {
-		fmt.Fprintf(env.Stderr, "usage: slotlock %s [--config FILE]%s JOB\n", name,
-			map[string]string{"pause": " [--for DUR] [--reason TEXT]"}[name])
-		return exitConfig
-	}
-	job := pos[0]
-	cfg, ok := loadConfig(f.configPath(env), env)
+	cfg, job, ok := loadForJob(f, args, env, map[string]string{"pause": "[--for DUR] [--reason TEXT] "}[name])
 	if !ok {
-		return exitConfig
-	}
-	if !slices.ContainsFunc(cfg.Jobs, func(j config.Job) bool { return j.Name == job }) {
-		fmt.Fprintf(env.Stderr, "slotlock %s: no job named %q in the configuration\n", name, job)
 		return exitConfig
 	}
 	if len(cfg.Redis.Nodes) == 0 {

@@ -11,21 +11,8 @@ import (
 
 func cmdTrigger(ctx context.Context, args []string, env Env) int {
 	f := newFlags("trigger", env)
-	pos, err := f.parse(args)
-	if err != nil {
-		return exitConfig
-	}
-	if len(pos) != 1 {
-		fmt.Fprintln(env.Stderr, "usage: slotlock trigger [--config FILE] JOB")
-		return exitConfig
-	}
-	job := pos[0]
-	cfg, ok := loadConfig(f.configPath(env), env)
+	cfg, job, ok := loadForJob(f, args, env, "")
 	if !ok {
-		return exitConfig
-	}
-	if !slices.ContainsFunc(cfg.Jobs, func(j config.Job) bool { return j.Name == job }) {
-		fmt.Fprintf(env.Stderr, "slotlock trigger: no job named %q in the configuration\n", job)
 		return exitConfig
 	}
 	r, code := start(ctx, "trigger", cfg, env)
@@ -42,4 +29,29 @@ func cmdTrigger(ctx context.Context, args []string, env Env) int {
 		return exitFailure
 	}
 	return exitOK
+}
+
+// loadForJob parses the arguments of a command that takes one job name,
+// loads the configuration and checks that the job is in it. false means a
+// usage or configuration error, already printed (exit 2). flagsUsage is the
+// command's own flags for the usage line.
+func loadForJob(f *flags, args []string, env Env, flagsUsage string) (*config.Config, string, bool) {
+	pos, err := f.parse(args)
+	if err != nil {
+		return nil, "", false
+	}
+	if len(pos) != 1 {
+		fmt.Fprintf(env.Stderr, "usage: slotlock %s [--config FILE] %sJOB\n", f.Name(), flagsUsage)
+		return nil, "", false
+	}
+	job := pos[0]
+	cfg, ok := loadConfig(f.configPath(env), env)
+	if !ok {
+		return nil, "", false
+	}
+	if !slices.ContainsFunc(cfg.Jobs, func(j config.Job) bool { return j.Name == job }) {
+		fmt.Fprintf(env.Stderr, "slotlock %s: no job named %q in the configuration\n", f.Name(), job)
+		return nil, "", false
+	}
+	return cfg, job, true
 }
