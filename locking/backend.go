@@ -5,6 +5,16 @@ import (
 	"time"
 )
 
+// ending is how a lease ends: deleted (doneTTL 0), or replaced by the done
+// marker done for doneTTL, with entry (when set) added to the family's log,
+// which keeps its newest keep entries.
+type ending struct {
+	done    string
+	doneTTL time.Duration
+	entry   *LogEntry
+	keep    int
+}
+
 // backend is one lock store: the Redlock quorum (redlock*.go) or the
 // in-process map (local.go). The shared front end (locker.go, lease.go)
 // builds values, computes validity and runs the watchdog, so both stores
@@ -21,9 +31,12 @@ type backend interface {
 	// answered that the lease is no longer s's, and a *QuorumError when a
 	// majority could not be reached.
 	extend(ctx context.Context, s leaseSpec) error
-	// release ends s (OpRelease): deletes it, or, when doneTTL > 0, turns
-	// its key into doneValue for doneTTL. Errors as for extend.
-	release(ctx context.Context, s leaseSpec, doneValue string, doneTTL time.Duration) error
+	// release ends s (OpRelease): deletes it, or, when e.doneTTL > 0,
+	// turns its key into e.done for e.doneTTL and adds e.entry, if any, to
+	// the family's log. Errors as for extend.
+	release(ctx context.Context, s leaseSpec, e ending) error
+	// readLog implements Locker.ReadLog.
+	readLog(ctx context.Context, family string, since int64, limit int) ([]LogEntry, error)
 	// advanceRecord and readRecord implement Locker's record operations.
 	advanceRecord(ctx context.Context, key Key, v int64) error
 	readRecord(ctx context.Context, key Key) (int64, error)

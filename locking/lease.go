@@ -255,7 +255,7 @@ func (ls *Lease) markLost() {
 // pass. It returns ErrLockLost when the key was no longer this lease's on
 // a majority.
 func (ls *Lease) Release(ctx context.Context) error {
-	return ls.end(ctx, "", 0)
+	return ls.end(ctx, ending{})
 }
 
 // MarkDone stops the watchdog and, in one atomic step per store, replaces
@@ -268,12 +268,23 @@ func (ls *Lease) Release(ctx context.Context) error {
 // expires. Cancellation as for Release.
 func (ls *Lease) MarkDone(ctx context.Context, ttl time.Duration, note string) error {
 	if ttl <= 0 {
-		return ls.end(ctx, "", 0)
+		return ls.end(ctx, ending{})
 	}
-	return ls.end(ctx, doneValue(ls.lk.opt.Replica, note, ls.ID()), ttl)
+	return ls.end(ctx, ending{done: doneValue(ls.lk.opt.Replica, note, ls.ID()), doneTTL: ttl})
 }
 
-func (ls *Lease) end(ctx context.Context, done string, doneTTL time.Duration) error {
+// MarkDoneLog is MarkDone of a claim that also adds entry to its family's
+// log (Locker.ReadLog), in the same step on each store, where the done
+// marker is set; the log keeps its newest keep entries (by score). A
+// retried MarkDoneLog adds the entry once.
+func (ls *Lease) MarkDoneLog(ctx context.Context, ttl time.Duration, note string, entry LogEntry, keep int) error {
+	if ttl <= 0 || !ls.spec.claim || keep <= 0 {
+		return ls.MarkDone(ctx, ttl, note)
+	}
+	return ls.end(ctx, ending{done: doneValue(ls.lk.opt.Replica, note, ls.ID()), doneTTL: ttl, entry: &entry, keep: keep})
+}
+
+func (ls *Lease) end(ctx context.Context, e ending) error {
 	ls.endMu.Lock()
 	defer ls.endMu.Unlock()
 	if ls.settled {
@@ -294,7 +305,7 @@ func (ls *Lease) end(ctx context.Context, done string, doneTTL time.Duration) er
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
-	err := ls.lk.b.release(rctx, ls.spec, done, doneTTL)
+	err := ls.lk.b.release(rctx, ls.spec, e)
 	if err == nil || errors.Is(err, ErrLockLost) {
 		ls.settled = true
 	}

@@ -20,6 +20,7 @@ func NewLocal(opt Options) Locker {
 		keys:    make(map[Key]localEntry),
 		claims:  make(map[string]map[string]string),
 		pauses:  make(map[string]Pause),
+		logs:    make(map[string][]LogEntry),
 		lives:   make(map[string]map[string]localEntry),
 		fences:  make(map[string]uint64),
 		records: make(map[Key]int64),
@@ -40,6 +41,7 @@ type localBackend struct {
 	keys    map[Key]localEntry
 	claims  map[string]map[string]string     // family -> name -> claim value (as the claims hash)
 	pauses  map[string]Pause                 // family -> pause state
+	logs    map[string][]LogEntry            // family -> log, newest first
 	lives   map[string]map[string]localEntry // family -> name -> a claim's lease (as the lives hash)
 	fences  map[string]uint64                // by family
 	records map[Key]int64
@@ -155,7 +157,8 @@ func (b *localBackend) extend(ctx context.Context, s leaseSpec) error {
 	return nil
 }
 
-func (b *localBackend) release(ctx context.Context, s leaseSpec, done string, doneTTL time.Duration) error {
+func (b *localBackend) release(ctx context.Context, s leaseSpec, e ending) error {
+	done, doneTTL := e.done, e.doneTTL
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -194,6 +197,9 @@ func (b *localBackend) release(ctx context.Context, s leaseSpec, done string, do
 			deleteIn(b.claims, fam, field)
 			if !curOK {
 				b.keys[s.key] = localEntry{value: done, expires: now.Add(doneTTL)}
+			}
+			if e.entry != nil {
+				b.logs[fam] = mergeLogs([][]LogEntry{{*e.entry}, b.logs[fam]}, e.keep)
 			}
 		}
 	} else if claimOurs {
@@ -244,6 +250,21 @@ func (b *localBackend) readPause(ctx context.Context, family string) (Pause, err
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.pauses[family], nil
+}
+
+func (b *localBackend) readLog(ctx context.Context, family string, since int64, limit int) ([]LogEntry, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []LogEntry
+	for _, e := range b.logs[family] {
+		if e.Score >= since && len(out) < limit {
+			out = append(out, e)
+		}
+	}
+	return out, nil
 }
 
 func (b *localBackend) ping(ctx context.Context) ([]NodeStatus, error) {

@@ -94,7 +94,7 @@ func (l *locker) acquire(ctx context.Context, s leaseSpec) (*Lease, error) {
 		// The acquisition took longer than the lease lasts: nothing is held
 		// any more that could be relied on. Undo and report.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-		_ = l.b.release(rctx, s, "", 0)
+		_ = l.b.release(rctx, s, ending{})
 		cancel()
 		return nil, &slowAcquireError{key: s.key}
 	}
@@ -136,6 +136,20 @@ func (l *locker) ReadPause(ctx context.Context, family string) (Pause, error) {
 	}
 	got, err := l.b.readPause(ctx, family)
 	return got, ctxOr(ctx, err)
+}
+
+func (l *locker) ReadLog(ctx context.Context, family string, since int64, limit int) ([]LogEntry, error) {
+	if err := CheckKey(Key{Family: family, Name: logName + "-check"}); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		return nil, nil
+	}
+	if l.closed.Load() {
+		return nil, ErrClosed
+	}
+	entries, err := l.b.readLog(ctx, family, since, limit)
+	return entries, ctxOr(ctx, err)
 }
 
 func (l *locker) Ping(ctx context.Context) ([]NodeStatus, error) {

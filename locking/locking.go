@@ -27,14 +27,17 @@ const (
 	livesName  = "lives"
 )
 
+// logName is the reserved name of a family's log (Lease.MarkDoneLog).
+const logName = "log"
+
 func reservedName(n string) bool {
-	return n == fenceName || n == claimsName || n == livesName || n == pauseName
+	return n == fenceName || n == claimsName || n == livesName || n == pauseName || n == logName
 }
 
 // CheckKey reports whether k can be used: a non-empty family without
 // braces or white space (it becomes the key's hash tag: a brace would
 // split a family over cluster slots), and a non-empty name that is not
-// reserved ("fence", "claims", "lives", "pause").
+// reserved ("fence", "claims", "lives", "pause", "log").
 func CheckKey(k Key) error {
 	switch {
 	case k.Family == "":
@@ -42,7 +45,7 @@ func CheckKey(k Key) error {
 	case strings.ContainsAny(k.Family, "{} \t\r\n"):
 		return fmt.Errorf("locking: key %q: family must not contain braces or white space", k)
 	case k.Name == "" || reservedName(k.Name):
-		return fmt.Errorf("locking: key %q: name must be non-empty and not %q, %q, %q or %q", k, fenceName, claimsName, livesName, pauseName)
+		return fmt.Errorf("locking: key %q: name must be non-empty and not %q, %q, %q, %q or %q", k, fenceName, claimsName, livesName, pauseName, logName)
 	}
 	return nil
 }
@@ -106,6 +109,11 @@ type Locker interface {
 	// stores now hold. ReadPause returns the newest state on a majority.
 	SetPause(ctx context.Context, family string, p Pause) (Pause, error)
 	ReadPause(ctx context.Context, family string) (Pause, error)
+
+	// ReadLog returns the family's log (entries added by MarkDoneLog) with
+	// a score of since or more, newest first, at most limit: the union of
+	// what a majority of the stores hold.
+	ReadLog(ctx context.Context, family string, since int64, limit int) ([]LogEntry, error)
 
 	// ReadRecord returns the largest value of the record seen on a majority
 	// (0 when never written).

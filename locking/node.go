@@ -66,7 +66,9 @@ const (
 	// is deleted where it holds Value. With DoneTTL == 0 Claims[Field] is
 	// deleted where it is Value. With DoneTTL > 0, where the claim is ours,
 	// absent, or another claim whose lease we hold (one we took over),
-	// Claims[Field] is deleted and Key := Done PX DoneTTL unless Key exists.
+	// Claims[Field] is deleted and Key := Done PX DoneTTL unless Key exists;
+	// there Entry (when set) is added to the family's log (the sorted set
+	// Log) with score N, and the log keeps its newest Keep entries.
 	OpRelease
 	// OpPause: the family's pause register at Key holds
 	// "<version>|<p or r>|<until ms>|<by>|<reason>" (p: paused until the
@@ -84,6 +86,9 @@ const (
 	OpGet
 	// OpPing: answer.
 	OpPing
+	// OpLog: read the family's log at Key: its entries of score N or more,
+	// newest first, at most Keep (Result.Log).
+	OpLog
 )
 
 // Op is one request to a Node.
@@ -92,6 +97,8 @@ type Op struct {
 	Key, Fence           string
 	Claims, Lives, Field string // claims only
 	Pause                string // claims only: the family's pause register, read
+	Log, Entry           string // OpRelease of a claim: the family's log and an entry for it
+	Keep                 int64  // OpRelease: entries the log keeps; OpLog: most entries read
 	Value, Done          string
 	TTL, DoneTTL         int64 // milliseconds
 	N                    int64
@@ -105,4 +112,13 @@ type Result struct {
 	Nil                 bool
 	Orphan, OrphanValue string // OpAcquire of a claim: an abandoned claim of another field
 	Pause               string // OpAcquire of a claim: the pause register's value
+	Log                 []LogEntry
+}
+
+// LogEntry is one entry of a family's log (Lease.MarkDoneLog,
+// Locker.ReadLog): an opaque value and its score (the caller's order, e.g.
+// a slot's Unix time).
+type LogEntry struct {
+	Score int64
+	Value string
 }

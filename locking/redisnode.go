@@ -17,6 +17,9 @@ var (
 	//go:embed redlock_acquire.lua
 	acquireLua    string
 	acquireScript = redis.NewScript(acquireLua)
+	//go:embed redlock_log.lua
+	logLua    string
+	logScript = redis.NewScript(logLua)
 	//go:embed redlock_pause.lua
 	pauseLua    string
 	pauseScript = redis.NewScript(pauseLua)
@@ -149,9 +152,11 @@ func (n *redisNode) do(ctx context.Context, op Op) (any, error) {
 	case OpRelease:
 		keys := []string{op.Key}
 		if op.Field != "" {
-			keys = append(keys, op.Claims, op.Lives)
+			keys = append(keys, op.Claims, op.Lives, op.Log)
 		}
-		return releaseScript.Run(ctx, c, keys, op.Value, op.Done, op.DoneTTL, op.Field).Result()
+		return releaseScript.Run(ctx, c, keys, op.Value, op.Done, op.DoneTTL, op.Field, op.Entry, op.N, op.Keep).Result()
+	case OpLog:
+		return logScript.Run(ctx, c, []string{op.Key}, op.N, op.Keep).Result()
 	case OpPause:
 		return pauseScript.Run(ctx, c, []string{op.Key}, op.Value, op.N).Result()
 	case OpFence:
@@ -205,6 +210,22 @@ func parseReply(op Op, v any) (Result, error) {
 			return Result{N: n}, nil
 		}
 		return Result{Status: n}, nil
+	case OpLog:
+		arr, ok := v.([]any)
+		if !ok {
+			return Result{}, fmt.Errorf("unexpected reply %T", v)
+		}
+		var r Result
+		for i := 0; i+1 < len(arr); i += 2 {
+			val, _ := arr[i].(string)
+			sc, _ := arr[i+1].(string)
+			n, err := strconv.ParseFloat(sc, 64)
+			if err != nil {
+				return Result{}, fmt.Errorf("log score %q: %w", sc, err)
+			}
+			r.Log = append(r.Log, LogEntry{Score: int64(n), Value: val})
+		}
+		return r, nil
 	case OpGet:
 		s, _ := v.(string)
 		n, err := strconv.ParseInt(s, 10, 64)

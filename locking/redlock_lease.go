@@ -32,8 +32,11 @@ func (r *redlock) leaseOp(k OpKind, s leaseSpec) Op {
 		op.Claims = r.key(Key{Family: s.key.Family, Name: claimsName})
 		op.Lives = r.key(Key{Family: s.key.Family, Name: livesName})
 		op.Field = s.key.Name
-		if k == OpAcquire {
+		switch k {
+		case OpAcquire:
 			op.Pause = r.pauseKey(s.key.Family)
+		case OpRelease:
+			op.Log = r.key(Key{Family: s.key.Family, Name: logName})
 		}
 	}
 	return op
@@ -243,10 +246,13 @@ func (r *redlock) extend(ctx context.Context, s leaseSpec) error {
 	return r.compareAct(ctx, "extend", s.key, r.leaseOp(OpExtend, s))
 }
 
-func (r *redlock) release(ctx context.Context, s leaseSpec, done string, doneTTL time.Duration) error {
+func (r *redlock) release(ctx context.Context, s leaseSpec, e ending) error {
 	op := r.leaseOp(OpRelease, s)
-	if doneTTL > 0 {
-		op.Done, op.DoneTTL = done, msec(doneTTL)
+	if e.doneTTL > 0 {
+		op.Done, op.DoneTTL = e.done, msec(e.doneTTL)
+	}
+	if s.claim && e.entry != nil {
+		op.Entry, op.N, op.Keep = e.entry.Value, e.entry.Score, int64(e.keep)
 	}
 	return r.compareAct(ctx, "release", s.key, op)
 }

@@ -2,9 +2,12 @@
 -- delete it or, when a done TTL is given, leave the done marker instead,
 -- in the same step.
 -- KEYS[1] lock key (a claim's done-marker key), KEYS[2] and KEYS[3] the
--- family's claims and lives hashes (claims only); ARGV[1] value, ARGV[2]
+-- family's claims and lives hashes (claims only), KEYS[4] the family's log
+-- (claims only: a sorted set); ARGV[1] value, ARGV[2]
 -- done marker, ARGV[3] done ttl in milliseconds ("0": no marker), ARGV[4]
--- field ("": a plain lease).
+-- field ("": a plain lease), ARGV[5] a log entry added with the done
+-- marker ("" none), ARGV[6] its score, ARGV[7] how many entries the log
+-- keeps (the newest by score).
 -- Returns 1 when the lease was ours here, or the key already holds this
 -- very done marker (a retry whose first answer was lost), 0 otherwise. A
 -- done marker is
@@ -50,6 +53,10 @@ if doneTTL > 0 then
       redis.call('HDEL', KEYS[2], field)
     end
     redis.call('SET', KEYS[1], ARGV[2], 'PX', doneTTL, 'NX')
+    if ARGV[5] and ARGV[5] ~= '' then
+      redis.call('ZADD', KEYS[4], ARGV[6], ARGV[5])
+      redis.call('ZREMRANGEBYRANK', KEYS[4], 0, -tonumber(ARGV[7]) - 1)
+    end
   end
 elseif claimOurs then
   redis.call('HDEL', KEYS[2], field)

@@ -497,10 +497,10 @@ func TestRedlockStaleTokenCannotReleaseOrExtend(t *testing.T) {
 	if err := ab.extend(ctx, leaseSpec{key: key, value: la.spec.value, ttl: time.Minute}); !errors.Is(err, ErrLockLost) {
 		t.Fatalf("stale extend: %v", err)
 	}
-	if err := ab.release(ctx, la.spec, "", 0); !errors.Is(err, ErrLockLost) {
+	if err := ab.release(ctx, la.spec, ending{}); !errors.Is(err, ErrLockLost) {
 		t.Fatalf("stale release: %v", err)
 	}
-	if err := ab.release(ctx, la.spec, "done|a|x", time.Minute); !errors.Is(err, ErrLockLost) {
+	if err := ab.release(ctx, la.spec, ending{done: "done|a|x", doneTTL: time.Minute}); !errors.Is(err, ErrLockLost) {
 		t.Fatalf("stale mark done: %v", err)
 	}
 	if err := la.Extend(ctx); !errors.Is(err, ErrLockLost) {

@@ -167,6 +167,8 @@ func testBadKeys(t *testing.T, l locking.Locker) {
 		{Family: "job", Name: "fence"},
 		{Family: "job", Name: "claims"},
 		{Family: "job", Name: "lives"},
+		{Family: "job", Name: "pause"},
+		{Family: "job", Name: "log"},
 	} {
 		_, err := l.Acquire(ctx(t), k, time.Second)
 		require.Error(t, err, "key %+v", k)

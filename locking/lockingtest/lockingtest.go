@@ -71,6 +71,7 @@ var cases = []struct {
 	{"ClaimKept", testClaimKept},
 	{"ClaimOrphan", testClaimOrphan},
 	{"Pause", testPause},
+	{"Log", testLog},
 	{"TokensUnique", testTokensUnique},
 	{"BadKeys", testBadKeys},
 }

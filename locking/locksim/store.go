@@ -9,7 +9,9 @@
 package locksim
 
 import (
+	"cmp"
 	"errors"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,6 +34,7 @@ type Store struct {
 type entry struct {
 	val     string
 	hash    map[string]string // a hash key (claims, lives)
+	zset    map[string]int64  // a sorted set (a family's log): member -> score
 	expires time.Time         // zero: no TTL
 }
 
@@ -189,6 +192,40 @@ func (s *Store) orphan(claims map[string]string, op locking.Op, now time.Time) (
 	return f, claims[f]
 }
 
+// zadd adds member with score to the sorted set k and keeps its newest
+// keep members (ZADD, then ZREMRANGEBYRANK 0 -(keep+1)).
+func (s *Store) zadd(k, member string, score, keep int64, now time.Time) {
+	e, ok := s.get(k, now)
+	if !ok || e.zset == nil {
+		e = entry{zset: map[string]int64{}}
+	}
+	e.zset[member] = score
+	all := newestFirst(e.zset, math.MinInt64, len(e.zset))
+	for _, x := range all[min(int64(len(all)), keep):] {
+		delete(e.zset, x.Value)
+	}
+	s.kv[k] = e
+}
+
+// newestFirst lists z's members of score since or more by score, highest
+// first (ties: the greater member first, as ZREVRANGEBYSCORE), at most
+// limit.
+func newestFirst(z map[string]int64, since int64, limit int) []locking.LogEntry {
+	var out []locking.LogEntry
+	for m, sc := range z {
+		if sc >= since {
+			out = append(out, locking.LogEntry{Score: sc, Value: m})
+		}
+	}
+	slices.SortFunc(out, func(a, b locking.LogEntry) int {
+		if a.Score != b.Score {
+			return cmp.Compare(b.Score, a.Score)
+		}
+		return strings.Compare(b.Value, a.Value)
+	})
+	return out[:min(len(out), limit)]
+}
+
 // Apply runs op atomically with the semantics documented on locking.Op.
 func (s *Store) Apply(op locking.Op) (locking.Result, error) {
 	s.mu.Lock()
@@ -283,6 +320,9 @@ func (s *Store) Apply(op locking.Op) (locking.Result, error) {
 				if _, exists := s.get(op.Key, now); !exists {
 					s.setStr(op.Key, op.Done, ms(op.DoneTTL), now)
 				}
+				if op.Entry != "" {
+					s.zadd(op.Log, op.Entry, op.N, op.Keep, now)
+				}
 			}
 		} else if claimOurs {
 			s.hdel(op.Claims, op.Field, now)
@@ -331,6 +371,10 @@ func (s *Store) Apply(op locking.Op) (locking.Result, error) {
 
 	case locking.OpPing:
 		return locking.Result{}, nil
+
+	case locking.OpLog:
+		e, _ := s.get(op.Key, now)
+		return locking.Result{Log: newestFirst(e.zset, op.N, int(op.Keep))}, nil
 	}
 	return locking.Result{}, errors.New("ERR unknown op")
 }
