@@ -33,7 +33,7 @@ var (
 // test; every figure is reported, none judged. Run it with:
 //
 //	go test ./e2e -run TestScale -scale -scale.jobs 100,1000,5000 -scale.seconds 20 -v -timeout 30m
-//	go test ./e2e -run TestScale -scale -scale.jobs 1000 -scale.replicas 1,3,5 -scale.nodes 1,3,5 -v -timeout 60m
+//	go test ./e2e -run TestScale -scale -scale.jobs 1000 -scale.replicas 1,3,5 -scale.nodes 1,3,5 -v -timeout 30m
 func TestScale(t *testing.T) {
 	if !*scaleFlag {
 		t.Skip("scale: set -scale to run the scale benchmark")
