@@ -102,12 +102,16 @@ func runScalePoint(t *testing.T, p ScalePoint, warmup time.Duration, seconds int
 	from := NextSecond(time.Now()).Add(warmup)
 	to := from.Add(time.Duration(seconds) * time.Second)
 
-	SleepUntil(from)
+	// The counters are read half a second before the window's first slot
+	// and after its last one, between two bursts of slots: read on the
+	// whole second, they would cut a burst at a random point. The
+	// resources' window is as long as the slots' and holds their bursts.
+	SleepUntil(from.Add(-time.Second / 2))
 	start, err := c.SampleScale()
 	if err != nil {
 		t.Fatal(err)
 	}
-	SleepUntil(to)
+	SleepUntil(to.Add(-time.Second / 2))
 	end, err := c.SampleScale()
 	if err != nil {
 		t.Fatal(err)
