@@ -15,11 +15,13 @@ type Binaries struct {
 	LedgerJob string // go build ./e2e/internal/ledgerjob
 }
 
-// JobDef is one job of a scenario: an exec job running ledgerjob.
+// JobDef is one job of a scenario: an exec job running ledgerjob, or a
+// log-plugin job when Log is set.
 type JobDef struct {
 	Name     string
 	Schedule string        // 6 fields, UTC
-	Sleep    time.Duration // how long each run takes
+	Sleep    time.Duration // how long each run takes (exec jobs)
+	Log      string        // when set: plugin log with params {message: Log}, no ledger line
 	Forbid   bool          // overlap: forbid (else allow)
 	Misfire  string        // skip (default) | run_once
 	Deadline time.Duration // misfire deadline; default 10m
@@ -35,6 +37,7 @@ type Spec struct {
 	Skew       time.Duration // lock.max_clock_skew; default 1s
 	Grace      time.Duration // shutdown.grace; default 5s
 	OpTimeout  time.Duration // redis.op_timeout; default 100ms
+	LogLevel   string        // log.level; default debug (the checker reads held/done skips)
 	Jobs       []JobDef
 }
 
@@ -63,23 +66,31 @@ func (c *Cluster) configJSON(addrs []string) []byte {
 		if timeout == 0 {
 			timeout = time.Minute
 		}
+		plugin, params := "exec", map[string]any{
+			"command": []string{c.bin.LedgerJob, c.ledger, j.Sleep.String()},
+		}
+		if j.Log != "" {
+			plugin, params = "log", map[string]any{"message": j.Log}
+		}
 		jobs = append(jobs, map[string]any{
 			"name":     j.Name,
 			"schedule": j.Schedule,
 			"timezone": "UTC",
-			"plugin":   "exec",
+			"plugin":   plugin,
 			"enabled":  true,
 			"timeout":  timeout.String(),
 			"overlap":  overlap,
 			"misfire":  map[string]any{"policy": policy, "deadline": deadline.String()},
 			"retry":    map[string]any{"max": 0, "backoff": "1s"},
-			"params": map[string]any{
-				"command": []string{c.bin.LedgerJob, c.ledger, j.Sleep.String()},
-			},
+			"params":   params,
 		})
 	}
+	level := c.spec.LogLevel
+	if level == "" {
+		level = "debug"
+	}
 	cfg := map[string]any{
-		"log":  map[string]any{"level": "debug", "format": "json"},
+		"log":  map[string]any{"level": level, "format": "json"},
 		"http": map[string]any{"addr": ""},
 		"redis": map[string]any{
 			"nodes":        nodes,

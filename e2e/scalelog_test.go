@@ -1,0 +1,58 @@
+//go:build linux
+
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestTallySlots checks the scale benchmark's reading of the logs: runs
+// and duplicates inside the window only, late ranges expanded, a slot
+// without any line reported as unexplained, delays sorted.
+func TestTallySlots(t *testing.T) {
+	slot := func(s int) string { return at(float64(s)).Format("2006-01-02T15:04:05Z") }
+	started := func(job string, s int, delay string) string {
+		return `{"time":"x","level":"INFO","msg":"run started","event":"run.started","job":"` + job +
+			`","slot":"` + slot(s) + `","run_id":"r","fencing_token":1,"attempt":1,"start_delay_ms":` + delay + "}"
+	}
+	r1 := strings.Join([]string{
+		started("a", 0, "5.5"),
+		started("a", 1, "2"),
+		started("a", 3, "1"), // outside [0, 3)
+		started("b", 0, "9"),
+		`{"level":"INFO","msg":"log","event":"job.log","job":"a","slot":"` + slot(1) + `"}`,
+		`panic: not json`,
+	}, "\n")
+	r2 := strings.Join([]string{
+		started("a", 1, "7"), // duplicate of a@1
+		`{"level":"WARN","msg":"slot skipped","event":"slot.skipped","job":"b","slot":"` + slot(2) +
+			`","reason":"late","missed":2,"first_slot":"` + slot(1) + `"}`,
+		`{"level":"WARN","msg":"slot skipped","event":"slot.skipped","job":"b","slot":"` + slot(2) + `","reason":"no_quorum"}`,
+	}, "\n")
+	dir := t.TempDir()
+	p1, p2 := filepath.Join(dir, "r1.log"), filepath.Join(dir, "r2.log")
+	require.NoError(t, os.WriteFile(p1, []byte(r1), 0o644))
+	require.NoError(t, os.WriteFile(p2, []byte(r2), 0o644))
+
+	tl, err := TallySlots([]string{"a", "b"}, at(0), at(3), p1, p2)
+	require.NoError(t, err)
+	require.Equal(t, 6, tl.Expected)
+	require.Equal(t, 4, tl.Runs)
+	require.Equal(t, 3, tl.Slots)
+	require.Len(t, tl.Duplicates, 1)
+	require.Contains(t, tl.Duplicates[0], "a 10:00:01.000 ×2")
+	require.Equal(t, map[string]int{"late": 2, "unexplained": 1}, tl.NotRun)
+	require.Equal(t, []float64{2, 5.5, 7, 9}, tl.Delays)
+	require.Equal(t, 9.0, tl.Percentile(99))
+	require.Contains(t, tl.Verdict(), "NO: 1 slots ran twice")
+
+	tl.Duplicates = nil
+	require.Equal(t, "no duplicate; 50.0 % not run (late 2, unexplained 1)", tl.Verdict())
+	require.Equal(t, "17,000", thousands(17000))
+	require.Equal(t, "999", thousands(999))
+}

@@ -1,0 +1,170 @@
+//go:build linux
+
+package e2e
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+)
+
+// The scale benchmark's table: one row per point, in the columns of issue
+// #13, and a line describing the host it ran on.
+
+// ScalePoint is one configuration the benchmark measures.
+type ScalePoint struct {
+	Jobs, Replicas, Nodes int
+	Overlap               string // forbid | allow
+}
+
+func (p ScalePoint) String() string {
+	return fmt.Sprintf("jobs=%d_replicas=%d_nodes=%d_%s", p.Jobs, p.Replicas, p.Nodes, p.Overlap)
+}
+
+// ScaleResult is what one point measured over its window.
+type ScaleResult struct {
+	ScalePoint
+	Tally      SlotTally
+	Start, End ScaleSample
+	RSS, HWM   int64 // largest replica VmRSS and VmHWM at the window's end
+}
+
+// ScaleHeader is the table's header.
+const ScaleHeader = "| jobs | replicas × nodes | overlap | slots run / s | every slot once | start delay p50 / p99 | " +
+	"CPU per slot, replicas summed (% of a core) | Redis CPU per slot, nodes summed | EVALSHA per slot per node | " +
+	"all commands per slot per node | memory per replica, RSS (peak) | log bytes per slot |\n" +
+	"|---|---|---|---|---|---|---|---|---|---|---|---|"
+
+// Row is the point's table row.
+func (r ScaleResult) Row() string {
+	window := r.End.At.Sub(r.Start.At)
+	slots := float64(r.Tally.Slots)
+	per := func(x float64) float64 {
+		if slots == 0 {
+			return 0
+		}
+		return x / slots
+	}
+	cpu := r.End.ReplicaCPU - r.Start.ReplicaCPU
+	redisCPU := r.End.RedisCPU - r.Start.RedisCPU
+	evalsha, all := r.callsPerNode()
+	cells := []string{
+		thousands(r.Jobs),
+		fmt.Sprintf("%d × %d", r.Replicas, r.Nodes),
+		r.Overlap,
+		thousands(int(slots/r.Tally.To.Sub(r.Tally.From).Seconds() + 0.5)),
+		r.Tally.Verdict(),
+		delayPair(r.Tally.Percentile(50), r.Tally.Percentile(99)),
+		fmt.Sprintf("%s (%.1f %%)", cpuPer(time.Duration(per(float64(cpu)))), 100*cpu.Seconds()/window.Seconds()),
+		cpuPer(time.Duration(per(float64(redisCPU)))),
+		fmt.Sprintf("%.2f", per(evalsha)),
+		fmt.Sprintf("%.2f", per(all)),
+		fmt.Sprintf("%s (%s)", mib(r.RSS), mib(r.HWM)),
+		fmt.Sprintf("%.0f", per(float64(r.End.LogBytes-r.Start.LogBytes))),
+	}
+	return "| " + strings.Join(cells, " | ") + " |"
+}
+
+// callsPerNode is the window's EVALSHA calls and all calls, averaged over
+// the nodes.
+func (r ScaleResult) callsPerNode() (evalsha, all float64) {
+	n := len(r.End.Calls)
+	if n == 0 || len(r.Start.Calls) != n {
+		return 0, 0
+	}
+	for i := range n {
+		for cmd, v := range r.End.Calls[i] {
+			d := float64(v - r.Start.Calls[i][cmd])
+			all += d
+			if cmd == "evalsha" {
+				evalsha += d
+			}
+		}
+	}
+	return evalsha / float64(n), all / float64(n)
+}
+
+// CommandMix lists the window's calls per slot per node by command, most
+// frequent first ("evalsha 7.12, get 10.3, …"): the commands a script runs
+// are counted by INFO commandstats too.
+func (r ScaleResult) CommandMix() string {
+	n := len(r.End.Calls)
+	if n == 0 || len(r.Start.Calls) != n || r.Tally.Slots == 0 {
+		return ""
+	}
+	per := map[string]float64{}
+	for i := range n {
+		for cmd, v := range r.End.Calls[i] {
+			if d := v - r.Start.Calls[i][cmd]; d > 0 {
+				per[cmd] += float64(d) / float64(n) / float64(r.Tally.Slots)
+			}
+		}
+	}
+	cmds := slices.SortedFunc(maps.Keys(per), func(a, b string) int { return cmp.Compare(per[b], per[a]) })
+	var parts []string
+	for _, c := range cmds {
+		parts = append(parts, fmt.Sprintf("%s %.2f", c, per[c]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// ScaleTable renders the header and one row per result.
+func ScaleTable(rs []ScaleResult) string {
+	lines := []string{ScaleHeader}
+	for _, r := range rs {
+		lines = append(lines, r.Row())
+	}
+	return strings.Join(lines, "\n")
+}
+
+func delayPair(p50, p99 float64) string {
+	if p99 >= 1000 {
+		return fmt.Sprintf("%.1f / %.1f s", p50/1000, p99/1000)
+	}
+	return fmt.Sprintf("%.0f / %.0f ms", p50, p99)
+}
+
+func cpuPer(d time.Duration) string {
+	if d < time.Millisecond {
+		return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond))
+	}
+	return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond))
+}
+
+func mib(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
+
+// HostLine describes the machine: CPUs and model, memory, load average,
+// Go and redis-server versions.
+func HostLine() string {
+	model, mem, load := "?", "?", "?"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "model name"); ok {
+				model = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
+				break
+			}
+		}
+	}
+	if n, err := procStatusBytesFile("/proc/meminfo", "MemTotal"); err == nil {
+		mem = fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	}
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		if f := strings.Fields(string(b)); len(f) >= 3 {
+			load = strings.Join(f[:3], " ")
+		}
+	}
+	redis := "redis-server ?"
+	if out, err := exec.Command("redis-server", "--version").Output(); err == nil {
+		if f := strings.Fields(string(out)); len(f) >= 3 {
+			redis = "redis-server " + strings.TrimPrefix(f[2], "v=")
+		}
+	}
+	return fmt.Sprintf("host: %d CPUs (%s), %s RAM, load average %s at the start; %s, %s, %s",
+		runtime.NumCPU(), model, mem, load, runtime.Version(), redis, runtime.GOOS+"/"+runtime.GOARCH)
+}
