@@ -29,6 +29,7 @@ func (s *Scheduler) settleAbandoned(j *job, t time.Time, lease *locking.Lease) {
 	ab := lease.Abandoned()
 	name, slot := j.name(), slotString(t)
 	s.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: OutcomeAbandoned,
+		history: &HistoryEntry{Slot: slot, Outcome: OutcomeAbandoned, Replica: ab.Holder, RunID: ab.ID}, at: t,
 		then: func() {
 			s.log.Warn("run abandoned: its replica stopped renewing its lease before the run ended; the slot is not run again",
 				"event", evRunAbandoned, "job", name, "slot", slot, "run_id", ab.ID, "holder", ab.Holder)

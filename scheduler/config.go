@@ -112,6 +112,10 @@ type Config struct {
 	// Default 6 × GOMAXPROCS.
 	MaxInFlight int
 
+	// HistoryKeep is how many slot outcomes the lock stores keep per job
+	// (ReadHistory). Default DefaultHistoryKeep; negative keeps none.
+	HistoryKeep int
+
 	Jobs []JobSpec
 }
 
@@ -153,6 +157,9 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if cfg.Spread == 0 {
 		cfg.Spread = DefaultSpread
+	}
+	if cfg.HistoryKeep == 0 {
+		cfg.HistoryKeep = DefaultHistoryKeep
 	}
 	if cfg.MaxInFlight <= 0 {
 		cfg.MaxInFlight = 6 * runtime.GOMAXPROCS(0)

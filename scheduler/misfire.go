@@ -44,7 +44,9 @@ func (s *Scheduler) misfire(j *job, late lateRange, probe bool) {
 				"error", err.Error())
 			return
 		}
-		s.endLease(name, slotString(late.last), lease, j.doneTTL, ReasonLate)
+		slot := slotString(late.last)
+		s.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: ReasonLate, at: late.last,
+			history: &HistoryEntry{Slot: slot, Outcome: OutcomeSkipped, Reason: ReasonLate, Replica: s.cfg.Replica}})
 		s.recordHandled(j, late.last)
 	}
 	note := "misfire policy skip"

@@ -29,6 +29,10 @@ type pendingEnd struct {
 	doneTTL   time.Duration
 	note      string
 	then      func() // called once the stores accepted the end
+	// history, when set, is added to the job's history with the done
+	// marker, as the outcome of slot at.
+	history *HistoryEntry
+	at      time.Time
 }
 
 // noteOutage records that slot t of j was skipped for lack of a quorum.

@@ -20,9 +20,12 @@ func (s *Scheduler) endLease(job, slot string, l *locking.Lease, doneTTL time.Du
 func (s *Scheduler) endLeaseThen(p pendingEnd) {
 	var err error
 	s.ending <- struct{}{}
-	if p.doneTTL > 0 {
+	switch {
+	case p.doneTTL > 0 && p.history != nil && s.cfg.HistoryKeep > 0:
+		err = p.lease.MarkDoneLog(context.Background(), p.doneTTL, p.note, p.history.logEntry(p.at), s.cfg.HistoryKeep)
+	case p.doneTTL > 0:
 		err = p.lease.MarkDone(context.Background(), p.doneTTL, p.note)
-	} else {
+	default:
 		err = p.lease.Release(context.Background())
 	}
 	<-s.ending

@@ -32,7 +32,8 @@ func backoff(base time.Duration, n int) time.Duration {
 // execute runs the plugin under ctx = parent ∧ leases ∧ timeout, with
 // retries, and logs the run's life. It returns the outcome and the job's
 // last error. It does not end the leases.
-func (s *Scheduler) execute(r runSpec) (outcome string, runErr error) {
+func (s *Scheduler) execute(r runSpec) (h HistoryEntry, runErr error) {
+	var outcome string
 	name := r.j.name()
 	slot := SlotManual
 	if !r.manual {
@@ -137,5 +138,13 @@ func (s *Scheduler) execute(r runSpec) (outcome string, runErr error) {
 		log.Warn("run canceled", attrs...)
 	}
 	s.metrics.RunFinished(name, outcome, dur)
-	return outcome, runErr
+	h = HistoryEntry{Slot: slot, Outcome: outcome, Replica: s.cfg.Replica, RunID: runID, Token: token,
+		Attempts: attempt, DurationMS: dur.Milliseconds()}
+	switch outcome {
+	case OutcomeFailed:
+		h.ErrorClass = errorClass(runErr)
+	case OutcomeCanceled:
+		h.Reason = cancelReason(context.Cause(ctx))
+	}
+	return h, runErr
 }

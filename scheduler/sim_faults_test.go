@@ -4,9 +4,10 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/slotlock/slotlock/locking"
 	"sync"
 	"time"
+
+	"github.com/slotlock/slotlock/locking"
 )
 
 // fault is one injected fault: what, and the interval it lasted.

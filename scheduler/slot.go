@@ -148,7 +148,8 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 			}
 			if errors.Is(err, locking.ErrNotAcquired) {
 				s.skipped(name, slot, ReasonOverlap, 1, heldAttrs(err)...)
-				s.endLease(name, slot, lease, j.doneTTL, ReasonOverlap)
+				s.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: ReasonOverlap, at: t,
+					history: &HistoryEntry{Slot: slot, Outcome: OutcomeSkipped, Reason: ReasonOverlap, Replica: s.cfg.Replica}})
 				s.recordHandled(j, t)
 				return
 			}
@@ -162,14 +163,14 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 	if jobLease != nil {
 		leases = append(leases, jobLease)
 	}
-	outcome, _ := s.execute(runSpec{
+	h, _ := s.execute(runSpec{
 		j: j, slot: t, recovered: mode == modeRecover, leases: leases, parent: s.runCtx,
 	})
 	// The job lease first: the next slot may start at once, here or elsewhere.
 	if jobLease != nil {
 		s.endLease(name, slot, jobLease, 0, "")
 	}
-	s.endLease(name, slot, lease, j.doneTTL, outcome)
+	s.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: h.Outcome, history: &h, at: t})
 	s.recordHandled(j, t)
 }
 

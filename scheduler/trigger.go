@@ -52,7 +52,8 @@ func (s *Scheduler) Trigger(ctx context.Context, name string) error {
 	stop := context.AfterFunc(s.runCtx, func() { cancel(context.Cause(s.runCtx)) })
 	defer stop()
 
-	outcome, runErr := s.execute(runSpec{j: j, manual: true, leases: []*locking.Lease{lease}, parent: parent})
+	h, runErr := s.execute(runSpec{j: j, manual: true, leases: []*locking.Lease{lease}, parent: parent})
+	outcome := h.Outcome
 	s.endLease(name, SlotManual, lease, 0, "")
 	if outcome != OutcomeSucceeded {
 		if runErr == nil {

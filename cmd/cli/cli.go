@@ -77,6 +77,8 @@ func Run(ctx context.Context, args []string, env Env) int {
 		return cmdPause(ctx, rest, env)
 	case "resume":
 		return cmdResume(ctx, rest, env)
+	case "history":
+		return cmdHistory(ctx, rest, env)
 	case "version", "--version", "-version":
 		return cmdVersion(env)
 	case "help", "-h", "--help", "-help":
@@ -100,6 +102,8 @@ commands:
   pause    [--config FILE] [--for DUR] [--reason TEXT] JOB
                                            skip JOB's slots on every replica (until --for ends or resume)
   resume   [--config FILE] JOB             end a pause
+  history  [--config FILE] [--json] [--since DUR|TIME] [--limit N] [--outcome O] JOB
+                                           the job's recorded slot outcomes, newest first
   version                                  print version, commit and Go version
 
 --config defaults to $SLOTLOCK_CONFIG, then config.yaml in the working directory.

@@ -31,6 +31,7 @@ type Config struct {
 	Redis    Redis    `yaml:"redis"`
 	Lock     Lock     `yaml:"lock"`
 	Shutdown Shutdown `yaml:"shutdown"`
+	History  History  `yaml:"history"`
 	// Jobs in file order. Load decodes them one by one, each over
 	// DefaultJob, not with the rest of the file.
 	Jobs []Job `yaml:"jobs"`
@@ -47,6 +48,7 @@ func Defaults() Config {
 		Redis:    defaultRedis(),
 		Lock:     defaultLock(),
 		Shutdown: defaultShutdown(),
+		History:  defaultHistory(),
 	}
 }
 

@@ -16,6 +16,7 @@ func (c *Config) SchedulerConfig() scheduler.Config {
 		LockTTL:       c.Lock.TTL,
 		MaxClockSkew:  c.Lock.MaxClockSkew,
 		ShutdownGrace: c.Shutdown.Grace,
+		HistoryKeep:   historyKeep(c.History.Keep),
 		Jobs:          c.JobSpecs(),
 	}
 }
@@ -64,4 +65,13 @@ func (c *Config) JobSpecs() []scheduler.JobSpec {
 		}
 	}
 	return specs
+}
+
+// historyKeep maps history.keep (0: keep none) to the scheduler's setting
+// (0: its default; negative: none).
+func historyKeep(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }

@@ -19,6 +19,7 @@ func (l *loader) validate(c *Config, malformed map[int]bool) {
 	l.validateRedis(c)
 	l.validateLock(c)
 	l.validateShutdown(c)
+	l.validateHistory(c)
 
 	seen := map[string]int{}
 	for i := range c.Jobs {

@@ -1,0 +1,126 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/slotlock/slotlock/scheduler"
+)
+
+// historyFilterRead is how many entries the command reads when it filters
+// by outcome (the filter is applied to what it read).
+const historyFilterRead = 10_000
+
+func cmdHistory(ctx context.Context, args []string, env Env) int {
+	f := newFlags("history", env)
+	asJSON := f.Bool("json", false, "one JSON document on stdout")
+	since := f.String("since", "", "only slots from then on: a duration back from now (24h) or an RFC 3339 time")
+	limit := f.Int("limit", 100, "at most this many entries, newest first")
+	outcome := f.String("outcome", "", "only this outcome (succeeded, failed, canceled, abandoned, skipped)")
+	cfg, job, ok := loadForJob(f, args, env, "[--json] [--since DUR|TIME] [--limit N] [--outcome O] ")
+	if !ok {
+		return exitConfig
+	}
+	if *limit < 1 {
+		fmt.Fprintln(env.Stderr, "slotlock history: --limit must be at least 1")
+		return exitConfig
+	}
+	if len(cfg.Redis.Nodes) == 0 {
+		fmt.Fprintln(env.Stderr, "slotlock history: needs redis.nodes: with in-process locks the history lives in the replica")
+		return exitConfig
+	}
+	r, code := start(ctx, "history", cfg, env)
+	if r == nil {
+		return code
+	}
+	defer r.close()
+	from, err := parseSince(*since, r.clock.Now())
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "slotlock history: --since: %v\n", err)
+		return exitConfig
+	}
+	read := *limit
+	if *outcome != "" {
+		read = max(read, historyFilterRead)
+	}
+	rctx, cancel := context.WithTimeout(ctx, pauseTimeout)
+	defer cancel()
+	entries, err := scheduler.ReadHistory(rctx, r.locker, job, from, read)
+	if err != nil {
+		r.log.Error("history: the lock stores did not answer", "job", job, "error", err.Error())
+		return exitFailure
+	}
+	var out []scheduler.HistoryEntry
+	for _, e := range entries {
+		if (*outcome == "" || e.Outcome == *outcome) && len(out) < *limit {
+			out = append(out, e)
+		}
+	}
+	if *asJSON {
+		doc := struct {
+			Job     string                   `json:"job"`
+			Entries []scheduler.HistoryEntry `json:"entries"`
+		}{job, append([]scheduler.HistoryEntry{}, out...)}
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(doc); err != nil {
+			return exitFailure
+		}
+		return exitOK
+	}
+	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SLOT\tOUTCOME\tREASON\tREPLICA\tRUN ID\tTOKEN\tATTEMPTS\tDURATION\tERROR CLASS")
+	for _, e := range out {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Slot, e.Outcome, dash(e.Reason), dash(e.Replica),
+			dash(e.RunID), dashN(int64(e.Token)), dashN(int64(e.Attempts)),
+			dashD(time.Duration(e.DurationMS)*time.Millisecond, e.Attempts), dash(e.ErrorClass))
+	}
+	if err := tw.Flush(); err != nil {
+		return exitFailure
+	}
+	return exitOK
+}
+
+// parseSince reads --since: "" (everything), a duration back from now, or
+// an RFC 3339 time.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		if d < 0 {
+			return time.Time{}, fmt.Errorf("%q: a duration back from now must not be negative", s)
+		}
+		return now.Add(-d), nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q: want a duration (24h) or an RFC 3339 time", s)
+	}
+	return t, nil
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func dashN(n int64) string {
+	if n == 0 {
+		return "-"
+	}
+	return fmt.Sprint(n)
+}
+
+// dashD shows a run's duration, "-" for an entry without a run.
+func dashD(d time.Duration, attempts int) string {
+	if attempts == 0 {
+		return "-"
+	}
+	return d.String()
+}

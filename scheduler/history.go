@@ -1,0 +1,85 @@
+package scheduler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/slotlock/slotlock/jobs"
+	"github.com/slotlock/slotlock/locking"
+)
+
+// The slot history: when a slot ends with a done marker — a run's end, a
+// skip for overlap or lateness that the winner marks, an abandoned run
+// settled — its outcome is added to the job's log in the lock stores in the
+// same script call (locking.Lease.MarkDoneLog), so the history costs no
+// round trip. The log keeps Config.HistoryKeep entries per job; ReadHistory
+// merges the stores. Slots nobody could mark (paused, no quorum) have no
+// entry: their skip lines are in the replicas' logs.
+
+// DefaultHistoryKeep is how many slot outcomes the stores keep per job.
+const DefaultHistoryKeep = 1000
+
+// HistoryEntry is one slot's outcome. It never holds an error's text (it
+// may carry a secret): ErrorClass says what kind of failure it was.
+type HistoryEntry struct {
+	Slot       string `json:"slot"`                    // RFC 3339 UTC
+	Outcome    string `json:"outcome"`                 // succeeded, failed, canceled, abandoned, skipped
+	Reason     string `json:"reason,omitempty"`        // canceled: timeout, lock_lost, shutdown; skipped: overlap, late
+	Replica    string `json:"replica,omitempty"`       // who ran it (abandoned: the dead run's replica); who skipped it
+	RunID      string `json:"run_id,omitempty"`        // the run's id
+	Token      uint64 `json:"fencing_token,omitempty"` // the run's fencing token
+	Attempts   int    `json:"attempts,omitempty"`      // attempts made
+	DurationMS int64  `json:"duration_ms,omitempty"`   // from the run's start to its end
+	ErrorClass string `json:"error_class,omitempty"`   // failed: panic, or what the plugin's error says (ErrorClass), else error
+}
+
+// OutcomeSkipped is a history entry's outcome for a slot skipped by the
+// replica that held it (Reason overlap or late).
+const OutcomeSkipped = "skipped"
+
+// logEntry encodes e for the stores, scored by its slot's time.
+func (e HistoryEntry) logEntry(slot time.Time) locking.LogEntry {
+	b, _ := json.Marshal(e) // plain strings and numbers: cannot fail
+	return locking.LogEntry{Score: slot.Unix(), Value: string(b)}
+}
+
+// ReadHistory returns job's recorded slot outcomes with a slot at since or
+// later, newest first, at most limit: what a majority of locker's stores
+// holds.
+func ReadHistory(ctx context.Context, locker locking.Locker, job string, since time.Time, limit int) ([]HistoryEntry, error) {
+	var from int64
+	if !since.IsZero() {
+		from = since.Unix()
+	}
+	entries, err := locker.ReadLog(ctx, job, from, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]HistoryEntry, 0, len(entries))
+	for _, le := range entries {
+		var e HistoryEntry
+		if err := json.Unmarshal([]byte(le.Value), &e); err != nil {
+			return nil, fmt.Errorf("scheduler: history of %s: entry %q: %w", job, le.Value, err)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// errorClass names the kind of a failed run's error without its text: a
+// panic, or what the error says of itself (a plugin's error may implement
+// ErrorClass() string, e.g. "exit_status" or "http_status"), else "error".
+func errorClass(err error) string {
+	var pe *jobs.PanicError
+	if errors.As(err, &pe) {
+		return "panic"
+	}
+	var c interface{ ErrorClass() string }
+	if errors.As(err, &c) {
+		return c.ErrorClass()
+	}
+	return "error"
+}

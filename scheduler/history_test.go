@@ -1,0 +1,62 @@
+package scheduler
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Every slot that ends with a done marker leaves its outcome in the job's
+// history, newest first, without the error's text; the history keeps its
+// newest HistoryKeep entries.
+func TestHistoryRecordsOutcomes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		rec := &recorder{now: time.Now}
+		rec.fail.Store(1) // slot 1 fails
+		s, err := New(Config{Replica: "r1", Locker: e.locker, Logger: e.sink.logger("r1"), Metrics: e.metrics,
+			LockTTL: 30 * time.Second, HistoryKeep: 3, Jobs: []JobSpec{everySecond(t, "job", rec)}})
+		require.NoError(t, err)
+		stop := running(t, s)
+		time.Sleep(4500 * time.Millisecond)
+		stop()
+
+		h, err := ReadHistory(context.Background(), e.locker, "job", time.Time{}, 10)
+		require.NoError(t, err)
+		require.Len(t, h, 3, "the history keeps its newest 3")
+		require.Equal(t, []string{slotAt(4), slotAt(3), slotAt(2)}, []string{h[0].Slot, h[1].Slot, h[2].Slot})
+		for _, x := range h {
+			require.Equal(t, OutcomeSucceeded, x.Outcome)
+			require.Equal(t, "r1", x.Replica)
+			require.NotEmpty(t, x.RunID)
+			require.Positive(t, x.Token)
+			require.Equal(t, 1, x.Attempts)
+		}
+		runs := where(e.sink.events(t), "run.started", "slot", slotAt(4))
+		require.Equal(t, runs[0].str("run_id"), h[0].RunID)
+
+		h, err = ReadHistory(context.Background(), e.locker, "job", bubbleStart.Add(4*time.Second), 10)
+		require.NoError(t, err)
+		require.Len(t, h, 1)
+	})
+}
+
+// A failed run's entry names the kind of error, never its text.
+func TestHistoryFailedRunHasAClassNotAText(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		rec := &recorder{now: time.Now}
+		rec.fail.Store(100)
+		stop := running(t, e.scheduler("r1", nil, everySecond(t, "job", rec)))
+		time.Sleep(1500 * time.Millisecond)
+		stop()
+		h, err := ReadHistory(context.Background(), e.locker, "job", time.Time{}, 10)
+		require.NoError(t, err)
+		require.Len(t, h, 1)
+		require.Equal(t, OutcomeFailed, h[0].Outcome)
+		require.Equal(t, "error", h[0].ErrorClass)
+	})
+}
