@@ -162,11 +162,17 @@ func (w *world) check(from, to time.Time) (viol []string, st checkStats) {
 				bad("exclusive: %s runs overlap: %s", d.name, o)
 			}
 		}
+		// A dead run is reported by the winner of a later slot of its job,
+		// once its lease has expired: give that five periods (at least ten
+		// minutes) before asking for the report.
+		sched, _ := scheduler.ParseSchedule(d.spec, time.UTC)
+		first := sched.Next(w.start)
+		settle := max(10*time.Minute, 5*sched.Next(first).Sub(first))
 		for _, r := range rs {
 			r.inst.mu.Lock()
 			died := r.inst.died
 			r.inst.mu.Unlock()
-			if r.end.IsZero() && !died.IsZero() && abandonedRun[r.runID] != 1 {
+			if r.end.IsZero() && !died.IsZero() && time.Since(died) >= settle && abandonedRun[r.runID] != 1 {
 				bad("abandoned: %s %s run %s on %s died at %s; run.abandoned lines: %d%s",
 					d.name, r.slot, r.runID, r.replica, died.Sub(w.start), abandonedRun[r.runID], w.trace(audits, d.name, r.slot))
 			}

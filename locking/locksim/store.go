@@ -342,21 +342,18 @@ func (s *Store) Apply(op locking.Op) (locking.Result, error) {
 		}
 		return locking.Result{Value: cur}, nil
 
-	case locking.OpFence:
-		cur := s.num(op.Key, now)
-		if op.N > cur {
+	case locking.OpFence, locking.OpMaxSet:
+		// Raise the counter or record to N where it is lower; a fence
+		// answers whether it did (Status), a record only its value.
+		res := locking.Result{N: s.num(op.Key, now)}
+		if op.N > res.N {
 			s.setStr(op.Key, strconv.FormatInt(op.N, 10), 0, now)
-			return locking.Result{Status: 1, N: op.N}, nil
+			res.N = op.N
+			if op.Kind == locking.OpFence {
+				res.Status = 1
+			}
 		}
-		return locking.Result{N: cur}, nil
-
-	case locking.OpMaxSet:
-		cur := s.num(op.Key, now)
-		if op.N > cur {
-			s.setStr(op.Key, strconv.FormatInt(op.N, 10), 0, now)
-			return locking.Result{N: op.N}, nil
-		}
-		return locking.Result{N: cur}, nil
+		return res, nil
 
 	case locking.OpGet:
 		v, ok := s.getStr(op.Key, now)
