@@ -64,6 +64,10 @@ type JobSpec struct {
 	Overlap  Overlap       // "" means OverlapForbid
 	Misfire  Misfire
 	Retry    Retry
+	// PauseOnFailure pauses the job (as `slotlock pause` does, without an
+	// end) once its last PauseOnFailure recorded slots all failed; 0 never.
+	// It reads the slot history, so it needs HistoryKeep >= it.
+	PauseOnFailure int
 }
 
 // Metrics receives the scheduler's measurements. Every method must be cheap
@@ -214,6 +218,9 @@ func (j *JobSpec) withDefaults() (JobSpec, error) {
 	}
 	if spec.Retry.Max < 0 || spec.Timeout < 0 || spec.Retry.Backoff < 0 {
 		return spec, fmt.Errorf("scheduler: job %q: negative retry or timeout", spec.Name)
+	}
+	if spec.PauseOnFailure < 0 {
+		return spec, fmt.Errorf("scheduler: job %q: pause_on_failure must not be negative", spec.Name)
 	}
 	if spec.Retry.Backoff == 0 {
 		spec.Retry.Backoff = DefaultBackoff

@@ -1,7 +1,9 @@
 package scheduler
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
@@ -60,4 +62,35 @@ func pauseAttrs(p locking.Pause, reasonKey string) []any {
 		a = append(a, reasonKey, p.Reason)
 	}
 	return a
+}
+
+// pauseOnFailure pauses j, as `slotlock pause` does (no end), when its
+// last PauseOnFailure recorded slots all failed. It runs after a failed
+// run's outcome reached the history; several replicas may find the streak
+// at once, and write the same pause.
+func (s *Scheduler) pauseOnFailure(j *job) {
+	n := j.spec.PauseOnFailure
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	h, err := ReadHistory(ctx, s.cfg.Locker, j.name(), time.Time{}, n)
+	if err != nil || len(h) < n {
+		return
+	}
+	for _, e := range h {
+		if e.Outcome != OutcomeFailed {
+			return
+		}
+	}
+	if cur, err := s.cfg.Locker.ReadPause(ctx, j.name()); err != nil || cur.ActiveAt(s.clock.Now()) {
+		return
+	}
+	reason := fmt.Sprintf("pause_on_failure: %d consecutive failed slots", n)
+	p, err := s.cfg.Locker.SetPause(ctx, j.name(), locking.Pause{Paused: true, By: s.cfg.Replica, Reason: reason})
+	if err != nil {
+		s.log.Warn("could not pause the job after consecutive failures", "event", evLockReleaseFailed,
+			"job", j.name(), "error", err.Error())
+		return
+	}
+	s.log.Warn("job paused: its last slots all failed", append([]any{"event", EventJobPaused, "job", j.name()},
+		pauseAttrs(p, "reason")...)...)
 }

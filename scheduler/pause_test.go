@@ -112,3 +112,41 @@ func TestPauseCoversARecoveredSlot(t *testing.T) {
 		}
 	})
 }
+
+// pause_on_failure: after N consecutive failed slots the job pauses itself
+// (no end), with an audit line saying why; a success in between resets
+// the streak.
+func TestPauseOnFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		rec := &recorder{now: time.Now}
+		rec.fail.Store(1) // slot 1 fails, slot 2 succeeds, then every slot fails
+		spec := everySecond(t, "job", rec)
+		spec.PauseOnFailure = 3
+		s := e.scheduler("r1", nil, spec)
+		stop := running(t, s)
+		time.Sleep(2500 * time.Millisecond)
+		rec.fail.Store(100)
+		time.Sleep(5 * time.Second) // slots 3, 4, 5 fail; 6 and 7 are paused
+		stop()
+
+		var ran []int64
+		for _, r := range rec.all() {
+			ran = append(ran, r.Run.Slot.Unix()-bubbleStart.Unix())
+		}
+		require.Equal(t, []int64{1, 2, 3, 4, 5}, ran)
+		evs := e.sink.events(t)
+		paused := where(evs, "job.paused")
+		require.NotEmpty(t, paused)
+		require.Equal(t, "pause_on_failure: 3 consecutive failed slots", paused[0].str("reason"))
+		require.Equal(t, "r1", paused[0].str("by"))
+		require.NotEmpty(t, where(evs, "slot.skipped", "reason", "paused", "slot", slotAt(6)))
+		p, err := e.locker.ReadPause(context.Background(), "job")
+		require.NoError(t, err)
+		require.True(t, p.Paused)
+		require.True(t, p.Until.IsZero(), "until resumed")
+
+		_, err = New(Config{Locker: e.locker, HistoryKeep: 2, Jobs: []JobSpec{spec}})
+		require.ErrorContains(t, err, "pause_on_failure 3 needs history.keep >= it (2)")
+	})
+}

@@ -169,6 +169,10 @@ func New(cfg Config) (*Scheduler, error) {
 		if err != nil {
 			return nil, err
 		}
+		if spec.PauseOnFailure > c.HistoryKeep {
+			return nil, fmt.Errorf("scheduler: job %q: pause_on_failure %d needs history.keep >= it (%d)",
+				spec.Name, spec.PauseOnFailure, max(c.HistoryKeep, 0))
+		}
 		if _, dup := s.jobs[spec.Name]; dup {
 			return nil, fmt.Errorf("scheduler: job %q configured twice", spec.Name)
 		}

@@ -170,7 +170,11 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 	if jobLease != nil {
 		s.endLease(name, slot, jobLease, 0, "")
 	}
-	s.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: h.Outcome, history: &h, at: t})
+	end := pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: h.Outcome, history: &h, at: t}
+	if h.Outcome == OutcomeFailed && j.spec.PauseOnFailure > 0 {
+		end.then = func() { s.spawn(func() { s.pauseOnFailure(j) }) }
+	}
+	s.endLeaseThen(end)
 	s.recordHandled(j, t)
 }
 

@@ -51,17 +51,18 @@ func (c *Config) JobSpecs() []scheduler.JobSpec {
 	specs := make([]scheduler.JobSpec, len(c.Jobs))
 	for i, j := range c.Jobs {
 		specs[i] = scheduler.JobSpec{
-			Name:     j.Name,
-			Spec:     j.Spec,
-			Schedule: j.Schedule,
-			Location: j.Location,
-			Plugin:   j.Plugin,
-			Job:      j.Runner,
-			Enabled:  j.Enabled,
-			Timeout:  j.Timeout,
-			Overlap:  j.Overlap,
-			Misfire:  scheduler.Misfire{Policy: j.Misfire.Policy, Deadline: j.Misfire.Deadline},
-			Retry:    scheduler.Retry{Max: j.Retry.Max, Backoff: j.Retry.Backoff},
+			Name:           j.Name,
+			Spec:           j.Spec,
+			Schedule:       j.Schedule,
+			Location:       j.Location,
+			Plugin:         j.Plugin,
+			Job:            j.Runner,
+			Enabled:        j.Enabled,
+			Timeout:        j.Timeout,
+			Overlap:        j.Overlap,
+			Misfire:        scheduler.Misfire{Policy: j.Misfire.Policy, Deadline: j.Misfire.Deadline},
+			Retry:          scheduler.Retry{Max: j.Retry.Max, Backoff: j.Retry.Backoff},
+			PauseOnFailure: j.PauseOnFailure,
 		}
 	}
 	return specs

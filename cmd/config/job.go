@@ -24,6 +24,9 @@ type Job struct {
 	Overlap  scheduler.Overlap `yaml:"overlap" redact:"show"` // OverlapForbid | OverlapAllow
 	Misfire  Misfire           `yaml:"misfire"`
 	Retry    Retry             `yaml:"retry"`
+	// PauseOnFailure pauses the job after this many consecutive failed
+	// slots (0: never).
+	PauseOnFailure int `yaml:"pause_on_failure" redact:"show"`
 	// Params are the plugin's own settings; the dump shows them as
 	// jobs.RedactParams does.
 	Params map[string]any `yaml:"params" redact:"params"`
@@ -115,6 +118,9 @@ func (l *loader) validateJob(i int, j *Job, seen map[string]int) {
 	}
 	if j.Retry.Backoff <= 0 {
 		add("retry.backoff", "", fmt.Errorf("must be positive, got %s", j.Retry.Backoff))
+	}
+	if j.PauseOnFailure < 0 || j.PauseOnFailure > maxHistoryKeep {
+		add("pause_on_failure", "", fmt.Errorf("must be between 0 and %d, got %d", maxHistoryKeep, j.PauseOnFailure))
 	}
 	l.buildRunner(i, j, add)
 }

@@ -115,6 +115,7 @@ func TestValidationErrors(t *testing.T) {
 		{"overlap", "jobs:\n" + job("overlap: sometimes"), nil, `jobs[0] "report": overlap "sometimes": want forbid or allow`},
 		{"misfire policy", "jobs:\n" + job("misfire: {policy: run_all}"), nil, `jobs[0] "report": misfire.policy "run_all": want skip or run_once`},
 		{"misfire deadline", "jobs:\n" + job("misfire: {deadline: -1m}"), nil, `jobs[0] "report": misfire.deadline: must be positive, got -1m0s`},
+		{"pause on failure", "jobs:\n" + job("pause_on_failure: -1"), nil, `jobs[0] "report": pause_on_failure: must be between 0 and 100000, got -1`},
 		{"misfire deadline ceiling", "jobs:\n" + job("misfire: {deadline: 48h}"), nil, `jobs[0] "report": misfire.deadline: must be at most 24h0m0s (run_once done markers live that long), got 48h0m0s`},
 		{"retry max", "jobs:\n" + job("retry: {max: -1}"), nil, `jobs[0] "report": retry.max: must not be negative, got -1`},
 		{"retry backoff", "jobs:\n" + job("retry: {backoff: 0s}"), nil, `jobs[0] "report": retry.backoff: must be positive, got 0s`},
