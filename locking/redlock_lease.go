@@ -58,6 +58,7 @@ func (r *redlock) acquire(ctx context.Context, s leaseSpec) (grant, error) {
 	won, answered, sawDone := 0, 0, false
 	var pauses, allPauses []string // the pause register, as the winners / all that answered hold it
 	tookBy := map[string]int{}     // claims taken over, by value: one claim is one value
+	liveBy := map[string]int{}     // refusals by a live lease, by its value
 	var orphan Result
 	var seen, before uint64 // highest counter seen anywhere / on the winners
 	for i, rep := range res {
@@ -80,6 +81,8 @@ func (r *redlock) acquire(ctx context.Context, s leaseSpec) (grant, error) {
 			}
 		case strings.HasPrefix(rep.Value, donePrefix):
 			sawDone = true
+		default:
+			liveBy[rep.Value]++
 		}
 	}
 	// A done marker on any node means the work already ran, even when a
@@ -94,19 +97,24 @@ func (r *redlock) acquire(ctx context.Context, s leaseSpec) (grant, error) {
 			return grant{}, &PausedError{Key: s.key, Pause: p}
 		}
 		g := grant{pause: p}
+		// A claim counts on the nodes where this round took its lease over
+		// and on those that refused because its holder's lease still lives
+		// there (the holder renewed on them only: its lease is lost, not
+		// its claim).
 		took, tookN := "", 0
 		for v, n := range tookBy {
-			if n > tookN || (n == tookN && v < took) {
+			if n += liveBy[v]; n > tookN || (n == tookN && v < took) {
 				took, tookN = v, n
 			}
 		}
 		// A claim that started work was written, with one value, on a
-		// majority. Found on a majority, it is abandoned. Found on fewer nodes while every node
-		// answered, it is a leftover: a node that missed the end of a run
-		// long settled, or a request executed after its acquisition had
-		// failed; this lease covers it, and ends it with its own. Found on
-		// fewer while some node did not answer, it may be a started run's
-		// whose other copies are on the silent nodes: refused (Claimed).
+		// majority. Found on a majority, it is abandoned. Found on fewer
+		// nodes while every node answered, it is a leftover: a node that
+		// missed the end of a run long settled, or a request executed after
+		// its acquisition had failed; this lease covers it, and ends it with
+		// its own. Found on fewer while some node did not answer, it may be
+		// a started run's whose other copies are on the silent nodes:
+		// refused (Claimed).
 		switch {
 		case tookN >= r.quorum:
 			g.abandoned = parseAbandoned(s.key, took)

@@ -88,7 +88,7 @@ func (w *world) check(from, to time.Time) (viol []string, st checkStats) {
 			rs := bySlot[k]
 			st.runs += len(rs)
 			if len(rs) > 1 {
-				bad("once: %s %s started %d times (%s)", k.job, k.slot, len(rs), describeRuns(rs))
+				bad("once: %s %s started %d times (%s)%s", k.job, k.slot, len(rs), describeRuns(rs), w.trace(audits, k.job, k.slot))
 			}
 			if len(abandoned[k]) > 1 {
 				var who []string

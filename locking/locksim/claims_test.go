@@ -1,0 +1,55 @@
+package locksim_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/locksim"
+)
+
+// Found by the simulation (seed 543067): a claim written on stores 0 and 1
+// whose holder could then renew only on store 0 (partitioned from 1). A
+// new Claim found it "held" on 0, taken over on 1 and absent on 2 — and,
+// counting only the store it took over, took it for a leftover and ran the
+// slot a second time. The claim is on a majority: it must be reported as
+// abandoned, never run again.
+func TestClaimLiveOnOneStoreAndTakenOverOnAnother(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		net := locksim.NewNet(7, locksim.NewStore("s0"), locksim.NewStore("s1"), locksim.NewStore("s2"))
+		locker := func(name string) locking.Locker {
+			l, err := locking.NewRedlockNodes(net.Nodes(name, locksim.NewGate(0)), "t", 100*time.Millisecond,
+				locking.Options{Replica: name, Logger: discard()})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = l.Close() })
+			return l
+		}
+		a, b := locker("a"), locker("b")
+		key := locking.Key{Family: "job", Name: "slot:1"}
+
+		net.SetDown(2, true) // a's claim reaches stores 0 and 1 only
+		la, err := a.Claim(ctx, key, time.Second)
+		require.NoError(t, err)
+		net.SetDown(2, false)
+		net.SetCut("a", 1, true) // a renews on store 0 only
+		kctx := la.Keep(ctx)
+		time.Sleep(1500 * time.Millisecond)
+		require.Error(t, kctx.Err(), "a cannot renew on a majority: its lease is lost")
+
+		lb, err := b.Claim(ctx, key, time.Second)
+		require.NoError(t, err)
+		require.NotNil(t, lb.Abandoned(), "the claim is on a majority (live on 0, taken over on 1): abandoned, not a leftover")
+		require.Equal(t, la.ID(), lb.Abandoned().ID)
+		require.NoError(t, lb.MarkDone(ctx, time.Minute, "abandoned"))
+		_ = la.Release(ctx) // a is still cut from store 1: no majority to answer it
+	})
+}
+
+func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
