@@ -28,6 +28,7 @@ type Lease struct {
 	abandoned *Abandoned
 	orphan    *Abandoned
 	pause     Pause
+	leftover  bool
 
 	mu         sync.Mutex
 	validUntil time.Time
@@ -50,7 +51,7 @@ type Lease struct {
 func newLease(lk *locker, spec leaseSpec, g grant, validUntil time.Time) *Lease {
 	stopped, stop := context.WithCancel(context.Background())
 	return &Lease{
-		lk: lk, spec: spec, token: g.token, abandoned: g.abandoned, orphan: g.orphan, pause: g.pause,
+		lk: lk, spec: spec, token: g.token, abandoned: g.abandoned, orphan: g.orphan, pause: g.pause, leftover: g.leftover,
 		validUntil: validUntil,
 		lost:       make(chan struct{}),
 		stopped:    stopped,
@@ -77,6 +78,13 @@ func (ls *Lease) ID() string { return leaseID(ls.spec.value) }
 // ended it (see Locker.Claim): the work it stands for must not be done
 // again.
 func (ls *Lease) Abandoned() *Abandoned { return ls.abandoned }
+
+// Leftover reports that this Claim took over, on a minority of the stores,
+// another claim of its key (one a store kept after missing its end, or one
+// a late request left): the lease holds the key, but the claim is not this
+// lease's on a majority, so the work must not be done under it. End it
+// with MarkDone to clear the leftover, or Release it.
+func (ls *Lease) Leftover() bool { return ls.leftover }
 
 // Orphan is non-nil when, during this Claim, a store held another claim of
 // the same family whose lease had expired: work abandoned by its holder.

@@ -21,6 +21,7 @@ type grant struct {
 	abandoned *Abandoned // a claim taken over: its holder never ended it
 	orphan    *Abandoned // another claim of the family seen abandoned
 	pause     Pause      // a claim's family's newest pause state, ended or not
+	leftover  bool       // a claim on a minority was taken over (see acquire)
 }
 
 func msec(d time.Duration) int64 { return max(d.Milliseconds(), 1) }
@@ -111,14 +112,18 @@ func (r *redlock) acquire(ctx context.Context, s leaseSpec) (grant, error) {
 		// majority. Found on a majority, it is abandoned. Found on fewer
 		// nodes while every node answered, it is a leftover: a node that
 		// missed the end of a run long settled, or a request executed after
-		// its acquisition had failed; this lease covers it, and ends it with
-		// its own. Found on fewer while some node did not answer, it may be
-		// a started run's whose other copies are on the silent nodes:
-		// refused (Claimed).
+		// its acquisition had failed; this lease covers it (Lease.Leftover),
+		// so that its caller can end it — but not run under it: where it
+		// took a leftover over, the claim is still the leftover's, so the
+		// lease is not one claim on a majority. Found on fewer while some
+		// node did not answer, it may be a started run's whose other copies
+		// are on the silent nodes: refused (Claimed).
 		switch {
 		case tookN >= r.quorum:
 			g.abandoned = parseAbandoned(s.key, took)
-		case tookN > 0 && answered < len(r.nodes):
+		case tookN > 0 && answered == len(r.nodes):
+			g.leftover = true
+		case tookN > 0:
 			r.undo(ctx, s, nil)
 			he := parseHeld(s.key, took)
 			he.Claimed = true

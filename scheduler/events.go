@@ -54,9 +54,10 @@ const (
 	// its job lease; the slot was handed back unmarked.
 	ReasonShutdown = "shutdown"
 	// ReasonClaimed: a claim of the slot was found on a minority of the
-	// stores while some did not answer: it may be a started run's, so the
-	// slot is not run (locking.HeldError.Claimed); it is reported as
-	// abandoned, or cleared as a leftover, once every store answers.
+	// stores: it may be a started run's (some store did not answer:
+	// locking.HeldError.Claimed), or a leftover (locking.Lease.Leftover);
+	// either way the slot is not run. It is reported as abandoned, or
+	// cleared as a leftover, by a later claim of the job.
 	ReasonClaimed = "claimed"
 	// ReasonPaused: the job was paused at the slot (slotlock pause).
 	ReasonPaused = "paused"

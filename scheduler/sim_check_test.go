@@ -110,7 +110,7 @@ func (w *world) check(from, to time.Time) (viol []string, st checkStats) {
 				}
 			}
 			if len(rs) == 0 && why == "" {
-				bad("explained: %s %s has no run and no audit event accounting for it", k.job, k.slot)
+				bad("explained: %s %s has no run and no audit event accounting for it%s", k.job, k.slot, w.trace(audits, k.job, k.slot))
 			}
 			pause := w.pausedAt(d.name, s, lateness)
 			if pause == pausedSurely && len(rs) > 0 {

@@ -105,6 +105,14 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 		s.settleAbandoned(j, t, lease)
 		return
 	}
+	if lease.Leftover() {
+		// Another claim of this slot is on a minority of the stores: not
+		// ours to run under. Hand the slot back; the leftover is cleared
+		// when a later claim of the job is pointed to it.
+		s.endLease(name, slot, lease, 0, "")
+		s.skipped(name, slot, ReasonClaimed, 1, "note", "a claim of the slot is on a minority of the stores")
+		return
+	}
 	if p := lease.Pause(); p.Covers(t) {
 		// A slot due while the job was paused, claimed after the pause
 		// ended (a recovery): still paused.
