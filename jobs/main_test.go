@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/internal/secrettest"
-	"go.uber.org/goleak"
 )
 
 // The test binary doubles as the program the exec plugin runs: with
@@ -27,23 +26,8 @@ func TestMain(m *testing.M) {
 		os.Exit(helperMain(mode))
 	}
 	code := m.Run()
-	// Every log line any test of this package captured, scanned at once
-	// for the fake credentials the tests configure.
-	if err := secrettest.Check(); err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL: secrets scan of the captured test output:", err)
-		code = 1
-	} else if testing.Verbose() {
-		fmt.Fprintf(os.Stderr, "secrets scan: %d bytes of captured test output, no fake credential\n", secrettest.Scanned())
-	}
-	// Every goroutine the tests started must have ended (goleak, as
-	// VerifyTestMain would, but after the package's own checks).
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "FAIL: goroutines left running after the tests:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	// The secrets scan of everything captured, then the goroutine check.
+	os.Exit(secrettest.AfterTests(code))
 }
 
 func helperMain(mode string) int {

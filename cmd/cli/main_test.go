@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/internal/secrettest"
-	"go.uber.org/goleak"
 )
 
 // binary is the slotlock binary built once for this package's tests, so
@@ -39,23 +38,8 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
-	// Everything the tests captured from the binary (stdout, stderr, every
-	// replica's log), scanned at once for the fake credentials they use.
-	if err := secrettest.Check(); err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL: secrets scan of the captured test output:", err)
-		code = 1
-	} else if testing.Verbose() {
-		fmt.Fprintf(os.Stderr, "secrets scan: %d bytes of captured test output, no fake credential\n", secrettest.Scanned())
-	}
-	// Every goroutine the tests started must have ended (goleak, as
-	// VerifyTestMain would, but after the package's own checks).
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "FAIL: goroutines left running after the tests:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	// The secrets scan of everything captured, then the goroutine check.
+	os.Exit(secrettest.AfterTests(code))
 }
 
 // writeConfig writes a YAML file into a fresh temp dir and returns its path.

@@ -9,8 +9,12 @@ package secrettest
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
+	"testing"
+
+	"go.uber.org/goleak"
 )
 
 // The fake credentials. Each is unique and long enough not to occur by
@@ -79,4 +83,25 @@ func Scanned() int {
 	mu.Lock()
 	defer mu.Unlock()
 	return sink.Len()
+}
+
+// AfterTests is what a package's TestMain runs after m.Run (its code):
+// the scan of everything captured for the fake credentials (Check), then,
+// when all passed, the check that every goroutine the tests started has
+// ended (goleak). It prints what failed and returns the exit code.
+func AfterTests(code int) int {
+	if err := Check(); err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL: secrets scan of the captured test output:", err)
+		return 1
+	}
+	if testing.Verbose() {
+		fmt.Fprintf(os.Stderr, "secrets scan: %d bytes of captured test output, no fake credential\n", Scanned())
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "FAIL: goroutines left running after the tests:", err)
+			return 1
+		}
+	}
+	return code
 }
