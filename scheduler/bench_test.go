@@ -85,6 +85,8 @@ func (m *benchMetrics) StartDelay(string, time.Duration)          {}
 func (m *benchMetrics) LeaseLost(string)                          {}
 func (m *benchMetrics) RunAbandoned(string)                       {}
 func (m *benchMetrics) JobPaused(string, bool)                    {}
+func (m *benchMetrics) SlotMissed(string, string)                 {}
+func (m *benchMetrics) JobOutcome(string, string, time.Time)      {}
 func (m *benchMetrics) LockAcquire(job string, d time.Duration, err error) {
 	k := "acquired"
 	switch {

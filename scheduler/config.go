@@ -80,14 +80,23 @@ type Metrics interface {
 	LeaseLost(job string)                               // a run lost its lease(s): once per run, like lock.lost
 	RunAbandoned(job string)                            // a run that never ended was reported (run.abandoned), once fleet-wide
 	JobPaused(job string, paused bool)                  // whether the job was paused at its latest slot, as this replica saw it
+	SlotMissed(job, reason string)                      // a slot was declared missed (slot.missed), once fleet-wide; reason: no_replica | no_quorum | unknown
+	// JobOutcome reports the latest slot outcome this replica knows of (a
+	// run it ended, or the newest entry of the history the reconciler
+	// read): outcome is a history outcome, at when the slot ended.
+	JobOutcome(job, outcome string, at time.Time)
 }
 
 // Config configures a Scheduler. Locker and Jobs are required; the zero
 // values of the rest mean the defaults shown.
 type Config struct {
-	Replica string         // this replica's name (logs); default "replica"
-	Locker  locking.Locker // required
-	Clock   locking.Clock  // default locking.SystemClock(0)
+	Replica string // this replica's name (logs); default "replica"
+	// Version and DefinitionsHash describe this replica in its heartbeat
+	// (slotlock status): the build, and a hash of its job definitions
+	// that differs between replicas running different jobs. Optional.
+	Version, DefinitionsHash string
+	Locker                   locking.Locker // required
+	Clock                    locking.Clock  // default locking.SystemClock(0)
 	// Logger receives the audit events. The scheduler does not add the
 	// replica attribute: give it a logger that carries it (as the command
 	// does). Default slog.Default().
@@ -237,3 +246,5 @@ func (nopMetrics) LockAcquire(string, time.Duration, error)  {}
 func (nopMetrics) LeaseLost(string)                          {}
 func (nopMetrics) RunAbandoned(string)                       {}
 func (nopMetrics) JobPaused(string, bool)                    {}
+func (nopMetrics) SlotMissed(string, string)                 {}
+func (nopMetrics) JobOutcome(string, string, time.Time)      {}

@@ -23,6 +23,7 @@ const (
 	evLockLost         = "lock.lost"
 	evMisfireRecovered = "misfire.recovered"
 	evRunAbandoned     = "run.abandoned"
+	evSlotMissed       = "slot.missed"
 
 	// Not in the contract's table: a lease could not be ended cleanly (it
 	// then expires after its TTL); the misfire policy looking at a slot;
@@ -66,6 +67,17 @@ const (
 // SkipReasons lists every skip reason.
 var SkipReasons = []string{ReasonHeld, ReasonDone, ReasonOverlap, ReasonLate, ReasonNoQuorum,
 	ReasonSlowLock, ReasonShutdown, ReasonClaimed, ReasonPaused}
+
+// Reasons of slot.missed (and of a missed slot's history entry): nobody
+// was up at the slot, the stores had no majority (ReasonNoQuorum), or
+// neither is known.
+const (
+	MissedNoReplica = "no_replica"
+	MissedUnknown   = "unknown"
+)
+
+// MissedReasons lists every reason of slot.missed.
+var MissedReasons = []string{MissedNoReplica, ReasonNoQuorum, MissedUnknown}
 
 // Cancel reasons (run.canceled's reason).
 const (

@@ -274,6 +274,13 @@ func (m *countMetrics) RunAbandoned(job string) {
 	m.mu.Unlock()
 }
 
+func (m *countMetrics) SlotMissed(job, reason string) {
+	m.mu.Lock()
+	m.runs[job+"/missed/"+reason]++
+	m.mu.Unlock()
+}
+func (m *countMetrics) JobOutcome(job, outcome string, at time.Time) {}
+
 func (m *countMetrics) get(key string, runs bool) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -40,6 +40,14 @@ type HistoryEntry struct {
 // replica that held it (Reason overlap or late).
 const OutcomeSkipped = "skipped"
 
+// OutcomeMissed is a history entry's outcome for a slot that nobody ran,
+// skipped or paused: written by the reconciler with a MissedReasons
+// reason (slot.missed).
+const OutcomeMissed = "missed"
+
+// HistoryOutcomes lists every outcome a history entry can have.
+var HistoryOutcomes = []string{OutcomeSucceeded, OutcomeFailed, OutcomeCanceled, OutcomeAbandoned, OutcomeSkipped, OutcomeMissed}
+
 // logEntry encodes e for the stores, scored by its slot's time.
 func (e HistoryEntry) logEntry(slot time.Time) locking.LogEntry {
 	b, _ := json.Marshal(e) // plain strings and numbers: cannot fail

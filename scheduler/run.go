@@ -138,6 +138,9 @@ func (s *Scheduler) execute(r runSpec) (h HistoryEntry, runErr error) {
 		log.Warn("run canceled", attrs...)
 	}
 	s.metrics.RunFinished(name, outcome, dur)
+	if !r.manual {
+		s.metrics.JobOutcome(name, outcome, s.clock.Now())
+	}
 	h = HistoryEntry{Slot: slot, Outcome: outcome, Replica: s.cfg.Replica, RunID: runID, Token: token,
 		Attempts: attempt, DurationMS: dur.Milliseconds()}
 	switch outcome {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,6 +17,8 @@ import (
 // safe for concurrent use.
 type metrics struct {
 	reg          *prometheus.Registry
+	mu           sync.Mutex
+	latest       map[string]time.Time // JobOutcome: the newest outcome's time, by job
 	runs         *prometheus.CounterVec
 	skips        *prometheus.CounterVec
 	startDelay   *prometheus.HistogramVec
@@ -24,6 +27,10 @@ type metrics struct {
 	leasesLost   *prometheus.CounterVec
 	abandoned    *prometheus.CounterVec
 	paused       *prometheus.GaugeVec
+	missed       *prometheus.CounterVec
+	lastSuccess  *prometheus.GaugeVec
+	lastOutcome  *prometheus.GaugeVec
+	configInfo   *prometheus.GaugeVec
 	nodeUp       *prometheus.GaugeVec
 	ready        prometheus.Gauge
 	schedulerRun prometheus.Gauge
@@ -31,7 +38,8 @@ type metrics struct {
 
 func newMetrics() *metrics {
 	m := &metrics{
-		reg: prometheus.NewRegistry(),
+		reg:    prometheus.NewRegistry(),
+		latest: map[string]time.Time{},
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "slotlock_runs_total", Help: "Runs that ended on this replica, by job and outcome (succeeded, failed, canceled).",
 		}, []string{"job", "outcome"}),
@@ -62,6 +70,18 @@ func newMetrics() *metrics {
 		paused: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "slotlock_job_paused", Help: "1 while the job is paused (slotlock pause), as this replica saw it at the job's latest slot.",
 		}, []string{"job"}),
+		missed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "slotlock_slots_missed_total", Help: "Slots that should have run and have no outcome (slot.missed), by job and reason (no_replica, no_quorum, unknown); counted once fleet-wide, by the replica that reconciled them.",
+		}, []string{"job", "reason"}),
+		lastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "slotlock_job_last_success_timestamp_seconds", Help: "When the job's latest successful slot this replica knows of ended (its own runs and the history it reconciled), Unix seconds; take max over replicas.",
+		}, []string{"job"}),
+		lastOutcome: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "slotlock_job_last_outcome", Help: "1 for the outcome of the job's latest slot this replica knows of (succeeded, failed, canceled, abandoned, skipped, missed), 0 for the others.",
+		}, []string{"job", "outcome"}),
+		configInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "slotlock_config_info", Help: "1, labelled with the hash of this replica's job definitions (as in its heartbeat and `slotlock status`).",
+		}, []string{"hash"}),
 		nodeUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "slotlock_redis_node_up", Help: "1 when the Redis node answered the last PING within op_timeout.",
 		}, []string{"node"}),
@@ -73,6 +93,7 @@ func newMetrics() *metrics {
 		}),
 	}
 	m.reg.MustRegister(m.runs, m.skips, m.startDelay, m.runDuration, m.lockAcquire, m.leasesLost, m.abandoned, m.paused,
+		m.missed, m.lastSuccess, m.lastOutcome, m.configInfo,
 		m.nodeUp, m.ready, m.schedulerRun,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -105,6 +126,29 @@ func (m *metrics) JobPaused(job string, paused bool) {
 	m.paused.WithLabelValues(job).Set(v)
 }
 
+func (m *metrics) SlotMissed(job, reason string) { m.missed.WithLabelValues(job, reason).Inc() }
+
+func (m *metrics) JobOutcome(job, outcome string, at time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if at.Before(m.latest[job]) {
+		return // an older slot's outcome, read after a newer one
+	}
+	m.latest[job] = at
+	for _, o := range scheduler.HistoryOutcomes {
+		m.lastOutcome.WithLabelValues(job, o).Set(b2f(o == outcome))
+	}
+	if outcome == scheduler.OutcomeSucceeded {
+		m.lastSuccess.WithLabelValues(job).Set(float64(at.UnixMilli()) / 1000)
+	}
+}
+
+// setConfigHash exports the job definitions' hash (slotlock_config_info).
+func (m *metrics) setConfigHash(hash string) {
+	m.configInfo.Reset()
+	m.configInfo.WithLabelValues(hash).Set(1)
+}
+
 // initJobs creates each job's series at zero, so dashboards and alerts see
 // them before the first event.
 func (m *metrics) initJobs(names []string) {
@@ -118,6 +162,10 @@ func (m *metrics) initJobs(names []string) {
 		m.leasesLost.WithLabelValues(j)
 		m.abandoned.WithLabelValues(j)
 		m.paused.WithLabelValues(j)
+		for _, r := range scheduler.MissedReasons {
+			m.missed.WithLabelValues(j, r)
+		}
+		m.lastSuccess.WithLabelValues(j)
 	}
 }
 

@@ -102,12 +102,15 @@ func build(ctx context.Context, cfg *config.Config, env Env) (*replica, error) {
 		names[i] = j.Name
 	}
 	r.metrics.initJobs(names)
+	r.metrics.setConfigHash(cfg.DefinitionsHash())
 	// The settings come from the configuration; the rest is this process's.
 	sc.Replica = r.name
 	sc.Locker = r.locker
 	sc.Clock = r.clock
 	sc.Logger = log
 	sc.Metrics = r.metrics
+	sc.Version = buildInfo().version
+	sc.DefinitionsHash = cfg.DefinitionsHash()
 	sched, err := scheduler.New(sc)
 	if err != nil {
 		r.close()
