@@ -37,6 +37,9 @@ type backend interface {
 	release(ctx context.Context, s leaseSpec, e ending) error
 	// readLog implements Locker.ReadLog.
 	readLog(ctx context.Context, family string, since int64, limit int) ([]LogEntry, error)
+	// appendLog and readClaims implement Locker.AppendLog and ReadClaims.
+	appendLog(ctx context.Context, family string, a LogAppend) error
+	readClaims(ctx context.Context, family string) ([]Key, error)
 	// advanceRecord and readRecord implement Locker's record operations.
 	advanceRecord(ctx context.Context, key Key, v int64) error
 	readRecord(ctx context.Context, key Key) (int64, error)

@@ -267,6 +267,36 @@ func (b *localBackend) readLog(ctx context.Context, family string, since int64, 
 	return out, nil
 }
 
+func (b *localBackend) appendLog(ctx context.Context, family string, a LogAppend) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	log := b.logs[family]
+	if a.Replace != "" && a.Replace != a.Entry.Value {
+		log = slices.DeleteFunc(log, func(e LogEntry) bool { return e.Value == a.Replace })
+	}
+	// One entry per value, as in a sorted set: the new score wins.
+	log = slices.DeleteFunc(log, func(e LogEntry) bool { return e.Value == a.Entry.Value })
+	log = mergeLogs([][]LogEntry{{a.Entry}, log}, len(log)+1)
+	b.logs[family] = trimLog(log, a)
+	return nil
+}
+
+func (b *localBackend) readClaims(ctx context.Context, family string) ([]Key, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var names []string
+	for f := range b.claims[family] {
+		names = append(names, f)
+	}
+	return claimKeys(family, names), nil
+}
+
 func (b *localBackend) ping(ctx context.Context) ([]NodeStatus, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err

@@ -152,6 +152,30 @@ func (l *locker) ReadLog(ctx context.Context, family string, since int64, limit 
 	return entries, ctxOr(ctx, err)
 }
 
+func (l *locker) AppendLog(ctx context.Context, family string, a LogAppend) error {
+	if err := CheckKey(Key{Family: family, Name: logName + "-check"}); err != nil {
+		return err
+	}
+	if a.Keep < 0 {
+		return fmt.Errorf("locking: append to the log of %s: keep %d is negative", family, a.Keep)
+	}
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	return ctxOr(ctx, l.b.appendLog(ctx, family, a))
+}
+
+func (l *locker) ReadClaims(ctx context.Context, family string) ([]Key, error) {
+	if err := CheckKey(Key{Family: family, Name: claimsName + "-check"}); err != nil {
+		return nil, err
+	}
+	if l.closed.Load() {
+		return nil, ErrClosed
+	}
+	keys, err := l.b.readClaims(ctx, family)
+	return keys, ctxOr(ctx, err)
+}
+
 func (l *locker) Ping(ctx context.Context) ([]NodeStatus, error) {
 	if l.closed.Load() {
 		return nil, ErrClosed

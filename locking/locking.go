@@ -114,6 +114,15 @@ type Locker interface {
 	// a score of since or more, newest first, at most limit: the union of
 	// what a majority of the stores hold.
 	ReadLog(ctx context.Context, family string, since int64, limit int) ([]LogEntry, error)
+	// AppendLog adds a.Entry to the family's log on a majority (removing
+	// a.Replace in the same step, and trimming as a says): for entries
+	// that do not end a claim (MarkDoneLog), such as a reconciler's
+	// verdicts or replica heartbeats. Adding an identical entry twice
+	// keeps one.
+	AppendLog(ctx context.Context, family string, a LogAppend) error
+	// ReadClaims returns the keys of the family's open claims (Claim, not
+	// yet ended): the union of what a majority of the stores hold, sorted.
+	ReadClaims(ctx context.Context, family string) ([]Key, error)
 
 	// ReadRecord returns the largest value of the record seen on a majority
 	// (0 when never written).

@@ -89,6 +89,12 @@ const (
 	// OpLog: read the family's log at Key: its entries of score N or more,
 	// newest first, at most Keep (Result.Log).
 	OpLog
+	// OpLogAdd: remove Value (when set) from the log at Key, add Entry
+	// with score N, then remove the entries scored below Floor (when not
+	// 0) and all but the newest Keep (when Keep > 0).
+	OpLogAdd
+	// OpClaims: list the fields of the claims hash Claims (Result.Fields).
+	OpClaims
 )
 
 // Op is one request to a Node.
@@ -102,6 +108,7 @@ type Op struct {
 	Value, Done          string
 	TTL, DoneTTL         int64 // milliseconds
 	N                    int64
+	Floor                int64 // OpLogAdd: lowest score kept (0: no floor)
 }
 
 // Result is a Node's answer to an Op.
@@ -113,6 +120,7 @@ type Result struct {
 	Orphan, OrphanValue string // OpAcquire of a claim: an abandoned claim of another field
 	Pause               string // OpAcquire of a claim: the pause register's value
 	Log                 []LogEntry
+	Fields              []string // OpClaims
 }
 
 // LogEntry is one entry of a family's log (Lease.MarkDoneLog,
@@ -121,4 +129,15 @@ type Result struct {
 type LogEntry struct {
 	Score int64
 	Value string
+}
+
+// LogAppend is one Locker.AppendLog: Entry is added; Replace, when set,
+// is removed in the same step (a heartbeat replacing its previous one);
+// then the log keeps the entries scored Floor or more (Floor 0: all) and,
+// when Keep > 0, its newest Keep.
+type LogAppend struct {
+	Entry   LogEntry
+	Replace string
+	Keep    int
+	Floor   int64
 }

@@ -20,6 +20,9 @@ var (
 	//go:embed redlock_log.lua
 	logLua    string
 	logScript = redis.NewScript(logLua)
+	//go:embed redlock_logadd.lua
+	logAddLua    string
+	logAddScript = redis.NewScript(logAddLua)
 	//go:embed redlock_pause.lua
 	pauseLua    string
 	pauseScript = redis.NewScript(pauseLua)
@@ -157,6 +160,10 @@ func (n *redisNode) do(ctx context.Context, op Op) (any, error) {
 		return releaseScript.Run(ctx, c, keys, op.Value, op.Done, op.DoneTTL, op.Field, op.Entry, op.N, op.Keep).Result()
 	case OpLog:
 		return logScript.Run(ctx, c, []string{op.Key}, op.N, op.Keep).Result()
+	case OpLogAdd:
+		return logAddScript.Run(ctx, c, []string{op.Key}, op.Entry, op.N, op.Value, op.Keep, op.Floor).Result()
+	case OpClaims:
+		return c.HKeys(ctx, op.Claims).Result()
 	case OpPause:
 		return pauseScript.Run(ctx, c, []string{op.Key}, op.Value, op.N).Result()
 	case OpFence:
@@ -201,13 +208,22 @@ func parseReply(op Op, v any) (Result, error) {
 			r.Pause, _ = arr[5].(string)
 		}
 		return r, nil
-	case OpExtend, OpRelease, OpMaxSet:
+	case OpClaims:
+		fields, ok := v.([]string)
+		if !ok {
+			return Result{}, fmt.Errorf("unexpected reply %T", v)
+		}
+		return Result{Fields: fields}, nil
+	case OpExtend, OpRelease, OpMaxSet, OpLogAdd:
 		n, ok := v.(int64)
 		if !ok {
 			return Result{}, fmt.Errorf("unexpected reply %T", v)
 		}
-		if op.Kind == OpMaxSet {
+		switch op.Kind {
+		case OpMaxSet:
 			return Result{N: n}, nil
+		case OpLogAdd:
+			return Result{}, nil
 		}
 		return Result{Status: n}, nil
 	case OpLog:

@@ -55,3 +55,66 @@ func mergeLogs(logs [][]LogEntry, limit int) []LogEntry {
 	})
 	return out[:min(len(out), limit)]
 }
+
+// appendLog adds a.Entry to the family's log on a majority.
+func (r *redlock) appendLog(ctx context.Context, family string, a LogAppend) error {
+	res := make([]Result, len(r.nodes))
+	errs := make([]error, len(r.nodes))
+	op := Op{Kind: OpLogAdd, Key: r.key(Key{Family: family, Name: logName}), Entry: a.Entry.Value, N: a.Entry.Score,
+		Value: a.Replace, Keep: int64(a.Keep), Floor: a.Floor}
+	r.round(ctx, all(op), res, errs)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if got := r.answered(errs); got < r.quorum {
+		return &QuorumError{Op: "log", Need: r.quorum, Got: got, Err: r.nodeErrs(errs)}
+	}
+	return nil
+}
+
+// readClaims lists the family's open claims on every node and returns the
+// union of what a majority answered.
+func (r *redlock) readClaims(ctx context.Context, family string) ([]Key, error) {
+	res := make([]Result, len(r.nodes))
+	errs := make([]error, len(r.nodes))
+	op := Op{Kind: OpClaims, Claims: r.key(Key{Family: family, Name: claimsName})}
+	r.round(ctx, all(op), res, errs)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if got := r.answered(errs); got < r.quorum {
+		return nil, &QuorumError{Op: "claims", Need: r.quorum, Got: got, Err: r.nodeErrs(errs)}
+	}
+	var names []string
+	for i, rep := range res {
+		if errs[i] == nil {
+			names = append(names, rep.Fields...)
+		}
+	}
+	return claimKeys(family, names), nil
+}
+
+// claimKeys turns claim fields (key names) into sorted, distinct keys.
+func claimKeys(family string, names []string) []Key {
+	slices.Sort(names)
+	names = slices.Compact(names)
+	out := make([]Key, 0, len(names))
+	for _, n := range names {
+		out = append(out, Key{Family: family, Name: n})
+	}
+	return out
+}
+
+// trimLog applies a's bounds to a log held newest first.
+func trimLog(log []LogEntry, a LogAppend) []LogEntry {
+	out := log[:0]
+	for _, e := range log {
+		if a.Floor == 0 || e.Score >= a.Floor {
+			out = append(out, e)
+		}
+	}
+	if a.Keep > 0 && len(out) > a.Keep {
+		out = out[:a.Keep]
+	}
+	return out
+}

@@ -72,6 +72,8 @@ var cases = []struct {
 	{"ClaimOrphan", testClaimOrphan},
 	{"Pause", testPause},
 	{"Log", testLog},
+	{"AppendLog", testAppendLog},
+	{"ReadClaims", testReadClaims},
 	{"TokensUnique", testTokensUnique},
 	{"BadKeys", testBadKeys},
 }

@@ -369,6 +369,34 @@ func (s *Store) Apply(op locking.Op) (locking.Result, error) {
 	case locking.OpPing:
 		return locking.Result{}, nil
 
+	case locking.OpLogAdd:
+		if op.Value != "" && op.Value != op.Entry {
+			if e, ok := s.get(op.Key, now); ok && e.zset != nil {
+				delete(e.zset, op.Value)
+			}
+		}
+		keep := op.Keep
+		if keep <= 0 {
+			keep = math.MaxInt64
+		}
+		s.zadd(op.Key, op.Entry, op.N, keep, now)
+		if e, ok := s.get(op.Key, now); ok && op.Floor != 0 {
+			for m, sc := range e.zset {
+				if sc < op.Floor {
+					delete(e.zset, m)
+				}
+			}
+		}
+		return locking.Result{}, nil
+
+	case locking.OpClaims:
+		e, _ := s.get(op.Claims, now)
+		var fields []string
+		for f := range e.hash {
+			fields = append(fields, f)
+		}
+		return locking.Result{Fields: fields}, nil
+
 	case locking.OpLog:
 		e, _ := s.get(op.Key, now)
 		return locking.Result{Log: newestFirst(e.zset, op.N, int(op.Keep))}, nil
