@@ -129,6 +129,20 @@ type Config struct {
 	// (ReadHistory). Default DefaultHistoryKeep; negative keeps none.
 	HistoryKeep int
 
+	// Beat is how often the replica publishes its heartbeat in the lock
+	// stores (version, definitions hash, runs going on: slotlock status,
+	// and the reconciler's no_replica reason). Default DefaultBeat;
+	// negative publishes none.
+	Beat time.Duration
+	// ReconcileEvery is how often the replicas elect one of them (through
+	// a lease) to account for every slot of every job that is at least
+	// ReconcileAfter old: a slot with no outcome in the history is declared
+	// missed (slot.missed). Default DefaultReconcileEvery; negative turns
+	// the reconciler off on this replica. ReconcileAfter is raised, per
+	// job, to cover the lateness bound and misfire.deadline. Default
+	// DefaultReconcileAfter.
+	ReconcileEvery, ReconcileAfter time.Duration
+
 	Jobs []JobSpec
 }
 
@@ -140,6 +154,10 @@ const (
 	DefaultSpread        = 5 * time.Millisecond
 	DefaultBackoff       = 5 * time.Second
 	DefaultDeadline      = 10 * time.Minute
+	// DefaultBeat: a replica silent for three beats is not alive.
+	DefaultBeat           = 10 * time.Second
+	DefaultReconcileEvery = 30 * time.Second
+	DefaultReconcileAfter = time.Minute
 )
 
 func (c *Config) withDefaults() (Config, error) {
@@ -173,6 +191,15 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if cfg.HistoryKeep == 0 {
 		cfg.HistoryKeep = DefaultHistoryKeep
+	}
+	if cfg.Beat == 0 {
+		cfg.Beat = DefaultBeat
+	}
+	if cfg.ReconcileEvery == 0 {
+		cfg.ReconcileEvery = DefaultReconcileEvery
+	}
+	if cfg.ReconcileAfter <= 0 {
+		cfg.ReconcileAfter = DefaultReconcileAfter
 	}
 	if cfg.MaxInFlight <= 0 {
 		cfg.MaxInFlight = 6 * runtime.GOMAXPROCS(0)

@@ -16,8 +16,10 @@ import (
 // settled — its outcome is added to the job's log in the lock stores in the
 // same script call (locking.Lease.MarkDoneLog), so the history costs no
 // round trip. The log keeps Config.HistoryKeep entries per job; ReadHistory
-// merges the stores. Slots nobody could mark (paused, no quorum) have no
-// entry: their skip lines are in the replicas' logs.
+// merges the stores. A slot skipped for a pause gets its entry from the
+// replicas that skipped it (one extra call each, while paused only), and a
+// slot nobody ran, skipped or paused gets a missed entry from the
+// reconciler (reconcile.go): in the end every slot has one.
 
 // DefaultHistoryKeep is how many slot outcomes the stores keep per job.
 const DefaultHistoryKeep = 1000
@@ -68,13 +70,22 @@ func ReadHistory(ctx context.Context, locker locking.Locker, job string, since t
 	}
 	out := make([]HistoryEntry, 0, len(entries))
 	for _, le := range entries {
-		var e HistoryEntry
-		if err := json.Unmarshal([]byte(le.Value), &e); err != nil {
-			return nil, fmt.Errorf("scheduler: history of %s: entry %q: %w", job, le.Value, err)
+		e, ok := parseEntry(le)
+		if !ok {
+			return nil, fmt.Errorf("scheduler: history of %s: entry %q is not a slot outcome", job, le.Value)
 		}
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+// parseEntry reads a history entry.
+func parseEntry(le locking.LogEntry) (HistoryEntry, bool) {
+	var e HistoryEntry
+	if err := json.Unmarshal([]byte(le.Value), &e); err != nil || e.Outcome == "" {
+		return HistoryEntry{}, false
+	}
+	return e, true
 }
 
 // errorClass names the kind of a failed run's error without its text: a

@@ -19,6 +19,17 @@ type outage struct {
 	mu      sync.Mutex
 	probing bool
 	pending map[string][]pendingEnd // by job
+	since   time.Time               // the earliest work the outage hit (published when it ends)
+}
+
+// markDown records that the stores had no majority for work due at at.
+func (s *Scheduler) markDown(at time.Time) {
+	s.outage.mu.Lock()
+	if s.outage.since.IsZero() || at.Before(s.outage.since) {
+		s.outage.since = at
+	}
+	s.outage.mu.Unlock()
+	s.outage.down.Store(true)
 }
 
 // pendingEnd is a lease whose Release or MarkDone failed for lack of a
@@ -44,7 +55,7 @@ func (s *Scheduler) noteOutage(j *job, t time.Time) {
 		}
 		j.mu.Unlock()
 	}
-	s.outage.down.Store(true)
+	s.markDown(t)
 	s.startProbe()
 }
 
@@ -55,7 +66,7 @@ func (s *Scheduler) retryEnd(p pendingEnd) {
 	}
 	s.outage.pending[p.job] = append(s.outage.pending[p.job], p)
 	s.outage.mu.Unlock()
-	s.outage.down.Store(true)
+	s.markDown(s.clock.Now())
 	s.startProbe()
 }
 
@@ -105,7 +116,13 @@ func (s *Scheduler) quorumSeen() {
 	s.outage.mu.Lock()
 	pending := s.outage.pending
 	s.outage.pending = nil
+	since := s.outage.since
+	s.outage.since = time.Time{}
 	s.outage.mu.Unlock()
+	if !since.IsZero() && s.cfg.Beat > 0 {
+		now := s.clock.Now()
+		s.spawn(func() { s.publishOutage(since, now) })
+	}
 	for _, ps := range pending {
 		s.spawn(func() {
 			for _, p := range ps {

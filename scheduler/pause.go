@@ -25,6 +25,12 @@ func (s *Scheduler) pausedSlot(j *job, t time.Time, err error) {
 	s.notePause(j, pe.Pause)
 	s.skipped(j.name(), slotString(t), ReasonPaused, 1, pauseAttrs(pe.Pause, "pause_reason")...)
 	s.recordHandled(j, t)
+	if s.cfg.HistoryKeep > 0 {
+		// Every replica writes the same entry: the history keeps one.
+		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+		defer cancel()
+		_ = s.cfg.Locker.AppendLog(ctx, j.name(), locking.LogAppend{Entry: pausedEntry(t).logEntry(t), Keep: s.cfg.HistoryKeep})
+	}
 }
 
 // notePause tells the metrics, and the log once per change as this replica

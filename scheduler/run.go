@@ -64,6 +64,8 @@ func (s *Scheduler) execute(r runSpec) (h HistoryEntry, runErr error) {
 	}
 
 	started := s.clock.Now()
+	s.runStarted(RunInfo{Job: name, Slot: slot, RunID: runID, Token: token, Replica: s.cfg.Replica, Since: started.UTC()})
+	defer s.runEnded(runID)
 	startAttrs := []any{"event", evRunStarted, "attempt", 1}
 	if !r.manual && !r.recovered {
 		delay := started.Sub(r.slot)

@@ -85,6 +85,9 @@ type Scheduler struct {
 
 	orphansMu sync.Mutex
 	orphans   map[locking.Key]bool // abandoned claims being settled
+
+	runsMu  sync.Mutex
+	running map[string]RunInfo // runs going on, by run id (heartbeats)
 }
 
 const (
@@ -157,6 +160,7 @@ func New(cfg Config) (*Scheduler, error) {
 		stopping: make(chan struct{}),
 		inflight: make(chan struct{}, c.MaxInFlight),
 		ending:   make(chan struct{}, max(1, c.MaxInFlight/2)),
+		running:  map[string]RunInfo{},
 	}
 	// The done marker must outlive every normal attempt at the slot: the
 	// slowest clock fires up to MaxClockSkew after the fastest, may be up to
@@ -281,6 +285,12 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		if j.spec.Enabled {
 			s.spawn(func() { s.startupCheck(j, start) })
 		}
+	}
+	if s.cfg.Beat > 0 {
+		s.spawn(func() { s.beatLoop(start) })
+	}
+	if s.cfg.ReconcileEvery > 0 {
+		s.spawn(func() { s.reconcileLoop(start) })
 	}
 	<-loopDone
 	s.state.Store(stateStopping)

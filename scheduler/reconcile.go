@@ -1,0 +1,290 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/slotlock/slotlock/locking"
+)
+
+// Missed-slot accounting. Every replica computes the same slots, so the
+// fleet can tell which slots should have had an outcome. Every
+// ReconcileEvery one replica — whoever takes the reconciler lease in
+// FleetFamily — walks each job's slots from where the last pass stopped
+// (the job's record "reconciled") up to ReconcileAfter ago, and for every
+// slot without an entry in the slot history:
+//
+//   - whose claim is still open (a run going on, or an abandoned one not
+//     yet settled): it stops there, and looks again next time;
+//   - that the job's pause covers: it writes the paused entry (the
+//     replicas that skipped it write it too; identical entries are one);
+//   - otherwise it writes a missed entry and logs slot.missed (warn) and
+//     counts slotlock_slots_missed_total, with the reason: no_quorum when
+//     a replica recorded a lock-store outage around the slot, no_replica
+//     when no replica's heartbeat covers it, else unknown.
+//
+// The entry is written on a majority before the event is logged, under
+// the lease, and the record then moves past the slot: each missed slot is
+// reported once, fleet-wide (a reconciler that dies between the two
+// reports nothing for that slot: never twice). Slots older than a day
+// (fleetRetention), older than the history can hold, or from before the
+// job's definitions first ran (pass.firstStart) are not judged.
+
+// Key names in a job's family and in FleetFamily.
+const (
+	reconciledName = "reconciled" // a job's record: the latest slot judged, Unix seconds
+	reconcilerName = "reconciler" // FleetFamily: the reconciler's lease
+)
+
+// reconcileLoop runs a pass every ReconcileEvery until the scheduler stops.
+func (s *Scheduler) reconcileLoop(started time.Time) {
+	for s.sleep(s.cfg.ReconcileEvery, s.stopping) {
+		s.reconcile(started)
+	}
+}
+
+// reconcile runs one pass if this replica takes the reconciler's lease. The
+// lease is left to expire (it lasts ReconcileEvery), so that about one
+// pass runs per ReconcileEvery across the fleet.
+func (s *Scheduler) reconcile(started time.Time) {
+	ctx := context.Background() // each call has its own timeout; the pass stops with the scheduler
+	actx, acancel := context.WithTimeout(ctx, storeTimeout)
+	lease, err := s.cfg.Locker.Acquire(actx, locking.Key{Family: FleetFamily, Name: reconcilerName},
+		max(s.cfg.ReconcileEvery, time.Second))
+	acancel()
+	if err != nil {
+		return // another replica has it, or no majority answers
+	}
+	fleet, err := ReadFleet(ctx, s.cfg.Locker)
+	if err != nil {
+		return
+	}
+	p := pass{s: s, lease: lease, fleet: fleet, started: started}
+	for _, j := range s.order {
+		if s.isStopping() {
+			return
+		}
+		if !j.spec.Enabled || s.cfg.HistoryKeep <= 0 {
+			continue
+		}
+		if err := p.job(ctx, j); err != nil {
+			if !errors.Is(err, errPassOver) {
+				s.log.Debug("reconciler: job not reconciled this time", "job", j.name(), "error", err.Error())
+			}
+			if errors.Is(err, errPassOver) {
+				return
+			}
+		}
+	}
+}
+
+// errPassOver: the reconciler's lease ran out (or is about to).
+var errPassOver = errors.New("scheduler: reconciler lease over")
+
+// pass is one reconciler pass.
+type pass struct {
+	s       *Scheduler
+	lease   *locking.Lease
+	fleet   Fleet
+	started time.Time
+}
+
+// own keeps the lease: it renews it when half of it is gone, and fails
+// when it cannot be sure to hold it for a store call more.
+func (p *pass) own(ctx context.Context) error {
+	left := p.lease.ValidUntil().Sub(p.s.clock.Now())
+	if left > p.lease.TTL()/2 {
+		return nil
+	}
+	ectx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	if err := p.lease.Extend(ectx); err != nil {
+		return errPassOver
+	}
+	return nil
+}
+
+// firstStart is when the job definitions this replica runs were first
+// running, as far as the heartbeats tell (else this replica's start): a
+// job's first pass judges its slots from then on. So slots missed between
+// a first deploy and the first pass are judged, and a job added by a
+// deploy is not judged from before it existed.
+func (p *pass) firstStart() time.Time {
+	first := p.started
+	for _, r := range p.fleet.Replicas {
+		if r.DefinitionsHash == p.s.cfg.DefinitionsHash && r.Started.Before(first) {
+			first = r.Started
+		}
+	}
+	return first
+}
+
+// reconcileAfter is how old a slot of j must be before it is judged: past
+// every normal attempt and, under run_once, past the recovery deadline.
+func (s *Scheduler) reconcileAfter(j *job) time.Duration {
+	d := max(s.cfg.ReconcileAfter, s.recoverAfter()+max(s.cfg.Spread, 0)+time.Second)
+	if j.spec.Misfire.Policy == MisfireRunOnce {
+		d = max(d, j.spec.Misfire.Deadline+s.recoverAfter()+time.Second)
+	}
+	return d
+}
+
+// job judges j's slots since the job's record.
+func (p *pass) job(ctx context.Context, j *job) error {
+	s, name := p.s, j.name()
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	if err := p.own(ctx); err != nil {
+		return err
+	}
+	now := s.clock.Now()
+	rec := locking.Key{Family: name, Name: reconciledName}
+	w, err := s.cfg.Locker.ReadRecord(ctx, rec)
+	if err != nil {
+		return err
+	}
+	from := time.Unix(w, 0)
+	if w == 0 {
+		from = p.firstStart() // a replica takes part from the first slot after its start
+	}
+	from = later(from, now.Add(-fleetRetention))
+	to := now.Add(-s.reconcileAfter(j))
+	// At most half the history per pass, so that the entries the pass
+	// judges by are still there.
+	slots := slotsBetween(j.spec.Schedule, from, to, max(1, s.cfg.HistoryKeep/2))
+	if len(slots) == 0 {
+		return nil
+	}
+	log, err := s.cfg.Locker.ReadLog(ctx, name, slots[0].Unix(), s.cfg.HistoryKeep)
+	if err != nil {
+		return err
+	}
+	have := make(map[int64]bool, len(log))
+	for _, e := range log {
+		have[e.Score] = true
+	}
+	p.noteOutcome(name, log)
+	// A full log may have dropped entries older than its oldest.
+	var oldest int64
+	if len(log) >= s.cfg.HistoryKeep {
+		oldest = log[len(log)-1].Score
+	}
+	claims, err := s.cfg.Locker.ReadClaims(ctx, name)
+	if err != nil {
+		return err
+	}
+	open := claimedSlots(claims)
+	pause, err := s.cfg.Locker.ReadPause(ctx, name)
+	if err != nil {
+		return err
+	}
+	judged := time.Time{}
+	defer func() {
+		if !judged.IsZero() {
+			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+			_ = s.cfg.Locker.AdvanceRecord(actx, rec, judged.Unix())
+			cancel()
+		}
+	}()
+	for _, t := range slots {
+		u := t.Unix()
+		switch {
+		case have[u] || u < oldest:
+		case open[u]:
+			return nil // a run going on, or abandoned: judged once it ended
+		case pause.Covers(t):
+			if err := p.write(ctx, j, pausedEntry(t), t); err != nil {
+				return err
+			}
+		default:
+			reason := p.reason(t)
+			if err := p.write(ctx, j, missedEntry(t, reason), t); err != nil {
+				return err
+			}
+			s.log.Warn("slot missed: it should have run and nobody ran it", "event", evSlotMissed,
+				"job", name, "slot", slotString(t), "reason", reason)
+			s.metrics.SlotMissed(name, reason)
+			s.metrics.JobOutcome(name, OutcomeMissed, t)
+		}
+		judged = t
+	}
+	return nil
+}
+
+// write adds e, the outcome of slot t of j, to the history, while the
+// lease is held.
+func (p *pass) write(ctx context.Context, j *job, e HistoryEntry, t time.Time) error {
+	if err := p.own(ctx); err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	defer cancel()
+	return p.s.cfg.Locker.AppendLog(wctx, j.name(), locking.LogAppend{Entry: e.logEntry(t), Keep: p.s.cfg.HistoryKeep})
+}
+
+// reason says why nobody ran slot t.
+func (p *pass) reason(t time.Time) string {
+	switch {
+	case p.fleet.downAt(t, p.s.lateness+p.s.cfg.MaxClockSkew):
+		return ReasonNoQuorum
+	case !p.fleet.aliveAt(t):
+		return MissedNoReplica
+	}
+	return MissedUnknown
+}
+
+// noteOutcome tells the metrics the newest outcome in log (newest first).
+func (p *pass) noteOutcome(job string, log []locking.LogEntry) {
+	for _, le := range log {
+		e, ok := parseEntry(le)
+		if !ok {
+			continue
+		}
+		end := time.Unix(le.Score, 0).Add(time.Duration(e.DurationMS) * time.Millisecond)
+		p.s.metrics.JobOutcome(job, e.Outcome, end)
+		return
+	}
+}
+
+// pausedEntry and missedEntry are the entries of a slot skipped for a
+// pause and of a missed slot: the same whoever writes them, so that
+// replicas and reconcilers writing one twice leave one.
+func pausedEntry(t time.Time) HistoryEntry {
+	return HistoryEntry{Slot: slotString(t), Outcome: OutcomeSkipped, Reason: ReasonPaused}
+}
+
+func missedEntry(t time.Time, reason string) HistoryEntry {
+	return HistoryEntry{Slot: slotString(t), Outcome: OutcomeMissed, Reason: reason}
+}
+
+// slotsBetween lists sched's slots in (from, to], at most n, oldest first.
+func slotsBetween(sched Schedule, from, to time.Time, n int) []time.Time {
+	var out []time.Time
+	for t := sched.Next(from); !t.IsZero() && !t.After(to) && len(out) < n; t = sched.Next(t) {
+		out = append(out, t)
+	}
+	return out
+}
+
+// claimedSlots maps the slots (Unix seconds) of open claims.
+func claimedSlots(keys []locking.Key) map[int64]bool {
+	out := make(map[int64]bool, len(keys))
+	for _, k := range keys {
+		if u, ok := strings.CutPrefix(k.Name, slotPrefix); ok {
+			if n, err := strconv.ParseInt(u, 10, 64); err == nil {
+				out[n] = true
+			}
+		}
+	}
+	return out
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
