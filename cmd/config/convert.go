@@ -13,11 +13,13 @@ import (
 // Metrics.
 func (c *Config) SchedulerConfig() scheduler.Config {
 	return scheduler.Config{
-		LockTTL:       c.Lock.TTL,
-		MaxClockSkew:  c.Lock.MaxClockSkew,
-		ShutdownGrace: c.Shutdown.Grace,
-		HistoryKeep:   historyKeep(c.History.Keep),
-		Jobs:          c.JobSpecs(),
+		LockTTL:        c.Lock.TTL,
+		MaxClockSkew:   c.Lock.MaxClockSkew,
+		ShutdownGrace:  c.Shutdown.Grace,
+		HistoryKeep:    historyKeep(c.History.Keep),
+		ReconcileEvery: reconcileEvery(c.History),
+		ReconcileAfter: c.History.ReconcileAfter,
+		Jobs:           c.JobSpecs(),
 	}
 }
 
