@@ -79,6 +79,8 @@ func Run(ctx context.Context, args []string, env Env) int {
 		return cmdResume(ctx, rest, env)
 	case "history":
 		return cmdHistory(ctx, rest, env)
+	case "status":
+		return cmdStatus(ctx, rest, env)
 	case "version", "--version", "-version":
 		return cmdVersion(env)
 	case "help", "-h", "--help", "-help":
@@ -104,6 +106,7 @@ commands:
   resume   [--config FILE] JOB             end a pause
   history  [--config FILE] [--json] [--since DUR|TIME] [--limit N] [--outcome O] JOB
                                            the job's recorded slot outcomes, newest first
+  status   [--config FILE] [--json] [JOB]  per job: next slot, pause, last outcome, run going on; live replicas
   version                                  print version, commit and Go version
 
 --config defaults to $SLOTLOCK_CONFIG, then config.yaml in the working directory.

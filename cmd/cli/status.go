@@ -1,0 +1,144 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/slotlock/slotlock/scheduler"
+)
+
+// statusTimeout bounds the reads of `slotlock status` (one pause and one
+// history read per job, 16 jobs at a time).
+const statusTimeout = 30 * time.Second
+
+func cmdStatus(ctx context.Context, args []string, env Env) int {
+	f := newFlags("status", env)
+	asJSON := f.Bool("json", false, "one JSON document on stdout")
+	pos, err := f.parse(args)
+	if err != nil {
+		return exitConfig
+	}
+	if len(pos) > 1 {
+		fmt.Fprintln(env.Stderr, "usage: slotlock status [--config FILE] [--json] [JOB]")
+		return exitConfig
+	}
+	cfg, ok := loadConfig(f.configPath(env), env)
+	if !ok {
+		return exitConfig
+	}
+	specs := cfg.JobSpecs()
+	if len(pos) == 1 {
+		var one []scheduler.JobSpec
+		for _, s := range specs {
+			if s.Name == pos[0] {
+				one = append(one, s)
+			}
+		}
+		if len(one) == 0 {
+			fmt.Fprintf(env.Stderr, "slotlock status: no job named %q in the configuration\n", pos[0])
+			return exitConfig
+		}
+		specs = one
+	}
+	if len(cfg.Redis.Nodes) == 0 {
+		fmt.Fprintln(env.Stderr, "slotlock status: needs redis.nodes: with in-process locks the state lives in the replica")
+		return exitConfig
+	}
+	r, code := start(ctx, "status", cfg, env)
+	if r == nil {
+		return code
+	}
+	defer r.close()
+	rctx, cancel := context.WithTimeout(ctx, statusTimeout)
+	defer cancel()
+	st, err := scheduler.ReadStatus(rctx, r.locker, specs, cfg.DefinitionsHash(), r.clock.Now())
+	if err != nil {
+		r.log.Error("status: the lock stores did not answer", "error", err.Error())
+		return exitFailure
+	}
+	if *asJSON {
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(st); err != nil {
+			return exitFailure
+		}
+		return exitOK
+	}
+	if err := printStatus(env.Stdout, st); err != nil {
+		return exitFailure
+	}
+	return exitOK
+}
+
+// printStatus writes st as two tables: the jobs, then the replicas.
+func printStatus(w io.Writer, st scheduler.Status) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "JOB\tSCHEDULE\tNEXT SLOT\tNEXT SLOT (UTC)\tPAUSED\tLAST OUTCOME\tRUNNING NOW")
+	for _, j := range st.Jobs {
+		name := j.Job
+		if !j.Enabled {
+			name += " (disabled)"
+		}
+		fmt.Fprintf(tw, "%s\t%s (%s)\t%s\t%s\t%s\t%s\t%s\n", name, j.Schedule, j.Timezone, dash(j.NextSlot),
+			dash(j.NextSlotUTC), pausedText(j.Pause), lastText(j.Last), runningText(j.Running))
+	}
+	fmt.Fprintln(tw)
+	fmt.Fprintf(tw, "REPLICA\tVERSION\tDEFINITIONS\tSTARTED\tLAST SEEN\tRUNNING\n")
+	for _, r := range st.Replicas {
+		hash := dash(r.DefinitionsHash)
+		if r.Differs {
+			hash += " (differs from " + st.Hash + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", r.Replica, dash(r.Version), hash,
+			r.Started.UTC().Format(time.RFC3339), r.Seen.UTC().Format(time.RFC3339), r.RunningCount)
+	}
+	if len(st.Replicas) == 0 {
+		fmt.Fprintln(tw, "(no replica alive)")
+	}
+	return tw.Flush()
+}
+
+func pausedText(p *scheduler.PauseStatus) string {
+	if p == nil {
+		return "no"
+	}
+	s := "until resumed"
+	if p.Until != nil {
+		s = "until " + p.Until.Format(time.RFC3339)
+	}
+	if p.By != "" {
+		s += " by " + p.By
+	}
+	if p.Reason != "" {
+		s += ": " + p.Reason
+	}
+	return s
+}
+
+func lastText(e *scheduler.HistoryEntry) string {
+	if e == nil {
+		return "-"
+	}
+	s := e.Outcome
+	if e.Reason != "" {
+		s += " (" + e.Reason + ")"
+	}
+	return s + " " + e.Slot
+}
+
+func runningText(runs []scheduler.RunInfo) string {
+	if len(runs) == 0 {
+		return "-"
+	}
+	parts := make([]string, len(runs))
+	for i, r := range runs {
+		parts[i] = fmt.Sprintf("%s on %s (run %s, since %s, token %d)", r.Slot, r.Replica, r.RunID,
+			r.Since.UTC().Format(time.RFC3339), r.Token)
+	}
+	return strings.Join(parts, "; ")
+}

@@ -1,0 +1,147 @@
+package scheduler
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/slotlock/slotlock/locking"
+)
+
+// Status is what `slotlock status` (and the status page) shows: each job's
+// state as the lock stores hold it, and the replicas alive.
+type Status struct {
+	At       time.Time       `json:"at"`
+	Hash     string          `json:"definitions_hash"` // of the definitions the reader loaded
+	Jobs     []JobStatus     `json:"jobs"`
+	Replicas []ReplicaStatus `json:"replicas"`
+}
+
+// JobStatus is one job's state.
+type JobStatus struct {
+	Job      string `json:"job"`
+	Schedule string `json:"schedule"`
+	Timezone string `json:"timezone"`
+	Enabled  bool   `json:"enabled"`
+	// NextSlot is the next nominal slot after Status.At, in the job's zone
+	// and in UTC (empty when the schedule has none left).
+	NextSlot    string        `json:"next_slot,omitempty"`
+	NextSlotUTC string        `json:"next_slot_utc,omitempty"`
+	Pause       *PauseStatus  `json:"pause,omitempty"` // set while paused
+	Last        *HistoryEntry `json:"last_outcome,omitempty"`
+	Running     []RunInfo     `json:"running,omitempty"`
+}
+
+// PauseStatus is an active pause.
+type PauseStatus struct {
+	Since  time.Time  `json:"since"`
+	Until  *time.Time `json:"until,omitempty"` // absent: until resumed
+	By     string     `json:"by,omitempty"`
+	Reason string     `json:"reason,omitempty"`
+}
+
+// ReplicaStatus is a replica alive, by its last heartbeat.
+type ReplicaStatus struct {
+	ReplicaInfo
+	Seen time.Time `json:"seen"`
+	// Differs is set when the replica runs other job definitions than
+	// the reader loaded.
+	Differs bool `json:"differs"`
+}
+
+// statusReaders bounds the jobs ReadStatus reads at once.
+const statusReaders = 16
+
+// ReadStatus reads the state of specs' jobs and the live replicas from
+// locker's stores at now; hash is the reader's DefinitionsHash.
+func ReadStatus(ctx context.Context, locker locking.Locker, specs []JobSpec, hash string, now time.Time) (Status, error) {
+	st := Status{At: now.UTC(), Hash: hash, Jobs: make([]JobStatus, len(specs)), Replicas: []ReplicaStatus{}}
+	fleet, err := ReadFleet(ctx, locker)
+	if err != nil {
+		return Status{}, err
+	}
+	running := map[string][]RunInfo{}
+	for _, r := range fleet.Alive(now) {
+		st.Replicas = append(st.Replicas, ReplicaStatus{ReplicaInfo: r, Seen: r.Seen.UTC(), Differs: r.DefinitionsHash != hash})
+		for _, run := range r.Running {
+			running[run.Job] = append(running[run.Job], run)
+		}
+	}
+	slices.SortFunc(st.Replicas, func(a, b ReplicaStatus) int {
+		if a.Replica != b.Replica {
+			if a.Replica < b.Replica {
+				return -1
+			}
+			return 1
+		}
+		return b.Seen.Compare(a.Seen)
+	})
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+		sem   = make(chan struct{}, statusReaders)
+	)
+	for i, spec := range specs {
+		st.Jobs[i] = jobStatus(spec, now, running[spec.Name])
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			err := readJobState(ctx, locker, &st.Jobs[i], now)
+			if err != nil {
+				mu.Lock()
+				if first == nil {
+					first = err
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if first != nil {
+		return Status{}, first
+	}
+	return st, nil
+}
+
+// jobStatus is what the configuration alone says of spec.
+func jobStatus(spec JobSpec, now time.Time, running []RunInfo) JobStatus {
+	js := JobStatus{Job: spec.Name, Schedule: spec.Spec, Enabled: spec.Enabled, Timezone: "UTC", Running: running}
+	loc := spec.Location
+	if loc == nil {
+		loc = time.UTC
+	}
+	js.Timezone = loc.String()
+	if spec.Schedule != nil {
+		if t := spec.Schedule.Next(now); !t.IsZero() {
+			js.NextSlot = t.In(loc).Format(time.RFC3339)
+			js.NextSlotUTC = t.UTC().Format(time.RFC3339)
+		}
+	}
+	return js
+}
+
+// readJobState adds the pause and the last outcome from the stores.
+func readJobState(ctx context.Context, locker locking.Locker, js *JobStatus, now time.Time) error {
+	p, err := locker.ReadPause(ctx, js.Job)
+	if err != nil {
+		return err
+	}
+	if p.ActiveAt(now) {
+		ps := &PauseStatus{Since: p.Since().UTC(), By: p.By, Reason: p.Reason}
+		if !p.Until.IsZero() {
+			u := p.Until.UTC()
+			ps.Until = &u
+		}
+		js.Pause = ps
+	}
+	h, err := ReadHistory(ctx, locker, js.Job, time.Time{}, 1)
+	if err != nil {
+		return err
+	}
+	if len(h) > 0 {
+		js.Last = &h[0]
+	}
+	return nil
+}
