@@ -56,7 +56,7 @@ shutdown: {grace: 1s}
 				Until      *time.Time
 				By, Reason string
 			}
-			Last *struct{ Slot, Outcome, Replica string } `json:"last_outcome"`
+			Last    *struct{ Slot, Outcome, Replica string } `json:"last_outcome"`
 			Running []struct {
 				Slot, Replica string
 				RunID         string `json:"run_id"`
