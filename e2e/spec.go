@@ -38,7 +38,10 @@ type Spec struct {
 	Grace      time.Duration // shutdown.grace; default 5s
 	OpTimeout  time.Duration // redis.op_timeout; default 100ms
 	LogLevel   string        // log.level; default debug (the checker reads held/done skips)
-	Jobs       []JobDef
+	// ReconcileEvery and ReconcileAfter set history.reconcile_every and
+	// history.reconcile_after when not zero.
+	ReconcileEvery, ReconcileAfter time.Duration
+	Jobs                           []JobDef
 }
 
 // configJSON renders the contract's YAML schema as JSON (YAML is a superset
@@ -101,6 +104,16 @@ func (c *Cluster) configJSON(addrs []string) []byte {
 		"lock":     map[string]any{"ttl": c.spec.TTL.String(), "max_clock_skew": c.spec.Skew.String()},
 		"shutdown": map[string]any{"grace": c.spec.Grace.String()},
 		"jobs":     jobs,
+	}
+	if c.spec.ReconcileEvery != 0 || c.spec.ReconcileAfter != 0 {
+		h := map[string]any{}
+		if c.spec.ReconcileEvery != 0 {
+			h["reconcile_every"] = c.spec.ReconcileEvery.String()
+		}
+		if c.spec.ReconcileAfter != 0 {
+			h["reconcile_after"] = c.spec.ReconcileAfter.String()
+		}
+		cfg["history"] = h
 	}
 	b, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
