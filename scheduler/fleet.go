@@ -21,7 +21,15 @@ import (
 
 // FleetFamily is the lock-store family of fleet-wide records: heartbeats,
 // outages and the reconciler's lease (a job name cannot start with '_').
-const FleetFamily = "_fleet"
+// A heartbeat's entry is the same on every beat of a process (only its
+// score, the time, moves), so a beat that reached only some stores leaves
+// nothing stale behind. The runs going on, which change, live in their own
+// log (runsFamily), one entry per process, dropped three beats after it
+// was written.
+const (
+	FleetFamily = "_fleet"
+	runsFamily  = "_runs"
+)
 
 const (
 	// fleetRetention is how long heartbeats and outages are kept: the
@@ -52,11 +60,20 @@ type ReplicaInfo struct {
 	Started         time.Time `json:"started"`
 	Beat            string    `json:"beat"` // the replica's heartbeat interval (a Go duration)
 	Jobs            int       `json:"jobs"`
-	Running         []RunInfo `json:"running,omitempty"` // at most beatRuns
-	RunningCount    int       `json:"running_count,omitempty"`
 	// Seen is when the heartbeat was written (its score), on the
 	// replica's clock, to the second.
 	Seen time.Time `json:"-"`
+	// Running is what the process's latest heartbeat listed of its runs
+	// going on (at most beatRuns; RunningCount of them in all).
+	Running      []RunInfo `json:"running,omitempty"`
+	RunningCount int       `json:"running_count,omitempty"`
+}
+
+// runsEntry is a process's list of runs going on (runsFamily).
+type runsEntry struct {
+	Instance string    `json:"instance"`
+	Running  []RunInfo `json:"running"`
+	Count    int       `json:"count"`
 }
 
 // RunInfo is a run going on.
@@ -127,7 +144,8 @@ func (r ReplicaInfo) beat() time.Duration {
 	return d
 }
 
-// ReadFleet returns the heartbeats and outages the lock stores hold.
+// ReadFleet returns the heartbeats and outages the lock stores hold, and
+// the runs going on that the replicas listed.
 func ReadFleet(ctx context.Context, locker locking.Locker) (Fleet, error) {
 	entries, err := locker.ReadLog(ctx, FleetFamily, 0, fleetKeep)
 	if err != nil {
@@ -136,22 +154,18 @@ func ReadFleet(ctx context.Context, locker locking.Locker) (Fleet, error) {
 	var f Fleet
 	seen := map[string]int{} // instance -> index in f.Replicas
 	for _, e := range entries {
-		var kind struct{ Kind string }
-		if json.Unmarshal([]byte(e.Value), &kind) != nil {
+		var ri ReplicaInfo // an outage's kind and replica decode alike
+		if json.Unmarshal([]byte(e.Value), &ri) != nil {
 			continue // not ours: a newer version's record
 		}
-		switch kind.Kind {
+		switch ri.Kind {
 		case kindReplica:
-			var r ReplicaInfo
-			if json.Unmarshal([]byte(e.Value), &r) != nil {
-				continue
-			}
-			r.Seen = time.Unix(e.Score, 0)
-			// Stores that missed a beat hold an older one: keep the newest
-			// (entries come newest first).
-			if _, dup := seen[r.Instance]; !dup {
-				seen[r.Instance] = len(f.Replicas)
-				f.Replicas = append(f.Replicas, r)
+			ri.Seen = time.Unix(e.Score, 0)
+			// Stores that missed a beat hold an older score of the same
+			// entry: keep the newest (entries come newest first).
+			if _, dup := seen[ri.Instance]; !dup {
+				seen[ri.Instance] = len(f.Replicas)
+				f.Replicas = append(f.Replicas, ri)
 			}
 		case kindOutage:
 			var o Outage
@@ -160,6 +174,21 @@ func ReadFleet(ctx context.Context, locker locking.Locker) (Fleet, error) {
 			}
 			o.From, o.To = time.Unix(o.FromUnix, 0), time.Unix(o.ToUnix, 0)
 			f.Outages = append(f.Outages, o)
+		}
+	}
+	runs, err := locker.ReadLog(ctx, runsFamily, 0, fleetKeep)
+	if err != nil {
+		return Fleet{}, err
+	}
+	listed := map[string]bool{}
+	for _, e := range runs { // newest first
+		var re runsEntry
+		if json.Unmarshal([]byte(e.Value), &re) != nil || listed[re.Instance] {
+			continue
+		}
+		listed[re.Instance] = true
+		if i, ok := seen[re.Instance]; ok {
+			f.Replicas[i].Running, f.Replicas[i].RunningCount = re.Running, re.Count
 		}
 	}
 	return f, nil
@@ -171,35 +200,47 @@ func (s *Scheduler) beatLoop(started time.Time) {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	instance := hex.EncodeToString(b[:])
-	prev := ""
+	info, _ := json.Marshal(ReplicaInfo{Kind: kindReplica, Replica: s.cfg.Replica, Instance: instance,
+		Version: s.cfg.Version, DefinitionsHash: s.cfg.DefinitionsHash, Started: started.UTC(),
+		Beat: s.cfg.Beat.String(), Jobs: len(s.order)}) // strings, numbers and times: cannot fail
+	prevRuns := ""
 	for {
-		prev = s.beat(started, instance, prev)
+		prevRuns = s.beat(string(info), instance, prevRuns)
 		if !s.sleep(s.cfg.Beat, s.stopping) {
 			return
 		}
 	}
 }
 
-// beat writes one heartbeat in place of prev, and returns what it wrote
-// (prev again when the stores did not take it: the next beat replaces
-// both where they are).
-func (s *Scheduler) beat(started time.Time, instance, prev string) string {
-	running := s.runningNow()
-	info := ReplicaInfo{Kind: kindReplica, Replica: s.cfg.Replica, Instance: instance, Version: s.cfg.Version,
-		DefinitionsHash: s.cfg.DefinitionsHash, Started: started.UTC(),
-		Beat: s.cfg.Beat.String(), Jobs: len(s.order), RunningCount: len(running),
-		Running: running[:min(len(running), beatRuns)]}
-	b, _ := json.Marshal(info) // strings, numbers and times: cannot fail
+// beat writes one heartbeat (info, scored now) and the list of runs going
+// on in place of prevRuns; it returns the list it wrote (prevRuns again
+// when the stores did not take it).
+func (s *Scheduler) beat(info, instance, prevRuns string) string {
 	now := s.clock.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
 	err := s.cfg.Locker.AppendLog(ctx, FleetFamily, locking.LogAppend{
-		Entry:   locking.LogEntry{Score: now.Unix(), Value: string(b)},
-		Replace: prev, Keep: fleetKeep, Floor: now.Add(-fleetRetention).Unix(),
+		Entry: locking.LogEntry{Score: now.Unix(), Value: info},
+		Keep:  fleetKeep, Floor: now.Add(-fleetRetention).Unix(),
 	})
 	if err != nil {
 		s.log.Debug("heartbeat not written", "error", err.Error())
-		return prev
+		return prevRuns
+	}
+	running := s.runningNow()
+	if len(running) == 0 && prevRuns == "" {
+		return ""
+	}
+	b, _ := json.Marshal(runsEntry{Instance: instance, Running: running[:min(len(running), beatRuns)], Count: len(running)})
+	err = s.cfg.Locker.AppendLog(ctx, runsFamily, locking.LogAppend{
+		Entry:   locking.LogEntry{Score: now.Unix(), Value: string(b)},
+		Replace: prevRuns, Keep: fleetKeep, Floor: now.Add(-aliveBeats * s.cfg.Beat).Unix(),
+	})
+	if err != nil {
+		return prevRuns
+	}
+	if len(running) == 0 {
+		return "" // the empty list replaced the last one; nothing to replace next time
 	}
 	return string(b)
 }

@@ -58,13 +58,15 @@ func (e HistoryEntry) logEntry(slot time.Time) locking.LogEntry {
 
 // ReadHistory returns job's recorded slot outcomes with a slot at since or
 // later, newest first, at most limit: what a majority of locker's stores
-// holds.
+// holds, one entry per slot (outcomePrecedence).
 func ReadHistory(ctx context.Context, locker locking.Locker, job string, since time.Time, limit int) ([]HistoryEntry, error) {
 	var from int64
 	if !since.IsZero() {
 		from = since.Unix()
 	}
-	entries, err := locker.ReadLog(ctx, job, from, limit)
+	// A slot rarely has two entries; read a little more so that limit
+	// slots remain after collapsing them.
+	entries, err := locker.ReadLog(ctx, job, from, limit+min(limit, historySlack))
 	if err != nil {
 		return nil, err
 	}
@@ -74,9 +76,36 @@ func ReadHistory(ctx context.Context, locker locking.Locker, job string, since t
 		if !ok {
 			return nil, fmt.Errorf("scheduler: history of %s: entry %q is not a slot outcome", job, le.Value)
 		}
+		if n := len(out); n > 0 && out[n-1].Slot == e.Slot {
+			// Entries come newest first, so a slot's entries are adjacent.
+			if outcomePrecedence(e.Outcome) > outcomePrecedence(out[n-1].Outcome) {
+				out[n-1] = e
+			}
+			continue
+		}
 		out = append(out, e)
 	}
-	return out, nil
+	return out[:min(len(out), limit)], nil
+}
+
+// historySlack bounds the extra entries ReadHistory reads.
+const historySlack = 64
+
+// outcomePrecedence ranks the outcomes recorded for one slot, when it has
+// more than one: a run's own end is the fact; abandoned is a verdict on a
+// run that may still have ended after it (a replica that froze past its
+// lease and woke); skipped and missed are verdicts on a slot nobody ran,
+// which a claim that turns up later overrules.
+func outcomePrecedence(outcome string) int {
+	switch outcome {
+	case OutcomeSucceeded, OutcomeFailed, OutcomeCanceled:
+		return 3
+	case OutcomeAbandoned:
+		return 2
+	case OutcomeSkipped:
+		return 1
+	}
+	return 0
 }
 
 // parseEntry reads a history entry.

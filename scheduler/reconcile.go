@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -58,11 +59,7 @@ func (s *Scheduler) reconcile(started time.Time) {
 	if err != nil {
 		return // another replica has it, or no majority answers
 	}
-	fleet, err := ReadFleet(ctx, s.cfg.Locker)
-	if err != nil {
-		return
-	}
-	p := pass{s: s, lease: lease, fleet: fleet, started: started}
+	p := pass{s: s, lease: lease, started: started}
 	for _, j := range s.order {
 		if s.isStopping() {
 			return
@@ -88,8 +85,20 @@ var errPassOver = errors.New("scheduler: reconciler lease over")
 type pass struct {
 	s       *Scheduler
 	lease   *locking.Lease
-	fleet   Fleet
 	started time.Time
+	fleet   *Fleet // read when first needed: most passes find nothing to judge
+}
+
+// readFleet returns the fleet's records, read once per pass.
+func (p *pass) readFleet(ctx context.Context) (Fleet, error) {
+	if p.fleet == nil {
+		f, err := ReadFleet(ctx, p.s.cfg.Locker)
+		if err != nil {
+			return Fleet{}, err
+		}
+		p.fleet = &f
+	}
+	return *p.fleet, nil
 }
 
 // own keeps the lease: it renews it when half of it is gone, and fails
@@ -112,9 +121,9 @@ func (p *pass) own(ctx context.Context) error {
 // job's first pass judges its slots from then on. So slots missed between
 // a first deploy and the first pass are judged, and a job added by a
 // deploy is not judged from before it existed.
-func (p *pass) firstStart() time.Time {
+func (p *pass) firstStart(fleet Fleet) time.Time {
 	first := p.started
-	for _, r := range p.fleet.Replicas {
+	for _, r := range fleet.Replicas {
 		if r.DefinitionsHash == p.s.cfg.DefinitionsHash && r.Started.Before(first) {
 			first = r.Started
 		}
@@ -148,7 +157,11 @@ func (p *pass) job(ctx context.Context, j *job) error {
 	}
 	from := time.Unix(w, 0)
 	if w == 0 {
-		from = p.firstStart() // a replica takes part from the first slot after its start
+		fleet, err := p.readFleet(ctx)
+		if err != nil {
+			return err
+		}
+		from = p.firstStart(fleet) // a replica takes part from the first slot after its start
 	}
 	from = later(from, now.Add(-fleetRetention))
 	to := now.Add(-s.reconcileAfter(j))
@@ -172,6 +185,18 @@ func (p *pass) job(ctx context.Context, j *job) error {
 	if len(log) >= s.cfg.HistoryKeep {
 		oldest = log[len(log)-1].Score
 	}
+	judged := time.Time{}
+	defer func() {
+		if !judged.IsZero() {
+			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+			_ = s.cfg.Locker.AdvanceRecord(actx, rec, judged.Unix())
+			cancel()
+		}
+	}()
+	if !slices.ContainsFunc(slots, func(t time.Time) bool { return !have[t.Unix()] && t.Unix() >= oldest }) {
+		judged = slots[len(slots)-1] // the common case: every slot has its entry
+		return nil
+	}
 	claims, err := s.cfg.Locker.ReadClaims(ctx, name)
 	if err != nil {
 		return err
@@ -181,14 +206,6 @@ func (p *pass) job(ctx context.Context, j *job) error {
 	if err != nil {
 		return err
 	}
-	judged := time.Time{}
-	defer func() {
-		if !judged.IsZero() {
-			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
-			_ = s.cfg.Locker.AdvanceRecord(actx, rec, judged.Unix())
-			cancel()
-		}
-	}()
 	for _, t := range slots {
 		u := t.Unix()
 		switch {
@@ -200,7 +217,11 @@ func (p *pass) job(ctx context.Context, j *job) error {
 				return err
 			}
 		default:
-			reason := p.reason(t)
+			fleet, err := p.readFleet(ctx)
+			if err != nil {
+				return err
+			}
+			reason := p.reason(fleet, t)
 			if err := p.write(ctx, j, missedEntry(t, reason), t); err != nil {
 				return err
 			}
@@ -226,11 +247,11 @@ func (p *pass) write(ctx context.Context, j *job, e HistoryEntry, t time.Time) e
 }
 
 // reason says why nobody ran slot t.
-func (p *pass) reason(t time.Time) string {
+func (p *pass) reason(fleet Fleet, t time.Time) string {
 	switch {
-	case p.fleet.downAt(t, p.s.lateness+p.s.cfg.MaxClockSkew):
+	case fleet.downAt(t, p.s.lateness+p.s.cfg.MaxClockSkew):
 		return ReasonNoQuorum
-	case !p.fleet.aliveAt(t):
+	case !fleet.aliveAt(t):
 		return MissedNoReplica
 	}
 	return MissedUnknown

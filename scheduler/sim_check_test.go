@@ -23,12 +23,14 @@ import (
 //     overlap while a run of its job was going on;
 //   - explained: every slot has an audit event that accounts for it;
 //   - abandoned: a run whose process died is reported (run.abandoned,
-//     with its run id) exactly once, and no slot is reported twice.
+//     with its run id) exactly once, and no slot is reported twice;
+//   - missed: a slot is reported missed (slot.missed) at most once, never
+//     when it started, and never while the job was surely paused.
 
 type slotKey struct{ job, slot string }
 
 type checkStats struct {
-	slots, runs, abandoned, overlapSkips int
+	slots, runs, abandoned, overlapSkips, missed int
 }
 
 // explainReasons are slot.skipped reasons that account for a slot that no
@@ -57,6 +59,7 @@ func (w *world) check(from, to time.Time) (viol []string, st checkStats) {
 	explained := map[slotKey]string{}
 	abandoned := map[slotKey][]auditRec{}
 	abandonedRun := map[string]int{}
+	missed := map[slotKey][]auditRec{}
 	type lateRange struct{ first, last string }
 	lates := map[string][]lateRange{}
 	for _, a := range audits {
@@ -66,6 +69,9 @@ func (w *world) check(from, to time.Time) (viol []string, st checkStats) {
 			abandoned[k] = append(abandoned[k], a)
 			abandonedRun[a.runID]++
 			explained[k] = "abandoned"
+		case a.event == "slot.missed":
+			missed[k] = append(missed[k], a)
+			explained[k] = "missed"
 		case a.event == "slot.skipped" && explainReasons[a.reason]:
 			explained[k] = a.reason
 			if a.reason == "late" {
@@ -115,6 +121,17 @@ func (w *world) check(from, to time.Time) (viol []string, st checkStats) {
 			pause := w.pausedAt(d.name, s, lateness)
 			if pause == pausedSurely && len(rs) > 0 {
 				bad("paused: %s %s started while the job was paused (%s)", k.job, k.slot, describeRuns(rs))
+			}
+			if m := missed[k]; len(m) > 0 {
+				st.missed++
+				switch {
+				case len(m) > 1:
+					bad("missed: %s %s reported missed %d times%s", k.job, k.slot, len(m), w.trace(audits, k.job, k.slot))
+				case len(rs) > 0:
+					bad("missed: %s %s reported missed (%s) but it started (%s)%s", k.job, k.slot, m[0].reason, describeRuns(rs), w.trace(audits, k.job, k.slot))
+				case pause == pausedSurely:
+					bad("missed: %s %s reported missed (%s) while the job was paused%s", k.job, k.slot, m[0].reason, w.trace(audits, k.job, k.slot))
+				}
 			}
 			if len(rs) == 0 && pause == notPaused && w.faults.quiet(s.Add(-2*w.cfg.ttl-lateness), s.Add(w.cfg.ttl+lateness+time.Second)) {
 				busy := false

@@ -149,6 +149,11 @@ func newWorld(t testing.TB, cfg simConfig) *world {
 	return w
 }
 
+// simHistoryKeep holds a simulated day of every job's slots (the minutely
+// job has 1,440), so that the accounted invariant can read the last day
+// back.
+const simHistoryKeep = 2_000
+
 var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // process starts a process named name: its gate, clock (offset within
@@ -180,6 +185,7 @@ func (w *world) process(name string, epoch int) *instance {
 		Replica: name, Locker: locker, Clock: in.clock,
 		Logger:  slog.New(&auditHandler{rec: w.rec, inst: in}).With("replica", name),
 		LockTTL: w.cfg.ttl, MaxClockSkew: w.cfg.skew, ShutdownGrace: 5 * time.Second, Jobs: specs,
+		HistoryKeep: simHistoryKeep,
 	})
 	if err != nil {
 		w.t.Fatal(err)

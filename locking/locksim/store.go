@@ -200,9 +200,11 @@ func (s *Store) zadd(k, member string, score, keep int64, now time.Time) {
 		e = entry{zset: map[string]int64{}}
 	}
 	e.zset[member] = score
-	all := newestFirst(e.zset, math.MinInt64, len(e.zset))
-	for _, x := range all[min(int64(len(all)), keep):] {
-		delete(e.zset, x.Value)
+	if int64(len(e.zset)) > keep {
+		all := newestFirst(e.zset, math.MinInt64, len(e.zset))
+		for _, x := range all[keep:] {
+			delete(e.zset, x.Value)
+		}
 	}
 	s.kv[k] = e
 }
