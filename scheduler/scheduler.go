@@ -165,7 +165,7 @@ func New(cfg Config) (*Scheduler, error) {
 	s.doneTTL = max(c.LockTTL, 2*c.MaxClockSkew+c.Lateness+acquireSlack+time.Second)
 	s.runCtx, s.cancelRuns = context.WithCancelCause(context.Background())
 	for i := range c.Jobs {
-		spec, err := c.Jobs[i].withDefaults()
+		spec, err := c.Jobs[i].withDefaults(c.Clock.Now())
 		if err != nil {
 			return nil, err
 		}
