@@ -82,7 +82,7 @@ type JobSpec struct {
 type Metrics interface {
 	SlotSkipped(job, reason string)                     // reason: held | done | overlap | late | no_quorum
 	RunFinished(job, outcome string, d time.Duration)   // outcome: succeeded | failed | canceled
-	StartDelay(job string, d time.Duration)             // actual start - nominal slot (scheduled and recovered runs)
+	StartDelay(job string, d time.Duration)             // actual start - due time (the nominal slot plus its jitter offset; scheduled runs)
 	LockAcquire(job string, d time.Duration, err error) // latency of each Acquire, with its result
 	LeaseLost(job string)                               // a run lost its lease(s): once per run, like lock.lost
 	RunAbandoned(job string)                            // a run that never ended was reported (run.abandoned), once fleet-wide
