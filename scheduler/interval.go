@@ -5,10 +5,14 @@ import "time"
 // How far ShortestInterval looks: a year and a day of slots (every
 // pattern of the cron fields repeats within a year, leap days aside), at
 // most intervalScan of them from the start, plus a few slots around every
-// time-zone transition in that year.
+// time-zone transition in that year. A schedule with more slots than that
+// a year is dense within its days, and its shortest interval recurs with
+// every wrap of its second, minute or hour field, among the first
+// intervalScan slots; the cap keeps the check at about a millisecond a
+// job.
 const (
 	intervalHorizon = 366 * 24 * time.Hour
-	intervalScan    = 10_000
+	intervalScan    = 2000
 	// intervalAround is how many slots after the last slot before a zone
 	// transition are looked at: the interval across the transition and
 	// the ones a collapsed spring-forward slot sits between.
@@ -18,7 +22,7 @@ const (
 // ShortestInterval returns the shortest time between two consecutive slots
 // of sched from `from` on, over the next year: exact for "@every", and for
 // cron specs the shortest of the intervals between the first slots (up to
-// 10,000, or a year of them) and of those around each time-zone transition
+// 2,000, or a year of them) and of those around each time-zone transition
 // of the year — where daylight saving time shortens an interval (a daily
 // job in America/New_York is 23 hours apart on the spring-forward day, an
 // hourly one in Australia/Lord_Howe can be 30 minutes apart). It returns 0

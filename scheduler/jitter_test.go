@@ -71,6 +71,9 @@ func TestShortestInterval(t *testing.T) {
 		{"* * * * * *", "UTC", time.Second},
 		{"*/7 * * * * *", "UTC", 4 * time.Second}, // :56 -> :00
 		{"0 0,50 * * * *", "Europe/Berlin", 10 * time.Minute},
+		{"0 */7 * * * *", "UTC", 4 * time.Minute}, // :56 -> :00
+		{"0 0 */5 * * *", "UTC", 4 * time.Hour},   // 20:00 -> 00:00
+		{"0 0 0 1,31 * *", "UTC", 24 * time.Hour}, // 31st -> 1st
 		{"0 */15 * * * *", "America/New_York", 15 * time.Minute},
 		{"0 0 9 * * MON-FRI", "Europe/Berlin", 24 * time.Hour},
 		{"@daily", "UTC", 24 * time.Hour},
