@@ -64,6 +64,13 @@ type JobSpec struct {
 	Overlap  Overlap       // "" means OverlapForbid
 	Misfire  Misfire
 	Retry    Retry
+	// Jitter delays each slot's start by an offset in [0, Jitter) drawn
+	// from a hash of (job, slot) (JitterOffset), the same on every
+	// replica: the slot starts at its due time (Due). The slot itself —
+	// lock key, SLOTLOCK_SLOT, logs — stays the nominal time; lateness,
+	// the misfire deadline and the start delay count from the due time.
+	// At most the schedule's shortest interval (CheckJitter); 0: none.
+	Jitter time.Duration
 	// PauseOnFailure pauses the job (as `slotlock pause` does, without an
 	// end) once its last PauseOnFailure recorded slots all failed; 0 never.
 	// It reads the slot history, so it needs HistoryKeep >= it.
@@ -75,7 +82,7 @@ type JobSpec struct {
 type Metrics interface {
 	SlotSkipped(job, reason string)                     // reason: held | done | overlap | late | no_quorum
 	RunFinished(job, outcome string, d time.Duration)   // outcome: succeeded | failed | canceled
-	StartDelay(job string, d time.Duration)             // actual start - nominal slot (scheduled and recovered runs)
+	StartDelay(job string, d time.Duration)             // actual start - due time (the nominal slot plus its jitter offset; scheduled runs)
 	LockAcquire(job string, d time.Duration, err error) // latency of each Acquire, with its result
 	LeaseLost(job string)                               // a run lost its lease(s): once per run, like lock.lost
 	RunAbandoned(job string)                            // a run that never ended was reported (run.abandoned), once fleet-wide
@@ -223,7 +230,9 @@ func (c *Config) withDefaults() (Config, error) {
 	return cfg, nil
 }
 
-func (j *JobSpec) withDefaults() (JobSpec, error) {
+// withDefaults checks the spec and fills in its defaults; now is when the
+// jitter's bound (the schedule's shortest interval) is looked for from.
+func (j *JobSpec) withDefaults(now time.Time) (JobSpec, error) {
 	spec := *j
 	if err := CheckJobName(spec.Name); err != nil {
 		return spec, fmt.Errorf("scheduler: job %q: name: %w", spec.Name, err)
@@ -257,6 +266,9 @@ func (j *JobSpec) withDefaults() (JobSpec, error) {
 	}
 	if spec.PauseOnFailure < 0 {
 		return spec, fmt.Errorf("scheduler: job %q: pause_on_failure must not be negative", spec.Name)
+	}
+	if err := CheckJitter(spec.Jitter, spec.Schedule, now); err != nil {
+		return spec, fmt.Errorf("scheduler: job %q: jitter: %w", spec.Name, err)
 	}
 	if spec.Retry.Backoff == 0 {
 		spec.Retry.Backoff = DefaultBackoff

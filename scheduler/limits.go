@@ -79,3 +79,21 @@ func CheckMisfirePolicy(p MisfirePolicy) error {
 	}
 	return nil
 }
+
+// CheckJitter reports whether d can be the jitter of a job on sched: not
+// negative, and no longer than the schedule's shortest interval between
+// two slots over the year from now (ShortestInterval), so that slots still
+// start in their order and one slot's start never passes the next slot's.
+// A nil sched (a schedule that did not parse) gets the sign check only.
+func CheckJitter(d time.Duration, sched Schedule, now time.Time) error {
+	if d < 0 {
+		return fmt.Errorf("must not be negative, got %s", d)
+	}
+	if d == 0 || sched == nil {
+		return nil
+	}
+	if gap := ShortestInterval(sched, now); gap > 0 && d > gap {
+		return fmt.Errorf("must be at most the schedule's shortest interval between two slots (%s), got %s", gap, d)
+	}
+	return nil
+}

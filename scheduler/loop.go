@@ -44,7 +44,11 @@ func (s *Scheduler) loop(ctx context.Context, start time.Time) {
 		if !j.spec.Enabled {
 			continue
 		}
-		if s.setNext(j, j.spec.Schedule.Next(start)); !j.next.IsZero() {
+		// The first slot due after the start (startupCheck looks at the
+		// ones due before it).
+		first, _ := j.spec.NextDue(start)
+		s.setNext(j, first)
+		if !j.next.IsZero() {
 			heap.Push(&h, j)
 		}
 	}
@@ -90,28 +94,36 @@ func (r *lateRange) add(t time.Time) {
 	r.count++
 }
 
-// setNext makes t the job's next slot, due after this replica's spread.
+// setNext makes t the job's next slot, fired at its due time (jitter)
+// plus this replica's spread.
 func (s *Scheduler) setNext(j *job, t time.Time) {
 	j.next = t
 	if !t.IsZero() {
-		j.due = t.Add(s.spreadDelay(j.name(), t))
+		j.due = s.fireAt(j, t)
 	}
 }
 
+// fireAt is when this replica fires slot t of j: its due time plus this
+// replica's spread delay.
+func (s *Scheduler) fireAt(j *job, t time.Time) time.Time {
+	return j.spec.Due(t).Add(s.spreadDelay(j.name(), t))
+}
+
 // fireDue hands every slot of j that is due at now to a goroutine: fresh
-// slots are attempted normally, late ones go to the misfire policy.
+// slots are attempted normally, late ones (more than the lateness bound
+// after their due time) go to the misfire policy.
 func (s *Scheduler) fireDue(j *job, now time.Time) {
 	var late lateRange
 	t := j.next
-	for n := 1; !t.IsZero() && !t.Add(s.spreadDelay(j.name(), t)).After(now); n++ {
+	for n := 1; !t.IsZero() && !s.fireAt(j, t).After(now); n++ {
 		if n > maxCatchUp {
 			// Paused for very long: stop counting, resume from the slots
 			// that are still fresh.
 			late.atLeast = true
-			t = j.spec.Schedule.Next(now.Add(-s.lateness))
+			t, _ = j.spec.NextDue(now.Add(-s.lateness))
 			break
 		}
-		if now.Sub(t) > s.lateness {
+		if now.Sub(j.spec.Due(t)) > s.lateness {
 			late.add(t)
 		} else {
 			slot := t

@@ -24,7 +24,7 @@ import (
 // starting together log the miss once (the one that wins the lock).
 func (s *Scheduler) misfire(j *job, late lateRange, probe bool) {
 	name := j.name()
-	if j.spec.Misfire.Policy == MisfireRunOnce && s.clock.Now().Sub(late.last) <= j.spec.Misfire.Deadline {
+	if j.spec.Misfire.Policy == MisfireRunOnce && s.clock.Now().Sub(j.spec.Due(late.last)) <= j.spec.Misfire.Deadline {
 		if late.count > 1 {
 			rest := late
 			rest.count--
@@ -68,18 +68,19 @@ func (s *Scheduler) logLate(job string, late lateRange, note string) {
 }
 
 // recover runs missed slot t of j under run_once, unless it is past the
-// deadline or some replica handled it.
+// deadline (counted from its due time) or some replica handled it.
 func (s *Scheduler) recover(j *job, t time.Time) {
 	name := j.name()
+	due := j.spec.Due(t)
 	// Decide only once every replica that could fire t normally has tried
 	// (clocks up to MaxClockSkew behind, up to Lateness late): a slot this
 	// replica missed may well be run by a replica with a slower clock, and
 	// the slot lock then says so. Half a second more keeps the recovered run
 	// off the instant at which a frequent job's next slot fires.
-	if !s.sleep(t.Add(s.recoverAfter()).Sub(s.clock.Now()), s.stopping) {
+	if !s.sleep(due.Add(s.recoverAfter()).Sub(s.clock.Now()), s.stopping) {
 		return
 	}
-	age := s.clock.Now().Sub(t)
+	age := s.clock.Now().Sub(due)
 	if age > j.spec.Misfire.Deadline {
 		s.logLate(name, lateRange{first: t, last: t, count: 1}, "older than the misfire deadline")
 		return
@@ -93,7 +94,8 @@ func (s *Scheduler) recover(j *job, t time.Time) {
 }
 
 // startupCheck looks, once per job at Run's start, for slots that passed
-// while no replica ran them: slots after the job's record up to the start.
+// while no replica ran them: slots after the job's record that were due by
+// the start (the loop fires those due after it).
 // It hands them to the misfire policy once every replica that could still
 // fire one of them normally (clocks up to MaxClockSkew behind, up to
 // Lateness late) has tried it.
@@ -108,7 +110,7 @@ func (s *Scheduler) startupCheck(j *job, start time.Time) {
 	if rec == 0 {
 		return // never ran: nothing can have been missed
 	}
-	last := prevSlot(j.spec.Schedule, start)
+	last := j.spec.lastDueBy(start)
 	if last.IsZero() || last.Unix() <= rec {
 		return
 	}
@@ -155,8 +157,8 @@ func countSlots(sched Schedule, after, upto time.Time) lateRange {
 	return r
 }
 
-// recoverAfter is how long after a slot every replica that could fire it
-// normally has tried it.
+// recoverAfter is how long after a slot's due time every replica that
+// could fire it normally has tried it.
 func (s *Scheduler) recoverAfter() time.Duration {
 	return s.cfg.MaxClockSkew + s.lateness + acquireSlack + 500*time.Millisecond
 }

@@ -53,7 +53,9 @@ func (s *Scheduler) endLeaseThen(p pendingEnd) {
 // have expired (doneTTL), so it is written when the next slot is doneTTL/4
 // away or more, when this replica's last write is doneTTL/4 old, and at
 // shutdown. It thus lags the latest handled slot by less than doneTTL/2,
-// well before that slot's marker can expire (recover relies on this).
+// well before that slot's marker can expire (recover relies on this). The
+// gap to the next slot is taken between their due times (jitter), when
+// they are handled.
 func (s *Scheduler) recordHandled(j *job, t time.Time) {
 	now := s.clock.Now()
 	next := j.spec.Schedule.Next(t)
@@ -61,7 +63,7 @@ func (s *Scheduler) recordHandled(j *job, t time.Time) {
 	if t.After(j.recPending) {
 		j.recPending = t
 	}
-	write := s.isStopping() || next.IsZero() || next.Sub(t) >= s.doneTTL/4 ||
+	write := s.isStopping() || next.IsZero() || j.spec.Due(next).Sub(j.spec.Due(t)) >= s.doneTTL/4 ||
 		now.Sub(j.recWrittenAt) >= s.doneTTL/4
 	j.mu.Unlock()
 	if write {

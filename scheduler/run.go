@@ -68,9 +68,13 @@ func (s *Scheduler) execute(r runSpec) (h HistoryEntry, runErr error) {
 	defer s.runEnded(runID)
 	startAttrs := []any{"event", evRunStarted, "attempt", 1}
 	if !r.manual && !r.recovered {
-		delay := started.Sub(r.slot)
+		// From the due time: with jitter the slot was meant to start then.
+		delay := started.Sub(r.j.spec.Due(r.slot))
 		s.metrics.StartDelay(name, delay)
 		startAttrs = append(startAttrs, "start_delay_ms", float64(delay.Microseconds())/1000)
+	}
+	if !r.manual && r.j.spec.Jitter > 0 {
+		startAttrs = append(startAttrs, "jitter_ms", JitterOffset(name, r.slot, r.j.spec.Jitter).Milliseconds())
 	}
 	log.Info("run started", startAttrs...)
 

@@ -5,8 +5,10 @@
 // Life of a slot on one replica (see the README's "Slot model"):
 //
 //  1. The loop wakes for job J at nominal time T (whole seconds, DST rules
-//     applied by Schedule.Next). A firing later than the lateness bound
-//     (Config.Lateness, default MaxClockSkew+1s) goes to the misfire policy.
+//     applied by Schedule.Next) plus J's jitter offset, if it has a jitter
+//     (the due time, the same on every replica: jitter.go). A firing later
+//     than the lateness bound (Config.Lateness, default MaxClockSkew+1s)
+//     after the due time goes to the misfire policy.
 //  2. After a short per-replica delay (Config.Spread, hashed from J, T and the
 //     replica) it acquires the slot lock <J>/slot:<unix T>; with overlap
 //     forbid also the job lease <J>/run. Losing gives slot.skipped with
@@ -124,7 +126,7 @@ const (
 type job struct {
 	spec    JobSpec
 	next    time.Time // next slot to fire; owned by the loop goroutine
-	due     time.Time // when to fire it: next + this replica's spread delay
+	due     time.Time // when to fire it: next's due time (jitter) + this replica's spread delay
 	heapIdx int
 
 	// doneTTL is how long this job's done markers live: the scheduler's
@@ -169,7 +171,7 @@ func New(cfg Config) (*Scheduler, error) {
 	s.doneTTL = max(c.LockTTL, 2*c.MaxClockSkew+c.Lateness+acquireSlack+time.Second)
 	s.runCtx, s.cancelRuns = context.WithCancelCause(context.Background())
 	for i := range c.Jobs {
-		spec, err := c.Jobs[i].withDefaults()
+		spec, err := c.Jobs[i].withDefaults(c.Clock.Now())
 		if err != nil {
 			return nil, err
 		}
@@ -187,6 +189,14 @@ func New(cfg Config) (*Scheduler, error) {
 			// that, measured from the earliest a run can end.
 			j.doneTTL = max(s.doneTTL, spec.Misfire.Deadline+s.recoverAfter()+c.MaxClockSkew+acquireSlack+time.Second)
 		}
+		// Every replica counts the slot's times from its due time, so the
+		// lifetime above holds as it is. The jitter on top is for replicas
+		// whose definitions of the job differ for a while (a rolling
+		// change): one whose offset for the slot is up to Jitter later than
+		// this one's — any replica with a jitter no larger — still finds
+		// the marker. A replica with a larger jitter is covered only up to
+		// the lifetime's margin (README, "Jitter").
+		j.doneTTL += spec.Jitter
 		s.jobs[spec.Name] = j
 		s.order = append(s.order, j)
 	}
@@ -194,7 +204,8 @@ func New(cfg Config) (*Scheduler, error) {
 }
 
 // DoneTTL is how long a slot's done marker lives:
-// max(LockTTL, 2*MaxClockSkew + Lateness + 2s).
+// max(LockTTL, 2*MaxClockSkew + Lateness + 2s); a run_once job's markers
+// live past its misfire deadline, and a job's jitter is added to its own.
 func (s *Scheduler) DoneTTL() time.Duration { return s.doneTTL }
 
 // Lateness is the bound after which a firing counts as late.
@@ -344,6 +355,7 @@ func (s *Scheduler) Healthy() error {
 
 // Next returns the next n slots (1 <= n <= MaxNext) of the named job
 // strictly after from, in the job's time zone (the schedule's location).
+// They are nominal slots; a job with jitter starts each at JobSpec.Due.
 func (s *Scheduler) Next(name string, from time.Time, n int) ([]time.Time, error) {
 	j, ok := s.jobs[name]
 	if !ok {

@@ -20,8 +20,11 @@ import (
 //     order for forbid jobs, and for any job exceed every token of a run
 //     that started 10 s or more earlier;
 //   - ran: every slot in a fault-free window ran, or was skipped for
-//     overlap while a run of its job was going on;
+//     overlap while a run of its job was going on (for a job with jitter
+//     the windows are around the slot's due time);
 //   - explained: every slot has an audit event that accounts for it;
+//   - due: no slot starts before its due time (its jitter offset after
+//     it), less the clock offsets;
 //   - abandoned: a run whose process died is reported (run.abandoned,
 //     with its run id) exactly once, and no slot is reported twice;
 //   - missed: a slot is reported missed (slot.missed) at most once, never
@@ -118,7 +121,15 @@ func (w *world) check(from, to time.Time) (viol []string, st checkStats) {
 			if len(rs) == 0 && why == "" {
 				bad("explained: %s %s has no run and no audit event accounting for it%s", k.job, k.slot, w.trace(audits, k.job, k.slot))
 			}
-			pause := w.pausedAt(d.name, s, lateness)
+			// When the replicas fire the slot: its due time.
+			due := s.Add(scheduler.JitterOffset(d.name, s, d.jitter))
+			for _, r := range rs {
+				if r.start.Before(due.Add(-w.cfg.skew / 2)) {
+					bad("due: %s %s started at %s, before its due time %s", k.job, k.slot,
+						r.start.Format(time.RFC3339Nano), due.Format(time.RFC3339Nano))
+				}
+			}
+			pause := w.pausedAt(d.name, due, lateness)
 			if pause == pausedSurely && len(rs) > 0 {
 				bad("paused: %s %s started while the job was paused (%s)", k.job, k.slot, describeRuns(rs))
 			}
@@ -133,10 +144,10 @@ func (w *world) check(from, to time.Time) (viol []string, st checkStats) {
 					bad("missed: %s %s reported missed (%s) while the job was paused%s", k.job, k.slot, m[0].reason, w.trace(audits, k.job, k.slot))
 				}
 			}
-			if len(rs) == 0 && pause == notPaused && w.faults.quiet(s.Add(-2*w.cfg.ttl-lateness), s.Add(w.cfg.ttl+lateness+time.Second)) {
+			if len(rs) == 0 && pause == notPaused && w.faults.quiet(due.Add(-2*w.cfg.ttl-lateness), due.Add(w.cfg.ttl+lateness+time.Second)) {
 				busy := false
 				for _, r := range byJob[d.name] {
-					if r.start.Before(s.Add(lateness+time.Second)) && (r.end.IsZero() || r.end.After(s.Add(-lateness))) {
+					if r.start.Before(due.Add(lateness+time.Second)) && (r.end.IsZero() || r.end.After(due.Add(-lateness))) {
 						busy = true
 					}
 				}

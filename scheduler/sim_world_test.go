@@ -99,27 +99,33 @@ func (in *instance) activeAt(t time.Time) bool {
 // The simulated jobs. Durations are drawn from (job, slot), the same on
 // every replica: most runs are short, one in five long — longer than the
 // period for the forbid jobs (overlap skips, job-lease hand-overs) and for
-// the allow job (overlapping runs of one job).
+// the allow job (overlapping runs of one job). Two jobs have a jitter: the
+// minutely one (a run_once recovery counts from the due time) and the
+// five-minute one (more than a lock TTL, less than the end's two minutes
+// of settling).
 type simJobDef struct {
 	name, spec  string
 	overlap     scheduler.Overlap
 	misfire     scheduler.Misfire
 	short, long [2]time.Duration
+	jitter      time.Duration
 }
 
 var simJobs = []simJobDef{
 	{"minutely", "0 * * * * *", scheduler.OverlapForbid,
 		scheduler.Misfire{Policy: scheduler.MisfireRunOnce, Deadline: 5 * time.Minute},
-		[2]time.Duration{500 * time.Millisecond, 5 * time.Second}, [2]time.Duration{30 * time.Second, 80 * time.Second}},
+		[2]time.Duration{500 * time.Millisecond, 5 * time.Second}, [2]time.Duration{30 * time.Second, 80 * time.Second},
+		20 * time.Second},
 	{"twomin", "20 */2 * * * *", scheduler.OverlapAllow,
 		scheduler.Misfire{Policy: scheduler.MisfireSkip},
-		[2]time.Duration{100 * time.Millisecond, 5 * time.Second}, [2]time.Duration{2 * time.Minute, 5 * time.Minute}},
+		[2]time.Duration{100 * time.Millisecond, 5 * time.Second}, [2]time.Duration{2 * time.Minute, 5 * time.Minute}, 0},
 	{"fivemin", "30 */5 * * * *", scheduler.OverlapForbid,
 		scheduler.Misfire{Policy: scheduler.MisfireSkip},
-		[2]time.Duration{time.Second, 5 * time.Second}, [2]time.Duration{5 * time.Second, 20 * time.Second}},
+		[2]time.Duration{time.Second, 5 * time.Second}, [2]time.Duration{5 * time.Second, 20 * time.Second},
+		90 * time.Second},
 	{"hourly", "0 0 * * * *", scheduler.OverlapForbid,
 		scheduler.Misfire{Policy: scheduler.MisfireRunOnce, Deadline: 30 * time.Minute},
-		[2]time.Duration{time.Second, 10 * time.Second}, [2]time.Duration{time.Minute, 3 * time.Minute}},
+		[2]time.Duration{time.Second, 10 * time.Second}, [2]time.Duration{time.Minute, 3 * time.Minute}, 0},
 }
 
 func (d simJobDef) duration(slot time.Time) time.Duration {
@@ -179,7 +185,7 @@ func (w *world) process(name string, epoch int) *instance {
 		}
 		specs = append(specs, scheduler.JobSpec{Name: d.name, Spec: d.spec, Schedule: sched, Plugin: "sim",
 			Job: &simJob{rec: w.rec, inst: in, dur: d.duration}, Enabled: true, Timeout: 10 * time.Minute,
-			Overlap: d.overlap, Misfire: d.misfire})
+			Overlap: d.overlap, Misfire: d.misfire, Jitter: d.jitter})
 	}
 	s, err := scheduler.New(scheduler.Config{
 		Replica: name, Locker: locker, Clock: in.clock,

@@ -16,9 +16,9 @@ const (
 	modeRecover                 // a missed slot run under misfire.policy run_once
 )
 
-// fire is a fresh slot's goroutine (started at the slot plus this
-// replica's spread delay): try the slot unless the replica started shutting
-// down meanwhile.
+// fire is a fresh slot's goroutine (started at the slot's due time plus
+// this replica's spread delay): try the slot unless the replica started
+// shutting down meanwhile.
 func (s *Scheduler) fire(j *job, t time.Time) {
 	if s.isStopping() {
 		return
@@ -47,19 +47,21 @@ func (s *Scheduler) spreadDelay(job string, t time.Time) time.Duration {
 }
 
 // attemptSlot tries to win slot t of j and, if it wins, runs it and ends
-// its leases.
+// its leases. Its times count from the slot's due time (t plus the job's
+// jitter offset); the keys and logs name t.
 func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 	if s.isStopping() {
 		return // a replica that is shutting down acquires no new slot
 	}
 	name, slot := j.name(), slotString(t)
-	freshUntil := t.Add(s.lateness)
+	due := j.spec.Due(t)
+	freshUntil := due.Add(s.lateness)
 	if mode == modeRecover {
-		freshUntil = t.Add(j.spec.Misfire.Deadline)
+		freshUntil = due.Add(j.spec.Misfire.Deadline)
 	}
 	var staleAfter time.Time
 	if mode == modeNormal {
-		staleAfter = t.Add(s.lateness)
+		staleAfter = due.Add(s.lateness)
 	}
 	// A missing majority is retried while the slot is fresh; a recovered
 	// slot (fresh until its misfire deadline) retries it for as long as a
@@ -77,7 +79,7 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 		// undone it elsewhere (it expires within LockTTL). Look again
 		// while the deadline allows.
 		wait := s.cfg.LockTTL / 3
-		if s.clock.Now().Add(wait).Sub(t) > j.spec.Misfire.Deadline {
+		if s.clock.Now().Add(wait).Sub(due) > j.spec.Misfire.Deadline {
 			break
 		}
 		s.log.Debug("missed slot held; trying again", "event", evMisfireCheck, "job", name, "slot", slot,
@@ -113,7 +115,7 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 		s.skipped(name, slot, ReasonClaimed, 1, "note", "a claim of the slot is on a minority of the stores")
 		return
 	}
-	if p := lease.Pause(); p.Covers(t) {
+	if p := lease.Pause(); p.Covers(due) {
 		// A slot due while the job was paused, claimed after the pause
 		// ended (a recovery): still paused.
 		s.endLease(name, slot, lease, 0, "")
@@ -125,7 +127,7 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 		s.spawn(func() { s.settleOrphan(j, o) })
 	}
 	if mode == modeNormal {
-		if late := s.clock.Now().Sub(t); late > s.lateness+acquireSlack {
+		if late := s.clock.Now().Sub(due); late > s.lateness+acquireSlack {
 			// Won, but so late that the slot's done marker might already
 			// have expired: the win proves nothing. Let the misfire policy,
 			// which checks the slot's marker, decide.

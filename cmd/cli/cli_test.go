@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/locking/redistest"
+	"github.com/slotlock/slotlock/scheduler"
 )
 
 func TestVersion(t *testing.T) {
@@ -114,6 +115,61 @@ jobs:
 	}
 	if _, _, code := slotlock(t, env, "next", "--config", cfg, "nosuchjob"); code != 2 {
 		t.Errorf("next of an unknown job: exit %d, want 2", code)
+	}
+}
+
+// With a jitter, next adds the ACTUAL UTC column: the slot plus its
+// offset, in milliseconds, as every replica computes it; the nominal
+// columns stay. A slot nominally before now that starts after it is
+// listed. A table of jobs without jitter keeps its four columns.
+func TestNextShowsJitteredStarts(t *testing.T) {
+	cfg := writeConfig(t, `
+jobs:
+  - name: jit
+    schedule: "@every 60s"
+    jitter: 50s
+    plugin: log
+    params: {message: jit}
+  - name: plain
+    schedule: "@every 60s"
+    plugin: log
+    params: {message: plain}
+`)
+	jitter := 50 * time.Second
+	// A minute whose offset is large enough that "now", 5s after it (plus
+	// the process's start-up), is still before its start.
+	m := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
+	for scheduler.JitterOffset("jit", m, jitter) < 15*time.Second {
+		m = m.Add(time.Minute)
+	}
+	now := m.Add(5 * time.Second)
+	env := []string{fmt.Sprintf("SLOTLOCK_CLOCK_OFFSET=%dms", time.Until(now).Milliseconds())}
+	out, errOut, code := slotlock(t, env, "next", "--config", cfg, "-n", "3")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 7 || strings.Join(strings.Fields(lines[0]), " ") != "JOB SCHEDULE ZONE TIME UTC ACTUAL UTC" {
+		t.Fatalf("next output:\n%s", out)
+	}
+	for i := range 3 {
+		sl := m.Add(time.Duration(i) * time.Minute)
+		actual := sl.Add(scheduler.JitterOffset("jit", sl, jitter))
+		want := []string{"jit", "@every", "60s", sl.Format("2006-01-02"), sl.Format("15:04:05"), "UTC", "+00:00",
+			sl.Format(time.RFC3339), actual.Format("2006-01-02T15:04:05.000Z07:00")}
+		if got := strings.Fields(lines[1+i]); strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("line %d:\n got %q\nwant %q", 1+i, got, want)
+		}
+		// plain's slots start at their nominal time.
+		plain := m.Add(time.Duration(i+1) * time.Minute)
+		if got := strings.Fields(lines[4+i]); len(got) != 9 || got[0] != "plain" || got[7] != plain.Format(time.RFC3339) ||
+			got[8] != plain.Format("2006-01-02T15:04:05.000Z07:00") {
+			t.Errorf("line %d: %q", 4+i, got)
+		}
+	}
+	out, _, _ = slotlock(t, env, "next", "--config", cfg, "-n", "1", "plain")
+	if strings.Contains(out, "ACTUAL") || len(strings.Fields(strings.Split(out, "\n")[1])) != 8 {
+		t.Errorf("next of a job without jitter changed its format:\n%s", out)
 	}
 }
 

@@ -64,6 +64,7 @@ func (c *Config) JobSpecs() []scheduler.JobSpec {
 			Overlap:        j.Overlap,
 			Misfire:        scheduler.Misfire{Policy: j.Misfire.Policy, Deadline: j.Misfire.Deadline},
 			Retry:          scheduler.Retry{Max: j.Retry.Max, Backoff: j.Retry.Backoff},
+			Jitter:         j.Jitter,
 			PauseOnFailure: j.PauseOnFailure,
 		}
 	}

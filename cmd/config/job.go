@@ -24,6 +24,9 @@ type Job struct {
 	Overlap  scheduler.Overlap `yaml:"overlap" redact:"show"` // OverlapForbid | OverlapAllow
 	Misfire  Misfire           `yaml:"misfire"`
 	Retry    Retry             `yaml:"retry"`
+	// Jitter delays each slot's start by an offset in [0, Jitter), the
+	// same on every replica (scheduler.JobSpec.Jitter); 0: none.
+	Jitter time.Duration `yaml:"jitter" redact:"show"`
 	// PauseOnFailure pauses the job after this many consecutive failed
 	// slots (0: never).
 	PauseOnFailure int `yaml:"pause_on_failure" redact:"show"`
@@ -112,6 +115,11 @@ func (l *loader) validateJob(i int, j *Job, seen map[string]int) {
 	}
 	if err := scheduler.CheckDeadline(j.Misfire.Deadline); err != nil {
 		add("misfire.deadline", "", err)
+	}
+	// j.Schedule is nil when the schedule did not parse: then only the
+	// sign is checked.
+	if err := scheduler.CheckJitter(j.Jitter, j.Schedule, time.Now()); err != nil {
+		add("jitter", "", err)
 	}
 	if j.Retry.Max < 0 {
 		add("retry.max", "", fmt.Errorf("must not be negative, got %d", j.Retry.Max))

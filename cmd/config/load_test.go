@@ -131,7 +131,8 @@ func TestLoadFullConfig(t *testing.T) {
 	r := cfg.Jobs[0]
 	if r.Name != "nightly-report" || r.Spec != "30 2 * * *" || r.Timezone != "Europe/Berlin" || r.Plugin != "exec" ||
 		!r.Enabled || r.Timeout != 20*time.Minute || r.Overlap != "forbid" ||
-		r.Misfire != (Misfire{Policy: "run_once", Deadline: 2 * time.Hour}) || r.Retry != (Retry{Max: 2, Backoff: 30 * time.Second}) {
+		r.Misfire != (Misfire{Policy: "run_once", Deadline: 2 * time.Hour}) || r.Retry != (Retry{Max: 2, Backoff: 30 * time.Second}) ||
+		r.Jitter != 10*time.Minute {
 		t.Fatalf("job 0: %+v", r)
 	}
 	if r.Location == nil || r.Location.String() != "Europe/Berlin" || r.Schedule == nil || r.Runner == nil {
@@ -179,7 +180,8 @@ func TestJobDefaults(t *testing.T) {
 `)
 	want := DefaultJob()
 	if want.Timezone != "UTC" || !want.Enabled || want.Timeout != time.Hour || want.Overlap != "forbid" ||
-		want.Misfire.Policy != "skip" || want.Misfire.Deadline != 10*time.Minute || want.Retry.Max != 0 || want.Retry.Backoff != 5*time.Second {
+		want.Misfire.Policy != "skip" || want.Misfire.Deadline != 10*time.Minute || want.Retry.Max != 0 || want.Retry.Backoff != 5*time.Second ||
+		want.Jitter != 0 {
 		t.Fatalf("DefaultJob differs from the contract: %+v", want)
 	}
 	j := cfg.Jobs[0]

@@ -118,6 +118,13 @@ func TestValidationErrors(t *testing.T) {
 		{"pause on failure", "jobs:\n" + job("pause_on_failure: -1"), nil, `jobs[0] "report": pause_on_failure: must be between 0 and 100000, got -1`},
 		{"misfire deadline ceiling", "jobs:\n" + job("misfire: {deadline: 48h}"), nil, `jobs[0] "report": misfire.deadline: must be at most 24h0m0s (run_once done markers live that long), got 48h0m0s`},
 		{"retry max", "jobs:\n" + job("retry: {max: -1}"), nil, `jobs[0] "report": retry.max: must not be negative, got -1`},
+		{"jitter negative", "jobs:\n" + job("jitter: -1s"), nil, `jobs[0] "report": jitter: must not be negative, got -1s`},
+		{"jitter above the interval", "jobs:\n" + job("schedule: '@every 10s'\njitter: 11s"), nil,
+			`jobs[0] "report": jitter: must be at most the schedule's shortest interval between two slots (10s), got 11s`},
+		{"jitter above a DST day", "jobs:\n" + job("timezone: America/New_York\njitter: 24h"), nil,
+			`jobs[0] "report": jitter: must be at most the schedule's shortest interval between two slots (23h0m0s), got 24h0m0s`},
+		{"jitter from the environment", "jobs:\n" + job("schedule: '*/10 * * * * *'"), []string{"SLOTLOCK_JOBS__report__JITTER=20s"},
+			`jobs[0] "report": jitter: must be at most the schedule's shortest interval between two slots (10s), got 20s (jobs[0].jitter, env SLOTLOCK_JOBS__report__JITTER)`},
 		{"retry backoff", "jobs:\n" + job("retry: {backoff: 0s}"), nil, `jobs[0] "report": retry.backoff: must be positive, got 0s`},
 		{"enabled type", "jobs:\n" + job("enabled: 1"), nil, `jobs[0] "report": enabled: expected true or false, got integer 1`},
 		// environment
@@ -150,6 +157,11 @@ jobs:
       message: x
       colour: red
     schedule: "0 61 * * * *"
+  - name: jittery
+    schedule: "*/5 * * * *"
+    jitter: 6m
+    plugin: log
+    params: {message: x}
 `
 	p := writeConfig(t, yaml)
 	_, err := Load(p, nil)
@@ -157,6 +169,7 @@ jobs:
 		`lock.ttl: must be positive, got 0s (` + p + `:2:3)`,
 		`jobs[1] "report": schedule "0 61 * * * *": minute 61 out of range [0,59] (jobs[1].schedule, ` + p + `:13:5)`,
 		`jobs[1] "report": unknown key jobs[1].params.colour (` + p + `:12:7)`,
+		`jobs[2] "jittery": jitter: must be at most the schedule's shortest interval between two slots (5m0s), got 6m0s (jobs[2].jitter, ` + p + `:16:5)`,
 	}
 	for _, w := range want {
 		if !strings.Contains(err.Error(), w) {
