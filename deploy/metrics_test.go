@@ -79,7 +79,8 @@ func TestMonitoringNamesRealMetrics(t *testing.T) {
 // histogram's _bucket, _sum and _count) and every family's.
 func scrape(t *testing.T, url string) map[string]bool {
 	t.Helper()
-	c := http.Client{Timeout: 2 * time.Second}
+	// No idle connections left behind for the goroutine check.
+	c := http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	resp, err := c.Get(url)
 	if err != nil {
 		return nil // not listening yet
