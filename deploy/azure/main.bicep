@@ -70,6 +70,9 @@ param redisUsername string = ''
 @description('SLOTLOCK_REDIS_PASSWORD, password auth only: the password shared by your nodes. Stored as a Container Apps secret.')
 param redisPassword string = ''
 
+@description('SLOTLOCK_ALERT_EMAIL: an e-mail address for the log alert rules (alerts.bicep) to notify; empty: the alerts fire in the portal (Monitor → Alerts) only.')
+param alertEmail string = ''
+
 var tags = { 'azd-env-name': environmentName }
 
 resource rg 'Microsoft.Resources/resourceGroups@2024-03-01' = {
@@ -99,6 +102,7 @@ module resources 'resources.bicep' = {
     redisTls: redisTls
     redisUsername: redisUsername
     redisPassword: redisPassword
+    alertEmail: alertEmail
   }
 }
 

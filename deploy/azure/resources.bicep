@@ -19,6 +19,7 @@ param redisTls bool
 param redisUsername string
 @secure()
 param redisPassword string
+param alertEmail string
 
 var token = uniqueString(subscription().id, resourceGroup().id)
 var appName = 'slotlock-${token}'
@@ -42,6 +43,17 @@ resource logs 'Microsoft.OperationalInsights/workspaces@2023-09-01' = {
       name: 'PerGB2018'
     }
     retentionInDays: logRetentionDays
+  }
+}
+
+// Log alert rules over the audit log (alerts.bicep, alerts/*.kql).
+module alerts 'alerts.bicep' = {
+  name: 'slotlock-alerts'
+  params: {
+    location: location
+    tags: tags
+    workspaceId: logs.id
+    alertEmail: alertEmail
   }
 }
 
