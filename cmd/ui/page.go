@@ -87,7 +87,7 @@ type jobRow struct {
 }
 
 type replicaRow struct {
-	Name, Version, Hash, Started, Seen string
+	Name, Instance, Version, Hash, Started, Seen string
 	Differs                            bool
 	Running                            int
 }
@@ -158,7 +158,7 @@ func (s *server) jobsView(v *pageView, st scheduler.Status, specs []scheduler.Jo
 		v.Jobs = append(v.Jobs, row)
 	}
 	for _, r := range st.Replicas {
-		v.Replicas = append(v.Replicas, replicaRow{Name: r.Replica, Version: dash(r.Version), Hash: dash(r.DefinitionsHash),
+		v.Replicas = append(v.Replicas, replicaRow{Name: r.Replica, Instance: r.Instance, Version: dash(r.Version), Hash: dash(r.DefinitionsHash),
 			Started: r.Started.UTC().Format(time.RFC3339), Seen: r.Seen.UTC().Format(time.RFC3339),
 			Differs: r.Differs, Running: r.RunningCount})
 	}
