@@ -20,8 +20,8 @@ type Replica struct {
 	Name     string
 	Offset   time.Duration // SLOTLOCK_CLOCK_OFFSET
 	HTTPAddr string        // with Spec.UI: its ops server (host:port)
-	c      *Cluster
-	p      *proc
+	c        *Cluster
+	p        *proc
 }
 
 // StartReplica starts `slotlock run` as replica name (a new process each

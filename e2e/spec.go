@@ -45,7 +45,7 @@ type Spec struct {
 	// ReconcileEvery and ReconcileAfter set history.reconcile_every and
 	// history.reconcile_after when not 0.
 	ReconcileEvery, ReconcileAfter time.Duration
-	Jobs       []JobDef
+	Jobs                           []JobDef
 }
 
 // configJSON renders the contract's YAML schema as JSON (YAML is a superset

@@ -88,8 +88,8 @@ type jobRow struct {
 
 type replicaRow struct {
 	Name, Instance, Version, Hash, Started, Seen string
-	Differs                            bool
-	Running                            int
+	Differs                                      bool
+	Running                                      int
 }
 
 func (s *server) page(w http.ResponseWriter, r *http.Request) {
