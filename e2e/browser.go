@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 )
@@ -29,20 +28,14 @@ func freeLoopbackAddr(t testing.TB) string {
 
 // Slotlock runs `slotlock CMD --config FILE ARGS...` against the cluster as
 // replica name (SLOTLOCK_REPLICA) and returns its stdout, stderr and exit
-// code.
+// code (Command, with the name and the standard error the test's).
 func (c *Cluster) Slotlock(name, cmdName string, args ...string) (string, string, int) {
 	c.t.Helper()
 	cmd := exec.Command(c.bin.Slotlock, append([]string{cmdName, "--config", c.config}, args...)...)
 	cmd.Dir = c.dir
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	env := []string{"SLOTLOCK_REPLICA=" + name}
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "SLOTLOCK_") && !strings.HasPrefix(kv, "CONTAINER_APP_") {
-			env = append(env, kv)
-		}
-	}
-	cmd.Env = env
+	cmd.Env = append(cleanEnv(), "SLOTLOCK_REPLICA="+name)
 	p, err := startProc("slotlock "+cmdName, cmd)
 	if err != nil {
 		c.t.Fatal(err)

@@ -428,3 +428,17 @@ func TestCheckDuplicateFromLogsOnly(t *testing.T) {
 		t.Fatalf("log-only single run: %v", r)
 	}
 }
+
+// A slot every replica skipped because the job was paused is not a miss;
+// the same slot with no explanation is.
+func TestCheckerPausedSlotIsNotAMiss(t *testing.T) {
+	from := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	job := JobExpect{Name: "tick", Schedule: "* * * * * *"}
+	in := Input{From: from, To: from, Jobs: []JobExpect{job}, Skew: time.Second,
+		Events: []Event{{Event: "slot.skipped", Job: "tick", Slot: from.Format(time.RFC3339), Reason: "paused", Replica: "r1"}}}
+	r := Check(in)
+	require.NoError(t, r.Err())
+	require.Equal(t, 1, r.PausedSkipped)
+	in.Events = nil
+	require.Error(t, Check(in).Err())
+}

@@ -74,6 +74,8 @@ func checkMisses(s *scenario, r *Report, f *Finding) {
 			r.MissesExcused++
 		case x.job.Forbid && overlapSkipJustified(s.evBySlot[k], s.byJob[x.job.Name], x.slot, s.Skew, s.end):
 			r.OverlapSkipped++
+		case pausedSkip(s.evBySlot[k]):
+			r.PausedSkipped++
 		default:
 			r.Misses++
 			f.problem("miss: %s slot %s did not run; log: %s", x.job.Name, x.slot.Format(time.RFC3339), describe(s.evBySlot[k]))
@@ -243,6 +245,18 @@ func excusedOverlap(a Run, ea time.Time, b Run, freezes []Freeze, cancelWithin t
 // replica ran (held and done point at another replica that did).
 var explainingSkips = map[string]bool{
 	"overlap": true, "late": true, "no_quorum": true, "slow_lock": true, "shutdown": true, "claimed": true,
+	"paused": true,
+}
+
+// pausedSkip: a replica skipped the slot because the lock stores said the
+// job was paused (the pause register is read in the claim's own script).
+func pausedSkip(evs []Event) bool {
+	for _, e := range evs {
+		if e.Event == "slot.skipped" && e.Reason == "paused" {
+			return true
+		}
+	}
+	return false
 }
 
 // overlapSkipJustified: some replica skipped the slot with reason overlap,

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -185,6 +186,42 @@ func (c *Cluster) StartAll(names ...string) time.Time {
 	return time.Now()
 }
 
+// Command runs `slotlock ARGS... --config FILE` as replica "command" (its
+// log lines go to command.log, which the checker reads) and returns its
+// standard output and exit code.
+func (c *Cluster) Command(args ...string) (string, int) {
+	c.t.Helper()
+	lf, err := os.OpenFile(filepath.Join(c.dir, "command.log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer lf.Close()
+	var out strings.Builder
+	cmd := exec.Command(c.bin.Slotlock, append([]string{args[0], "--config", c.config}, args[1:]...)...)
+	cmd.Dir = c.dir
+	cmd.Stdout, cmd.Stderr = &out, lf
+	cmd.Env = append(cleanEnv(), "SLOTLOCK_REPLICA=command")
+	if err := cmd.Run(); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			c.t.Fatalf("slotlock %s: %v", args[0], err)
+		}
+	}
+	return out.String(), cmd.ProcessState.ExitCode()
+}
+
+// cleanEnv is this process's environment without slotlock's own
+// variables, for the commands the suite starts.
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "SLOTLOCK_") && !strings.HasPrefix(kv, "CONTAINER_APP_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
 // Trigger runs `slotlock trigger --config FILE job` as replica "trigger"
 // (its log goes to trigger.log, so the checker sees it) and returns its
 // exit code.
@@ -198,13 +235,7 @@ func (c *Cluster) Trigger(job string) int {
 	cmd := exec.Command(c.bin.Slotlock, "trigger", "--config", c.config, job)
 	cmd.Dir = c.dir
 	cmd.Stdout, cmd.Stderr = lf, lf
-	env := []string{"SLOTLOCK_REPLICA=trigger"}
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "SLOTLOCK_") && !strings.HasPrefix(kv, "CONTAINER_APP_") {
-			env = append(env, kv)
-		}
-	}
-	cmd.Env = env
+	cmd.Env = append(cleanEnv(), "SLOTLOCK_REPLICA=trigger")
 	p, err := startProc("trigger "+job, cmd)
 	if err != nil {
 		c.t.Fatal(err)

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -43,6 +44,7 @@ func TestScenario(t *testing.T) {
 		{"manual_trigger_forbid", scenarioTrigger},
 		{"crash_restart_run_once", func(t *testing.T) { scenarioCrashRestart(t, "run_once") }},
 		{"crash_restart_skip", func(t *testing.T) { scenarioCrashRestart(t, "skip") }},
+		{"pause_kill_history", scenarioPauseKillHistory},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()
@@ -514,4 +516,94 @@ func scenarioCrashRestart(t *testing.T, misfire string) {
 	if len(reports) != 1 || reports[0].RunID != victim.RunID || reports[0].Holder != victim.Replica {
 		t.Errorf("run.abandoned for the killed run %s on %s: %+v, want exactly one naming it", victim.RunID, victim.Replica, reports)
 	}
+}
+
+// pause_kill_history (issue 14): three replicas; `slotlock pause --for 5s`
+// on a job, then a replica is SIGKILLed and restarted. `slotlock history`
+// then accounts for every slot of the window with exactly one entry, and
+// each entry agrees with the logs: a run's end line for a run, the skip
+// lines for a paused slot, run.abandoned for the killed run, one
+// slot.missed for a missed slot.
+func scenarioPauseKillHistory(t *testing.T) {
+	c := NewCluster(t, bins, Spec{ProxyNode: -1, Jobs: []JobDef{tick},
+		ReconcileEvery: time.Second, ReconcileAfter: 3 * time.Second})
+	up := c.StartAll("r1", "r2", "r3")
+	from := NextSecond(up).Add(time.Second)
+	SleepUntil(from.Add(3 * time.Second))
+
+	if out, code := c.Command("pause", "--for", "5s", "--reason", "e2e pause", "tick"); code != 0 {
+		t.Fatalf("slotlock pause: exit %d: %s", code, out)
+	}
+	paused := time.Now()
+	SleepUntil(paused.Add(6 * time.Second))
+	victim := c.WaitOpenRun("tick", 5*time.Second)
+	kill := time.Now()
+	c.Replica(victim.Replica).Kill()
+	c.Legit(c.FaultStart(kill), kill.Add(c.spec.TTL+time.Second), "replica "+victim.Replica+" SIGKILLed")
+	time.Sleep(2 * time.Second)
+	c.StartReplica(victim.Replica, 0)
+	to := time.Now().Add(5 * time.Second).Truncate(time.Second)
+	// The reconciler judges a slot 3 s (plus lateness) after it, every second.
+	SleepUntil(to.Add(8 * time.Second))
+
+	out, code := c.Command("history", "--json", "--limit", "1000", "--since", from.Add(-time.Second).Format(time.RFC3339), "tick")
+	if code != 0 {
+		t.Fatalf("slotlock history: exit %d: %s", code, out)
+	}
+	var doc struct {
+		Entries []struct {
+			Slot, Outcome, Reason, Replica string
+			RunID                          string `json:"run_id"`
+		} `json:"entries"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("history --json: %v: %s", err, out)
+	}
+	c.Check(from, to)
+	evs := c.Events()
+	bySlot := map[string]int{}
+	counts := map[string]int{}
+	for _, e := range doc.Entries {
+		bySlot[e.Slot]++
+		counts[e.Outcome]++
+		has := func(event string, match func(Event) bool) bool {
+			for _, ev := range EventsOf(evs, event, "tick") {
+				if ev.Slot == e.Slot && match(ev) {
+					return true
+				}
+			}
+			return false
+		}
+		ok := true
+		switch e.Outcome {
+		case "succeeded", "failed", "canceled":
+			ok = has("run."+e.Outcome, func(ev Event) bool { return ev.RunID == e.RunID && ev.Replica == e.Replica })
+		case "skipped":
+			ok = has("slot.skipped", func(ev Event) bool { return ev.Reason == e.Reason })
+		case "abandoned":
+			ok = has("run.abandoned", func(ev Event) bool { return ev.RunID == e.RunID })
+		case "missed":
+			n := 0
+			for _, ev := range EventsOf(evs, "slot.missed", "tick") {
+				if ev.Slot == e.Slot && ev.Reason == e.Reason {
+					n++
+				}
+			}
+			ok = n == 1
+		default:
+			ok = false
+		}
+		if !ok {
+			t.Errorf("history entry %+v has no matching log line", e)
+		}
+	}
+	for sl := from; !sl.After(to); sl = sl.Add(time.Second) {
+		if n := bySlot[sl.UTC().Format(time.RFC3339)]; n != 1 {
+			t.Errorf("slot %s: %d history entries, want 1", sl.UTC().Format(time.RFC3339), n)
+		}
+	}
+	if counts["skipped"] < 4 {
+		t.Errorf("%d slots skipped for the 5 s pause, want at least 4", counts["skipped"])
+	}
+	t.Logf("history of %s..%s: %v; killed %s during run %s", stamp(from), stamp(to), counts, victim.Replica, victim.RunID)
 }

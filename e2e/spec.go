@@ -115,15 +115,15 @@ func (c *Cluster) configJSON(addrs []string) []byte {
 	if c.spec.UI {
 		cfg["http"] = map[string]any{"addr": "", "ui": true} // the address: SLOTLOCK_HTTP__ADDR, one per replica
 	}
-	history := map[string]any{}
-	if c.spec.ReconcileEvery != 0 {
-		history["reconcile_every"] = c.spec.ReconcileEvery.String()
-	}
-	if c.spec.ReconcileAfter != 0 {
-		history["reconcile_after"] = c.spec.ReconcileAfter.String()
-	}
-	if len(history) > 0 {
-		cfg["history"] = history
+	if c.spec.ReconcileEvery != 0 || c.spec.ReconcileAfter != 0 {
+		h := map[string]any{}
+		if c.spec.ReconcileEvery != 0 {
+			h["reconcile_every"] = c.spec.ReconcileEvery.String()
+		}
+		if c.spec.ReconcileAfter != 0 {
+			h["reconcile_after"] = c.spec.ReconcileAfter.String()
+		}
+		cfg["history"] = h
 	}
 	b, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
