@@ -18,10 +18,11 @@ import (
 // Replica is one `slotlock run` process (the current incarnation of a
 // replica name; Restart starts a new process with the same name).
 type Replica struct {
-	Name   string
-	Offset time.Duration // SLOTLOCK_CLOCK_OFFSET
-	c      *Cluster
-	p      *proc
+	Name     string
+	Offset   time.Duration // SLOTLOCK_CLOCK_OFFSET
+	HTTPAddr string        // with Spec.UI: its ops server (host:port)
+	c        *Cluster
+	p        *proc
 }
 
 // StartReplica starts `slotlock run` as replica name (a new process each
@@ -49,6 +50,11 @@ func (c *Cluster) StartReplica(name string, offset time.Duration) *Replica {
 	if offset != 0 {
 		env = append(env, "SLOTLOCK_CLOCK_OFFSET="+offset.String())
 	}
+	var httpAddr string
+	if c.spec.UI {
+		httpAddr = freeLoopbackAddr(c.t)
+		env = append(env, "SLOTLOCK_HTTP__ADDR="+httpAddr)
+	}
 	for _, kv := range os.Environ() {
 		if strings.HasPrefix(kv, "SLOTLOCK_") || strings.HasPrefix(kv, "CONTAINER_APP_") {
 			continue
@@ -60,7 +66,7 @@ func (c *Cluster) StartReplica(name string, offset time.Duration) *Replica {
 	if err != nil {
 		c.t.Fatalf("start replica %s: %v", name, err)
 	}
-	r := &Replica{Name: name, Offset: offset, c: c, p: p}
+	r := &Replica{Name: name, Offset: offset, HTTPAddr: httpAddr, c: c, p: p}
 	c.mu.Lock()
 	if _, ok := c.replicas[name]; !ok {
 		c.order = append(c.order, name)

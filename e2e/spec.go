@@ -22,6 +22,7 @@ type JobDef struct {
 	Schedule string        // 6 fields, UTC
 	Sleep    time.Duration // how long each run takes (exec jobs)
 	Log      string        // when set: plugin log with params {message: Log}, no ledger line
+	Command  []string      // when set: plugin exec running this command, no ledger line
 	Forbid   bool          // overlap: forbid (else allow)
 	Misfire  string        // skip (default) | run_once
 	Deadline time.Duration // misfire deadline; default 10m
@@ -38,8 +39,11 @@ type Spec struct {
 	Grace      time.Duration // shutdown.grace; default 5s
 	OpTimeout  time.Duration // redis.op_timeout; default 100ms
 	LogLevel   string        // log.level; default debug (the checker reads held/done skips)
+	// UI gives every replica an ops server on a loopback port of its own
+	// (Replica.HTTPAddr) with the status page on (http.ui).
+	UI bool
 	// ReconcileEvery and ReconcileAfter set history.reconcile_every and
-	// history.reconcile_after when not zero.
+	// history.reconcile_after when not 0.
 	ReconcileEvery, ReconcileAfter time.Duration
 	Jobs                           []JobDef
 }
@@ -75,6 +79,9 @@ func (c *Cluster) configJSON(addrs []string) []byte {
 		if j.Log != "" {
 			plugin, params = "log", map[string]any{"message": j.Log}
 		}
+		if j.Command != nil {
+			params = map[string]any{"command": j.Command}
+		}
 		jobs = append(jobs, map[string]any{
 			"name":     j.Name,
 			"schedule": j.Schedule,
@@ -104,6 +111,9 @@ func (c *Cluster) configJSON(addrs []string) []byte {
 		"lock":     map[string]any{"ttl": c.spec.TTL.String(), "max_clock_skew": c.spec.Skew.String()},
 		"shutdown": map[string]any{"grace": c.spec.Grace.String()},
 		"jobs":     jobs,
+	}
+	if c.spec.UI {
+		cfg["http"] = map[string]any{"addr": "", "ui": true} // the address: SLOTLOCK_HTTP__ADDR, one per replica
 	}
 	if c.spec.ReconcileEvery != 0 || c.spec.ReconcileAfter != 0 {
 		h := map[string]any{}

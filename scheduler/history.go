@@ -108,6 +108,26 @@ func outcomePrecedence(outcome string) int {
 	return 0
 }
 
+// ParseSince reads a history window's bound as `slotlock history --since`
+// and the status page's API take it: "" (the zero time: everything), a Go
+// duration back from now (24h), or an RFC 3339 time.
+func ParseSince(s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		if d < 0 {
+			return time.Time{}, fmt.Errorf("%q: a duration back from now must not be negative", s)
+		}
+		return now.Add(-d), nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q: want a duration (24h) or an RFC 3339 time", s)
+	}
+	return t, nil
+}
+
 // parseEntry reads a history entry.
 func parseEntry(le locking.LogEntry) (HistoryEntry, bool) {
 	var e HistoryEntry

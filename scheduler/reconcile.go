@@ -142,6 +142,18 @@ func (s *Scheduler) reconcileAfter(j *job) time.Duration {
 	return d + j.spec.Jitter // a slot is due up to Jitter after its nominal time
 }
 
+// SettleAfter is how old a slot of the named job may be and still have no
+// history entry with nothing wrong: the reconciler judges a slot once it
+// is reconcileAfter old, at its next pass (the slot timeline's pending).
+// 0 for a job the scheduler does not have.
+func (s *Scheduler) SettleAfter(job string) time.Duration {
+	j := s.jobs[job]
+	if j == nil {
+		return 0
+	}
+	return s.reconcileAfter(j) + max(s.cfg.ReconcileEvery, 0)
+}
+
 // job judges j's slots since the job's record.
 func (p *pass) job(ctx context.Context, j *job) error {
 	s, name := p.s, j.name()

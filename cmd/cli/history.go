@@ -86,22 +86,7 @@ func cmdHistory(ctx context.Context, args []string, env Env) int {
 
 // parseSince reads --since: "" (everything), a duration back from now, or
 // an RFC 3339 time.
-func parseSince(s string, now time.Time) (time.Time, error) {
-	if s == "" {
-		return time.Time{}, nil
-	}
-	if d, err := time.ParseDuration(s); err == nil {
-		if d < 0 {
-			return time.Time{}, fmt.Errorf("%q: a duration back from now must not be negative", s)
-		}
-		return now.Add(-d), nil
-	}
-	t, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("%q: want a duration (24h) or an RFC 3339 time", s)
-	}
-	return t, nil
-}
+func parseSince(s string, now time.Time) (time.Time, error) { return scheduler.ParseSince(s, now) }
 
 func dash(s string) string {
 	if s == "" {

@@ -135,14 +135,18 @@ func errString(err error) string {
 	return err.Error()
 }
 
-// opsServer serves /healthz, /readyz and /metrics.
+// opsServer serves /healthz, /readyz and /metrics, and with http.ui the
+// status page and its API (page: any other path; nil: those are 404).
 type opsServer struct {
 	srv *http.Server
 	ln  net.Listener
 }
 
-func newOpsServer(addr string, healthy func() error, ready *readiness, m *metrics) (*opsServer, error) {
+func newOpsServer(addr string, healthy func() error, ready *readiness, m *metrics, page http.Handler) (*opsServer, error) {
 	mux := http.NewServeMux()
+	if page != nil {
+		mux.Handle("/", page)
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		if err := healthy(); err != nil {
 			http.Error(w, "unhealthy: "+err.Error(), http.StatusServiceUnavailable)

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sync"
 	"time"
 
 	"github.com/slotlock/slotlock/cmd/config"
+	"github.com/slotlock/slotlock/cmd/ui"
 	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/scheduler"
 )
@@ -147,6 +149,16 @@ func buildExitCode(err error) int {
 	return exitConfig
 }
 
+// statusPage is the read-only status page and its API when http.ui is
+// true, else nil.
+func statusPage(r *replica) http.Handler {
+	if !r.cfg.HTTP.UI {
+		return nil
+	}
+	return ui.Handler(ui.Backend{Locker: r.locker, Specs: r.cfg.JobSpecs(), Hash: r.cfg.DefinitionsHash(),
+		Now: r.clock.Now, SettleAfter: r.sched.SettleAfter})
+}
+
 // clockOffset reads SLOTLOCK_CLOCK_OFFSET, a testing aid.
 func clockOffset(getenv func(string) string) (time.Duration, error) {
 	v := getenv("SLOTLOCK_CLOCK_OFFSET")
@@ -192,13 +204,13 @@ func cmdRun(ctx context.Context, args []string, env Env) int {
 	ready := newReadiness(r.locker, r.metrics, r.log, time.Second)
 	wg.Go(func() { ready.run(bg) })
 	if addr := cfg.HTTP.Addr; addr != "" {
-		srv, err := newOpsServer(addr, r.sched.Healthy, ready, r.metrics)
+		srv, err := newOpsServer(addr, r.sched.Healthy, ready, r.metrics, statusPage(r))
 		if err != nil {
 			stopHelpers()
 			r.log.Error("cannot start the ops http server", "error", err.Error())
 			return exitFailure
 		}
-		r.log.Info("ops http server listening", "addr", srv.Addr())
+		r.log.Info("ops http server listening", "addr", srv.Addr(), "status_page", cfg.HTTP.UI)
 		wg.Go(func() { srv.serve(r.log) })
 		wg.Go(func() {
 			<-bg.Done()

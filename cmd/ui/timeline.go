@@ -1,0 +1,189 @@
+package ui
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/slotlock/slotlock/scheduler"
+)
+
+// A job's slot timeline: one cell per nominal slot of the window, coloured
+// by its state, each a link to the page with that slot's detail open.
+
+type timelineView struct {
+	Job, Schedule, Zone string
+	Error               string
+	Windows             []windowLink
+	Since, Until        string
+	Truncated           bool
+	Max                 int
+	Counts              []stateCount
+	Cells               []cellView
+	Detail              *detailView
+}
+
+type windowLink struct {
+	Label, Href string
+	Current     bool
+}
+
+type stateCount struct {
+	State, Class string
+	N            int
+}
+
+type cellView struct {
+	Slot, State, Reason, Class, Title, Href string
+	Selected                                bool
+}
+
+type detailView struct {
+	Slot, Local, State, Class, Note string
+	Rows                            []detailRow
+	Close                           string
+}
+
+type detailRow struct{ Name, Value string }
+
+// timeline reads and builds p.Job's timeline.
+func (s *server) timeline(r *http.Request, p pageQuery, now time.Time) *timelineView {
+	spec, ok := s.byName[p.Job]
+	if !ok {
+		return &timelineView{Job: p.Job, Error: "No job of that name in the configuration."}
+	}
+	tv := &timelineView{Job: spec.Name, Schedule: spec.Spec, Zone: zone(spec)}
+	since, until, err := window(p.Since, "", now)
+	if err != nil {
+		tv.Error = "The window: " + err.Error()
+		return tv
+	}
+	sl, err := s.slots(r.Context(), spec, since, until, now, scheduler.MaxWindowSlots)
+	if err != nil {
+		tv.Error = "The lock stores did not answer: " + err.Error()
+		return tv
+	}
+	buildTimeline(tv, sl, p, spec, s.settleAfter(spec.Name))
+	return tv
+}
+
+// buildTimeline fills tv from sl: the window links, counts, cells and the
+// detail of p.Slot.
+func buildTimeline(tv *timelineView, sl scheduler.Slots, p pageQuery, spec scheduler.JobSpec, settle time.Duration) {
+	tv.Since, tv.Until = sl.Since.Format(time.RFC3339), sl.Until.Format(time.RFC3339)
+	tv.Truncated, tv.Max = sl.Truncated, scheduler.MaxWindowSlots
+	current := p.Since
+	if current == "" {
+		current = windows[0].since
+	}
+	for _, w := range windows {
+		q := p
+		q.Since, q.Slot = w.since, ""
+		tv.Windows = append(tv.Windows, windowLink{Label: w.label, Href: q.href(), Current: w.since == current})
+	}
+	counts := map[string]int{}
+	order := []string{}
+	cellQ := p
+	cellQ.Since = current
+	base := cellQ
+	base.Slot = ""
+	prefix := base.href() + "&slot="
+	tv.Cells = make([]cellView, len(sl.Slots))
+	for i, v := range sl.Slots {
+		var reason string
+		if v.Entry != nil {
+			reason = v.Entry.Reason
+		}
+		c := cellView{Slot: v.Slot, State: v.State, Reason: reason, Class: stateClass(v.State, reason),
+			Href: prefix + url.QueryEscape(v.Slot) + "#detail", Selected: v.Slot == p.Slot}
+		c.Title = cellTitle(v)
+		tv.Cells[i] = c
+		label := withReason(v.State, reason)
+		if v.State == scheduler.OutcomeFailed || v.State == scheduler.OutcomeMissed {
+			label = v.State
+		}
+		if counts[label] == 0 {
+			order = append(order, label)
+		}
+		counts[label]++
+		if c.Selected {
+			tv.Detail = detail(v, c.Class, spec, settle)
+			tv.Detail.Close = base.href()
+		}
+	}
+	for _, l := range order {
+		state, reason, _ := strings.Cut(l, " (")
+		tv.Counts = append(tv.Counts, stateCount{State: l, Class: stateClass(state, strings.TrimSuffix(reason, ")")), N: counts[l]})
+	}
+	if p.Slot != "" && tv.Detail == nil {
+		tv.Detail = &detailView{Slot: p.Slot, Class: "s-unrecorded", State: "not in this window",
+			Note: "This slot is not a nominal slot of the job in the window shown.", Close: base.href()}
+	}
+}
+
+// cellTitle is a cell's tooltip: the slot, its state and who ran it.
+func cellTitle(v scheduler.SlotView) string {
+	var b strings.Builder
+	b.WriteString(v.Slot)
+	b.WriteString(" · ")
+	b.WriteString(v.State)
+	if e := v.Entry; e != nil {
+		if e.Reason != "" {
+			b.WriteString(" (" + e.Reason + ")")
+		}
+		if e.Replica != "" {
+			b.WriteString(" · " + e.Replica)
+		}
+		if e.Attempts > 0 {
+			b.WriteString(" · " + (time.Duration(e.DurationMS) * time.Millisecond).String())
+		}
+		if e.ErrorClass != "" {
+			b.WriteString(" · " + e.ErrorClass)
+		}
+	}
+	return b.String()
+}
+
+// detail is the detail of slot v.
+func detail(v scheduler.SlotView, class string, spec scheduler.JobSpec, settle time.Duration) *detailView {
+	d := &detailView{Slot: v.Slot, State: v.State, Class: class}
+	if t, err := time.Parse(time.RFC3339, v.Slot); err == nil && spec.Location != nil && spec.Location != time.UTC {
+		d.Local = t.In(spec.Location).Format(time.RFC3339) + " " + spec.Location.String()
+	}
+	e := v.Entry
+	if e == nil {
+		switch v.State {
+		case scheduler.SlotRunning:
+			d.Note = "A claim of this slot is open: a run is going on, or one was abandoned and is not yet settled."
+		case scheduler.SlotPending:
+			d.Note = "No outcome yet: the slot is in the future, or too recent (a slot is judged once " + settle.String() + " old)."
+		default:
+			d.Note = "No outcome recorded: the reconciler has not judged this slot (it is off, behind, or the slot is from before these job definitions ran)."
+		}
+		return d
+	}
+	add := func(name, value string) {
+		if value != "" && value != "0" {
+			d.Rows = append(d.Rows, detailRow{name, value})
+		}
+	}
+	add("reason", e.Reason)
+	add("replica", e.Replica)
+	add("run id", e.RunID)
+	add("fencing token", strconv.FormatUint(e.Token, 10))
+	add("attempts", strconv.Itoa(e.Attempts))
+	if e.Attempts > 0 {
+		add("duration", (time.Duration(e.DurationMS) * time.Millisecond).String())
+	}
+	add("error class", e.ErrorClass)
+	return d
+}
+
+func zone(spec scheduler.JobSpec) string {
+	if spec.Location == nil {
+		return "UTC"
+	}
+	return spec.Location.String()
+}

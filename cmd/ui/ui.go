@@ -1,0 +1,130 @@
+// Package ui is slotlock's read-only status page and its JSON API, served
+// by the ops server when http.ui is true:
+//
+//	GET /                          the page: jobs, a job's slot timeline, the replicas
+//	GET /api/v1/jobs               what `slotlock status --json` prints, paged
+//	GET /api/v1/jobs/{job}/slots   every nominal slot of a window with its history entry
+//
+// The page is html/template over the same data as the API (so everything it
+// shows is escaped), with its stylesheet and a few lines of script embedded
+// in the binary; every answer carries a Content-Security-Policy that lets
+// the page load nothing but those two files, so even markup that escaped
+// escaping could run no script. Nothing here writes to the lock stores.
+package ui
+
+import (
+	"context"
+	"embed"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler"
+)
+
+// Backend is what the page and the API read.
+type Backend struct {
+	Locker locking.Locker
+	Specs  []scheduler.JobSpec
+	Hash   string // the serving replica's definitions hash (Status.Hash)
+	Now    func() time.Time
+	// SettleAfter is how long a slot of job may lack a history entry and
+	// still be pending (Scheduler.SettleAfter); nil: always pending.
+	SettleAfter func(job string) time.Duration
+}
+
+// requestTimeout bounds the store reads of one request.
+const requestTimeout = 15 * time.Second
+
+// csp lets the page load its own stylesheet and script and nothing else:
+// no inline script or style, no other origin, no form posts elsewhere,
+// no framing.
+const csp = "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self'; " +
+	"base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
+//go:embed assets
+var assets embed.FS
+
+// Handler serves the page, its assets and the API; any other path is 404.
+func Handler(b Backend) http.Handler {
+	s := &server{b: b, byName: make(map[string]scheduler.JobSpec, len(b.Specs))}
+	for _, sp := range b.Specs {
+		s.byName[sp.Name] = sp
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", s.page)
+	for _, a := range []struct{ name, ctype string }{{"style.css", "text/css; charset=utf-8"}, {"refresh.js", "text/javascript; charset=utf-8"}} {
+		body, err := assets.ReadFile("assets/" + a.name)
+		if err != nil {
+			panic(err) // embedded: cannot happen
+		}
+		mux.HandleFunc("GET /static/"+a.name, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", a.ctype)
+			w.Header().Set("Cache-Control", "max-age=300")
+			_, _ = w.Write(body)
+		})
+	}
+	mux.HandleFunc("GET /api/v1/jobs", s.apiJobs)
+	mux.HandleFunc("GET /api/v1/jobs/{job}/slots", s.apiSlots)
+	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "no such endpoint: "+r.URL.Path)
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", csp)
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Cache-Control", "no-store")
+		mux.ServeHTTP(w, r)
+	})
+}
+
+type server struct {
+	b      Backend
+	byName map[string]scheduler.JobSpec
+}
+
+func (s *server) now() time.Time {
+	if s.b.Now == nil {
+		return time.Now()
+	}
+	return s.b.Now()
+}
+
+func (s *server) settleAfter(job string) time.Duration {
+	if s.b.SettleAfter == nil {
+		return 1<<63 - 1
+	}
+	return s.b.SettleAfter(job)
+}
+
+// filterJobs returns the specs whose name contains sub, in configuration
+// order.
+func (s *server) filterJobs(sub string) []scheduler.JobSpec {
+	if sub == "" {
+		return s.b.Specs
+	}
+	return slices.DeleteFunc(slices.Clone(s.b.Specs), func(sp scheduler.JobSpec) bool {
+		return !strings.Contains(sp.Name, sub)
+	})
+}
+
+// status reads the status of specs[offset:offset+limit].
+func (s *server) status(ctx context.Context, specs []scheduler.JobSpec, offset, limit int, now time.Time) (scheduler.Status, error) {
+	from := min(offset, len(specs))
+	to := min(from+limit, len(specs))
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	return scheduler.ReadStatus(ctx, s.b.Locker, specs[from:to], s.b.Hash, now)
+}
+
+// slots reads job's timeline over [since, until].
+func (s *server) slots(ctx context.Context, spec scheduler.JobSpec, since, until, now time.Time, limit int) (scheduler.Slots, error) {
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	return scheduler.ReadSlots(ctx, s.b.Locker, spec, scheduler.SlotWindow{Since: since, Until: until, Now: now,
+		SettleAfter: s.settleAfter(spec.Name), Max: limit})
+}
