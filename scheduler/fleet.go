@@ -114,11 +114,14 @@ func (f Fleet) Alive(now time.Time) []ReplicaInfo {
 	return out
 }
 
-// aliveAt reports whether some replica was alive at t: started by then
-// and heard of after it, within its beat allowance.
+// aliveAt reports whether some replica may have been alive at t: started
+// by then, and t no later than a beat (and a second, for the score's
+// rounding) after its last heartbeat — a live replica writes one every
+// beat. (A replica that could not write its beats for want of a quorum
+// makes the reason no_quorum, which is asked first.)
 func (f Fleet) aliveAt(t time.Time) bool {
 	for _, r := range f.Replicas {
-		if !r.Started.After(t) && !t.After(r.Seen.Add(aliveBeats*r.beat())) {
+		if !r.Started.After(t) && !t.After(r.Seen.Add(r.beat()+time.Second)) {
 			return true
 		}
 	}

@@ -1,0 +1,48 @@
+package scheduler
+
+import (
+	"testing"
+	"time"
+)
+
+// The reconciler's reasons come from the fleet's records: a slot is
+// no_replica only when no process had started by then and beaten after it,
+// and no_quorum when a recorded outage covers it.
+func TestFleetAliveAndDown(t *testing.T) {
+	at := func(sec int) time.Time { return bubbleStart.Add(time.Duration(sec) * time.Second) }
+	f := Fleet{
+		Replicas: []ReplicaInfo{
+			{Instance: "a", Started: at(0), Seen: at(100), Beat: "10s"},
+			{Instance: "b", Started: at(200), Seen: at(300), Beat: "10s"},
+		},
+		Outages: []Outage{{From: at(400), To: at(420)}},
+	}
+	for _, c := range []struct {
+		sec         int
+		alive, down bool
+	}{
+		{-1, false, false},
+		{0, true, false},
+		{100, true, false},
+		{111, true, false},  // within a beat (and a second) of the last heartbeat
+		{112, false, false}, // a live process would have beaten since
+		{150, false, false},
+		{200, true, false},
+		{400, false, true},
+		{425, false, true}, // within the slack
+		{430, false, false},
+	} {
+		if got := f.aliveAt(at(c.sec)); got != c.alive {
+			t.Errorf("aliveAt(%d) = %v, want %v", c.sec, got, c.alive)
+		}
+		if got := f.downAt(at(c.sec), 5*time.Second); got != c.down {
+			t.Errorf("downAt(%d) = %v, want %v", c.sec, got, c.down)
+		}
+	}
+	if got := f.Alive(at(305)); len(got) != 1 || got[0].Instance != "b" {
+		t.Errorf("Alive(305) = %v, want b", got)
+	}
+	if got := f.Alive(at(331)); len(got) != 0 {
+		t.Errorf("Alive(331) = %v, want none (three beats passed)", got)
+	}
+}
