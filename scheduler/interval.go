@@ -1,6 +1,9 @@
 package scheduler
 
-import "time"
+import (
+	"sync"
+	"time"
+)
 
 // How far ShortestInterval looks: a year and a day of slots (every
 // pattern of the cron fields repeats within a year, leap days aside), at
@@ -31,6 +34,30 @@ func ShortestInterval(sched Schedule, from time.Time) time.Duration {
 	if e, ok := sched.(*everySchedule); ok {
 		return time.Duration(e.every) * time.Second
 	}
+	if s, ok := sched.(*specSchedule); ok {
+		// Every New of a jittered job asks; a process that builds many
+		// schedulers (tests, the simulation) asks the same question often.
+		key := intervalKey{s.spec, s.loc.String(), from.Truncate(time.Hour)}
+		if d, ok := intervalMemo.Load(key); ok {
+			return d.(time.Duration)
+		}
+		d := shortestInterval(sched, from)
+		intervalMemo.Store(key, d)
+		return d
+	}
+	return shortestInterval(sched, from)
+}
+
+// intervalMemo remembers ShortestInterval's answers for cron specs, by
+// spec, zone and hour.
+var intervalMemo sync.Map
+
+type intervalKey struct {
+	spec, loc string
+	hour      time.Time
+}
+
+func shortestInterval(sched Schedule, from time.Time) time.Duration {
 	var shortest time.Duration
 	note := func(a, b time.Time) {
 		if d := b.Sub(a); !a.IsZero() && !b.IsZero() && d > 0 && (shortest == 0 || d < shortest) {

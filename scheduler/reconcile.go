@@ -210,11 +210,23 @@ func (p *pass) job(ctx context.Context, j *job) error {
 		judged = slots[len(slots)-1] // the common case: every slot has its entry
 		return nil
 	}
+	// Some slot has no entry. Its claim may be turning into one right now
+	// (a run ending, an abandoned run settled): read the claims, then the
+	// log again. A slot with neither, in that order, had no claim when the
+	// claims were read and no entry after — and nobody claims a slot this
+	// old any more.
 	claims, err := s.cfg.Locker.ReadClaims(ctx, name)
 	if err != nil {
 		return err
 	}
 	open := claimedSlots(claims)
+	log, err = s.cfg.Locker.ReadLog(ctx, name, slots[0].Unix(), s.cfg.HistoryKeep)
+	if err != nil {
+		return err
+	}
+	for _, e := range log {
+		have[e.Score] = true
+	}
 	pause, err := s.cfg.Locker.ReadPause(ctx, name)
 	if err != nil {
 		return err

@@ -192,6 +192,9 @@ func (w *world) process(name string, epoch int) *instance {
 		Logger:  slog.New(&auditHandler{rec: w.rec, inst: in}).With("replica", name),
 		LockTTL: w.cfg.ttl, MaxClockSkew: w.cfg.skew, ShutdownGrace: 5 * time.Second, Jobs: specs,
 		HistoryKeep: simHistoryKeep,
+		// Sparser than the defaults (10s, 30s): the simulated jobs fire
+		// every minute or less often, and these set the simulation's pace.
+		Beat: 30 * time.Second, ReconcileEvery: time.Minute,
 	})
 	if err != nil {
 		w.t.Fatal(err)
