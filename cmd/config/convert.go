@@ -1,6 +1,8 @@
 package config
 
 import (
+	"time"
+
 	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/scheduler"
 )
@@ -19,8 +21,18 @@ func (c *Config) SchedulerConfig() scheduler.Config {
 		HistoryKeep:    historyKeep(c.History.Keep),
 		ReconcileEvery: reconcileEvery(c.History),
 		ReconcileAfter: c.History.ReconcileAfter,
+		Spread:         spread(c.Redis),
 		Jobs:           c.JobSpecs(),
 	}
+}
+
+// spread is the scheduler's Spread: its default with Redis nodes, none
+// with in-process locks — one replica, nobody to race.
+func spread(r Redis) time.Duration {
+	if len(r.Nodes) == 0 {
+		return -1
+	}
+	return 0
 }
 
 // LockingConfig returns the Redlock settings. Password holds the password

@@ -52,6 +52,12 @@ func TestJobSpecs(t *testing.T) {
 	if sc.LockTTL != 20*time.Second || sc.MaxClockSkew != time.Second || sc.ShutdownGrace != 10*time.Second || len(sc.Jobs) != 3 {
 		t.Fatalf("SchedulerConfig = %+v", sc)
 	}
+	if len(cfg.Redis.Nodes) > 0 && sc.Spread != 0 {
+		t.Fatalf("Spread = %v with Redis nodes, want the scheduler's default", sc.Spread)
+	}
+	if local := mustLoad(t, "jobs: []\n").SchedulerConfig(); local.Spread >= 0 {
+		t.Fatalf("Spread = %v with in-process locks, want none (negative)", local.Spread)
+	}
 	sc.Locker = locking.NewLocal(locking.Options{})
 	if _, err := scheduler.New(sc); err != nil {
 		t.Fatalf("scheduler.New rejects the converted config: %v", err)
