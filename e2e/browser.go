@@ -26,29 +26,6 @@ func freeLoopbackAddr(t testing.TB) string {
 	return ln.Addr().String()
 }
 
-// Slotlock runs `slotlock CMD --config FILE ARGS...` against the cluster as
-// replica name (SLOTLOCK_REPLICA) and returns its stdout, stderr and exit
-// code (Command, with the name and the standard error the test's).
-func (c *Cluster) Slotlock(name, cmdName string, args ...string) (string, string, int) {
-	c.t.Helper()
-	cmd := exec.Command(c.bin.Slotlock, append([]string{cmdName, "--config", c.config}, args...)...)
-	cmd.Dir = c.dir
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	cmd.Env = append(cleanEnv(), "SLOTLOCK_REPLICA="+name)
-	p, err := startProc("slotlock "+cmdName, cmd)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	select {
-	case <-p.done:
-	case <-time.After(time.Minute):
-		p.kill()
-		c.t.Fatalf("slotlock %s did not finish within a minute", cmdName)
-	}
-	return out.String(), errb.String(), p.exitCode()
-}
-
 // Chromium is Debian's headless chromium.
 type Chromium struct {
 	t       testing.TB

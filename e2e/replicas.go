@@ -3,8 +3,9 @@
 package e2e
 
 import (
-	"errors"
+	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -186,28 +187,58 @@ func (c *Cluster) StartAll(names ...string) time.Time {
 	return time.Now()
 }
 
-// Command runs `slotlock ARGS... --config FILE` as replica "command" (its
-// log lines go to command.log, which the checker reads) and returns its
-// standard output and exit code.
+// Command runs `slotlock ARGS[0] --config FILE ARGS[1:]...` as replica
+// "command" (its log lines go to command.log, which the checker reads) and
+// returns its standard output and exit code.
 func (c *Cluster) Command(args ...string) (string, int) {
 	c.t.Helper()
-	lf, err := os.OpenFile(filepath.Join(c.dir, "command.log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	lf := c.appendLog("command.log")
+	defer lf.Close()
+	var out bytes.Buffer
+	code := c.slotlock("command", &out, lf, args[0], args[1:]...)
+	return out.String(), code
+}
+
+// Slotlock runs `slotlock CMD --config FILE ARGS...` against the cluster as
+// replica name (SLOTLOCK_REPLICA) and returns its stdout, stderr and exit
+// code.
+func (c *Cluster) Slotlock(name, cmdName string, args ...string) (string, string, int) {
+	c.t.Helper()
+	var out, errb bytes.Buffer
+	code := c.slotlock(name, &out, &errb, cmdName, args...)
+	return out.String(), errb.String(), code
+}
+
+// slotlock runs `slotlock CMD --config FILE ARGS...` as replica name, its
+// output to stdout and stderr, and returns its exit code; it fails the
+// test when the command does not finish within a minute.
+func (c *Cluster) slotlock(name string, stdout, stderr io.Writer, cmdName string, args ...string) int {
+	c.t.Helper()
+	cmd := exec.Command(c.bin.Slotlock, append([]string{cmdName, "--config", c.config}, args...)...)
+	cmd.Dir = c.dir
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.Env = append(cleanEnv(), "SLOTLOCK_REPLICA="+name)
+	p, err := startProc("slotlock "+cmdName, cmd)
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	defer lf.Close()
-	var out strings.Builder
-	cmd := exec.Command(c.bin.Slotlock, append([]string{args[0], "--config", c.config}, args[1:]...)...)
-	cmd.Dir = c.dir
-	cmd.Stdout, cmd.Stderr = &out, lf
-	cmd.Env = append(cleanEnv(), "SLOTLOCK_REPLICA=command")
-	if err := cmd.Run(); err != nil {
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) {
-			c.t.Fatalf("slotlock %s: %v", args[0], err)
-		}
+	select {
+	case <-p.done:
+	case <-time.After(time.Minute):
+		p.kill()
+		c.t.Fatalf("slotlock %s did not finish within a minute", cmdName)
 	}
-	return out.String(), cmd.ProcessState.ExitCode()
+	return p.exitCode()
+}
+
+// appendLog opens a log file of the cluster's directory for appending.
+func (c *Cluster) appendLog(name string) *os.File {
+	c.t.Helper()
+	lf, err := os.OpenFile(filepath.Join(c.dir, name), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return lf
 }
 
 // cleanEnv is this process's environment without slotlock's own
@@ -227,24 +258,7 @@ func cleanEnv() []string {
 // exit code.
 func (c *Cluster) Trigger(job string) int {
 	c.t.Helper()
-	lf, err := os.OpenFile(filepath.Join(c.dir, "trigger.log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		c.t.Fatal(err)
-	}
+	lf := c.appendLog("trigger.log")
 	defer lf.Close()
-	cmd := exec.Command(c.bin.Slotlock, "trigger", "--config", c.config, job)
-	cmd.Dir = c.dir
-	cmd.Stdout, cmd.Stderr = lf, lf
-	cmd.Env = append(cleanEnv(), "SLOTLOCK_REPLICA=trigger")
-	p, err := startProc("trigger "+job, cmd)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	select {
-	case <-p.done:
-	case <-time.After(time.Minute):
-		p.kill()
-		c.t.Fatalf("slotlock trigger %s did not finish within a minute", job)
-	}
-	return p.exitCode()
+	return c.slotlock("trigger", lf, lf, "trigger", job)
 }

@@ -28,11 +28,7 @@ func cmdHistory(ctx context.Context, args []string, env Env) int {
 		fmt.Fprintln(env.Stderr, "slotlock history: --limit must be at least 1")
 		return exitConfig
 	}
-	if len(cfg.Redis.Nodes) == 0 {
-		fmt.Fprintln(env.Stderr, "slotlock history: needs redis.nodes: with in-process locks the history lives in the replica")
-		return exitConfig
-	}
-	r, code := start(ctx, "history", cfg, env)
+	r, code := startOnStores(ctx, "history", "the history", cfg, env)
 	if r == nil {
 		return code
 	}

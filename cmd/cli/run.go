@@ -133,6 +133,18 @@ func start(ctx context.Context, name string, cfg *config.Config, env Env) (*repl
 	return r, exitOK
 }
 
+// startOnStores is start for a command that reads or writes the lock
+// stores from outside a replica (history, status, pause): with in-process
+// locks what lives in the stores — what — lives in the replica, out of
+// reach, and that is a configuration error.
+func startOnStores(ctx context.Context, name, what string, cfg *config.Config, env Env) (*replica, int) {
+	if len(cfg.Redis.Nodes) == 0 {
+		fmt.Fprintf(env.Stderr, "slotlock %s: needs redis.nodes: with in-process locks %s lives in the replica\n", name, what)
+		return nil, exitConfig
+	}
+	return start(ctx, name, cfg, env)
+}
+
 // startupError is a failure to start that is not the configuration's
 // fault (exit 1, not 2): e.g. no Entra ID token could be had.
 type startupError struct{ err error }

@@ -45,11 +45,7 @@ func cmdStatus(ctx context.Context, args []string, env Env) int {
 		}
 		specs = one
 	}
-	if len(cfg.Redis.Nodes) == 0 {
-		fmt.Fprintln(env.Stderr, "slotlock status: needs redis.nodes: with in-process locks the state lives in the replica")
-		return exitConfig
-	}
-	r, code := start(ctx, "status", cfg, env)
+	r, code := startOnStores(ctx, "status", "the state", cfg, env)
 	if r == nil {
 		return code
 	}
