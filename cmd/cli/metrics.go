@@ -18,7 +18,7 @@ import (
 type metrics struct {
 	reg          *prometheus.Registry
 	mu           sync.Mutex
-	latest       map[string]time.Time // JobOutcome: the newest outcome's time, by job
+	latest       map[string]latestOutcome // JobOutcome's state, by job
 	runs         *prometheus.CounterVec
 	skips        *prometheus.CounterVec
 	startDelay   *prometheus.HistogramVec
@@ -39,7 +39,7 @@ type metrics struct {
 func newMetrics() *metrics {
 	m := &metrics{
 		reg:    prometheus.NewRegistry(),
-		latest: map[string]time.Time{},
+		latest: map[string]latestOutcome{},
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "slotlock_runs_total", Help: "Runs that ended on this replica, by job and outcome (succeeded, failed, canceled).",
 		}, []string{"job", "outcome"}),
@@ -131,16 +131,31 @@ func (m *metrics) SlotMissed(job, reason string) { m.missed.WithLabelValues(job,
 func (m *metrics) JobOutcome(job, outcome string, at time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if at.Before(m.latest[job]) {
+	last := m.latest[job]
+	if at.Before(last.at) {
 		return // an older slot's outcome, read after a newer one
 	}
-	m.latest[job] = at
-	for _, o := range scheduler.HistoryOutcomes {
-		m.lastOutcome.WithLabelValues(job, o).Set(b2f(o == outcome))
+	if last.outcome != outcome {
+		// Called for every run: touch the outcome series only on a change.
+		for _, o := range scheduler.HistoryOutcomes {
+			m.lastOutcome.WithLabelValues(job, o).Set(b2f(o == outcome))
+		}
 	}
 	if outcome == scheduler.OutcomeSucceeded {
-		m.lastSuccess.WithLabelValues(job).Set(float64(at.UnixMilli()) / 1000)
+		if last.success == nil {
+			last.success = m.lastSuccess.WithLabelValues(job)
+		}
+		last.success.Set(float64(at.UnixMilli()) / 1000)
 	}
+	last.at, last.outcome = at, outcome
+	m.latest[job] = last
+}
+
+// latestOutcome is what JobOutcome last exported for a job.
+type latestOutcome struct {
+	at      time.Time
+	outcome string
+	success prometheus.Gauge // the job's slotlock_job_last_success_timestamp_seconds
 }
 
 // setConfigHash exports the job definitions' hash (slotlock_config_info).
