@@ -205,7 +205,7 @@ func (s *Scheduler) beatLoop(started time.Time) {
 	instance := hex.EncodeToString(b[:])
 	info, _ := json.Marshal(ReplicaInfo{Kind: kindReplica, Replica: s.cfg.Replica, Instance: instance,
 		Version: s.cfg.Version, DefinitionsHash: s.cfg.DefinitionsHash, Started: started.UTC(),
-		Beat: s.cfg.Beat.String(), Jobs: len(s.order)}) // strings, numbers and times: cannot fail
+		Beat: s.cfg.Beat.String(), Jobs: len(s.jobList())}) // strings, numbers and times: cannot fail
 	prevRuns := ""
 	for {
 		prevRuns = s.beat(string(info), instance, prevRuns)

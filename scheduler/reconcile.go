@@ -60,7 +60,7 @@ func (s *Scheduler) reconcile(started time.Time) {
 		return // another replica has it, or no majority answers
 	}
 	p := pass{s: s, lease: lease, started: started}
-	for _, j := range s.order {
+	for _, j := range s.jobList() {
 		if s.isStopping() {
 			return
 		}
@@ -147,7 +147,7 @@ func (s *Scheduler) reconcileAfter(j *job) time.Duration {
 // is reconcileAfter old, at its next pass (the slot timeline's pending).
 // 0 for a job the scheduler does not have.
 func (s *Scheduler) SettleAfter(job string) time.Duration {
-	j := s.jobs[job]
+	j, _ := s.job(job)
 	if j == nil {
 		return 0
 	}
