@@ -44,7 +44,7 @@ func (c *Cluster) StartReplica(name string, offset time.Duration) *Replica {
 	}
 	defer lf.Close()
 	before := fileSize(logPath)
-	cmd := exec.Command(c.bin.Slotlock, "run", "--config", c.config)
+	cmd := exec.Command(c.bin.Slotlock, "run", "--config", c.configFor(name))
 	cmd.Dir = c.dir
 	cmd.Stdout, cmd.Stderr = lf, lf
 	env := []string{"SLOTLOCK_REPLICA=" + name}

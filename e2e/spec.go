@@ -46,6 +46,10 @@ type Spec struct {
 	// history.reconcile_after when not 0.
 	ReconcileEvery, ReconcileAfter time.Duration
 	Jobs                           []JobDef
+	// ConfigPerReplica gives every replica a configuration file of its own
+	// (<name>.yaml, a copy of config.yaml made at its first start), so a
+	// new job file can be rolled out one replica at a time (reload.go).
+	ConfigPerReplica bool
 }
 
 // configJSON renders the contract's YAML schema as JSON (YAML is a superset

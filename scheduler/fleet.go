@@ -60,6 +60,9 @@ type ReplicaInfo struct {
 	Started         time.Time `json:"started"`
 	Beat            string    `json:"beat"` // the replica's heartbeat interval (a Go duration)
 	Jobs            int       `json:"jobs"`
+	// DefinitionsSince is when the process last reloaded its job
+	// definitions (zero: it runs them since Started).
+	DefinitionsSince time.Time `json:"definitions_since,omitzero"`
 	// Seen is when the heartbeat was written (its score), on the
 	// replica's clock, to the second.
 	Seen time.Time `json:"-"`
@@ -139,6 +142,15 @@ func (f Fleet) downAt(t time.Time, slack time.Duration) bool {
 	return false
 }
 
+// definitionsSince is when the replica began running the definitions its
+// heartbeat names.
+func (r ReplicaInfo) definitionsSince() time.Time {
+	if r.DefinitionsSince.IsZero() {
+		return r.Started
+	}
+	return r.DefinitionsSince
+}
+
 func (r ReplicaInfo) beat() time.Duration {
 	d, err := time.ParseDuration(r.Beat)
 	if err != nil || d <= 0 {
@@ -198,16 +210,24 @@ func ReadFleet(ctx context.Context, locker locking.Locker) (Fleet, error) {
 }
 
 // beatLoop publishes this replica's heartbeat every Beat until the
-// scheduler stops.
+// scheduler stops. The heartbeat follows reloads: it names the definitions
+// in force at each beat.
 func (s *Scheduler) beatLoop(started time.Time) {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	instance := hex.EncodeToString(b[:])
-	info, _ := json.Marshal(ReplicaInfo{Kind: kindReplica, Replica: s.cfg.Replica, Instance: instance,
-		Version: s.cfg.Version, DefinitionsHash: s.cfg.DefinitionsHash, Started: started.UTC(),
-		Beat: s.cfg.Beat.String(), Jobs: len(s.order)}) // strings, numbers and times: cannot fail
+	var (
+		cur  *defs
+		info []byte
+	)
 	prevRuns := ""
 	for {
+		if d := s.jobSet(); d != cur {
+			cur = d
+			info, _ = json.Marshal(ReplicaInfo{Kind: kindReplica, Replica: s.cfg.Replica, Instance: instance,
+				Version: s.cfg.Version, DefinitionsHash: d.hash, DefinitionsSince: d.since.UTC(), Started: started.UTC(),
+				Beat: s.cfg.Beat.String(), Jobs: len(d.order)}) // strings, numbers and times: cannot fail
+		}
 		prevRuns = s.beat(string(info), instance, prevRuns)
 		if !s.sleep(s.cfg.Beat, s.stopping) {
 			return

@@ -39,8 +39,9 @@ const maxCatchUp = 100_000
 // loop is the one goroutine that owns the jobs' next slots. It never blocks
 // on the lock stores: every slot is handled on its own goroutine.
 func (s *Scheduler) loop(ctx context.Context, start time.Time) {
-	h := make(jobHeap, 0, len(s.order))
-	for _, j := range s.order {
+	jobs := s.jobList()
+	h := make(jobHeap, 0, len(jobs))
+	for _, j := range jobs {
 		if !j.spec.Enabled {
 			continue
 		}
@@ -75,6 +76,8 @@ func (s *Scheduler) loop(ctx context.Context, start time.Time) {
 		case <-ctx.Done():
 			return
 		case <-timer.C():
+		case req := <-s.reloads:
+			s.applyReload(&h, req) // reload.go
 		}
 	}
 }

@@ -130,7 +130,7 @@ func (s *Scheduler) quorumSeen() {
 			}
 		})
 	}
-	for _, j := range s.order {
+	for _, j := range s.jobList() {
 		j.mu.Lock()
 		t := j.missed
 		j.missed = time.Time{}

@@ -60,7 +60,7 @@ func (s *Scheduler) reconcile(started time.Time) {
 		return // another replica has it, or no majority answers
 	}
 	p := pass{s: s, lease: lease, started: started}
-	for _, j := range s.order {
+	for _, j := range s.jobList() {
 		if s.isStopping() {
 			return
 		}
@@ -117,15 +117,20 @@ func (p *pass) own(ctx context.Context) error {
 }
 
 // firstStart is when the job definitions this replica runs were first
-// running, as far as the heartbeats tell (else this replica's start): a
-// job's first pass judges its slots from then on. So slots missed between
-// a first deploy and the first pass are judged, and a job added by a
-// deploy is not judged from before it existed.
+// running, as far as the heartbeats tell (else since when this replica
+// runs them: its start, or its latest reload): a job's first pass judges
+// its slots from then on. So slots missed between a first deploy and the
+// first pass are judged, and a job added by a deploy is not judged from
+// before it existed.
 func (p *pass) firstStart(fleet Fleet) time.Time {
+	d := p.s.jobSet()
 	first := p.started
+	if !d.since.IsZero() {
+		first = d.since
+	}
 	for _, r := range fleet.Replicas {
-		if r.DefinitionsHash == p.s.cfg.DefinitionsHash && r.Started.Before(first) {
-			first = r.Started
+		if r.DefinitionsHash == d.hash && r.definitionsSince().Before(first) {
+			first = r.definitionsSince()
 		}
 	}
 	return first
@@ -147,7 +152,7 @@ func (s *Scheduler) reconcileAfter(j *job) time.Duration {
 // is reconcileAfter old, at its next pass (the slot timeline's pending).
 // 0 for a job the scheduler does not have.
 func (s *Scheduler) SettleAfter(job string) time.Duration {
-	j := s.jobs[job]
+	j, _ := s.job(job)
 	if j == nil {
 		return 0
 	}
@@ -176,6 +181,10 @@ func (p *pass) job(ctx context.Context, j *job) error {
 		}
 		from = p.firstStart(fleet) // a replica takes part from the first slot after its start
 	}
+	// A job a reload added or rescheduled here has run as it is since then
+	// on this replica, which fires each of its slots after that: earlier
+	// ones are another definition's (README, "Hot reload").
+	from = later(from, j.since)
 	from = later(from, now.Add(-fleetRetention))
 	to := now.Add(-s.reconcileAfter(j))
 	// At most half the history per pass, so that the entries the pass

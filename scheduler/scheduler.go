@@ -33,6 +33,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -60,10 +62,13 @@ type Scheduler struct {
 	clock    locking.Clock
 	log      *slog.Logger
 	metrics  Metrics
-	jobs     map[string]*job
-	order    []*job
 	doneTTL  time.Duration
 	lateness time.Duration
+	// defs is the job set in force: replaced whole by Reload (reload.go),
+	// never changed in place; read it through jobSet, job and jobList.
+	defs    atomic.Pointer[defs]
+	reloads chan reloadReq  // Reload's requests, taken by the loop
+	retired map[string]*job // by name, jobs a reload removed (under mu): their records are flushed at the end
 
 	state     atomic.Int32 // stateNew, stateRunning, stateStopping, stateStopped
 	heartbeat atomic.Int64 // loop's last tick, UnixNano on the clock
@@ -122,7 +127,10 @@ const (
 	acquireSlack = time.Second
 )
 
-// job is one configured job and the loop's state for it.
+// job is one configured job and the loop's state for it. A reload that
+// changes the job makes a new job with the new spec; the runs of the old
+// one keep it, and both share one jobState, since the job's record and
+// done markers live in the stores by its name.
 type job struct {
 	spec    JobSpec
 	next    time.Time // next slot to fire; owned by the loop goroutine
@@ -133,7 +141,16 @@ type job struct {
 	// DoneTTL, or, under run_once, long enough that the marker still stands
 	// when a missed slot is judged at any age up to misfire.deadline.
 	doneTTL time.Duration
+	// since is when a reload added this job, or changed its slots, on this
+	// replica (zero: it has been as it is since Run started): the
+	// reconciler judges no slot of it from before then.
+	since time.Time
 
+	*jobState
+}
+
+// jobState is what this replica knows of a job across reloads.
+type jobState struct {
 	mu     sync.Mutex
 	missed time.Time // latest slot skipped for no_quorum, awaiting run_once recovery
 	// The "last handled slot" record: the latest slot this replica handled,
@@ -157,8 +174,8 @@ func New(cfg Config) (*Scheduler, error) {
 		clock:    c.Clock,
 		log:      c.Logger,
 		metrics:  c.Metrics,
-		jobs:     make(map[string]*job, len(c.Jobs)),
 		lateness: c.Lateness,
+		reloads:  make(chan reloadReq),
 		stopping: make(chan struct{}),
 		inflight: make(chan struct{}, c.MaxInFlight),
 		ending:   make(chan struct{}, max(1, c.MaxInFlight/2)),
@@ -170,36 +187,12 @@ func New(cfg Config) (*Scheduler, error) {
 	// MaxClockSkew and a second of margin, and never less than a lease.
 	s.doneTTL = max(c.LockTTL, 2*c.MaxClockSkew+c.Lateness+acquireSlack+time.Second)
 	s.runCtx, s.cancelRuns = context.WithCancelCause(context.Background())
-	for i := range c.Jobs {
-		spec, err := c.Jobs[i].withDefaults(c.Clock.Now())
-		if err != nil {
-			return nil, err
-		}
-		if spec.PauseOnFailure > c.HistoryKeep {
-			return nil, fmt.Errorf("scheduler: job %q: pause_on_failure %d needs history.keep >= it (%d)",
-				spec.Name, spec.PauseOnFailure, max(c.HistoryKeep, 0))
-		}
-		if _, dup := s.jobs[spec.Name]; dup {
-			return nil, fmt.Errorf("scheduler: job %q configured twice", spec.Name)
-		}
-		j := &job{spec: spec, doneTTL: s.doneTTL}
-		if spec.Misfire.Policy == MisfireRunOnce {
-			// recover judges a missed slot at most Deadline after it, by
-			// its slot lock alone: a handled slot's marker must outlive
-			// that, measured from the earliest a run can end.
-			j.doneTTL = max(s.doneTTL, spec.Misfire.Deadline+s.recoverAfter()+c.MaxClockSkew+acquireSlack+time.Second)
-		}
-		// Every replica counts the slot's times from its due time, so the
-		// lifetime above holds as it is. The jitter on top is for replicas
-		// whose definitions of the job differ for a while (a rolling
-		// change): one whose offset for the slot is up to Jitter later than
-		// this one's — any replica with a jitter no larger — still finds
-		// the marker. A replica with a larger jitter is covered only up to
-		// the lifetime's margin (README, "Jitter").
-		j.doneTTL += spec.Jitter
-		s.jobs[spec.Name] = j
-		s.order = append(s.order, j)
+	d, err := s.buildJobs(c.Jobs, c.Clock.Now())
+	if err != nil {
+		return nil, err
 	}
+	d.hash = c.DefinitionsHash
+	s.defs.Store(d)
 	return s, nil
 }
 
@@ -292,7 +285,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		defer close(loopDone)
 		s.loop(ctx, start)
 	})
-	for _, j := range s.order {
+	for _, j := range s.jobList() {
 		if j.spec.Enabled {
 			s.spawn(func() { s.startupCheck(j, start) })
 		}
@@ -318,7 +311,10 @@ func (s *Scheduler) Run(ctx context.Context) error {
 				"waited", (s.cfg.ShutdownGrace + canceledRunWait).String())
 		}
 	}
-	for _, j := range s.order {
+	s.mu.Lock()
+	retired := slices.Collect(maps.Values(s.retired))
+	s.mu.Unlock()
+	for _, j := range append(slices.Clone(s.jobList()), retired...) {
 		s.flushRecord(j)
 	}
 	s.mu.Lock()
@@ -357,7 +353,7 @@ func (s *Scheduler) Healthy() error {
 // strictly after from, in the job's time zone (the schedule's location).
 // They are nominal slots; a job with jitter starts each at JobSpec.Due.
 func (s *Scheduler) Next(name string, from time.Time, n int) ([]time.Time, error) {
-	j, ok := s.jobs[name]
+	j, ok := s.job(name)
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownJob, name)
 	}

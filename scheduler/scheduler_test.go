@@ -703,7 +703,8 @@ func TestNewValidates(t *testing.T) {
 	if err := s.Healthy(); err == nil {
 		t.Errorf("Healthy before Run: nil")
 	}
-	next, err := (&Scheduler{jobs: map[string]*job{"a": {spec: ok}}}).Next("a", time.Date(2026, 1, 1, 0, 30, 0, 0, time.UTC), 3)
+	s, _ = New(Config{Locker: local, Jobs: []JobSpec{ok}})
+	next, err := s.Next("a", time.Date(2026, 1, 1, 0, 30, 0, 0, time.UTC), 3)
 	if err != nil || len(next) != 3 || next[0].Hour() != 1 || next[2].Hour() != 3 {
 		t.Errorf("Next: %v %v", next, err)
 	}

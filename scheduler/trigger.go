@@ -21,7 +21,7 @@ import (
 // failed or was canceled). Ending ctx cancels the run (run.canceled reason
 // shutdown). Trigger works with or without Run, also disabled jobs.
 func (s *Scheduler) Trigger(ctx context.Context, name string) error {
-	j, ok := s.jobs[name]
+	j, ok := s.job(name)
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrUnknownJob, name)
 	}

@@ -185,11 +185,13 @@ func clockOffset(getenv func(string) string) (time.Duration, error) {
 }
 
 func cmdRun(ctx context.Context, args []string, env Env) int {
+	hup, stopHUP := notifySIGHUP() // reload.go: from here on SIGHUP reloads, never ends the process
+	defer stopHUP()
 	f := newFlags("run", env)
 	if !f.parseNone(args, env) {
 		return exitConfig
 	}
-	cfg, ok := loadConfig(f.configPath(env), env)
+	cfg, data, ok := loadRunConfig(f.configPath(env), env)
 	if !ok {
 		return exitConfig
 	}
@@ -215,8 +217,9 @@ func cmdRun(ctx context.Context, args []string, env Env) int {
 	}
 	ready := newReadiness(r.locker, r.metrics, r.log, time.Second)
 	wg.Go(func() { ready.run(bg) })
+	reload := newReloader(r, f.configPath(env), env, data)
 	if addr := cfg.HTTP.Addr; addr != "" {
-		srv, err := newOpsServer(addr, r.sched.Healthy, ready, r.metrics, statusPage(r))
+		srv, err := newOpsServer(addr, r.sched.Healthy, ready, r.metrics, reload.statusPage())
 		if err != nil {
 			stopHelpers()
 			r.log.Error("cannot start the ops http server", "error", err.Error())
@@ -229,6 +232,7 @@ func cmdRun(ctx context.Context, args []string, env Env) int {
 			srv.shutdown()
 		})
 	}
+	reload.start(bg, &wg, hup)
 	r.metrics.schedulerRun.Set(1)
 	err := r.sched.Run(ctx)
 	r.metrics.schedulerRun.Set(0)

@@ -1,0 +1,112 @@
+package cli
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// Watching the configuration file. The watch is on the file's directory,
+// not on the file: editors save by writing a new file and renaming it over
+// the old one, and a Kubernetes ConfigMap volume swaps a symbolic link
+// (..data) to a new directory of files — a watch on the file itself would
+// be left on the old inode, or end with it. Events on the file's name, on
+// the name it links to, and on ..-prefixed entries (the ConfigMap's
+// links and timestamped directories) count; others in the directory (the
+// e2e suite's logs beside the file) do not. They are debounced: the file
+// is read once the directory has been quiet for watchQuiet, and at the
+// latest watchMaxWait after the first event, so a file written in
+// several pieces is read whole. The reader compares contents, so an event
+// that changed nothing reloads nothing.
+
+const (
+	watchQuiet   = 250 * time.Millisecond
+	watchMaxWait = 2 * time.Second
+)
+
+// configWatch reports, on C, that the configuration file may have changed.
+type configWatch struct {
+	w     *fsnotify.Watcher
+	names map[string]bool // absolute paths whose events count
+	C     chan struct{}   // one pending notice at most
+	log   *slog.Logger
+}
+
+// watchConfig watches path's directory (and, when path is a symbolic
+// link, its target's); run delivers the notices until its ctx ends.
+func watchConfig(path string, log *slog.Logger) (*configWatch, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, err
+	}
+	cw := &configWatch{w: w, names: map[string]bool{abs: true}, C: make(chan struct{}, 1), log: log}
+	dirs := []string{filepath.Dir(abs)}
+	if real, err := filepath.EvalSymlinks(abs); err == nil && real != abs {
+		cw.names[real] = true
+		if d := filepath.Dir(real); d != dirs[0] {
+			dirs = append(dirs, d)
+		}
+	}
+	for _, d := range dirs {
+		if err := w.Add(d); err != nil {
+			_ = w.Close()
+			return nil, err
+		}
+	}
+	return cw, nil
+}
+
+// counts reports whether an event on name may change the file.
+func (cw *configWatch) counts(name string) bool {
+	return cw.names[filepath.Clean(name)] || strings.HasPrefix(filepath.Base(name), "..")
+}
+
+// run reports the debounced events on C until ctx ends, then ends the
+// watch.
+func (cw *configWatch) run(ctx context.Context) {
+	defer cw.w.Close()
+	quiet := time.NewTimer(time.Hour)
+	quiet.Stop()
+	var first time.Time // of the events not yet reported; zero: none
+	for {
+		select {
+		case <-ctx.Done():
+			quiet.Stop()
+			return
+		case ev, ok := <-cw.w.Events:
+			if !ok {
+				return
+			}
+			if !cw.counts(ev.Name) || ev.Op == fsnotify.Chmod {
+				continue
+			}
+			now := time.Now()
+			if first.IsZero() {
+				first = now
+			}
+			quiet.Reset(min(watchQuiet, first.Add(watchMaxWait).Sub(now)))
+		case err, ok := <-cw.w.Errors:
+			if !ok {
+				return
+			}
+			// An overflow loses events, not the watch: look at the file.
+			cw.log.Warn("configuration file watch: events lost; reading the file", "error", err.Error())
+			first = time.Now()
+			quiet.Reset(0)
+		case <-quiet.C:
+			first = time.Time{}
+			select {
+			case cw.C <- struct{}{}:
+			default: // one is pending already
+			}
+		}
+	}
+}

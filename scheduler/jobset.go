@@ -1,0 +1,71 @@
+package scheduler
+
+import (
+	"fmt"
+	"time"
+)
+
+// The job set in force. New builds it; Reload builds another and the loop
+// swaps it in (reload.go). A job set is never changed once in force, so
+// every goroutine that loads it sees one consistent set.
+
+// defs is a job set and what the heartbeat says of it.
+type defs struct {
+	byName map[string]*job
+	order  []*job
+	hash   string    // Config.DefinitionsHash, then Reload's
+	since  time.Time // when a reload put it in force (zero: since Run started)
+}
+
+// jobSet returns the job set in force.
+func (s *Scheduler) jobSet() *defs { return s.defs.Load() }
+
+// job returns the job named name in the job set in force.
+func (s *Scheduler) job(name string) (*job, bool) {
+	j, ok := s.jobSet().byName[name]
+	return j, ok
+}
+
+// jobList returns the jobs in force, in configuration order.
+func (s *Scheduler) jobList() []*job { return s.jobSet().order }
+
+// DefinitionsHash returns the hash of the job definitions in force (the
+// heartbeat's): Config.DefinitionsHash, then the latest reload's.
+func (s *Scheduler) DefinitionsHash() string { return s.jobSet().hash }
+
+// buildJobs checks specs and makes their jobs, as New and Reload take
+// them; now is when each jitter's bound is looked for from.
+func (s *Scheduler) buildJobs(specs []JobSpec, now time.Time) (*defs, error) {
+	d := &defs{byName: make(map[string]*job, len(specs))}
+	for i := range specs {
+		spec, err := specs[i].withDefaults(now)
+		if err != nil {
+			return nil, err
+		}
+		if spec.PauseOnFailure > s.cfg.HistoryKeep {
+			return nil, fmt.Errorf("scheduler: job %q: pause_on_failure %d needs history.keep >= it (%d)",
+				spec.Name, spec.PauseOnFailure, max(s.cfg.HistoryKeep, 0))
+		}
+		if _, dup := d.byName[spec.Name]; dup {
+			return nil, fmt.Errorf("scheduler: job %q configured twice", spec.Name)
+		}
+		j := &job{spec: spec, doneTTL: s.doneTTL, jobState: &jobState{}}
+		if spec.Misfire.Policy == MisfireRunOnce {
+			// recover judges a missed slot at most Deadline after it, by
+			// its slot lock alone: a handled slot's marker must outlive
+			// that, measured from the earliest a run can end.
+			j.doneTTL = max(s.doneTTL, spec.Misfire.Deadline+s.recoverAfter()+s.cfg.MaxClockSkew+acquireSlack+time.Second)
+		}
+		// Every replica counts the slot's times from its due time, so the
+		// lifetime above holds as it is. The jitter on top is for replicas
+		// whose definitions of the job differ for a while (a rolling
+		// change): one whose offset for the slot is up to Jitter later than
+		// this one's — any replica with a jitter no larger — still finds
+		// the marker. A replica with a larger jitter is covered only up to
+		// the lifetime's margin (README, "Jitter").
+		j.doneTTL += spec.Jitter
+		d.byName[spec.Name] = j
+		d.order = append(d.order, j)
+	}
+	return d, nil
+}

@@ -1,0 +1,177 @@
+package scheduler
+
+import (
+	"container/heap"
+	"context"
+	"fmt"
+	"time"
+)
+
+// Hot reload: Reload checks new job definitions as New does and hands them
+// to the loop goroutine, which owns every job's next slot; between two of
+// its ticks the loop swaps the job set. The job set (defs) is immutable:
+// readers on other goroutines — slots, runs, the reconciler, Trigger,
+// Next — load the pointer once and see either the old set or the new one.
+//
+// What a swap does to each job, by name:
+//
+//   - added (or enabled): it fires from its first slot due after the swap;
+//   - removed (or disabled): it fires no more; a slot already fired, a run
+//     going on, a misfire recovery under way end normally, under the old
+//     definition;
+//   - slots changed (schedule, time zone, jitter): the new definition fires
+//     every slot of the new schedule that the old one did not fire — its
+//     slots due after the swap, and those from the old definition's next
+//     slot on — so a slot of both schedules runs once and none is dropped;
+//   - otherwise: it goes on at the same next slot with the new definition
+//     (timeout, retries, plugin parameters, ...).
+//
+// A kept job (changed or not) shares its state with its old definition:
+// the record of its latest handled slot, a slot awaiting run_once recovery,
+// whether it is paused. Its record and done markers live in the stores by
+// the job's name, so other replicas — with the old definition or the new
+// one, during a rolling change — and this one still agree slot by slot.
+
+// ReloadResult says what a reload changed, by job name, in configuration
+// order (a removed job in the old order).
+type ReloadResult struct {
+	Added       []string // new jobs
+	Removed     []string // jobs no longer defined
+	Rescheduled []string // kept jobs whose slots changed: schedule, time zone, jitter or enabled
+}
+
+// reloadReq is a reload handed to the loop.
+type reloadReq struct {
+	defs *defs
+	done chan ReloadResult // buffered: the loop never waits on it
+}
+
+// Reload replaces the job definitions with specs, whose hash (for the
+// heartbeat, `slotlock status` and the reconciler) is hash. It checks them
+// as New does — on error nothing changes — and waits until Run's loop has
+// put them in force (if Run has not started yet, until it has), ctx ends
+// or the scheduler stops (ErrStopped). The other settings cannot change.
+// See the top of reload.go for what happens to each job.
+func (s *Scheduler) Reload(ctx context.Context, hash string, specs []JobSpec) (ReloadResult, error) {
+	d, err := s.buildJobs(specs, s.clock.Now())
+	if err != nil {
+		return ReloadResult{}, err
+	}
+	d.hash = hash
+	req := reloadReq{defs: d, done: make(chan ReloadResult, 1)}
+	if s.isStopping() {
+		return ReloadResult{}, fmt.Errorf("%w: no reload while shutting down", ErrStopped)
+	}
+	select {
+	case s.reloads <- req:
+	case <-s.stopping:
+		return ReloadResult{}, fmt.Errorf("%w: no reload while shutting down", ErrStopped)
+	case <-ctx.Done():
+		return ReloadResult{}, context.Cause(ctx)
+	}
+	return <-req.done, nil
+}
+
+// applyReload puts req's job set in force: on the loop goroutine, which
+// owns h and every job's next slot.
+func (s *Scheduler) applyReload(h *jobHeap, req reloadReq) {
+	now := s.clock.Now()
+	old, next := s.jobSet(), req.defs
+	next.since = now
+	var res ReloadResult
+	for _, j := range next.order {
+		prev := old.byName[j.name()]
+		switch {
+		case prev == nil:
+			res.Added = append(res.Added, j.name())
+			j.since = now
+			if j.spec.Enabled {
+				slot, _ := j.spec.NextDue(now)
+				s.setNext(j, slot)
+			}
+		case sameSlots(&prev.spec, &j.spec):
+			j.jobState, j.since = prev.jobState, prev.since
+			if j.spec.Enabled {
+				s.setNext(j, prev.next)
+			}
+		default:
+			res.Rescheduled = append(res.Rescheduled, j.name())
+			j.jobState, j.since = prev.jobState, now
+			if j.spec.Enabled {
+				s.setNext(j, continueAt(prev, &j.spec, now))
+			}
+		}
+	}
+	var gone []*job
+	for _, j := range old.order {
+		if _, kept := next.byName[j.name()]; !kept {
+			res.Removed = append(res.Removed, j.name())
+			gone = append(gone, j)
+		}
+	}
+	*h = (*h)[:0]
+	for _, j := range next.order {
+		if j.spec.Enabled && !j.next.IsZero() {
+			*h = append(*h, j)
+		}
+	}
+	for i, j := range *h {
+		j.heapIdx = i
+	}
+	heap.Init(h)
+	s.defs.Store(next)
+	if len(gone) > 0 {
+		s.mu.Lock()
+		if s.retired == nil {
+			s.retired = map[string]*job{}
+		}
+		for _, j := range gone {
+			s.retired[j.name()] = j
+		}
+		s.mu.Unlock()
+		// Removed jobs' records, as far as this replica handled them: a
+		// job added again later starts its misfire check from there.
+		s.spawn(func() {
+			for _, j := range gone {
+				s.flushRecord(j)
+			}
+		})
+	}
+	req.done <- res
+}
+
+// sameSlots reports whether a and b fire the same slots at the same times.
+func sameSlots(a, b *JobSpec) bool {
+	return a.Spec == b.Spec && locationName(a.Location) == locationName(b.Location) &&
+		a.Jitter == b.Jitter && a.Enabled == b.Enabled
+}
+
+func locationName(l *time.Location) string {
+	if l == nil {
+		return "UTC"
+	}
+	return l.String()
+}
+
+// continueAt is the first slot that spec, the new definition of prev's
+// job, fires after a swap at now: the earlier of its first slot due after
+// now and its first slot at or after prev's next slot (prev fired every
+// slot before that one, and none from it on) — but never a slot that prev
+// fired already (a slot of both schedules before prev's next one, due after
+// now under a changed jitter).
+func continueAt(prev *job, spec *JobSpec, now time.Time) time.Time {
+	t, _ := spec.NextDue(now)
+	if !prev.spec.Enabled || prev.next.IsZero() {
+		return t // prev fires nothing more: a new start
+	}
+	if d := spec.Schedule.Next(prev.next.Add(-time.Second)); !d.IsZero() && (t.IsZero() || d.Before(t)) {
+		t = d
+	}
+	for n := 0; !t.IsZero() && t.Before(prev.next) && n < maxCatchUp; n++ {
+		if !prev.spec.Schedule.Next(t.Add(-time.Second)).Equal(t) {
+			break // not one of prev's slots: prev never fired it
+		}
+		t = spec.Schedule.Next(t)
+	}
+	return t
+}
