@@ -37,6 +37,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/slotlock/slotlock/locking"
 )
 
@@ -60,6 +62,7 @@ type Scheduler struct {
 	clock    locking.Clock
 	log      *slog.Logger
 	metrics  Metrics
+	tracer   trace.Tracer // nil: tracing off (trace.go)
 	jobs     map[string]*job
 	order    []*job
 	doneTTL  time.Duration
@@ -157,6 +160,7 @@ func New(cfg Config) (*Scheduler, error) {
 		clock:    c.Clock,
 		log:      c.Logger,
 		metrics:  c.Metrics,
+		tracer:   tracerOf(c.TracerProvider),
 		jobs:     make(map[string]*job, len(c.Jobs)),
 		lateness: c.Lateness,
 		stopping: make(chan struct{}),
