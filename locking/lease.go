@@ -32,12 +32,9 @@ type Lease struct {
 	orphan    *Abandoned
 	pause     Pause
 	leftover  bool
-	// traceAcq is the span Acquire or Claim was called under, traceKeep
-	// (under mu) the one the first Keep was: the parents of the lease's
-	// calls made on a context without a span (trace.go): Release and
-	// MarkDone go under traceAcq (the lease's life is the acquirer's),
-	// renewals under traceKeep (the work kept alive), else traceAcq.
-	traceAcq, traceKeep trace.SpanContext
+	// trace is set only with tracing on (trace.go): a pointer, so that a
+	// lease is no larger without.
+	trace *leaseTrace
 
 	mu         sync.Mutex
 	validUntil time.Time
@@ -131,7 +128,7 @@ func (ls *Lease) Lost() <-chan struct{} { return ls.lost }
 func (ls *Lease) Extend(ctx context.Context) (err error) {
 	if ls.lk.tracer != nil {
 		var sp trace.Span
-		ctx, sp = ls.lk.startSpan(ctx, SpanExtend, ls.spec.key, ls.traceParent())
+		ctx, sp = ls.lk.startSpan(ctx, SpanExtend, ls.spec.key, ls.trace.parent(&ls.mu))
 		defer func() { endSpan(sp, err, AttrFencingToken.Int64(int64(ls.token))) }()
 	}
 	start := ls.lk.opt.Clock.Now()
@@ -183,8 +180,8 @@ func (ls *Lease) Keep(ctx context.Context) context.Context {
 		return kctx
 	}
 	ls.cancels = append(ls.cancels, cancel)
-	if ls.lk.tracer != nil && !ls.traceKeep.IsValid() {
-		ls.traceKeep = trace.SpanContextFromContext(ctx)
+	if ls.trace != nil && !ls.trace.keep.IsValid() {
+		ls.trace.keep = trace.SpanContextFromContext(ctx)
 	}
 	if !ls.watching {
 		ls.watching = true
@@ -309,16 +306,6 @@ func (ls *Lease) MarkDoneLog(ctx context.Context, ttl time.Duration, note string
 	return ls.end(ctx, ending{done: doneValue(ls.lk.opt.Replica, note, ls.ID()), doneTTL: ttl, entry: &entry, keep: keep})
 }
 
-// traceParent is the parent of a renewal's span (see traceAcq).
-func (ls *Lease) traceParent() trace.SpanContext {
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	if ls.traceKeep.IsValid() {
-		return ls.traceKeep
-	}
-	return ls.traceAcq
-}
-
 func (ls *Lease) end(ctx context.Context, e ending) (err error) {
 	if ls.lk.tracer != nil {
 		name, attrs := SpanRelease, []attribute.KeyValue{AttrFencingToken.Int64(int64(ls.token))}
@@ -326,7 +313,7 @@ func (ls *Lease) end(ctx context.Context, e ending) (err error) {
 			name, attrs = SpanMarkDone, append(attrs, AttrDoneTTLMS.Int64(e.doneTTL.Milliseconds()))
 		}
 		var sp trace.Span
-		ctx, sp = ls.lk.startSpan(ctx, name, ls.spec.key, ls.traceAcq)
+		ctx, sp = ls.lk.startSpan(ctx, name, ls.spec.key, ls.trace.acq)
 		defer func() { endSpan(sp, err, attrs...) }()
 	}
 	ls.endMu.Lock()

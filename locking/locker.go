@@ -121,7 +121,9 @@ func (l *locker) acquire(ctx context.Context, s leaseSpec) (ls *Lease, err error
 		return nil, &slowAcquireError{key: s.key}
 	}
 	ls = newLease(l, s, g, validUntil)
-	ls.traceAcq = parent
+	if l.tracer != nil {
+		ls.trace = &leaseTrace{acq: parent}
+	}
 	return ls, nil
 }
 

@@ -3,6 +3,7 @@ package locking
 import (
 	"context"
 	"errors"
+	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -124,6 +125,26 @@ func endAcquireSpan(sp trace.Span, ls *Lease, err error) {
 		attrs = append(attrs, AttrLeftover.Bool(true))
 	}
 	endSpan(sp, err, attrs...)
+}
+
+// leaseTrace is what a lease remembers for its own spans: the span its
+// Acquire or Claim was called under (acq), and the one its first Keep was
+// (keep, guarded by the lease's mu). They are the parents of the lease's
+// calls made on a context without a span: Release and MarkDone go under
+// acq (the lease's life is its acquirer's), renewals under keep (the work
+// kept alive: a run), else acq.
+type leaseTrace struct {
+	acq, keep trace.SpanContext
+}
+
+// parent is the parent of a renewal's span; mu is the lease's.
+func (t *leaseTrace) parent(mu *sync.Mutex) trace.SpanContext {
+	mu.Lock()
+	defer mu.Unlock()
+	if t.keep.IsValid() {
+		return t.keep
+	}
+	return t.acq
 }
 
 // quorumOf is the node count and quorum a backend's rounds use.

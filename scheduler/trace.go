@@ -71,7 +71,8 @@ func tracerOf(tp trace.TracerProvider) trace.Tracer {
 type slotSpan struct {
 	sp              trace.Span
 	outcome, reason string
-	run             *HistoryEntry
+	ranRun          bool
+	run             HistoryEntry // when ranRun (a copy: taking h's address would move it to the heap on the untraced path too)
 }
 
 // traceSlot starts the span of this replica's attempt at slot t of j. It
@@ -117,7 +118,7 @@ func (st *slotSpan) settled() {
 // ran records the run the attempt made.
 func (st *slotSpan) ran(h HistoryEntry) {
 	if st != nil {
-		st.run, st.outcome, st.reason = &h, h.Outcome, h.Reason
+		st.ranRun, st.run, st.outcome, st.reason = true, h, h.Outcome, h.Reason
 	}
 }
 
@@ -134,7 +135,7 @@ func (st *slotSpan) end() {
 	if st.reason != "" {
 		attrs = append(attrs, AttrReason.String(st.reason))
 	}
-	if h := st.run; h != nil {
+	if h := st.run; st.ranRun {
 		attrs = append(attrs, AttrRunID.String(h.RunID), AttrFencingToken.Int64(int64(h.Token)), AttrAttempt.Int(h.Attempts))
 	}
 	st.sp.SetAttributes(attrs...)
