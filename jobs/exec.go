@@ -30,8 +30,9 @@ import (
 // and TZ (when slotlock has them), the variables named in inherit_env
 // (when slotlock has them), then params.env, then the run's SLOTLOCK_JOB,
 // SLOTLOCK_SLOT, SLOTLOCK_RUN_ID, SLOTLOCK_REPLICA, SLOTLOCK_FENCING_TOKEN
-// and SLOTLOCK_ATTEMPT (later entries win, so a job cannot fake its fencing
-// token). So a job never sees the managed identity's IDENTITY_ENDPOINT,
+// and SLOTLOCK_ATTEMPT, and, when slotlock exports traces, the run's
+// TRACEPARENT (and TRACESTATE: trace.go) (later entries win, so a job
+// cannot fake its fencing token). So a job never sees the managed identity's IDENTITY_ENDPOINT,
 // IDENTITY_HEADER or MSI_* variables, nor slotlock's SLOTLOCK_* settings
 // (SLOTLOCK_REDIS__PASSWORD), unless inherit_env names them. Stdin is
 // /dev/null. This keeps credentials from leaking by accident; it does not
@@ -143,6 +144,7 @@ func (j *execJob) Run(ctx context.Context, run Run) error {
 	argv0 := j.p.Command[0]
 	cmd := exec.Command(argv0, j.p.Command[1:]...)
 	env, secrets := j.env(run)
+	env = append(env, TraceEnv(ctx)...)
 	scrub := newScrubber(secrets...)
 	cmd.Env = env
 	cmd.Dir = j.p.Dir

@@ -29,8 +29,11 @@ import (
 // Every request carries X-Slotlock-Job, X-Slotlock-Slot, X-Slotlock-Run-Id,
 // X-Slotlock-Fencing-Token and X-Slotlock-Attempt; they override headers of
 // the same name in params, so a receiver can trust them to reject a stale
-// writer by fencing token. A status outside expect_status fails the run
-// with the status and the start of the response body.
+// writer by fencing token. When slotlock exports traces it also carries
+// the run's traceparent (and tracestate: trace.go), W3C Trace Context, so
+// the receiver's spans join the run's trace. A status outside
+// expect_status fails the run with the status and the start of the
+// response body.
 //
 // Redirects: one within the URL's origin (scheme, host, port) is followed;
 // one to another origin fails the run unless follow_redirects is true, and
@@ -286,6 +289,7 @@ func (j *httpJob) Run(ctx context.Context, run Run) error {
 	req.Header.Set("X-Slotlock-Run-Id", run.RunID)
 	req.Header.Set("X-Slotlock-Fencing-Token", strconv.FormatUint(run.FencingToken, 10))
 	req.Header.Set("X-Slotlock-Attempt", strconv.Itoa(run.Attempt))
+	InjectTrace(ctx, req.Header) // the run's traceparent, when slotlock exports traces
 
 	shownURL := MaskURL(j.p.URL, j.p.ShowQuery...)
 	attrs := []any{"event", "http.response", "method", j.p.Method, "url", shownURL,

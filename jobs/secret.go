@@ -174,11 +174,13 @@ var shownHeaders = map[string]bool{
 	"User-Agent": true, "Pragma": true,
 	"X-Slotlock-Job": true, "X-Slotlock-Slot": true, "X-Slotlock-Run-Id": true,
 	"X-Slotlock-Fencing-Token": true, "X-Slotlock-Attempt": true,
+	"Traceparent": true, // ids and flags only (W3C Trace Context); tracestate is vendor data: hidden
 }
 
 // HeaderShown reports whether a header's value may be logged: only the
 // standard content-negotiation headers, User-Agent and slotlock's own
-// run headers (job, slot, run id, fencing token, attempt) are.
+// run headers (job, slot, run id, fencing token, attempt) and traceparent
+// are.
 func HeaderShown(name string) bool {
 	return shownHeaders[http.CanonicalHeaderKey(strings.TrimSpace(name))]
 }

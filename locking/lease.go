@@ -5,6 +5,9 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Lease is one successful acquisition of a Key. It is valid until
@@ -29,6 +32,9 @@ type Lease struct {
 	orphan    *Abandoned
 	pause     Pause
 	leftover  bool
+	// trace is set only with tracing on (trace.go): a pointer, so that a
+	// lease is no larger without.
+	trace *leaseTrace
 
 	mu         sync.Mutex
 	validUntil time.Time
@@ -119,7 +125,12 @@ func (ls *Lease) Lost() <-chan struct{} { return ls.lost }
 // majority, a *QuorumError when a majority could not be reached, and
 // ctx.Err() when ctx ends first. A failed Extend leaves ValidUntil as it
 // was.
-func (ls *Lease) Extend(ctx context.Context) error {
+func (ls *Lease) Extend(ctx context.Context) (err error) {
+	if ls.lk.tracer != nil {
+		var sp trace.Span
+		ctx, sp = ls.lk.startSpan(ctx, SpanExtend, ls.spec.key, ls.trace.parent(&ls.mu))
+		defer func() { endSpan(sp, err, AttrFencingToken.Int64(int64(ls.token))) }()
+	}
 	start := ls.lk.opt.Clock.Now()
 	ls.mu.Lock()
 	if ls.ended {
@@ -169,6 +180,9 @@ func (ls *Lease) Keep(ctx context.Context) context.Context {
 		return kctx
 	}
 	ls.cancels = append(ls.cancels, cancel)
+	if ls.trace != nil && !ls.trace.keep.IsValid() {
+		ls.trace.keep = trace.SpanContextFromContext(ctx)
+	}
 	if !ls.watching {
 		ls.watching = true
 		ls.wg.Add(1)
@@ -292,7 +306,16 @@ func (ls *Lease) MarkDoneLog(ctx context.Context, ttl time.Duration, note string
 	return ls.end(ctx, ending{done: doneValue(ls.lk.opt.Replica, note, ls.ID()), doneTTL: ttl, entry: &entry, keep: keep})
 }
 
-func (ls *Lease) end(ctx context.Context, e ending) error {
+func (ls *Lease) end(ctx context.Context, e ending) (err error) {
+	if ls.lk.tracer != nil {
+		name, attrs := SpanRelease, []attribute.KeyValue{AttrFencingToken.Int64(int64(ls.token))}
+		if e.doneTTL > 0 {
+			name, attrs = SpanMarkDone, append(attrs, AttrDoneTTLMS.Int64(e.doneTTL.Milliseconds()))
+		}
+		var sp trace.Span
+		ctx, sp = ls.lk.startSpan(ctx, name, ls.spec.key, ls.trace.acq)
+		defer func() { endSpan(sp, err, attrs...) }()
+	}
 	ls.endMu.Lock()
 	defer ls.endMu.Unlock()
 	if ls.settled {
@@ -313,7 +336,7 @@ func (ls *Lease) end(ctx context.Context, e ending) error {
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
-	err := ls.lk.b.release(rctx, ls.spec, e)
+	err = ls.lk.b.release(rctx, ls.spec, e)
 	if err == nil || errors.Is(err, ErrLockLost) {
 		ls.settled = true
 	}

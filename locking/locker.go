@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Options are the settings both Locker implementations share. The zero
@@ -23,6 +25,10 @@ type Options struct {
 	// Logger receives the few lines the lock layer writes itself (node state
 	// changes); it never receives secrets.
 	Logger *slog.Logger
+	// TracerProvider, when set, gets a span for each Acquire, Claim,
+	// Extend, Release and MarkDone (trace.go). Nil (the default) or a
+	// no-op provider: no tracing, at no cost.
+	TracerProvider trace.TracerProvider
 }
 
 func (o Options) withDefaults() Options {
@@ -53,10 +59,15 @@ type locker struct {
 	b      backend
 	opt    Options
 	closed atomic.Bool
+
+	tracer        trace.Tracer // nil: tracing off
+	nodes, quorum int          // span attributes
 }
 
 func newLocker(b backend, opt Options) *locker {
-	return &locker{b: b, opt: opt.withDefaults()}
+	l := &locker{b: b, opt: opt.withDefaults(), tracer: tracerOf(opt.TracerProvider)}
+	l.nodes, l.quorum = quorumOf(b)
+	return l
 }
 
 func (l *locker) Acquire(ctx context.Context, key Key, ttl time.Duration) (*Lease, error) {
@@ -67,7 +78,18 @@ func (l *locker) Claim(ctx context.Context, key Key, ttl time.Duration) (*Lease,
 	return l.acquire(ctx, leaseSpec{key: key, ttl: ttl, claim: true})
 }
 
-func (l *locker) acquire(ctx context.Context, s leaseSpec) (*Lease, error) {
+func (l *locker) acquire(ctx context.Context, s leaseSpec) (ls *Lease, err error) {
+	var parent trace.SpanContext
+	if l.tracer != nil {
+		parent = trace.SpanContextFromContext(ctx)
+		name := SpanAcquire
+		if s.claim {
+			name = SpanClaim
+		}
+		var sp trace.Span
+		ctx, sp = l.startSpan(ctx, name, s.key, trace.SpanContext{})
+		defer func() { endAcquireSpan(sp, ls, err) }()
+	}
 	if s.ttl <= drift(s.ttl) {
 		return nil, fmt.Errorf("locking: acquire %s: ttl %v is too short", s.key, s.ttl)
 	}
@@ -98,7 +120,11 @@ func (l *locker) acquire(ctx context.Context, s leaseSpec) (*Lease, error) {
 		cancel()
 		return nil, &slowAcquireError{key: s.key}
 	}
-	return newLease(l, s, g, validUntil), nil
+	ls = newLease(l, s, g, validUntil)
+	if l.tracer != nil {
+		ls.trace = &leaseTrace{acq: parent}
+	}
+	return ls, nil
 }
 
 func (l *locker) AdvanceRecord(ctx context.Context, key Key, v int64) error {

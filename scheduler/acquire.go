@@ -36,6 +36,9 @@ type retryPolicy struct {
 	// already won waits for its job lease until the shutdown grace ends
 	// instead: it either still runs or is handed back.
 	abort <-chan struct{}
+	// trace carries the span the lock calls are made under (trace.go); it
+	// is never canceled. Nil: none.
+	trace context.Context
 }
 
 // Quorum retry backoff: quorumBackoffMin doubling up to quorumBackoffMax,
@@ -60,6 +63,10 @@ const (
 // never while waiting to retry.
 func (s *Scheduler) acquire(job string, key locking.Key, p retryPolicy) (*locking.Lease, error) {
 	quorumWait, heldWait := quorumBackoffMin, heldBackoffMin
+	ctx := p.trace
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	for {
 		s.inflight <- struct{}{}
 		start := s.clock.Now()
@@ -78,9 +85,9 @@ func (s *Scheduler) acquire(job string, key locking.Key, p retryPolicy) (*lockin
 		var l *locking.Lease
 		var err error
 		if p.claim {
-			l, err = s.cfg.Locker.Claim(context.Background(), key, s.cfg.LockTTL)
+			l, err = s.cfg.Locker.Claim(ctx, key, s.cfg.LockTTL)
 		} else {
-			l, err = s.cfg.Locker.Acquire(context.Background(), key, s.cfg.LockTTL)
+			l, err = s.cfg.Locker.Acquire(ctx, key, s.cfg.LockTTL)
 		}
 		now := s.clock.Now()
 		<-s.inflight

@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/slotlock/slotlock/jobs"
 	"github.com/slotlock/slotlock/locking"
 )
@@ -109,6 +111,10 @@ type Config struct {
 	// does). Default slog.Default().
 	Logger  *slog.Logger
 	Metrics Metrics // nil: none
+	// TracerProvider, when set, gets a span per slot attempt and per run
+	// (trace.go). Nil (the default) or a no-op provider: no tracing, at no
+	// cost. The Locker takes its own (locking.Options.TracerProvider).
+	TracerProvider trace.TracerProvider
 
 	LockTTL       time.Duration // lease length, renewed at LockTTL/3 while a run goes on; default 30s
 	MaxClockSkew  time.Duration // largest clock difference between replicas that exactly-once survives; default 2s

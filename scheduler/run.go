@@ -16,6 +16,7 @@ type runSpec struct {
 	recovered bool
 	leases    []*locking.Lease // the fencing token is the last one's
 	parent    context.Context
+	trace     context.Context // the attempt's span, the run's span's parent (trace.go); nil: parent's
 }
 
 // backoff is the wait after failed attempt n (1-based): Backoff * 2^(n-1),
@@ -49,7 +50,7 @@ func (s *Scheduler) execute(r runSpec) (h HistoryEntry, runErr error) {
 	}
 	log.Info("slot acquired", "event", evSlotAcquired)
 
-	ctx := r.parent
+	ctx, span := s.traceRun(r.parent, r, slot, runID, token)
 	for _, l := range r.leases {
 		ctx = l.Keep(ctx)
 	}
@@ -101,6 +102,7 @@ func (s *Scheduler) execute(r runSpec) (h HistoryEntry, runErr error) {
 			break
 		}
 		wait := backoff(r.j.spec.Retry.Backoff, attempt)
+		span.retry(attempt, runErr, wait)
 		log.Warn("run attempt failed; retrying", "event", evRunRetrying, "attempt", attempt,
 			"error", runErr.Error(), "backoff", wait.String())
 		if !s.sleep(wait, ctx.Done()) {
@@ -155,5 +157,6 @@ func (s *Scheduler) execute(r runSpec) (h HistoryEntry, runErr error) {
 	case OutcomeCanceled:
 		h.Reason = cancelReason(context.Cause(ctx))
 	}
+	span.end(h, runErr)
 	return h, runErr
 }

@@ -39,6 +39,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/slotlock/slotlock/locking"
 )
 
@@ -62,6 +64,7 @@ type Scheduler struct {
 	clock    locking.Clock
 	log      *slog.Logger
 	metrics  Metrics
+	tracer   trace.Tracer // nil: tracing off (trace.go)
 	doneTTL  time.Duration
 	lateness time.Duration
 	// defs is the job set in force: replaced whole by Reload (reload.go),
@@ -174,6 +177,7 @@ func New(cfg Config) (*Scheduler, error) {
 		clock:    c.Clock,
 		log:      c.Logger,
 		metrics:  c.Metrics,
+		tracer:   tracerOf(c.TracerProvider),
 		lateness: c.Lateness,
 		reloads:  make(chan reloadReq),
 		stopping: make(chan struct{}),

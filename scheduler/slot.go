@@ -55,6 +55,8 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 	}
 	name, slot := j.name(), slotString(t)
 	due := j.spec.Due(t)
+	tctx, span := s.traceSlot(j, t, mode)
+	defer span.end()
 	freshUntil := due.Add(s.lateness)
 	if mode == modeRecover {
 		freshUntil = due.Add(j.spec.Misfire.Deadline)
@@ -70,7 +72,7 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 	if mode == modeRecover {
 		quorumUntil = minTime(freshUntil, s.clock.Now().Add(s.lateness))
 	}
-	slotPolicy := retryPolicy{splitUntil: freshUntil, quorumUntil: quorumUntil, staleAfter: staleAfter, claim: true}
+	slotPolicy := retryPolicy{splitUntil: freshUntil, quorumUntil: quorumUntil, staleAfter: staleAfter, claim: true, trace: tctx}
 	lease, err := s.acquire(name, slotKey(name, t), slotPolicy)
 	for mode == modeRecover && heldNotDone(err) {
 		// A missed slot that looks held: a replica recovering it too (its
@@ -85,25 +87,30 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 		s.log.Debug("missed slot held; trying again", "event", evMisfireCheck, "job", name, "slot", slot,
 			"error", err.Error(), "retry_in", wait.String())
 		if !s.sleep(wait, s.stopping) {
+			span.skip(ReasonShutdown)
 			return
 		}
 		lease, err = s.acquire(name, slotKey(name, t), slotPolicy)
 	}
 	switch {
 	case errors.Is(err, errStopping):
+		span.skip(ReasonShutdown)
 		return
 	case errors.Is(err, errStale):
+		span.skip(ReasonLate)
 		s.misfire(j, lateRange{first: t, last: t, count: 1}, false)
 		return
 	case errors.Is(err, locking.ErrPaused):
+		span.skip(ReasonPaused)
 		s.pausedSlot(j, t, err)
 		return
 	case err != nil:
-		s.lostSlot(j, t, err)
+		span.skip(s.lostSlot(j, t, err))
 		return
 	}
 	s.quorumSeen()
 	if lease.Abandoned() != nil {
+		span.settled()
 		s.settleAbandoned(j, t, lease)
 		return
 	}
@@ -111,6 +118,7 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 		// Another claim of this slot is on a minority of the stores: not
 		// ours to run under. Hand the slot back; the leftover is cleared
 		// when a later claim of the job is pointed to it.
+		span.skip(ReasonClaimed)
 		s.endLease(name, slot, lease, 0, "")
 		s.skipped(name, slot, ReasonClaimed, 1, "note", "a claim of the slot is on a minority of the stores")
 		return
@@ -118,6 +126,7 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 	if p := lease.Pause(); p.Covers(due) {
 		// A slot due while the job was paused, claimed after the pause
 		// ended (a recovery): still paused.
+		span.skip(ReasonPaused)
 		s.endLease(name, slot, lease, 0, "")
 		s.pausedSlot(j, t, &locking.PausedError{Key: lease.Key(), Pause: p})
 		return
@@ -131,6 +140,7 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 			// Won, but so late that the slot's done marker might already
 			// have expired: the win proves nothing. Let the misfire policy,
 			// which checks the slot's marker, decide.
+			span.skip(ReasonLate)
 			s.endLease(name, slot, lease, 0, "")
 			s.misfire(j, lateRange{first: t, last: t, count: 1}, false)
 			return
@@ -149,14 +159,16 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 		// until the grace ends, and then the slot is handed back unmarked.
 		heldUntil := minTime(quorumUntil, s.clock.Now().Add(s.cfg.LockTTL/2))
 		jobLease, err = s.acquire(name, runKey(name), retryPolicy{splitUntil: freshUntil,
-			quorumUntil: quorumUntil, heldUntil: heldUntil, abort: s.runCtx.Done()})
+			quorumUntil: quorumUntil, heldUntil: heldUntil, abort: s.runCtx.Done(), trace: tctx})
 		if err != nil {
 			if errors.Is(err, errStopping) {
+				span.skip(ReasonShutdown)
 				s.endLease(name, slot, lease, 0, "")
 				s.skipped(name, slot, ReasonShutdown, 1, "error", err.Error())
 				return
 			}
 			if errors.Is(err, locking.ErrNotAcquired) {
+				span.skip(ReasonOverlap)
 				s.skipped(name, slot, ReasonOverlap, 1, heldAttrs(err)...)
 				s.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: ReasonOverlap, at: t,
 					history: &HistoryEntry{Slot: slot, Outcome: OutcomeSkipped, Reason: ReasonOverlap, Replica: s.cfg.Replica}})
@@ -165,7 +177,7 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 			}
 			// The slot is lost here; the others saw our slot lock as held.
 			s.endLease(name, slot, lease, 0, "")
-			s.lostSlot(j, t, err)
+			span.skip(s.lostSlot(j, t, err))
 			return
 		}
 	}
@@ -174,8 +186,9 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 		leases = append(leases, jobLease)
 	}
 	h, _ := s.execute(runSpec{
-		j: j, slot: t, recovered: mode == modeRecover, leases: leases, parent: s.runCtx,
+		j: j, slot: t, recovered: mode == modeRecover, leases: leases, parent: s.runCtx, trace: tctx,
 	})
+	span.ran(h)
 	// The job lease first: the next slot may start at once, here or elsewhere.
 	if jobLease != nil {
 		s.endLease(name, slot, jobLease, 0, "")
@@ -195,14 +208,15 @@ func minTime(a, b time.Time) time.Time {
 	return b
 }
 
-// lostSlot logs why this replica does not run slot t.
-func (s *Scheduler) lostSlot(j *job, t time.Time, err error) {
+// lostSlot logs why this replica does not run slot t, and returns the
+// skip reason.
+func (s *Scheduler) lostSlot(j *job, t time.Time, err error) (reason string) {
 	name, slot := j.name(), slotString(t)
 	var he *locking.HeldError
 	switch {
 	case !isSplitVote(err) && errors.As(err, &he):
 		s.quorumSeen()
-		reason := ReasonHeld
+		reason = ReasonHeld
 		switch {
 		case he.Done:
 			reason = ReasonDone
@@ -210,15 +224,18 @@ func (s *Scheduler) lostSlot(j *job, t time.Time, err error) {
 			reason = ReasonClaimed
 		}
 		s.skipped(name, slot, reason, 1, heldAttrs(err)...)
+		return reason
 	case errors.Is(err, locking.ErrSlowAcquire):
 		// The stores answered, too slowly to leave any validity: nothing
 		// was locked, so nothing ran here.
 		s.skipped(name, slot, ReasonSlowLock, 1, "error", err.Error())
 		s.noteOutage(j, t)
+		return ReasonSlowLock
 	default:
 		// No majority (or a split vote that outlived the slot's freshness,
 		// or a closed locker): nothing was locked, so nothing ran here.
 		s.skipped(name, slot, ReasonNoQuorum, 1, "error", err.Error())
 		s.noteOutage(j, t)
+		return ReasonNoQuorum
 	}
 }

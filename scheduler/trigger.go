@@ -32,17 +32,21 @@ func (s *Scheduler) Trigger(ctx context.Context, name string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	tctx, span := s.traceTrigger(ctx, name)
+	defer span.end()
 	key := runKey(name)
 	if j.spec.Overlap != OverlapForbid {
 		key = locking.Key{Family: name, Name: "manual:" + strconv.FormatUint(rand.Uint64(), 16)}
 	}
 	until := s.clock.Now().Add(time.Second)
-	lease, err := s.acquire(name, key, retryPolicy{splitUntil: until, quorumUntil: until})
+	lease, err := s.acquire(name, key, retryPolicy{splitUntil: until, quorumUntil: until, trace: tctx})
 	if err != nil {
 		if !isSplitVote(err) && errors.Is(err, locking.ErrNotAcquired) {
+			span.skip(ReasonOverlap)
 			s.skipped(name, SlotManual, ReasonOverlap, 1, heldAttrs(err)...)
 			return fmt.Errorf("scheduler: trigger %s: another run of the job is going on: %w", name, err)
 		}
+		span.skip(ReasonNoQuorum)
 		s.skipped(name, SlotManual, ReasonNoQuorum, 1, "error", err.Error())
 		return fmt.Errorf("scheduler: trigger %s: %w", name, err)
 	}
@@ -52,7 +56,8 @@ func (s *Scheduler) Trigger(ctx context.Context, name string) error {
 	stop := context.AfterFunc(s.runCtx, func() { cancel(context.Cause(s.runCtx)) })
 	defer stop()
 
-	h, runErr := s.execute(runSpec{j: j, manual: true, leases: []*locking.Lease{lease}, parent: parent})
+	h, runErr := s.execute(runSpec{j: j, manual: true, leases: []*locking.Lease{lease}, parent: parent, trace: tctx})
+	span.ran(h)
 	outcome := h.Outcome
 	s.endLease(name, SlotManual, lease, 0, "")
 	if outcome != OutcomeSucceeded {

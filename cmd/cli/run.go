@@ -71,7 +71,12 @@ func build(ctx context.Context, cfg *config.Config, env Env) (*replica, error) {
 	if offset != 0 {
 		log.Warn("clock offset in effect (SLOTLOCK_CLOCK_OFFSET): this replica's wall clock is shifted, for rehearsing clock skew", "offset", offset.String())
 	}
-	opts := locking.Options{Replica: r.name, Clock: r.clock, Logger: log}
+	tr, err := newTracing(ctx, env, r.name, log)
+	if err != nil {
+		return nil, err
+	}
+	r.closers = append(r.closers, tr.shutdown) // the first closer runs last: after the last lease's end
+	opts := locking.Options{Replica: r.name, Clock: r.clock, Logger: log, TracerProvider: tr.provider()}
 	if len(cfg.Redis.Nodes) == 0 {
 		r.locker = locking.NewLocal(opts)
 		log.Warn("no redis.nodes configured: using in-process locks, which are safe for ONE replica only")
@@ -83,6 +88,7 @@ func build(ctx context.Context, cfg *config.Config, env Env) (*replica, error) {
 		}
 		rc, closeCreds, err := redisConfig(ctx, cfg, log)
 		if err != nil {
+			r.close()
 			return nil, err
 		}
 		if closeCreds != nil {
@@ -111,6 +117,7 @@ func build(ctx context.Context, cfg *config.Config, env Env) (*replica, error) {
 	sc.Clock = r.clock
 	sc.Logger = log
 	sc.Metrics = r.metrics
+	sc.TracerProvider = tr.provider()
 	sc.Version = buildInfo().version
 	sc.DefinitionsHash = cfg.DefinitionsHash()
 	sched, err := scheduler.New(sc)
