@@ -128,6 +128,9 @@ func TestRedisReplaceAcrossReplicas(t *testing.T) {
 		if next.Run.FencingToken <= old.Run.FencingToken {
 			t.Errorf("tokens %d (%s) then %d (%s)", old.Run.FencingToken, slot, next.Run.FencingToken, by)
 		}
+		t.Logf("%s on %s replaced by %s on %s: ended %v after that slot, which started %v later (tokens %d, %d)",
+			slot, old.Run.Replica, by, next.Run.Replica, old.End.Sub(next.Run.Slot).Round(time.Millisecond),
+			next.Start.Sub(old.End).Round(time.Millisecond), old.Run.FencingToken, next.Run.FencingToken)
 		c := where(evs, "run.canceled", "run_id", old.Run.RunID)
 		if len(c) != 1 || c[0].str("reason") != "replaced" || c[0].str("by_slot") != by ||
 			c[0].str("replica") != old.Run.Replica || c[0].str("slot") != slot {
