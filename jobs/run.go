@@ -12,8 +12,9 @@ import (
 // be safe for concurrent use.
 //
 // ctx is canceled when the run must stop: the job's timeout, the loss of its
-// lease or the replica's shutdown. context.Cause(ctx) tells which (for
-// example locking.ErrLockLost or context.DeadlineExceeded). A job should
+// lease, the replica's shutdown or, under overlap replace, a newer slot
+// taking over. context.Cause(ctx) tells which (for example
+// locking.ErrLockLost, scheduler.ErrReplaced or context.DeadlineExceeded). A job should
 // return promptly after ctx is done, with an error wrapping the cause. A
 // nil return means the run succeeded.
 type Job interface {

@@ -23,6 +23,12 @@ const (
 	OverlapForbid Overlap = "forbid"
 	// OverlapAllow: runs of different slots may overlap.
 	OverlapAllow Overlap = "allow"
+	// OverlapReplace: runs never overlap either (they hold the job lease),
+	// but a newer slot cancels the run still going on, on any replica
+	// (cause ErrReplaced: run.canceled reason "replaced" with by_slot), and
+	// starts once that run has returned or its lease has expired
+	// (replace.go).
+	OverlapReplace Overlap = "replace"
 )
 
 // MisfirePolicy decides what happens to slots that passed while no replica

@@ -62,11 +62,15 @@ const (
 	ReasonClaimed = "claimed"
 	// ReasonPaused: the job was paused at the slot (slotlock pause).
 	ReasonPaused = "paused"
+	// ReasonReplaced: overlap replace; a newer slot (by_slot) asked for
+	// the job lease while this slot still waited for it, so this one never
+	// started (replace.go).
+	ReasonReplaced = "replaced"
 )
 
 // SkipReasons lists every skip reason.
 var SkipReasons = []string{ReasonHeld, ReasonDone, ReasonOverlap, ReasonLate, ReasonNoQuorum,
-	ReasonSlowLock, ReasonShutdown, ReasonClaimed, ReasonPaused}
+	ReasonSlowLock, ReasonShutdown, ReasonClaimed, ReasonPaused, ReasonReplaced}
 
 // Reasons of slot.missed (and of a missed slot's history entry): nobody
 // was up at the slot, the stores had no majority (ReasonNoQuorum), or
@@ -84,6 +88,7 @@ const (
 	cancelTimeout  = "timeout"
 	cancelLockLost = "lock_lost"
 	cancelShutdown = "shutdown"
+	cancelReplaced = "replaced" // overlap replace: a newer slot took over (by_slot)
 )
 
 // Outcomes of a run: the outcome label of slotlock_runs_total and the note
@@ -121,7 +126,7 @@ func lastKey(job string) locking.Key { return locking.Key{Family: job, Name: "la
 func (s *Scheduler) skipped(job, slot, reason string, n int, attrs ...any) {
 	level := slog.LevelDebug
 	switch reason {
-	case ReasonOverlap, ReasonPaused:
+	case ReasonOverlap, ReasonPaused, ReasonReplaced:
 		level = slog.LevelInfo
 	case ReasonLate, ReasonNoQuorum, ReasonSlowLock, ReasonShutdown, ReasonClaimed:
 		level = slog.LevelWarn
@@ -159,6 +164,8 @@ func cancelReason(cause error) string {
 		return cancelTimeout
 	case errors.Is(cause, locking.ErrLockLost):
 		return cancelLockLost
+	case errors.Is(cause, ErrReplaced):
+		return cancelReplaced
 	default:
 		return cancelShutdown
 	}

@@ -29,7 +29,8 @@ const DefaultHistoryKeep = 1000
 type HistoryEntry struct {
 	Slot       string `json:"slot"`                    // RFC 3339 UTC
 	Outcome    string `json:"outcome"`                 // succeeded, failed, canceled, abandoned, skipped
-	Reason     string `json:"reason,omitempty"`        // canceled: timeout, lock_lost, shutdown; skipped: overlap, late
+	Reason     string `json:"reason,omitempty"`        // canceled: timeout, lock_lost, shutdown, replaced; skipped: overlap, late, replaced
+	BySlot     string `json:"by_slot,omitempty"`       // reason replaced: the newer slot that took over
 	Replica    string `json:"replica,omitempty"`       // who ran it (abandoned: the dead run's replica); who skipped it
 	RunID      string `json:"run_id,omitempty"`        // the run's id
 	Token      uint64 `json:"fencing_token,omitempty"` // the run's fencing token

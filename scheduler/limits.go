@@ -66,10 +66,11 @@ func CheckNext(n int) error {
 
 // CheckOverlap reports whether o is an overlap policy.
 func CheckOverlap(o Overlap) error {
-	if o != OverlapForbid && o != OverlapAllow {
-		return fmt.Errorf("want %s or %s", OverlapForbid, OverlapAllow)
+	switch o {
+	case OverlapForbid, OverlapAllow, OverlapReplace:
+		return nil
 	}
-	return nil
+	return fmt.Errorf("want %s, %s or %s", OverlapForbid, OverlapAllow, OverlapReplace)
 }
 
 // CheckMisfirePolicy reports whether p is a misfire policy.

@@ -63,6 +63,9 @@ func (s *Scheduler) execute(r runSpec) (h HistoryEntry, runErr error) {
 			}
 		})
 	}
+	if r.j.spec.Overlap == OverlapReplace {
+		s.spawn(func() { s.watchReplace(ctx, cancel, r) })
+	}
 
 	started := s.clock.Now()
 	s.runStarted(RunInfo{Job: name, Slot: slot, RunID: runID, Token: token, Replica: s.cfg.Replica, Since: started.UTC()})
@@ -140,6 +143,9 @@ func (s *Scheduler) execute(r runSpec) (h HistoryEntry, runErr error) {
 	case OutcomeCanceled:
 		attrs := []any{"event", evRunCanceled, "reason", cancelReason(context.Cause(ctx)),
 			"attempt", attempt, "duration_ms", dur.Milliseconds()}
+		if by := replacedBy(context.Cause(ctx)); by != "" {
+			attrs = append(attrs, "by_slot", by)
+		}
 		if runErr != nil {
 			attrs = append(attrs, "error", runErr.Error())
 		}
@@ -156,6 +162,7 @@ func (s *Scheduler) execute(r runSpec) (h HistoryEntry, runErr error) {
 		h.ErrorClass = errorClass(runErr)
 	case OutcomeCanceled:
 		h.Reason = cancelReason(context.Cause(ctx))
+		h.BySlot = replacedBy(context.Cause(ctx))
 	}
 	span.end(h, runErr)
 	return h, runErr

@@ -11,8 +11,9 @@
 //     after the due time goes to the misfire policy.
 //  2. After a short per-replica delay (Config.Spread, hashed from J, T and the
 //     replica) it acquires the slot lock <J>/slot:<unix T>; with overlap
-//     forbid also the job lease <J>/run. Losing gives slot.skipped with
-//     reason held, done, overlap or no_quorum. A split vote (nobody got a
+//     forbid also the job lease <J>/run; with overlap replace too, after
+//     asking the run that holds it to stop (replace.go). Losing gives
+//     slot.skipped with reason held, done, overlap or no_quorum. A split vote (nobody got a
 //     majority) is retried after a few random milliseconds, a missing
 //     majority (ErrNoQuorum) after a short growing backoff, while T is
 //     fresh; no_quorum is logged only once T's freshness ran out. A job

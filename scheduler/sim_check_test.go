@@ -13,15 +13,18 @@ import (
 // The invariants, checked over the slots of a window of simulated time:
 //
 //   - once: no slot starts twice (the ledger of what the jobs saw);
-//   - exclusive: runs of a forbid job never overlap in time, a paused
-//     process's time not counted (the contract's one exception: a process
-//     frozen past its lease cannot stop its run while frozen);
+//   - exclusive: runs of a forbid or replace job never overlap in time, a
+//     paused process's time not counted (the contract's one exception: a
+//     process frozen past its lease cannot stop its run while frozen);
 //   - tokens: the fencing tokens of a job are unique, increase in start
-//     order for forbid jobs, and for any job exceed every token of a run
-//     that started 10 s or more earlier;
-//   - ran: every slot in a fault-free window ran, or was skipped for
-//     overlap while a run of its job was going on (for a job with jitter
-//     the windows are around the slot's due time);
+//     order for forbid and replace jobs, and for any job exceed every token
+//     of a run that started 10 s or more earlier;
+//   - ran: every slot in a fault-free window ran, or, for a forbid job,
+//     was skipped for overlap while a run of its job was going on (for a
+//     job with jitter the windows are around the slot's due time); a
+//     replace job's slot always runs there: the run going on is canceled;
+//   - replaced: every replace cancellation or skip names a later slot of
+//     its job (sim_replace_test.go);
 //   - explained: every slot has an audit event that accounts for it;
 //   - due: no slot starts before its due time (its jitter offset after
 //     it), less the clock offsets;
@@ -33,13 +36,14 @@ import (
 type slotKey struct{ job, slot string }
 
 type checkStats struct {
-	slots, runs, abandoned, overlapSkips, missed int
+	slots, runs, abandoned, overlapSkips, missed, replaced int
 }
 
 // explainReasons are slot.skipped reasons that account for a slot that no
 // replica ran (held and done point at another replica).
 var explainReasons = map[string]bool{
 	"overlap": true, "late": true, "no_quorum": true, "slow_lock": true, "shutdown": true, "claimed": true, "paused": true,
+	"replaced": true,
 }
 
 func (w *world) check(from, to time.Time) (viol []string, st checkStats) {
@@ -151,12 +155,16 @@ func (w *world) check(from, to time.Time) (viol []string, st checkStats) {
 						busy = true
 					}
 				}
-				if why != "overlap" || !busy {
+				if why != "overlap" || !busy || d.overlap == scheduler.OverlapReplace {
 					bad("ran: %s %s did not run in a fault-free window (%s)", k.job, k.slot, orNone(why))
 				}
 			}
 		}
 	}
+
+	rv, replaced := w.checkReplaced(audits, runs, from, to)
+	viol = append(viol, rv...)
+	st.replaced += replaced
 
 	// Runs that started in the window: exclusion, tokens, abandonment.
 	for _, d := range w.cfg.jobs {
@@ -179,13 +187,13 @@ func (w *world) check(from, to time.Time) (viol []string, st checkStats) {
 			for ; old < len(all) && !all[old].start.After(r.start.Add(-10*time.Second)); old++ {
 				maxOld = max(maxOld, all[old].token)
 			}
-			if prev := map[bool]uint64{true: maxAll, false: maxOld}[d.overlap == scheduler.OverlapForbid]; r.token <= prev &&
+			if prev := map[bool]uint64{true: maxAll, false: maxOld}[d.overlap != scheduler.OverlapAllow]; r.token <= prev &&
 				!r.start.Before(from) && r.start.Before(to) {
 				bad("tokens: %s run %s (token %d) started after a run with token %d", d.name, r.slot, r.token, prev)
 			}
 			maxAll = max(maxAll, r.token)
 		}
-		if d.overlap == scheduler.OverlapForbid {
+		if d.overlap != scheduler.OverlapAllow {
 			for _, o := range overlaps(rs, all) {
 				bad("exclusive: %s runs overlap: %s", d.name, o)
 			}

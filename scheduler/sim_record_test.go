@@ -27,6 +27,7 @@ type auditRec struct {
 	inst                     *instance
 	event, job, slot, reason string
 	runID, holder, firstSlot string
+	bySlot                   string // run.canceled and slot.skipped reason replaced
 	missed                   int64
 	replica                  string
 	tokenAttr                uint64
@@ -121,6 +122,8 @@ func (h *auditHandler) Handle(_ context.Context, r slog.Record) error {
 			a.holder = v.String()
 		case "first_slot":
 			a.firstSlot = v.String()
+		case "by_slot":
+			a.bySlot = v.String()
 		case "missed":
 			a.missed = v.Int64()
 		case "replica":

@@ -102,7 +102,10 @@ func (in *instance) activeAt(t time.Time) bool {
 // the allow job (overlapping runs of one job). Two jobs have a jitter: the
 // minutely one (a run_once recovery counts from the due time) and the
 // five-minute one (more than a lock TTL, less than the end's two minutes
-// of settling).
+// of settling). The replace job's long runs outlast its period: the next
+// slot, often won by another replica, cancels them (run.canceled reason
+// replaced) and starts once they returned or their lease expired; it has
+// a jitter and run_once too (a recovered slot may find a newer one asked).
 type simJobDef struct {
 	name, spec  string
 	overlap     scheduler.Overlap
@@ -126,6 +129,10 @@ var simJobs = []simJobDef{
 	{"hourly", "0 0 * * * *", scheduler.OverlapForbid,
 		scheduler.Misfire{Policy: scheduler.MisfireRunOnce, Deadline: 30 * time.Minute},
 		[2]time.Duration{time.Second, 10 * time.Second}, [2]time.Duration{time.Minute, 3 * time.Minute}, 0},
+	{"replacing", "40 */3 * * * *", scheduler.OverlapReplace,
+		scheduler.Misfire{Policy: scheduler.MisfireRunOnce, Deadline: 2 * time.Minute},
+		[2]time.Duration{time.Second, 30 * time.Second}, [2]time.Duration{4 * time.Minute, 10 * time.Minute},
+		25 * time.Second},
 }
 
 func (d simJobDef) duration(slot time.Time) time.Duration {

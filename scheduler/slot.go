@@ -147,7 +147,7 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 		}
 	}
 	var jobLease *locking.Lease
-	if j.spec.Overlap == OverlapForbid {
+	if j.spec.Overlap != OverlapAllow {
 		s.flushPending(name)
 		// A run of an earlier slot may still hold the job lease — often one
 		// that a replica with a slower clock started late in real time. Ask
@@ -157,10 +157,16 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 		// a run that ends a moment after it fired.
 		// A shutdown meanwhile does not drop the slot: the wait goes on
 		// until the grace ends, and then the slot is handed back unmarked.
+		// Under replace the run going on is asked to stop, and waited for
+		// longer (takeJobLease).
 		heldUntil := minTime(quorumUntil, s.clock.Now().Add(s.cfg.LockTTL/2))
-		jobLease, err = s.acquire(name, runKey(name), retryPolicy{splitUntil: freshUntil,
+		jobLease, err = s.takeJobLease(j, t, lease, retryPolicy{splitUntil: freshUntil,
 			quorumUntil: quorumUntil, heldUntil: heldUntil, abort: s.runCtx.Done(), trace: tctx})
 		if err != nil {
+			if s.replacedSlot(j, t, lease, err) {
+				span.skip(ReasonReplaced)
+				return
+			}
 			if errors.Is(err, errStopping) {
 				span.skip(ReasonShutdown)
 				s.endLease(name, slot, lease, 0, "")

@@ -13,9 +13,11 @@ import (
 
 // Trigger runs the named job once now, in this process, as a manual slot
 // (slot "manual" in the logs and SLOTLOCK_SLOT): it takes the job lease of
-// a scheduled run when the job forbids overlap — and fails, logging
-// slot.skipped reason overlap, when another run of the job holds it — and
-// otherwise a lease of its own, so the run gets a fencing token above every
+// a scheduled run unless the job allows overlap (forbid, replace) — and
+// fails, logging slot.skipped reason overlap, when another run of the job
+// holds it (a manual run replaces nothing; under replace it is itself
+// replaced by a slot later than its start) — and otherwise a lease of its
+// own, so the run gets a fencing token above every
 // earlier run of the job. It applies the job's timeout and retries, and
 // returns nil iff the run succeeded (an error wrapping ErrRunFailed when it
 // failed or was canceled). Ending ctx cancels the run (run.canceled reason
@@ -35,7 +37,7 @@ func (s *Scheduler) Trigger(ctx context.Context, name string) error {
 	tctx, span := s.traceTrigger(ctx, name)
 	defer span.end()
 	key := runKey(name)
-	if j.spec.Overlap != OverlapForbid {
+	if j.spec.Overlap == OverlapAllow {
 		key = locking.Key{Family: name, Name: "manual:" + strconv.FormatUint(rand.Uint64(), 16)}
 	}
 	until := s.clock.Now().Add(time.Second)

@@ -21,7 +21,7 @@ type Job struct {
 	Plugin   string            `yaml:"plugin" redact:"show"`
 	Enabled  bool              `yaml:"enabled" redact:"show"`
 	Timeout  time.Duration     `yaml:"timeout" redact:"show"`
-	Overlap  scheduler.Overlap `yaml:"overlap" redact:"show"` // OverlapForbid | OverlapAllow
+	Overlap  scheduler.Overlap `yaml:"overlap" redact:"show"` // OverlapForbid | OverlapAllow | OverlapReplace
 	Misfire  Misfire           `yaml:"misfire"`
 	Retry    Retry             `yaml:"retry"`
 	// Jitter delays each slot's start by an offset in [0, Jitter), the

@@ -1,0 +1,258 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/slotlock/slotlock/locking"
+)
+
+// Overlap replace: a newer slot takes over from the run still going on,
+// on whichever replica it runs, under the job lease (so runs never
+// overlap and their fencing tokens increase in start order, as under
+// forbid). The replicas talk through one record of the job's family,
+// <job>/replace (locking.Locker.AdvanceRecord: max-assign on a majority,
+// no TTL), which holds the newest slot (Unix seconds) that asked for the
+// job lease:
+//
+//  1. The winner of slot T raises the record to T once it holds T's claim,
+//     before it asks for the job lease — every slot, not only when the
+//     lease is held, so that a slot still waiting for the lease can tell
+//     that a newer one came (step 4).
+//  2. A run of slot R watches the record (watchReplace): every
+//     replacePollEvery from the next slot's due time less max_clock_skew
+//     (when another replica may fire it), every lock.ttl/3 before. When the
+//     record names a slot later than R it cancels the run with a
+//     *ReplacedError (ErrReplaced). The run ends as any canceled run:
+//     run.canceled reason replaced with by_slot, the slot done with the
+//     history entry canceled/replaced, the job lease released.
+//  3. The winner of T asks for the job lease until it is free (its claim
+//     kept alive meanwhile by the watchdog), at most ReplaceWait: lock.ttl
+//     + the lateness bound L. A run that returned frees it at once; a run
+//     whose replica died, froze or lost the stores cannot renew it, and
+//     the lease expires at most lock.ttl after its last renewal; L covers
+//     the retry backoff and the round trips. T then starts with a token
+//     above the old run's. If the lease is still held at the bound — the
+//     old run's replica is alive but its plugin ignores the cancellation
+//     that long — T is skipped with reason overlap, as under forbid.
+//  4. A waiting slot that sees the record pass T (a newer slot asked while
+//     T waited) gives up: slot.skipped reason replaced with by_slot, T done
+//     with the history entry skipped/replaced. It looks again once it holds
+//     the job lease (when it waited, or when the next slot may have fired),
+//     so an older slot never starts after a newer one asked.
+//
+// The wait comes after the lateness checks, which the slot passed when it
+// was claimed: it delays the start (start_delay counts it) but does not
+// make the slot late, and the slot's claim covers it against every other
+// replica's attempt (done markers count from the run's end). A manual run
+// (Trigger) of a replace job holds the job lease like a forbid one, asks
+// nothing, and is replaced by a slot later than its start.
+
+// ReplacedError is the cause of a replaced run's context, and the error of
+// a slot that a newer one replaced before it started: errors.Is(err,
+// ErrReplaced) holds.
+type ReplacedError struct {
+	By time.Time // the newer slot
+}
+
+func (e *ReplacedError) Error() string { return ErrReplaced.Error() + " " + slotString(e.By) }
+
+func (e *ReplacedError) Is(target error) bool { return target == ErrReplaced }
+
+// replacedBy returns the slot named by a *ReplacedError cause, "" for any
+// other cause.
+func replacedBy(cause error) string {
+	var re *ReplacedError
+	if errors.As(cause, &re) {
+		return slotString(re.By)
+	}
+	return ""
+}
+
+const (
+	// replacePollEvery: how often a run of a replace job reads the record
+	// once a newer slot may have fired. It bounds how long the newer slot
+	// waits for a run that cooperates (plus the plugin's own exit time).
+	replacePollEvery = 200 * time.Millisecond
+	// replaceCheckEvery: how often a slot waiting for the job lease reads
+	// the record to see whether a newer slot came.
+	replaceCheckEvery = 250 * time.Millisecond
+	// replaceName: the record, in the job's family.
+	replaceName = "replace"
+)
+
+func replaceKey(job string) locking.Key { return locking.Key{Family: job, Name: replaceName} }
+
+// ReplaceWait is the longest a slot of an overlap: replace job waits for
+// the job lease held by the run it replaces: LockTTL + Lateness. An
+// unrenewed lease expires within LockTTL; Lateness is the margin.
+func (s *Scheduler) ReplaceWait() time.Duration { return s.cfg.LockTTL + s.lateness }
+
+// nextMayFire is the earliest instant, on this replica's clock, at which
+// another replica may fire the first slot of j due after t: that due time
+// less MaxClockSkew (far in the future when the schedule has no slot
+// left). Due times are in slot order, so for t the due time of slot T it
+// is about T's next slot.
+func (s *Scheduler) nextMayFire(j *job, t time.Time) time.Time {
+	_, due := j.spec.NextDue(t)
+	if due.IsZero() {
+		return time.Unix(1<<40, 0)
+	}
+	return due.Add(-s.cfg.MaxClockSkew)
+}
+
+// requestReplace raises the job's replace record to slot t.
+func (s *Scheduler) requestReplace(job string, t time.Time) error {
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	s.inflight <- struct{}{}
+	defer func() { <-s.inflight }()
+	return s.cfg.Locker.AdvanceRecord(ctx, replaceKey(job), t.Unix())
+}
+
+// readReplace returns the slot that the job's replace record names: the
+// newest slot that asked for the job lease (zero when none, or when the
+// record cannot be read: then the lease decides alone).
+func (s *Scheduler) readReplace(ctx context.Context, job string) time.Time {
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	s.inflight <- struct{}{}
+	rec, err := s.cfg.Locker.ReadRecord(ctx, replaceKey(job))
+	<-s.inflight
+	if err != nil || rec <= 0 {
+		return time.Time{}
+	}
+	return time.Unix(rec, 0).UTC()
+}
+
+// newerSlot is a *ReplacedError when the job's replace record names a
+// slot later than t, else nil.
+func (s *Scheduler) newerSlot(ctx context.Context, job string, t time.Time) error {
+	if by := s.readReplace(ctx, job); by.After(t) {
+		return &ReplacedError{By: by}
+	}
+	return nil
+}
+
+// takeJobLease takes the job lease for slot t of j (overlap forbid or
+// replace), whose claim is claim: under forbid by acquire with p; under
+// replace by replaceJobLease, whose wait p's freshness does not bound.
+func (s *Scheduler) takeJobLease(j *job, t time.Time, claim *locking.Lease, p retryPolicy) (*locking.Lease, error) {
+	if j.spec.Overlap == OverlapReplace {
+		return s.replaceJobLease(j, t, claim, p)
+	}
+	return s.acquire(j.name(), runKey(j.name()), p)
+}
+
+// replaceJobLease takes the job lease for slot t of replace job j, whose
+// claim is claim (steps 1, 3 and 4 above). It returns the lease, or a
+// *ReplacedError when a newer slot asked meanwhile, or the last error of
+// the wait: a *locking.HeldError when the lease was still held at the
+// bound, an error wrapping errStopping when the shutdown grace ended, one
+// wrapping locking.ErrLockLost when the claim could not be kept.
+func (s *Scheduler) replaceJobLease(j *job, t time.Time, claim *locking.Lease, p retryPolicy) (*locking.Lease, error) {
+	name := j.name()
+	requested := s.requestReplace(name, t) == nil
+	// The claim is renewed while we wait; kctx also ends with the grace.
+	kctx := claim.Keep(s.runCtx)
+	deadline := s.clock.Now().Add(s.ReplaceWait())
+	waited := false
+	for {
+		if !requested {
+			requested = s.requestReplace(name, t) == nil
+		}
+		until := minTime(deadline, s.clock.Now().Add(replaceCheckEvery))
+		jl, err := s.acquire(name, runKey(name), retryPolicy{splitUntil: until, quorumUntil: until,
+			heldUntil: until, abort: kctx.Done(), trace: p.trace})
+		if err == nil {
+			if waited || !s.clock.Now().Before(s.nextMayFire(j, j.spec.Due(t))) {
+				if rerr := s.newerSlot(kctx, name, t); rerr != nil {
+					s.endLease(name, slotString(t), jl, 0, "")
+					return nil, rerr
+				}
+			}
+			return jl, nil
+		}
+		if errors.Is(err, errStopping) {
+			return nil, s.waitEnded(kctx, err)
+		}
+		if !retryable(err) {
+			return nil, err
+		}
+		waited = true
+		if !s.clock.Now().Before(deadline) {
+			return nil, err
+		}
+		if rerr := s.newerSlot(kctx, name, t); rerr != nil {
+			return nil, rerr
+		}
+		// acquire returns when its next try would pass until (or at once,
+		// after an outage's longer backoff): wait for until, so that each
+		// round takes replaceCheckEvery however the stores answer.
+		if !s.sleep(until.Sub(s.clock.Now()), kctx.Done()) {
+			return nil, s.waitEnded(kctx, fmt.Errorf("%w: %w", errStopping, err))
+		}
+	}
+}
+
+// waitEnded is the error of a replace wait that kctx ended: the claim
+// lost (the stores could not renew it), or the shutdown grace over.
+func (s *Scheduler) waitEnded(kctx context.Context, err error) error {
+	if cause := context.Cause(kctx); errors.Is(cause, locking.ErrLockLost) {
+		return fmt.Errorf("scheduler: the slot's claim was lost while waiting for the job lease: %w", cause)
+	}
+	return err
+}
+
+// retryable reports an acquisition error that a replace wait retries.
+func retryable(err error) bool {
+	return heldNotDone(err) || isSplitVote(err) || errors.Is(err, locking.ErrNoQuorum) ||
+		errors.Is(err, locking.ErrSlowAcquire)
+}
+
+// replacedSlot handles slot t of j, won (claim) but replaced by a newer
+// slot before it started (err a *ReplacedError): skipped with reason
+// replaced, marked done with its history entry. It reports whether err
+// was one.
+func (s *Scheduler) replacedSlot(j *job, t time.Time, claim *locking.Lease, err error) bool {
+	by := replacedBy(err)
+	if by == "" {
+		return false
+	}
+	name, slot := j.name(), slotString(t)
+	s.skipped(name, slot, ReasonReplaced, 1, "by_slot", by)
+	s.endLeaseThen(pendingEnd{job: name, slot: slot, lease: claim, doneTTL: j.doneTTL, note: ReasonReplaced, at: t,
+		history: &HistoryEntry{Slot: slot, Outcome: OutcomeSkipped, Reason: ReasonReplaced, BySlot: by, Replica: s.cfg.Replica}})
+	s.recordHandled(j, t)
+	return true
+}
+
+// watchReplace cancels run r of a replace job with a *ReplacedError once
+// the job's replace record names a slot later than r's — for a manual
+// run, a slot due after its start: a newer slot wants the job lease (step
+// 2 above). It returns when ctx, the run's context, ends.
+func (s *Scheduler) watchReplace(ctx context.Context, cancel context.CancelCauseFunc, r runSpec) {
+	name, slot := r.j.name(), r.slot
+	newer := func(by time.Time) bool { return by.After(slot) }
+	fastFrom := s.nextMayFire(r.j, r.j.spec.Due(slot))
+	if r.manual {
+		started := s.clock.Now()
+		newer = func(by time.Time) bool { return !by.IsZero() && r.j.spec.Due(by).After(started) }
+		fastFrom = s.nextMayFire(r.j, started)
+	}
+	for {
+		wait := replacePollEvery
+		if now := s.clock.Now(); now.Before(fastFrom) {
+			wait = min(max(s.cfg.LockTTL/3, replacePollEvery), fastFrom.Sub(now))
+		}
+		if !s.sleep(wait, ctx.Done()) {
+			return
+		}
+		if by := s.readReplace(ctx, name); newer(by) {
+			cancel(&ReplacedError{By: by})
+			return
+		}
+	}
+}
