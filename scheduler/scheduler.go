@@ -175,7 +175,7 @@ func New(cfg Config) (*Scheduler, error) {
 		if err != nil {
 			return nil, err
 		}
-		if spec.PauseOnFailure > c.HistoryKeep {
+		if spec.PauseOnFailure > 0 && spec.PauseOnFailure > c.HistoryKeep {
 			return nil, fmt.Errorf("scheduler: job %q: pause_on_failure %d needs history.keep >= it (%d)",
 				spec.Name, spec.PauseOnFailure, max(c.HistoryKeep, 0))
 		}
