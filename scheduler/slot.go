@@ -136,6 +136,12 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 			return
 		}
 	}
+	if s.clock.Now().Sub(t) > s.markerSafe() && s.settledInHistory(j, t, lease) {
+		// Won so long after the slot (a recovery, a large jitter) that a
+		// replica's done marker of it may have expired: the history said
+		// it was handled, or could not say.
+		return
+	}
 	var jobLease *locking.Lease
 	if j.spec.Overlap == OverlapForbid {
 		s.flushPending(name)
