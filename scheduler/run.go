@@ -45,7 +45,8 @@ func (s *Scheduler) execute(r runSpec) (h HistoryEntry, runErr error) {
 	runID := r.leases[0].ID()
 	log := s.log.With("job", name, "slot", slot, "run_id", runID, "fencing_token", token)
 	if r.recovered {
-		log.Warn("running a missed slot (misfire policy run_once)", "event", evMisfireRecovered)
+		log.Warn("running a missed slot (misfire policy "+string(r.j.spec.Misfire.Policy)+")", "event", evMisfireRecovered,
+			"policy", string(r.j.spec.Misfire.Policy))
 	}
 	log.Info("slot acquired", "event", evSlotAcquired)
 

@@ -13,7 +13,7 @@ type slotMode int
 
 const (
 	modeNormal  slotMode = iota // fired on time by the loop
-	modeRecover                 // a missed slot run under misfire.policy run_once
+	modeRecover                 // a missed slot run under misfire.policy run_once or run_all
 )
 
 // fire is a fresh slot's goroutine (started at the slot's due time plus
