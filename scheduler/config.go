@@ -42,12 +42,23 @@ const (
 	// MisfireRunOnce runs the latest missed slot once, if it is no older
 	// than the deadline, after checking that no replica handled it.
 	MisfireRunOnce MisfirePolicy = "run_once"
+	// MisfireRunAll runs every missed slot no older than the deadline —
+	// the newest Max of them, oldest first, one at a time — each after
+	// checking that no replica handled it (misfire_all.go).
+	MisfireRunAll MisfirePolicy = "run_all"
 )
+
+// recovers reports whether the policy runs missed slots.
+func (p MisfirePolicy) recovers() bool { return p == MisfireRunOnce || p == MisfireRunAll }
 
 // Misfire is a job's misfire policy.
 type Misfire struct {
 	Policy   MisfirePolicy
-	Deadline time.Duration // run_once: the latest missed slot runs only if now - slot <= Deadline (default 10m)
+	Deadline time.Duration // run_once, run_all: a missed slot runs only if now - slot <= Deadline (default 10m)
+	// Max (run_all) is how many missed slots one misfire runs at most:
+	// the newest Max within the deadline. Default DefaultMisfireMax, at
+	// most MaxMisfireMax; ignored by the other policies.
+	Max int
 }
 
 // Retry is a job's retry policy: up to Max extra attempts within the same
@@ -173,6 +184,7 @@ const (
 	DefaultSpread        = 5 * time.Millisecond
 	DefaultBackoff       = 5 * time.Second
 	DefaultDeadline      = 10 * time.Minute
+	DefaultMisfireMax    = 10
 	// DefaultBeat: a replica silent for three beats is not alive.
 	DefaultBeat           = 10 * time.Second
 	DefaultReconcileEvery = 30 * time.Second
@@ -272,6 +284,12 @@ func (j *JobSpec) withDefaults(now time.Time) (JobSpec, error) {
 	}
 	if err := CheckDeadline(spec.Misfire.Deadline); err != nil {
 		return spec, fmt.Errorf("scheduler: job %q: misfire.deadline: %w", spec.Name, err)
+	}
+	if spec.Misfire.Max == 0 {
+		spec.Misfire.Max = DefaultMisfireMax
+	}
+	if err := CheckMisfireMax(spec.Misfire.Max); err != nil {
+		return spec, fmt.Errorf("scheduler: job %q: misfire.max: %w", spec.Name, err)
 	}
 	if spec.Retry.Max < 0 || spec.Timeout < 0 || spec.Retry.Backoff < 0 {
 		return spec, fmt.Errorf("scheduler: job %q: negative retry or timeout", spec.Name)

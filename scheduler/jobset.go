@@ -42,7 +42,7 @@ func (s *Scheduler) buildJobs(specs []JobSpec, now time.Time) (*defs, error) {
 		if err != nil {
 			return nil, err
 		}
-		if spec.PauseOnFailure > s.cfg.HistoryKeep {
+		if spec.PauseOnFailure > 0 && spec.PauseOnFailure > s.cfg.HistoryKeep {
 			return nil, fmt.Errorf("scheduler: job %q: pause_on_failure %d needs history.keep >= it (%d)",
 				spec.Name, spec.PauseOnFailure, max(s.cfg.HistoryKeep, 0))
 		}
@@ -50,10 +50,12 @@ func (s *Scheduler) buildJobs(specs []JobSpec, now time.Time) (*defs, error) {
 			return nil, fmt.Errorf("scheduler: job %q configured twice", spec.Name)
 		}
 		j := &job{spec: spec, doneTTL: s.doneTTL, jobState: &jobState{}}
-		if spec.Misfire.Policy == MisfireRunOnce {
+		if spec.Misfire.Policy.recovers() {
 			// recover judges a missed slot at most Deadline after it, by
-			// its slot lock alone: a handled slot's marker must outlive
-			// that, measured from the earliest a run can end.
+			// its slot lock first: a handled slot's marker must outlive
+			// that, measured from the earliest a run can end. (A claim
+			// won later than markerSafe after the slot also reads the
+			// slot history: slotRecorded.)
 			j.doneTTL = max(s.doneTTL, spec.Misfire.Deadline+s.recoverAfter()+s.cfg.MaxClockSkew+acquireSlack+time.Second)
 		}
 		// Every replica counts the slot's times from its due time, so the

@@ -32,6 +32,10 @@ const (
 	MaxClockSkewLimit = time.Minute
 	MaxDeadline       = 24 * time.Hour
 	MaxNext           = 10_000
+	// MaxMisfireMax bounds misfire.max: run_all runs the slots one at a
+	// time, each after a look at the slot history, which keeps
+	// DefaultHistoryKeep entries per job by default.
+	MaxMisfireMax = 1_000
 )
 
 // CheckClockSkew reports whether d can be MaxClockSkew.
@@ -75,8 +79,16 @@ func CheckOverlap(o Overlap) error {
 
 // CheckMisfirePolicy reports whether p is a misfire policy.
 func CheckMisfirePolicy(p MisfirePolicy) error {
-	if p != MisfireSkip && p != MisfireRunOnce {
-		return fmt.Errorf("want %s or %s", MisfireSkip, MisfireRunOnce)
+	if p != MisfireSkip && p != MisfireRunOnce && p != MisfireRunAll {
+		return fmt.Errorf("want %s, %s or %s", MisfireSkip, MisfireRunOnce, MisfireRunAll)
+	}
+	return nil
+}
+
+// CheckMisfireMax reports whether n can be misfire.max.
+func CheckMisfireMax(n int) error {
+	if n < 1 || n > MaxMisfireMax {
+		return fmt.Errorf("must be between 1 and %d, got %d", MaxMisfireMax, n)
 	}
 	return nil
 }

@@ -16,7 +16,10 @@ import (
 // skip logs the missed slots once, as slot.skipped reason late. run_once
 // runs the latest one if it is within the deadline and no replica handled
 // it: its done marker (or lock), which for run_once jobs lives past the
-// deadline, is checked by acquiring the slot lock.
+// deadline, is checked by acquiring the slot lock (and, once the marker of
+// a replica with other settings may have expired, the slot history:
+// recorded.go). run_all runs every missed slot within the deadline, the
+// newest misfire.max of them, oldest first (misfire_all.go).
 
 // misfire applies j's misfire policy to the slots in late. probe is set for
 // slots found at start: then the skip policy first checks, by taking the
@@ -24,6 +27,9 @@ import (
 // starting together log the miss once (the one that wins the lock).
 func (s *Scheduler) misfire(j *job, late lateRange, probe bool) {
 	name := j.name()
+	if j.spec.Misfire.Policy == MisfireRunAll && s.recoverAll(j, late, true) {
+		return
+	}
 	if j.spec.Misfire.Policy == MisfireRunOnce && s.clock.Now().Sub(j.spec.Due(late.last)) <= j.spec.Misfire.Deadline {
 		if late.count > 1 {
 			rest := late
@@ -50,7 +56,7 @@ func (s *Scheduler) misfire(j *job, late lateRange, probe bool) {
 		s.recordHandled(j, late.last)
 	}
 	note := "misfire policy skip"
-	if j.spec.Misfire.Policy == MisfireRunOnce {
+	if j.spec.Misfire.Policy.recovers() {
 		note = "older than the misfire deadline"
 	}
 	s.logLate(name, late, note)
@@ -67,8 +73,8 @@ func (s *Scheduler) logLate(job string, late lateRange, note string) {
 	s.skipped(job, slotString(late.last), ReasonLate, late.count, attrs...)
 }
 
-// recover runs missed slot t of j under run_once, unless it is past the
-// deadline (counted from its due time) or some replica handled it.
+// recover runs missed slot t of j under run_once or run_all, unless it is
+// past the deadline (counted from its due time) or some replica handled it.
 func (s *Scheduler) recover(j *job, t time.Time) {
 	name := j.name()
 	due := j.spec.Due(t)

@@ -13,7 +13,8 @@ import (
 // outage tracks lock-store trouble: while it lasts one goroutine pings the
 // stores; when a majority answers (or any Acquire gets a definitive
 // answer) the leases that could not be ended are ended and, under run_once,
-// the latest slot each job skipped with no_quorum is recovered.
+// the latest slot each job skipped with no_quorum is recovered (under
+// run_all, the slots it skipped so).
 type outage struct {
 	down    atomic.Bool
 	mu      sync.Mutex
@@ -48,10 +49,13 @@ type pendingEnd struct {
 
 // noteOutage records that slot t of j was skipped for lack of a quorum.
 func (s *Scheduler) noteOutage(j *job, t time.Time) {
-	if j.spec.Misfire.Policy == MisfireRunOnce {
+	if j.spec.Misfire.Policy.recovers() {
 		j.mu.Lock()
 		if t.After(j.missed) {
 			j.missed = t
+		}
+		if j.missedFirst.IsZero() || t.Before(j.missedFirst) {
+			j.missedFirst = t
 		}
 		j.mu.Unlock()
 	}
@@ -108,7 +112,8 @@ func (s *Scheduler) probe() {
 }
 
 // quorumSeen is called whenever the stores gave a majority answer. After an
-// outage it ends the pending leases and starts the run_once recoveries.
+// outage it ends the pending leases and starts the run_once and run_all
+// recoveries.
 func (s *Scheduler) quorumSeen() {
 	if !s.outage.down.Load() || !s.outage.down.CompareAndSwap(true, false) {
 		return
@@ -132,11 +137,11 @@ func (s *Scheduler) quorumSeen() {
 	}
 	for _, j := range s.jobList() {
 		j.mu.Lock()
-		t := j.missed
-		j.missed = time.Time{}
+		t, first := j.missed, j.missedFirst
+		j.missed, j.missedFirst = time.Time{}, time.Time{}
 		j.mu.Unlock()
 		if !t.IsZero() && !s.isStopping() {
-			s.spawn(func() { s.recover(j, t) })
+			s.spawn(func() { s.recoverOutage(j, first, t) })
 		}
 	}
 }

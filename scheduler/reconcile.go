@@ -137,11 +137,11 @@ func (p *pass) firstStart(fleet Fleet) time.Time {
 }
 
 // reconcileAfter is how old a slot of j must be before it is judged: past
-// every normal attempt at its due time and, under run_once, past the
-// recovery deadline.
+// every normal attempt at its due time and, under run_once and run_all,
+// past the recovery deadline.
 func (s *Scheduler) reconcileAfter(j *job) time.Duration {
 	d := max(s.cfg.ReconcileAfter, s.recoverAfter()+max(s.cfg.Spread, 0)+time.Second)
-	if j.spec.Misfire.Policy == MisfireRunOnce {
+	if j.spec.Misfire.Policy.recovers() {
 		d = max(d, j.spec.Misfire.Deadline+s.recoverAfter()+time.Second)
 	}
 	return d + j.spec.Jitter // a slot is due up to Jitter after its nominal time

@@ -14,6 +14,7 @@ type runSpec struct {
 	slot      time.Time // zero when manual
 	manual    bool
 	recovered bool
+	backfill  bool             // RunSlot: a past slot run on request
 	leases    []*locking.Lease // the fencing token is the last one's
 	parent    context.Context
 	trace     context.Context // the attempt's span, the run's span's parent (trace.go); nil: parent's
@@ -45,8 +46,12 @@ func (s *Scheduler) execute(r runSpec) (h HistoryEntry, runErr error) {
 	// run that is abandoned is reported under the id it started with.
 	runID := r.leases[0].ID()
 	log := s.log.With("job", name, "slot", slot, "run_id", runID, "fencing_token", token)
+	if r.backfill {
+		log = log.With("backfill", true)
+	}
 	if r.recovered {
-		log.Warn("running a missed slot (misfire policy run_once)", "event", evMisfireRecovered)
+		log.Warn("running a missed slot (misfire policy "+string(r.j.spec.Misfire.Policy)+")", "event", evMisfireRecovered,
+			"policy", string(r.j.spec.Misfire.Policy))
 	}
 	log.Info("slot acquired", "event", evSlotAcquired)
 
@@ -71,7 +76,7 @@ func (s *Scheduler) execute(r runSpec) (h HistoryEntry, runErr error) {
 	s.runStarted(RunInfo{Job: name, Slot: slot, RunID: runID, Token: token, Replica: s.cfg.Replica, Since: started.UTC()})
 	defer s.runEnded(runID)
 	startAttrs := []any{"event", evRunStarted, "attempt", 1}
-	if !r.manual && !r.recovered {
+	if !r.manual && !r.recovered && !r.backfill {
 		// From the due time: with jitter the slot was meant to start then.
 		delay := started.Sub(r.j.spec.Due(r.slot))
 		s.metrics.StartDelay(name, delay)

@@ -54,7 +54,8 @@ import (
 //     that fires while no majority answers is skipped with reason no_quorum
 //     and handed to the misfire policy when the quorum is back);
 //   - at least one replica is up and not paused past the lateness bound at
-//     the slot's time (otherwise the slot is a misfire: skip or run_once).
+//     the slot's time (otherwise the slot is a misfire: skip, run_once or
+//     run_all; slotlock backfill runs it later).
 //
 // A run that loses its lease (a replica paused past LockTTL, stores lost)
 // is canceled as soon as its replica notices; another replica may then run
@@ -156,7 +157,12 @@ type job struct {
 // jobState is what this replica knows of a job across reloads.
 type jobState struct {
 	mu     sync.Mutex
-	missed time.Time // latest slot skipped for no_quorum, awaiting run_once recovery
+	missed time.Time // latest slot skipped for no_quorum, awaiting run_once or run_all recovery
+	// missedFirst is the earliest such slot (run_all recovers the range).
+	missedFirst time.Time
+	// recovering serializes run_all's recoveries of this job on this
+	// replica: missed slots run one at a time, oldest first.
+	recovering sync.Mutex
 	// The "last handled slot" record: the latest slot this replica handled,
 	// what it last wrote, and when (see recordHandled).
 	recPending, recWritten time.Time
@@ -203,7 +209,8 @@ func New(cfg Config) (*Scheduler, error) {
 
 // DoneTTL is how long a slot's done marker lives:
 // max(LockTTL, 2*MaxClockSkew + Lateness + 2s); a run_once job's markers
-// live past its misfire deadline, and a job's jitter is added to its own.
+// live past its misfire deadline (run_all's too), and a job's jitter is added
+// to its own.
 func (s *Scheduler) DoneTTL() time.Duration { return s.doneTTL }
 
 // Lateness is the bound after which a firing counts as late.

@@ -18,7 +18,7 @@ import (
 // second time. Now the slot never starts again, and exactly one replica
 // reports the dead run (run.abandoned, with its run id).
 func TestSimCrashedRunIsNotRunAgain(t *testing.T) {
-	for _, policy := range []scheduler.MisfirePolicy{scheduler.MisfireRunOnce, scheduler.MisfireSkip} {
+	for _, policy := range []scheduler.MisfirePolicy{scheduler.MisfireRunOnce, scheduler.MisfireRunAll, scheduler.MisfireSkip} {
 		t.Run(string(policy), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				w := newWorld(t, simConfig{seed: 1, duration: time.Minute, replicas: 3, stores: 3,

@@ -102,10 +102,12 @@ func (in *instance) activeAt(t time.Time) bool {
 // the allow job (overlapping runs of one job). Two jobs have a jitter: the
 // minutely one (a run_once recovery counts from the due time) and the
 // five-minute one (more than a lock TTL, less than the end's two minutes
-// of settling). The replace job's long runs outlast its period: the next
-// slot, often won by another replica, cancels them (run.canceled reason
-// replaced) and starts once they returned or their lease expired; it has
-// a jitter and run_once too (a recovered slot may find a newer one asked).
+// of settling), which also recovers every missed slot of the last 20
+// minutes (run_all, at most 3 at a time). The replace job's long runs
+// outlast its period: the next slot, often won by another replica, cancels
+// them (run.canceled reason replaced) and starts once they returned or
+// their lease expired; it has a jitter and run_once too (a recovered slot
+// may find a newer one asked).
 type simJobDef struct {
 	name, spec  string
 	overlap     scheduler.Overlap
@@ -123,7 +125,7 @@ var simJobs = []simJobDef{
 		scheduler.Misfire{Policy: scheduler.MisfireSkip},
 		[2]time.Duration{100 * time.Millisecond, 5 * time.Second}, [2]time.Duration{2 * time.Minute, 5 * time.Minute}, 0},
 	{"fivemin", "30 */5 * * * *", scheduler.OverlapForbid,
-		scheduler.Misfire{Policy: scheduler.MisfireSkip},
+		scheduler.Misfire{Policy: scheduler.MisfireRunAll, Deadline: 20 * time.Minute, Max: 3},
 		[2]time.Duration{time.Second, 5 * time.Second}, [2]time.Duration{5 * time.Second, 20 * time.Second},
 		90 * time.Second},
 	{"hourly", "0 0 * * * *", scheduler.OverlapForbid,

@@ -13,7 +13,7 @@ type slotMode int
 
 const (
 	modeNormal  slotMode = iota // fired on time by the loop
-	modeRecover                 // a missed slot run under misfire.policy run_once
+	modeRecover                 // a missed slot run under misfire.policy run_once or run_all
 )
 
 // fire is a fresh slot's goroutine (started at the slot's due time plus
@@ -145,6 +145,12 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 			s.misfire(j, lateRange{first: t, last: t, count: 1}, false)
 			return
 		}
+	}
+	if s.clock.Now().Sub(t) > s.markerSafe() && s.settledInHistory(j, t, lease) {
+		// Won so long after the slot (a recovery, a large jitter) that a
+		// replica's done marker of it may have expired: the history said
+		// it was handled, or could not say.
+		return
 	}
 	var jobLease *locking.Lease
 	if j.spec.Overlap != OverlapAllow {

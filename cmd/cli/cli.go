@@ -81,6 +81,8 @@ func Run(ctx context.Context, args []string, env Env) int {
 		return cmdHistory(ctx, rest, env)
 	case "status":
 		return cmdStatus(ctx, rest, env)
+	case "backfill":
+		return cmdBackfill(ctx, rest, env)
 	case "version", "--version", "-version":
 		return cmdVersion(env)
 	case "help", "-h", "--help", "-help":
@@ -107,6 +109,9 @@ commands:
   history  [--config FILE] [--json] [--since DUR|TIME] [--limit N] [--outcome O] JOB
                                            the job's recorded slot outcomes, newest first
   status   [--config FILE] [--json] [JOB]  per job: next slot, pause, last outcome, run going on; live replicas
+  backfill [--config FILE] --from TIME --to TIME [--dry-run] JOB
+                                           run, one by one under the normal locks, JOB's slots in [from, to]
+                                           that have no recorded outcome (TIME: RFC 3339)
   version                                  print version, commit and Go version
 
 --config defaults to $SLOTLOCK_CONFIG, then config.yaml in the working directory.

@@ -74,7 +74,7 @@ func (c *Config) JobSpecs() []scheduler.JobSpec {
 			Enabled:        j.Enabled,
 			Timeout:        j.Timeout,
 			Overlap:        j.Overlap,
-			Misfire:        scheduler.Misfire{Policy: j.Misfire.Policy, Deadline: j.Misfire.Deadline},
+			Misfire:        scheduler.Misfire{Policy: j.Misfire.Policy, Deadline: j.Misfire.Deadline, Max: j.Misfire.Max},
 			Retry:          scheduler.Retry{Max: j.Retry.Max, Backoff: j.Retry.Backoff},
 			Jitter:         j.Jitter,
 			PauseOnFailure: j.PauseOnFailure,

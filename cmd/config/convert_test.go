@@ -37,7 +37,7 @@ func TestJobSpecs(t *testing.T) {
 	s := specs[0]
 	if s.Name != "nightly-report" || s.Spec != "30 2 * * *" || s.Plugin != "exec" || !s.Enabled ||
 		s.Timeout != 20*time.Minute || s.Overlap != scheduler.OverlapForbid ||
-		s.Misfire != (scheduler.Misfire{Policy: scheduler.MisfireRunOnce, Deadline: 2 * time.Hour}) ||
+		s.Misfire != (scheduler.Misfire{Policy: scheduler.MisfireRunOnce, Deadline: 2 * time.Hour, Max: scheduler.DefaultMisfireMax}) ||
 		s.Retry != (scheduler.Retry{Max: 2, Backoff: 30 * time.Second}) || s.Jitter != 10*time.Minute {
 		t.Fatalf("spec 0 = %+v", s)
 	}

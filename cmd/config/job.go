@@ -45,8 +45,11 @@ type Job struct {
 // Misfire says what happens to slots that passed while no replica could
 // run them.
 type Misfire struct {
-	Policy   scheduler.MisfirePolicy `yaml:"policy" redact:"show"` // MisfireSkip | MisfireRunOnce
+	Policy   scheduler.MisfirePolicy `yaml:"policy" redact:"show"` // MisfireSkip | MisfireRunOnce | MisfireRunAll
 	Deadline time.Duration           `yaml:"deadline" redact:"show"`
+	// Max is how many missed slots run_all runs at most (the newest
+	// within the deadline, oldest first); the other policies ignore it.
+	Max int `yaml:"max" redact:"show"`
 }
 
 // Retry configures extra attempts within one slot.
@@ -56,15 +59,15 @@ type Retry struct {
 }
 
 // DefaultJob returns a job with the per-job defaults: timezone UTC,
-// enabled, timeout 1h, overlap forbid, misfire skip within 10m, no retry
-// (backoff 5s).
+// enabled, timeout 1h, overlap forbid, misfire skip within 10m (at most
+// 10 slots under run_all), no retry (backoff 5s).
 func DefaultJob() Job {
 	return Job{
 		Timezone: "UTC",
 		Enabled:  true,
 		Timeout:  time.Hour, // the scheduler's zero is "no timeout"; the command's default is not
 		Overlap:  scheduler.OverlapForbid,
-		Misfire:  Misfire{Policy: scheduler.MisfireSkip, Deadline: scheduler.DefaultDeadline},
+		Misfire:  Misfire{Policy: scheduler.MisfireSkip, Deadline: scheduler.DefaultDeadline, Max: scheduler.DefaultMisfireMax},
 		Retry:    Retry{Max: 0, Backoff: scheduler.DefaultBackoff},
 	}
 }
@@ -115,6 +118,9 @@ func (l *loader) validateJob(i int, j *Job, seen map[string]int) {
 	}
 	if err := scheduler.CheckDeadline(j.Misfire.Deadline); err != nil {
 		add("misfire.deadline", "", err)
+	}
+	if err := scheduler.CheckMisfireMax(j.Misfire.Max); err != nil {
+		add("misfire.max", "", err)
 	}
 	// j.Schedule is nil when the schedule did not parse: then only the
 	// sign is checked.

@@ -131,7 +131,7 @@ func TestLoadFullConfig(t *testing.T) {
 	r := cfg.Jobs[0]
 	if r.Name != "nightly-report" || r.Spec != "30 2 * * *" || r.Timezone != "Europe/Berlin" || r.Plugin != "exec" ||
 		!r.Enabled || r.Timeout != 20*time.Minute || r.Overlap != "forbid" ||
-		r.Misfire != (Misfire{Policy: "run_once", Deadline: 2 * time.Hour}) || r.Retry != (Retry{Max: 2, Backoff: 30 * time.Second}) ||
+		r.Misfire != (Misfire{Policy: "run_once", Deadline: 2 * time.Hour, Max: 10}) || r.Retry != (Retry{Max: 2, Backoff: 30 * time.Second}) ||
 		r.Jitter != 10*time.Minute {
 		t.Fatalf("job 0: %+v", r)
 	}
@@ -180,7 +180,7 @@ func TestJobDefaults(t *testing.T) {
 `)
 	want := DefaultJob()
 	if want.Timezone != "UTC" || !want.Enabled || want.Timeout != time.Hour || want.Overlap != "forbid" ||
-		want.Misfire.Policy != "skip" || want.Misfire.Deadline != 10*time.Minute || want.Retry.Max != 0 || want.Retry.Backoff != 5*time.Second ||
+		want.Misfire.Policy != "skip" || want.Misfire.Deadline != 10*time.Minute || want.Misfire.Max != 10 || want.Retry.Max != 0 || want.Retry.Backoff != 5*time.Second ||
 		want.Jitter != 0 {
 		t.Fatalf("DefaultJob differs from the contract: %+v", want)
 	}
@@ -190,7 +190,7 @@ func TestJobDefaults(t *testing.T) {
 		t.Fatalf("defaults not applied: %+v", j)
 	}
 	p := cfg.Jobs[1]
-	if p.Misfire.Policy != "run_once" || p.Misfire.Deadline != want.Misfire.Deadline || p.Retry.Max != 3 ||
+	if p.Misfire.Policy != "run_once" || p.Misfire.Deadline != want.Misfire.Deadline || p.Misfire.Max != want.Misfire.Max || p.Retry.Max != 3 ||
 		p.Retry.Backoff != want.Retry.Backoff || p.Timeout != time.Hour {
 		t.Fatalf("partial nested settings must keep the other defaults: %+v", p)
 	}

@@ -1,0 +1,164 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/slotlock/slotlock/scheduler"
+)
+
+// backfillTimeout bounds the reads that plan a backfill (the slot history
+// and the open claims).
+const backfillTimeout = 30 * time.Second
+
+// cmdBackfill runs, one by one in this process under the normal locks,
+// every slot of a job in [--from, --to] that has no recorded outcome
+// (scheduler.PlanBackfill, scheduler.RunSlot). Exit 0: every slot it ran
+// succeeded, or there was nothing to run; 1: a run failed, or a slot could
+// not be locked (it stops there), or the stores did not answer; 2: a usage
+// or configuration error, or a window it refuses.
+func cmdBackfill(ctx context.Context, args []string, env Env) int {
+	f := newFlags("backfill", env)
+	fromS := f.String("from", "", "the window's start, RFC 3339 (required)")
+	toS := f.String("to", "", "the window's end, RFC 3339, inclusive (required)")
+	dryRun := f.Bool("dry-run", false, "list the slots it would run and why it skips the others; run nothing")
+	cfg, job, ok := loadForJob(f, args, env, "--from TIME --to TIME [--dry-run] ")
+	if !ok {
+		return exitConfig
+	}
+	from, err1 := parseTime("--from", *fromS)
+	to, err2 := parseTime("--to", *toS)
+	if err := errors.Join(err1, err2); err != nil {
+		fmt.Fprintf(env.Stderr, "slotlock backfill: %v\n", err)
+		return exitConfig
+	}
+	if len(cfg.Redis.Nodes) == 0 {
+		fmt.Fprintln(env.Stderr, "slotlock backfill: needs redis.nodes: with in-process locks the slot history and the locks live in the replica")
+		return exitConfig
+	}
+	if cfg.History.Keep == 0 {
+		fmt.Fprintln(env.Stderr, "slotlock backfill: needs history.keep > 0: without the slot history a slot that ran cannot be told from one that did not")
+		return exitConfig
+	}
+	r, code := start(ctx, "backfill", cfg, env)
+	if r == nil {
+		return code
+	}
+	defer r.close()
+	pctx, cancel := context.WithTimeout(ctx, backfillTimeout)
+	plan, err := r.sched.PlanBackfill(pctx, job, from, to)
+	cancel()
+	switch {
+	case errors.Is(err, scheduler.ErrBackfillWindow) || errors.Is(err, scheduler.ErrNoHistory):
+		fmt.Fprintf(env.Stderr, "slotlock backfill: %v\n", err)
+		return exitConfig
+	case err != nil:
+		r.log.Error("backfill: the lock stores did not answer", "job", job, "error", err.Error())
+		return exitFailure
+	}
+	results := make([]string, len(plan))
+	why := make([]string, len(plan))
+	toRun := 0
+	for i, b := range plan {
+		results[i], why[i] = "skip", b.Why
+		if b.Run {
+			results[i] = "run"
+			toRun++
+		}
+	}
+	if *dryRun || toRun == 0 {
+		if err := printBackfill(env.Stdout, plan, results, why, "ACTION"); err != nil {
+			return exitFailure
+		}
+		fmt.Fprintf(env.Stdout, "%d to run, %d skipped\n", toRun, len(plan)-toRun)
+		return exitOK
+	}
+
+	code = exitOK
+	ran, stopped := 0, false
+	for i, b := range plan {
+		if !b.Run {
+			results[i] = "skipped"
+			continue
+		}
+		if stopped {
+			results[i], why[i] = "not run", "backfill stopped earlier"
+			continue
+		}
+		if ctx.Err() != nil {
+			stopped, code = true, exitFailure
+			results[i], why[i] = "not run", "interrupted"
+			continue
+		}
+		h, err := r.sched.RunSlot(ctx, job, b.Slot)
+		var he *scheduler.HandledError
+		switch {
+		case err == nil:
+			ran++
+			results[i], why[i] = h.Outcome, describeRun(h)
+		case errors.As(err, &he):
+			// Handled since the plan was made (by a replica, or another
+			// backfill): nothing to do for it.
+			results[i], why[i] = "skipped", he.Reason
+		case errors.Is(err, scheduler.ErrRunFailed):
+			ran++
+			code = exitFailure
+			results[i], why[i] = h.Outcome, describeRun(h)
+			r.log.Error("backfill: run did not succeed", "job", job, "slot", slotText(b.Slot), "error", err.Error())
+		default:
+			// Could not lock (no quorum, the job lease held, the job
+			// paused): the next slots would meet the same; stop here.
+			stopped, code = true, exitFailure
+			results[i], why[i] = "not run", "could not lock"
+			r.log.Error("backfill: slot not run: could not lock it; stopping", "job", job, "slot", slotText(b.Slot),
+				"error", err.Error())
+		}
+	}
+	if err := printBackfill(env.Stdout, plan, results, why, "RESULT"); err != nil {
+		return exitFailure
+	}
+	fmt.Fprintf(env.Stdout, "%d of %d run\n", ran, toRun)
+	return code
+}
+
+// parseTime reads a --from or --to flag: a required RFC 3339 time.
+func parseTime(flag, v string) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, fmt.Errorf("%s is required (RFC 3339, e.g. 2026-11-29T10:00:00Z)", flag)
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%s %q: want an RFC 3339 time, e.g. 2026-11-29T10:00:00Z", flag, v)
+	}
+	return t, nil
+}
+
+func slotText(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// describeRun sums up a backfilled run for the table.
+func describeRun(h scheduler.HistoryEntry) string {
+	s := fmt.Sprintf("run %s, token %d, %d attempt(s), %s", h.RunID, h.Token, h.Attempts,
+		(time.Duration(h.DurationMS) * time.Millisecond).String())
+	if h.ErrorClass != "" {
+		s += ", error class " + h.ErrorClass
+	}
+	if h.Reason != "" {
+		s += ", " + h.Reason
+	}
+	return s
+}
+
+// printBackfill writes the window's slots as a table: slot, what was (or
+// would be) done, why.
+func printBackfill(w io.Writer, plan []scheduler.BackfillSlot, results, why []string, col string) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "SLOT\t%s\tWHY\n", col)
+	for i, b := range plan {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", slotText(b.Slot), results[i], why[i])
+	}
+	return tw.Flush()
+}

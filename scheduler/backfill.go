@@ -1,0 +1,300 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/slotlock/slotlock/locking"
+)
+
+// Backfill (slotlock backfill): the slots of a past window that have no
+// outcome in the slot history run, one by one, in the calling process,
+// each under its own nominal slot and the normal locks — the slot's claim
+// (a slot that started is never started again: its claim is open, its
+// done marker stands, or the history records it) and, under forbid, the
+// job lease. PlanBackfill says which; RunSlot runs one.
+//
+// "No outcome" means no entry, or an entry that says nobody ran the slot
+// and no policy chose not to: missed (the reconciler's verdict) or skipped
+// with reason late (a misfire the skip policy dropped). A slot that ran
+// (succeeded, failed, canceled, abandoned), was skipped for overlap or for
+// a pause, or whose claim is open (a run going on) is never run.
+
+// Errors of a backfill's window; each is a usage error.
+var (
+	// ErrBackfillWindow is wrapped by every refusal of a window: empty,
+	// too large, or reaching slots that still belong to the replicas.
+	ErrBackfillWindow = errors.New("scheduler: backfill window refused")
+	// ErrSlotHandled is wrapped by RunSlot's error when the slot was not
+	// run because it was handled (*HandledError says how).
+	ErrSlotHandled = errors.New("scheduler: slot already handled")
+)
+
+// MaxBackfillSlots bounds the slots of one backfill window.
+const MaxBackfillSlots = MaxWindowSlots
+
+// HandledError is RunSlot's error for a slot it did not run because the
+// slot was handled: Reason is "running" (its claim is open: a run going
+// on, or one abandoned and not yet settled), "done" (its done marker
+// stands), "abandoned" (RunSlot found the claim of a run that never ended
+// and settled it: run.abandoned), or the outcome the history records.
+type HandledError struct {
+	Slot   time.Time
+	Reason string
+	Entry  *HistoryEntry // the history's entry, when it gave the reason
+}
+
+func (e *HandledError) Error() string {
+	return fmt.Sprintf("scheduler: slot %s already handled: %s", slotString(e.Slot), e.Reason)
+}
+
+func (e *HandledError) Unwrap() error { return ErrSlotHandled }
+
+// Backfillable reports whether a slot whose history entry is e (nil: none)
+// may be run by a backfill: no entry, missed, or skipped with reason late.
+func Backfillable(e *HistoryEntry) bool {
+	return e == nil || e.Outcome == OutcomeMissed || (e.Outcome == OutcomeSkipped && e.Reason == ReasonLate)
+}
+
+// BackfillAfter is how old a slot of the named job must be before a
+// backfill may run it: younger ones are still being fired, retried or
+// recovered by the replicas (the lateness bound, the misfire deadline, the
+// jitter), and judged by the reconciler at that age. 0 for an unknown job.
+func (s *Scheduler) BackfillAfter(job string) time.Duration {
+	j, _ := s.job(job)
+	if j == nil {
+		return 0
+	}
+	return s.reconcileAfter(j)
+}
+
+// BackfillSlot is one slot of a backfill window and what a backfill does
+// with it.
+type BackfillSlot struct {
+	Slot time.Time
+	Run  bool
+	// Why: for a slot to run, "no outcome" or its entry's outcome (missed,
+	// skipped) and reason; for one skipped, its entry's outcome and
+	// reason, "running" (open claim) or "beyond history" (older than the
+	// history reaches: it cannot tell whether the slot ran).
+	Why   string
+	Entry *HistoryEntry
+}
+
+// PlanBackfill lists the named job's slots in [from, to], oldest first,
+// and whether a backfill runs each, from the slot history and the open
+// claims. It refuses (ErrBackfillWindow) a window that is empty, holds
+// more than MaxBackfillSlots slots, or ends less than BackfillAfter ago;
+// and ErrNoHistory when no history is kept.
+func (s *Scheduler) PlanBackfill(ctx context.Context, name string, from, to time.Time) ([]BackfillSlot, error) {
+	j, ok := s.job(name)
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownJob, name)
+	}
+	if s.cfg.HistoryKeep <= 0 {
+		return nil, ErrNoHistory
+	}
+	if err := s.checkWindow(j, from, to); err != nil {
+		return nil, err
+	}
+	slots := slotsIn(j.spec.Schedule, from, to, MaxBackfillSlots+1, nil)
+	if len(slots) > MaxBackfillSlots {
+		return nil, fmt.Errorf("%w: more than %d slots of %s in [%s, %s]; backfill a shorter window at a time",
+			ErrBackfillWindow, MaxBackfillSlots, name, slotString(from), slotString(to))
+	}
+	if len(slots) == 0 {
+		return nil, nil
+	}
+	// Every entry from the window's first slot on (the ones after the
+	// window come first); the stores keep HistoryKeep each, and the union
+	// of a majority may hold a few more.
+	keep := s.cfg.HistoryKeep
+	log, err := s.cfg.Locker.ReadLog(ctx, name, slots[0].Unix(), 2*keep+historySlack)
+	if err != nil {
+		return nil, err
+	}
+	// A log that held HistoryKeep entries from the window on may have
+	// dropped older ones: slots up to its oldest entry read cannot be
+	// told (that one's slot may have more entries than were read).
+	reach := slots[0].Unix()
+	if len(log) >= keep {
+		reach = log[len(log)-1].Score + 1
+	}
+	claims, err := s.cfg.Locker.ReadClaims(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	open := claimedSlots(claims)
+	out := make([]BackfillSlot, len(slots))
+	for i, t := range slots {
+		b := BackfillSlot{Slot: t}
+		e, found, err := entryOf(name, log, t.Unix())
+		if err != nil {
+			return nil, err
+		}
+		if found {
+			b.Entry = &e
+		}
+		switch {
+		case found && !Backfillable(&e):
+			b.Why = describeEntry(e)
+		case open[t.Unix()]:
+			b.Why = "running"
+		case t.Unix() < reach:
+			b.Why = "beyond history"
+		case found:
+			b.Run, b.Why = true, describeEntry(e)
+		default:
+			b.Run, b.Why = true, "no outcome"
+		}
+		out[i] = b
+	}
+	return out, nil
+}
+
+// checkWindow refuses a backfill window that is empty or reaches slots
+// younger than BackfillAfter.
+func (s *Scheduler) checkWindow(j *job, from, to time.Time) error {
+	if to.Before(from) {
+		return fmt.Errorf("%w: it ends (%s) before it starts (%s)", ErrBackfillWindow, slotString(to), slotString(from))
+	}
+	latest := s.clock.Now().Add(-s.reconcileAfter(j))
+	if to.After(latest) {
+		return fmt.Errorf("%w: it ends at %s, but slots of %s after %s (%s ago) still belong to the replicas (firing, retries, misfire recovery)",
+			ErrBackfillWindow, slotString(to), j.name(), slotString(latest), s.reconcileAfter(j))
+	}
+	return nil
+}
+
+// describeEntry names a history entry's outcome and reason: "succeeded",
+// "skipped (overlap)".
+func describeEntry(e HistoryEntry) string {
+	if e.Reason != "" {
+		return e.Outcome + " (" + e.Reason + ")"
+	}
+	return e.Outcome
+}
+
+// RunSlot runs slot t of the named job now, in this process, as a backfill
+// of a past slot: it claims the slot's key exactly as a replica firing the
+// slot does (and, under overlap forbid, takes the job lease, waiting for a
+// run going on up to half a lock ttl), reads the slot history, and runs the
+// job as a normal run of slot t (SLOTLOCK_SLOT is t; run.started and the
+// other run lines carry backfill=true), with the job's timeout and
+// retries; the slot then gets its done marker and history entry. It
+// returns the run's history entry and nil iff the run succeeded (an error
+// wrapping ErrRunFailed when it failed or was canceled). A slot that was
+// handled is not run: *HandledError (errors.Is ErrSlotHandled). A slot
+// younger than BackfillAfter is refused (ErrBackfillWindow); a claim or
+// job lease that cannot be had is an error (locking.ErrNoQuorum,
+// locking.ErrNotAcquired: the job lease is held, locking.ErrPaused).
+// Ending ctx cancels the run (run.canceled reason shutdown). RunSlot works
+// with or without Run, also for disabled jobs.
+func (s *Scheduler) RunSlot(ctx context.Context, name string, t time.Time) (HistoryEntry, error) {
+	j, ok := s.job(name)
+	if !ok {
+		return HistoryEntry{}, fmt.Errorf("%w: %q", ErrUnknownJob, name)
+	}
+	if s.cfg.HistoryKeep <= 0 {
+		return HistoryEntry{}, ErrNoHistory
+	}
+	if !t.Equal(j.spec.Schedule.Next(t.Add(-time.Second))) {
+		return HistoryEntry{}, fmt.Errorf("%w: %s is not a slot of %s (%s)", ErrBackfillWindow, t.UTC().Format(time.RFC3339Nano),
+			name, j.spec.Spec)
+	}
+	if err := s.checkWindow(j, t, t); err != nil {
+		return HistoryEntry{}, err
+	}
+	if s.isStopping() || !s.enter() {
+		return HistoryEntry{}, ErrStopped
+	}
+	defer s.leave()
+	if err := ctx.Err(); err != nil {
+		return HistoryEntry{}, err
+	}
+	lease, err := s.claimPast(j, t)
+	if err != nil {
+		return HistoryEntry{}, err
+	}
+	slot := slotString(t)
+	var jobLease *locking.Lease
+	if j.spec.Overlap == OverlapForbid {
+		until := s.clock.Now().Add(s.lateness)
+		jobLease, err = s.acquire(name, runKey(name), retryPolicy{splitUntil: until, quorumUntil: until,
+			heldUntil: s.clock.Now().Add(s.cfg.LockTTL / 2)})
+		if err != nil {
+			s.endLease(name, slot, lease, 0, "") // not run: a later backfill may run it
+			if !isSplitVote(err) && errors.Is(err, locking.ErrNotAcquired) {
+				s.skipped(name, slot, ReasonOverlap, 1, append(heldAttrs(err), "backfill", true)...)
+			}
+			return HistoryEntry{}, fmt.Errorf("scheduler: backfill %s %s: job lease: %w", name, slot, err)
+		}
+	}
+	parent, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(s.runCtx, func() { cancel(context.Cause(s.runCtx)) })
+	defer stop()
+	leases := []*locking.Lease{lease}
+	if jobLease != nil {
+		leases = append(leases, jobLease)
+	}
+	h, runErr := s.execute(runSpec{j: j, slot: t, backfill: true, leases: leases, parent: parent})
+	if jobLease != nil {
+		s.endLease(name, slot, jobLease, 0, "")
+	}
+	s.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: h.Outcome, history: &h, at: t})
+	if o := lease.Orphan(); o != nil {
+		s.settleOrphan(j, o) // now: this process may exit next
+	}
+	if h.Outcome != OutcomeSucceeded {
+		if runErr == nil {
+			runErr = context.Cause(parent)
+		}
+		return h, fmt.Errorf("%w: %s %s %s: %v", ErrRunFailed, name, slot, h.Outcome, runErr)
+	}
+	return h, nil
+}
+
+// claimPast claims past slot t of j for RunSlot and checks the history;
+// it returns the claim when the slot is to run, else *HandledError or why
+// the claim could not be had (the claim then ended).
+func (s *Scheduler) claimPast(j *job, t time.Time) (*locking.Lease, error) {
+	name, slot := j.name(), slotString(t)
+	until := s.clock.Now().Add(s.lateness)
+	lease, err := s.acquire(name, slotKey(name, t), retryPolicy{splitUntil: until, quorumUntil: until, claim: true})
+	var he *locking.HeldError
+	switch {
+	case err != nil && !isSplitVote(err) && errors.As(err, &he):
+		why, reason := "running", ReasonHeld
+		if he.Done {
+			why, reason = ReasonDone, ReasonDone
+		}
+		s.skipped(name, slot, reason, 1, append(heldAttrs(err), "backfill", true)...)
+		return nil, &HandledError{Slot: t, Reason: why}
+	case err != nil:
+		return nil, fmt.Errorf("scheduler: backfill %s %s: %w", name, slot, err)
+	case lease.Abandoned() != nil:
+		s.settleAbandoned(j, t, lease)
+		return nil, &HandledError{Slot: t, Reason: OutcomeAbandoned}
+	case lease.Leftover():
+		s.endLease(name, slot, lease, 0, "")
+		s.skipped(name, slot, ReasonClaimed, 1, "note", "a claim of the slot is on a minority of the stores", "backfill", true)
+		return nil, fmt.Errorf("scheduler: backfill %s %s: a claim of the slot is on a minority of the stores (it may have started): %w",
+			name, slot, locking.ErrNotAcquired)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	e, found, err := s.slotRecorded(ctx, name, t)
+	cancel()
+	switch {
+	case err != nil:
+		s.endLease(name, slot, lease, 0, "")
+		return nil, fmt.Errorf("scheduler: backfill %s %s: slot history: %w", name, slot, err)
+	case found && !Backfillable(&e):
+		s.endLease(name, slot, lease, j.doneTTL, ReasonDone)
+		s.skipped(name, slot, ReasonDone, 1, "outcome", e.Outcome, "note", "the slot history records it", "backfill", true)
+		return nil, &HandledError{Slot: t, Reason: describeEntry(e), Entry: &e}
+	}
+	return lease, nil
+}

@@ -1,0 +1,145 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/slotlock/slotlock/locking"
+)
+
+// backfillEnv is a scheduler (not running) on an in-process locker with
+// one every-second job, a minute into the bubble.
+func backfillEnv(t *testing.T, overlap Overlap, keep int) (*env, *Scheduler, *recorder) {
+	e := newEnv(t)
+	rec := &recorder{now: time.Now}
+	spec := everySecond(t, "bf", rec)
+	spec.Overlap = overlap
+	s, err := New(Config{Replica: "bf", Locker: e.locker, Logger: e.sink.logger("bf"), HistoryKeep: keep,
+		MaxClockSkew: time.Second, ReconcileAfter: time.Second, Jobs: []JobSpec{spec}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Minute)
+	return e, s, rec
+}
+
+// TestPlanBackfillRefuses: a window that ends before it starts, that
+// reaches slots still belonging to the replicas, or that holds more than
+// MaxBackfillSlots slots is refused (ErrBackfillWindow); without a slot
+// history nothing can be planned (ErrNoHistory).
+func TestPlanBackfillRefuses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, s, _ := backfillEnv(t, OverlapForbid, 0)
+		ctx, now := context.Background(), time.Now()
+		after := s.BackfillAfter("bf")
+		if after <= 0 || after > 10*time.Second {
+			t.Fatalf("BackfillAfter %v", after)
+		}
+		for name, w := range map[string][2]time.Time{
+			"reversed":   {now.Add(-10 * time.Second), now.Add(-20 * time.Second)},
+			"too recent": {now.Add(-30 * time.Second), now.Add(-after + time.Second)},
+			"future":     {now.Add(-30 * time.Second), now.Add(time.Hour)},
+			"too large":  {now.Add(-3 * time.Hour), now.Add(-time.Minute)},
+		} {
+			if _, err := s.PlanBackfill(ctx, "bf", w[0], w[1]); !errors.Is(err, ErrBackfillWindow) {
+				t.Errorf("%s: %v, want ErrBackfillWindow", name, err)
+			}
+		}
+		if _, err := s.PlanBackfill(ctx, "nope", now.Add(-time.Minute), now.Add(-time.Minute)); !errors.Is(err, ErrUnknownJob) {
+			t.Errorf("unknown job: %v", err)
+		}
+		_, off, _ := backfillEnv(t, OverlapForbid, -1)
+		if _, err := off.PlanBackfill(ctx, "bf", now.Add(-time.Minute), now.Add(-30*time.Second)); !errors.Is(err, ErrNoHistory) {
+			t.Errorf("history off: %v, want ErrNoHistory", err)
+		}
+		if _, err := off.RunSlot(ctx, "bf", now.Add(-30*time.Second).Truncate(time.Second)); !errors.Is(err, ErrNoHistory) {
+			t.Errorf("RunSlot with history off: %v, want ErrNoHistory", err)
+		}
+	})
+}
+
+// TestRunSlotForbidWaitsForJobLease: under overlap forbid a backfilled
+// slot needs the job lease; while another run holds it past half a lock
+// ttl, RunSlot fails (locking.ErrNotAcquired, slot.skipped reason
+// overlap) and hands the slot's claim back unmarked, so that a later
+// backfill runs it — once.
+func TestRunSlotForbidWaitsForJobLease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, s, rec := backfillEnv(t, OverlapForbid, 0)
+		ctx := context.Background()
+		sl := time.Now().Add(-30 * time.Second).Truncate(time.Second)
+		held, err := e.locker.Acquire(ctx, runKey("bf"), time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.RunSlot(ctx, "bf", sl); !errors.Is(err, locking.ErrNotAcquired) || errors.Is(err, ErrSlotHandled) {
+			t.Fatalf("RunSlot while the job lease is held: %v", err)
+		}
+		if len(rec.all()) != 0 {
+			t.Fatal("ran while another run held the job lease")
+		}
+		if sk := where(e.sink.events(t), "slot.skipped", "reason", "overlap", "slot", slotString(sl)); len(sk) != 1 {
+			t.Errorf("overlap lines: %v", sk)
+		}
+		if err := held.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		h, err := s.RunSlot(ctx, "bf", sl)
+		if err != nil || h.Outcome != OutcomeSucceeded || h.Token == 0 {
+			t.Fatalf("RunSlot once the lease is free: %+v %v", h, err)
+		}
+		runs := rec.all()
+		if len(runs) != 1 || !runs[0].Run.Slot.Equal(sl) || runs[0].Run.Manual {
+			t.Fatalf("runs %+v: want one normal run of slot %s", runs, slotString(sl))
+		}
+		if _, err := s.RunSlot(ctx, "bf", sl); !errors.Is(err, ErrSlotHandled) {
+			t.Errorf("RunSlot of the slot it just ran: %v", err)
+		}
+		time.Sleep(2 * time.Minute) // the done marker is gone: the history answers
+		var he *HandledError
+		if _, err := s.RunSlot(ctx, "bf", sl); !errors.As(err, &he) || he.Reason != OutcomeSucceeded {
+			t.Errorf("RunSlot after the marker expired: %v", err)
+		}
+		if len(rec.all()) != 1 {
+			t.Errorf("%d runs, want 1", len(rec.all()))
+		}
+	})
+}
+
+// TestPlanBackfillBeyondHistory: when the history holds history.keep
+// entries from the window on, slots older than its oldest entry cannot be
+// told apart from slots that ran: they are skipped ("beyond history").
+func TestPlanBackfillBeyondHistory(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, s, _ := backfillEnv(t, OverlapAllow, 5)
+		ctx := context.Background()
+		base := time.Now().Add(-50 * time.Second).Truncate(time.Second)
+		for i := 10; i < 20; i++ {
+			at := base.Add(time.Duration(i) * time.Second)
+			if err := e.locker.AppendLog(ctx, "bf", locking.LogAppend{
+				Entry: HistoryEntry{Slot: slotString(at), Outcome: OutcomeSucceeded}.logEntry(at), Keep: 5}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		plan, err := s.PlanBackfill(ctx, "bf", base, base.Add(25*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range plan {
+			i := int(b.Slot.Sub(base) / time.Second)
+			want, why := false, "beyond history"
+			switch {
+			case i > 19:
+				want, why = true, "no outcome"
+			case i >= 15:
+				why = "succeeded"
+			}
+			if b.Run != want || b.Why != why {
+				t.Errorf("slot +%d: run=%v %q, want run=%v %q", i, b.Run, b.Why, want, why)
+			}
+		}
+	})
+}

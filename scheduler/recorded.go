@@ -1,0 +1,123 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/slotlock/slotlock/locking"
+)
+
+// The slot history as the last word on "did this slot already run?". A
+// won claim of a slot proves that no replica handled it only while every
+// replica's done marker of the slot still stands: markerSafe after the
+// nominal slot. A claim won later — a jittered slot whose offset was
+// raised while older replicas, without it, ran the slot on time (their
+// markers live only DoneTTL); a recovered slot under run_all or run_once
+// whose markers a replica with other settings wrote; a backfill — asks
+// the history, whose entry is written with the marker and outlives it.
+
+// Errors of the history check.
+var (
+	// ErrNoHistory: the stores keep no slot history (HistoryKeep < 0), so
+	// a slot whose done marker expired cannot be told from one that never
+	// ran.
+	ErrNoHistory = errors.New("scheduler: no slot history is kept (history.keep 0)")
+	// errHistoryShort: the history is full back to the slot and may have
+	// dropped the slot's entry: it cannot tell.
+	errHistoryShort = errors.New("scheduler: the slot history no longer reaches the slot")
+)
+
+// markerSafe is how long after slot T a won claim of T still proves, by
+// itself, that no replica handled T: a replica ran T no earlier than T on
+// a clock up to MaxClockSkew ahead of this one, and its done marker lives
+// DoneTTL (every replica's base lifetime: more with jitter or a misfire
+// policy that recovers) from the run's end; a second less for the
+// Acquire that found the key free.
+func (s *Scheduler) markerSafe() time.Duration {
+	return s.doneTTL - s.cfg.MaxClockSkew - acquireSlack
+}
+
+// slotRecorded returns the history entry of slot t of job (the one that
+// takes precedence when it has several), found false when it has none. It
+// reads the log from t's score on, newest first: a few entries first (the
+// slot is recent: the common case), more while the entries read are all
+// newer than t. errHistoryShort when the log holds HistoryKeep entries or
+// more from t on and none of t: t's may have been trimmed.
+func (s *Scheduler) slotRecorded(ctx context.Context, job string, t time.Time) (HistoryEntry, bool, error) {
+	keep := s.cfg.HistoryKeep
+	if keep <= 0 {
+		return HistoryEntry{}, false, ErrNoHistory
+	}
+	score := t.Unix()
+	for n := min(8, keep+1); ; n = min(8*n, keep+1) {
+		s.inflight <- struct{}{}
+		log, err := s.cfg.Locker.ReadLog(ctx, job, score, n)
+		<-s.inflight
+		if err != nil {
+			return HistoryEntry{}, false, err
+		}
+		e, found, err := entryOf(job, log, score)
+		if err != nil || found {
+			return e, found, err
+		}
+		if len(log) >= keep {
+			return HistoryEntry{}, false, errHistoryShort
+		}
+		if len(log) < n {
+			return HistoryEntry{}, false, nil // every entry from t on was read
+		}
+	}
+}
+
+// entryOf returns the entry of the slot with the given score in log (one
+// per slot, by outcomePrecedence).
+func entryOf(job string, log []locking.LogEntry, score int64) (HistoryEntry, bool, error) {
+	var out HistoryEntry
+	found := false
+	for _, le := range log {
+		if le.Score != score {
+			continue
+		}
+		e, ok := parseEntry(le)
+		if !ok {
+			return HistoryEntry{}, false, fmt.Errorf("scheduler: history of %s: entry %q is not a slot outcome", job, le.Value)
+		}
+		if !found || outcomePrecedence(e.Outcome) > outcomePrecedence(out.Outcome) {
+			out, found = e, true
+		}
+	}
+	return out, found, nil
+}
+
+// settledInHistory is attemptSlot's history check, for a claim of slot t
+// won past markerSafe: when the history records t, or cannot tell, or
+// cannot be read, it ends the claim — a done marker when t is recorded,
+// else released — logs why t is not run here and returns true. false:
+// t has no entry, run it.
+func (s *Scheduler) settledInHistory(j *job, t time.Time, lease *locking.Lease) bool {
+	name, slot := j.name(), slotString(t)
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	e, found, err := s.slotRecorded(ctx, name, t)
+	cancel()
+	switch {
+	case errors.Is(err, ErrNoHistory):
+		return false // the claim is all there is to go by (README, "Jitter")
+	case err == nil && !found:
+		return false
+	case err == nil:
+		s.endLease(name, slot, lease, j.doneTTL, ReasonDone)
+		s.skipped(name, slot, ReasonDone, 1, "outcome", e.Outcome,
+			"note", "the slot history records it; its done marker had expired")
+		s.recordHandled(j, t)
+	case errors.Is(err, errHistoryShort):
+		s.endLease(name, slot, lease, 0, "")
+		s.skipped(name, slot, ReasonLate, 1,
+			"note", "its done marker may have expired and the slot history no longer reaches it: not run")
+	default:
+		s.endLease(name, slot, lease, 0, "")
+		s.lostSlot(j, t, err)
+	}
+	return true
+}
