@@ -9,7 +9,6 @@ import (
 
 	"github.com/slotlock/slotlock/jobs"
 	"github.com/slotlock/slotlock/locking"
-	"github.com/slotlock/slotlock/locking/redistest"
 )
 
 // TestRedisBackfillRunSlot: the scheduler's backfill API on three real
@@ -21,13 +20,7 @@ import (
 // once, under its nominal slot, and refuses the ones handled meanwhile;
 // a second plan has nothing to run.
 func TestRedisBackfillRunSlot(t *testing.T) {
-	needRedis(t)
-	if testing.Short() {
-		t.Skip("real time")
-	}
-	t.Parallel()
-	nodes := redistest.Start(t, 3)
-	sink := &logSink{}
+	nodes, sink := realTimeNodes(t)
 	sched, _ := ParseSchedule("* * * * * *", time.UTC)
 	start := time.Now()
 	long := sched.Next(start.Add(time.Second))

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
-	"github.com/slotlock/slotlock/locking/redistest"
 )
 
 // noRecord is a Locker that never advances a record: replicas on it leave
@@ -28,13 +27,7 @@ func (noRecord) AdvanceRecord(context.Context, locking.Key, int64) error { retur
 // that ran before the gap: their markers have expired, the slot history
 // says they ran, and they do not run again. The older ones are logged late.
 func TestRedisRunAll(t *testing.T) {
-	needRedis(t)
-	if testing.Short() {
-		t.Skip("real time")
-	}
-	t.Parallel()
-	nodes := redistest.Start(t, 3)
-	sink := &logSink{}
+	nodes, sink := realTimeNodes(t)
 	job := &ledger{d: 100 * time.Millisecond}
 	sched, err := ParseSchedule("*/2 * * * * *", time.UTC)
 	if err != nil {

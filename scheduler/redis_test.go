@@ -31,6 +31,19 @@ func needRedis(t testing.TB) {
 	}
 }
 
+// realTimeNodes starts a test that runs in real time over three real
+// Redis nodes (skipped without redis-server and in -short mode, parallel
+// to the others) and returns the nodes and a log sink.
+func realTimeNodes(t *testing.T) (*redistest.Cluster, *logSink) {
+	t.Helper()
+	needRedis(t)
+	if testing.Short() {
+		t.Skip("real time")
+	}
+	t.Parallel()
+	return redistest.Start(t, 3), &logSink{}
+}
+
 type replica struct {
 	name   string
 	sched  *Scheduler

@@ -60,13 +60,7 @@ func replaceJobSpec(t *testing.T, name, spec string, l *ledger) JobSpec {
 // run.canceled says reason replaced with by_slot, and the history says
 // canceled/replaced with by_slot.
 func TestRedisReplaceAcrossReplicas(t *testing.T) {
-	needRedis(t)
-	if testing.Short() {
-		t.Skip("real time")
-	}
-	t.Parallel()
-	nodes := redistest.Start(t, 3)
-	sink := &logSink{}
+	nodes, sink := realTimeNodes(t)
 	job := &ledger{d: time.Minute}
 	spec := func() JobSpec { return replaceJobSpec(t, "repl", "*/4 * * * * *", job) }
 	behind := startReplaceReplica(t, nodes, sink, "behind", -itSkew*4/10, spec())
@@ -161,13 +155,7 @@ func TestRedisReplaceAcrossReplicas(t *testing.T) {
 // fires meanwhile, on whichever replica wins it, starts once the lease has
 // expired — not before — with a higher token, and nothing is canceled.
 func TestRedisReplaceDeadHolder(t *testing.T) {
-	needRedis(t)
-	if testing.Short() {
-		t.Skip("real time")
-	}
-	t.Parallel()
-	nodes := redistest.Start(t, 3)
-	sink := &logSink{}
+	nodes, sink := realTimeNodes(t)
 	job := &ledger{d: 200 * time.Millisecond}
 	for i, off := range []time.Duration{-itSkew * 4 / 10, 0, itSkew * 4 / 10} {
 		startReplaceReplica(t, nodes, sink, []string{"behind", "mid", "ahead"}[i], off,
