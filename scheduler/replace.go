@@ -238,7 +238,12 @@ func (s *Scheduler) watchReplace(ctx context.Context, cancel context.CancelCause
 	newer := func(by time.Time) bool { return by.After(slot) }
 	fastFrom := s.nextMayFire(r.j, r.j.spec.Due(slot))
 	if r.manual {
-		started := s.clock.Now()
+		// A slot due at most MaxClockSkew before the manual run started
+		// may have been won on a replica whose clock is that much behind,
+		// and wait for the job lease the manual run took: it replaces the
+		// manual run too (a scheduled slot is not dropped for a manual
+		// run that started about when it was due).
+		started := s.clock.Now().Add(-s.cfg.MaxClockSkew)
 		newer = func(by time.Time) bool { return !by.IsZero() && r.j.spec.Due(by).After(started) }
 		fastFrom = s.nextMayFire(r.j, started)
 	}

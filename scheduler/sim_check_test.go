@@ -150,13 +150,21 @@ func (w *world) check(from, to time.Time) (viol []string, st checkStats) {
 			}
 			if len(rs) == 0 && pause == notPaused && w.faults.quiet(due.Add(-2*w.cfg.ttl-lateness), due.Add(w.cfg.ttl+lateness+time.Second)) {
 				busy := false
+				var around []*runRec
 				for _, r := range byJob[d.name] {
 					if r.start.Before(due.Add(lateness+time.Second)) && (r.end.IsZero() || r.end.After(due.Add(-lateness))) {
 						busy = true
+						if !r.end.IsZero() || r.start.After(due.Add(-time.Hour)) {
+							around = append(around, r)
+						}
 					}
 				}
 				if why != "overlap" || !busy || d.overlap == scheduler.OverlapReplace {
-					bad("ran: %s %s did not run in a fault-free window (%s)", k.job, k.slot, orNone(why))
+					tr := w.trace(audits, k.job, k.slot)
+					for _, r := range around {
+						tr += w.trace(audits, k.job, r.slot)
+					}
+					bad("ran: %s %s did not run in a fault-free window (%s; runs around it: %s)%s", k.job, k.slot, orNone(why), describeRuns(around), tr)
 				}
 			}
 		}

@@ -2,12 +2,14 @@ package scheduler_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"sync"
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler"
 )
 
 // fault is one injected fault: what, and the interval it lasted.
@@ -71,6 +73,7 @@ var faultKinds = []struct {
 	{"loss", 2},      // 5 % of requests lost, 3 % executed 0.2–2 s late with no answer, for 5–60 s
 	{"trigger", 2},   // a fresh process runs `slotlock trigger` for a job
 	{"pausejob", 1},  // a fresh process pauses a job for 1–10 minutes (slotlock pause --for)
+	{"reload", 1},    // a replica reloads its jobs (SIGHUP) with every job's timeout changed
 }
 
 func (w *world) between(lo, hi time.Duration) time.Duration {
@@ -190,6 +193,28 @@ func (w *world) inject(kind string) {
 				w.pauses = append(w.pauses, pauseRec{job: job, from: from, until: p.Until, acked: time.Now()})
 			} else {
 				w.pauses = append(w.pauses, pauseRec{job: job, from: from, until: from.Add(d), failed: true})
+			}
+		})
+	case "reload":
+		// A hot reload at any instant: every job changes (its timeout, 10
+		// or 11 minutes), which swaps every job of the replica's set while
+		// slots fire, runs go on and faults come and go; the invariants
+		// must not notice.
+		rep := w.reps[w.pick(len(w.reps))]
+		in := w.current(rep)
+		if in == nil || !in.gate.Alive() {
+			return
+		}
+		timeout := 10*time.Minute + time.Duration(w.pick(2))*time.Minute
+		w.mu.Lock()
+		w.reloads++
+		w.mu.Unlock()
+		w.wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if _, err := in.sched.Reload(ctx, "", w.specs(in, timeout)); err != nil &&
+				!errors.Is(err, scheduler.ErrStopped) && ctx.Err() == nil && in.gate.Alive() {
+				w.t.Errorf("reload of %s: %v", in.name, err)
 			}
 		})
 	case "trigger":

@@ -109,6 +109,7 @@ func simulate(t *testing.T, cfg simConfig) {
 		viol = append(viol, w.checkAccounted(warm)...)
 		faults = w.faults.counts()
 		faults["trigger (not a fault)"] = w.triggers
+		faults["reload (not a fault)"] = w.reloads
 		faults["job paused (not a fault)"] = len(w.pauses)
 	})
 	var kinds []string

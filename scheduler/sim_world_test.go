@@ -46,6 +46,7 @@ type world struct {
 
 	mu       sync.Mutex
 	triggers int
+	reloads  int // hot reloads injected
 	stopped  bool
 	pauses   []pauseRec
 }
@@ -186,16 +187,7 @@ func (w *world) process(name string, epoch int) *instance {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	var specs []scheduler.JobSpec
-	for _, d := range w.cfg.jobs {
-		sched, err := scheduler.ParseSchedule(d.spec, time.UTC)
-		if err != nil {
-			w.t.Fatal(err)
-		}
-		specs = append(specs, scheduler.JobSpec{Name: d.name, Spec: d.spec, Schedule: sched, Plugin: "sim",
-			Job: &simJob{rec: w.rec, inst: in, dur: d.duration}, Enabled: true, Timeout: 10 * time.Minute,
-			Overlap: d.overlap, Misfire: d.misfire, Jitter: d.jitter})
-	}
+	specs := w.specs(in, 10*time.Minute)
 	s, err := scheduler.New(scheduler.Config{
 		Replica: name, Locker: locker, Clock: in.clock,
 		Logger:  slog.New(&auditHandler{rec: w.rec, inst: in}).With("replica", name),
@@ -212,6 +204,23 @@ func (w *world) process(name string, epoch int) *instance {
 	in.done = make(chan struct{})
 	w.wg.Go(func() { <-in.done; _ = locker.Close() })
 	return in
+}
+
+// specs are the jobs' definitions for process in, with timeout as every
+// job's timeout (a reload changes it: a setting that changes nothing the
+// invariants look at).
+func (w *world) specs(in *instance, timeout time.Duration) []scheduler.JobSpec {
+	var specs []scheduler.JobSpec
+	for _, d := range w.cfg.jobs {
+		sched, err := scheduler.ParseSchedule(d.spec, time.UTC)
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		specs = append(specs, scheduler.JobSpec{Name: d.name, Spec: d.spec, Schedule: sched, Plugin: "sim",
+			Job: &simJob{rec: w.rec, inst: in, dur: d.duration}, Enabled: true, Timeout: timeout,
+			Overlap: d.overlap, Misfire: d.misfire, Jitter: d.jitter})
+	}
+	return specs
 }
 
 // current is rep's live process, nil while it is down.
