@@ -37,6 +37,7 @@ type HistoryEntry struct {
 	Attempts   int    `json:"attempts,omitempty"`      // attempts made
 	DurationMS int64  `json:"duration_ms,omitempty"`   // from the run's start to its end
 	ErrorClass string `json:"error_class,omitempty"`   // failed: panic, or what the plugin's error says (ErrorClass), else error
+	Recovered  bool   `json:"recovered,omitempty"`     // run by the misfire policy after every replica had missed it
 }
 
 // OutcomeSkipped is a history entry's outcome for a slot skipped by the

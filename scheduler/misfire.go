@@ -1,7 +1,10 @@
 package scheduler
 
 import (
+	"context"
 	"time"
+
+	"github.com/slotlock/slotlock/locking"
 )
 
 // Misfires reach the policy three ways:
@@ -91,6 +94,13 @@ func (s *Scheduler) recover(j *job, t time.Time) {
 		s.logLate(name, lateRange{first: t, last: t, count: 1}, "older than the misfire deadline")
 		return
 	}
+	if j.spec.Misfire.Policy == MisfireRunOnce {
+		if later := s.laterMissed(j, t); !later.IsZero() {
+			s.logLate(name, lateRange{first: t, last: t, count: 1},
+				"a later slot was missed too: run_once runs the latest, "+slotString(later))
+			return
+		}
+	}
 	// The slot lock decides: a replica that handled t left its lock or a
 	// done marker, and under run_once the marker outlives the deadline
 	// (job.doneTTL). The job's record is no help here: it holds only the
@@ -98,6 +108,74 @@ func (s *Scheduler) recover(j *job, t time.Time) {
 	// t.
 	s.attemptSlot(j, t, modeRecover)
 }
+
+// missedKey is a job's record of the latest slot a replica skipped for
+// want of a quorum (noteMissed), Unix seconds.
+func missedKey(job string) locking.Key { return locking.Key{Family: job, Name: "missed"} }
+
+// noteMissed raises job j's record of the latest slot missed in an outage
+// to t.
+func (s *Scheduler) noteMissed(j *job, t time.Time) {
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	_ = s.cfg.Locker.AdvanceRecord(ctx, missedKey(j.name()), t.Unix())
+}
+
+// latestMissed reads j's record of the latest slot missed in an outage
+// (zero when never written or unreadable: then recover decides alone).
+func (s *Scheduler) latestMissed(j *job) time.Time {
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	v, err := s.cfg.Locker.ReadRecord(ctx, missedKey(j.name()))
+	if err != nil || v == 0 {
+		return time.Time{}
+	}
+	return time.Unix(v, 0)
+}
+
+// laterMissed returns a slot of j after t, up to the job's record of the
+// latest slot missed in an outage, that nobody ran on time: it has no
+// entry in the history and no open claim, or its entry says it was
+// recovered. Then t is not the latest missed slot, and run_once must not
+// run it. Zero when every such slot ran on time (or it cannot tell: then
+// the slot lock alone decides, as before).
+func (s *Scheduler) laterMissed(j *job, t time.Time) time.Time {
+	latest := s.latestMissed(j)
+	if !latest.After(t) {
+		return time.Time{}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	var open map[int64]bool
+	n := 0
+	for u := j.spec.Schedule.Next(t); !u.IsZero() && !u.After(latest) && n < laterMissedScan; u = j.spec.Schedule.Next(u) {
+		n++
+		e, ok, err := s.slotRecorded(ctx, j.name(), u)
+		if err != nil {
+			return time.Time{}
+		}
+		if ok {
+			if e.Recovered {
+				return u
+			}
+			continue
+		}
+		if open == nil {
+			claims, err := s.cfg.Locker.ReadClaims(ctx, j.name())
+			if err != nil {
+				return time.Time{}
+			}
+			open = claimedSlots(claims)
+		}
+		if !open[u.Unix()] {
+			return u
+		}
+	}
+	return time.Time{}
+}
+
+// laterMissedScan bounds the slots laterMissed looks at.
+const laterMissedScan = 100
 
 // startupCheck looks, once per job at Run's start, for slots that passed
 // while no replica ran them: slots after the job's record that were due by

@@ -94,6 +94,13 @@ func (s *Scheduler) pickMissed(j *job, late lateRange) (picked []time.Time, befo
 // latest, run_all the range (without logging its older slots as late
 // again: each was logged with no_quorum).
 func (s *Scheduler) recoverOutage(j *job, first, last time.Time) {
+	if j.spec.Misfire.Policy == MisfireRunOnce {
+		// Replicas whose clocks differ end an outage with different latest
+		// missed slots (a slow clock has not fired the outage's last slot
+		// yet): each raises the job's record of the latest one, and
+		// recover runs a run_once slot only if none later was missed.
+		s.noteMissed(j, last)
+	}
 	if j.spec.Misfire.Policy == MisfireRunAll && !first.IsZero() {
 		if s.recoverAll(j, countSlots(j.spec.Schedule, first.Add(-time.Second), last), false) {
 			return

@@ -160,7 +160,7 @@ func (s *Scheduler) execute(r runSpec) (h HistoryEntry, runErr error) {
 	if !r.manual {
 		s.metrics.JobOutcome(name, outcome, s.clock.Now())
 	}
-	h = HistoryEntry{Slot: slot, Outcome: outcome, Replica: s.cfg.Replica, RunID: runID, Token: token,
+	h = HistoryEntry{Slot: slot, Outcome: outcome, Replica: s.cfg.Replica, RunID: runID, Token: token, Recovered: r.recovered,
 		Attempts: attempt, DurationMS: dur.Milliseconds()}
 	switch outcome {
 	case OutcomeFailed:
