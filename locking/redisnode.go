@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -44,12 +45,14 @@ var (
 // switches, once and for good, to a cluster client when the node answers
 // with a MOVED or ASK redirection (a Redis Cluster endpoint).
 type redisNode struct {
-	addr    string
-	uopt    *redis.UniversalOptions
-	client  atomic.Pointer[clientBox]
-	mu      sync.Mutex // guards the switch and old
-	old     []redis.UniversalClient
-	cluster atomic.Bool
+	addr      string
+	opTimeout time.Duration
+	batch     batcher
+	uopt      *redis.UniversalOptions
+	client    atomic.Pointer[clientBox]
+	mu        sync.Mutex // guards the switch and old
+	old       []redis.UniversalClient
+	cluster   atomic.Bool
 }
 
 type clientBox struct{ c redis.UniversalClient }
@@ -96,7 +99,7 @@ func newRedisNode(addr, host string, cfg RedisConfig) *redisNode {
 		}
 		uopt.TLSConfig = tc
 	}
-	n := &redisNode{addr: addr, uopt: uopt}
+	n := &redisNode{addr: addr, opTimeout: cfg.OpTimeout, uopt: uopt}
 	n.client.Store(&clientBox{redis.NewUniversalClient(uopt)})
 	return n
 }
@@ -122,12 +125,68 @@ func (n *redisNode) switchToCluster() {
 
 // Do runs op as its script (EVALSHA, falling back to EVAL when the node
 // lost its script cache) or command, following a cluster redirection once.
+// It is sent in the node's next pipeline (redisbatch.go).
 func (n *redisNode) Do(ctx context.Context, op Op) (Result, error) {
-	v, err := n.do(ctx, op)
-	if err != nil && !n.cluster.Load() && isRedirect(err) {
-		n.switchToCluster()
-		v, err = n.do(ctx, op)
+	return n.start(ctx, op).wait()
+}
+
+// queueOp adds op to the pipeline p, as its script (EVALSHA, or EVAL when
+// eval is set) or command, and returns how to read its reply after Exec.
+func queueOp(ctx context.Context, p redis.Pipeliner, op Op, eval bool) func() (any, error) {
+	script := func(s *redis.Script, keys []string, args ...any) func() (any, error) {
+		var cmd *redis.Cmd
+		if eval {
+			cmd = s.Eval(ctx, p, keys, args...)
+		} else {
+			cmd = s.EvalSha(ctx, p, keys, args...)
+		}
+		return cmd.Result
 	}
+	switch op.Kind {
+	case OpAcquire:
+		keys := []string{op.Key, op.Fence}
+		if op.Field != "" {
+			keys = append(keys, op.Claims, op.Lives, op.Pause)
+		}
+		return script(acquireScript, keys, op.Value, op.TTL, op.N, op.Field)
+	case OpExtend:
+		keys := []string{op.Key}
+		if op.Field != "" {
+			keys = append(keys, op.Lives)
+		}
+		return script(extendScript, keys, op.Value, op.TTL, op.Field)
+	case OpRelease:
+		keys := []string{op.Key}
+		if op.Field != "" {
+			keys = append(keys, op.Claims, op.Lives, op.Log)
+		}
+		return script(releaseScript, keys, op.Value, op.Done, op.DoneTTL, op.Field, op.Entry, op.N, op.Keep)
+	case OpLog:
+		return script(logScript, []string{op.Key}, op.N, op.Keep)
+	case OpLogAdd:
+		return script(logAddScript, []string{op.Key}, op.Entry, op.N, op.Value, op.Keep, op.Floor)
+	case OpClaims:
+		cmd := p.HKeys(ctx, op.Claims)
+		return func() (any, error) { return cmd.Result() }
+	case OpPause:
+		return script(pauseScript, []string{op.Key}, op.Value, op.N)
+	case OpFence:
+		return script(fenceScript, []string{op.Key}, op.N)
+	case OpMaxSet:
+		return script(maxsetScript, []string{op.Key}, op.N)
+	case OpGet:
+		cmd := p.Get(ctx, op.Key)
+		return func() (any, error) { return cmd.Result() }
+	case OpPing:
+		cmd := p.Ping(ctx)
+		return func() (any, error) { return cmd.Result() }
+	}
+	err := fmt.Errorf("locking: unknown op %d", op.Kind)
+	return func() (any, error) { return nil, err }
+}
+
+// reply turns a command's reply into op's Result.
+func reply(op Op, v any, err error) (Result, error) {
 	if op.Kind == OpGet && errors.Is(err, redis.Nil) {
 		return Result{Nil: true}, nil
 	}
@@ -135,47 +194,6 @@ func (n *redisNode) Do(ctx context.Context, op Op) (Result, error) {
 		return Result{}, err
 	}
 	return parseReply(op, v)
-}
-
-func (n *redisNode) do(ctx context.Context, op Op) (any, error) {
-	c := n.c()
-	switch op.Kind {
-	case OpAcquire:
-		keys := []string{op.Key, op.Fence}
-		if op.Field != "" {
-			keys = append(keys, op.Claims, op.Lives, op.Pause)
-		}
-		return acquireScript.Run(ctx, c, keys, op.Value, op.TTL, op.N, op.Field).Result()
-	case OpExtend:
-		keys := []string{op.Key}
-		if op.Field != "" {
-			keys = append(keys, op.Lives)
-		}
-		return extendScript.Run(ctx, c, keys, op.Value, op.TTL, op.Field).Result()
-	case OpRelease:
-		keys := []string{op.Key}
-		if op.Field != "" {
-			keys = append(keys, op.Claims, op.Lives, op.Log)
-		}
-		return releaseScript.Run(ctx, c, keys, op.Value, op.Done, op.DoneTTL, op.Field, op.Entry, op.N, op.Keep).Result()
-	case OpLog:
-		return logScript.Run(ctx, c, []string{op.Key}, op.N, op.Keep).Result()
-	case OpLogAdd:
-		return logAddScript.Run(ctx, c, []string{op.Key}, op.Entry, op.N, op.Value, op.Keep, op.Floor).Result()
-	case OpClaims:
-		return c.HKeys(ctx, op.Claims).Result()
-	case OpPause:
-		return pauseScript.Run(ctx, c, []string{op.Key}, op.Value, op.N).Result()
-	case OpFence:
-		return fenceScript.Run(ctx, c, []string{op.Key}, op.N).Result()
-	case OpMaxSet:
-		return maxsetScript.Run(ctx, c, []string{op.Key}, op.N).Result()
-	case OpGet:
-		return c.Get(ctx, op.Key).Result()
-	case OpPing:
-		return c.Ping(ctx).Result()
-	}
-	return nil, fmt.Errorf("locking: unknown op %d", op.Kind)
 }
 
 // parseReply turns a script's or command's reply into a Result.
@@ -262,6 +280,7 @@ func isRedirect(err error) bool {
 }
 
 func (n *redisNode) Close() error {
+	n.closeBatch()
 	n.mu.Lock()
 	cls := append(n.old, n.c())
 	n.old = nil

@@ -183,22 +183,26 @@ func (r *redlock) fenceKey(family string) string {
 	return r.prefix + ":{" + family + "}:" + fenceName
 }
 
-// round applies one op per node, in parallel (node 0 on the calling
-// goroutine), under one OpTimeout deadline, and waits for every answer.
-// op(i) gives node i's op; ok is false for a node to leave out. Answers go
-// to res and errs, indexed by node; node errors are observed.
+// round applies one op per node, in parallel, under one OpTimeout
+// deadline, and waits for every answer. op(i) gives node i's op; ok is
+// false for a node to leave out. Answers go to res and errs, indexed by
+// node; node errors are observed. Nodes that queue their calls (Redis
+// nodes: redisbatch.go) get them all queued before the first answer is
+// awaited, without a goroutine each; others are called on goroutines of
+// their own (the first on the calling goroutine).
 func (r *redlock) round(ctx context.Context, op func(i int) (Op, bool), res []Result, errs []error) {
 	rctx, cancel := context.WithTimeout(ctx, r.opTimeout)
 	defer cancel()
-	do := func(i int, o Op) {
-		res[i], errs[i] = r.nodes[i].Do(rctx, o)
-		r.observe(ctx, i, errs[i])
-	}
+	var calls [maxQueuedNodes]*nodeCall
 	var wg sync.WaitGroup
 	first, firstOp := -1, Op{}
 	for i := range r.nodes {
 		o, ok := op(i)
 		if !ok {
+			continue
+		}
+		if q, isQ := r.nodes[i].(queuingNode); isQ && i < maxQueuedNodes {
+			calls[i] = q.start(rctx, o)
 			continue
 		}
 		if first < 0 {
@@ -208,14 +212,32 @@ func (r *redlock) round(ctx context.Context, op func(i int) (Op, bool), res []Re
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			do(i, o)
+			res[i], errs[i] = r.nodes[i].Do(rctx, o)
+			r.observe(ctx, i, errs[i])
 		}()
 	}
 	if first >= 0 {
-		do(first, firstOp)
+		res[first], errs[first] = r.nodes[first].Do(rctx, firstOp)
+		r.observe(ctx, first, errs[first])
+	}
+	for i, c := range calls[:min(len(r.nodes), maxQueuedNodes)] {
+		if c != nil {
+			res[i], errs[i] = c.wait()
+			r.observe(ctx, i, errs[i])
+		}
 	}
 	wg.Wait()
 }
+
+// queuingNode is a Node that queues a call and answers it later
+// (redisNode), so that a round needs no goroutine per node.
+type queuingNode interface {
+	start(ctx context.Context, op Op) *nodeCall
+}
+
+// maxQueuedNodes bounds the nodes whose calls a round queues at once (a
+// fixed array, kept on the stack); further nodes are called on goroutines.
+const maxQueuedNodes = 16
 
 // all is a round's op selector for the same op on every node.
 func all(o Op) func(int) (Op, bool) { return func(int) (Op, bool) { return o, true } }

@@ -233,7 +233,7 @@ func (c *Config) withDefaults() (Config, error) {
 		cfg.ReconcileAfter = DefaultReconcileAfter
 	}
 	if cfg.MaxInFlight <= 0 {
-		cfg.MaxInFlight = 6 * runtime.GOMAXPROCS(0)
+		cfg.MaxInFlight = 64 * runtime.GOMAXPROCS(0)
 	}
 	if cfg.LockTTL < 100*time.Millisecond {
 		return cfg, fmt.Errorf("scheduler: LockTTL %v is too short (at least 100ms)", cfg.LockTTL)
