@@ -107,30 +107,37 @@
 // <prefix>:{<family>}:fence lives on every node and is only ever raised.
 //
 // The acquire script also reads that counter and, where it sets the key,
-// raises the counter to a proposal P = (the highest token this locker has
-// seen or proposed in the family) + 1 where it is lower, returning the
-// counter as it was before. With the maximum B of those "before" values
-// over the winning majority:
+// raises it to max(counter + 1, P) — P = (the highest token this locker has
+// seen or proposed in the family) + 1 — returning it as raised. Every lease
+// set on a node thus moves that node's counter up, so nodes that saw the
+// same acquisitions hold the same counter. With the values the winning
+// majority returned:
 //
-//   - P > B (the usual case: the locker's knowledge was current): the
-//     counter went from below P to P on every winner, a majority, so P is
-//     the token and Acquire needs no further round trip — two round trips
-//     for acquire + release, like the bare SET NX + DEL floor.
-//   - P ≤ B (another locker acquired meanwhile): the token is claimed by a
-//     compare-and-set round: set the counter to T = (the highest counter
-//     seen) + 1 where it is lower, and succeed if that happened on a
-//     majority; otherwise try again with one more than the highest counter
-//     met (at most 16 rounds, then a retryable split vote).
+//   - all equal to T (the usual case): the counter went from below T to T
+//     on every winner, a majority, in this round, so T is the token and
+//     Acquire needs no further round trip — two round trips for acquire +
+//     release, like the bare SET NX + DEL floor, whichever replica
+//     acquired last.
+//   - different (a node missed acquisitions, e.g. while it was down): the
+//     token is claimed by a compare-and-set round: set the counter to T =
+//     the highest of them where it is lower, and succeed if that happened
+//     on a majority; otherwise try again with one more than the highest
+//     counter met (at most 16 rounds, then a retryable split vote).
 //
 // Why it is monotone: the previous token T0 was on some majority M1 before
-// its Acquire returned. The next winner reads from a majority M2, and any
-// two majorities of the same N nodes intersect, so B ≥ T0 and the new
-// token is > T0. Why it is unique: a token is handed out only when the
-// counter went from below it to it on a majority; two acquisitions with the
-// same token would both have done that on the node their majorities share,
-// and the second found it already there. Counters are never lowered, so
-// neither concurrent nor late writes undo this; a proposal raised on some
-// nodes by an attempt that then failed only makes later tokens larger.
+// its Acquire returned. The next winner raises the counters of a majority
+// M2, and any two majorities of the same N nodes intersect, so one of its
+// raised values is above T0, and so is the new token. Why it is unique: a
+// token is handed out only when the counter went from below it to it on a
+// majority; two acquisitions with the same token would both have done that
+// on the node their majorities share, and the second found it already
+// there. Counters are never lowered, so neither concurrent nor late writes
+// undo this; a counter raised on some nodes by an attempt that then failed
+// only makes later tokens larger. Replicas running the earlier script
+// (raise to P where lower, return the counter as found; P the token when
+// above every winner's) keep both properties beside these ones, so a
+// rolling upgrade is safe: each hands out a token only after moving it
+// from below to it on a majority.
 //
 // Records (AdvanceRecord / ReadRecord) use the same register: max-assign on
 // a majority, read the maximum over a majority, and write a value seen on

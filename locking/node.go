@@ -48,8 +48,11 @@ const (
 	// Result.Pause whatever the outcome: the caller decides, over the
 	// majority, whether the work is paused.
 	//
-	// On Status 1 or 2 the counter Fence is raised to N where it is lower.
-	// N (Result) is Fence's value before, in every case.
+	// On Status 1 or 2 the counter Fence is set to max(Fence+1, N) and N
+	// (Result) is its new value; on Status 0 N (Result) is Fence's value
+	// as found. Every lease set on a node thus moves the node's counter
+	// up by at least one, so that nodes that saw the same acquisitions
+	// agree on the next token.
 	OpAcquire OpKind = iota + 1
 	// OpExtend: where the lease holds Value and has not expired (Lives
 	// [Field] for a claim, else Key), reset its expiry to TTL from now.

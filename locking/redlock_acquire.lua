@@ -6,8 +6,10 @@
 -- hash tag.
 -- ARGV[1] value "<token-hex>|<replica>", ARGV[2] ttl in milliseconds,
 -- ARGV[3] proposed token, ARGV[4] field ("": a plain lease).
--- Returns {status, value, counter before, orphan field, orphan claim,
--- pause register (claims; also when refused)}:
+-- Returns {status, value, counter, orphan field, orphan claim, pause
+-- register (claims; also when refused)}; where the lease was set, the
+-- counter was raised to max(counter + 1, proposal) and is returned as
+-- raised, else as found:
 -- status 1 set here, 2 took over the lease of an abandoned claim (value:
 -- the claim), 0 refused (value: what holds it).
 local fence = tonumber(redis.call('GET', KEYS[2]) or '0') or 0
@@ -57,7 +59,6 @@ if field ~= '' then
 elseif not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   return {0, redis.call('GET', KEYS[1]), fence}
 end
-if tonumber(ARGV[3]) > fence then
-  redis.call('SET', KEYS[2], ARGV[3])
-end
+fence = math.max(fence + 1, tonumber(ARGV[3]))
+redis.call('SET', KEYS[2], string.format('%d', fence))
 return {status, found, fence, orphan, orphanValue, pause}

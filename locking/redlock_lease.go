@@ -61,7 +61,9 @@ func (r *redlock) acquire(ctx context.Context, s leaseSpec) (grant, error) {
 	tookBy := map[string]int{}     // claims taken over, by value: one claim is one value
 	liveBy := map[string]int{}     // refusals by a live lease, by its value
 	var orphan Result
-	var seen, before uint64 // highest counter seen anywhere / on the winners
+	var seen uint64        // highest counter seen anywhere
+	var raised, top uint64 // the counter as the last winner / the winners at most raised it
+	agree := true          // every winner raised its counter to the same value
 	for i, rep := range res {
 		if errs[i] != nil {
 			continue
@@ -72,7 +74,11 @@ func (r *redlock) acquire(ctx context.Context, s leaseSpec) (grant, error) {
 		switch {
 		case rep.Status == 1 || rep.Status == 2:
 			won++
-			before = max(before, uint64(rep.N))
+			if won > 1 && uint64(rep.N) != raised {
+				agree = false
+			}
+			raised = uint64(rep.N)
+			top = max(top, raised)
 			if rep.Status == 2 {
 				tookBy[rep.Value]++
 			}
@@ -132,19 +138,23 @@ func (r *redlock) acquire(ctx context.Context, s leaseSpec) (grant, error) {
 		if orphan.Orphan != "" {
 			g.orphan = parseAbandoned(Key{Family: family, Name: orphan.Orphan}, orphan.OrphanValue)
 		}
-		// Quorum register. The winners' counters include the latest token
-		// made durable on any majority (two majorities intersect). If the
-		// proposal is above all of them, the script raised the counter from
-		// below it to it on every winner, a majority: it is this lease's
-		// token, no other acquisition can have done the same, and Acquire
-		// is done in one round.
-		if proposal > before {
-			r.learnToken(family, proposal)
-			g.token = proposal
+		// Quorum register. Each winner raised its counter to at least one
+		// above what it held, which includes the latest token made durable
+		// on any majority (two majorities intersect). Where they all raised
+		// it to the same T, the counter went from below T to T on a
+		// majority in this round: T is above every earlier token, no other
+		// acquisition can have done the same on a majority (counters only
+		// rise), and Acquire is done in one round — the usual case, as
+		// nodes that saw the same acquisitions hold the same counter.
+		if agree {
+			r.learnToken(family, raised)
+			g.token = raised
 			return g, nil
 		}
-		// Our knowledge was stale: claim a higher token on a majority.
-		token, err := r.claimToken(ctx, s.key, op.Fence, seen+1, errs)
+		// The winners' counters differed (a node missed acquisitions):
+		// claim the highest of them on a majority (it is above every
+		// earlier token for the same reason), or one above what is met.
+		token, err := r.claimToken(ctx, s.key, op.Fence, top, errs)
 		if err == nil {
 			r.learnToken(family, token)
 			g.token = token

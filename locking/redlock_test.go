@@ -1023,6 +1023,10 @@ func TestRedlockRacingWriteBacksGetDistinctTokens(t *testing.T) {
 		}
 		_ = lease.Release(ctx)
 	}
+	// One node carries a higher counter (7, a write that reached it
+	// alone): the winners of each acquisition disagree, so each claims
+	// its token in a write-back round.
+	c.Node(2).Client().Set(ctx, "t:{race}:fence", 7, 0)
 	a := newTestRedlock(t, c.Addrs(), "a")
 	b := newTestRedlock(t, c.Addrs(), "b")
 	paused, resume := make(chan struct{}), make(chan struct{})
@@ -1039,7 +1043,7 @@ func TestRedlockRacingWriteBacksGetDistinctTokens(t *testing.T) {
 		l, err := a.Acquire(ctx, Key{Family: "race", Name: "slot:1"}, 5*time.Second)
 		aDone <- res{l, err}
 	}()
-	<-paused // a has won its key and read the counter (5); it would write 6
+	<-paused // a has won its key (counters 6, 6, 8); it would write 8 back
 	lb, err := b.Acquire(ctx, Key{Family: "race", Name: "slot:2"}, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -1055,8 +1059,10 @@ func TestRedlockRacingWriteBacksGetDistinctTokens(t *testing.T) {
 	if ra.lease.Token() < lb.Token() {
 		t.Fatalf("a succeeded after b but got token %d < %d", ra.lease.Token(), lb.Token())
 	}
-	if lb.Token() != 6 || ra.lease.Token() != 7 {
-		t.Fatalf("tokens a=%d b=%d, want 7 and 6", ra.lease.Token(), lb.Token())
+	// b: counters 7, 7, 9, written back as 9; a then finds 9 everywhere
+	// and claims 10.
+	if lb.Token() != 9 || ra.lease.Token() != 10 {
+		t.Fatalf("tokens a=%d b=%d, want 10 and 9", ra.lease.Token(), lb.Token())
 	}
 }
 
@@ -1067,15 +1073,10 @@ func TestRedlockSlowAcquireHasItsOwnError(t *testing.T) {
 	ctx := tctx(t, 10*time.Second)
 	l := newTestRedlock(t, c.Addrs(), "a")
 	l.(*locker).b.(*redlock).hookBeforeFence = func(Key) { time.Sleep(300 * time.Millisecond) }
-	// A stale hint forces the write-back round, which the hook slows past
-	// the 200ms TTL.
-	w := newTestRedlock(t, c.Addrs(), "w")
-	lw, err := w.Acquire(ctx, Key{Family: "slow", Name: "w"}, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = lw.Release(ctx)
-	_, err = l.Acquire(ctx, Key{Family: "slow", Name: "k"}, 200*time.Millisecond)
+	// Counters that differ between the nodes force the write-back round,
+	// which the hook slows past the 200ms TTL.
+	c.Node(2).Client().Set(ctx, "t:{slow}:fence", 5, 0)
+	_, err := l.Acquire(ctx, Key{Family: "slow", Name: "k"}, 200*time.Millisecond)
 	if !errors.Is(err, ErrSlowAcquire) || errors.Is(err, ErrNoQuorum) {
 		t.Fatalf("err = %v, want ErrSlowAcquire", err)
 	}

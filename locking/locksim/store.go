@@ -227,9 +227,8 @@ func (s *Store) Apply(op locking.Op) (locking.Result, error) {
 			}
 			s.setStr(op.Key, op.Value, ms(op.TTL), now)
 		}
-		if op.N > fence {
-			s.setStr(op.Fence, strconv.FormatInt(op.N, 10), 0, now)
-		}
+		res.N = max(fence+1, op.N)
+		s.setStr(op.Fence, strconv.FormatInt(res.N, 10), 0, now)
 		return res, nil
 
 	case locking.OpExtend:
