@@ -53,7 +53,9 @@ func (s *Scheduler) execute(r runSpec) (h HistoryEntry, runErr error) {
 		log.Warn("running a missed slot (misfire policy "+string(r.j.spec.Misfire.Policy)+")", "event", evMisfireRecovered,
 			"policy", string(r.j.spec.Misfire.Policy))
 	}
-	log.Info("slot acquired", "event", evSlotAcquired)
+	// Debug: run.started, a moment later, carries the same fields, and at
+	// the default level every byte goes to a billed log store.
+	log.Debug("slot acquired", "event", evSlotAcquired)
 
 	ctx, span := s.traceRun(r.parent, r, slot, runID, token)
 	for _, l := range r.leases {
