@@ -184,9 +184,21 @@ func (n *redisNode) pipe(ctx context.Context, calls []*nodeCall, eval bool) (aga
 	for _, c := range calls {
 		c.cmd = queueOp(ctx, p, c.op, eval)
 	}
-	_, _ = p.Exec(ctx) // every command carries its own error
+	cmds, execErr := p.Exec(ctx)
+	// Exec's error is the first command's error, or, when no command
+	// carries one, the connection's (a refused AUTH is not stamped on the
+	// commands): then none of them ran.
+	for _, cmd := range cmds {
+		if cmd.Err() != nil {
+			execErr = nil
+			break
+		}
+	}
 	for _, c := range calls {
 		v, err := c.cmd()
+		if execErr != nil {
+			v, err = nil, execErr
+		}
 		switch {
 		case err != nil && !eval && redis.HasErrorPrefix(err, "NOSCRIPT"):
 			again = append(again, c)
