@@ -13,6 +13,9 @@ type ending struct {
 	doneTTL time.Duration
 	entry   *LogEntry
 	keep    int
+	// also, when set, is a plain lease of the claim's family (its job
+	// lease) released in the same step on each store (Lease.MarkDoneWith).
+	also *leaseSpec
 }
 
 // backend is one lock store: the Redlock quorum (redlock*.go) or the
@@ -33,8 +36,10 @@ type backend interface {
 	extend(ctx context.Context, s leaseSpec) error
 	// release ends s (OpRelease): deletes it, or, when e.doneTTL > 0,
 	// turns its key into e.done for e.doneTTL and adds e.entry, if any, to
-	// the family's log. Errors as for extend.
-	release(ctx context.Context, s leaseSpec, e ending) error
+	// the family's log; where e.also is set (s is a claim), it releases
+	// that lease in the same step and alsoErr is its outcome. Errors as
+	// for extend.
+	release(ctx context.Context, s leaseSpec, e ending) (err, alsoErr error)
 	// readLog implements Locker.ReadLog.
 	readLog(ctx context.Context, family string, since int64, limit int) ([]LogEntry, error)
 	// appendLog and readClaims implement Locker.AppendLog and ReadClaims.

@@ -308,19 +308,26 @@ func (ls *Lease) MarkDoneLog(ctx context.Context, ttl time.Duration, note string
 
 func (ls *Lease) end(ctx context.Context, e ending) (err error) {
 	if ls.lk.tracer != nil {
-		name, attrs := SpanRelease, []attribute.KeyValue{AttrFencingToken.Int64(int64(ls.token))}
-		if e.doneTTL > 0 {
-			name, attrs = SpanMarkDone, append(attrs, AttrDoneTTLMS.Int64(e.doneTTL.Milliseconds()))
-		}
 		var sp trace.Span
-		ctx, sp = ls.lk.startSpan(ctx, name, ls.spec.key, ls.trace.acq)
-		defer func() { endSpan(sp, err, attrs...) }()
+		ctx, sp = ls.startEndSpan(ctx, e)
+		defer func() { endSpan(sp, err, ls.endAttrs(e)...) }()
 	}
 	ls.endMu.Lock()
 	defer ls.endMu.Unlock()
 	if ls.settled {
 		return nil
 	}
+	ls.halt()
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	err, _ = ls.lk.b.release(rctx, ls.spec, e)
+	ls.settle(err)
+	return err
+}
+
+// halt marks the lease ended and, the first time, stops its watchdog and
+// cancels the contexts it kept. ls.endMu is held.
+func (ls *Lease) halt() {
 	ls.mu.Lock()
 	first := !ls.ended
 	ls.ended = true
@@ -334,11 +341,97 @@ func (ls *Lease) end(ctx context.Context, e ending) (err error) {
 			c(errLeaseEnded)
 		}
 	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-	defer cancel()
-	err = ls.lk.b.release(rctx, ls.spec, e)
+}
+
+// settle records the outcome of a release: once the stores accepted it,
+// or the key was no longer ours, later ends do nothing. ls.endMu is held.
+func (ls *Lease) settle(err error) {
 	if err == nil || errors.Is(err, ErrLockLost) {
 		ls.settled = true
 	}
-	return err
+}
+
+// MarkDoneWith ends the claim ls as MarkDoneLog does (MarkDone where entry
+// is nil) and releases other, a lease of the same family taken with
+// Acquire from the same Locker (a job's lease beside its slot's claim), in
+// the same step on each store: one call per store instead of two. err is
+// ls's outcome, otherErr other's, each as its own Release or MarkDone
+// would report it; a later call retries what did not settle. Where the
+// two cannot share a step (other is nil, a claim, of another family or
+// locker), other is released first, then ls is ended.
+func (ls *Lease) MarkDoneWith(ctx context.Context, other *Lease, ttl time.Duration, note string, entry *LogEntry, keep int) (err, otherErr error) {
+	e := ending{}
+	if ttl > 0 {
+		e.done, e.doneTTL = doneValue(ls.lk.opt.Replica, note, ls.ID()), ttl
+		if entry != nil && keep > 0 && ls.spec.claim {
+			e.entry, e.keep = entry, keep
+		}
+	}
+	if other == nil || other.lk != ls.lk || other.spec.claim || !ls.spec.claim || other.spec.key.Family != ls.spec.key.Family {
+		if other != nil {
+			otherErr = other.Release(ctx)
+		}
+		return ls.end(ctx, e), otherErr
+	}
+	if ls.lk.tracer != nil {
+		var sp, osp trace.Span
+		_, osp = other.startEndSpan(ctx, ending{})
+		ctx, sp = ls.startEndSpan(ctx, e)
+		defer func() {
+			endSpan(osp, otherErr, other.endAttrs(ending{})...)
+			endSpan(sp, err, ls.endAttrs(e)...)
+		}()
+	}
+	// Lock order: the claim, then the other lease (never the other way:
+	// no method ends a claim from its job lease).
+	ls.endMu.Lock()
+	defer ls.endMu.Unlock()
+	other.endMu.Lock()
+	defer other.endMu.Unlock()
+	switch {
+	case ls.settled && other.settled:
+		return nil, nil
+	case ls.settled:
+		other.halt()
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+		defer cancel()
+		otherErr, _ = other.lk.b.release(rctx, other.spec, ending{})
+		other.settle(otherErr)
+		return nil, otherErr
+	case other.settled:
+		ls.halt()
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+		defer cancel()
+		err, _ = ls.lk.b.release(rctx, ls.spec, e)
+		ls.settle(err)
+		return err, nil
+	}
+	// The other lease first: the job's next run may start at once.
+	other.halt()
+	ls.halt()
+	e.also = &other.spec
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	err, otherErr = ls.lk.b.release(rctx, ls.spec, e)
+	ls.settle(err)
+	other.settle(otherErr)
+	return err, otherErr
+}
+
+// startEndSpan starts the span of an end (trace.go).
+func (ls *Lease) startEndSpan(ctx context.Context, e ending) (context.Context, trace.Span) {
+	name := SpanRelease
+	if e.doneTTL > 0 {
+		name = SpanMarkDone
+	}
+	return ls.lk.startSpan(ctx, name, ls.spec.key, ls.trace.acq)
+}
+
+// endAttrs are the attributes of an end's span.
+func (ls *Lease) endAttrs(e ending) []attribute.KeyValue {
+	attrs := []attribute.KeyValue{AttrFencingToken.Int64(int64(ls.token))}
+	if e.doneTTL > 0 {
+		attrs = append(attrs, AttrDoneTTLMS.Int64(e.doneTTL.Milliseconds()))
+	}
+	return attrs
 }

@@ -157,14 +157,22 @@ func (b *localBackend) extend(ctx context.Context, s leaseSpec) error {
 	return nil
 }
 
-func (b *localBackend) release(ctx context.Context, s leaseSpec, e ending) error {
-	done, doneTTL := e.done, e.doneTTL
+func (b *localBackend) release(ctx context.Context, s leaseSpec, e ending) (err, alsoErr error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return err, err
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.clock.Now()
+	if e.also != nil && s.claim {
+		alsoErr = b.releaseLocked(*e.also, ending{}, now)
+	}
+	return b.releaseLocked(s, e, now), alsoErr
+}
+
+// releaseLocked is release of s alone, with b.mu held.
+func (b *localBackend) releaseLocked(s leaseSpec, e ending, now time.Time) error {
+	done, doneTTL := e.done, e.doneTTL
 	cur, curOK := b.live(s.key, now)
 	if doneTTL > 0 && curOK && cur.value == done {
 		return nil // a retry: the marker is already this one

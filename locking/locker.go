@@ -116,7 +116,7 @@ func (l *locker) acquire(ctx context.Context, s leaseSpec) (ls *Lease, err error
 		// The acquisition took longer than the lease lasts: nothing is held
 		// any more that could be relied on. Undo and report.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-		_ = l.b.release(rctx, s, ending{})
+		_, _ = l.b.release(rctx, s, ending{})
 		cancel()
 		return nil, &slowAcquireError{key: s.key}
 	}

@@ -72,6 +72,10 @@ const (
 	// Claims[Field] is deleted and Key := Done PX DoneTTL unless Key exists;
 	// there Entry (when set) is added to the family's log (the sorted set
 	// Log) with score N, and the log keeps its newest Keep entries.
+	//
+	// For a claim, Also (when set) is a plain lease of the same family
+	// (a job lease), deleted where it holds AlsoValue, in the same step
+	// whatever else happens: Result.AlsoStatus 1 where it did, else 0.
 	OpRelease
 	// OpPause: the family's pause register at Key holds
 	// "<version>|<p or r>|<until ms>|<by>|<reason>" (p: paused until the
@@ -107,6 +111,7 @@ type Op struct {
 	Claims, Lives, Field string // claims only
 	Pause                string // claims only: the family's pause register, read
 	Log, Entry           string // OpRelease of a claim: the family's log and an entry for it
+	Also, AlsoValue      string // OpRelease of a claim: a plain lease released with it
 	Keep                 int64  // OpRelease: entries the log keeps; OpLog: most entries read
 	Value, Done          string
 	TTL, DoneTTL         int64 // milliseconds
@@ -122,6 +127,7 @@ type Result struct {
 	Nil                 bool
 	Orphan, OrphanValue string // OpAcquire of a claim: an abandoned claim of another field
 	Pause               string // OpAcquire of a claim: the pause register's value
+	AlsoStatus          int64  // OpRelease with Also: 1 where Also held AlsoValue
 	Log                 []LogEntry
 	Fields              []string // OpClaims
 }

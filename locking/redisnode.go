@@ -159,8 +159,11 @@ func queueOp(ctx context.Context, p redis.Pipeliner, op Op, eval bool) func() (a
 		keys := []string{op.Key}
 		if op.Field != "" {
 			keys = append(keys, op.Claims, op.Lives, op.Log)
+			if op.AlsoValue != "" {
+				keys = append(keys, op.Also)
+			}
 		}
-		return script(releaseScript, keys, op.Value, op.Done, op.DoneTTL, op.Field, op.Entry, op.N, op.Keep)
+		return script(releaseScript, keys, op.Value, op.Done, op.DoneTTL, op.Field, op.Entry, op.N, op.Keep, op.AlsoValue)
 	case OpLog:
 		return script(logScript, []string{op.Key}, op.N, op.Keep)
 	case OpLogAdd:
@@ -242,6 +245,8 @@ func parseReply(op Op, v any) (Result, error) {
 			return Result{N: n}, nil
 		case OpLogAdd:
 			return Result{}, nil
+		case OpRelease:
+			return Result{Status: n & 1, AlsoStatus: n >> 1}, nil
 		}
 		return Result{Status: n}, nil
 	case OpLog:

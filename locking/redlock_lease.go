@@ -237,8 +237,7 @@ func (r *redlock) undo(ctx context.Context, s leaseSpec, mask []bool) {
 }
 
 // compareAct runs a compare-and-act op on every node and classifies the
-// answers: nil on a majority of 1s, ErrLockLost when so many nodes
-// answered 0 that a majority of 1s is impossible, else a *QuorumError.
+// answers (verdict).
 func (r *redlock) compareAct(ctx context.Context, name string, key Key, op Op) error {
 	res := make([]Result, len(r.nodes))
 	errs := make([]error, len(r.nodes))
@@ -246,11 +245,18 @@ func (r *redlock) compareAct(ctx context.Context, name string, key Key, op Op) e
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	return r.verdict(name, key, res, errs, func(rep Result) bool { return rep.Status == 1 })
+}
+
+// verdict classifies a compare-and-act round: nil on a majority of nodes
+// where ours holds, ErrLockLost when so many nodes answered otherwise
+// that such a majority is impossible, else a *QuorumError.
+func (r *redlock) verdict(name string, key Key, res []Result, errs []error, ours func(Result) bool) error {
 	ok, notOurs := 0, 0
 	for i, rep := range res {
 		switch {
 		case errs[i] != nil:
-		case rep.Status == 1:
+		case ours(rep):
 			ok++
 		default:
 			notOurs++
@@ -269,7 +275,7 @@ func (r *redlock) extend(ctx context.Context, s leaseSpec) error {
 	return r.compareAct(ctx, "extend", s.key, r.leaseOp(OpExtend, s))
 }
 
-func (r *redlock) release(ctx context.Context, s leaseSpec, e ending) error {
+func (r *redlock) release(ctx context.Context, s leaseSpec, e ending) (err, alsoErr error) {
 	op := r.leaseOp(OpRelease, s)
 	if e.doneTTL > 0 {
 		op.Done, op.DoneTTL = e.done, msec(e.doneTTL)
@@ -277,5 +283,16 @@ func (r *redlock) release(ctx context.Context, s leaseSpec, e ending) error {
 	if s.claim && e.entry != nil {
 		op.Entry, op.N, op.Keep = e.entry.Value, e.entry.Score, int64(e.keep)
 	}
-	return r.compareAct(ctx, "release", s.key, op)
+	if e.also == nil || !s.claim {
+		return r.compareAct(ctx, "release", s.key, op), nil
+	}
+	op.Also, op.AlsoValue = r.key(e.also.key), e.also.value
+	res := make([]Result, len(r.nodes))
+	errs := make([]error, len(r.nodes))
+	r.round(ctx, all(op), res, errs)
+	if err := ctx.Err(); err != nil {
+		return err, err
+	}
+	return r.verdict("release", s.key, res, errs, func(rep Result) bool { return rep.Status == 1 }),
+		r.verdict("release", e.also.key, res, errs, func(rep Result) bool { return rep.AlsoStatus == 1 })
 }

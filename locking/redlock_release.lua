@@ -7,8 +7,11 @@
 -- done marker, ARGV[3] done ttl in milliseconds ("0": no marker), ARGV[4]
 -- field ("": a plain lease), ARGV[5] a log entry added with the done
 -- marker ("" none), ARGV[6] its score, ARGV[7] how many entries the log
--- keeps (the newest by score).
--- Returns 1 when the lease was ours here, or the key already holds this
+-- keeps (the newest by score); KEYS[5] and ARGV[8] (claims only, when
+-- ARGV[8] is set): a plain lease of the same family (a job lease) and its
+-- value, deleted where it holds that value, in the same step.
+-- Returns (plus 2 when the KEYS[5] lease was ours and is deleted) 1 when
+-- the lease was ours here, or the key already holds this
 -- very done marker (a retry whose first answer was lost), 0 otherwise. A
 -- done marker is
 -- also set where the lease or claim is absent (expired, or the node
@@ -17,8 +20,13 @@
 -- a done marker or another holder's value.
 local doneTTL = tonumber(ARGV[3])
 local field = ARGV[4]
+local also = 0
+if field ~= '' and ARGV[8] and ARGV[8] ~= '' and redis.call('GET', KEYS[5]) == ARGV[8] then
+  redis.call('DEL', KEYS[5])
+  also = 2
+end
 if doneTTL > 0 and redis.call('GET', KEYS[1]) == ARGV[2] then
-  return 1
+  return 1 + also
 end
 if field == '' then
   local cur = redis.call('GET', KEYS[1])
@@ -62,6 +70,6 @@ elseif claimOurs then
   redis.call('HDEL', KEYS[2], field)
 end
 if claimOurs or liveOurs then
-  return 1
+  return 1 + also
 end
-return 0
+return also

@@ -497,10 +497,10 @@ func TestRedlockStaleTokenCannotReleaseOrExtend(t *testing.T) {
 	if err := ab.extend(ctx, leaseSpec{key: key, value: la.spec.value, ttl: time.Minute}); !errors.Is(err, ErrLockLost) {
 		t.Fatalf("stale extend: %v", err)
 	}
-	if err := ab.release(ctx, la.spec, ending{}); !errors.Is(err, ErrLockLost) {
+	if err, _ := ab.release(ctx, la.spec, ending{}); !errors.Is(err, ErrLockLost) {
 		t.Fatalf("stale release: %v", err)
 	}
-	if err := ab.release(ctx, la.spec, ending{done: "done|a|x", doneTTL: time.Minute}); !errors.Is(err, ErrLockLost) {
+	if err, _ := ab.release(ctx, la.spec, ending{done: "done|a|x", doneTTL: time.Minute}); !errors.Is(err, ErrLockLost) {
 		t.Fatalf("stale mark done: %v", err)
 	}
 	if err := la.Extend(ctx); !errors.Is(err, ErrLockLost) {
@@ -1085,4 +1085,33 @@ func TestRedlockSlowAcquireHasItsOwnError(t *testing.T) {
 			t.Fatalf("node %s kept %q after the undone acquisition", n.Addr(), v)
 		}
 	}
+}
+
+// A refused AUTH fails every call of a pipeline, not only its first: no
+// node counts as up, and nothing is acquired (go-redis does not stamp a
+// connection's error on the commands of a pipeline; redisbatch.go does).
+func TestRedlockRefusedAuthFailsEveryCall(t *testing.T) {
+	c := redistest.Start(t, 3, redistest.Password("right-pw"))
+	ctx := tctx(t, 10*time.Second)
+	l := newTestRedlock(t, c.Addrs(), "a", func(cfg *RedisConfig) { cfg.Password = "wrong-pw" })
+	st, err := l.Ping(ctx)
+	if !errors.Is(err, ErrNoQuorum) {
+		t.Fatalf("Ping: %v, want ErrNoQuorum", err)
+	}
+	for _, s := range st {
+		if s.Up || s.Err == nil {
+			t.Errorf("node %s: up %v, err %v; want down with the refusal", s.Addr, s.Up, s.Err)
+		}
+	}
+	var wg sync.WaitGroup
+	for i := range 20 { // many calls, so that they share pipelines
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := l.Acquire(ctx, Key{Family: "auth", Name: fmt.Sprint(i)}, time.Second); !errors.Is(err, ErrNoQuorum) {
+				t.Errorf("Acquire %d: %v, want ErrNoQuorum", i, err)
+			}
+		}()
+	}
+	wg.Wait()
 }

@@ -241,10 +241,7 @@ func (s *Scheduler) RunSlot(ctx context.Context, name string, t time.Time) (Hist
 		leases = append(leases, jobLease)
 	}
 	h, runErr := s.execute(runSpec{j: j, slot: t, backfill: true, leases: leases, parent: parent})
-	if jobLease != nil {
-		s.endLease(name, slot, jobLease, 0, "")
-	}
-	s.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: h.Outcome, history: &h, at: t})
+	s.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: h.Outcome, history: &h, at: t, jobLease: jobLease})
 	if o := lease.Orphan(); o != nil {
 		s.settleOrphan(j, o) // now: this process may exit next
 	}

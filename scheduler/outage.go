@@ -45,6 +45,9 @@ type pendingEnd struct {
 	// marker, as the outcome of slot at.
 	history *HistoryEntry
 	at      time.Time
+	// jobLease, when set, is the run's job lease, released in the same
+	// call as lease is ended (locking.Lease.MarkDoneWith).
+	jobLease *locking.Lease
 }
 
 // noteOutage records that slot t of j was skipped for lack of a quorum.

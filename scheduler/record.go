@@ -21,6 +21,20 @@ func (s *Scheduler) endLeaseThen(p pendingEnd) {
 	var err error
 	s.ending <- struct{}{}
 	switch {
+	case p.jobLease != nil:
+		// The slot's end and the job lease's release in one call per store.
+		var entry *locking.LogEntry
+		if p.doneTTL > 0 && p.history != nil && s.cfg.HistoryKeep > 0 {
+			e := p.history.logEntry(p.at)
+			entry = &e
+		}
+		var jobErr error
+		err, jobErr = p.lease.MarkDoneWith(context.Background(), p.jobLease, p.doneTTL, p.note, entry, s.cfg.HistoryKeep)
+		if jobErr != nil {
+			// Reported, and ended again alone when the stores answer.
+			defer s.endLeaseFailed(pendingEnd{job: p.job, slot: p.slot, lease: p.jobLease}, jobErr)
+		}
+		p.jobLease = nil
 	case p.doneTTL > 0 && p.history != nil && s.cfg.HistoryKeep > 0:
 		err = p.lease.MarkDoneLog(context.Background(), p.doneTTL, p.note, p.history.logEntry(p.at), s.cfg.HistoryKeep)
 	case p.doneTTL > 0:
@@ -35,6 +49,12 @@ func (s *Scheduler) endLeaseThen(p pendingEnd) {
 		}
 		return
 	}
+	s.endLeaseFailed(p, err)
+}
+
+// endLeaseFailed logs why p's lease could not be ended and, unless it was
+// lost, ends it again once the stores answer.
+func (s *Scheduler) endLeaseFailed(p pendingEnd, err error) {
 	if errors.Is(err, locking.ErrLockLost) {
 		// Expired or taken over; already reported as lock.lost if a run
 		// depended on it.

@@ -201,11 +201,9 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 		j: j, slot: t, recovered: mode == modeRecover, leases: leases, parent: s.runCtx, trace: tctx,
 	})
 	span.ran(h)
-	// The job lease first: the next slot may start at once, here or elsewhere.
-	if jobLease != nil {
-		s.endLease(name, slot, jobLease, 0, "")
-	}
-	end := pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: h.Outcome, history: &h, at: t}
+	// The job lease is released in the same call as the slot is marked
+	// done: the next slot may start at once, here or elsewhere.
+	end := pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: h.Outcome, history: &h, at: t, jobLease: jobLease}
 	if h.Outcome == OutcomeFailed && j.spec.PauseOnFailure > 0 {
 		end.then = func() { s.spawn(func() { s.pauseOnFailure(j) }) }
 	}

@@ -76,6 +76,7 @@ var cases = []struct {
 	{"ReadClaims", testReadClaims},
 	{"TokensUnique", testTokensUnique},
 	{"BadKeys", testBadKeys},
+	{"MarkDoneWith", testMarkDoneWith},
 }
 
 // family returns a key family unique to this run and subtest.

@@ -248,52 +248,16 @@ func (s *Store) Apply(op locking.Op) (locking.Result, error) {
 		return locking.Result{}, nil
 
 	case locking.OpRelease:
-		if v, ok := s.getStr(op.Key, now); op.DoneTTL > 0 && ok && v == op.Done {
-			return locking.Result{Status: 1}, nil
-		}
-		if op.Field == "" {
-			cur, ok := s.getStr(op.Key, now)
-			if ok && cur == op.Value {
-				if op.DoneTTL > 0 {
-					s.setStr(op.Key, op.Done, ms(op.DoneTTL), now)
-				} else {
-					delete(s.kv, op.Key)
-				}
-				return locking.Result{Status: 1}, nil
-			}
-			if !ok && op.DoneTTL > 0 {
-				s.setStr(op.Key, op.Done, ms(op.DoneTTL), now)
-			}
-			return locking.Result{}, nil
-		}
-		claim, claimOK := s.hget(op.Claims, op.Field, now)
-		liveOurs := false
-		if l, ok := s.hget(op.Lives, op.Field, now); ok {
-			if v, exp := parseLive(l); v == op.Value {
-				s.hdel(op.Lives, op.Field, now)
-				liveOurs = exp > nowMS
+		var also int64
+		if op.Field != "" && op.AlsoValue != "" {
+			if v, ok := s.getStr(op.Also, now); ok && v == op.AlsoValue {
+				delete(s.kv, op.Also)
+				also = 1
 			}
 		}
-		claimOurs := claimOK && claim == op.Value
-		if op.DoneTTL > 0 {
-			if claimOurs || !claimOK || liveOurs {
-				if claimOK {
-					s.hdel(op.Claims, op.Field, now)
-				}
-				if _, exists := s.get(op.Key, now); !exists {
-					s.setStr(op.Key, op.Done, ms(op.DoneTTL), now)
-				}
-				if op.Entry != "" {
-					s.zadd(op.Log, op.Entry, op.N, op.Keep, now)
-				}
-			}
-		} else if claimOurs {
-			s.hdel(op.Claims, op.Field, now)
-		}
-		if claimOurs || liveOurs {
-			return locking.Result{Status: 1}, nil
-		}
-		return locking.Result{}, nil
+		res := s.release(op, now, nowMS)
+		res.AlsoStatus = also
+		return res, nil
 
 	case locking.OpPause:
 		cur, _ := s.getStr(op.Key, now)
@@ -349,4 +313,54 @@ func (s *Store) Apply(op locking.Op) (locking.Result, error) {
 		return locking.Result{Log: newestFirst(e.zset, op.N, int(op.Keep))}, nil
 	}
 	return locking.Result{}, errors.New("ERR unknown op")
+}
+
+// release is OpRelease without its Also part.
+func (s *Store) release(op locking.Op, now time.Time, nowMS int64) locking.Result {
+	if v, ok := s.getStr(op.Key, now); op.DoneTTL > 0 && ok && v == op.Done {
+		return locking.Result{Status: 1}
+	}
+	if op.Field == "" {
+		cur, ok := s.getStr(op.Key, now)
+		if ok && cur == op.Value {
+			if op.DoneTTL > 0 {
+				s.setStr(op.Key, op.Done, ms(op.DoneTTL), now)
+			} else {
+				delete(s.kv, op.Key)
+			}
+			return locking.Result{Status: 1}
+		}
+		if !ok && op.DoneTTL > 0 {
+			s.setStr(op.Key, op.Done, ms(op.DoneTTL), now)
+		}
+		return locking.Result{}
+	}
+	claim, claimOK := s.hget(op.Claims, op.Field, now)
+	liveOurs := false
+	if l, ok := s.hget(op.Lives, op.Field, now); ok {
+		if v, exp := parseLive(l); v == op.Value {
+			s.hdel(op.Lives, op.Field, now)
+			liveOurs = exp > nowMS
+		}
+	}
+	claimOurs := claimOK && claim == op.Value
+	if op.DoneTTL > 0 {
+		if claimOurs || !claimOK || liveOurs {
+			if claimOK {
+				s.hdel(op.Claims, op.Field, now)
+			}
+			if _, exists := s.get(op.Key, now); !exists {
+				s.setStr(op.Key, op.Done, ms(op.DoneTTL), now)
+			}
+			if op.Entry != "" {
+				s.zadd(op.Log, op.Entry, op.N, op.Keep, now)
+			}
+		}
+	} else if claimOurs {
+		s.hdel(op.Claims, op.Field, now)
+	}
+	if claimOurs || liveOurs {
+		return locking.Result{Status: 1}
+	}
+	return locking.Result{}
 }
