@@ -14,9 +14,17 @@ type ending struct {
 	entry   *LogEntry
 	keep    int
 	// also, when set, is a plain lease of the claim's family (its job
-	// lease) released in the same step on each store (Lease.MarkDoneWith).
+	// lease) released in the same step on each store (Lease.End).
 	also *leaseSpec
+	// record, when recordN is not 0, is a record of the claim's family
+	// raised to recordN in the same step (AdvanceRecord).
+	record  Key
+	recordN int64
 }
+
+// released is the outcome of a release: of the lease itself, of
+// ending.also and of ending.record (nil when not asked).
+type released struct{ err, also, record error }
 
 // backend is one lock store: the Redlock quorum (redlock*.go) or the
 // in-process map (local.go). The shared front end (locker.go, lease.go)
@@ -36,10 +44,10 @@ type backend interface {
 	extend(ctx context.Context, s leaseSpec) error
 	// release ends s (OpRelease): deletes it, or, when e.doneTTL > 0,
 	// turns its key into e.done for e.doneTTL and adds e.entry, if any, to
-	// the family's log; where e.also is set (s is a claim), it releases
-	// that lease in the same step and alsoErr is its outcome. Errors as
-	// for extend.
-	release(ctx context.Context, s leaseSpec, e ending) (err, alsoErr error)
+	// the family's log; where s is a claim, it releases e.also and raises
+	// e.record in the same step, each with its own outcome. Errors as for
+	// extend.
+	release(ctx context.Context, s leaseSpec, e ending) released
 	// readLog implements Locker.ReadLog.
 	readLog(ctx context.Context, family string, since int64, limit int) ([]LogEntry, error)
 	// appendLog and readClaims implement Locker.AppendLog and ReadClaims.

@@ -99,6 +99,42 @@
 // every ttl/3; when it cannot renew on a majority before the validity ends,
 // Lost closes and kept contexts are canceled with cause ErrLockLost.
 //
+// # Joint steps: one call per store per step
+//
+// A slot of a job that must not overlap needs two leases, the slot's claim
+// and the job's lease, and its end touches three keys: the claim becomes
+// the done marker, the job lease goes, the job's record rises. All share
+// the job's hash tag, so each step is one script call per store:
+//
+//   - ClaimWith(key, ttl, also) runs the claim's acquire script with the
+//     job lease as a sixth key: where the claim is new on a node, the job
+//     lease is SET NX PX there in the same step. The claim's outcome is
+//     decided exactly as Claim's; the job lease is the caller's (one
+//     acquisition, the claim's token) only where it was set on a majority
+//     and the claim is the caller's own work (not taken over, not a
+//     leftover). Otherwise it is deleted, by value, wherever it was set or
+//     may have been, and the caller takes it alone. Every undo of a joint
+//     claim releases both in one call.
+//   - Lease.End(Ending{..., Also, Record}) runs the claim's release script
+//     with the job lease and the record as fifth and sixth keys: deleted
+//     where it holds its value, and max-assigned, whatever else the script
+//     does. Each part keeps its own verdict (a majority of "ours" for a
+//     lease, a majority that ran the script for the record), so a part
+//     that did not settle is retried alone.
+//
+// The joint steps change how many calls a slot costs, never what any key
+// holds afterwards: the conformance suite checks them on every store.
+//
+// # Calls in pipelines
+//
+// A Redis node sends its calls in pipelines (redisbatch.go): one sender
+// per node takes whatever calls have queued and sends them as one write,
+// their answers read back in one go. An idle node sends a call at once;
+// calls that arrive while a pipeline is in flight form the next one (at
+// most 256). Each call is still its own atomic script, answered alone; a
+// call whose caller has given up by the time its batch goes out is not
+// sent.
+//
 // # Fencing tokens: a quorum register
 //
 // Every successful acquisition gets a token strictly greater than the token

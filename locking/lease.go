@@ -32,6 +32,7 @@ type Lease struct {
 	orphan    *Abandoned
 	pause     Pause
 	leftover  bool
+	joined    *Lease // ClaimWith: the lease taken in the same step
 	// trace is set only with tracing on (trace.go): a pointer, so that a
 	// lease is no larger without.
 	trace *leaseTrace
@@ -91,6 +92,10 @@ func (ls *Lease) Abandoned() *Abandoned { return ls.abandoned }
 // lease's on a majority, so the work must not be done under it. End it
 // with MarkDone to clear the leftover, or Release it.
 func (ls *Lease) Leftover() bool { return ls.leftover }
+
+// Joined is the lease that ClaimWith took together with this claim, with
+// the same token; nil when it was not taken (see ClaimWith).
+func (ls *Lease) Joined() *Lease { return ls.joined }
 
 // Orphan is non-nil when, during this Claim, a store held another claim of
 // the same family whose lease had expired: work abandoned by its holder.
@@ -320,7 +325,7 @@ func (ls *Lease) end(ctx context.Context, e ending) (err error) {
 	ls.halt()
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
-	err, _ = ls.lk.b.release(rctx, ls.spec, e)
+	err = ls.lk.b.release(rctx, ls.spec, e).err
 	ls.settle(err)
 	return err
 }
@@ -351,71 +356,121 @@ func (ls *Lease) settle(err error) {
 	}
 }
 
-// MarkDoneWith ends the claim ls as MarkDoneLog does (MarkDone where entry
-// is nil) and releases other, a lease of the same family taken with
-// Acquire from the same Locker (a job's lease beside its slot's claim), in
-// the same step on each store: one call per store instead of two. err is
-// ls's outcome, otherErr other's, each as its own Release or MarkDone
-// would report it; a later call retries what did not settle. Where the
-// two cannot share a step (other is nil, a claim, of another family or
-// locker), other is released first, then ls is ended.
-func (ls *Lease) MarkDoneWith(ctx context.Context, other *Lease, ttl time.Duration, note string, entry *LogEntry, keep int) (err, otherErr error) {
-	e := ending{}
-	if ttl > 0 {
-		e.done, e.doneTTL = doneValue(ls.lk.opt.Replica, note, ls.ID()), ttl
-		if entry != nil && keep > 0 && ls.spec.claim {
-			e.entry, e.keep = entry, keep
+// Ending says how Lease.End ends a lease. The zero value releases it.
+type Ending struct {
+	// DoneTTL > 0 leaves a done marker that lives DoneTTL and carries Note,
+	// as MarkDone does.
+	DoneTTL time.Duration
+	Note    string
+	// Entry, with DoneTTL > 0 and Keep > 0, is added to a claim's family
+	// log with its done marker, as MarkDoneLog does.
+	Entry *LogEntry
+	Keep  int
+	// Also, when set, is released too, as its Release would.
+	Also *Lease
+	// Record, when its Name is set, is raised to at least RecordValue, as
+	// Locker.AdvanceRecord would.
+	Record      Key
+	RecordValue int64
+}
+
+// EndResult is the outcome of Lease.End: Err the lease's (as Release or
+// MarkDone would report it), Also Ending.Also's, Record the record's (nil
+// when not asked).
+type EndResult struct {
+	Err, Also, Record error
+}
+
+// End ends the lease as e says. Where the lease is a claim, Also a lease
+// of the same family taken with Acquire from the same Locker (a job's
+// lease beside its slot's claim) and Record a record of that family, all
+// of it is one step on each store: one call per store, where separate
+// calls would take up to three. Otherwise each part is done by its own
+// call, Also first. A later End (or Release) retries what did not settle;
+// a record raised twice stays raised.
+func (ls *Lease) End(ctx context.Context, e Ending) EndResult {
+	in := ending{}
+	if e.DoneTTL > 0 {
+		in.done, in.doneTTL = doneValue(ls.lk.opt.Replica, e.Note, ls.ID()), e.DoneTTL
+		if e.Entry != nil && e.Keep > 0 && ls.spec.claim {
+			in.entry, in.keep = e.Entry, e.Keep
 		}
 	}
-	if other == nil || other.lk != ls.lk || other.spec.claim || !ls.spec.claim || other.spec.key.Family != ls.spec.key.Family {
-		if other != nil {
-			otherErr = other.Release(ctx)
+	record := e.Record.Name != "" && e.RecordValue != 0
+	joint := ls.spec.claim && (e.Also == nil || ls.joins(e.Also)) &&
+		(!record || (e.Record.Family == ls.spec.key.Family && checkRecord(e.Record, e.RecordValue) == nil))
+	if joint {
+		if res, ok := ls.endJoint(ctx, in, e, record); ok {
+			return res
 		}
-		return ls.end(ctx, e), otherErr
+	}
+	var res EndResult
+	if e.Also != nil {
+		res.Also = e.Also.Release(ctx)
+	}
+	res.Err = ls.end(ctx, in)
+	if e.Record.Name != "" {
+		res.Record = ls.lk.AdvanceRecord(ctx, e.Record, e.RecordValue)
+	}
+	return res
+}
+
+// joins reports whether other can be ended in ls's step: a plain lease of
+// ls's family from the same locker.
+func (ls *Lease) joins(other *Lease) bool {
+	return other.lk == ls.lk && !other.spec.claim && other.spec.key.Family == ls.spec.key.Family && other != ls
+}
+
+// endJoint is End in one step; ok is false, and nothing was done, when ls
+// was already settled (End then does the rest by separate calls).
+func (ls *Lease) endJoint(ctx context.Context, in ending, e Ending, record bool) (res EndResult, ok bool) {
+	// Lock order: the claim, then the other lease (no method ends a claim
+	// from its job lease).
+	ls.endMu.Lock()
+	defer ls.endMu.Unlock()
+	if ls.settled {
+		return res, false
+	}
+	also := e.Also
+	if also != nil {
+		also.endMu.Lock()
+		defer also.endMu.Unlock()
+		if also.settled {
+			also = nil
+		}
 	}
 	if ls.lk.tracer != nil {
 		var sp, osp trace.Span
-		_, osp = other.startEndSpan(ctx, ending{})
-		ctx, sp = ls.startEndSpan(ctx, e)
+		if also != nil {
+			_, osp = also.startEndSpan(ctx, ending{})
+		}
+		ctx, sp = ls.startEndSpan(ctx, in)
 		defer func() {
-			endSpan(osp, otherErr, other.endAttrs(ending{})...)
-			endSpan(sp, err, ls.endAttrs(e)...)
+			if osp != nil {
+				endSpan(osp, res.Also, also.endAttrs(ending{})...)
+			}
+			endSpan(sp, res.Err, ls.endAttrs(in)...)
 		}()
 	}
-	// Lock order: the claim, then the other lease (never the other way:
-	// no method ends a claim from its job lease).
-	ls.endMu.Lock()
-	defer ls.endMu.Unlock()
-	other.endMu.Lock()
-	defer other.endMu.Unlock()
-	switch {
-	case ls.settled && other.settled:
-		return nil, nil
-	case ls.settled:
-		other.halt()
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-		defer cancel()
-		otherErr, _ = other.lk.b.release(rctx, other.spec, ending{})
-		other.settle(otherErr)
-		return nil, otherErr
-	case other.settled:
-		ls.halt()
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-		defer cancel()
-		err, _ = ls.lk.b.release(rctx, ls.spec, e)
-		ls.settle(err)
-		return err, nil
-	}
 	// The other lease first: the job's next run may start at once.
-	other.halt()
+	if also != nil {
+		also.halt()
+		in.also = &also.spec
+	}
 	ls.halt()
-	e.also = &other.spec
+	if record {
+		in.record, in.recordN = e.Record, e.RecordValue
+	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
-	err, otherErr = ls.lk.b.release(rctx, ls.spec, e)
-	ls.settle(err)
-	other.settle(otherErr)
-	return err, otherErr
+	r := ls.lk.b.release(rctx, ls.spec, in)
+	ls.settle(r.err)
+	res.Err, res.Record = r.err, r.record
+	if also != nil {
+		also.settle(r.also)
+		res.Also = r.also
+	}
+	return res, true
 }
 
 // startEndSpan starts the span of an end (trace.go).

@@ -111,6 +111,13 @@ func (b *localBackend) acquire(ctx context.Context, s leaseSpec) (grant, error) 
 			f := orphans[n%uint64(len(orphans))]
 			g.orphan = parseAbandoned(Key{Family: fam, Name: f}, b.claims[fam][f])
 		}
+		if s.also != nil && g.abandoned == nil {
+			// As OpAcquire with Also: taken with a claim of our own.
+			if _, held := b.live(s.also.key, now); !held {
+				b.keys[s.also.key] = localEntry{value: s.also.value, expires: now.Add(s.ttl)}
+				g.joined = true
+			}
+		}
 	} else {
 		b.keys[s.key] = localEntry{value: s.value, expires: now.Add(s.ttl)}
 	}
@@ -157,17 +164,21 @@ func (b *localBackend) extend(ctx context.Context, s leaseSpec) error {
 	return nil
 }
 
-func (b *localBackend) release(ctx context.Context, s leaseSpec, e ending) (err, alsoErr error) {
+func (b *localBackend) release(ctx context.Context, s leaseSpec, e ending) (r released) {
 	if err := ctx.Err(); err != nil {
-		return err, err
+		return released{err, err, err}
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.clock.Now()
-	if e.also != nil && s.claim {
-		alsoErr = b.releaseLocked(*e.also, ending{}, now)
+	if s.claim && e.also != nil {
+		r.also = b.releaseLocked(*e.also, ending{}, now)
 	}
-	return b.releaseLocked(s, e, now), alsoErr
+	if s.claim && e.recordN != 0 && e.recordN > b.records[e.record] {
+		b.records[e.record] = e.recordN
+	}
+	r.err = b.releaseLocked(s, e, now)
+	return r
 }
 
 // releaseLocked is release of s alone, with b.mu held.

@@ -78,6 +78,29 @@ func (l *locker) Claim(ctx context.Context, key Key, ttl time.Duration) (*Lease,
 	return l.acquire(ctx, leaseSpec{key: key, ttl: ttl, claim: true})
 }
 
+// ClaimWith is Claim that also takes also, a plain lease of key's family
+// (a job's lease beside its slot's claim), with the same ttl, in the same
+// step on each store: one call per store where Claim then Acquire take
+// two. The claim's outcome is Claim's. also is taken only with a claim of
+// the caller's own (not one taken over, Lease.Abandoned, nor a leftover,
+// Lease.Leftover) and only where it is free on a majority; then
+// Lease.Joined returns it, with the claim's fencing token (one
+// acquisition, one token). Otherwise Joined is nil, also was left as it
+// was, and the caller may Acquire it alone. End both with Lease.End.
+//
+// ClaimWith is not part of the Locker interface: a Locker that wraps
+// another (to observe its calls) does not have it, and callers fall back
+// to Claim and Acquire.
+func (l *locker) ClaimWith(ctx context.Context, key Key, ttl time.Duration, also Key) (*Lease, error) {
+	if err := CheckKey(also); err != nil {
+		return nil, err
+	}
+	if also.Family != key.Family || also == key {
+		return nil, fmt.Errorf("locking: claim %s with %s: not another key of the same family", key, also)
+	}
+	return l.acquire(ctx, leaseSpec{key: key, ttl: ttl, claim: true, also: &leaseSpec{key: also, ttl: ttl}})
+}
+
 func (l *locker) acquire(ctx context.Context, s leaseSpec) (ls *Lease, err error) {
 	var parent trace.SpanContext
 	if l.tracer != nil {
@@ -85,6 +108,22 @@ func (l *locker) acquire(ctx context.Context, s leaseSpec) (ls *Lease, err error
 		name := SpanAcquire
 		if s.claim {
 			name = SpanClaim
+		}
+		if s.also != nil {
+			// Once the claim is granted, the lease tried with it has its
+			// Acquire span too (taken or held), when that is decided.
+			actx := ctx
+			defer func() {
+				if ls == nil {
+					return // never tried: the claim was refused
+				}
+				_, asp := l.startSpan(actx, SpanAcquire, s.also.key, trace.SpanContext{})
+				var jerr error
+				if ls.joined == nil {
+					jerr = &HeldError{Key: s.also.key}
+				}
+				endAcquireSpan(asp, ls.joined, jerr)
+			}()
 		}
 		var sp trace.Span
 		ctx, sp = l.startSpan(ctx, name, s.key, trace.SpanContext{})
@@ -103,6 +142,11 @@ func (l *locker) acquire(ctx context.Context, s leaseSpec) (ls *Lease, err error
 		return nil, err
 	}
 	s.value = newToken() + "|" + l.opt.Replica
+	if s.also != nil {
+		also := *s.also
+		also.value = newToken() + "|" + l.opt.Replica
+		s.also = &also
+	}
 	start := l.opt.Clock.Now()
 	g, err := l.b.acquire(ctx, s)
 	if err != nil {
@@ -116,13 +160,19 @@ func (l *locker) acquire(ctx context.Context, s leaseSpec) (ls *Lease, err error
 		// The acquisition took longer than the lease lasts: nothing is held
 		// any more that could be relied on. Undo and report.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-		_, _ = l.b.release(rctx, s, ending{})
+		_ = l.b.release(rctx, s, ending{also: s.also})
 		cancel()
 		return nil, &slowAcquireError{key: s.key}
 	}
 	ls = newLease(l, s, g, validUntil)
+	if g.joined {
+		ls.joined = newLease(l, *s.also, grant{token: g.token}, validUntil)
+	}
 	if l.tracer != nil {
 		ls.trace = &leaseTrace{acq: parent}
+		if ls.joined != nil {
+			ls.joined.trace = &leaseTrace{acq: parent}
+		}
 	}
 	return ls, nil
 }

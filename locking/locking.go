@@ -30,14 +30,19 @@ const (
 // logName is the reserved name of a family's log (Lease.MarkDoneLog).
 const logName = "log"
 
+// tombPrefix starts the reserved names of tombstones left by undone
+// acquisitions (redlock's undo).
+const tombPrefix = "undone:"
+
 func reservedName(n string) bool {
-	return n == fenceName || n == claimsName || n == livesName || n == pauseName || n == logName
+	return n == fenceName || n == claimsName || n == livesName || n == pauseName || n == logName ||
+		strings.HasPrefix(n, tombPrefix)
 }
 
 // CheckKey reports whether k can be used: a non-empty family without
 // braces or white space (it becomes the key's hash tag: a brace would
 // split a family over cluster slots), and a non-empty name that is not
-// reserved ("fence", "claims", "lives", "pause", "log").
+// reserved ("fence", "claims", "lives", "pause", "log", "undone:…").
 func CheckKey(k Key) error {
 	switch {
 	case k.Family == "":

@@ -46,7 +46,12 @@ const (
 	//
 	// For a claim, the family's pause register (Pause) is returned in
 	// Result.Pause whatever the outcome: the caller decides, over the
-	// majority, whether the work is paused.
+	// majority, whether the work is paused. Where AlsoValue is set and the
+	// claim is new here (Status 1), Also, a plain lease of the family (a
+	// job lease), is set to AlsoValue with TTL where absent, in the same
+	// step, unless the node's clock is more than FreshMS past SentMS (the
+	// sender's clock when it sent the op: a request run late): Result.
+	// AlsoStatus 1 where it was set.
 	//
 	// On Status 1 or 2 the counter Fence is set to max(Fence+1, N) and N
 	// (Result) is its new value; on Status 0 N (Result) is Fence's value
@@ -73,9 +78,11 @@ const (
 	// there Entry (when set) is added to the family's log (the sorted set
 	// Log) with score N, and the log keeps its newest Keep entries.
 	//
-	// For a claim, Also (when set) is a plain lease of the same family
-	// (a job lease), deleted where it holds AlsoValue, in the same step
-	// whatever else happens: Result.AlsoStatus 1 where it did, else 0.
+	// For a claim, in the same step whatever else happens: Also (when
+	// AlsoValue is set) is a plain lease of the same family (a job lease),
+	// deleted where it holds AlsoValue (Result.AlsoStatus 1 where it did,
+	// else 0); Record (when RecordN is not 0) is a record of the family,
+	// raised to RecordN where it is lower (OpMaxSet).
 	OpRelease
 	// OpPause: the family's pause register at Key holds
 	// "<version>|<p or r>|<until ms>|<by>|<reason>" (p: paused until the
@@ -111,8 +118,16 @@ type Op struct {
 	Claims, Lives, Field string // claims only
 	Pause                string // claims only: the family's pause register, read
 	Log, Entry           string // OpRelease of a claim: the family's log and an entry for it
-	Also, AlsoValue      string // OpRelease of a claim: a plain lease released with it
-	Keep                 int64  // OpRelease: entries the log keeps; OpLog: most entries read
+	Also, AlsoValue      string // OpAcquire, OpRelease of a claim: a plain lease taken / released with it
+	Record               string // OpRelease of a claim: a record raised to RecordN with it
+	RecordN              int64
+	SentMS, FreshMS      int64 // OpAcquire with Also: when sent (sender's clock, ms) and how long it is fresh
+	// Tomb: OpAcquire refuses (Status 0, nothing changed, Value "") when
+	// the key Tomb exists; OpRelease with TombTTL > 0 sets Tomb PX TombTTL
+	// first, whatever else it does (an undo's tombstone: redlock's undo).
+	Tomb    string
+	TombTTL int64
+	Keep                 int64 // OpRelease: entries the log keeps; OpLog: most entries read
 	Value, Done          string
 	TTL, DoneTTL         int64 // milliseconds
 	N                    int64
@@ -127,7 +142,7 @@ type Result struct {
 	Nil                 bool
 	Orphan, OrphanValue string // OpAcquire of a claim: an abandoned claim of another field
 	Pause               string // OpAcquire of a claim: the pause register's value
-	AlsoStatus          int64  // OpRelease with Also: 1 where Also held AlsoValue
+	AlsoStatus          int64  // OpAcquire, OpRelease with Also: 1 where Also was set / held AlsoValue
 	Log                 []LogEntry
 	Fields              []string // OpClaims
 }

@@ -19,9 +19,11 @@ import (
 // own script or command, atomic on the node and answered alone; batching
 // changes the cost of a call, not what it does.
 //
-// A call whose context ended before its batch was sent is not sent. A
-// batch's deadline is the latest of its calls' (at most OpTimeout from
-// now); each caller stops waiting at its own deadline, as before.
+// A call whose context ended before its batch was sent is not sent, but
+// for a release (it only ends what holds its own value; an undo must reach
+// a node that may still run the acquisition it undoes). A batch's deadline
+// is the latest of its live calls' (at most OpTimeout from now); each
+// caller stops waiting at its own deadline, as before.
 
 // maxBatch bounds the calls of one pipeline: a batch of scripts runs on
 // the node back to back, and must answer well within the op timeout.
@@ -145,11 +147,18 @@ func (n *redisNode) drain() {
 // source (EVAL); calls redirected by a cluster endpoint switch the node to
 // its cluster client and are sent again there. Neither was executed.
 func (n *redisNode) exec(batch []*nodeCall) {
-	live := batch[:0:0]
+	live, late := batch[:0:0], batch[:0:0]
 	var deadline time.Time
 	for _, c := range batch {
 		if err := c.ctx.Err(); err != nil {
-			c.finish(Result{}, err) // its sender gave up: never send it late
+			if c.op.Kind != OpRelease {
+				c.finish(Result{}, err) // its sender gave up: never send it late
+				continue
+			}
+			// A release is sent however late: it only ends what holds its
+			// own value, and an undo must reach a node that may still run
+			// the acquisition it undoes (redlock's undo).
+			late = append(late, c)
 			continue
 		}
 		if d, ok := c.ctx.Deadline(); ok && d.After(deadline) {
@@ -157,15 +166,28 @@ func (n *redisNode) exec(batch []*nodeCall) {
 		}
 		live = append(live, c)
 	}
-	if len(live) == 0 {
-		return
+	// Late releases first, in a pipeline of their own with a whole
+	// OpTimeout (a short deadline of a live call must not keep them off
+	// the wire), then the live calls, no later than the last caller waits.
+	if len(late) > 0 {
+		n.execBy(late, time.Time{})
 	}
-	if limit := time.Now().Add(n.opTimeout); deadline.IsZero() || deadline.After(limit) {
-		deadline = limit
+	if len(live) > 0 {
+		n.execBy(live, deadline)
 	}
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+}
+
+// execBy sends calls as one pipeline within OpTimeout from now and, when
+// deadline is set, by deadline, and answers each.
+func (n *redisNode) execBy(calls []*nodeCall, deadline time.Time) {
+	ctx, cancel := context.WithTimeout(context.Background(), n.opTimeout)
 	defer cancel()
-	again := n.pipe(ctx, live, false)
+	if !deadline.IsZero() {
+		var cancelAt context.CancelFunc
+		ctx, cancelAt = context.WithDeadline(ctx, deadline)
+		defer cancelAt()
+	}
+	again := n.pipe(ctx, calls, false)
 	if len(again) > 0 {
 		again = n.pipe(ctx, again, true)
 	}

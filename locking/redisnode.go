@@ -146,9 +146,14 @@ func queueOp(ctx context.Context, p redis.Pipeliner, op Op, eval bool) func() (a
 	case OpAcquire:
 		keys := []string{op.Key, op.Fence}
 		if op.Field != "" {
-			keys = append(keys, op.Claims, op.Lives, op.Pause)
+			also := op.Key // unused: stands in, with the call's hash tag
+			if op.AlsoValue != "" {
+				also = op.Also
+			}
+			keys = append(keys, op.Claims, op.Lives, op.Pause, also)
 		}
-		return script(acquireScript, keys, op.Value, op.TTL, op.N, op.Field)
+		keys = append(keys, op.Tomb)
+		return script(acquireScript, keys, op.Value, op.TTL, op.N, op.Field, op.AlsoValue, op.SentMS, op.FreshMS)
 	case OpExtend:
 		keys := []string{op.Key}
 		if op.Field != "" {
@@ -158,12 +163,21 @@ func queueOp(ctx context.Context, p redis.Pipeliner, op Op, eval bool) func() (a
 	case OpRelease:
 		keys := []string{op.Key}
 		if op.Field != "" {
-			keys = append(keys, op.Claims, op.Lives, op.Log)
+			// Unused optional keys stand in as the lock key itself: every
+			// key of one call shares its hash tag.
+			also, record := op.Key, op.Key
 			if op.AlsoValue != "" {
-				keys = append(keys, op.Also)
+				also = op.Also
 			}
+			if op.RecordN != 0 {
+				record = op.Record
+			}
+			keys = append(keys, op.Claims, op.Lives, op.Log, also, record)
 		}
-		return script(releaseScript, keys, op.Value, op.Done, op.DoneTTL, op.Field, op.Entry, op.N, op.Keep, op.AlsoValue)
+		if op.TombTTL > 0 {
+			keys = append(keys, op.Tomb)
+		}
+		return script(releaseScript, keys, op.Value, op.Done, op.DoneTTL, op.Field, op.Entry, op.N, op.Keep, op.AlsoValue, op.RecordN, op.TombTTL)
 	case OpLog:
 		return script(logScript, []string{op.Key}, op.N, op.Keep)
 	case OpLogAdd:
@@ -227,6 +241,9 @@ func parseReply(op Op, v any) (Result, error) {
 		}
 		if len(arr) > 5 {
 			r.Pause, _ = arr[5].(string)
+		}
+		if len(arr) > 6 {
+			r.AlsoStatus, _ = arr[6].(int64)
 		}
 		return r, nil
 	case OpClaims:

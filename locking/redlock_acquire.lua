@@ -3,9 +3,17 @@
 -- KEYS[1] lock key (a claim's done-marker key), KEYS[2] the family's fence
 -- counter, KEYS[3] and KEYS[4] the family's claims and lives hashes (claims
 -- only), KEYS[5] the family's pause register (claims only); all share one
--- hash tag.
+-- hash tag; KEYS[6] (claims only) a plain lease of the family (the job
+-- lease), set with the claim when ARGV[5] is set; the last key (KEYS[3]
+-- for a plain lease, KEYS[7] for a claim) the tombstone an undo of this
+-- very value would have left: where it exists, nothing is done.
 -- ARGV[1] value "<token-hex>|<replica>", ARGV[2] ttl in milliseconds,
--- ARGV[3] proposed token, ARGV[4] field ("": a plain lease).
+-- ARGV[3] proposed token, ARGV[4] field ("": a plain lease), ARGV[5]
+-- (claims only) the KEYS[6] lease's value: where the claim is new here
+-- (status 1) and the request is fresh (this node's clock at most ARGV[7]
+-- ms past ARGV[6], the sender's clock when it sent it), that lease is SET
+-- NX PX ttl in the same step, and the reply's seventh element is 1 where
+-- it was set.
 -- Returns {status, value, counter, orphan field, orphan claim, pause
 -- register (claims; also when refused)}; where the lease was set, the
 -- counter was raised to max(counter + 1, proposal) and is returned as
@@ -13,7 +21,12 @@
 -- status 1 set here, 2 took over the lease of an abandoned claim (value:
 -- the claim), 0 refused (value: what holds it).
 local fence = tonumber(redis.call('GET', KEYS[2]) or '0') or 0
-local status, found, orphan, orphanValue, pause = 1, '', '', '', ''
+if redis.call('EXISTS', KEYS[#KEYS]) == 1 then
+  -- Undone before it ran here (a request that queued on a frozen node):
+  -- it changes nothing.
+  return {0, '', fence, '', '', ''}
+end
+local status, found, orphan, orphanValue, pause, also = 1, '', '', '', '', 0
 local field = ARGV[4]
 if field ~= '' then
   pause = redis.call('GET', KEYS[5]) or ''
@@ -37,6 +50,10 @@ if field ~= '' then
     redis.call('HSET', KEYS[3], field, ARGV[1])
   end
   redis.call('HSET', KEYS[4], field, ARGV[1] .. '|' .. (now + tonumber(ARGV[2])))
+  if status == 1 and ARGV[5] and ARGV[5] ~= '' and now - tonumber(ARGV[6]) <= tonumber(ARGV[7]) and
+      redis.call('SET', KEYS[6], ARGV[5], 'NX', 'PX', ARGV[2]) then
+    also = 1
+  end
   -- Abandoned claims of other keys: one of them, picked by our random
   -- token so that callers spread over them, sorted so that every store
   -- picks alike.
@@ -61,4 +78,4 @@ elseif not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
 end
 fence = math.max(fence + 1, tonumber(ARGV[3]))
 redis.call('SET', KEYS[2], string.format('%d', fence))
-return {status, found, fence, orphan, orphanValue, pause}
+return {status, found, fence, orphan, orphanValue, pause, also}

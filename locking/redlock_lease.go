@@ -13,6 +13,9 @@ type leaseSpec struct {
 	value string // "<token>|<replica>"
 	ttl   time.Duration
 	claim bool // a claim (Locker.Claim): work to be done at most once
+	// also (claims only) is a plain lease of the family taken in the same
+	// step (Locker ClaimWith); its ttl is the claim's.
+	also *leaseSpec
 }
 
 // grant is a successful acquisition.
@@ -22,6 +25,7 @@ type grant struct {
 	orphan    *Abandoned // another claim of the family seen abandoned
 	pause     Pause      // a claim's family's newest pause state, ended or not
 	leftover  bool       // a claim on a minority was taken over (see acquire)
+	joined    bool       // leaseSpec.also was taken too, with the same token
 }
 
 func msec(d time.Duration) int64 { return max(d.Milliseconds(), 1) }
@@ -52,6 +56,16 @@ func (r *redlock) acquire(ctx context.Context, s leaseSpec) (grant, error) {
 	op := r.leaseOp(OpAcquire, s)
 	op.Fence = r.fenceKey(family)
 	op.N = int64(proposal)
+	if s.claim && s.also != nil {
+		// A frozen node may run a request long after its sender gave up
+		// (and after its undo: the undo may never reach it). A job lease
+		// so left on a majority would keep the job's next runs out for a
+		// ttl, so a node takes it only while the request is fresh by its
+		// own clock: sent at most jointFresh ago.
+		op.Also, op.AlsoValue = r.key(s.also.key), s.also.value
+		op.SentMS, op.FreshMS = r.clock.Now().UnixMilli(), (r.opTimeout + jointFresh).Milliseconds()
+	}
+	op.Tomb = r.tombKey(s)
 	res := make([]Result, len(r.nodes))
 	errs := make([]error, len(r.nodes))
 	r.round(ctx, all(op), res, errs)
@@ -100,7 +114,7 @@ func (r *redlock) acquire(ctx context.Context, s leaseSpec) (grant, error) {
 		// to a majority.
 		p := newestPause(pauses)
 		if s.claim && p.ActiveAt(r.clock.Now()) {
-			r.undo(ctx, s, nil)
+			r.undo(ctx, s, nil, errs)
 			return grant{}, &PausedError{Key: s.key, Pause: p}
 		}
 		g := grant{pause: p}
@@ -130,7 +144,7 @@ func (r *redlock) acquire(ctx context.Context, s leaseSpec) (grant, error) {
 		case tookN > 0 && answered == len(r.nodes):
 			g.leftover = true
 		case tookN > 0:
-			r.undo(ctx, s, nil)
+			r.undo(ctx, s, nil, errs)
 			he := parseHeld(s.key, took)
 			he.Claimed = true
 			return grant{}, he
@@ -149,6 +163,7 @@ func (r *redlock) acquire(ctx context.Context, s leaseSpec) (grant, error) {
 		if agree {
 			r.learnToken(family, raised)
 			g.token = raised
+			r.joint(ctx, s, &g, res, errs)
 			return g, nil
 		}
 		// The winners' counters differed (a node missed acquisitions):
@@ -158,10 +173,11 @@ func (r *redlock) acquire(ctx context.Context, s leaseSpec) (grant, error) {
 		if err == nil {
 			r.learnToken(family, token)
 			g.token = token
+			r.joint(ctx, s, &g, res, errs)
 			return g, nil
 		}
 		if ctx.Err() == nil {
-			r.undo(ctx, s, nil)
+			r.undo(ctx, s, nil, errs)
 			return grant{}, err
 		}
 	}
@@ -173,7 +189,7 @@ func (r *redlock) acquire(ctx context.Context, s leaseSpec) (grant, error) {
 	for i, rep := range res {
 		undoMask[i] = rep.Status != 0 || errs[i] != nil
 	}
-	r.undo(ctx, s, undoMask)
+	r.undo(ctx, s, undoMask, errs)
 	if err := ctx.Err(); err != nil {
 		return grant{}, err
 	}
@@ -229,11 +245,79 @@ func (r *redlock) acquireFailure(key Key, res []Result, errs []error) error {
 // undo releases s where it is held (or may be, after an unanswered
 // request), on the masked nodes (all when mask is nil). It runs detached
 // from ctx's cancellation: a canceled acquisition must still clean up.
-func (r *redlock) undo(ctx context.Context, s leaseSpec, mask []bool) {
+//
+// A node that did not answer the acquisition (unanswered[i] set) may still
+// run it later, after this undo (a frozen node that resumes runs what had
+// queued on its connections in no set order): there the undo leaves a
+// tombstone of s's value for s's ttl, and the acquire script refuses a
+// value with a tombstone, so a late acquisition leaves nothing behind.
+func (r *redlock) undo(ctx context.Context, s leaseSpec, mask []bool, unanswered []error) {
 	op := r.leaseOp(OpRelease, s)
+	if s.claim && s.also != nil {
+		op.Also, op.AlsoValue = r.key(s.also.key), s.also.value
+	}
+	tomb := op
+	tomb.Tomb, tomb.TombTTL = r.tombKey(s), msec(s.ttl)
 	res := make([]Result, len(r.nodes))
 	errs := make([]error, len(r.nodes))
-	r.round(context.WithoutCancel(ctx), func(i int) (Op, bool) { return op, mask == nil || mask[i] }, res, errs)
+	r.round(context.WithoutCancel(ctx), func(i int) (Op, bool) {
+		if unanswered != nil && unanswered[i] != nil {
+			return tomb, mask == nil || mask[i]
+		}
+		return op, mask == nil || mask[i]
+	}, res, errs)
+}
+
+// tombKey is where an undo leaves s's tombstone: under s's family, named
+// by its value's random token.
+func (r *redlock) tombKey(s leaseSpec) string {
+	tok, _, _ := strings.Cut(s.value, "|")
+	return r.key(Key{Family: s.key.Family, Name: tombPrefix + tok})
+}
+
+// jointFresh is the allowance, beyond the op timeout, for the clocks of
+// the locker and a node to differ when the node judges whether a joint
+// acquisition is fresh. A clock ahead by more only lets a late request
+// set a job lease (as without the check); one behind by more only makes
+// the caller take the job lease alone.
+const jointFresh = time.Second
+
+// joint decides the lease s.also that a granted claim s took in the same
+// step: it is g's too, with g's token, where it was set on a majority and
+// the claim is this lease's own (not taken over); otherwise it is undone
+// wherever it was set or may have been, and the caller takes it alone.
+func (r *redlock) joint(ctx context.Context, s leaseSpec, g *grant, res []Result, errs []error) {
+	if s.also == nil {
+		return
+	}
+	won, touched := 0, false
+	for i, rep := range res {
+		if errs[i] == nil && rep.AlsoStatus == 1 {
+			won++
+		}
+		touched = touched || errs[i] != nil || rep.AlsoStatus == 1
+	}
+	if won >= r.quorum && g.abandoned == nil && !g.leftover {
+		g.joined = true
+		return
+	}
+	if !touched {
+		return
+	}
+	// The claim stays; only the lease taken with it is undone, with a
+	// tombstone of the claim's value where the acquisition went
+	// unanswered (undo), so that a late run of it sets nothing.
+	op := r.leaseOp(OpRelease, *s.also)
+	tomb := op
+	tomb.Tomb, tomb.TombTTL = r.tombKey(s), msec(s.ttl)
+	ures := make([]Result, len(r.nodes))
+	uerrs := make([]error, len(r.nodes))
+	r.round(context.WithoutCancel(ctx), func(i int) (Op, bool) {
+		if errs[i] != nil {
+			return tomb, true
+		}
+		return op, res[i].AlsoStatus == 1
+	}, ures, uerrs)
 }
 
 // compareAct runs a compare-and-act op on every node and classifies the
@@ -275,7 +359,7 @@ func (r *redlock) extend(ctx context.Context, s leaseSpec) error {
 	return r.compareAct(ctx, "extend", s.key, r.leaseOp(OpExtend, s))
 }
 
-func (r *redlock) release(ctx context.Context, s leaseSpec, e ending) (err, alsoErr error) {
+func (r *redlock) release(ctx context.Context, s leaseSpec, e ending) released {
 	op := r.leaseOp(OpRelease, s)
 	if e.doneTTL > 0 {
 		op.Done, op.DoneTTL = e.done, msec(e.doneTTL)
@@ -283,16 +367,30 @@ func (r *redlock) release(ctx context.Context, s leaseSpec, e ending) (err, also
 	if s.claim && e.entry != nil {
 		op.Entry, op.N, op.Keep = e.entry.Value, e.entry.Score, int64(e.keep)
 	}
-	if e.also == nil || !s.claim {
-		return r.compareAct(ctx, "release", s.key, op), nil
+	if !s.claim || (e.also == nil && e.recordN == 0) {
+		return released{err: r.compareAct(ctx, "release", s.key, op)}
 	}
-	op.Also, op.AlsoValue = r.key(e.also.key), e.also.value
+	if e.also != nil {
+		op.Also, op.AlsoValue = r.key(e.also.key), e.also.value
+	}
+	if e.recordN != 0 {
+		op.Record, op.RecordN = r.key(e.record), e.recordN
+	}
 	res := make([]Result, len(r.nodes))
 	errs := make([]error, len(r.nodes))
 	r.round(ctx, all(op), res, errs)
 	if err := ctx.Err(); err != nil {
-		return err, err
+		return released{err, err, err}
 	}
-	return r.verdict("release", s.key, res, errs, func(rep Result) bool { return rep.Status == 1 }),
-		r.verdict("release", e.also.key, res, errs, func(rep Result) bool { return rep.AlsoStatus == 1 })
+	out := released{err: r.verdict("release", s.key, res, errs, func(rep Result) bool { return rep.Status == 1 })}
+	if e.also != nil {
+		out.also = r.verdict("release", e.also.key, res, errs, func(rep Result) bool { return rep.AlsoStatus == 1 })
+	}
+	if e.recordN != 0 {
+		// Max-assign is done wherever the script ran.
+		if got := r.answered(errs); got < r.quorum {
+			out.record = &QuorumError{Op: "record", Key: e.record, Need: r.quorum, Got: got, Err: r.nodeErrs(errs)}
+		}
+	}
+	return out
 }

@@ -9,7 +9,11 @@
 -- marker ("" none), ARGV[6] its score, ARGV[7] how many entries the log
 -- keeps (the newest by score); KEYS[5] and ARGV[8] (claims only, when
 -- ARGV[8] is set): a plain lease of the same family (a job lease) and its
--- value, deleted where it holds that value, in the same step.
+-- value, deleted where it holds that value, in the same step; KEYS[6] and
+-- ARGV[9] (claims only, when ARGV[9] is not "0"): a record of the family
+-- raised to ARGV[9] unless it holds more (as OpMaxSet), in the same step;
+-- ARGV[10] > 0: first set the last key (an undo's tombstone of this value,
+-- which the acquire script honours) for ARGV[10] milliseconds.
 -- Returns (plus 2 when the KEYS[5] lease was ours and is deleted) 1 when
 -- the lease was ours here, or the key already holds this
 -- very done marker (a retry whose first answer was lost), 0 otherwise. A
@@ -20,10 +24,19 @@
 -- a done marker or another holder's value.
 local doneTTL = tonumber(ARGV[3])
 local field = ARGV[4]
+if ARGV[10] and tonumber(ARGV[10]) > 0 then
+  redis.call('SET', KEYS[#KEYS], '1', 'PX', ARGV[10])
+end
 local also = 0
 if field ~= '' and ARGV[8] and ARGV[8] ~= '' and redis.call('GET', KEYS[5]) == ARGV[8] then
   redis.call('DEL', KEYS[5])
   also = 2
+end
+if field ~= '' and ARGV[9] and ARGV[9] ~= '0' then
+  local v = tonumber(ARGV[9])
+  if v > (tonumber(redis.call('GET', KEYS[6]) or '0') or 0) then
+    redis.call('SET', KEYS[6], ARGV[9])
+  end
 end
 if doneTTL > 0 and redis.call('GET', KEYS[1]) == ARGV[2] then
   return 1 + also

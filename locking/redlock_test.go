@@ -497,10 +497,10 @@ func TestRedlockStaleTokenCannotReleaseOrExtend(t *testing.T) {
 	if err := ab.extend(ctx, leaseSpec{key: key, value: la.spec.value, ttl: time.Minute}); !errors.Is(err, ErrLockLost) {
 		t.Fatalf("stale extend: %v", err)
 	}
-	if err, _ := ab.release(ctx, la.spec, ending{}); !errors.Is(err, ErrLockLost) {
+	if err := ab.release(ctx, la.spec, ending{}).err; !errors.Is(err, ErrLockLost) {
 		t.Fatalf("stale release: %v", err)
 	}
-	if err, _ := ab.release(ctx, la.spec, ending{done: "done|a|x", doneTTL: time.Minute}); !errors.Is(err, ErrLockLost) {
+	if err := ab.release(ctx, la.spec, ending{done: "done|a|x", doneTTL: time.Minute}).err; !errors.Is(err, ErrLockLost) {
 		t.Fatalf("stale mark done: %v", err)
 	}
 	if err := la.Extend(ctx); !errors.Is(err, ErrLockLost) {
@@ -1114,4 +1114,74 @@ func TestRedlockRefusedAuthFailsEveryCall(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// An acquisition that a frozen node runs only after its undo (the node
+// resumes and runs what had queued on its connections in no set order)
+// changes nothing there: the undo of a node that did not answer left a
+// tombstone of the value, which the acquire script honours. Here the undo
+// runs first on every node, then the "late" acquisition of a joint claim.
+func TestRedlockUndoTombstoneRefusesALateAcquire(t *testing.T) {
+	c := redistest.Start(t, 3)
+	ctx := tctx(t, 10*time.Second)
+	l := newTestRedlock(t, c.Addrs(), "a")
+	r := l.(*locker).b.(*redlock)
+	s := leaseSpec{key: Key{Family: "tomb", Name: "slot:1"}, value: newToken() + "|a", ttl: 5 * time.Second, claim: true,
+		also: &leaseSpec{key: Key{Family: "tomb", Name: "run"}, value: newToken() + "|a", ttl: 5 * time.Second}}
+	silent := errors.New("no answer")
+	r.undo(ctx, s, nil, []error{silent, silent, silent})
+	op := r.leaseOp(OpAcquire, s)
+	op.Fence, op.N, op.Tomb = r.fenceKey("tomb"), 1, r.tombKey(s)
+	op.Also, op.AlsoValue = r.key(s.also.key), s.also.value
+	for _, n := range r.nodes {
+		res, err := n.Do(ctx, op)
+		if err != nil || res.Status != 0 || res.AlsoStatus != 0 {
+			t.Fatalf("late acquisition on %s: %+v, %v; want refused", n.Addr(), res, err)
+		}
+	}
+	// Nothing was left: another replica claims the slot with the job lease.
+	b := newTestRedlock(t, c.Addrs(), "b").(*locker)
+	lease, err := b.ClaimWith(ctx, s.key, 5*time.Second, s.also.key)
+	if err != nil || lease.Abandoned() != nil || lease.Leftover() || lease.Joined() == nil {
+		t.Fatalf("claim after the late acquisition: %v, %v", lease, err)
+	}
+	// Without the tombstone the same late acquisition takes the keys.
+	s2 := s
+	s2.key, s2.value = Key{Family: "tomb", Name: "slot:2"}, newToken()+"|a"
+	r.undo(ctx, s2, nil, nil)
+	op2 := r.leaseOp(OpAcquire, s2)
+	op2.Fence, op2.N, op2.Tomb = r.fenceKey("tomb"), 1, r.tombKey(s2)
+	if res, err := r.nodes[0].Do(ctx, op2); err != nil || res.Status != 1 {
+		t.Fatalf("acquisition without a tombstone: %+v, %v; want set", res, err)
+	}
+}
+
+// A joint acquisition (claim with job lease) that a node runs long after
+// it was sent takes the claim there, as any claim, but not the job lease:
+// a job lease left on a majority by requests that queued on frozen nodes
+// would keep the job's next runs out for a ttl (scheduler
+// TestRedisQuorumLost).
+func TestRedlockLateJointAcquireTakesNoJobLease(t *testing.T) {
+	c := redistest.Start(t, 1)
+	ctx := tctx(t, 10*time.Second)
+	l := newTestRedlock(t, c.Addrs(), "a")
+	r := l.(*locker).b.(*redlock)
+	s := leaseSpec{key: Key{Family: "late", Name: "slot:1"}, value: newToken() + "|a", ttl: 5 * time.Second, claim: true,
+		also: &leaseSpec{key: Key{Family: "late", Name: "run"}, value: newToken() + "|a", ttl: 5 * time.Second}}
+	op := r.leaseOp(OpAcquire, s)
+	op.Fence, op.N, op.Tomb = r.fenceKey("late"), 1, r.tombKey(s)
+	op.Also, op.AlsoValue = r.key(s.also.key), s.also.value
+	op.SentMS, op.FreshMS = time.Now().Add(-3*time.Second).UnixMilli(), 1100
+	res, err := r.nodes[0].Do(ctx, op)
+	if err != nil || res.Status != 1 || res.AlsoStatus != 0 {
+		t.Fatalf("late joint acquisition: %+v, %v; want the claim without the job lease", res, err)
+	}
+	if v := c.Node(0).Client().Get(ctx, r.key(s.also.key)).Val(); v != "" {
+		t.Fatalf("job lease %q set by a late request", v)
+	}
+	op.Field, op.Key = "slot:2", r.key(Key{Family: "late", Name: "slot:2"})
+	op.SentMS = time.Now().UnixMilli()
+	if res, err := r.nodes[0].Do(ctx, op); err != nil || res.Status != 1 || res.AlsoStatus != 1 {
+		t.Fatalf("fresh joint acquisition: %+v, %v; want both", res, err)
+	}
 }

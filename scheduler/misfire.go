@@ -54,9 +54,8 @@ func (s *Scheduler) misfire(j *job, late lateRange, probe bool) {
 			return
 		}
 		slot := slotString(late.last)
-		s.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: ReasonLate, at: late.last,
-			history: &HistoryEntry{Slot: slot, Outcome: OutcomeSkipped, Reason: ReasonLate, Replica: s.cfg.Replica}})
-		s.recordHandled(j, late.last)
+		s.endHandled(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: ReasonLate, at: late.last,
+			history: &HistoryEntry{Slot: slot, Outcome: OutcomeSkipped, Reason: ReasonLate, Replica: s.cfg.Replica}}, j, late.last)
 	}
 	note := "misfire policy skip"
 	if j.spec.Misfire.Policy.recovers() {

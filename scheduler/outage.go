@@ -46,8 +46,10 @@ type pendingEnd struct {
 	history *HistoryEntry
 	at      time.Time
 	// jobLease, when set, is the run's job lease, released in the same
-	// call as lease is ended (locking.Lease.MarkDoneWith).
+	// call as lease is ended (locking.Lease.End); record, when set, the
+	// job whose pending record that call advances too (endHandled).
 	jobLease *locking.Lease
+	record   *job
 }
 
 // noteOutage records that slot t of j was skipped for lack of a quorum.

@@ -21,20 +21,31 @@ func (s *Scheduler) endLeaseThen(p pendingEnd) {
 	var err error
 	s.ending <- struct{}{}
 	switch {
-	case p.jobLease != nil:
-		// The slot's end and the job lease's release in one call per store.
-		var entry *locking.LogEntry
+	case p.jobLease != nil || p.record != nil:
+		// The slot's end, the job lease's release and the job's record in
+		// one call per store (locking.Lease.End).
+		e := locking.Ending{DoneTTL: p.doneTTL, Note: p.note, Also: p.jobLease}
 		if p.doneTTL > 0 && p.history != nil && s.cfg.HistoryKeep > 0 {
-			e := p.history.logEntry(p.at)
-			entry = &e
+			entry := p.history.logEntry(p.at)
+			e.Entry, e.Keep = &entry, s.cfg.HistoryKeep
 		}
-		var jobErr error
-		err, jobErr = p.lease.MarkDoneWith(context.Background(), p.jobLease, p.doneTTL, p.note, entry, s.cfg.HistoryKeep)
-		if jobErr != nil {
+		var rec, prevAt time.Time
+		var recOK bool
+		if p.record != nil {
+			if rec, prevAt, recOK = s.takeRecord(p.record); recOK {
+				e.Record, e.RecordValue = lastKey(p.job), rec.Unix()
+			}
+		}
+		res := p.lease.End(context.Background(), e)
+		err = res.Err
+		if recOK {
+			s.recordWritten(p.record, rec, prevAt, res.Record)
+		}
+		if p.jobLease != nil && res.Also != nil {
 			// Reported, and ended again alone when the stores answer.
-			defer s.endLeaseFailed(pendingEnd{job: p.job, slot: p.slot, lease: p.jobLease}, jobErr)
+			defer s.endLeaseFailed(pendingEnd{job: p.job, slot: p.slot, lease: p.jobLease}, res.Also)
 		}
-		p.jobLease = nil
+		p.jobLease, p.record = nil, nil // a retry ends the slot's lease alone
 	case p.doneTTL > 0 && p.history != nil && s.cfg.HistoryKeep > 0:
 		err = p.lease.MarkDoneLog(context.Background(), p.doneTTL, p.note, p.history.logEntry(p.at), s.cfg.HistoryKeep)
 	case p.doneTTL > 0:
@@ -68,46 +79,79 @@ func (s *Scheduler) endLeaseFailed(p pendingEnd, err error) {
 }
 
 // recordHandled notes that slot t of j was handled (run, or skipped for
-// overlap or late) and advances the job's record <job>/last to it — not
-// after every slot: the record matters only once a slot's done marker may
-// have expired (doneTTL), so it is written when the next slot is doneTTL/4
-// away or more, when this replica's last write is doneTTL/4 old, and at
-// shutdown. It thus lags the latest handled slot by less than doneTTL/2,
-// well before that slot's marker can expire (recover relies on this). The
-// gap to the next slot is taken between their due times (jitter), when
-// they are handled.
+// overlap or late) and advances the job's record <job>/last to it when
+// recordDue says so.
 func (s *Scheduler) recordHandled(j *job, t time.Time) {
-	now := s.clock.Now()
-	next := j.spec.Schedule.Next(t)
-	j.mu.Lock()
-	if t.After(j.recPending) {
-		j.recPending = t
-	}
-	write := s.isStopping() || next.IsZero() || j.spec.Due(next).Sub(j.spec.Due(t)) >= s.doneTTL/4 ||
-		now.Sub(j.recWrittenAt) >= s.doneTTL/4
-	j.mu.Unlock()
-	if write {
+	if s.recordDue(j, t) {
 		s.flushRecord(j)
 	}
 }
 
+// endHandled ends p.lease, the end of slot t of j, as endLeaseThen does,
+// and advances the job's record when recordDue says so: in the same call
+// where the Locker has joint steps.
+func (s *Scheduler) endHandled(p pendingEnd, j *job, t time.Time) {
+	due := s.recordDue(j, t)
+	if due && s.joint != nil {
+		p.record = j
+	}
+	s.endLeaseThen(p)
+	if due && s.joint == nil {
+		s.flushRecord(j) // a wrapped Locker sees its AdvanceRecord call
+	}
+}
+
+// recordDue notes that slot t of j was handled and reports whether the
+// job's record should be written now — not after every slot: the record
+// matters only once a slot's done marker may have expired (doneTTL), so
+// it is written when the next slot is doneTTL/4 away or more, when this
+// replica's last write is doneTTL/4 old, and at shutdown. It thus lags the
+// latest handled slot by less than doneTTL/2, well before that slot's
+// marker can expire (recover relies on this). The gap to the next slot is
+// taken between their due times (jitter), when they are handled.
+func (s *Scheduler) recordDue(j *job, t time.Time) bool {
+	now := s.clock.Now()
+	next := j.spec.Schedule.Next(t)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if t.After(j.recPending) {
+		j.recPending = t
+	}
+	return s.isStopping() || next.IsZero() || j.spec.Due(next).Sub(j.spec.Due(t)) >= s.doneTTL/4 ||
+		now.Sub(j.recWrittenAt) >= s.doneTTL/4
+}
+
 // flushRecord writes the job's pending record, if newer than the last write.
 func (s *Scheduler) flushRecord(j *job) {
-	j.mu.Lock()
-	v := j.recPending
-	if !v.After(j.recWritten) {
-		j.mu.Unlock()
+	v, prevAt, ok := s.takeRecord(j)
+	if !ok {
 		return
 	}
-	prevAt := j.recWrittenAt
-	j.recWrittenAt = s.clock.Now() // others racing here see a fresh write
-	j.mu.Unlock()
-
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
 	s.inflight <- struct{}{}
 	err := s.cfg.Locker.AdvanceRecord(ctx, lastKey(j.name()), v.Unix())
 	<-s.inflight
+	s.recordWritten(j, v, prevAt, err)
+}
+
+// takeRecord returns the job's pending record when it is newer than the
+// last write, and notes a write as started (others racing here see a
+// fresh write); prevAt is for recordWritten.
+func (s *Scheduler) takeRecord(j *job) (v, prevAt time.Time, ok bool) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	v = j.recPending
+	if !v.After(j.recWritten) {
+		return v, prevAt, false
+	}
+	prevAt = j.recWrittenAt
+	j.recWrittenAt = s.clock.Now()
+	return v, prevAt, true
+}
+
+// recordWritten records the outcome of writing v (takeRecord).
+func (s *Scheduler) recordWritten(j *job, v, prevAt time.Time, err error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if err != nil {

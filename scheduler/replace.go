@@ -223,9 +223,8 @@ func (s *Scheduler) replacedSlot(j *job, t time.Time, claim *locking.Lease, err 
 	}
 	name, slot := j.name(), slotString(t)
 	s.skipped(name, slot, ReasonReplaced, 1, "by_slot", by)
-	s.endLeaseThen(pendingEnd{job: name, slot: slot, lease: claim, doneTTL: j.doneTTL, note: ReasonReplaced, at: t,
-		history: &HistoryEntry{Slot: slot, Outcome: OutcomeSkipped, Reason: ReasonReplaced, BySlot: by, Replica: s.cfg.Replica}})
-	s.recordHandled(j, t)
+	s.endHandled(pendingEnd{job: name, slot: slot, lease: claim, doneTTL: j.doneTTL, note: ReasonReplaced, at: t,
+		history: &HistoryEntry{Slot: slot, Outcome: OutcomeSkipped, Reason: ReasonReplaced, BySlot: by, Replica: s.cfg.Replica}}, j, t)
 	return true
 }
 

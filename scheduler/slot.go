@@ -73,6 +73,10 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 		quorumUntil = minTime(freshUntil, s.clock.Now().Add(s.lateness))
 	}
 	slotPolicy := retryPolicy{splitUntil: freshUntil, quorumUntil: quorumUntil, staleAfter: staleAfter, claim: true, trace: tctx}
+	if j.spec.Overlap == OverlapForbid {
+		// The job lease in the same call as the claim, where it is free.
+		slotPolicy.with = runKey(name)
+	}
 	lease, err := s.acquire(name, slotKey(name, t), slotPolicy)
 	for mode == modeRecover && heldNotDone(err) {
 		// A missed slot that looks held: a replica recovering it too (its
@@ -109,6 +113,14 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 		return
 	}
 	s.quorumSeen()
+	// The job lease taken with the claim: released unless the run below
+	// takes it over.
+	joined := lease.Joined()
+	defer func() {
+		if joined != nil {
+			s.endLease(name, slot, joined, 0, "")
+		}
+	}()
 	if lease.Abandoned() != nil {
 		span.settled()
 		s.settleAbandoned(j, t, lease)
@@ -153,7 +165,10 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 		return
 	}
 	var jobLease *locking.Lease
-	if j.spec.Overlap != OverlapAllow {
+	if joined != nil {
+		jobLease, joined = joined, nil
+		s.flushPending(name)
+	} else if j.spec.Overlap != OverlapAllow {
 		s.flushPending(name)
 		// A run of an earlier slot may still hold the job lease — often one
 		// that a replica with a slower clock started late in real time. Ask
@@ -182,9 +197,8 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 			if errors.Is(err, locking.ErrNotAcquired) {
 				span.skip(ReasonOverlap)
 				s.skipped(name, slot, ReasonOverlap, 1, heldAttrs(err)...)
-				s.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: ReasonOverlap, at: t,
-					history: &HistoryEntry{Slot: slot, Outcome: OutcomeSkipped, Reason: ReasonOverlap, Replica: s.cfg.Replica}})
-				s.recordHandled(j, t)
+				s.endHandled(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: ReasonOverlap, at: t,
+					history: &HistoryEntry{Slot: slot, Outcome: OutcomeSkipped, Reason: ReasonOverlap, Replica: s.cfg.Replica}}, j, t)
 				return
 			}
 			// The slot is lost here; the others saw our slot lock as held.
@@ -207,8 +221,7 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 	if h.Outcome == OutcomeFailed && j.spec.PauseOnFailure > 0 {
 		end.then = func() { s.spawn(func() { s.pauseOnFailure(j) }) }
 	}
-	s.endLeaseThen(end)
-	s.recordHandled(j, t)
+	s.endHandled(end, j, t)
 }
 
 func minTime(a, b time.Time) time.Time {

@@ -76,7 +76,8 @@ var cases = []struct {
 	{"ReadClaims", testReadClaims},
 	{"TokensUnique", testTokensUnique},
 	{"BadKeys", testBadKeys},
-	{"MarkDoneWith", testMarkDoneWith},
+	{"EndTogether", testEndTogether},
+	{"ClaimWith", testClaimWith},
 }
 
 // family returns a key family unique to this run and subtest.

@@ -1,6 +1,8 @@
 package lockingtest
 
 import (
+	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -9,12 +11,12 @@ import (
 	"github.com/slotlock/slotlock/locking"
 )
 
-// MarkDoneWith ends a claim and a job lease of its family in one step: the
+// End of a claim with its job lease and its record, in one step: the
 // claim becomes its done marker (with its log entry), the job lease is
-// free for the next run at once, a second call does nothing, and a job
-// lease that is no longer ours is reported lost without touching the new
-// holder's.
-func testMarkDoneWith(t *testing.T, l locking.Locker) {
+// free for the next run at once, the record is raised (never lowered), a
+// second End does nothing, and a job lease that is no longer ours is
+// reported lost without touching the new holder's.
+func testEndTogether(t *testing.T, l locking.Locker) {
 	fam := family(t)
 	slot := locking.Key{Family: fam, Name: "slot:1"}
 	run := locking.Key{Family: fam, Name: "run"}
@@ -24,10 +26,14 @@ func testMarkDoneWith(t *testing.T, l locking.Locker) {
 	kctx := job.Keep(ctx(t))
 
 	entry := locking.LogEntry{Score: 1, Value: "slot 1 succeeded"}
-	err, jobErr := claim.MarkDoneWith(ctx(t), job, time.Minute, "succeeded", &entry, 10)
-	require.NoError(t, err)
-	require.NoError(t, jobErr)
+	last := locking.Key{Family: fam, Name: "last"}
+	require.NoError(t, l.AdvanceRecord(ctx(t), last, 5))
+	done := locking.Ending{DoneTTL: time.Minute, Note: "succeeded", Entry: &entry, Keep: 10, Also: job, Record: last, RecordValue: 7}
+	require.Equal(t, locking.EndResult{}, claim.End(ctx(t), done))
 	require.Error(t, kctx.Err(), "the job lease's kept context ends with it")
+	rec, err := l.ReadRecord(ctx(t), last)
+	require.NoError(t, err)
+	require.Equal(t, int64(7), rec)
 
 	_, err = l.Claim(ctx(t), slot, time.Second)
 	require.Equal(t, "succeeded", wantHeld(t, err, true).Note)
@@ -37,11 +43,13 @@ func testMarkDoneWith(t *testing.T, l locking.Locker) {
 	next := mustAcquire(t, l, run, 5*time.Second) // free at once
 	require.Greater(t, next.Token(), job.Token())
 
-	err, jobErr = claim.MarkDoneWith(ctx(t), job, time.Minute, "succeeded", &entry, 10)
-	require.NoError(t, err, "a second end does nothing")
-	require.NoError(t, jobErr, "a second end does nothing")
+	done.RecordValue = 6
+	require.Equal(t, locking.EndResult{}, claim.End(ctx(t), done), "a second end does nothing")
 	_, err = l.Acquire(ctx(t), run, time.Second)
 	wantHeld(t, err, false) // next still holds it
+	rec, err = l.ReadRecord(ctx(t), last)
+	require.NoError(t, err)
+	require.Equal(t, int64(7), rec, "a record is never lowered")
 
 	// A job lease that expired and was taken by another: lost, and the
 	// new holder keeps it; the claim is still marked done.
@@ -51,11 +59,79 @@ func testMarkDoneWith(t *testing.T, l locking.Locker) {
 	require.NoError(t, err)
 	time.Sleep(300 * time.Millisecond)
 	taker := mustAcquire(t, l, locking.Key{Family: fam, Name: "run2"}, 5*time.Second)
-	err, jobErr = claim2.MarkDoneWith(ctx(t), short, time.Minute, "succeeded", nil, 0)
-	require.NoError(t, err)
-	require.ErrorIs(t, jobErr, locking.ErrLockLost)
+	res := claim2.End(ctx(t), locking.Ending{DoneTTL: time.Minute, Note: "succeeded", Also: short})
+	require.NoError(t, res.Err)
+	require.ErrorIs(t, res.Also, locking.ErrLockLost)
+	require.NoError(t, res.Record)
 	_, err = l.Acquire(ctx(t), locking.Key{Family: fam, Name: "run2"}, time.Second)
 	wantHeld(t, err, false)
 	require.NoError(t, taker.Release(ctx(t)))
 	require.NoError(t, next.Release(ctx(t)))
+}
+
+// claimWither is the optional joint acquisition (locking's ClaimWith).
+type claimWither interface {
+	ClaimWith(ctx context.Context, key locking.Key, ttl time.Duration, also locking.Key) (*locking.Lease, error)
+}
+
+// ClaimWith takes a claim and a job lease of its family in one step, with
+// one token: only where the job lease is free and the claim is the
+// caller's own; otherwise the claim is as Claim's and the job lease is
+// left as it was.
+func testClaimWith(t *testing.T, l locking.Locker) {
+	jc, ok := l.(claimWither)
+	if !ok {
+		t.Skip("no ClaimWith")
+	}
+	fam := family(t)
+	run := locking.Key{Family: fam, Name: "run"}
+	slot := func(i int) locking.Key { return locking.Key{Family: fam, Name: fmt.Sprintf("slot:%d", i)} }
+
+	// Free: both, one token; each refuses others; End frees both.
+	c1, err := jc.ClaimWith(ctx(t), slot(1), 5*time.Second, run)
+	require.NoError(t, err)
+	j1 := c1.Joined()
+	require.NotNil(t, j1, "the job lease is free: taken with the claim")
+	require.Equal(t, c1.Token(), j1.Token())
+	require.Equal(t, run, j1.Key())
+	require.NotEqual(t, c1.ID(), j1.ID())
+	_, err = l.Acquire(ctx(t), run, time.Second)
+	require.Equal(t, c1.Holder(), wantHeld(t, err, false).Holder)
+	_, err = l.Claim(ctx(t), slot(1), time.Second)
+	wantHeld(t, err, false)
+	require.NoError(t, j1.Extend(ctx(t)))
+
+	// Job lease held: the claim alone; the holder keeps its lease.
+	c2, err := jc.ClaimWith(ctx(t), slot(2), 5*time.Second, run)
+	require.NoError(t, err)
+	require.Nil(t, c2.Joined(), "the job lease is held: not taken")
+	require.Greater(t, c2.Token(), c1.Token())
+	require.NoError(t, j1.Extend(ctx(t)), "the holder's job lease is untouched")
+	require.NoError(t, c2.Release(ctx(t)))
+
+	require.Equal(t, locking.EndResult{}, c1.End(ctx(t), locking.Ending{DoneTTL: time.Minute, Note: "succeeded", Also: j1}))
+	// Done: refused, and the job lease stays free.
+	_, err = jc.ClaimWith(ctx(t), slot(1), time.Second, run)
+	wantHeld(t, err, true)
+	free := mustAcquire(t, l, run, time.Second)
+	require.NoError(t, free.Release(ctx(t)))
+
+	// A claim taken over (abandoned): not the caller's own work, so no
+	// job lease with it.
+	dead, err := l.Claim(ctx(t), slot(3), 300*time.Millisecond)
+	require.NoError(t, err)
+	time.Sleep(400 * time.Millisecond)
+	taker, err := jc.ClaimWith(ctx(t), slot(3), 5*time.Second, run)
+	require.NoError(t, err)
+	require.NotNil(t, taker.Abandoned())
+	require.Equal(t, dead.ID(), taker.Abandoned().ID)
+	require.Nil(t, taker.Joined())
+	require.NoError(t, taker.MarkDone(ctx(t), time.Minute, "abandoned"))
+	free = mustAcquire(t, l, run, time.Second)
+	require.NoError(t, free.Release(ctx(t)))
+
+	_, err = jc.ClaimWith(ctx(t), slot(4), time.Second, slot(4))
+	require.Error(t, err, "the same key twice")
+	_, err = jc.ClaimWith(ctx(t), slot(4), time.Second, locking.Key{Family: fam + "x", Name: "run"})
+	require.Error(t, err, "a key of another family")
 }

@@ -199,6 +199,9 @@ func (s *Store) Apply(op locking.Op) (locking.Result, error) {
 	switch op.Kind {
 	case locking.OpAcquire:
 		fence := s.num(op.Fence, now)
+		if _, undone := s.getStr(op.Tomb, now); op.Tomb != "" && undone {
+			return locking.Result{N: fence}, nil
+		}
 		res := locking.Result{Status: 1, N: fence}
 		if op.Field != "" {
 			pause, _ := s.getStr(op.Pause, now)
@@ -217,6 +220,10 @@ func (s *Store) Apply(op locking.Op) (locking.Result, error) {
 				s.hset(op.Claims, op.Field, op.Value, now)
 			}
 			s.hset(op.Lives, op.Field, op.Value+"|"+strconv.FormatInt(nowMS+op.TTL, 10), now)
+			if _, held := s.getStr(op.Also, now); res.Status == 1 && op.AlsoValue != "" && !held && nowMS-op.SentMS <= op.FreshMS {
+				s.setStr(op.Also, op.AlsoValue, ms(op.TTL), now)
+				res.AlsoStatus = 1
+			}
 			if e, ok := s.get(op.Claims, now); ok {
 				res.Orphan, res.OrphanValue = s.orphan(e.hash, op, now)
 			}
@@ -248,12 +255,18 @@ func (s *Store) Apply(op locking.Op) (locking.Result, error) {
 		return locking.Result{}, nil
 
 	case locking.OpRelease:
+		if op.TombTTL > 0 {
+			s.setStr(op.Tomb, "1", ms(op.TombTTL), now)
+		}
 		var also int64
 		if op.Field != "" && op.AlsoValue != "" {
 			if v, ok := s.getStr(op.Also, now); ok && v == op.AlsoValue {
 				delete(s.kv, op.Also)
 				also = 1
 			}
+		}
+		if op.Field != "" && op.RecordN != 0 && op.RecordN > s.num(op.Record, now) {
+			s.setStr(op.Record, strconv.FormatInt(op.RecordN, 10), 0, now)
 		}
 		res := s.release(op, now, nowMS)
 		res.AlsoStatus = also
