@@ -125,13 +125,13 @@ type Op struct {
 	// Tomb: OpAcquire refuses (Status 0, nothing changed, Value "") when
 	// the key Tomb exists; OpRelease with TombTTL > 0 sets Tomb PX TombTTL
 	// first, whatever else it does (an undo's tombstone: redlock's undo).
-	Tomb    string
-	TombTTL int64
-	Keep                 int64 // OpRelease: entries the log keeps; OpLog: most entries read
-	Value, Done          string
-	TTL, DoneTTL         int64 // milliseconds
-	N                    int64
-	Floor                int64 // OpLogAdd: lowest score kept (0: no floor)
+	Tomb         string
+	TombTTL      int64
+	Keep         int64 // OpRelease: entries the log keeps; OpLog: most entries read
+	Value, Done  string
+	TTL, DoneTTL int64 // milliseconds
+	N            int64
+	Floor        int64 // OpLogAdd: lowest score kept (0: no floor)
 }
 
 // Result is a Node's answer to an Op.
