@@ -149,10 +149,10 @@ type Config struct {
 	// MaxInFlight bounds the lock-store calls this replica has in flight at
 	// once: Acquire and record calls, and separately half as many Release
 	// and MarkDone (so ending a run never waits behind new acquisitions).
-	// More wait in the scheduler instead of piling up in the store clients'
-	// connection pools (go-redis: 10 × GOMAXPROCS per node), where they
-	// would time out as no_quorum when many jobs fire in the same second.
-	// Default 6 × GOMAXPROCS.
+	// More wait in the scheduler, so that an overloaded replica sheds the
+	// slots that turned late before asking the stores. The Redis nodes send
+	// the calls in flight in pipelines (locking), so many in flight share
+	// one round trip per node. Default 64 × GOMAXPROCS.
 	MaxInFlight int
 
 	// HistoryKeep is how many slot outcomes the lock stores keep per job
