@@ -149,21 +149,24 @@
 // same acquisitions hold the same counter. With the values the winning
 // majority returned:
 //
-//   - all equal to T (the usual case): the counter went from below T to T
-//     on every winner, a majority, in this round, so T is the token and
+//   - T on a majority of the winners (the usual case: all agree; one node
+//     that missed acquisitions does not matter): the counter went from
+//     below T to T on a majority in this round, so T is the token and
 //     Acquire needs no further round trip — two round trips for acquire +
 //     release, like the bare SET NX + DEL floor, whichever replica
 //     acquired last.
-//   - different (a node missed acquisitions, e.g. while it was down): the
-//     token is claimed by a compare-and-set round: set the counter to T =
-//     the highest of them where it is lower, and succeed if that happened
-//     on a majority; otherwise try again with one more than the highest
-//     counter met (at most 16 rounds, then a retryable split vote).
+//   - no value on a majority of the winners (nodes missed acquisitions,
+//     e.g. while down): the token is claimed by a compare-and-set round:
+//     set the counter to T = the highest of them where it is lower, and
+//     succeed if that happened on a majority; otherwise try again with one
+//     more than the highest counter met (at most 16 rounds, then a
+//     retryable split vote).
 //
 // Why it is monotone: the previous token T0 was on some majority M1 before
-// its Acquire returned. The next winner raises the counters of a majority
-// M2, and any two majorities of the same N nodes intersect, so one of its
-// raised values is above T0, and so is the new token. Why it is unique: a
+// its Acquire returned, and any two majorities of the same N nodes
+// intersect. A value T that a majority of the next winners raised their
+// counters to was raised on a node of M1, which held T0 or more: T > T0;
+// and the highest raised value is at least T. Why it is unique: a
 // token is handed out only when the counter went from below it to it on a
 // majority; two acquisitions with the same token would both have done that
 // on the node their majorities share, and the second found it already

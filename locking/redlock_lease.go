@@ -75,9 +75,7 @@ func (r *redlock) acquire(ctx context.Context, s leaseSpec) (grant, error) {
 	tookBy := map[string]int{}     // claims taken over, by value: one claim is one value
 	liveBy := map[string]int{}     // refusals by a live lease, by its value
 	var orphan Result
-	var seen uint64        // highest counter seen anywhere
-	var raised, top uint64 // the counter as the last winner / the winners at most raised it
-	agree := true          // every winner raised its counter to the same value
+	var seen, top uint64 // highest counter seen anywhere / raised by a winner
 	for i, rep := range res {
 		if errs[i] != nil {
 			continue
@@ -88,11 +86,7 @@ func (r *redlock) acquire(ctx context.Context, s leaseSpec) (grant, error) {
 		switch {
 		case rep.Status == 1 || rep.Status == 2:
 			won++
-			if won > 1 && uint64(rep.N) != raised {
-				agree = false
-			}
-			raised = uint64(rep.N)
-			top = max(top, raised)
+			top = max(top, uint64(rep.N))
 			if rep.Status == 2 {
 				tookBy[rep.Value]++
 			}
@@ -153,21 +147,22 @@ func (r *redlock) acquire(ctx context.Context, s leaseSpec) (grant, error) {
 			g.orphan = parseAbandoned(Key{Family: family, Name: orphan.Orphan}, orphan.OrphanValue)
 		}
 		// Quorum register. Each winner raised its counter to at least one
-		// above what it held, which includes the latest token made durable
-		// on any majority (two majorities intersect). Where they all raised
-		// it to the same T, the counter went from below T to T on a
-		// majority in this round: T is above every earlier token, no other
+		// above what it held. Where a majority of winners raised it to the
+		// same T, the counter went from below T to T on a majority in this
+		// round: T is above every earlier token (that token is on a
+		// majority, which meets this one in a node now above it), no other
 		// acquisition can have done the same on a majority (counters only
 		// rise), and Acquire is done in one round — the usual case, as
-		// nodes that saw the same acquisitions hold the same counter.
-		if agree {
-			r.learnToken(family, raised)
-			g.token = raised
+		// nodes that saw the same acquisitions hold the same counter, and
+		// one node that missed some does not change it.
+		if t, ok := r.agreed(res, errs); ok {
+			r.learnToken(family, t)
+			g.token = t
 			r.joint(ctx, s, &g, res, errs)
 			return g, nil
 		}
-		// The winners' counters differed (a node missed acquisitions):
-		// claim the highest of them on a majority (it is above every
+		// No majority of winners agreed (nodes missed acquisitions):
+		// claim the highest raised value on a majority (it is above every
 		// earlier token for the same reason), or one above what is met.
 		token, err := r.claimToken(ctx, s.key, op.Fence, top, errs)
 		if err == nil {
@@ -202,6 +197,26 @@ func (r *redlock) acquire(ctx context.Context, s leaseSpec) (grant, error) {
 		return grant{}, &PausedError{Key: s.key, Pause: p}
 	}
 	return grant{}, err
+}
+
+// agreed returns the counter value that a majority of the round's
+// winners (Status 1 or 2) raised their counters to, if there is one.
+func (r *redlock) agreed(res []Result, errs []error) (uint64, bool) {
+	for i, a := range res {
+		if errs[i] != nil || (a.Status != 1 && a.Status != 2) {
+			continue
+		}
+		n := 0
+		for j, b := range res {
+			if errs[j] == nil && (b.Status == 1 || b.Status == 2) && b.N == a.N {
+				n++
+			}
+		}
+		if n >= r.quorum {
+			return uint64(a.N), true
+		}
+	}
+	return 0, false
 }
 
 // acquireFailure classifies a failed acquisition.

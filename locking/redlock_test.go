@@ -874,9 +874,10 @@ func TestRedlockTokenHintsAndFallback(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// One node carries a higher counter (a write that reached it alone):
-	// every majority of winners includes it here, so the next token is
-	// above it, and is written back to the others before it is returned.
+	// Two nodes carry higher counters, each its own (writes that reached
+	// them alone): no majority of winners agrees, so the next token is the
+	// highest, written back to the others before it is returned.
+	c.Node(1).Client().Set(ctx, "t:{hint}:fence", 500, 0)
 	c.Node(2).Client().Set(ctx, "t:{hint}:fence", 1000, 0)
 	lease, err := ls[0].Acquire(ctx, Key{Family: "hint", Name: "x"}, 5*time.Second)
 	if err != nil {
@@ -889,6 +890,18 @@ func TestRedlockTokenHintsAndFallback(t *testing.T) {
 		if f, _ := n.Client().Get(ctx, "t:{hint}:fence").Uint64(); f != 1001 {
 			t.Fatalf("node %s: counter %d, want 1001", n.Addr(), f)
 		}
+	}
+	// One node that lost its counter (restarted empty): the other two
+	// agree, so the token needs no write-back round.
+	c.Node(0).Client().Del(ctx, "t:{hint}:fence")
+	writeBacks := 0
+	ls[1].(*locker).b.(*redlock).hookBeforeFence = func(Key) { writeBacks++ }
+	lease, err = ls[1].Acquire(ctx, Key{Family: "hint", Name: "y"}, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lease.Token() != 1002 || writeBacks != 0 {
+		t.Fatalf("token %d after %d write-back rounds, want 1002 after none", lease.Token(), writeBacks)
 	}
 }
 
@@ -1023,10 +1036,11 @@ func TestRedlockRacingWriteBacksGetDistinctTokens(t *testing.T) {
 		}
 		_ = lease.Release(ctx)
 	}
-	// One node carries a higher counter (7, a write that reached it
-	// alone): the winners of each acquisition disagree, so each claims
-	// its token in a write-back round.
-	c.Node(2).Client().Set(ctx, "t:{race}:fence", 7, 0)
+	// Two nodes carry higher counters (7 and 9, writes that reached each
+	// alone): no majority of the winners of either acquisition agrees, so
+	// each claims its token in a write-back round.
+	c.Node(1).Client().Set(ctx, "t:{race}:fence", 7, 0)
+	c.Node(2).Client().Set(ctx, "t:{race}:fence", 9, 0)
 	a := newTestRedlock(t, c.Addrs(), "a")
 	b := newTestRedlock(t, c.Addrs(), "b")
 	paused, resume := make(chan struct{}), make(chan struct{})
@@ -1043,7 +1057,7 @@ func TestRedlockRacingWriteBacksGetDistinctTokens(t *testing.T) {
 		l, err := a.Acquire(ctx, Key{Family: "race", Name: "slot:1"}, 5*time.Second)
 		aDone <- res{l, err}
 	}()
-	<-paused // a has won its key (counters 6, 6, 8); it would write 8 back
+	<-paused // a has won its key (counters 6, 8, 10); it would write 10 back
 	lb, err := b.Acquire(ctx, Key{Family: "race", Name: "slot:2"}, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -1059,10 +1073,10 @@ func TestRedlockRacingWriteBacksGetDistinctTokens(t *testing.T) {
 	if ra.lease.Token() < lb.Token() {
 		t.Fatalf("a succeeded after b but got token %d < %d", ra.lease.Token(), lb.Token())
 	}
-	// b: counters 7, 7, 9, written back as 9; a then finds 9 everywhere
-	// and claims 10.
-	if lb.Token() != 9 || ra.lease.Token() != 10 {
-		t.Fatalf("tokens a=%d b=%d, want 10 and 9", ra.lease.Token(), lb.Token())
+	// b: counters 7, 9, 11, written back as 11; a then finds 11
+	// everywhere and claims 12.
+	if lb.Token() != 11 || ra.lease.Token() != 12 {
+		t.Fatalf("tokens a=%d b=%d, want 12 and 11", ra.lease.Token(), lb.Token())
 	}
 }
 
@@ -1075,6 +1089,7 @@ func TestRedlockSlowAcquireHasItsOwnError(t *testing.T) {
 	l.(*locker).b.(*redlock).hookBeforeFence = func(Key) { time.Sleep(300 * time.Millisecond) }
 	// Counters that differ between the nodes force the write-back round,
 	// which the hook slows past the 200ms TTL.
+	c.Node(1).Client().Set(ctx, "t:{slow}:fence", 3, 0)
 	c.Node(2).Client().Set(ctx, "t:{slow}:fence", 5, 0)
 	_, err := l.Acquire(ctx, Key{Family: "slow", Name: "k"}, 200*time.Millisecond)
 	if !errors.Is(err, ErrSlowAcquire) || errors.Is(err, ErrNoQuorum) {
@@ -1126,13 +1141,10 @@ func TestRedlockUndoTombstoneRefusesALateAcquire(t *testing.T) {
 	ctx := tctx(t, 10*time.Second)
 	l := newTestRedlock(t, c.Addrs(), "a")
 	r := l.(*locker).b.(*redlock)
-	s := leaseSpec{key: Key{Family: "tomb", Name: "slot:1"}, value: newToken() + "|a", ttl: 5 * time.Second, claim: true,
-		also: &leaseSpec{key: Key{Family: "tomb", Name: "run"}, value: newToken() + "|a", ttl: 5 * time.Second}}
+	s := jointSpec("tomb")
 	silent := errors.New("no answer")
 	r.undo(ctx, s, nil, []error{silent, silent, silent})
-	op := r.leaseOp(OpAcquire, s)
-	op.Fence, op.N, op.Tomb = r.fenceKey("tomb"), 1, r.tombKey(s)
-	op.Also, op.AlsoValue = r.key(s.also.key), s.also.value
+	op := jointOp(r, s)
 	for _, n := range r.nodes {
 		res, err := n.Do(ctx, op)
 		if err != nil || res.Status != 0 || res.AlsoStatus != 0 {
@@ -1149,8 +1161,7 @@ func TestRedlockUndoTombstoneRefusesALateAcquire(t *testing.T) {
 	s2 := s
 	s2.key, s2.value = Key{Family: "tomb", Name: "slot:2"}, newToken()+"|a"
 	r.undo(ctx, s2, nil, nil)
-	op2 := r.leaseOp(OpAcquire, s2)
-	op2.Fence, op2.N, op2.Tomb = r.fenceKey("tomb"), 1, r.tombKey(s2)
+	op2 := jointOp(r, s2)
 	if res, err := r.nodes[0].Do(ctx, op2); err != nil || res.Status != 1 {
 		t.Fatalf("acquisition without a tombstone: %+v, %v; want set", res, err)
 	}
@@ -1166,11 +1177,8 @@ func TestRedlockLateJointAcquireTakesNoJobLease(t *testing.T) {
 	ctx := tctx(t, 10*time.Second)
 	l := newTestRedlock(t, c.Addrs(), "a")
 	r := l.(*locker).b.(*redlock)
-	s := leaseSpec{key: Key{Family: "late", Name: "slot:1"}, value: newToken() + "|a", ttl: 5 * time.Second, claim: true,
-		also: &leaseSpec{key: Key{Family: "late", Name: "run"}, value: newToken() + "|a", ttl: 5 * time.Second}}
-	op := r.leaseOp(OpAcquire, s)
-	op.Fence, op.N, op.Tomb = r.fenceKey("late"), 1, r.tombKey(s)
-	op.Also, op.AlsoValue = r.key(s.also.key), s.also.value
+	s := jointSpec("late")
+	op := jointOp(r, s)
 	op.SentMS, op.FreshMS = time.Now().Add(-3*time.Second).UnixMilli(), 1100
 	res, err := r.nodes[0].Do(ctx, op)
 	if err != nil || res.Status != 1 || res.AlsoStatus != 0 {
@@ -1184,4 +1192,19 @@ func TestRedlockLateJointAcquireTakesNoJobLease(t *testing.T) {
 	if res, err := r.nodes[0].Do(ctx, op); err != nil || res.Status != 1 || res.AlsoStatus != 1 {
 		t.Fatalf("fresh joint acquisition: %+v, %v; want both", res, err)
 	}
+}
+
+// jointSpec is a joint claim of slot:1 with the job lease run in family.
+func jointSpec(family string) leaseSpec {
+	return leaseSpec{key: Key{Family: family, Name: "slot:1"}, value: newToken() + "|a", ttl: 5 * time.Second, claim: true,
+		also: &leaseSpec{key: Key{Family: family, Name: "run"}, value: newToken() + "|a", ttl: 5 * time.Second}}
+}
+
+// jointOp is the acquire op of s as the acquisition sends it, sent now.
+func jointOp(r *redlock, s leaseSpec) Op {
+	op := r.leaseOp(OpAcquire, s)
+	op.Fence, op.N, op.Tomb = r.fenceKey(s.key.Family), 1, r.tombKey(s)
+	op.Also, op.AlsoValue = r.key(s.also.key), s.also.value
+	op.SentMS, op.FreshMS = time.Now().UnixMilli(), 1100
+	return op
 }
