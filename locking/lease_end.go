@@ -145,7 +145,7 @@ func (ls *Lease) End(ctx context.Context, e Ending) EndResult {
 		res.Also = e.Also.Release(ctx)
 	}
 	res.Err = ls.end(ctx, in)
-	if e.Record.Name != "" {
+	if record {
 		res.Record = ls.lk.AdvanceRecord(ctx, e.Record, e.RecordValue)
 	}
 	return res

@@ -18,41 +18,32 @@ func (s *Scheduler) endLease(job, slot string, l *locking.Lease, doneTTL time.Du
 // endLeaseThen ends p.lease as endLease does and calls p.then once the
 // stores accepted it (now or after a retry), never when the lease was lost.
 func (s *Scheduler) endLeaseThen(p pendingEnd) {
-	var err error
+	// The slot's end, the job lease's release and the job's record in one
+	// call per store where they are given (locking.Lease.End); a plain
+	// release or done marker otherwise.
 	s.ending <- struct{}{}
-	switch {
-	case p.jobLease != nil || p.record != nil:
-		// The slot's end, the job lease's release and the job's record in
-		// one call per store (locking.Lease.End).
-		e := locking.Ending{DoneTTL: p.doneTTL, Note: p.note, Also: p.jobLease}
-		if p.doneTTL > 0 && p.history != nil && s.cfg.HistoryKeep > 0 {
-			entry := p.history.logEntry(p.at)
-			e.Entry, e.Keep = &entry, s.cfg.HistoryKeep
-		}
-		var rec, prevAt time.Time
-		var recOK bool
-		if p.record != nil {
-			if rec, prevAt, recOK = s.takeRecord(p.record); recOK {
-				e.Record, e.RecordValue = lastKey(p.job), rec.Unix()
-			}
-		}
-		res := p.lease.End(context.Background(), e)
-		err = res.Err
-		if recOK {
-			s.recordWritten(p.record, rec, prevAt, res.Record)
-		}
-		if p.jobLease != nil && res.Also != nil {
-			// Reported, and ended again alone when the stores answer.
-			defer s.endLeaseFailed(pendingEnd{job: p.job, slot: p.slot, lease: p.jobLease}, res.Also)
-		}
-		p.jobLease, p.record = nil, nil // a retry ends the slot's lease alone
-	case p.doneTTL > 0 && p.history != nil && s.cfg.HistoryKeep > 0:
-		err = p.lease.MarkDoneLog(context.Background(), p.doneTTL, p.note, p.history.logEntry(p.at), s.cfg.HistoryKeep)
-	case p.doneTTL > 0:
-		err = p.lease.MarkDone(context.Background(), p.doneTTL, p.note)
-	default:
-		err = p.lease.Release(context.Background())
+	e := locking.Ending{DoneTTL: p.doneTTL, Note: p.note, Also: p.jobLease}
+	if p.doneTTL > 0 && p.history != nil && s.cfg.HistoryKeep > 0 {
+		entry := p.history.logEntry(p.at)
+		e.Entry, e.Keep = &entry, s.cfg.HistoryKeep
 	}
+	var rec, prevAt time.Time
+	var recOK bool
+	if p.record != nil {
+		if rec, prevAt, recOK = s.takeRecord(p.record); recOK {
+			e.Record, e.RecordValue = lastKey(p.job), rec.Unix()
+		}
+	}
+	res := p.lease.End(context.Background(), e)
+	err := res.Err
+	if recOK {
+		s.recordWritten(p.record, rec, prevAt, res.Record)
+	}
+	if p.jobLease != nil && res.Also != nil {
+		// Reported, and ended again alone when the stores answer.
+		defer s.endLeaseFailed(pendingEnd{job: p.job, slot: p.slot, lease: p.jobLease}, res.Also)
+	}
+	p.jobLease, p.record = nil, nil // a retry ends the slot's lease alone
 	<-s.ending
 	if err == nil {
 		if p.then != nil {
