@@ -103,7 +103,7 @@ func resourcesOfType(t *testing.T, decls []bicepDecl, typ string) []bicepDecl {
 
 // The parser sees bodies whole: nested objects, interpolated strings with
 // braces, comments with braces, loops and conditions in the header.
-func TestBicepParserReadsDeclarations(t *testing.T) {
+func testBicepParserReadsDeclarations(t *testing.T) {
 	decls := parseBicep(t, "alerts.bicep")
 	require.Len(t, decls, 2)
 	rule := decls[1]
@@ -121,6 +121,7 @@ func TestBicepParserReadsDeclarations(t *testing.T) {
 // list. Azure Managed Redis needs 2025-07-01 or later: the first GA
 // version with publicNetworkAccess, which private mode sets to Disabled.
 func TestAPIVersions(t *testing.T) {
+	t.Run("reader", testBicepParserReadsDeclarations)
 	want := map[string]string{
 		"Microsoft.Resources/resourceGroups":                                "2024-03-01",
 		"Microsoft.OperationalInsights/workspaces":                          "2023-09-01",
