@@ -59,6 +59,10 @@ resource rule 'Microsoft.Insights/scheduledQueryRules@2023-12-01' = [for r in ru
     scopes: [
       workspaceId
     ]
+    // The queries read ContainerAppConsoleLogs_CL, a table Log Analytics
+    // creates only when the first log line arrives: on a new workspace,
+    // validation would reject every rule ("Failed to resolve table").
+    skipQueryValidation: true
     evaluationFrequency: r.every
     windowSize: r.window
     overrideQueryTimeRange: r.?range

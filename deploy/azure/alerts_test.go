@@ -164,3 +164,15 @@ func kqlDuration(t *testing.T, n, unit string) time.Duration {
 	require.NoError(t, err)
 	return time.Duration(v) * map[string]time.Duration{"m": time.Minute, "h": time.Hour, "d": 24 * time.Hour}[unit]
 }
+
+// Every log alert rule skips query validation: its table,
+// ContainerAppConsoleLogs_CL, exists only after the first log line, so on a
+// new workspace validation rejects the rule and `azd provision` fails.
+func TestLogAlertRulesSkipQueryValidation(t *testing.T) {
+	rules := resourcesOfType(t, allBicep(t), "Microsoft.Insights/scheduledQueryRules")
+	require.NotEmpty(t, rules)
+	for _, r := range rules {
+		require.Regexp(t, `(?m)^\s*kind: 'LogAlert'$`, r.body, "%s: %s", r.file, r.symbol)
+		require.Regexp(t, `(?m)^\s*skipQueryValidation: true$`, r.body, "%s: %s must set skipQueryValidation: true", r.file, r.symbol)
+	}
+}

@@ -27,13 +27,7 @@ func TestRedisPersistenceIsOnByDefault(t *testing.T) {
 	main := read(t, "main.bicep")
 	require.Regexp(t, regexp.MustCompile(`(?m)^param redisPersistence bool = true$`), main)
 
-	var params struct {
-		Parameters map[string]struct {
-			Value string `json:"value"`
-		} `json:"parameters"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(read(t, "main.parameters.json")), &params))
-	require.Equal(t, "${SLOTLOCK_REDIS_PERSISTENCE=true}", params.Parameters["redisPersistence"].Value)
+	require.Equal(t, "${SLOTLOCK_REDIS_PERSISTENCE=true}", readParams(t, "main.parameters.json")["redisPersistence"])
 
 	// The flag reaches every instance and turns on the append-only file.
 	require.Contains(t, read(t, "resources.bicep"), "persistence: redisPersistence")
@@ -41,8 +35,33 @@ func TestRedisPersistenceIsOnByDefault(t *testing.T) {
 	require.Regexp(t, regexp.MustCompile(`persistence: persistence \? \{\s*aofEnabled: true`), redis)
 }
 
-// The app has no ingress: the ops port (/healthz, /readyz, /metrics) is
-// reachable by the platform's probes, not from the internet.
-func TestAppHasNoIngress(t *testing.T) {
-	require.NotRegexp(t, regexp.MustCompile(`(?m)^\s*ingress:`), read(t, "resources.bicep"))
+// readParams reads an ARM parameters file (every value a string: azd
+// substitutes its environment into them).
+func readParams(t *testing.T, file string) map[string]string {
+	t.Helper()
+	var params struct {
+		Parameters map[string]struct {
+			Value string `json:"value"`
+		} `json:"parameters"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(read(t, file)), &params))
+	out := map[string]string{}
+	for k, v := range params.Parameters {
+		out[k] = v.Value
+	}
+	return out
+}
+
+// The templates say what Azure Managed Redis's high availability is:
+// asynchronous replication, whose failover (routine, for maintenance) can
+// lose acknowledged writes; persistence does not cover it.
+func TestRedisFailoverIsDescribedTruthfully(t *testing.T) {
+	main := read(t, "main.bicep")
+	require.NotContains(t, main, "no data loss")
+	ha := regexp.MustCompile(`@description\('([^\n]*)'\)\nparam redisHighAvailability bool`).FindStringSubmatch(main)
+	require.NotNil(t, ha, "redisHighAvailability has no description")
+	require.Contains(t, ha[1], "ASYNCHRONOUS")
+	require.Contains(t, ha[1], "can lose writes the primary had acknowledged")
+	require.Contains(t, ha[1], "persistence does not cover a failover")
+	require.Contains(t, read(t, "redis.bicep"), "the replication is asynchronous")
 }
