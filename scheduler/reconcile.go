@@ -30,14 +30,19 @@ import (
 // The entry is written on a majority before the event is logged, under
 // the lease, and the record then moves past the slot: each missed slot is
 // reported once, fleet-wide (a reconciler that dies between the two
-// reports nothing for that slot: never twice). Slots older than a day
+// reports nothing for that slot: never twice). The write is fenced by the
+// lease's token (the job family's register "reconciler": a reconciler
+// that froze past its lease cannot write once its successor has) and
+// made only where the slot has no entry yet: the one pass whose write
+// added the entry on a majority reports it, whichever of two passes that
+// overlapped in time wrote first. Slots older than a day
 // (fleetRetention), older than the history can hold, or from before the
 // job's definitions first ran (pass.firstStart) are not judged.
 
 // Key names in a job's family and in FleetFamily.
 const (
 	reconciledName = "reconciled" // a job's record: the latest slot judged, Unix seconds
-	reconcilerName = "reconciler" // FleetFamily: the reconciler's lease
+	reconcilerName = "reconciler" // FleetFamily: the reconciler's lease; a job's: the fence of its writes
 )
 
 // reconcileLoop runs a pass every ReconcileEvery until the scheduler stops.
@@ -247,7 +252,7 @@ func (p *pass) job(ctx context.Context, j *job) error {
 		case open[u]:
 			return nil // a run going on, or abandoned: judged once it ended
 		case pause.Covers(t):
-			if err := p.write(ctx, j, pausedEntry(t), t); err != nil {
+			if err := p.write(ctx, j, pausedEntry(t), t); err != nil && !errors.Is(err, locking.ErrLogHasEntry) {
 				return err
 			}
 		default:
@@ -256,7 +261,11 @@ func (p *pass) job(ctx context.Context, j *job) error {
 				return err
 			}
 			reason := p.reason(fleet, t)
-			if err := p.write(ctx, j, missedEntry(t, reason), t); err != nil {
+			err = p.write(ctx, j, missedEntry(t, reason), t)
+			if errors.Is(err, locking.ErrLogHasEntry) {
+				break // another pass wrote the slot's entry meanwhile, and reports it
+			}
+			if err != nil {
 				return err
 			}
 			s.log.Warn("slot missed: it should have run and nobody ran it", "event", evSlotMissed,
@@ -270,14 +279,21 @@ func (p *pass) job(ctx context.Context, j *job) error {
 }
 
 // write adds e, the outcome of slot t of j, to the history, while the
-// lease is held.
+// lease is held, fenced by its token and only where t has no entry yet:
+// locking.ErrLogHasEntry when it did not add e on a majority (then
+// another pass reports it), errPassOver when a newer reconciler wrote.
 func (p *pass) write(ctx context.Context, j *job, e HistoryEntry, t time.Time) error {
 	if err := p.own(ctx); err != nil {
 		return err
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
 	defer cancel()
-	return p.s.cfg.Locker.AppendLog(wctx, j.name(), locking.LogAppend{Entry: e.logEntry(t), Keep: p.s.cfg.HistoryKeep})
+	err := p.s.cfg.Locker.AppendLog(wctx, j.name(), locking.LogAppend{Entry: e.logEntry(t), Keep: p.s.cfg.HistoryKeep,
+		Fence: reconcilerName, Token: p.lease.Token(), IfAbsent: true})
+	if errors.Is(err, locking.ErrStaleToken) {
+		return errPassOver
+	}
+	return err
 }
 
 // reason says why nobody ran slot t.
