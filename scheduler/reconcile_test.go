@@ -39,14 +39,17 @@ func (f *frozenWriter) AppendLog(ctx context.Context, family string, a locking.L
 
 func (f *frozenWriter) thaw() { close(f.thawed) }
 
-// reconcilerSpec is a replica's Config for the reconciler tests: passes
-// every second, judging slots a few seconds old.
-func (e *env) reconcilerScheduler(replica string, l locking.Locker, specs ...JobSpec) *Scheduler {
+// reconciling is a replica for the reconciler tests: over l (nil: the
+// env's locker), with passes and heartbeats every d, judging slots a few
+// seconds old.
+func (e *env) reconciling(replica string, l locking.Locker, d time.Duration, specs ...JobSpec) *Scheduler {
 	e.t.Helper()
+	if l == nil {
+		l = e.locker
+	}
 	s, err := New(Config{Replica: replica, Locker: l, Logger: e.sink.logger(replica), Metrics: e.metrics,
 		LockTTL: 30 * time.Second, MaxClockSkew: 2 * time.Second, ShutdownGrace: 5 * time.Second,
-		Beat: time.Second, ReconcileEvery: time.Second, ReconcileAfter: time.Second, DefinitionsHash: "defs",
-		Jobs: specs})
+		Beat: d, ReconcileEvery: d, ReconcileAfter: time.Second, DefinitionsHash: "defs", Jobs: specs})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -74,9 +77,9 @@ func TestReconcilerFrozenPastItsLeaseReportsOnce(t *testing.T) {
 		}
 		spec := cronSpec(t, "yearly", "10 0 0 1 1 *", &recorder{now: time.Now})
 		frozen := newFrozenWriter(e.locker)
-		stop1 := running(t, e.reconcilerScheduler("r1", frozen, spec))
+		stop1 := running(t, e.reconciling("r1", frozen, time.Second, spec))
 		<-frozen.frozen // r1 decided "missed" and froze before writing it
-		stop2 := running(t, e.reconcilerScheduler("r2", e.locker, spec))
+		stop2 := running(t, e.reconciling("r2", nil, time.Second, spec))
 		time.Sleep(5 * time.Second) // r1's lease (1s) ran out; r2 judged the slot
 		frozen.thaw()
 		time.Sleep(3 * time.Second)
@@ -101,6 +104,81 @@ func TestReconcilerFrozenPastItsLeaseReportsOnce(t *testing.T) {
 		}
 		if len(hist) != 1 || hist[0].Outcome != OutcomeMissed {
 			t.Errorf("history %+v, want one missed entry", hist)
+		}
+	})
+}
+
+// TestReconcilerSettlesTheClaimItWaitsFor: a slot's claim is abandoned by
+// a replica that died at once (the live replica found the slot held), and
+// the job fires no more for a year, so no later claim is ever pointed to
+// it. The reconciler, which waits for an open claim to end, must not wait
+// for ever: the claim is settled, the slot gets its one history entry and
+// the reconciler judges past it.
+func TestReconcilerSettlesTheClaimItWaitsFor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		ctx := context.Background()
+		slot := bubbleStart.Add(10 * time.Second)
+		spec := cronSpec(t, "yearly", "10 0 0 1 1 *", &recorder{now: time.Now})
+		stop := running(t, e.reconciling("r1", nil, time.Second, spec))
+		time.Sleep(time.Until(slot.Add(-500 * time.Millisecond)))
+		if _, err := e.locker.Claim(ctx, slotKey("yearly", slot), 2*time.Second); err != nil {
+			t.Fatal(err) // a replica that claims the slot and dies
+		}
+		time.Sleep(time.Minute)
+		stop()
+
+		hist, err := ReadHistory(ctx, e.locker, "yearly", bubbleStart, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		claims, err := e.locker.ReadClaims(ctx, "yearly")
+		if err != nil {
+			t.Fatal(err)
+		}
+		judged, err := e.locker.ReadRecord(ctx, locking.Key{Family: "yearly", Name: reconciledName})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hist) != 1 || len(claims) != 0 || judged < slot.Unix() {
+			e.sink.dump(t)
+			t.Fatalf("history %+v, open claims %v, judged up to %v: want one entry, no claim, judged past %v",
+				hist, claims, time.Unix(judged, 0).UTC(), slot)
+		}
+	})
+}
+
+// TestReconcilerNeverDropsASlotSilently: a slot's run goes on for more
+// than a day (its claim is live all along), so the reconciler cannot judge
+// it until it is older than the fleet records it judges by. The slot then
+// leaves the window judged — once, loudly (reconcile.unjudged names it) —
+// and the reconciler's record moves past it.
+func TestReconcilerNeverDropsASlotSilently(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		ctx := context.Background()
+		slot := bubbleStart.Add(10 * time.Second)
+		spec := cronSpec(t, "yearly", "10 0 0 1 1 *", &recorder{now: time.Now})
+		stop := running(t, e.reconciling("r1", nil, time.Minute, spec))
+		time.Sleep(time.Until(slot.Add(-500 * time.Millisecond)))
+		run, err := e.locker.Claim(ctx, slotKey("yearly", slot), 30*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		run.Keep(ctx) // a run of another replica, going on for 26 hours
+		time.Sleep(26 * time.Hour)
+		stop()
+		if err := run.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+
+		unjudged := where(e.sink.events(t), "reconcile.unjudged", "job", "yearly")
+		if len(unjudged) != 1 || unjudged[0].str("first_slot") != slotString(slot) || unjudged[0].num("count") != 1 {
+			t.Fatalf("reconcile.unjudged lines %v, want one naming %s", unjudged, slotString(slot))
+		}
+		judged, err := e.locker.ReadRecord(ctx, locking.Key{Family: "yearly", Name: reconciledName})
+		if err != nil || judged < slot.Unix() {
+			t.Fatalf("judged up to %v (%v), want past %v", time.Unix(judged, 0).UTC(), err, slot)
 		}
 	})
 }
