@@ -108,6 +108,23 @@ func TestReconcilerFrozenPastItsLeaseReportsOnce(t *testing.T) {
 	})
 }
 
+// claimYearly starts replica r1, reconciling every d, with a job whose one
+// slot this year is at 10 s; just before it, another replica claims that
+// slot with a lease of ttl (and r1 finds it held). It returns the slot, the
+// replica's stop and the claim.
+func (e *env) claimYearly(d, ttl time.Duration) (time.Time, func(), *locking.Lease) {
+	e.t.Helper()
+	slot := bubbleStart.Add(10 * time.Second)
+	spec := cronSpec(e.t, "yearly", "10 0 0 1 1 *", &recorder{now: time.Now})
+	stop := running(e.t, e.reconciling("r1", nil, d, spec))
+	time.Sleep(time.Until(slot.Add(-500 * time.Millisecond)))
+	lease, err := e.locker.Claim(context.Background(), slotKey("yearly", slot), ttl)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return slot, stop, lease
+}
+
 // TestReconcilerSettlesTheClaimItWaitsFor: a slot's claim is abandoned by
 // a replica that died at once (the live replica found the slot held), and
 // the job fires no more for a year, so no later claim is ever pointed to
@@ -118,13 +135,7 @@ func TestReconcilerSettlesTheClaimItWaitsFor(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
 		ctx := context.Background()
-		slot := bubbleStart.Add(10 * time.Second)
-		spec := cronSpec(t, "yearly", "10 0 0 1 1 *", &recorder{now: time.Now})
-		stop := running(t, e.reconciling("r1", nil, time.Second, spec))
-		time.Sleep(time.Until(slot.Add(-500 * time.Millisecond)))
-		if _, err := e.locker.Claim(ctx, slotKey("yearly", slot), 2*time.Second); err != nil {
-			t.Fatal(err) // a replica that claims the slot and dies
-		}
+		slot, stop, _ := e.claimYearly(time.Second, 2*time.Second) // a replica that claims the slot and dies
 		time.Sleep(time.Minute)
 		stop()
 
@@ -157,14 +168,7 @@ func TestReconcilerNeverDropsASlotSilently(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
 		ctx := context.Background()
-		slot := bubbleStart.Add(10 * time.Second)
-		spec := cronSpec(t, "yearly", "10 0 0 1 1 *", &recorder{now: time.Now})
-		stop := running(t, e.reconciling("r1", nil, time.Minute, spec))
-		time.Sleep(time.Until(slot.Add(-500 * time.Millisecond)))
-		run, err := e.locker.Claim(ctx, slotKey("yearly", slot), 30*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
+		slot, stop, run := e.claimYearly(time.Minute, 30*time.Second)
 		run.Keep(ctx) // a run of another replica, going on for 26 hours
 		time.Sleep(26 * time.Hour)
 		stop()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 	"testing/synctest"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -20,14 +19,7 @@ func TestAppendLogOnceOverAMajority(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		net := locksim.NewNet(7, locksim.NewStore("s0"), locksim.NewStore("s1"), locksim.NewStore("s2"))
-		locker := func(name string) locking.Locker {
-			l, err := locking.NewRedlockNodes(net.Nodes(name, locksim.NewGate(0)), "t", 100*time.Millisecond,
-				locking.Options{Replica: name, Logger: discard()})
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = l.Close() })
-			return l
-		}
-		a, b := locker("a"), locker("b")
+		a, b := simLocker(t, net, "a"), simLocker(t, net, "b")
 		verdict := func(token uint64) locking.LogAppend {
 			return locking.LogAppend{Entry: locking.LogEntry{Score: 100, Value: "missed"}, Fence: "judge", Token: token, IfAbsent: true}
 		}
