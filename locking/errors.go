@@ -32,6 +32,14 @@ var (
 	// undone, so trying again after a short random delay is likely to
 	// succeed. The error is a *SplitVoteError.
 	ErrSplitVote = errors.New("locking: split vote")
+	// ErrStaleToken reports a fenced AppendLog (LogAppend.Token) that was
+	// not made on a majority because some store had seen a newer token:
+	// the lease that fenced it is no longer the newest.
+	ErrStaleToken = errors.New("locking: a newer fencing token was seen")
+	// ErrLogHasEntry reports an AppendLog with LogAppend.IfAbsent that
+	// did not add its entry on a majority: stores held an entry of its
+	// score already (another writer's, or this one's earlier attempt).
+	ErrLogHasEntry = errors.New("locking: the log already holds an entry of that score")
 )
 
 // SplitVoteError is the error of a split vote: errors.Is(err, ErrSplitVote)

@@ -292,7 +292,18 @@ func (b *localBackend) appendLog(ctx context.Context, family string, a LogAppend
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if a.Token != 0 {
+		// As OpLogAdd fenced: the register refuses an older token.
+		fence, token := Key{Family: family, Name: a.Fence}, int64(a.Token)
+		if b.records[fence] > token {
+			return ErrStaleToken
+		}
+		b.records[fence] = token
+	}
 	log := b.logs[family]
+	if a.IfAbsent && slices.ContainsFunc(log, func(e LogEntry) bool { return e.Score == a.Entry.Score }) {
+		return ErrLogHasEntry
+	}
 	if a.Replace != "" && a.Replace != a.Entry.Value {
 		log = slices.DeleteFunc(log, func(e LogEntry) bool { return e.Value == a.Replace })
 	}

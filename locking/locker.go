@@ -235,6 +235,11 @@ func (l *locker) AppendLog(ctx context.Context, family string, a LogAppend) erro
 	if a.Keep < 0 {
 		return fmt.Errorf("locking: append to the log of %s: keep %d is negative", family, a.Keep)
 	}
+	if a.Token != 0 {
+		if err := checkRecord(Key{Family: family, Name: a.Fence}, int64(min(a.Token, maxRecord+1))); err != nil {
+			return fmt.Errorf("locking: append to the log of %s: fence: %w", family, err)
+		}
+	}
 	if l.closed.Load() {
 		return ErrClosed
 	}

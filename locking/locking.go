@@ -123,7 +123,9 @@ type Locker interface {
 	// a.Replace in the same step, and trimming as a says): for entries
 	// that do not end a claim (MarkDoneLog), such as a reconciler's
 	// verdicts or replica heartbeats. Adding an identical entry twice
-	// keeps one.
+	// keeps one. A fenced append (a.Token) fails with ErrStaleToken, and
+	// one with a.IfAbsent with ErrLogHasEntry, when it was not made on a
+	// majority (see LogAppend).
 	AppendLog(ctx context.Context, family string, a LogAppend) error
 	// ReadClaims returns the keys of the family's open claims (Claim, not
 	// yet ended): the union of what a majority of the stores hold, sorted.

@@ -105,7 +105,14 @@ const (
 	OpLog
 	// OpLogAdd: remove Value (when set) from the log at Key, add Entry
 	// with score N, then remove the entries scored below Floor (when not
-	// 0) and all but the newest Keep (when Keep > 0).
+	// 0) and all but the newest Keep (when Keep > 0); Status 1.
+	//
+	// Fenced (RecordN > 0, a lease's fencing token): first, where the
+	// register Record (a record of the family) holds more than RecordN,
+	// nothing changes and Status is 2 (the holder of a newer lease
+	// appended here); otherwise Record is raised to RecordN. IfAbsent:
+	// then, where the log holds an entry scored N, nothing more changes
+	// and Status is 0.
 	OpLogAdd
 	// OpClaims: list the fields of the claims hash Claims (Result.Fields).
 	OpClaims
@@ -119,8 +126,9 @@ type Op struct {
 	Pause                string // claims only: the family's pause register, read
 	Log, Entry           string // OpRelease of a claim: the family's log and an entry for it
 	Also, AlsoValue      string // OpAcquire, OpRelease of a claim: a plain lease taken / released with it
-	Record               string // OpRelease of a claim: a record raised to RecordN with it
+	Record               string // OpRelease of a claim: a record raised to RecordN with it; OpLogAdd: its fence
 	RecordN              int64
+	IfAbsent             bool  // OpLogAdd: add only where no entry has score N
 	SentMS, FreshMS      int64 // OpAcquire with Also: when sent (sender's clock, ms) and how long it is fresh
 	// Tomb: OpAcquire refuses (Status 0, nothing changed, Value "") when
 	// the key Tomb exists; OpRelease with TombTTL > 0 sets Tomb PX TombTTL
@@ -159,9 +167,24 @@ type LogEntry struct {
 // is removed in the same step (a heartbeat replacing its previous one);
 // then the log keeps the entries scored Floor or more (Floor 0: all) and,
 // when Keep > 0, its newest Keep.
+//
+// Token, when not 0, fences the append with a lease's fencing token
+// (Lease.Token; a lease of any family): Fence names a record of the log's
+// family (a register, as AdvanceRecord's) that each store raises to Token
+// in the same step, and a store whose register already holds more — the
+// holder of a newer lease appended there — changes nothing. A holder that
+// froze past its lease thus cannot append once its successor has.
+//
+// IfAbsent adds Entry only where the log holds no entry of its score: a
+// verdict that must be reported once (the reconciler's missed slot) is
+// reported by the one append that added it on a majority.
 type LogAppend struct {
 	Entry   LogEntry
 	Replace string
 	Keep    int
 	Floor   int64
+
+	Fence    string
+	Token    uint64
+	IfAbsent bool
 }

@@ -181,7 +181,14 @@ func queueOp(ctx context.Context, p redis.Pipeliner, op Op, eval bool) func() (a
 	case OpLog:
 		return script(logScript, []string{op.Key}, op.N, op.Keep)
 	case OpLogAdd:
-		return script(logAddScript, []string{op.Key}, op.Entry, op.N, op.Value, op.Keep, op.Floor)
+		fence, absent := op.Key, 0 // unused: stands in, with the call's hash tag
+		if op.RecordN != 0 {
+			fence = op.Record
+		}
+		if op.IfAbsent {
+			absent = 1
+		}
+		return script(logAddScript, []string{op.Key, fence}, op.Entry, op.N, op.Value, op.Keep, op.Floor, op.RecordN, absent)
 	case OpClaims:
 		cmd := p.HKeys(ctx, op.Claims)
 		return func() (any, error) { return cmd.Result() }
@@ -261,7 +268,7 @@ func parseReply(op Op, v any) (Result, error) {
 		case OpMaxSet:
 			return Result{N: n}, nil
 		case OpLogAdd:
-			return Result{}, nil
+			return Result{Status: n}, nil
 		case OpRelease:
 			return Result{Status: n & 1, AlsoStatus: n >> 1}, nil
 		}

@@ -61,7 +61,10 @@ func (r *redlock) appendLog(ctx context.Context, family string, a LogAppend) err
 	res := make([]Result, len(r.nodes))
 	errs := make([]error, len(r.nodes))
 	op := Op{Kind: OpLogAdd, Key: r.key(Key{Family: family, Name: logName}), Entry: a.Entry.Value, N: a.Entry.Score,
-		Value: a.Replace, Keep: int64(a.Keep), Floor: a.Floor}
+		Value: a.Replace, Keep: int64(a.Keep), Floor: a.Floor, IfAbsent: a.IfAbsent}
+	if a.Token != 0 {
+		op.Record, op.RecordN = r.key(Key{Family: family, Name: a.Fence}), int64(a.Token)
+	}
 	r.round(ctx, all(op), res, errs)
 	if err := ctx.Err(); err != nil {
 		return err
@@ -69,7 +72,38 @@ func (r *redlock) appendLog(ctx context.Context, family string, a LogAppend) err
 	if got := r.answered(errs); got < r.quorum {
 		return &QuorumError{Op: "log", Need: r.quorum, Got: got, Err: r.nodeErrs(errs)}
 	}
-	return nil
+	var made, fenced int
+	for i, rep := range res {
+		if errs[i] == nil {
+			switch rep.Status {
+			case logAdded:
+				made++
+			case logFenced:
+				fenced++
+			}
+		}
+	}
+	return appendVerdict(made, fenced, r.quorum)
+}
+
+// OpLogAdd's answers (Result.Status).
+const (
+	logPresent = 0 // IfAbsent: an entry of the score was there; nothing changed
+	logAdded   = 1
+	logFenced  = 2 // the fence register held a newer token; nothing changed
+)
+
+// appendVerdict is AppendLog's outcome from the stores that answered: made
+// on a majority, or refused by a newer token somewhere, or by entries
+// already there.
+func appendVerdict(made, fenced, quorum int) error {
+	switch {
+	case made >= quorum:
+		return nil
+	case fenced > 0:
+		return ErrStaleToken
+	}
+	return ErrLogHasEntry
 }
 
 // readClaims lists the family's open claims on every node and returns the

@@ -25,9 +25,9 @@ import (
 // newest misfire.max of them, oldest first (misfire_all.go).
 
 // misfire applies j's misfire policy to the slots in late. probe is set for
-// slots found at start: then the skip policy first checks, by taking the
-// latest slot's lock, that no replica handled it, so that N replicas
-// starting together log the miss once (the one that wins the lock).
+// slots found at start: then the skip policy first checks, by claiming the
+// latest slot (probeLate), that no replica handled it, so that N replicas
+// starting together log the miss once (the one that wins the claim).
 func (s *Scheduler) misfire(j *job, late lateRange, probe bool) {
 	name := j.name()
 	if j.spec.Misfire.Policy == MisfireRunAll && s.recoverAll(j, late, true) {
@@ -43,25 +43,54 @@ func (s *Scheduler) misfire(j *job, late lateRange, probe bool) {
 		s.recover(j, late.last)
 		return
 	}
-	if probe {
-		until := s.clock.Now().Add(time.Second)
-		lease, err := s.acquire(name, slotKey(name, late.last), retryPolicy{splitUntil: until, quorumUntil: until})
-		if err != nil {
-			// Held or done: handled by a replica. No quorum: slots fire
-			// into no_quorum skips anyway. Either way nothing to report.
-			s.log.Debug("missed slot check: not taken", "event", evMisfireCheck, "job", name, "slot", slotString(late.last),
-				"error", err.Error())
-			return
-		}
-		slot := slotString(late.last)
-		s.endHandled(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: ReasonLate, at: late.last,
-			history: &HistoryEntry{Slot: slot, Outcome: OutcomeSkipped, Reason: ReasonLate, Replica: s.cfg.Replica}}, j, late.last)
+	if probe && !s.probeLate(j, late.last) {
+		return
 	}
 	note := "misfire policy skip"
 	if j.spec.Misfire.Policy.recovers() {
 		note = "older than the misfire deadline"
 	}
 	s.logLate(name, late, note)
+}
+
+// probeLate claims missed slot t of j, as every replica that fired it
+// would have, and reports whether t is this replica's to log as skipped
+// late: then its claim is closed with the done marker and the history
+// entry skipped/late, which the reconciler finds. A slot that is done, or
+// claimed by a run going on, is not; nor is one whose claim was abandoned
+// (it is settled as such) or found on a minority of the stores, nor one
+// the stores cannot be asked about (its slots fire into no_quorum skips).
+func (s *Scheduler) probeLate(j *job, t time.Time) bool {
+	name, slot := j.name(), slotString(t)
+	until := s.clock.Now().Add(time.Second)
+	lease, err := s.acquire(name, slotKey(name, t), retryPolicy{splitUntil: until, quorumUntil: until, claim: true})
+	if err != nil {
+		s.log.Debug("missed slot check: not taken", "event", evMisfireCheck, "job", name, "slot", slot,
+			"error", err.Error())
+		return false
+	}
+	if o := lease.Orphan(); o != nil {
+		s.spawn(func() { s.settleOrphan(j, o) })
+	}
+	switch {
+	case lease.Abandoned() != nil:
+		s.settleAbandoned(j, t, lease)
+		return false
+	case lease.Leftover():
+		s.endLease(name, slot, lease, 0, "")
+		s.log.Debug("missed slot check: a claim of the slot is on a minority of the stores", "event", evMisfireCheck,
+			"job", name, "slot", slot)
+		return false
+	case lease.Pause().Covers(j.spec.Due(t)):
+		s.endLease(name, slot, lease, 0, "")
+		s.pausedSlot(j, t, &locking.PausedError{Key: lease.Key(), Pause: lease.Pause()})
+		return false
+	case s.clock.Now().Sub(t) > s.markerSafe() && s.settledInHistory(j, t, lease):
+		return false
+	}
+	s.endHandled(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: ReasonLate, at: t,
+		history: &HistoryEntry{Slot: slot, Outcome: OutcomeSkipped, Reason: ReasonLate, Replica: s.cfg.Replica}}, j, t)
+	return true
 }
 
 func (s *Scheduler) logLate(job string, late lateRange, note string) {

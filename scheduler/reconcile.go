@@ -19,7 +19,9 @@ import (
 // slot without an entry in the slot history:
 //
 //   - whose claim is still open (a run going on, or an abandoned one not
-//     yet settled): it stops there, and looks again next time;
+//     yet settled): it stops there, and looks again next time; an
+//     abandoned claim it settles at once (settleOrphan), as the next claim
+//     of the job pointed to it would — which may never come;
 //   - that the job's pause covers: it writes the paused entry (the
 //     replicas that skipped it write it too; identical entries are one);
 //   - otherwise it writes a missed entry and logs slot.missed (warn) and
@@ -30,14 +32,22 @@ import (
 // The entry is written on a majority before the event is logged, under
 // the lease, and the record then moves past the slot: each missed slot is
 // reported once, fleet-wide (a reconciler that dies between the two
-// reports nothing for that slot: never twice). Slots older than a day
+// reports nothing for that slot: never twice). The write is fenced by the
+// lease's token (the job family's register "reconciler": a reconciler
+// that froze past its lease cannot write once its successor has) and
+// made only where the slot has no entry yet: the one pass whose write
+// added the entry on a majority reports it, whichever of two passes that
+// overlapped in time wrote first. Slots older than a day
 // (fleetRetention), older than the history can hold, or from before the
-// job's definitions first ran (pass.firstStart) are not judged.
+// job's definitions first ran (pass.firstStart) are not judged; slots
+// that grew older than a day before a pass could judge them (it stalled
+// behind a claim open that long, or no pass ran) are logged once as
+// reconcile.unjudged (warn), never dropped silently.
 
 // Key names in a job's family and in FleetFamily.
 const (
 	reconciledName = "reconciled" // a job's record: the latest slot judged, Unix seconds
-	reconcilerName = "reconciler" // FleetFamily: the reconciler's lease
+	reconcilerName = "reconciler" // FleetFamily: the reconciler's lease; a job's: the fence of its writes
 )
 
 // reconcileLoop runs a pass every ReconcileEvery until the scheduler stops.
@@ -185,7 +195,12 @@ func (p *pass) job(ctx context.Context, j *job) error {
 	// on this replica, which fires each of its slots after that: earlier
 	// ones are another definition's (README, "Hot reload").
 	from = later(from, j.since)
-	from = later(from, now.Add(-fleetRetention))
+	if cut := now.Add(-fleetRetention); from.Before(cut) {
+		if err := p.unjudged(ctx, j, from, cut); err != nil {
+			return err
+		}
+		from = cut
+	}
 	to := now.Add(-s.reconcileAfter(j))
 	// At most half the history per pass, so that the entries the pass
 	// judges by are still there.
@@ -245,9 +260,14 @@ func (p *pass) job(ctx context.Context, j *job) error {
 		switch {
 		case have[u] || u < oldest:
 		case open[u]:
-			return nil // a run going on, or abandoned: judged once it ended
+			// A run going on, or abandoned: judged once it ended. An
+			// abandoned claim is settled now rather than when a later
+			// claim of the job is pointed to it, which may never come.
+			o := &locking.Abandoned{Key: slotKey(name, t)}
+			s.spawn(func() { s.settleOrphan(j, o) })
+			return nil
 		case pause.Covers(t):
-			if err := p.write(ctx, j, pausedEntry(t), t); err != nil {
+			if err := p.write(ctx, j, pausedEntry(t), t); err != nil && !errors.Is(err, locking.ErrLogHasEntry) {
 				return err
 			}
 		default:
@@ -256,7 +276,11 @@ func (p *pass) job(ctx context.Context, j *job) error {
 				return err
 			}
 			reason := p.reason(fleet, t)
-			if err := p.write(ctx, j, missedEntry(t, reason), t); err != nil {
+			err = p.write(ctx, j, missedEntry(t, reason), t)
+			if errors.Is(err, locking.ErrLogHasEntry) {
+				break // another pass wrote the slot's entry meanwhile, and reports it
+			}
+			if err != nil {
 				return err
 			}
 			s.log.Warn("slot missed: it should have run and nobody ran it", "event", evSlotMissed,
@@ -269,15 +293,51 @@ func (p *pass) job(ctx context.Context, j *job) error {
 	return nil
 }
 
+// unjudged reports, once, the slots of j in (from, cut] that fell out of
+// the window the reconciler judges (older than the fleet's records) before
+// they were judged — passes stalled that long behind a slot whose claim
+// stayed open, or none ran — and moves the job's record past them.
+func (p *pass) unjudged(ctx context.Context, j *job, from, cut time.Time) error {
+	slots := slotsBetween(j.spec.Schedule, from, cut, maxUnjudged+1)
+	if len(slots) == 0 {
+		return nil
+	}
+	first, last := slots[0], slots[len(slots)-1]
+	if len(slots) > maxUnjudged {
+		last = prevSlot(j.spec.Schedule, cut)
+	}
+	if err := p.own(ctx); err != nil {
+		return err
+	}
+	attrs := []any{"event", evSlotsUnjudged, "job", j.name(), "first_slot", slotString(first), "slot", slotString(last),
+		"count", min(len(slots), maxUnjudged)}
+	if len(slots) > maxUnjudged {
+		attrs = append(attrs, "count_at_least", true)
+	}
+	p.s.log.Warn("reconciler: slots older than a day were never judged; their outcome is what the history holds, if anything",
+		attrs...)
+	return p.s.cfg.Locker.AdvanceRecord(ctx, locking.Key{Family: j.name(), Name: reconciledName}, last.Unix())
+}
+
+// maxUnjudged bounds the slots unjudged counts.
+const maxUnjudged = 100_000
+
 // write adds e, the outcome of slot t of j, to the history, while the
-// lease is held.
+// lease is held, fenced by its token and only where t has no entry yet:
+// locking.ErrLogHasEntry when it did not add e on a majority (then
+// another pass reports it), errPassOver when a newer reconciler wrote.
 func (p *pass) write(ctx context.Context, j *job, e HistoryEntry, t time.Time) error {
 	if err := p.own(ctx); err != nil {
 		return err
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
 	defer cancel()
-	return p.s.cfg.Locker.AppendLog(wctx, j.name(), locking.LogAppend{Entry: e.logEntry(t), Keep: p.s.cfg.HistoryKeep})
+	err := p.s.cfg.Locker.AppendLog(wctx, j.name(), locking.LogAppend{Entry: e.logEntry(t), Keep: p.s.cfg.HistoryKeep,
+		Fence: reconcilerName, Token: p.lease.Token(), IfAbsent: true})
+	if errors.Is(err, locking.ErrStaleToken) {
+		return errPassOver
+	}
+	return err
 }
 
 // reason says why nobody ran slot t.

@@ -224,6 +224,7 @@ func cmdRun(ctx context.Context, args []string, env Env) int {
 	}
 	ready := newReadiness(r.locker, r.metrics, r.log, time.Second)
 	wg.Go(func() { ready.run(bg) })
+	wg.Go(func() { warnEviction(bg, r.locker, r.log) })
 	reload := newReloader(r, f.configPath(env), env, data)
 	if addr := cfg.HTTP.Addr; addr != "" {
 		srv, err := newOpsServer(addr, r.sched.Healthy, ready, r.metrics, reload.statusPage())

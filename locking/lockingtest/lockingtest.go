@@ -73,6 +73,7 @@ var cases = []struct {
 	{"Pause", testPause},
 	{"Log", testLog},
 	{"AppendLog", testAppendLog},
+	{"AppendLogFenced", testAppendLogFenced},
 	{"ReadClaims", testReadClaims},
 	{"TokensUnique", testTokensUnique},
 	{"BadKeys", testBadKeys},

@@ -24,14 +24,7 @@ func TestClaimLiveOnOneStoreAndTakenOverOnAnother(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		net := locksim.NewNet(7, locksim.NewStore("s0"), locksim.NewStore("s1"), locksim.NewStore("s2"))
-		locker := func(name string) locking.Locker {
-			l, err := locking.NewRedlockNodes(net.Nodes(name, locksim.NewGate(0)), "t", 100*time.Millisecond,
-				locking.Options{Replica: name, Logger: discard()})
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = l.Close() })
-			return l
-		}
-		a, b := locker("a"), locker("b")
+		a, b := simLocker(t, net, "a"), simLocker(t, net, "b")
 		key := locking.Key{Family: "job", Name: "slot:1"}
 
 		net.SetDown(2, true) // a's claim reaches stores 0 and 1 only
@@ -54,6 +47,17 @@ func TestClaimLiveOnOneStoreAndTakenOverOnAnother(t *testing.T) {
 
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
+// simLocker is replica name's Locker over net's stores (100 ms per store
+// and round), closed with the test.
+func simLocker(t *testing.T, net *locksim.Net, name string) locking.Locker {
+	t.Helper()
+	l, err := locking.NewRedlockNodes(net.Nodes(name, locksim.NewGate(0)), "t", 100*time.Millisecond,
+		locking.Options{Replica: name, Logger: discard()})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	return l
+}
+
 // A claim found on one store of three while all answer is a leftover: the
 // new lease covers it (Lease.Leftover) but is not a claim on a majority,
 // so its caller must not run under it (the simulation, seed 142305, ran a
@@ -63,14 +67,11 @@ func TestClaimOverALeftover(t *testing.T) {
 		ctx := context.Background()
 		stores := []*locksim.Store{locksim.NewStore("s0"), locksim.NewStore("s1"), locksim.NewStore("s2")}
 		net := locksim.NewNet(9, stores...)
-		l, err := locking.NewRedlockNodes(net.Nodes("a", locksim.NewGate(0)), "t", 100*time.Millisecond,
-			locking.Options{Replica: "a", Logger: discard()})
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = l.Close() })
+		l := simLocker(t, net, "a")
 		key := locking.Key{Family: "job", Name: "slot:1"}
 
 		// A request executed late on store 0 alone: a claim, soon expired.
-		_, err = stores[0].Apply(locking.Op{Kind: locking.OpAcquire, Key: "t:{job}:slot:1", Fence: "t:{job}:fence",
+		_, err := stores[0].Apply(locking.Op{Kind: locking.OpAcquire, Key: "t:{job}:slot:1", Fence: "t:{job}:fence",
 			Claims: "t:{job}:claims", Lives: "t:{job}:lives", Field: "slot:1", Value: "0123456789abcdef|x", TTL: 10})
 		require.NoError(t, err)
 		time.Sleep(50 * time.Millisecond)

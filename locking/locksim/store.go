@@ -310,8 +310,7 @@ func (s *Store) Apply(op locking.Op) (locking.Result, error) {
 		return locking.Result{}, nil
 
 	case locking.OpLogAdd:
-		s.logAdd(op, now)
-		return locking.Result{}, nil
+		return locking.Result{Status: s.logAdd(op, now)}, nil
 
 	case locking.OpClaims:
 		e, _ := s.get(op.Claims, now)

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -49,10 +50,31 @@ func newestFirst(z map[string]int64, since int64, limit int) []locking.LogEntry 
 	return out[:min(len(out), limit)]
 }
 
-// logAdd is OpLogAdd: remove op.Value (unless it is the entry itself),
-// add the entry, then drop what is scored below op.Floor and all but the
-// newest op.Keep (ZREM, ZADD, ZREMRANGEBYSCORE, ZREMRANGEBYRANK).
-func (s *Store) logAdd(op locking.Op, now time.Time) {
+// logAdd is OpLogAdd: refuse a fenced append (op.RecordN) where the
+// register op.Record holds a newer token, else raise it; with op.IfAbsent
+// change nothing more where an entry has the score; then remove op.Value
+// (unless it is the entry itself), add the entry, then drop what is
+// scored below op.Floor and all but the newest op.Keep (ZREM, ZADD,
+// ZREMRANGEBYSCORE, ZREMRANGEBYRANK). It returns the Status.
+func (s *Store) logAdd(op locking.Op, now time.Time) int64 {
+	if op.RecordN != 0 {
+		seen := s.num(op.Record, now)
+		if seen > op.RecordN {
+			return 2
+		}
+		if seen < op.RecordN {
+			s.setStr(op.Record, strconv.FormatInt(op.RecordN, 10), 0, now)
+		}
+	}
+	if op.IfAbsent {
+		if e, ok := s.get(op.Key, now); ok {
+			for _, sc := range e.zset {
+				if sc == op.N {
+					return 0
+				}
+			}
+		}
+	}
 	if op.Value != "" && op.Value != op.Entry {
 		if e, ok := s.get(op.Key, now); ok && e.zset != nil {
 			delete(e.zset, op.Value)
@@ -70,4 +92,5 @@ func (s *Store) logAdd(op locking.Op, now time.Time) {
 			}
 		}
 	}
+	return 1
 }

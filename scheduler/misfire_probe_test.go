@@ -1,0 +1,99 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// TestStartupProbeRespectsClaims: a replica starting after the fleet was
+// down finds the latest missed slot (120 s) after the job's record (60 s)
+// and, under misfire skip, probes it before logging it skipped late. But
+// the slot was claimed at its time by a replica the others never saw:
+//
+//   - running: the run is still going on when the probe comes, and ends
+//     after it. The probe must see the live claim and leave the slot to
+//     it: no slot.skipped late, one history entry, the run's.
+//   - abandoned: its replica died before the probe. The probe must see
+//     the claim and close it as abandoned, with a history entry that the
+//     reconciler finds; no claim may stay open.
+//
+// A probe that takes the slot without its claim (a plain lock of the slot
+// key, which claims never write) logs the running slot skipped, and leaves
+// the abandoned one open forever with no entry, blocking the reconciler.
+func TestStartupProbeRespectsClaims(t *testing.T) {
+	for _, running := range []bool{true, false} {
+		t.Run(map[bool]string{true: "running", false: "abandoned"}[running], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { probeClaimedSlot(t, running) })
+		})
+	}
+}
+
+func probeClaimedSlot(t *testing.T, live bool) {
+	e := newEnv(t)
+	ctx := context.Background()
+	spec := cronSpec(t, "minutely", "0 * * * * *", &recorder{now: time.Now})
+	spec.Misfire = Misfire{Policy: MisfireSkip}
+	stop0 := running(t, e.scheduler("r0", nil, spec))
+	time.Sleep(70 * time.Second) // r0 runs slot 60; the record says 60
+	stop0()
+
+	slot := bubbleStart.Add(120 * time.Second)
+	time.Sleep(time.Until(slot.Add(-500 * time.Millisecond)))
+	ttl := 2 * time.Second
+	if live {
+		ttl = 30 * time.Second
+	}
+	ghost, err := e.locker.Claim(ctx, slotKey("minutely", slot), ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if live {
+		ghost.Keep(ctx)
+	}
+	time.Sleep(time.Until(bubbleStart.Add(125 * time.Second)))
+	stop1 := running(t, e.scheduler("r1", nil, spec))
+	time.Sleep(time.Until(bubbleStart.Add(150 * time.Second))) // the probe came at about 131 s
+	if live {
+		entry := HistoryEntry{Slot: slotString(slot), Outcome: OutcomeSucceeded, Replica: "ghost", RunID: ghost.ID()}
+		if err := ghost.MarkDoneLog(ctx, time.Hour, OutcomeSucceeded, entry.logEntry(slot), 100); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(time.Until(bubbleStart.Add(175 * time.Second)))
+	stop1()
+
+	evs := e.sink.events(t)
+	hist, err := ReadHistory(ctx, e.locker, "minutely", slot, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entries []HistoryEntry
+	for _, h := range hist {
+		if h.Slot == slotString(slot) {
+			entries = append(entries, h)
+		}
+	}
+	claims, err := e.locker.ReadClaims(ctx, "minutely")
+	if err != nil {
+		t.Fatal(err)
+	}
+	late := where(evs, "slot.skipped", "slot", slotString(slot), "reason", ReasonLate)
+	fail := func(format string, args ...any) {
+		t.Helper()
+		e.sink.dump(t)
+		t.Fatalf(format, args...)
+	}
+	switch {
+	case len(entries) != 1:
+		fail("slot 120 s has %d history entries %+v, want 1", len(entries), entries)
+	case len(claims) != 0:
+		fail("claims still open: %v", claims)
+	case live && (entries[0].Outcome != OutcomeSucceeded || len(late) != 0):
+		fail("a running slot: entry %+v, %d slot.skipped late lines (%v), want the run's entry and none", entries[0], len(late), late)
+	case !live && len(late) != 0 && fmt.Sprint(entries[0].Outcome, entries[0].Reason) != OutcomeSkipped+ReasonLate:
+		fail("logged skipped late, but the history says %+v", entries[0])
+	}
+}

@@ -1,0 +1,188 @@
+package scheduler
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/slotlock/slotlock/locking"
+)
+
+// frozenWriter wraps a Locker: the first AppendLog of a missed slot's
+// entry blocks until thaw, as in a replica frozen (SIGSTOP, a VM paused)
+// between deciding a verdict and writing it. The write then goes out as
+// it was made: the frozen process never saw its deadline pass.
+type frozenWriter struct {
+	locking.Locker
+	once   sync.Once
+	frozen chan struct{} // closed when the write is held
+	thawed chan struct{} // closed by thaw
+}
+
+func newFrozenWriter(l locking.Locker) *frozenWriter {
+	return &frozenWriter{Locker: l, frozen: make(chan struct{}), thawed: make(chan struct{})}
+}
+
+func (f *frozenWriter) AppendLog(ctx context.Context, family string, a locking.LogAppend) error {
+	if strings.Contains(a.Entry.Value, `"outcome":"`+OutcomeMissed+`"`) {
+		f.once.Do(func() {
+			close(f.frozen)
+			<-f.thawed
+			ctx = context.WithoutCancel(ctx)
+		})
+	}
+	return f.Locker.AppendLog(ctx, family, a)
+}
+
+func (f *frozenWriter) thaw() { close(f.thawed) }
+
+// reconciling is a replica for the reconciler tests: over l (nil: the
+// env's locker), with passes and heartbeats every d, judging slots a few
+// seconds old.
+func (e *env) reconciling(replica string, l locking.Locker, d time.Duration, specs ...JobSpec) *Scheduler {
+	e.t.Helper()
+	if l == nil {
+		l = e.locker
+	}
+	s, err := New(Config{Replica: replica, Locker: l, Logger: e.sink.logger(replica), Metrics: e.metrics,
+		LockTTL: 30 * time.Second, MaxClockSkew: 2 * time.Second, ShutdownGrace: 5 * time.Second,
+		Beat: d, ReconcileEvery: d, ReconcileAfter: time.Second, DefinitionsHash: "defs", Jobs: specs})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return s
+}
+
+// TestReconcilerFrozenPastItsLeaseReportsOnce: a reconciler decides that a
+// slot was missed and freezes before writing the verdict; its lease runs
+// out, a second replica's reconciler judges the slot, writes and reports
+// it; the first one wakes and its write goes out. The slot is reported
+// missed once, and has one history entry.
+func TestReconcilerFrozenPastItsLeaseReportsOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		ctx := context.Background()
+		slot := bubbleStart.Add(10 * time.Second)
+		// The slot's done marker without an entry (a replica that closed it
+		// and died before anything else): nobody runs it, nobody records it.
+		ghost, err := e.locker.Claim(ctx, slotKey("yearly", slot), time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ghost.MarkDone(ctx, time.Hour, "ghost"); err != nil {
+			t.Fatal(err)
+		}
+		spec := cronSpec(t, "yearly", "10 0 0 1 1 *", &recorder{now: time.Now})
+		frozen := newFrozenWriter(e.locker)
+		stop1 := running(t, e.reconciling("r1", frozen, time.Second, spec))
+		<-frozen.frozen // r1 decided "missed" and froze before writing it
+		stop2 := running(t, e.reconciling("r2", nil, time.Second, spec))
+		time.Sleep(5 * time.Second) // r1's lease (1s) ran out; r2 judged the slot
+		frozen.thaw()
+		time.Sleep(3 * time.Second)
+		stop1()
+		stop2()
+
+		evs := e.sink.events(t)
+		missed := where(evs, "slot.missed", "slot", slotString(slot))
+		if len(missed) != 1 {
+			e.sink.dump(t)
+			t.Fatalf("slot reported missed %d times, want once: %v", len(missed), missed)
+		}
+		if by := missed[0].str("replica"); by != "r2" {
+			t.Errorf("reported by %s, want r2 (r1 froze before writing)", by)
+		}
+		if n := e.metrics.get("yearly/missed/"+MissedUnknown, true); n != 1 {
+			t.Errorf("slotlock_slots_missed_total counted %d, want 1", n)
+		}
+		hist, err := ReadHistory(ctx, e.locker, "yearly", bubbleStart, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hist) != 1 || hist[0].Outcome != OutcomeMissed {
+			t.Errorf("history %+v, want one missed entry", hist)
+		}
+	})
+}
+
+// claimYearly starts replica r1, reconciling every d, with a job whose one
+// slot this year is at 10 s; just before it, another replica claims that
+// slot with a lease of ttl (and r1 finds it held). It returns the slot, the
+// replica's stop and the claim.
+func (e *env) claimYearly(d, ttl time.Duration) (time.Time, func(), *locking.Lease) {
+	e.t.Helper()
+	slot := bubbleStart.Add(10 * time.Second)
+	spec := cronSpec(e.t, "yearly", "10 0 0 1 1 *", &recorder{now: time.Now})
+	stop := running(e.t, e.reconciling("r1", nil, d, spec))
+	time.Sleep(time.Until(slot.Add(-500 * time.Millisecond)))
+	lease, err := e.locker.Claim(context.Background(), slotKey("yearly", slot), ttl)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return slot, stop, lease
+}
+
+// TestReconcilerSettlesTheClaimItWaitsFor: a slot's claim is abandoned by
+// a replica that died at once (the live replica found the slot held), and
+// the job fires no more for a year, so no later claim is ever pointed to
+// it. The reconciler, which waits for an open claim to end, must not wait
+// for ever: the claim is settled, the slot gets its one history entry and
+// the reconciler judges past it.
+func TestReconcilerSettlesTheClaimItWaitsFor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		ctx := context.Background()
+		slot, stop, _ := e.claimYearly(time.Second, 2*time.Second) // a replica that claims the slot and dies
+		time.Sleep(time.Minute)
+		stop()
+
+		hist, err := ReadHistory(ctx, e.locker, "yearly", bubbleStart, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		claims, err := e.locker.ReadClaims(ctx, "yearly")
+		if err != nil {
+			t.Fatal(err)
+		}
+		judged, err := e.locker.ReadRecord(ctx, locking.Key{Family: "yearly", Name: reconciledName})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hist) != 1 || len(claims) != 0 || judged < slot.Unix() {
+			e.sink.dump(t)
+			t.Fatalf("history %+v, open claims %v, judged up to %v: want one entry, no claim, judged past %v",
+				hist, claims, time.Unix(judged, 0).UTC(), slot)
+		}
+	})
+}
+
+// TestReconcilerNeverDropsASlotSilently: a slot's run goes on for more
+// than a day (its claim is live all along), so the reconciler cannot judge
+// it until it is older than the fleet records it judges by. The slot then
+// leaves the window judged — once, loudly (reconcile.unjudged names it) —
+// and the reconciler's record moves past it.
+func TestReconcilerNeverDropsASlotSilently(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		ctx := context.Background()
+		slot, stop, run := e.claimYearly(time.Minute, 30*time.Second)
+		run.Keep(ctx) // a run of another replica, going on for 26 hours
+		time.Sleep(26 * time.Hour)
+		stop()
+		if err := run.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+
+		unjudged := where(e.sink.events(t), "reconcile.unjudged", "job", "yearly")
+		if len(unjudged) != 1 || unjudged[0].str("first_slot") != slotString(slot) || unjudged[0].num("count") != 1 {
+			t.Fatalf("reconcile.unjudged lines %v, want one naming %s", unjudged, slotString(slot))
+		}
+		judged, err := e.locker.ReadRecord(ctx, locking.Key{Family: "yearly", Name: reconciledName})
+		if err != nil || judged < slot.Unix() {
+			t.Fatalf("judged up to %v (%v), want past %v", time.Unix(judged, 0).UTC(), err, slot)
+		}
+	})
+}
