@@ -41,7 +41,7 @@ type Lease struct {
 	watching   bool
 	started    bool          // Start was called: renewals confirm the claim started
 	kick       chan struct{} // Start tells the watchdog to renew soon (made with it)
-	ended      bool // the owner ended the lease: the watchdog is stopped
+	ended      bool          // the owner ended the lease: the watchdog is stopped
 	cancels    []context.CancelCauseFunc
 
 	endMu   sync.Mutex // serialises Release and MarkDone
