@@ -213,8 +213,11 @@ const confirmAfter = time.Second
 // started, the first within min(TTL/3, 1s). A claim whose holder dies
 // after that is taken over with Abandoned.Started set; one whose holder
 // dies before has Started false: the work may or may not have begun.
-// Start on a plain lease only shortens its first renewal.
+// Start on a plain lease does nothing.
 func (ls *Lease) Start() {
+	if !ls.spec.claim {
+		return
+	}
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	if !ls.started && ls.kick != nil {
