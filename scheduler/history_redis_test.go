@@ -65,10 +65,10 @@ func TestRedisHistoryEveryOutcomeKind(t *testing.T) {
 	stop()
 
 	want := map[string]struct{ outcome, reason string }{
-		"ok":   {OutcomeSucceeded, ""},
-		"bad":  {OutcomeFailed, ""},
-		"slow": {OutcomeCanceled, cancelTimeout},
-		"hog":  {OutcomeSkipped, ReasonOverlap},
+		"ok":    {OutcomeSucceeded, ""},
+		"bad":   {OutcomeFailed, ""},
+		"slow":  {OutcomeCanceled, cancelTimeout},
+		"hog":   {OutcomeSkipped, ReasonOverlap},
 		"dead":  {OutcomeAbandoned, ""},
 		"limbo": {OutcomeMissed, MissedUnknown},
 	}
