@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -138,7 +139,8 @@ func checkTokens(s *scenario, r *Report, f *Finding) {
 }
 
 // checkExplained: every expected slot has a log line that accounts for
-// it — a run.started, a run.abandoned, a slot.skipped with an explaining
+// it — a run.started, a run.abandoned, a slot.missed (a winner that
+// stopped before confirming its start), a slot.skipped with an explaining
 // reason or, inside a fault window, a slot.acquired by the replica the
 // fault then stopped.
 func checkExplained(s *scenario, r *Report, f *Finding) {
@@ -147,7 +149,7 @@ func checkExplained(s *scenario, r *Report, f *Finding) {
 		explained := false
 		for _, e := range evs {
 			switch {
-			case e.Event == "run.started" || e.Event == "run.abandoned":
+			case e.Event == "run.started" || e.Event == "run.abandoned" || e.Event == "slot.missed":
 				explained = true
 			case e.Event == "slot.skipped" && explainingSkips[e.Reason]:
 				explained = true
@@ -190,6 +192,20 @@ func checkLedgerLog(s *scenario, r *Report, f *Finding) {
 			r.LogMismatches++
 			f.problem("log mismatch: ledger run %s of %s slot %s on %s token %d has no run.started line with that replica, token and slot",
 				run.RunID, run.Job, slotString(run), run.Replica, run.Token)
+		}
+	}
+	// run.abandoned only for a run that started (issue #21): its run id
+	// is a run of that slot in the ledger.
+	for k, evs := range s.evBySlot {
+		for _, e := range evs {
+			if e.Event != "run.abandoned" {
+				continue
+			}
+			if !slices.ContainsFunc(s.bySlot[k], func(run Run) bool { return run.RunID == e.RunID }) {
+				r.LogMismatches++
+				f.problem("log mismatch: run.abandoned for %s slot %s run %s on %s, but no such run started (ledger)",
+					e.Job, e.Slot, e.RunID, e.Holder)
+			}
 		}
 	}
 }

@@ -153,8 +153,12 @@ func runScalePoint(t *testing.T, p ScalePoint, warmup time.Duration, seconds int
 		show := tl.Duplicates[:min(len(tl.Duplicates), 10)]
 		t.Errorf("scale: %d slots started more than once (first %d):\n  %s", len(tl.Duplicates), len(show), strings.Join(show, "\n  "))
 	}
+	if len(tl.Phantoms) > 0 {
+		show := tl.Phantoms[:min(len(tl.Phantoms), 10)]
+		t.Errorf("scale: %d run.abandoned lines for slots that no replica started (first %d):\n  %s", len(tl.Phantoms), len(show), strings.Join(show, "\n  "))
+	}
 	if n := tl.NotRun["unexplained"]; n > 0 {
-		t.Logf("scale: %d slots in the window have neither run.started nor slot.skipped (reported, not judged)", n)
+		t.Errorf("scale: %d slots in the window have neither run.started nor slot.skipped/slot.missed explaining them", n)
 	}
 	return ScaleResult{ScalePoint: p, Tally: tl, Start: start, End: end, RSS: rss, HWM: hwm}
 }

@@ -17,8 +17,8 @@ import (
 
 // The scale benchmark's exactly-once check, from the replicas' JSON logs
 // alone (its jobs are log-plugin jobs: there is no ledger). Only the
-// run.started and slot.skipped lines are decoded, so a 100,000-line log is
-// read in well under a second.
+// run.started, run.abandoned, slot.skipped and slot.missed lines are
+// decoded, so a 100,000-line log is read in well under a second.
 
 // SlotTally is what the logs say about the slots of every job whose
 // nominal time is in [From, To).
@@ -32,8 +32,13 @@ type SlotTally struct {
 	// once: any entry is a failure.
 	Duplicates []string
 	// NotRun counts expected slots without a run.started by the reason a
-	// replica logged for them (slot.skipped); "unexplained" when none did.
+	// replica logged for them (slot.skipped, or slot.missed as
+	// "missed/<reason>"); "unexplained" when none did: a failure.
 	NotRun map[string]int
+	// Phantoms lists "job slot" for every run.abandoned line (any slot)
+	// whose slot has no run.started line anywhere: a run reported that
+	// never started. Any entry is a failure.
+	Phantoms []string
 	// Delays are the start_delay_ms values of the window's run.started
 	// lines, sorted.
 	Delays []float64
@@ -52,7 +57,8 @@ type scaleLine struct {
 
 // skipOrder ranks reasons when replicas logged different ones for a slot
 // that did not run: the most telling first.
-var skipOrder = []string{"late", "no_quorum", "slow_lock", "claimed", "shutdown", "overlap", "paused", "held", "done"}
+var skipOrder = []string{"late", "no_quorum", "slow_lock", "claimed", "shutdown", "overlap", "paused", "held", "done",
+	"missed/unknown", "missed/no_quorum", "missed/no_replica", "missed/not_started"}
 
 // TallySlots reads the log files and tallies the slots of jobs (every
 // job runs every second) in [from, to).
@@ -75,7 +81,9 @@ func TallySlots(jobs []string, from, to time.Time, paths ...string) (SlotTally, 
 type tallier struct {
 	jobs     []string
 	from, to time.Time
-	starts   map[string]int                 // job \x00 unix second -> run.started lines
+	starts   map[string]int                 // job \x00 unix second -> run.started lines (in the window)
+	started  map[string]bool                // same key -> a run.started line (any slot)
+	abandons map[string]string              // same key -> "job slot" of a run.abandoned line
 	skips    map[string]map[string]struct{} // same key -> reasons
 	t        SlotTally
 }
@@ -83,6 +91,7 @@ type tallier struct {
 func newTallier(jobs []string, from, to time.Time) *tallier {
 	return &tallier{jobs: jobs, from: from, to: to,
 		starts: map[string]int{}, skips: map[string]map[string]struct{}{},
+		started: map[string]bool{}, abandons: map[string]string{},
 		t: SlotTally{From: from, To: to, Jobs: len(jobs), NotRun: map[string]int{}}}
 }
 
@@ -95,8 +104,8 @@ func (tl *tallier) read(r io.Reader) error {
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	for sc.Scan() {
 		b := sc.Bytes()
-		isStart := bytes.Contains(b, []byte(`"run.started"`))
-		if !isStart && !bytes.Contains(b, []byte(`"slot.skipped"`)) {
+		if !bytes.Contains(b, []byte(`"run.started"`)) && !bytes.Contains(b, []byte(`"slot.skipped"`)) &&
+			!bytes.Contains(b, []byte(`"run.abandoned"`)) && !bytes.Contains(b, []byte(`"slot.missed"`)) {
 			continue
 		}
 		var l scaleLine
@@ -108,7 +117,14 @@ func (tl *tallier) read(r io.Reader) error {
 			continue // manual runs
 		}
 		switch l.Event {
+		case "run.abandoned":
+			tl.abandons[slotKeyOf(l.Job, slot)] = l.Job + " " + stamp(slot)
+		case "slot.missed":
+			if tl.inWindow(slot) {
+				tl.skip(slotKeyOf(l.Job, slot), "missed/"+l.Reason)
+			}
 		case "run.started":
+			tl.started[slotKeyOf(l.Job, slot)] = true
 			if !tl.inWindow(slot) {
 				continue
 			}
@@ -128,16 +144,20 @@ func (tl *tallier) read(r io.Reader) error {
 			}
 			for t := first; !t.After(slot); t = t.Add(time.Second) {
 				if tl.inWindow(t) {
-					k := slotKeyOf(l.Job, t)
-					if tl.skips[k] == nil {
-						tl.skips[k] = map[string]struct{}{}
-					}
-					tl.skips[k][l.Reason] = struct{}{}
+					tl.skip(slotKeyOf(l.Job, t), l.Reason)
 				}
 			}
 		}
 	}
 	return sc.Err()
+}
+
+// skip notes a reason logged for slot key k.
+func (tl *tallier) skip(k, reason string) {
+	if tl.skips[k] == nil {
+		tl.skips[k] = map[string]struct{}{}
+	}
+	tl.skips[k][reason] = struct{}{}
 }
 
 func (tl *tallier) result() SlotTally {
@@ -156,7 +176,13 @@ func (tl *tallier) result() SlotTally {
 			t.NotRun[pickReason(tl.skips[k])]++
 		}
 	}
+	for k, js := range tl.abandons {
+		if !tl.started[k] {
+			t.Phantoms = append(t.Phantoms, js)
+		}
+	}
 	sort.Strings(t.Duplicates)
+	sort.Strings(t.Phantoms)
 	slices.Sort(t.Delays)
 	return t
 }
@@ -195,6 +221,12 @@ func (t SlotTally) Percentile(p float64) float64 {
 func (t SlotTally) Verdict() string {
 	if len(t.Duplicates) > 0 {
 		return fmt.Sprintf("**NO: %d slots ran twice**", len(t.Duplicates))
+	}
+	if len(t.Phantoms) > 0 {
+		return fmt.Sprintf("**NO: %d run.abandoned for runs that never started**", len(t.Phantoms))
+	}
+	if n := t.NotRun["unexplained"]; n > 0 {
+		return fmt.Sprintf("**NO: %d slots not run and not explained**", n)
 	}
 	if t.Missed() == 0 {
 		return fmt.Sprintf("yes (%s checked)", thousands(t.Expected))

@@ -12,8 +12,9 @@ import (
 )
 
 // TestTallySlots checks the scale benchmark's reading of the logs: runs
-// and duplicates inside the window only, late ranges expanded, a slot
-// without any line reported as unexplained, delays sorted.
+// and duplicates inside the window only, late ranges expanded, a missed
+// slot explained by slot.missed, a run.abandoned without a run.started
+// anywhere reported as a phantom, delays sorted.
 func TestTallySlots(t *testing.T) {
 	slot := func(s int) string { return at(float64(s)).Format("2006-01-02T15:04:05Z") }
 	started := func(job string, s int, delay string) string {
@@ -33,6 +34,9 @@ func TestTallySlots(t *testing.T) {
 		`{"level":"WARN","msg":"slot skipped","event":"slot.skipped","job":"b","slot":"` + slot(2) +
 			`","reason":"late","missed":2,"first_slot":"` + slot(1) + `"}`,
 		`{"level":"WARN","msg":"slot skipped","event":"slot.skipped","job":"b","slot":"` + slot(2) + `","reason":"no_quorum"}`,
+		`{"level":"WARN","msg":"slot missed","event":"slot.missed","job":"a","slot":"` + slot(2) + `","reason":"unknown","may_have_started":true}`,
+		`{"level":"WARN","msg":"run abandoned","event":"run.abandoned","job":"a","slot":"` + slot(1) + `","run_id":"r","holder":"r1"}`,
+		`{"level":"WARN","msg":"run abandoned","event":"run.abandoned","job":"b","slot":"` + slot(7) + `","run_id":"x","holder":"r1"}`,
 	}, "\n")
 	dir := t.TempDir()
 	p1, p2 := filepath.Join(dir, "r1.log"), filepath.Join(dir, "r2.log")
@@ -46,13 +50,18 @@ func TestTallySlots(t *testing.T) {
 	require.Equal(t, 3, tl.Slots)
 	require.Len(t, tl.Duplicates, 1)
 	require.Contains(t, tl.Duplicates[0], "a 10:00:01.000 ×2")
-	require.Equal(t, map[string]int{"late": 2, "unexplained": 1}, tl.NotRun)
+	require.Equal(t, map[string]int{"late": 2, "missed/unknown": 1}, tl.NotRun)
+	require.Equal(t, []string{"b " + stamp(at(7))}, tl.Phantoms, "a@1 started; b@7 never did")
 	require.Equal(t, []float64{2, 5.5, 7, 9}, tl.Delays)
 	require.Equal(t, 9.0, tl.Percentile(99))
 	require.Contains(t, tl.Verdict(), "NO: 1 slots ran twice")
 
 	tl.Duplicates = nil
-	require.Equal(t, "no duplicate; 50.0 % not run (late 2, unexplained 1)", tl.Verdict())
+	require.Contains(t, tl.Verdict(), "NO: 1 run.abandoned for runs that never started")
+	tl.Phantoms = nil
+	require.Equal(t, "no duplicate; 50.0 % not run (late 2, missed/unknown 1)", tl.Verdict())
+	tl.NotRun["unexplained"] = 1
+	require.Contains(t, tl.Verdict(), "NO: 1 slots not run and not explained")
 	require.Equal(t, "17,000", thousands(17000))
 	require.Equal(t, "999", thousands(999))
 }

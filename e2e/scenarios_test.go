@@ -477,8 +477,9 @@ func logSpread(t *testing.T, runs []Run) {
 }
 
 // Issue #10, hole 1: lock.ttl 3s, max_clock_skew 1s, a job every 10 s whose
-// run takes 3 s. The replica running a slot is SIGKILLed 0.5 s into the
-// run and restarted 1 s later, as Container Apps restarts a crashed
+// run takes 3 s. The replica running a slot is SIGKILLed 1.5 s into the
+// run (after its first renewal, at 1 s, confirmed that the run started:
+// issue #21) and restarted 1 s later, as Container Apps restarts a crashed
 // replica. The slot must never start again (the restarted replica's
 // start-up check used to run it a second time under run_once), and the
 // dead run is reported exactly once (run.abandoned, with its run id).
@@ -489,7 +490,7 @@ func scenarioCrashRestart(t *testing.T, misfire string) {
 	up := c.StartAll("r1", "r2", "r3")
 	from := NextSecond(up).Add(time.Second)
 	victim := c.WaitOpenRun("crash", 15*time.Second)
-	SleepUntil(victim.Start.Add(500 * time.Millisecond))
+	SleepUntil(victim.Start.Add(1500 * time.Millisecond))
 	kill := time.Now()
 	c.Replica(victim.Replica).Kill()
 	c.Legit(c.FaultStart(kill), kill.Add(c.spec.TTL+time.Second), "replica "+victim.Replica+" SIGKILLed mid-run")

@@ -38,16 +38,21 @@ type backend interface {
 	// it wrote or whose answer it did not get, and returns a *HeldError, a
 	// *SplitVoteError, a *QuorumError or ctx.Err().
 	acquire(ctx context.Context, s leaseSpec) (grant, error)
-	// extend renews s (OpExtend). It returns ErrLockLost when a majority
-	// answered that the lease is no longer s's, and a *QuorumError when a
-	// majority could not be reached.
-	extend(ctx context.Context, s leaseSpec) error
+	// extend renews s (OpExtend; start: confirm that a claim's work
+	// began). It returns ErrLockLost when a majority answered that the
+	// lease is no longer s's, and a *QuorumError when a majority could not
+	// be reached.
+	extend(ctx context.Context, s leaseSpec, start bool) error
 	// release ends s (OpRelease): deletes it, or, when e.doneTTL > 0,
 	// turns its key into e.done for e.doneTTL and adds e.entry, if any, to
 	// the family's log; where s is a claim, it releases e.also and raises
 	// e.record in the same step, each with its own outcome. Errors as for
 	// extend.
 	release(ctx context.Context, s leaseSpec, e ending) released
+	// undoAcquired ends s and s.also, an acquisition that is not handed
+	// out (it took too long), wherever it may hold: as release, but made
+	// sure of on every store that may hold it (redlock's undo).
+	undoAcquired(ctx context.Context, s leaseSpec)
 	// readLog implements Locker.ReadLog.
 	readLog(ctx context.Context, family string, since int64, limit int) ([]LogEntry, error)
 	// appendLog and readClaims implement Locker.AppendLog and ReadClaims.

@@ -31,3 +31,17 @@ func TestConformanceRedlock(t *testing.T) {
 		return l
 	})
 }
+
+// The interleavings, on real Redis: each replica over its own connections.
+func TestInterleavingsRedlock(t *testing.T) {
+	c := redistest.Start(t, 3)
+	lockingtest.RunNodes(t, func(t *testing.T) lockingtest.World {
+		return func(string) []locking.Node {
+			nodes, err := locking.NewRedisNodes(locking.RedisConfig{Nodes: c.Addrs(), OpTimeout: 500 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return nodes
+		}
+	})
+}

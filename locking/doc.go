@@ -45,6 +45,12 @@
 //   - On failure the value is deleted (compare-and-delete) on every node
 //     that said yes or did not answer, even when the caller's context was
 //     canceled; an answer that never came may still have been applied.
+//     Where it did not answer, the undo also leaves a tombstone that
+//     refuses the acquisition should it run there later; and where the
+//     acquisition may have landed on a majority, the undo is sent again,
+//     in the background, to every node that has not answered it, until
+//     each has (at most 4 TTLs; Close stops it): see "Started, not
+//     started, unknown" below.
 //   - The error tells why: a *HeldError naming the holder read from the
 //     value; HeldError{Done: true} when any node holds a done marker
 //     "done|<replica>|<note>"; a *SplitVoteError (errors.Is ErrSplitVote,
@@ -70,13 +76,88 @@
 //
 // Why a started claim is never handed out fresh: its Claim succeeded on a
 // majority M1, which all hold the claim until it is ended; any later
-// Claim's majority M2 meets M1 in a node that answers "taken over" (or
-// "held" while the lease lives). A claim counts when the same value is
-// found on a majority; on a minority while every node answered it is a
-// leftover — a node that missed an end, or a request executed after its
-// acquisition failed — which the new lease covers and ends; on a minority
-// while a node is silent it may be a started claim whose other copies are
-// on the silent nodes, and the key is refused (HeldError.Claimed).
+// Claim's majority M2 meets M1 in a node that answers "taken over", or
+// "held" while a lease lives there — the refusal then carries the claim
+// under that lease (Result.Claim), whoever's lease it is, so a claim
+// taken over on one node by a concurrent taker still counts there. A
+// claim counts when the same value is found on a majority; on a minority
+// while every node answered it is a leftover — a node that missed an end,
+// or a request executed after its acquisition failed — which the new
+// lease covers and ends; on a minority while a node is silent it may be a
+// started claim whose other copies are on the silent nodes, and the key
+// is refused (HeldError.Claimed).
+//
+// # Started, not started, unknown
+//
+// A claim must end with one true outcome: the work ran (its owner ends
+// it), it was abandoned (it started and its owner died), or it never
+// started. The stores alone cannot tell "the owner won, began the work and
+// died" from "the owner won but its answers were lost, or it died before
+// reading them, so it never began": both leave the same claim on a
+// majority. So the owner writes once more, but only where it costs no
+// extra call:
+//
+//   - Lease.Start declares the work begun (the scheduler calls it as the
+//     job body is invoked). From then on every renewal of the claim's
+//     lease (Keep's watchdog; the first within min(TTL/3, 1s) of Start)
+//     also turns the claim, where it is still the owner's value, into
+//     "started:<value>" on that node (OpExtend with Start). A run that
+//     ends sooner is confirmed by its end, which replaces the claim by the
+//     done marker and the history entry: short runs make no extra call.
+//   - A failed acquisition's undo is made sure of: sent to every node
+//     where the claim may be, with a tombstone where the acquisition went
+//     unanswered, and sent again to the nodes that did not answer it while
+//     the claim may have landed on a majority.
+//   - A Claim that takes a claim over on a majority (Lease.Abandoned)
+//     reports Abandoned.Started: true when any node it met holds the
+//     started form.
+//
+// The caller reports Started as abandoned, and an unconfirmed one as "may
+// have started": never as a run, never run again. Why each report is true:
+//
+//   - Abandoned.Started ⇒ the work began. The started form is written only
+//     by OpExtend with Start, which only the owner's lease sends, and only
+//     after Start, which the owner calls as the work begins; and it is
+//     written only over the owner's own claim value, so a takeover lease
+//     (whose value differs) never marks another's claim. One node holding
+//     it is proof enough.
+//   - A claim a failed acquisition left is never reported as a run. The
+//     owner never calls Start on a failed acquisition, so its claim is
+//     never in the started form: at worst (the owner died before its undo
+//     reached a majority) it is reported as "may have started", which
+//     claims nothing false. While the owner lives, its undo reaches every
+//     node that answers: a node that answered the undo no longer holds
+//     the claim, and never will (the tombstone refuses the acquisition
+//     arriving late, for a TTL). The claim's lease lives a TTL from each
+//     node's write, and no one takes a claim over before its lease
+//     expired on that node, so an undo that answers within the TTL leaves
+//     nothing to take over: the phantom report of issue #21 (a claim that
+//     timed out on a majority, undone once, lost on a slow node, and taken
+//     over a TTL later as abandoned) cannot happen while the owner lives.
+//   - Not started ⇒ never run, and runnable. A slot whose acquisitions all
+//     failed and were undone holds no claim: the next acquisition of it (a
+//     recovery, a backfill) wins it afresh; nothing reports it as a run.
+//   - Unknown is rare and honest: only an owner that won on a majority
+//     and stopped (died, froze past its lease, or was cut off) before its
+//     first confirming renewal leaves an unconfirmed claim on a majority.
+//
+// Why no slot's work runs twice, also when the undo races a takeover. A
+// claim that started work was granted on a majority M1, and its owner
+// called Start only after that grant. Every later Claim's majority M2
+// meets M1 in a node that holds the claim (taken over: Status 2; or under
+// a live lease, its owner's or a taker's: Result.Claim) or its done
+// marker, so the later Claim never gets a fresh grant: it gets the claim
+// as abandoned, or a refusal. The undo only deletes a claim whose value is
+// the undoing acquisition's own (compare-and-delete); a failed
+// acquisition never called Start and was never granted, so the claims an
+// undo removes are never those of started work, whatever the order in
+// which an undo, a late acquisition and a takeover reach a node. A
+// takeover lease over a claim the undo then removes ends (done marker)
+// where the claim is gone as where it is there. Two takers racing over
+// one abandoned claim (each first on a different node) both count the
+// claim on every node where either one's lease refused them, so at most
+// one of them wins a majority and reports it, and the done marker it
+// writes on a majority refuses every later Claim.
 //
 // Every Claim also reads the family's pause register (Pause, written by
 // SetPause as a versioned register: the newest write wins on every node).

@@ -39,7 +39,9 @@ type Lease struct {
 	mu         sync.Mutex
 	validUntil time.Time
 	watching   bool
-	ended      bool // the owner ended the lease: the watchdog is stopped
+	started    bool          // Start was called: renewals confirm the claim started
+	kick       chan struct{} // Start tells the watchdog to renew soon (made with it)
+	ended      bool          // the owner ended the lease: the watchdog is stopped
 	cancels    []context.CancelCauseFunc
 
 	endMu   sync.Mutex // serialises Release and MarkDone
@@ -145,8 +147,9 @@ func (ls *Lease) Extend(ctx context.Context) (err error) {
 		ls.mu.Unlock()
 		return ErrLockLost
 	}
+	started := ls.started
 	ls.mu.Unlock()
-	if err := ctxOr(ctx, ls.lk.b.extend(ctx, ls.spec)); err != nil {
+	if err := ctxOr(ctx, ls.lk.b.extend(ctx, ls.spec, started)); err != nil {
 		return err
 	}
 	ls.mu.Lock()
@@ -189,10 +192,52 @@ func (ls *Lease) Keep(ctx context.Context) context.Context {
 	}
 	if !ls.watching {
 		ls.watching = true
+		ls.kick = make(chan struct{}, 1)
 		ls.wg.Add(1)
-		go ls.watch()
+		go ls.watch(ls.kick)
 	}
 	return kctx
+}
+
+// confirmAfter bounds the wait between Start and the first renewal, which
+// confirms on the stores that the claim's work began: a run that dies
+// later than that is reported abandoned (it started), one that dies
+// sooner is reported as one that may have started. A run shorter than
+// that is confirmed by its end, which writes its outcome: no call is
+// added to a short run.
+const confirmAfter = time.Second
+
+// Start declares that the work a claim stands for has begun (call it just
+// before the work starts). It makes no call itself: from then on the
+// watchdog's renewals (Keep) confirm on the stores that the claim
+// started, the first within min(TTL/3, 1s). A claim whose holder dies
+// after that is taken over with Abandoned.Started set; one whose holder
+// dies before has Started false: the work may or may not have begun.
+// Start on a plain lease does nothing.
+func (ls *Lease) Start() {
+	if !ls.spec.claim {
+		return
+	}
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if !ls.started && ls.kick != nil {
+		select {
+		case ls.kick <- struct{}{}:
+		default:
+		}
+	}
+	ls.started = true
+}
+
+// firstEvery is the watchdog's wait before a renewal while the start of
+// the work is not yet confirmed: sooner once Start was called.
+func (ls *Lease) firstEvery(interval time.Duration) time.Duration {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.started {
+		return min(interval, confirmAfter)
+	}
+	return interval
 }
 
 // retryEvery is how soon the watchdog tries again after a failed renewal.
@@ -211,7 +256,7 @@ func (ls *Lease) nextTry(every time.Duration) time.Duration {
 	return max(min(every, left/2), time.Millisecond)
 }
 
-func (ls *Lease) watch() {
+func (ls *Lease) watch(kick <-chan struct{}) {
 	defer ls.wg.Done()
 	clock := ls.lk.opt.Clock
 	interval := ls.spec.ttl / 3
@@ -220,7 +265,7 @@ func (ls *Lease) watch() {
 	// first tick would come only TTL/3 after waking, and the run would go on
 	// that long on a lease that is gone. Check now, and never sleep past
 	// half the validity left.
-	wait := ls.nextTry(interval)
+	wait := ls.nextTry(ls.firstEvery(interval))
 	if wait == 0 {
 		ls.markLost()
 		return
@@ -231,6 +276,16 @@ func (ls *Lease) watch() {
 		select {
 		case <-ls.stopped.Done():
 			return
+		case <-kick:
+			// Started: renew (and so confirm) soon.
+			if !timer.Stop() {
+				select {
+				case <-timer.C():
+				default:
+				}
+			}
+			timer.Reset(ls.nextTry(ls.firstEvery(interval)))
+			continue
 		case <-timer.C():
 		}
 		now := clock.Now()

@@ -142,7 +142,7 @@ func deleteIn[V any](m map[string]map[string]V, a, b string) {
 	}
 }
 
-func (b *localBackend) extend(ctx context.Context, s leaseSpec) error {
+func (b *localBackend) extend(ctx context.Context, s leaseSpec, start bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -155,6 +155,9 @@ func (b *localBackend) extend(ctx context.Context, s leaseSpec) error {
 			return ErrLockLost
 		}
 		setIn(b.lives, s.key.Family, s.key.Name, localEntry{value: s.value, expires: now.Add(s.ttl)})
+		if c := b.claims[s.key.Family][s.key.Name]; start && c == s.value {
+			b.claims[s.key.Family][s.key.Name] = StartedPrefix + s.value
+		}
 		return nil
 	}
 	if e, ok := b.live(s.key, now); !ok || e.value != s.value {
@@ -162,6 +165,11 @@ func (b *localBackend) extend(ctx context.Context, s leaseSpec) error {
 	}
 	b.keys[s.key] = localEntry{value: s.value, expires: now.Add(s.ttl)}
 	return nil
+}
+
+// undoAcquired is release: one store, nothing left unanswered.
+func (b *localBackend) undoAcquired(ctx context.Context, s leaseSpec) {
+	_ = b.release(context.WithoutCancel(ctx), s, ending{also: s.also})
 }
 
 func (b *localBackend) release(ctx context.Context, s leaseSpec, e ending) (r released) {
@@ -210,7 +218,7 @@ func (b *localBackend) releaseLocked(s leaseSpec, e ending, now time.Time) error
 		deleteIn(b.lives, fam, field)
 		liveOurs = now.Before(l.expires)
 	}
-	claimOurs := claimOK && claim == s.value
+	claimOurs := claimOK && (claim == s.value || claim == StartedPrefix+s.value)
 	if doneTTL > 0 {
 		if claimOurs || !claimOK || liveOurs {
 			deleteIn(b.claims, fam, field)

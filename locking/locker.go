@@ -159,9 +159,7 @@ func (l *locker) acquire(ctx context.Context, s leaseSpec) (ls *Lease, err error
 	if !l.opt.Clock.Now().Before(validUntil) {
 		// The acquisition took longer than the lease lasts: nothing is held
 		// any more that could be relied on. Undo and report.
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-		_ = l.b.release(rctx, s, ending{also: s.also})
-		cancel()
+		l.b.undoAcquired(ctx, s)
 		return nil, &slowAcquireError{key: s.key}
 	}
 	ls = newLease(l, s, g, validUntil)

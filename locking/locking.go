@@ -56,18 +56,38 @@ func CheckKey(k Key) error {
 }
 
 // Abandoned describes a claim (Locker.Claim) whose lease expired before
-// its holder ended it: the holder died or froze while working. Claim hands
-// such a key to a new lease with Lease.Abandoned set, so that exactly one
-// caller learns of it; the work must not be done again.
+// its holder ended it: the holder died or froze after winning it. Claim
+// hands such a key to a new lease with Lease.Abandoned set, so that
+// exactly one caller learns of it; the work must not be done again.
+//
+// Started tells what the holder did with it. True: the holder confirmed
+// on a store that its work began (Lease.Start, then a renewal): the work
+// started and was abandoned. False: no store holds that confirmation, so
+// the holder died or froze between winning the claim and its first
+// confirming renewal — its work may have started or not, and no store can
+// tell (see the package documentation, "Started, not started, unknown").
 type Abandoned struct {
-	Key    Key
-	Holder string // the replica that claimed it
-	ID     string // the claim's Lease.ID
+	Key     Key
+	Holder  string // the replica that claimed it
+	ID      string // the claim's Lease.ID
+	Started bool   // the holder confirmed that the work began
 }
 
-func parseAbandoned(k Key, value string) *Abandoned {
+// StartedPrefix starts a claim's stored value once its owner confirmed
+// that the work began (Lease.Start; Node OpExtend with Start).
+const StartedPrefix = "started:"
+
+// claimOf splits a claim as stored into the lease value and whether its
+// work was confirmed started.
+func claimOf(stored string) (value string, started bool) {
+	v, ok := strings.CutPrefix(stored, StartedPrefix)
+	return v, ok
+}
+
+func parseAbandoned(k Key, stored string) *Abandoned {
+	value, started := claimOf(stored)
 	tok, holder, _ := strings.Cut(value, "|")
-	return &Abandoned{Key: k, Holder: holder, ID: leaseID(tok)}
+	return &Abandoned{Key: k, Holder: holder, ID: leaseID(tok), Started: started}
 }
 
 // leaseID is the short form of a lease's random token.

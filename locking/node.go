@@ -35,7 +35,8 @@ const (
 	// For a claim (Field != "": work to be done at most once, Key is where
 	// its done marker goes): refused with Value = Key's value when Key
 	// exists (a done marker); refused with Value = the live lease's value
-	// when Lives[Field] holds an unexpired lease; otherwise Lives[Field] :=
+	// when Lives[Field] holds an unexpired lease (Result.Claim is then
+	// Claims[Field], "" when absent, whoever's lease refused); otherwise Lives[Field] :=
 	// Value with an expiry TTL from now (the node's clock) and, when
 	// Claims[Field] is absent, Claims[Field] := Value (Status 1), or, when
 	// it holds another claim whose lease has expired (its holder died or
@@ -61,7 +62,14 @@ const (
 	OpAcquire OpKind = iota + 1
 	// OpExtend: where the lease holds Value and has not expired (Lives
 	// [Field] for a claim, else Key), reset its expiry to TTL from now.
-	// Status 1 when it did, else 0.
+	// Status 1 when it did, else 0. For a claim with Start set, where it
+	// did and Claims[Field] == Value, Claims[Field] := StartedPrefix +
+	// Value: the claim's owner confirms that its work began.
+	//
+	// Claims are compared and returned as stored: wherever an op above
+	// compares Claims[Field] with Value, StartedPrefix + Value counts as
+	// Value (the claim is the lease's own either way), and a claim
+	// returned (Value of Status 2, Claim, OrphanValue) keeps its prefix.
 	OpExtend
 	// OpRelease: where DoneTTL > 0 and Key already holds Done (a retry
 	// whose first answer was lost), nothing changes and Status is 1.
@@ -139,6 +147,7 @@ type Op struct {
 	Value, Done  string
 	TTL, DoneTTL int64 // milliseconds
 	N            int64
+	Start        bool  // OpExtend of a claim: its work began (confirm it)
 	Floor        int64 // OpLogAdd: lowest score kept (0: no floor)
 }
 
@@ -151,6 +160,7 @@ type Result struct {
 	Orphan, OrphanValue string // OpAcquire of a claim: an abandoned claim of another field
 	Pause               string // OpAcquire of a claim: the pause register's value
 	AlsoStatus          int64  // OpAcquire, OpRelease with Also: 1 where Also was set / held AlsoValue
+	Claim               string // OpAcquire of a claim refused by a live lease: the claim under it
 	Log                 []LogEntry
 	Fields              []string // OpClaims
 }

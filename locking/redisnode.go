@@ -156,10 +156,14 @@ func queueOp(ctx context.Context, p redis.Pipeliner, op Op, eval bool) func() (a
 		return script(acquireScript, keys, op.Value, op.TTL, op.N, op.Field, op.AlsoValue, op.SentMS, op.FreshMS)
 	case OpExtend:
 		keys := []string{op.Key}
+		start := "0"
 		if op.Field != "" {
-			keys = append(keys, op.Lives)
+			keys = append(keys, op.Lives, op.Claims)
+			if op.Start {
+				start = "1"
+			}
 		}
-		return script(extendScript, keys, op.Value, op.TTL, op.Field)
+		return script(extendScript, keys, op.Value, op.TTL, op.Field, start)
 	case OpRelease:
 		keys := []string{op.Key}
 		if op.Field != "" {
@@ -251,6 +255,9 @@ func parseReply(op Op, v any) (Result, error) {
 		}
 		if len(arr) > 6 {
 			r.AlsoStatus, _ = arr[6].(int64)
+		}
+		if len(arr) > 7 {
+			r.Claim, _ = arr[7].(string)
 		}
 		return r, nil
 	case OpClaims:

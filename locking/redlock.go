@@ -76,6 +76,25 @@ func (c RedisConfig) withDefaults() RedisConfig {
 // error. Operations need a majority (len(Nodes)/2+1) of the nodes.
 func NewRedlock(cfg RedisConfig, opt Options) (Locker, error) {
 	cfg = cfg.withDefaults()
+	nodes, err := NewRedisNodes(cfg)
+	if err != nil {
+		return nil, err
+	}
+	l, err := NewRedlockNodes(nodes, cfg.KeyPrefix, cfg.OpTimeout, opt)
+	if err != nil {
+		for _, n := range nodes {
+			_ = n.Close()
+		}
+		return nil, err
+	}
+	return l, nil
+}
+
+// NewRedisNodes returns the Nodes that NewRedlock runs on, one per entry
+// of cfg.Nodes, for NewRedlockNodes (which a test may give wrapped
+// nodes, to order or lose their requests). Close each when done.
+func NewRedisNodes(cfg RedisConfig) ([]Node, error) {
+	cfg = cfg.withDefaults()
 	if len(cfg.Nodes) == 0 {
 		return nil, errors.New("locking: redlock: no nodes configured")
 	}
@@ -92,14 +111,7 @@ func NewRedlock(cfg RedisConfig, opt Options) (Locker, error) {
 		seen[addr] = true
 		nodes = append(nodes, newRedisNode(addr, host, cfg))
 	}
-	l, err := NewRedlockNodes(nodes, cfg.KeyPrefix, cfg.OpTimeout, opt)
-	if err != nil {
-		for _, n := range nodes {
-			_ = n.Close()
-		}
-		return nil, err
-	}
-	return l, nil
+	return nodes, nil
 }
 
 // NewRedlockNodes returns a Locker running the Redlock algorithm over
@@ -130,6 +142,7 @@ func NewRedlockNodes(nodes []Node, prefix string, opTimeout time.Duration, opt O
 		quorum:    len(nodes)/2 + 1,
 		log:       opt.Logger,
 		clock:     opt.Clock,
+		quit:      make(chan struct{}),
 	}
 	r.modeStr = fmt.Sprintf("redlock(%d nodes)", len(nodes))
 	if len(nodes) == 1 {
@@ -155,6 +168,11 @@ type redlock struct {
 	// hookBeforeFence, when set (tests), runs before each fencing-token
 	// write-back round.
 	hookBeforeFence func(Key)
+
+	// Undos sent again in the background (undoLater): quit stops them
+	// at close, which waits for them.
+	bg   sync.WaitGroup
+	quit chan struct{}
 }
 
 // observe logs a node's transitions between reachable and unreachable,
@@ -256,6 +274,8 @@ func (r *redlock) nodeErrs(errs []error) error {
 func (r *redlock) mode() string { return r.modeStr }
 
 func (r *redlock) close() error {
+	close(r.quit)
+	r.bg.Wait()
 	var errs []error
 	for _, n := range r.nodes {
 		if err := n.Close(); err != nil {

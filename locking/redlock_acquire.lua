@@ -15,11 +15,14 @@
 -- NX PX ttl in the same step, and the reply's seventh element is 1 where
 -- it was set.
 -- Returns {status, value, counter, orphan field, orphan claim, pause
--- register (claims; also when refused)}; where the lease was set, the
--- counter was raised to max(counter + 1, proposal) and is returned as
--- raised, else as found:
+-- register (claims; also when refused), also, claim}; where the lease was
+-- set, the counter was raised to max(counter + 1, proposal) and is
+-- returned as raised, else as found:
 -- status 1 set here, 2 took over the lease of an abandoned claim (value:
--- the claim), 0 refused (value: what holds it).
+-- the claim), 0 refused (value: what holds it). Claims are returned as
+-- stored: "started:<value>" once their owner confirmed that its work
+-- began (the extend script). Refused by a live lease, the eighth element
+-- is the claim under that lease, whoever's lease it is ("" none).
 local fence = tonumber(redis.call('GET', KEYS[2]) or '0') or 0
 if redis.call('EXISTS', KEYS[#KEYS]) == 1 then
   -- Undone before it ran here (a request that queued on a frozen node):
@@ -40,7 +43,7 @@ if field ~= '' then
   if live then
     local v, exp = string.match(live, '^(.*)|(%d+)$')
     if tonumber(exp) > now then
-      return {0, v, fence, '', '', pause}
+      return {0, v, fence, '', '', pause, 0, redis.call('HGET', KEYS[3], field) or ''}
     end
   end
   local claim = redis.call('HGET', KEYS[3], field)

@@ -1,7 +1,9 @@
 -- Compare-and-extend (Node OpExtend): renew the lease only where it still
 -- holds our value and has not expired.
--- KEYS[1] lock key, KEYS[2] the family's lives hash (claims only);
--- ARGV[1] value, ARGV[2] ttl in milliseconds, ARGV[3] field ("": plain).
+-- KEYS[1] lock key, KEYS[2] the family's lives hash and KEYS[3] its
+-- claims hash (claims only); ARGV[1] value, ARGV[2] ttl in milliseconds,
+-- ARGV[3] field ("": plain), ARGV[4] "1" (claims only): the work began,
+-- so where the claim is this lease's own it becomes "started:<value>".
 -- Returns 1 when extended, 0 when the lease is gone or someone else's.
 local field = ARGV[3]
 if field ~= '' then
@@ -16,6 +18,9 @@ if field ~= '' then
     return 0
   end
   redis.call('HSET', KEYS[2], field, ARGV[1] .. '|' .. (now + tonumber(ARGV[2])))
+  if ARGV[4] == '1' and redis.call('HGET', KEYS[3], field) == ARGV[1] then
+    redis.call('HSET', KEYS[3], field, 'started:' .. ARGV[1])
+  end
   return 1
 end
 if redis.call('GET', KEYS[1]) == ARGV[1] then

@@ -72,8 +72,11 @@ func (r *redlock) acquire(ctx context.Context, s leaseSpec) (grant, error) {
 
 	won, answered, sawDone := 0, 0, false
 	var pauses, allPauses []string // the pause register, as the winners / all that answered hold it
-	tookBy := map[string]int{}     // claims taken over, by value: one claim is one value
-	liveBy := map[string]int{}     // refusals by a live lease, by its value
+	// The slot's claims that this round met, by value (one claim is one
+	// value): taken over here, found under another lease's live lease (a
+	// takeover of it going on), found under its own live lease.
+	tookBy, underBy, ownBy := map[string]int{}, map[string]int{}, map[string]int{}
+	started := map[string]bool{} // a copy met is confirmed started
 	var orphan Result
 	var seen, top uint64 // highest counter seen anywhere / raised by a winner
 	for i, rep := range res {
@@ -88,7 +91,9 @@ func (r *redlock) acquire(ctx context.Context, s leaseSpec) (grant, error) {
 			won++
 			top = max(top, uint64(rep.N))
 			if rep.Status == 2 {
-				tookBy[rep.Value]++
+				v, st := claimOf(rep.Value)
+				tookBy[v]++
+				started[v] = started[v] || st
 			}
 			pauses = append(pauses, rep.Pause)
 			if rep.Orphan != "" && orphan.Orphan == "" {
@@ -96,8 +101,14 @@ func (r *redlock) acquire(ctx context.Context, s leaseSpec) (grant, error) {
 			}
 		case strings.HasPrefix(rep.Value, donePrefix):
 			sawDone = true
-		default:
-			liveBy[rep.Value]++
+		case rep.Claim != "":
+			v, st := claimOf(rep.Claim)
+			if v == rep.Value {
+				ownBy[v]++
+			} else {
+				underBy[v]++
+			}
+			started[v] = started[v] || st
 		}
 	}
 	// A done marker on any node means the work already ran, even when a
@@ -112,14 +123,26 @@ func (r *redlock) acquire(ctx context.Context, s leaseSpec) (grant, error) {
 			return grant{}, &PausedError{Key: s.key, Pause: p}
 		}
 		g := grant{pause: p}
-		// A claim counts on the nodes where this round took its lease over
-		// and on those that refused because its holder's lease still lives
-		// there (the holder renewed on them only: its lease is lost, not
-		// its claim).
+		// A claim counts on the nodes where this round took its lease over,
+		// on those that refused because another lease lives over it (a
+		// concurrent takeover won there: the claim is still there under
+		// it), and, where it counts on one of those, on those that refused
+		// because its holder's lease still lives there (the holder renewed
+		// on them only: its lease is lost, not its claim). A claim under
+		// its own live lease alone is a live claim of a racing acquirer:
+		// it does not count against our win.
 		took, tookN := "", 0
-		for v, n := range tookBy {
-			if n += liveBy[v]; n > tookN || (n == tookN && v < took) {
+		count := func(v string, n int) {
+			if n += ownBy[v]; n > tookN || (n == tookN && v < took) {
 				took, tookN = v, n
+			}
+		}
+		for v, n := range tookBy {
+			count(v, n+underBy[v])
+		}
+		for v, n := range underBy {
+			if tookBy[v] == 0 {
+				count(v, n)
 			}
 		}
 		// A claim that started work was written, with one value, on a
@@ -135,6 +158,7 @@ func (r *redlock) acquire(ctx context.Context, s leaseSpec) (grant, error) {
 		switch {
 		case tookN >= r.quorum:
 			g.abandoned = parseAbandoned(s.key, took)
+			g.abandoned.Started = started[took]
 		case tookN > 0 && answered == len(r.nodes):
 			g.leftover = true
 		case tookN > 0:
@@ -292,8 +316,10 @@ func (r *redlock) verdict(name string, key Key, res []Result, errs []error, ours
 	return &QuorumError{Op: name, Key: key, Need: r.quorum, Got: ok, Err: r.nodeErrs(errs)}
 }
 
-func (r *redlock) extend(ctx context.Context, s leaseSpec) error {
-	return r.compareAct(ctx, "extend", s.key, r.leaseOp(OpExtend, s))
+func (r *redlock) extend(ctx context.Context, s leaseSpec, start bool) error {
+	op := r.leaseOp(OpExtend, s)
+	op.Start = start && s.claim
+	return r.compareAct(ctx, "extend", s.key, op)
 }
 
 func (r *redlock) release(ctx context.Context, s leaseSpec, e ending) released {

@@ -67,7 +67,8 @@ if live then
     liveOurs = tonumber(exp) > tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   end
 end
-local claimOurs = claim == ARGV[1]
+-- Ours as written, or as its owner confirmed it started.
+local claimOurs = claim == ARGV[1] or claim == 'started:' .. ARGV[1]
 if doneTTL > 0 then
   if claimOurs or not claim or liveOurs then
     if claim then

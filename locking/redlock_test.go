@@ -494,7 +494,7 @@ func TestRedlockStaleTokenCannotReleaseOrExtend(t *testing.T) {
 	// Ask the nodes directly with the stale value: the front end would
 	// refuse before asking, as a's ValidUntil has passed.
 	ab := a.(*locker).b
-	if err := ab.extend(ctx, leaseSpec{key: key, value: la.spec.value, ttl: time.Minute}); !errors.Is(err, ErrLockLost) {
+	if err := ab.extend(ctx, leaseSpec{key: key, value: la.spec.value, ttl: time.Minute}, false); !errors.Is(err, ErrLockLost) {
 		t.Fatalf("stale extend: %v", err)
 	}
 	if err := ab.release(ctx, la.spec, ending{}).err; !errors.Is(err, ErrLockLost) {

@@ -19,6 +19,13 @@ import (
 // queued on its connections in no set order): there the undo leaves a
 // tombstone of s's value for s's ttl, and the acquire script refuses a
 // value with a tombstone, so a late acquisition leaves nothing behind.
+//
+// The undo is made sure of (undoLater): a node that does not answer it
+// may hold the claim, and a claim of a failed acquisition left on a
+// majority would be taken, once its lease expired, for a run that may
+// have started. So where the acquisition may have landed on a majority,
+// the undo is sent again, in the background, to every node that did not
+// answer it, until each has.
 func (r *redlock) undo(ctx context.Context, s leaseSpec, mask []bool, unanswered []error) {
 	op := r.leaseOp(OpRelease, s)
 	if s.claim && s.also != nil {
@@ -34,6 +41,62 @@ func (r *redlock) undo(ctx context.Context, s leaseSpec, mask []bool, unanswered
 		}
 		return op, mask == nil || mask[i]
 	}, res, errs)
+	maybe, pending := 0, make([]bool, len(r.nodes))
+	anyPending := false
+	for i := range r.nodes {
+		if mask == nil || mask[i] {
+			maybe++
+			pending[i] = errs[i] != nil
+			anyPending = anyPending || pending[i]
+		}
+	}
+	// A claim that cannot have landed on a majority can never be taken
+	// for a started run (at most a leftover); others are made sure of.
+	if s.claim && anyPending && maybe >= r.quorum {
+		r.undoLater(s, tomb, pending)
+	}
+}
+
+// undoFor bounds how long undoLater keeps sending an undo, in lease TTLs:
+// by then a node that still does not answer is down or cut off, and a
+// claim on it is taken over (and reported as not confirmed started) by
+// the next replica that reaches a majority holding it.
+const undoFor = 4
+
+// undoLater sends tomb (an undo with its tombstone) again to the pending
+// nodes, with a backoff from twice the op timeout up to one second, until
+// each has answered, undoFor TTLs have passed, or the locker closes. It
+// runs in the background: the failed acquisition returns at once.
+func (r *redlock) undoLater(s leaseSpec, tomb Op, pending []bool) {
+	r.bg.Add(1)
+	go func() {
+		defer r.bg.Done()
+		until := r.clock.Now().Add(undoFor * s.ttl)
+		wait := 2 * r.opTimeout
+		timer := r.clock.NewTimer(wait)
+		defer timer.Stop()
+		res := make([]Result, len(r.nodes))
+		errs := make([]error, len(r.nodes))
+		for {
+			select {
+			case <-r.quit:
+				return
+			case <-timer.C():
+			}
+			clear(errs)
+			r.round(context.Background(), func(i int) (Op, bool) { return tomb, pending[i] }, res, errs)
+			left := false
+			for i := range pending {
+				pending[i] = pending[i] && errs[i] != nil
+				left = left || pending[i]
+			}
+			if !left || !r.clock.Now().Before(until) {
+				return
+			}
+			wait = min(2*wait, time.Second)
+			timer.Reset(wait)
+		}
+	}()
 }
 
 // tombKey is where an undo leaves s's tombstone: under s's family, named
@@ -86,4 +149,11 @@ func (r *redlock) joint(ctx context.Context, s leaseSpec, g *grant, res []Result
 		}
 		return op, res[i].AlsoStatus == 1
 	}, ures, uerrs)
+}
+
+// undoAcquired ends s, a granted acquisition that is not handed out (it
+// took longer than its lease lasts), as a failed one is: everywhere, made
+// sure of.
+func (r *redlock) undoAcquired(ctx context.Context, s leaseSpec) {
+	r.undo(ctx, s, nil, nil)
 }

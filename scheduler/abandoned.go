@@ -14,9 +14,24 @@ import (
 // the slot takes it over (Lease.Abandoned) — a recovery, a retry, the
 // restarted replica's start-up check — or is pointed to it by the stores
 // when it wins a later slot of the job (Lease.Orphan). That replica, and
-// only it (the takeover is a lease like any other), logs run.abandoned and
-// closes the slot with a done marker: the slot is accounted for and never
-// run twice.
+// only it (the takeover is a lease like any other), closes the slot with a
+// done marker and reports it, once: the slot is accounted for and never
+// run twice. What it reports depends on what the stores hold:
+//
+//   - the run confirmed its start (Abandoned.Started: a renewal after the
+//     body began, within a second of it): run.abandoned, history outcome
+//     abandoned;
+//   - no confirmation: the replica stopped between winning the slot and
+//     its first confirming renewal, and nobody can tell whether the body
+//     began. It is not reported as a run (run.abandoned only for a run
+//     that started) nor run again (it may have started): slot.missed with
+//     reason unknown and may_have_started, history outcome missed with
+//     MayHaveStarted, which backfill refuses.
+//
+// A claim left by an acquisition that failed is undone by its acquirer
+// until every store answered (locking's undo), so it is never found here:
+// such a slot has no claim, and is handled as not run (the misfire policy,
+// the reconciler, backfill).
 
 // settleAbandoned closes slot t of j, whose claim lease took over from a
 // run that never ended, and reports it — once the done marker is on a
@@ -27,6 +42,10 @@ import (
 // next replica pointed to the claim settles it instead.
 func (s *Scheduler) settleAbandoned(j *job, t time.Time, lease *locking.Lease) {
 	ab := lease.Abandoned()
+	if !ab.Started {
+		s.settleUnconfirmed(j, t, lease)
+		return
+	}
 	name, slot := j.name(), slotString(t)
 	s.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: OutcomeAbandoned,
 		history: &HistoryEntry{Slot: slot, Outcome: OutcomeAbandoned, Replica: ab.Holder, RunID: ab.ID}, at: t,
@@ -34,6 +53,25 @@ func (s *Scheduler) settleAbandoned(j *job, t time.Time, lease *locking.Lease) {
 			s.log.Warn("run abandoned: its replica stopped renewing its lease before the run ended; the slot is not run again",
 				"event", evRunAbandoned, "job", name, "slot", slot, "run_id", ab.ID, "holder", ab.Holder)
 			s.metrics.RunAbandoned(name)
+			s.recordHandled(j, t)
+		}})
+}
+
+// settleUnconfirmed closes slot t of j, whose claim lease took over a
+// claim that its holder never confirmed started, and reports it as missed
+// with reason unknown, the run possibly started: once, as settleAbandoned.
+func (s *Scheduler) settleUnconfirmed(j *job, t time.Time, lease *locking.Lease) {
+	ab := lease.Abandoned()
+	name, slot := j.name(), slotString(t)
+	s.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: OutcomeMissed,
+		history: &HistoryEntry{Slot: slot, Outcome: OutcomeMissed, Reason: MissedUnknown, Replica: ab.Holder, RunID: ab.ID,
+			MayHaveStarted: true}, at: t,
+		then: func() {
+			s.log.Warn("slot missed: its winner stopped before confirming that its run started; it may have started, so it is not run again",
+				"event", evSlotMissed, "job", name, "slot", slot, "reason", MissedUnknown, "may_have_started", true,
+				"run_id", ab.ID, "holder", ab.Holder)
+			s.metrics.SlotMissed(name, MissedUnknown)
+			s.metrics.JobOutcome(name, OutcomeMissed, t)
 			s.recordHandled(j, t)
 		}})
 }

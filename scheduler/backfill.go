@@ -53,9 +53,11 @@ func (e *HandledError) Error() string {
 func (e *HandledError) Unwrap() error { return ErrSlotHandled }
 
 // Backfillable reports whether a slot whose history entry is e (nil: none)
-// may be run by a backfill: no entry, missed, or skipped with reason late.
+// may be run by a backfill: no entry, missed (unless its run may have
+// started), or skipped with reason late.
 func Backfillable(e *HistoryEntry) bool {
-	return e == nil || e.Outcome == OutcomeMissed || (e.Outcome == OutcomeSkipped && e.Reason == ReasonLate)
+	return e == nil || (e.Outcome == OutcomeMissed && !e.MayHaveStarted) ||
+		(e.Outcome == OutcomeSkipped && e.Reason == ReasonLate)
 }
 
 // BackfillAfter is how old a slot of the named job must be before a
@@ -171,6 +173,9 @@ func (s *Scheduler) checkWindow(j *job, from, to time.Time) error {
 // describeEntry names a history entry's outcome and reason: "succeeded",
 // "skipped (overlap)".
 func describeEntry(e HistoryEntry) string {
+	if e.MayHaveStarted {
+		return e.Outcome + " (" + e.Reason + ", may have started)"
+	}
 	if e.Reason != "" {
 		return e.Outcome + " (" + e.Reason + ")"
 	}
@@ -274,7 +279,11 @@ func (s *Scheduler) claimPast(j *job, t time.Time) (*locking.Lease, error) {
 		return nil, fmt.Errorf("scheduler: backfill %s %s: %w", name, slot, err)
 	case lease.Abandoned() != nil:
 		s.settleAbandoned(j, t, lease)
-		return nil, &HandledError{Slot: t, Reason: OutcomeAbandoned}
+		why := OutcomeAbandoned
+		if !lease.Abandoned().Started {
+			why = MissedUnknown + ", may have started"
+		}
+		return nil, &HandledError{Slot: t, Reason: why}
 	case lease.Leftover():
 		s.endLease(name, slot, lease, 0, "")
 		s.skipped(name, slot, ReasonClaimed, 1, "note", "a claim of the slot is on a minority of the stores", "backfill", true)

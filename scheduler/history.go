@@ -38,6 +38,11 @@ type HistoryEntry struct {
 	DurationMS int64  `json:"duration_ms,omitempty"`   // from the run's start to its end
 	ErrorClass string `json:"error_class,omitempty"`   // failed: panic, or what the plugin's error says (ErrorClass), else error
 	Recovered  bool   `json:"recovered,omitempty"`     // run by the misfire policy after every replica had missed it
+	// MayHaveStarted (missed, reason unknown): a replica won the slot and
+	// stopped before confirming that its run started (Replica, RunID name
+	// it); whether the job body began is unknown, so the slot is never
+	// run again: backfill refuses it.
+	MayHaveStarted bool `json:"may_have_started,omitempty"`
 }
 
 // OutcomeSkipped is a history entry's outcome for a slot skipped by the

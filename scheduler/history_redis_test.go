@@ -26,16 +26,27 @@ func TestRedisHistoryEveryOutcomeKind(t *testing.T) {
 		t.Cleanup(func() { _ = l.Close() })
 		return l
 	}
-	// A replica that claims slot T of "dead" and dies: its lease expires
-	// before T, and whoever claims T next takes it over as abandoned.
+	// A replica that claims slot T of "dead", starts its run (confirmed by
+	// a renewal) and dies: its lease expires before T, and whoever claims
+	// T next takes it over as abandoned. The same replica claims slot T of
+	// "limbo" and dies before confirming a start: taken over, it is missed
+	// (unknown), may have started.
 	dead := newLocker("ghost")
 	deadSlot := time.Now().Truncate(time.Second).Add(2 * time.Second)
-	if _, err := dead.Claim(context.Background(), slotKey("dead", deadSlot), 500*time.Millisecond); err != nil {
+	lease, err := dead.Claim(context.Background(), slotKey("dead", deadSlot), 500*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease.Start()
+	if err := lease.Extend(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dead.Claim(context.Background(), slotKey("limbo", deadSlot), 500*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 
-	ok, bad, slow, hog, ghost := &recorder{now: time.Now}, &recorder{now: time.Now}, &recorder{now: time.Now, d: 2 * time.Second},
-		&recorder{now: time.Now, d: 2500 * time.Millisecond}, &recorder{now: time.Now}
+	ok, bad, slow, hog, ghost, limbo := &recorder{now: time.Now}, &recorder{now: time.Now}, &recorder{now: time.Now, d: 2 * time.Second},
+		&recorder{now: time.Now, d: 2500 * time.Millisecond}, &recorder{now: time.Now}, &recorder{now: time.Now}
 	bad.fail.Store(1000)
 	slowSpec := everySecond(t, "slow", slow)
 	slowSpec.Timeout = 300 * time.Millisecond
@@ -44,7 +55,8 @@ func TestRedisHistoryEveryOutcomeKind(t *testing.T) {
 	l := newLocker("r1")
 	s, err := New(Config{Replica: "r1", Locker: l, Logger: sink.logger("r1"), MaxClockSkew: 200 * time.Millisecond,
 		LockTTL: 2 * time.Second, ShutdownGrace: 3 * time.Second,
-		Jobs: []JobSpec{everySecond(t, "ok", ok), everySecond(t, "bad", bad), slowSpec, hogSpec, everySecond(t, "dead", ghost)}})
+		Jobs: []JobSpec{everySecond(t, "ok", ok), everySecond(t, "bad", bad), slowSpec, hogSpec, everySecond(t, "dead", ghost),
+			everySecond(t, "limbo", limbo)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,11 +65,12 @@ func TestRedisHistoryEveryOutcomeKind(t *testing.T) {
 	stop()
 
 	want := map[string]struct{ outcome, reason string }{
-		"ok":   {OutcomeSucceeded, ""},
-		"bad":  {OutcomeFailed, ""},
-		"slow": {OutcomeCanceled, cancelTimeout},
-		"hog":  {OutcomeSkipped, ReasonOverlap},
-		"dead": {OutcomeAbandoned, ""},
+		"ok":    {OutcomeSucceeded, ""},
+		"bad":   {OutcomeFailed, ""},
+		"slow":  {OutcomeCanceled, cancelTimeout},
+		"hog":   {OutcomeSkipped, ReasonOverlap},
+		"dead":  {OutcomeAbandoned, ""},
+		"limbo": {OutcomeMissed, MissedUnknown},
 	}
 	for job, w := range want {
 		h, err := ReadHistory(context.Background(), l, job, time.Time{}, 100)
@@ -72,6 +85,10 @@ func TestRedisHistoryEveryOutcomeKind(t *testing.T) {
 				case OutcomeFailed:
 					if e.ErrorClass != "error" || e.Attempts != 1 || e.RunID == "" || e.Token == 0 {
 						t.Errorf("%s: %+v", job, e)
+					}
+				case OutcomeMissed:
+					if e.Slot != slotString(deadSlot) || e.Replica != "ghost" || !e.MayHaveStarted || Backfillable(&e) {
+						t.Errorf("%s: %+v, want slot %s held by ghost, may have started, not backfillable", job, e, slotString(deadSlot))
 					}
 				case OutcomeAbandoned:
 					if e.Slot != slotString(deadSlot) || e.Replica != "ghost" {
@@ -89,7 +106,7 @@ func TestRedisHistoryEveryOutcomeKind(t *testing.T) {
 			t.Errorf("%s: no %s/%s entry in %+v", job, w.outcome, w.reason, h)
 		}
 	}
-	if runs := ghost.all(); len(runs) > 0 {
+	for _, runs := range [][]record{ghost.all(), limbo.all()} {
 		for _, r := range runs {
 			if r.Run.Slot.Equal(deadSlot) {
 				t.Errorf("the abandoned slot %s ran again", slotString(deadSlot))

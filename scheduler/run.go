@@ -89,6 +89,10 @@ func (s *Scheduler) execute(r runSpec) (h HistoryEntry, runErr error) {
 	}
 	log.Info("run started", startAttrs...)
 
+	// The body starts now: the claim's renewals confirm it on the stores
+	// from here on (within a second), so that a run that dies later is
+	// reported abandoned, never as one that may not have started.
+	r.leases[0].Start()
 	attempt := 1
 	for {
 		run := jobs.Run{

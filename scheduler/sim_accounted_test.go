@@ -57,9 +57,11 @@ func (w *world) checkAccounted(from time.Time) (viol []string) {
 				viol = append(viol, fmt.Sprintf("accounted: %s %s has %d history entries %v (started: %v)", k.job, k.slot, len(es), es, started[k]))
 				continue
 			}
+			// abandoned: a run that started; missed with may_have_started:
+			// either (its winner stopped before confirming).
 			ran := es[0].Outcome == scheduler.OutcomeSucceeded || es[0].Outcome == scheduler.OutcomeFailed ||
-				es[0].Outcome == scheduler.OutcomeCanceled
-			notRun := es[0].Outcome == scheduler.OutcomeMissed || es[0].Outcome == scheduler.OutcomeSkipped
+				es[0].Outcome == scheduler.OutcomeCanceled || es[0].Outcome == scheduler.OutcomeAbandoned
+			notRun := (es[0].Outcome == scheduler.OutcomeMissed && !es[0].MayHaveStarted) || es[0].Outcome == scheduler.OutcomeSkipped
 			if (ran && !started[k]) || (notRun && started[k]) {
 				viol = append(viol, fmt.Sprintf("accounted: %s %s: history says %s (%s), but the job %s", k.job, k.slot,
 					es[0].Outcome, es[0].Reason, map[bool]string{true: "started it", false: "never started it"}[started[k]]))

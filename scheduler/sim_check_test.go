@@ -3,6 +3,7 @@ package scheduler_test
 import (
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -28,15 +29,42 @@ import (
 //   - explained: every slot has an audit event that accounts for it;
 //   - due: no slot starts before its due time (its jitter offset after
 //     it), less the clock offsets;
-//   - abandoned: a run whose process died is reported (run.abandoned,
-//     with its run id) exactly once, and no slot is reported twice;
+//   - abandoned: run.abandoned only for a run that started (its run id
+//     is in the ledger of that slot: never a phantom); a run whose process
+//     died is reported exactly once — as abandoned, or, when it died
+//     before it could confirm its start (within unconfirmedFor of it, or
+//     in a window with faults that may have kept its renewals off the
+//     stores), as slot.missed with may_have_started; no slot is reported
+//     twice;
 //   - missed: a slot is reported missed (slot.missed) at most once, never
-//     when it started, and never while the job was surely paused.
+//     when it started (but with may_have_started, for the run that the
+//     report names, under the rule above), and never while the job was
+//     surely paused;
+//   - one outcome: no slot is reported both abandoned and missed.
 
 type slotKey struct{ job, slot string }
 
 type checkStats struct {
 	slots, runs, abandoned, overlapSkips, missed, replaced int
+	mayHaveStarted                                         int // slot.missed with may_have_started
+}
+
+// unconfirmedFor bounds how long after its start a run may stop and still
+// not have confirmed it (locking's confirmAfter, one renewal round trip
+// and slack for a loaded simulated network).
+const unconfirmedFor = 1500 * time.Millisecond
+
+// couldNotConfirm reports whether run r may have stopped before it
+// confirmed its start: its process died or froze within unconfirmedFor of
+// the start, or a fault touched that time.
+func (w *world) couldNotConfirm(r *runRec) bool {
+	until := r.start.Add(unconfirmedFor)
+	for t := r.start; !t.After(until); t = t.Add(50 * time.Millisecond) {
+		if !r.inst.activeAt(t) {
+			return true
+		}
+	}
+	return !w.faults.quiet(r.start, until.Add(w.cfg.ttl))
 }
 
 // explainReasons are slot.skipped reasons that account for a slot that no
@@ -66,6 +94,7 @@ func (w *world) check(from, to time.Time) (viol []string, st checkStats) {
 	explained := map[slotKey]string{}
 	abandoned := map[slotKey][]auditRec{}
 	abandonedRun := map[string]int{}
+	unconfirmedRun := map[string]int{} // slot.missed may_have_started, by the run it names
 	missed := map[slotKey][]auditRec{}
 	type lateRange struct{ first, last string }
 	lates := map[string][]lateRange{}
@@ -79,6 +108,9 @@ func (w *world) check(from, to time.Time) (viol []string, st checkStats) {
 		case a.event == "slot.missed":
 			missed[k] = append(missed[k], a)
 			explained[k] = "missed"
+			if a.mayHaveStarted {
+				unconfirmedRun[a.runID]++
+			}
 		case a.event == "slot.skipped" && explainReasons[a.reason]:
 			explained[k] = a.reason
 			if a.reason == "late" {
@@ -111,6 +143,15 @@ func (w *world) check(from, to time.Time) (viol []string, st checkStats) {
 				bad("abandoned: %s %s reported %d times: %v", k.job, k.slot, len(abandoned[k]), who)
 			}
 			st.abandoned += len(abandoned[k])
+			for _, a := range abandoned[k] {
+				if !slices.ContainsFunc(rs, func(r *runRec) bool { return r.runID == a.runID }) {
+					bad("abandoned: %s %s reported abandoned (run %s on %s) but that run never started (%s)%s", k.job, k.slot,
+						a.runID, a.holder, describeRuns(rs), w.trace(audits, k.job, k.slot))
+				}
+			}
+			if len(abandoned[k]) > 0 && len(missed[k]) > 0 {
+				bad("one outcome: %s %s reported both abandoned and missed%s", k.job, k.slot, w.trace(audits, k.job, k.slot))
+			}
 			why := explained[k]
 			if why == "overlap" {
 				st.overlapSkips++
@@ -142,6 +183,14 @@ func (w *world) check(from, to time.Time) (viol []string, st checkStats) {
 				switch {
 				case len(m) > 1:
 					bad("missed: %s %s reported missed %d times%s", k.job, k.slot, len(m), w.trace(audits, k.job, k.slot))
+				case m[0].mayHaveStarted:
+					st.mayHaveStarted++
+					for _, r := range rs {
+						if r.runID != m[0].runID || !w.couldNotConfirm(r) {
+							bad("missed: %s %s reported missed, may have started (run %s), but run %s started and could confirm it%s",
+								k.job, k.slot, m[0].runID, describeRuns([]*runRec{r}), w.trace(audits, k.job, k.slot))
+						}
+					}
 				case len(rs) > 0:
 					bad("missed: %s %s reported missed (%s) but it started (%s)%s", k.job, k.slot, m[0].reason, describeRuns(rs), w.trace(audits, k.job, k.slot))
 				case pause == pausedSurely:
@@ -216,7 +265,8 @@ func (w *world) check(from, to time.Time) (viol []string, st checkStats) {
 			r.inst.mu.Lock()
 			died := r.inst.died
 			r.inst.mu.Unlock()
-			if r.end.IsZero() && !died.IsZero() && time.Since(died) >= settle && abandonedRun[r.runID] != 1 {
+			reported := abandonedRun[r.runID] == 1 || (abandonedRun[r.runID] == 0 && unconfirmedRun[r.runID] == 1 && w.couldNotConfirm(r))
+			if r.end.IsZero() && !died.IsZero() && time.Since(died) >= settle && !reported {
 				bad("abandoned: %s %s run %s on %s died at %s; run.abandoned lines: %d%s",
 					d.name, r.slot, r.runID, r.replica, died.Sub(w.start), abandonedRun[r.runID], w.trace(audits, d.name, r.slot))
 			}

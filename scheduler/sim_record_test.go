@@ -29,6 +29,7 @@ type auditRec struct {
 	runID, holder, firstSlot string
 	bySlot                   string // run.canceled and slot.skipped reason replaced
 	missed                   int64
+	mayHaveStarted           bool // slot.missed: its winner stopped before confirming its start
 	replica                  string
 	tokenAttr                uint64
 	errText                  string
@@ -128,6 +129,8 @@ func (h *auditHandler) Handle(_ context.Context, r slog.Record) error {
 			a.missed = v.Int64()
 		case "replica":
 			a.replica = v.String()
+		case "may_have_started":
+			a.mayHaveStarted = v.Bool()
 		case "error":
 			a.errText = v.String()
 		}

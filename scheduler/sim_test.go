@@ -89,6 +89,7 @@ func simulate(t *testing.T, cfg simConfig) {
 			total.slots += st.slots
 			total.runs += st.runs
 			total.abandoned += st.abandoned
+			total.mayHaveStarted += st.mayHaveStarted
 			total.overlapSkips += st.overlapSkips
 			total.missed += st.missed
 			total.replaced += st.replaced
@@ -117,9 +118,9 @@ func simulate(t *testing.T, cfg simConfig) {
 		kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
 	}
 	sort.Strings(kinds)
-	t.Logf("seed %d (ttl %v): %v simulated in %v: %d slots, %d runs, %d overlap skips, %d replaced, %d abandoned, %d missed; faults: %s; violations: %d",
+	t.Logf("seed %d (ttl %v): %v simulated in %v: %d slots, %d runs, %d overlap skips, %d replaced, %d abandoned, %d missed (%d may have started); faults: %s; violations: %d",
 		cfg.seed, cfg.ttl, cfg.duration, time.Since(began).Round(time.Millisecond), total.slots, total.runs,
-		total.overlapSkips, total.replaced, total.abandoned, total.missed, strings.Join(kinds, ", "), len(viol))
+		total.overlapSkips, total.replaced, total.abandoned, total.missed, total.mayHaveStarted, strings.Join(kinds, ", "), len(viol))
 	for i, v := range viol {
 		if i == 20 {
 			t.Errorf("... and %d more", len(viol)-20)

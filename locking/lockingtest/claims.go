@@ -176,3 +176,37 @@ func testBadKeys(t *testing.T, l locking.Locker) {
 		require.ErrorContains(t, err, "locking: key")
 	}
 }
+
+// A claim whose holder declared its work begun (Start) and renewed once
+// is taken over as started; one whose holder renewed without Start (or
+// never renewed) is taken over as not confirmed: the stores cannot tell
+// whether its work began.
+func testClaimStarted(t *testing.T, l locking.Locker) {
+	fam := family(t)
+	for _, start := range []bool{true, false} {
+		key := locking.Key{Family: fam, Name: fmt.Sprintf("slot:%v", start)}
+		dead, err := l.Claim(ctx(t), key, 300*time.Millisecond)
+		require.NoError(t, err)
+		if start {
+			dead.Start()
+		}
+		require.NoError(t, dead.Extend(ctx(t)))
+		time.Sleep(400 * time.Millisecond)
+		taker, err := l.Claim(ctx(t), key, 5*time.Second)
+		require.NoError(t, err)
+		require.NotNil(t, taker.Abandoned())
+		require.Equal(t, start, taker.Abandoned().Started, "started as confirmed")
+		require.NoError(t, taker.MarkDone(ctx(t), time.Minute, "abandoned"))
+	}
+	// A started claim still ends as its own: its release and its done
+	// marker recognise it.
+	key := locking.Key{Family: fam, Name: "slot:ended"}
+	a, err := l.Claim(ctx(t), key, 5*time.Second)
+	require.NoError(t, err)
+	a.Start()
+	require.NoError(t, a.Extend(ctx(t)))
+	require.NoError(t, a.MarkDone(ctx(t), time.Minute, "succeeded"))
+	keys, err := l.ReadClaims(ctx(t), fam)
+	require.NoError(t, err)
+	require.NotContains(t, keys, key)
+}

@@ -70,6 +70,7 @@ var cases = []struct {
 	{"ClaimRelease", testClaimRelease},
 	{"ClaimKept", testClaimKept},
 	{"ClaimOrphan", testClaimOrphan},
+	{"ClaimStarted", testClaimStarted},
 	{"Pause", testPause},
 	{"Log", testLog},
 	{"AppendLog", testAppendLog},

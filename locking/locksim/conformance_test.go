@@ -26,3 +26,11 @@ func TestConformanceSimulated(t *testing.T) {
 		return l
 	})
 }
+
+// The interleavings, on simulated stores, on virtual time.
+func TestInterleavingsSimulated(t *testing.T) {
+	lockingtest.RunNodesSynctest(t, func(t *testing.T) lockingtest.World {
+		net := locksim.NewNet(1, locksim.NewStore("sim-a"), locksim.NewStore("sim-b"), locksim.NewStore("sim-c"))
+		return func(replica string) []locking.Node { return net.Nodes(replica, locksim.NewGate(0)) }
+	})
+}

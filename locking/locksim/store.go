@@ -211,7 +211,8 @@ func (s *Store) Apply(op locking.Op) (locking.Result, error) {
 			}
 			if l, ok := s.hget(op.Lives, op.Field, now); ok {
 				if v, exp := parseLive(l); exp > nowMS {
-					return locking.Result{Value: v, N: fence, Pause: pause}, nil
+					c, _ := s.hget(op.Claims, op.Field, now)
+					return locking.Result{Value: v, N: fence, Pause: pause, Claim: c}, nil
 				}
 			}
 			if c, ok := s.hget(op.Claims, op.Field, now); ok {
@@ -246,6 +247,9 @@ func (s *Store) Apply(op locking.Op) (locking.Result, error) {
 				return locking.Result{}, nil
 			}
 			s.hset(op.Lives, op.Field, op.Value+"|"+strconv.FormatInt(nowMS+op.TTL, 10), now)
+			if c, _ := s.hget(op.Claims, op.Field, now); op.Start && c == op.Value {
+				s.hset(op.Claims, op.Field, locking.StartedPrefix+op.Value, now)
+			}
 			return locking.Result{Status: 1}, nil
 		}
 		if v, ok := s.getStr(op.Key, now); ok && v == op.Value {
@@ -355,7 +359,7 @@ func (s *Store) release(op locking.Op, now time.Time, nowMS int64) locking.Resul
 			liveOurs = exp > nowMS
 		}
 	}
-	claimOurs := claimOK && claim == op.Value
+	claimOurs := claimOK && (claim == op.Value || claim == locking.StartedPrefix+op.Value)
 	if op.DoneTTL > 0 {
 		if claimOurs || !claimOK || liveOurs {
 			if claimOK {
