@@ -25,6 +25,7 @@ import (
 //	  timeout: 30s                      # per request; the job's timeout still applies
 //	  follow_redirects: false           # true: also follow redirects to another origin
 //	  show_query: [page]                # query parameters whose values may be logged
+//	  show_body: false                  # true: the body may be shown in the dump and errors
 //
 // Every request carries X-Slotlock-Job, X-Slotlock-Slot, X-Slotlock-Run-Id,
 // X-Slotlock-Fencing-Token and X-Slotlock-Attempt; they override headers of
@@ -65,6 +66,8 @@ type httpParams struct {
 	FollowRedirects bool `yaml:"follow_redirects"`
 	// ShowQuery names the query parameters whose values may be logged.
 	ShowQuery []string `yaml:"show_query"`
+	// ShowBody lets the body be shown; it is a secret otherwise.
+	ShowBody bool `yaml:"show_body"`
 }
 
 // maxRedirects is how many redirects one request follows at most (as Go's
@@ -74,12 +77,12 @@ const maxRedirects = 10
 type httpJob struct {
 	p      httpParams
 	client *http.Client
-	scrub  *scrubber // the configured secrets, hidden in every text logged
+	scrub  *Scrubber // the configured secrets, hidden in every text logged
 }
 
 func newHTTPJob(params map[string]any) (Job, error) {
 	p := httpParams{Method: http.MethodPost, Timeout: defaultHTTPTimeout}
-	if err := DecodeParams(params, &p); err != nil {
+	if err := DecodeParamsHiding(params, &p, func(path string) bool { return path == "body" }); err != nil {
 		return nil, err
 	}
 	var errs []error
@@ -118,7 +121,7 @@ func newHTTPJob(params map[string]any) (Job, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	j := &httpJob{p: p, scrub: newScrubber(httpSecrets(p)...)}
+	j := &httpJob{p: p, scrub: newScrubber(p.ShowQuery, httpSecrets(p)...)}
 	j.client = &http.Client{CheckRedirect: j.checkRedirect}
 	return j, nil
 }
@@ -144,12 +147,30 @@ func httpSecrets(p httpParams) []string {
 			}
 		}
 	}
+	if !p.ShowBody {
+		out = append(out, p.Body)
+	}
 	for k, v := range p.Headers {
 		if !HeaderShown(k) {
 			out = append(out, v)
 			if _, cred, ok := strings.Cut(v, " "); ok { // "Bearer <token>"
 				out = append(out, cred)
 			}
+		}
+	}
+	return out
+}
+
+// SecretParams hides the body (unless show_body) and every header value
+// that is not a harmless one (HeaderShown).
+func (j *httpJob) SecretParams() []ParamPath {
+	var out []ParamPath
+	if !j.p.ShowBody {
+		out = append(out, ParamPath{"body"})
+	}
+	for k := range j.p.Headers {
+		if !HeaderShown(k) {
+			out = append(out, ParamPath{"headers", k})
 		}
 	}
 	return out
@@ -173,7 +194,7 @@ func (j *httpJob) RedactParams(params map[string]any) map[string]any {
 // mask makes a text fit for a log line or an error: URLs masked, the
 // configured secrets scrubbed.
 func (j *httpJob) mask(text string) string {
-	return j.scrub.String(MaskURLs(text, j.p.ShowQuery...))
+	return j.scrub.String(text)
 }
 
 // maskErr is err with a masked message; errors.Is and errors.As still see
