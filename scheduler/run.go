@@ -114,7 +114,7 @@ func (s *Scheduler) execute(r runSpec) (h HistoryEntry, runErr error) {
 		wait := backoff(r.j.spec.Retry.Backoff, attempt)
 		span.retry(attempt, runErr, wait)
 		log.Warn("run attempt failed; retrying", "event", evRunRetrying, "attempt", attempt,
-			"error", runErr.Error(), "backoff", wait.String())
+			"error", s.scrub.String(runErr.Error()), "backoff", wait.String())
 		if !s.sleep(wait, ctx.Done()) {
 			outcome = OutcomeCanceled
 			break
@@ -146,7 +146,7 @@ func (s *Scheduler) execute(r runSpec) (h HistoryEntry, runErr error) {
 		log.Info("run succeeded", "event", evRunSucceeded, "attempt", attempt, "duration_ms", dur.Milliseconds())
 	case OutcomeFailed:
 		log.Error("run failed", "event", evRunFailed, "attempt", attempt, "duration_ms", dur.Milliseconds(),
-			"error", runErr.Error())
+			"error", s.scrub.String(runErr.Error()))
 	case OutcomeCanceled:
 		attrs := []any{"event", evRunCanceled, "reason", cancelReason(context.Cause(ctx)),
 			"attempt", attempt, "duration_ms", dur.Milliseconds()}
@@ -154,7 +154,7 @@ func (s *Scheduler) execute(r runSpec) (h HistoryEntry, runErr error) {
 			attrs = append(attrs, "by_slot", by)
 		}
 		if runErr != nil {
-			attrs = append(attrs, "error", runErr.Error())
+			attrs = append(attrs, "error", s.scrub.String(runErr.Error()))
 		}
 		log.Warn("run canceled", attrs...)
 	}
