@@ -77,7 +77,7 @@ func (l *loader) addValue(path, value string, err error) {
 	if l.undecodable[path] {
 		return
 	}
-	l.errs = append(l.errs, &Error{Path: path, Index: -1, Value: value, Err: err, Where: l.where(path)})
+	l.errs = append(l.errs, &Error{Path: path, Index: -1, Value: shownValue(path, value), Err: err, Where: l.where(path)})
 }
 
 func (l *loader) addf(path, format string, args ...any) { l.add(path, fmt.Errorf(format, args...)) }

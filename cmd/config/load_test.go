@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/slotlock/slotlock/internal/secrettest"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -46,6 +47,7 @@ func loadErrs(t *testing.T, yaml string, environ ...string) []string {
 	if err == nil {
 		t.Fatalf("Load accepted:\n%s", yaml)
 	}
+	secrettest.CaptureString(err.Error())
 	if cfg != nil {
 		t.Fatal("Load returned a config with an error")
 	}
