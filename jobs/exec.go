@@ -22,7 +22,7 @@ import (
 //	  env: {KEY: value}             # set for the program
 //	  inherit_env: [NAME, ...]      # slotlock's own variables passed on by name
 //	  dir: /path                    # working directory (default: slotlock's)
-//	  kill_grace: 5s                # SIGTERM -> SIGKILL delay on cancel
+//	  kill_grace: 5s                # SIGTERM -> SIGKILL delay on cancel; < lock.ttl - lock.max_clock_skew
 //	  run_as_uid: 1000              # run as this user (slotlock needs CAP_SETUID)
 //	  run_as_gid: 1000              # and group (default: run_as_uid)
 //	  show_env: [MODE]              # env variables whose values may be logged
@@ -85,7 +85,8 @@ type execParams struct {
 var baseEnv = []string{"PATH", "HOME", "LANG", "TZ"}
 
 type execJob struct {
-	p      execParams
+	p        execParams
+	graceSet bool // params set kill_grace
 	hidden []ParamPath // SecretParams
 	values []string    // the values at hidden
 }
@@ -122,7 +123,7 @@ func newExecJob(params map[string]any) (Job, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	j := &execJob{p: p}
+	j := &execJob{p: p, graceSet: params["kill_grace"] != nil}
 	for k := range p.Env {
 		if !slices.Contains(p.ShowEnv, k) {
 			j.hidden = append(j.hidden, ParamPath{"env", k})
@@ -168,7 +169,14 @@ func checkShown(p execParams) []error {
 func (j *execJob) SecretParams() []ParamPath { return j.hidden }
 
 // StopGrace is how long a canceled run's processes may go on: kill_grace.
-func (j *execJob) StopGrace() time.Duration { return j.p.KillGrace }
+func (j *execJob) StopGrace() (time.Duration, bool) { return j.p.KillGrace, j.graceSet }
+
+// WithStopGrace returns the job with kill_grace d.
+func (j *execJob) WithStopGrace(d time.Duration) Job {
+	c := *j
+	c.p.KillGrace = d
+	return &c
+}
 
 // env builds the process's environment: the minimal base, inherit_env,
 // params.env, then the run's variables. It also returns the values that

@@ -27,6 +27,7 @@ func (l *loader) validate(c *Config, malformed map[int]bool) {
 			continue
 		}
 		l.validateJob(i, &c.Jobs[i], seen)
+		l.checkStopGrace(i, &c.Jobs[i], c.Lock)
 	}
 }
 
