@@ -86,9 +86,9 @@ var baseEnv = []string{"PATH", "HOME", "LANG", "TZ"}
 
 type execJob struct {
 	p        execParams
-	graceSet bool // params set kill_grace
-	hidden []ParamPath // SecretParams
-	values []string    // the values at hidden
+	graceSet bool        // params set kill_grace
+	hidden   []ParamPath // SecretParams
+	values   []string    // the values at hidden
 }
 
 func newExecJob(params map[string]any) (Job, error) {
