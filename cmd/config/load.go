@@ -45,6 +45,11 @@ func load(path string, data []byte, environ []string) (cfg *Config, err error) {
 			err = Errors{&Error{Index: -1, Err: fmt.Errorf("config: internal error while loading (a bug, please report): %v", v)}}
 		}
 	}()
+	if path != "" {
+		if err := checkConfigMode(path); err != nil {
+			return nil, Errors{&Error{Index: -1, Err: err}}
+		}
+	}
 	l := &loader{path: path, pos: map[string]yaml.Mark{}, envSrc: map[string]string{}}
 	cfg = l.load(data, environ)
 	if len(l.errs) > 0 {
