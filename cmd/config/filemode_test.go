@@ -45,3 +45,18 @@ func TestConfigAndPasswordFileModes(t *testing.T) {
 	require.NoError(t, os.Chmod(pw, 0o640))
 	require.Equal(t, "s3cret-pw", mustLoad(t, yaml).Redis.Password)
 }
+
+// The status page has no authentication: on an address other than
+// loopback it needs http.ui_public.
+func TestUIRefusedOffLoopback(t *testing.T) {
+	for _, addr := range []string{":8080", "0.0.0.0:8080", "10.0.0.5:8080", "[::]:8080"} {
+		lines := loadErrs(t, "http: {addr: '"+addr+"', ui: true}\n")
+		require.True(t, containsLine(lines, "http.ui: the status page would be served to every network"), "%s: %v", addr, lines)
+		require.True(t, containsLine(lines, "http.ui_public: true"), "%v", lines)
+		require.True(t, mustLoad(t, "http: {addr: '"+addr+"', ui: true, ui_public: true}\n").HTTP.UIPublic)
+	}
+	for _, addr := range []string{"127.0.0.1:8080", "[::1]:8080", "localhost:8080"} {
+		require.True(t, mustLoad(t, "http: {addr: '"+addr+"', ui: true}\n").HTTP.UI, addr)
+	}
+	mustLoad(t, "http: {addr: ':8080'}\n") // no page: the probes' port stays open to all
+}

@@ -106,7 +106,8 @@ func (s *server) page(w http.ResponseWriter, r *http.Request) {
 	specs := s.filterJobs(p.Q)
 	st, err := s.status(r.Context(), specs, p.Offset, pageJobs, now)
 	if err != nil {
-		v.Error, code = "The lock stores did not answer: "+err.Error(), http.StatusServiceUnavailable
+		// Not the error's text: it names node addresses (the log has it).
+		v.Error, code = "The lock stores did not answer.", http.StatusServiceUnavailable
 	} else {
 		s.jobsView(&v, st, specs, p)
 	}
