@@ -76,7 +76,10 @@ type pageView struct {
 	Prev, Next string // the jobs table's page links ("" at an end)
 	Timeline   *timelineView
 	Replicas   []replicaRow
+	Controls   []controlRow
 }
+
+type controlRow struct{ Action, Job, By, At, Detail string }
 
 type jobRow struct {
 	Name, Href, Schedule, Zone, Next, NextUTC string
@@ -162,6 +165,10 @@ func (s *server) jobsView(v *pageView, st scheduler.Status, specs []scheduler.Jo
 		v.Replicas = append(v.Replicas, replicaRow{Name: r.Replica, Instance: r.Instance, Version: dash(r.Version), Hash: dash(r.DefinitionsHash),
 			Started: r.Started.UTC().Format(time.RFC3339), Seen: r.Seen.UTC().Format(time.RFC3339),
 			Differs: r.Differs, Running: r.RunningCount})
+	}
+	for _, c := range st.Controls {
+		v.Controls = append(v.Controls, controlRow{Action: c.Action, Job: c.Job, By: c.Who(),
+			At: c.At.UTC().Format(time.RFC3339), Detail: dash(c.Detail)})
 	}
 }
 
