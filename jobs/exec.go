@@ -22,7 +22,7 @@ import (
 //	  env: {KEY: value}             # set for the program
 //	  inherit_env: [NAME, ...]      # slotlock's own variables passed on by name
 //	  dir: /path                    # working directory (default: slotlock's)
-//	  kill_grace: 5s                # SIGTERM -> SIGKILL delay on cancel; < lock.ttl - lock.max_clock_skew
+//	  kill_grace: 5s                # SIGTERM -> SIGKILL delay on cancel; < lock.ttl/2 - lock.max_clock_skew
 //	  run_as_uid: 1000              # run as this user (slotlock needs CAP_SETUID)
 //	  run_as_gid: 1000              # and group (default: run_as_uid)
 //	  show_env: [MODE]              # env variables whose values may be logged

@@ -23,9 +23,10 @@ type Job interface {
 
 // Graceful is implemented by a Job whose run may go on for a while after
 // its ctx is canceled (exec: kill_grace, the SIGTERM -> SIGKILL delay).
-// After a lost lease another replica may start the next run as soon as
-// the lease expires, so the configuration requires that grace to be less
-// than lock.ttl - lock.max_clock_skew, and cuts a default grace to fit.
+// Another replica may start the next run as soon as the lease expires, so
+// while renewals fail the scheduler cancels such a run a grace before its
+// lease's validity ends; the configuration requires the grace to be less
+// than lock.ttl/2 - lock.max_clock_skew, and cuts a default grace to fit.
 type Graceful interface {
 	// StopGrace returns the grace, and whether the job's params set it.
 	StopGrace() (grace time.Duration, configured bool)

@@ -73,6 +73,7 @@ func (s *Scheduler) execute(r runSpec) (h HistoryEntry, runErr error) {
 	if r.j.spec.Overlap == OverlapReplace {
 		s.spawn(func() { s.watchReplace(ctx, cancel, r) })
 	}
+	s.watchGrace(ctx, cancel, r.j.spec.Job, r.leases)
 
 	started := s.clock.Now()
 	s.runStarted(RunInfo{Job: name, Slot: slot, RunID: runID, Token: token, Replica: s.cfg.Replica, Since: started.UTC()})

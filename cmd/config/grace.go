@@ -8,18 +8,23 @@ import (
 )
 
 // checkStopGrace keeps a job's stop grace (exec kill_grace) inside the
-// lease: after lock.lost the run's processes get SIGTERM and live up to the
-// grace, while another replica may take the expired lease and start the
-// next run. A grace the params set must be less than lock.ttl -
-// lock.max_clock_skew; a default one is cut to half of that.
+// lease: while renewals fail the scheduler cancels such a run a grace
+// before its lease's validity ends (scheduler/grace.go), so that its
+// processes are gone before another replica can take the lease. A healthy
+// lease's validity dips to about 2/3 of lock.ttl before each renewal, so
+// the grace must be less than lock.ttl/2 - lock.max_clock_skew (a longer
+// one would cancel healthy runs, or go unwatched); a grace the params set
+// is an error past that, a default one is cut to half of it. (The issue
+// asked for lock.ttl - lock.max_clock_skew: that bound lets the grace
+// outlast the validity left before a renewal.)
 func (l *loader) checkStopGrace(i int, j *Job, lock Lock) {
 	g, ok := j.Runner.(jobs.Graceful)
 	if !ok {
 		return
 	}
-	bound := lock.TTL - lock.MaxClockSkew
+	bound := lock.TTL/2 - lock.MaxClockSkew
 	if bound <= 0 {
-		return // lock's own error says it
+		return // no grace fits: the scheduler does not watch it (lock's own checks say the rest)
 	}
 	grace, configured := g.StopGrace()
 	if grace < bound {
@@ -31,6 +36,6 @@ func (l *loader) checkStopGrace(i int, j *Job, lock Lock) {
 	}
 	p := "jobs[" + strconv.Itoa(i) + "].params.kill_grace"
 	l.errs = append(l.errs, &Error{Path: p, Index: i, Job: j.Name, Where: l.where(p),
-		Err: fmt.Errorf("must be less than lock.ttl - lock.max_clock_skew (%s - %s = %s), got %s: after a lost lease "+
+		Err: fmt.Errorf("must be less than lock.ttl/2 - lock.max_clock_skew (%s/2 - %s = %s), got %s: after a lost lease "+
 			"the process would outlive it and overlap the next run", lock.TTL, lock.MaxClockSkew, bound, grace)})
 }
