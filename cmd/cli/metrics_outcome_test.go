@@ -2,7 +2,9 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"net"
 	"testing"
 	"time"
 
@@ -45,7 +47,25 @@ func TestJobOutcomeGauges(t *testing.T) {
 // by its address: /metrics is open to whoever reaches the ops port.
 func TestNodeUpLabelledByIndex(t *testing.T) {
 	m := newMetrics()
-	l, err := locking.NewRedlock(locking.RedisConfig{Nodes: []string{"127.0.0.1:1", "127.0.0.1:2"}, OpTimeout: 50 * time.Millisecond},
+	// Two "nodes" that hang up on every connection (a refused dial would
+	// leave go-redis's background redial sleeping past the test).
+	var addrs []string
+	for range 2 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		defer ln.Close()
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				c.Close()
+			}
+		}()
+		addrs = append(addrs, ln.Addr().String())
+	}
+	l, err := locking.NewRedlock(locking.RedisConfig{Nodes: addrs, OpTimeout: 50 * time.Millisecond},
 		locking.Options{Replica: "r1"})
 	require.NoError(t, err)
 	defer l.Close()
@@ -66,6 +86,9 @@ func TestNodeUpLabelledByIndex(t *testing.T) {
 		}
 	}
 	require.ElementsMatch(t, []string{"node=0", "node=1"}, nodes, "no address in a label")
+	for _, a := range addrs {
+		require.NotContains(t, fmt.Sprint(families), a)
+	}
 }
 
 // The ops server bounds how long an answer may take to write.
