@@ -9,31 +9,33 @@ import (
 
 // The configuration file is code: its exec jobs run programs, and a hot
 // reload applies a change within seconds. A file, or a directory, that
-// another user may write is refused (exit 2, config.rejected on reload),
-// as is a password_file that every user may read. A world-writable
-// directory with the sticky bit (/tmp) is accepted: there nobody else can
-// replace or remove the file. A missing file is not checked here (reading
-// it fails).
+// every user may write is refused (exit 2, config.rejected on reload), as
+// is a password_file that every user may read. Group write is accepted:
+// with user private groups (umask 002, Debian's default for users) every
+// checkout is group-writable by a group of one, and a shared group is a
+// deliberate grant. A world-writable directory with the sticky bit (/tmp)
+// is accepted: there nobody else can replace or remove the file. A missing
+// file is not checked here (reading it fails).
 
 // checkConfigMode refuses a configuration file, or its directory, that
-// its group or other users may write.
+// every user may write.
 func checkConfigMode(path string) error {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil
 	}
-	if m := fi.Mode().Perm(); m&0o022 != 0 {
+	if m := fi.Mode().Perm(); m&0o002 != 0 {
 		return fmt.Errorf("%s is writable by %s (mode %04o): anyone who can write it can run programs as slotlock "+
-			"through an exec job; chmod go-w %s", path, who(m), m, path)
+			"through an exec job; chmod o-w %s", path, who(m), m, path)
 	}
 	dir := filepath.Dir(path)
 	di, err := os.Stat(dir)
 	if err != nil {
 		return nil
 	}
-	if m := di.Mode(); m.Perm()&0o022 != 0 && m&fs.ModeSticky == 0 {
+	if m := di.Mode(); m.Perm()&0o002 != 0 && m&fs.ModeSticky == 0 {
 		return fmt.Errorf("the directory %s of %s is writable by %s (mode %04o): anyone who can write it can replace the "+
-			"configuration; chmod go-w %s", dir, path, who(m.Perm()), m.Perm(), dir)
+			"configuration; chmod o-w %s", dir, path, who(m.Perm()), m.Perm(), dir)
 	}
 	return nil
 }
@@ -51,12 +53,4 @@ func checkPasswordFileMode(path string) error {
 	return nil
 }
 
-func who(m fs.FileMode) string {
-	switch {
-	case m&0o002 != 0 && m&0o020 != 0:
-		return "its group and every user"
-	case m&0o002 != 0:
-		return "every user"
-	}
-	return "its group"
-}
+func who(fs.FileMode) string { return "every user" }

@@ -9,9 +9,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// A configuration file (or directory) others may write is refused, at load
-// and at reload (LoadData); a sticky world-writable directory is not. A
-// password_file every user may read is refused.
+// A configuration file (or directory) every user may write is refused, at
+// load and at reload (LoadData); a sticky world-writable directory is not,
+// nor group write (user private groups). A password_file every user may
+// read is refused.
 func TestConfigAndPasswordFileModes(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "config.yaml")
@@ -19,11 +20,14 @@ func TestConfigAndPasswordFileModes(t *testing.T) {
 	_, err := Load(path, nil)
 	require.NoError(t, err)
 
-	for _, mode := range []os.FileMode{0o664, 0o646} {
+	require.NoError(t, os.Chmod(path, 0o664))
+	_, err = Load(path, nil)
+	require.NoError(t, err, "group write: a checkout under umask 002")
+	for _, mode := range []os.FileMode{0o666, 0o646} {
 		require.NoError(t, os.Chmod(path, mode))
 		_, err = Load(path, nil)
-		require.ErrorContains(t, err, "is writable by")
-		require.ErrorContains(t, err, "chmod go-w "+path)
+		require.ErrorContains(t, err, "is writable by every user")
+		require.ErrorContains(t, err, "chmod o-w "+path)
 		_, err = LoadData(path, []byte("log: {level: info}\n"), nil)
 		require.ErrorContains(t, err, "is writable by", "a reload refuses it too")
 	}
@@ -31,6 +35,9 @@ func TestConfigAndPasswordFileModes(t *testing.T) {
 	require.NoError(t, os.Chmod(dir, 0o777))
 	_, err = Load(path, nil)
 	require.ErrorContains(t, err, "the directory "+dir)
+	require.NoError(t, os.Chmod(dir, 0o775))
+	_, err = Load(path, nil)
+	require.NoError(t, err, "a group-writable directory")
 	require.NoError(t, os.Chmod(dir, 0o777|os.ModeSticky))
 	_, err = Load(path, nil)
 	require.NoError(t, err, "a sticky directory: nobody else can replace the file")
