@@ -65,7 +65,7 @@ func TestScale(t *testing.T) {
 				for _, j := range jobs {
 					p := ScalePoint{Jobs: j, Replicas: r, Nodes: n, Overlap: o}
 					t.Run(p.String(), func(t *testing.T) {
-						res := runScalePoint(t, p, time.Duration(*scaleWarmup)*time.Second, *scaleSeconds)
+						res := runScalePoint(t, p, time.Duration(*scaleWarmup)*time.Second, *scaleSeconds, nil)
 						t.Logf("\n%s\n%s", ScaleHeader, res.Row())
 						t.Logf("commands per slot per node: %s", res.CommandMix())
 						results = append(results, res)
@@ -86,14 +86,17 @@ func TestScale(t *testing.T) {
 }
 
 // runScalePoint measures one point; it fails the test on a duplicate run.
-func runScalePoint(t *testing.T, p ScalePoint, warmup time.Duration, seconds int) ScaleResult {
+// With load, the replicas serve the status page (Spec.UI) and load runs
+// over the measured window, until stop is closed.
+func runScalePoint(t *testing.T, p ScalePoint, warmup time.Duration, seconds int, load func(c *Cluster, stop <-chan struct{})) ScaleResult {
 	defs := make([]JobDef, p.Jobs)
 	names := make([]string, p.Jobs)
 	for i := range defs {
 		names[i] = fmt.Sprintf("s%05d", i)
 		defs[i] = JobDef{Name: names[i], Schedule: "* * * * * *", Log: "x", Forbid: p.Overlap == "forbid"}
 	}
-	c := NewCluster(t, bins, Spec{Nodes: p.Nodes, ProxyNode: -1, TTL: 10 * time.Second, LogLevel: "info", Jobs: defs})
+	c := NewCluster(t, bins, Spec{Nodes: p.Nodes, ProxyNode: -1, TTL: 10 * time.Second, LogLevel: "info", Jobs: defs,
+		UI: load != nil})
 	var replicas []string
 	for i := range p.Replicas {
 		replicas = append(replicas, fmt.Sprintf("r%d", i+1))
@@ -111,7 +114,15 @@ func runScalePoint(t *testing.T, p ScalePoint, warmup time.Duration, seconds int
 	if err != nil {
 		t.Fatal(err)
 	}
+	stopLoad := func() {}
+	if load != nil {
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() { defer close(done); load(c, stop) }()
+		stopLoad = func() { close(stop); <-done }
+	}
 	SleepUntil(to.Add(-time.Second / 2))
+	stopLoad() // the window's slots are all due: the load has done its part
 	end, err := c.SampleScale()
 	if err != nil {
 		t.Fatal(err)

@@ -49,3 +49,13 @@ var paramsDecoder = strictdecode.Decoder{
 func DecodeParams(params map[string]any, into any) error {
 	return paramsDecoder.Decode(params, into)
 }
+
+// DecodeParamsHiding is DecodeParams for params that carry credentials by
+// their place (SecretParams): errors about a value at a path for which
+// secret returns true (paths as "env.DB_PASS", "command[2]", "body") name
+// the value's type, never the value.
+func DecodeParamsHiding(params map[string]any, into any, secret func(path string) bool) error {
+	dc := paramsDecoder
+	dc.SecretPath = secret
+	return dc.Decode(params, into)
+}

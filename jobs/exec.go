@@ -22,9 +22,11 @@ import (
 //	  env: {KEY: value}             # set for the program
 //	  inherit_env: [NAME, ...]      # slotlock's own variables passed on by name
 //	  dir: /path                    # working directory (default: slotlock's)
-//	  kill_grace: 5s                # SIGTERM -> SIGKILL delay on cancel
+//	  kill_grace: 5s                # SIGTERM -> SIGKILL delay on cancel; < lock.ttl/2 - lock.max_clock_skew
 //	  run_as_uid: 1000              # run as this user (slotlock needs CAP_SETUID)
 //	  run_as_gid: 1000              # and group (default: run_as_uid)
+//	  show_env: [MODE]              # env variables whose values may be logged
+//	  show_args: [1, 2]             # positions in command whose values may be logged
 //
 // The process gets a minimal environment, not slotlock's: PATH, HOME, LANG
 // and TZ (when slotlock has them), the variables named in inherit_env
@@ -49,9 +51,13 @@ import (
 // The last 4 KiB of stdout and of stderr are logged in one line (event
 // "exec.output") when the process ends. A non-zero exit fails the run with
 // an error naming the exit code (or the signal) and the last stderr line.
-// The values of credential-looking variables the job was given (env or
-// inherit_env names that LooksSecret, values that ValueLooksSecret) are
-// shown as "***" in both.
+//
+// Redaction is by structure (SecretParams): every env value and every
+// argument after command[0] is a secret unless show_env names the variable
+// or show_args the position; the configuration dump shows them as "***",
+// and their values (with credential-looking inherit_env values and every
+// URL's user info and query values) are scrubbed from the output line and
+// from every error the job returns.
 func init() { Register("exec", newExecJob) }
 
 // ExecTailBytes is how much of the end of stdout and of stderr the exec
@@ -68,16 +74,26 @@ type execParams struct {
 	KillGrace  time.Duration     `yaml:"kill_grace"`
 	RunAsUID   *uint32           `yaml:"run_as_uid"`
 	RunAsGID   *uint32           `yaml:"run_as_gid"`
+	// ShowEnv names the env variables whose values may be shown.
+	ShowEnv []string `yaml:"show_env"`
+	// ShowArgs lists the positions in command (1 and up) whose values may
+	// be shown; command[0], the program, always is.
+	ShowArgs []int `yaml:"show_args"`
 }
 
 // baseEnv are the variables of slotlock's environment every job gets.
 var baseEnv = []string{"PATH", "HOME", "LANG", "TZ"}
 
-type execJob struct{ p execParams }
+type execJob struct {
+	p        execParams
+	graceSet bool        // params set kill_grace
+	hidden   []ParamPath // SecretParams
+	values   []string    // the values at hidden
+}
 
 func newExecJob(params map[string]any) (Job, error) {
 	p := execParams{KillGrace: defaultKillGrace}
-	if err := DecodeParams(params, &p); err != nil {
+	if err := DecodeParamsHiding(params, &p, execSecretPath); err != nil {
 		return nil, err
 	}
 	var errs []error
@@ -103,16 +119,72 @@ func newExecJob(params map[string]any) (Job, error) {
 	if p.KillGrace < 0 {
 		errs = append(errs, fmt.Errorf("kill_grace: must not be negative, got %s", p.KillGrace))
 	}
+	errs = append(errs, checkShown(p)...)
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	return &execJob{p: p}, nil
+	j := &execJob{p: p, graceSet: params["kill_grace"] != nil}
+	for k := range p.Env {
+		if !slices.Contains(p.ShowEnv, k) {
+			j.hidden = append(j.hidden, ParamPath{"env", k})
+			j.values = append(j.values, p.Env[k])
+		}
+	}
+	for i := 1; i < len(p.Command); i++ {
+		if !slices.Contains(p.ShowArgs, i) {
+			j.hidden = append(j.hidden, ParamPath{"command", i})
+			j.values = append(j.values, p.Command[i])
+		}
+	}
+	return j, nil
+}
+
+// execSecretPath: the values of env and the arguments of command are
+// secret-bearing (a command given as one string holds its arguments).
+func execSecretPath(path string) bool {
+	return path == "env" || strings.HasPrefix(path, "env.") ||
+		path == "command" || (strings.HasPrefix(path, "command[") && path != "command[0]")
+}
+
+// checkShown checks the allow-lists: show_env names variables of env,
+// show_args positions of command after the program.
+func checkShown(p execParams) []error {
+	var errs []error
+	for i, k := range p.ShowEnv {
+		if _, ok := p.Env[k]; !ok {
+			errs = append(errs, fmt.Errorf("show_env[%d]: %q is not a variable of env", i, k))
+		}
+	}
+	for i, n := range p.ShowArgs {
+		if n < 1 || n >= len(p.Command) {
+			errs = append(errs, fmt.Errorf("show_args[%d]: %d is not the position of an argument of command (1 to %d)",
+				i, n, len(p.Command)-1))
+		}
+	}
+	return errs
+}
+
+// SecretParams hides every env value and argument the allow-lists do not
+// show.
+func (j *execJob) SecretParams() []ParamPath { return j.hidden }
+
+// StopGrace is how long a canceled run's processes may go on: kill_grace.
+func (j *execJob) StopGrace() (time.Duration, bool) { return j.p.KillGrace, j.graceSet }
+
+// WithStopGrace returns the job with kill_grace d.
+func (j *execJob) WithStopGrace(d time.Duration) Job {
+	c := *j
+	c.p.KillGrace = d
+	return &c
 }
 
 // env builds the process's environment: the minimal base, inherit_env,
 // params.env, then the run's variables. It also returns the values that
-// must not appear in the logged output.
+// must not appear in the logged output: the hidden params and the
+// credential-looking inherited variables (slotlock's own environment is
+// not params, so only names and shapes can tell).
 func (j *execJob) env(run Run) (env, secrets []string) {
+	secrets = slices.Clone(j.values)
 	for _, name := range slices.Concat(baseEnv, j.p.InheritEnv) {
 		if v, ok := os.LookupEnv(name); ok {
 			env = append(env, name+"="+v)
@@ -123,9 +195,6 @@ func (j *execJob) env(run Run) (env, secrets []string) {
 	}
 	for k, v := range j.p.Env {
 		env = append(env, k+"="+v)
-		if LooksSecret(k) || ValueLooksSecret(v) {
-			secrets = append(secrets, v)
-		}
 	}
 	return append(env,
 		"SLOTLOCK_JOB="+run.Job,
@@ -145,7 +214,7 @@ func (j *execJob) Run(ctx context.Context, run Run) error {
 	cmd := exec.Command(argv0, j.p.Command[1:]...)
 	env, secrets := j.env(run)
 	env = append(env, TraceEnv(ctx)...)
-	scrub := newScrubber(secrets...)
+	scrub := NewScrubber(secrets...)
 	cmd.Env = env
 	cmd.Dir = j.p.Dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -180,10 +249,10 @@ func (j *execJob) Run(ctx context.Context, run Run) error {
 		outR.Close()
 		errR.Close()
 		if j.p.RunAsUID != nil && errors.Is(err, syscall.EPERM) {
-			return fmt.Errorf("exec: start %q as uid %d: %w (run_as_uid needs slotlock to run as root or with CAP_SETUID and CAP_SETGID)",
-				argv0, *j.p.RunAsUID, err)
+			return scrub.Error(fmt.Errorf("exec: start %q as uid %d: %w (run_as_uid needs slotlock to run as root or with CAP_SETUID and CAP_SETGID)",
+				argv0, *j.p.RunAsUID, err))
 		}
-		return fmt.Errorf("exec: start %q: %w", argv0, err)
+		return scrub.Error(fmt.Errorf("exec: start %q: %w", argv0, err))
 	}
 	pgid := cmd.Process.Pid
 
@@ -261,7 +330,7 @@ func (j *execJob) Run(ctx context.Context, run Run) error {
 	} else {
 		run.Log().InfoContext(ctx, "exec: command exited", attrs...)
 	}
-	return runErr
+	return scrub.Error(runErr)
 }
 
 // signalGroup sends sig to every process of the group; a group that is

@@ -19,7 +19,8 @@ func helperCommand(mode string, args ...string) map[string]any {
 		cmd = append(cmd, a)
 	}
 	// GORACE: a -race binary otherwise sleeps 1s at exit.
-	return map[string]any{"command": cmd, "env": map[string]any{"JOBS_TEST_HELPER": mode, "GORACE": "atexit_sleep_ms=0"}}
+	return map[string]any{"command": cmd, "env": map[string]any{"JOBS_TEST_HELPER": mode, "GORACE": "atexit_sleep_ms=0"},
+		"show_env": []any{"JOBS_TEST_HELPER", "GORACE"}}
 }
 
 func TestExecEnvironmentAndArgv(t *testing.T) {
@@ -29,6 +30,8 @@ func TestExecEnvironmentAndArgv(t *testing.T) {
 	dir := t.TempDir()
 	params := helperCommand("args", "two words", "$HOME", "*", "a;b", `"q"`)
 	params["env"].(map[string]any)["EXTRA"] = "x y"
+	params["show_args"] = []any{1, 2, 3, 4, 5} // arguments are hidden in the output unless shown
+	params["show_env"] = []any{"EXTRA", "JOBS_TEST_HELPER", "GORACE"}
 	params["inherit_env"] = []any{"JOBS_PARENT_VAR", "JOBS_UNSET_VAR"}
 	params["dir"] = dir
 	run, logs := testRun(t)
@@ -236,7 +239,7 @@ func TestExecFactoryErrors(t *testing.T) {
 	}{
 		{map[string]any{}, []string{"command: required"}},
 		{map[string]any{"command": []any{}}, []string{"command: required"}},
-		{map[string]any{"command": "ls -l"}, []string{`command: expected a list, got string "ls -l"`}},
+		{map[string]any{"command": "ls -l"}, []string{`command: expected a list, got a string`}},
 		{map[string]any{"command": []any{""}}, []string{"command[0]: the program must not be empty"}},
 		{map[string]any{"command": []any{"ls"}, "shell": true}, []string{"shell: unknown key"}},
 		{map[string]any{"command": []any{"ls"}, "env": map[string]any{"A=B": "x"}}, []string{"env.A=B: invalid variable name"}},
@@ -246,6 +249,10 @@ func TestExecFactoryErrors(t *testing.T) {
 		{map[string]any{"command": []any{"ls"}, "run_as_gid": 1}, []string{"run_as_gid: only used with run_as_uid"}},
 		{map[string]any{"command": []any{"ls"}, "run_as_uid": -1}, []string{"run_as_uid:"}},
 		{map[string]any{"command": []any{"ls"}, "kill_grace": 5}, []string{`kill_grace: expected a duration such as "30s"`}},
+		{map[string]any{"command": []any{"ls", 1234}}, []string{"command[1]: expected a string, got an integer"}},
+		{map[string]any{"command": []any{"ls"}, "env": map[string]any{"PIN": 123456}}, []string{"env.PIN: expected a string, got an integer"}},
+		{map[string]any{"command": []any{"ls", "-l"}, "show_args": []any{2}}, []string{"show_args[0]: 2 is not the position"}},
+		{map[string]any{"command": []any{"ls"}, "show_env": []any{"X"}}, []string{`show_env[0]: "X" is not a variable of env`}},
 		{map[string]any{"commnd": []any{"ls"}, "dir": 1}, []string{`commnd: unknown key (did you mean "command"?)`, "dir: expected a string"}},
 	}
 	for _, tc := range cases {

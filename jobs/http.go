@@ -25,6 +25,10 @@ import (
 //	  timeout: 30s                      # per request; the job's timeout still applies
 //	  follow_redirects: false           # true: also follow redirects to another origin
 //	  show_query: [page]                # query parameters whose values may be logged
+//	  show_body: false                  # true: the body may be shown in the dump and errors
+//	  resend_body: false                # true: a 307/308 to another origin may resend the body
+//	  secret_headers: [X-Token]         # more headers that carry credentials (see allow_insecure)
+//	  allow_insecure: false             # true: credentials may be sent over http://
 //
 // Every request carries X-Slotlock-Job, X-Slotlock-Slot, X-Slotlock-Run-Id,
 // X-Slotlock-Fencing-Token and X-Slotlock-Attempt; they override headers of
@@ -38,8 +42,14 @@ import (
 // Redirects: one within the URL's origin (scheme, host, port) is followed;
 // one to another origin fails the run unless follow_redirects is true, and
 // then it carries none of the headers from params except the harmless ones
-// (Content-Type, Accept, ...: HeaderShown). A redirect from https to http
-// always fails the run. At most 10 redirects are followed.
+// (Content-Type, Accept, ...: HeaderShown). A 307 or 308 resends the body:
+// to another origin that fails the run too unless resend_body is true. A
+// redirect from https to http always fails the run. At most 10 redirects
+// are followed.
+//
+// Credentials over plain http:// (user info in the URL, an Authorization,
+// Proxy-Authorization or Cookie header, a header named in secret_headers)
+// are a configuration error unless allow_insecure is true, as for Redis.
 //
 // The plugin logs one line per request (event "http.response") with the
 // method, the URL (user info, every query value except those named in
@@ -65,6 +75,14 @@ type httpParams struct {
 	FollowRedirects bool `yaml:"follow_redirects"`
 	// ShowQuery names the query parameters whose values may be logged.
 	ShowQuery []string `yaml:"show_query"`
+	// ShowBody lets the body be shown; it is a secret otherwise.
+	ShowBody bool `yaml:"show_body"`
+	// ResendBody lets a 307/308 redirect to another origin resend the body.
+	ResendBody bool `yaml:"resend_body"`
+	// SecretHeaders names more headers that carry credentials.
+	SecretHeaders []string `yaml:"secret_headers"`
+	// AllowInsecure accepts credentials sent over http://.
+	AllowInsecure bool `yaml:"allow_insecure"`
 }
 
 // maxRedirects is how many redirects one request follows at most (as Go's
@@ -74,12 +92,12 @@ const maxRedirects = 10
 type httpJob struct {
 	p      httpParams
 	client *http.Client
-	scrub  *scrubber // the configured secrets, hidden in every text logged
+	scrub  *Scrubber // the configured secrets, hidden in every text logged
 }
 
 func newHTTPJob(params map[string]any) (Job, error) {
 	p := httpParams{Method: http.MethodPost, Timeout: defaultHTTPTimeout}
-	if err := DecodeParams(params, &p); err != nil {
+	if err := DecodeParamsHiding(params, &p, func(path string) bool { return path == "body" }); err != nil {
 		return nil, err
 	}
 	var errs []error
@@ -115,12 +133,45 @@ func newHTTPJob(params map[string]any) (Job, error) {
 	if p.Timeout < 0 {
 		errs = append(errs, fmt.Errorf("timeout: must not be negative, got %s", p.Timeout))
 	}
+	if err := checkInsecure(p); err != nil {
+		errs = append(errs, err)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	j := &httpJob{p: p, scrub: newScrubber(httpSecrets(p)...)}
+	j := &httpJob{p: p, scrub: newScrubber(p.ShowQuery, httpSecrets(p)...)}
 	j.client = &http.Client{CheckRedirect: j.checkRedirect}
 	return j, nil
+}
+
+// credentialHeaders always carry credentials.
+var credentialHeaders = []string{"Authorization", "Proxy-Authorization", "Cookie"}
+
+// checkInsecure refuses credentials over plain http:// unless
+// allow_insecure: they would cross the network in clear text.
+func checkInsecure(p httpParams) error {
+	u, err := url.Parse(p.URL)
+	if err != nil || u.Scheme != "http" || p.AllowInsecure {
+		return nil
+	}
+	var what []string
+	if u.User != nil {
+		what = append(what, "the URL's user info")
+	}
+	for k := range p.Headers {
+		ck := http.CanonicalHeaderKey(k)
+		if slices.Contains(credentialHeaders, ck) || slices.ContainsFunc(p.SecretHeaders, func(s string) bool {
+			return http.CanonicalHeaderKey(s) == ck
+		}) {
+			what = append(what, "header "+ck)
+		}
+	}
+	if len(what) == 0 {
+		return nil
+	}
+	slices.Sort(what)
+	return fmt.Errorf("url: credentials (%s) would be sent over plain http:// in clear text: use https://, "+
+		"or set params.allow_insecure: true to accept that", strings.Join(what, ", "))
 }
 
 // httpSecrets lists the configured values that must never be logged: the
@@ -144,12 +195,30 @@ func httpSecrets(p httpParams) []string {
 			}
 		}
 	}
+	if !p.ShowBody {
+		out = append(out, bodySecrets(p.Body)...)
+	}
 	for k, v := range p.Headers {
 		if !HeaderShown(k) {
 			out = append(out, v)
 			if _, cred, ok := strings.Cut(v, " "); ok { // "Bearer <token>"
 				out = append(out, cred)
 			}
+		}
+	}
+	return out
+}
+
+// SecretParams hides the body (unless show_body) and every header value
+// that is not a harmless one (HeaderShown).
+func (j *httpJob) SecretParams() []ParamPath {
+	var out []ParamPath
+	if !j.p.ShowBody {
+		out = append(out, ParamPath{"body"})
+	}
+	for k := range j.p.Headers {
+		if !HeaderShown(k) {
+			out = append(out, ParamPath{"headers", k})
 		}
 	}
 	return out
@@ -173,7 +242,7 @@ func (j *httpJob) RedactParams(params map[string]any) map[string]any {
 // mask makes a text fit for a log line or an error: URLs masked, the
 // configured secrets scrubbed.
 func (j *httpJob) mask(text string) string {
-	return j.scrub.String(MaskURLs(text, j.p.ShowQuery...))
+	return j.scrub.String(text)
 }
 
 // maskErr is err with a masked message; errors.Is and errors.As still see
@@ -204,6 +273,11 @@ func (j *httpJob) checkRedirect(req *http.Request, via []*http.Request) error {
 	}
 	if !j.p.FollowRedirects {
 		return refuse("it leads to another origin (set params.follow_redirects: true to follow it)")
+	}
+	if resp := req.Response; resp != nil && j.p.Body != "" && !j.p.ResendBody &&
+		(resp.StatusCode == http.StatusTemporaryRedirect || resp.StatusCode == http.StatusPermanentRedirect) {
+		return refuse(fmt.Sprintf("a %d would resend the body to another origin (set params.resend_body: true to allow it)",
+			resp.StatusCode))
 	}
 	for k := range req.Header {
 		if !HeaderShown(k) {

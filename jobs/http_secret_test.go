@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -66,9 +67,10 @@ func TestHTTPMasksCredentialsInLogsAndErrors(t *testing.T) {
 	}))
 	defer srv.Close()
 	j := mustJob(t, "http", map[string]any{
-		"url":        secretURL(srv.URL),
-		"headers":    secretHeaders(),
-		"show_query": []any{"page"},
+		"url":            secretURL(srv.URL),
+		"allow_insecure": true, // the test server is plain http
+		"headers":        secretHeaders(),
+		"show_query":     []any{"page"},
 	})
 
 	// Success.
@@ -122,10 +124,11 @@ func TestHTTPFactoryErrorMasksURL(t *testing.T) {
 	_, err = f(map[string]any{"url": "ftp://" + secrettest.URLUser + "@h/?code=" + secrettest.Code})
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "ftp://***@h/?code=***")
-	// A mistyped value is shown in the error, masked.
+	// A mistyped command is not shown at all: as one string it holds the
+	// arguments, which are secret-bearing by their place.
 	ef, _ := Lookup("exec")
 	_, err = ef(map[string]any{"command": "curl https://" + secrettest.URLUser + "@h/?sig=" + secrettest.Sig})
-	require.ErrorContains(t, err, `command: expected a list, got string "curl https://***@h/?sig=***"`)
+	require.ErrorContains(t, err, `command: expected a list, got a string`)
 	secrettest.CaptureString(err.Error())
 	_, err = f(map[string]any{"url": "https://h/", "show_query": []any{""}})
 	require.ErrorContains(t, err, "show_query[0]: must not be empty")
@@ -253,10 +256,25 @@ func TestHTTPRedirectToAnotherOrigin(t *testing.T) {
 		require.Empty(t, rec.all())
 	})
 
+	t.Run("307 with a body refused even with follow_redirects", func(t *testing.T) {
+		for _, code := range []int{http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+			srv := redirector(t, code, other.URL+"/elsewhere")
+			j := tlsJob(t, srv, map[string]any{"url": srv.URL + "/x", "headers": secretHeaders(),
+				"body": `{"password": "` + secrettest.BodySecret + `"}`, "follow_redirects": true})
+			run, logs := testRun(t)
+			err := j.Run(context.Background(), run)
+			require.Error(t, err)
+			secrettest.CaptureString(err.Error())
+			require.Contains(t, err.Error(), fmt.Sprintf("a %d would resend the body to another origin (set params.resend_body: true", code))
+			requireNoSecret(t, err.Error(), logs.String())
+			require.Empty(t, rec.all(), "nothing reached the other origin")
+		}
+	})
+
 	t.Run("followed without credentials", func(t *testing.T) {
 		srv := redirector(t, http.StatusTemporaryRedirect, other.URL+"/elsewhere")
 		j := tlsJob(t, srv, map[string]any{"url": srv.URL + "/x", "headers": secretHeaders(), "body": "payload",
-			"follow_redirects": true})
+			"follow_redirects": true, "resend_body": true})
 		// Both servers share the httptest CA, so one transport trusts both.
 		run, logs := testRun(t)
 		require.NoError(t, j.Run(context.Background(), run))
@@ -328,4 +346,26 @@ func TestValueLooksSecret(t *testing.T) {
 		"https://h/p", "note: keep it", "Authorization: ***"} {
 		require.False(t, ValueLooksSecret(v), v)
 	}
+}
+
+// A receiver that echoes the body: the body's values are scrubbed from the
+// response excerpt in the log and the error, whatever their keys.
+func TestHTTPBodyScrubbedFromErrors(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		var v map[string]string
+		_ = json.Unmarshal(b, &v)
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprintf(w, "rejected %s for %s", v["pin"], v["user"])
+	}))
+	defer srv.Close()
+	j := mustJob(t, "http", map[string]any{"url": srv.URL + "/x",
+		"body": `{"user": "ops", "pin": "` + secrettest.BodySecret + `"}`})
+	run, logs := testRun(t)
+	err := j.Run(context.Background(), run)
+	require.Error(t, err)
+	secrettest.CaptureString(err.Error())
+	require.Contains(t, err.Error(), "status 400")
+	require.Contains(t, err.Error(), "rejected *** for ops")
+	requireNoSecret(t, err.Error(), logs.String())
 }

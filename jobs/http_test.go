@@ -165,8 +165,9 @@ func TestHTTPNeverLogsCredentials(t *testing.T) {
 	u := strings.Replace(srv.URL, "http://", "http://user:urlpa55@", 1) + "/x?token=qt0ken&page=2"
 	run, logs := testRun(t)
 	j := mustJob(t, "http", map[string]any{
-		"url":        u,
-		"show_query": []any{"page"},
+		"url":            u,
+		"allow_insecure": true, // the test server is plain http
+		"show_query":     []any{"page"},
 		"headers": map[string]any{
 			"Authorization":   "Bearer s3cr3t-bearer",
 			"X-Api-Key":       "k3y-value",
@@ -235,6 +236,10 @@ func TestHTTPFactoryErrors(t *testing.T) {
 		{map[string]any{"url": "http://h", "headers": map[string]any{"X": "a\r\nInjected: 1"}}, []string{"headers.X: value must not contain CR"}},
 		{map[string]any{"url": "http://h", "timeout": "-1s"}, []string{"timeout: must not be negative"}},
 		{map[string]any{"url": "http://h", "heders": map[string]any{}}, []string{`heders: unknown key (did you mean "headers"?)`}},
+		{map[string]any{"url": "http://u:pa55@h/"}, []string{"url: credentials (the URL's user info) would be sent over plain http://", "allow_insecure: true"}},
+		{map[string]any{"url": "http://h/", "headers": map[string]any{"authorization": "Bearer pa55"}}, []string{"(header Authorization)"}},
+		{map[string]any{"url": "http://h/", "headers": map[string]any{"Cookie": "s=pa55"}}, []string{"(header Cookie)"}},
+		{map[string]any{"url": "http://h/", "headers": map[string]any{"X-Token": "pa55"}, "secret_headers": []any{"x-token"}}, []string{"(header X-Token)"}},
 	}
 	for _, tc := range cases {
 		_, err := f(tc.params)
@@ -250,6 +255,18 @@ func TestHTTPFactoryErrors(t *testing.T) {
 		if strings.Contains(err.Error(), "pa55") {
 			t.Errorf("factory error leaks the URL password: %v", err)
 		}
+	}
+}
+
+// Credentials over http:// are accepted with allow_insecure, over https://
+// always; a header nobody marked secret is no credential for the check.
+func TestHTTPInsecureAllowed(t *testing.T) {
+	for _, p := range []map[string]any{
+		{"url": "http://u:pa55@h/", "allow_insecure": true},
+		{"url": "https://u:pa55@h/", "headers": map[string]any{"Authorization": "Bearer pa55"}},
+		{"url": "http://h/", "headers": map[string]any{"X-Request-Kind": "warmup"}},
+	} {
+		mustJob(t, "http", p)
 	}
 }
 

@@ -80,9 +80,15 @@ func helperMain(mode string) int {
 			time.Sleep(time.Hour)
 		}
 	}
+	if h, ok := extraHelpers[mode]; ok {
+		return h()
+	}
 	fmt.Fprintln(os.Stderr, "unknown helper mode", mode)
 	return 2
 }
+
+// extraHelpers are helper modes defined beside the tests that use them.
+var extraHelpers = map[string]func() int{}
 
 func waitFile(path string) string {
 	for {

@@ -21,6 +21,19 @@ type Job interface {
 	Run(ctx context.Context, run Run) error
 }
 
+// Graceful is implemented by a Job whose run may go on for a while after
+// its ctx is canceled (exec: kill_grace, the SIGTERM -> SIGKILL delay).
+// Another replica may start the next run as soon as the lease expires, so
+// while renewals fail the scheduler cancels such a run a grace before its
+// lease's validity ends; the configuration requires the grace to be less
+// than lock.ttl/2 - lock.max_clock_skew, and cuts a default grace to fit.
+type Graceful interface {
+	// StopGrace returns the grace, and whether the job's params set it.
+	StopGrace() (grace time.Duration, configured bool)
+	// WithStopGrace returns a copy of the job with grace d.
+	WithStopGrace(d time.Duration) Job
+}
+
 // Run describes one attempt of one slot of a job.
 type Run struct {
 	// Job is the job's configured name.

@@ -245,32 +245,50 @@ type ParamsRedactor interface {
 	RedactParams(params map[string]any) map[string]any
 }
 
-// RedactParams returns a job's params fit for the configuration dump: the
-// job's own RedactParams when it has one, else RedactMap.
+// RedactParams returns a job's params fit for the configuration dump:
+// first the values at the job's SecretParams are hidden (by structure),
+// then the job's own RedactParams, else RedactMap, masks URLs and hides
+// what looks like a credential by its name or shape.
 func RedactParams(j Job, params map[string]any) map[string]any {
+	if params == nil {
+		return nil
+	}
+	if sp, ok := j.(SecretParams); ok {
+		params = hidePaths(params, sp.SecretParams())
+	}
 	if r, ok := j.(ParamsRedactor); ok {
 		return r.RedactParams(params)
 	}
 	return RedactMap(params)
 }
 
-// scrubber hides known secret values (the ones a job was configured with)
-// wherever they turn up in a text: a response body, a program's output, an
-// error. Values shorter than minScrubbed are left alone: too short to be a
-// credential, and replacing them would garble the text.
-type scrubber struct{ r *strings.Replacer }
+// Scrubber is the one scrubber of texts that reach a log line, a span or
+// an error: a program's output, a response excerpt, an error message. It
+// masks every URL (MaskURL: user info, query values, fragment) and hides
+// known secret values (a job's SecretValues, the Redis password) wherever
+// they turn up. Values shorter than 4 bytes are left alone: too short to
+// be a credential, and replacing them would garble the text. A nil
+// *Scrubber only masks URLs.
+type Scrubber struct {
+	r    *strings.Replacer
+	show []string // query parameters whose values MaskURLs shows
+}
 
 const minScrubbed = 4
 
-func newScrubber(secrets ...string) *scrubber {
+// NewScrubber returns a Scrubber hiding secrets.
+func NewScrubber(secrets ...string) *Scrubber { return newScrubber(nil, secrets...) }
+
+func newScrubber(showQuery []string, secrets ...string) *Scrubber {
 	var olds []string
 	for _, s := range secrets {
 		if len(s) >= minScrubbed && s != Redacted && !slices.Contains(olds, s) {
 			olds = append(olds, s)
 		}
 	}
+	sc := &Scrubber{show: showQuery}
 	if len(olds) == 0 {
-		return &scrubber{}
+		return sc
 	}
 	// Longest first, so a secret that contains another is hidden whole.
 	slices.SortFunc(olds, func(a, b string) int { return len(b) - len(a) })
@@ -278,14 +296,32 @@ func newScrubber(secrets ...string) *scrubber {
 	for _, s := range olds {
 		pairs = append(pairs, s, Redacted)
 	}
-	return &scrubber{r: strings.NewReplacer(pairs...)}
+	sc.r = strings.NewReplacer(pairs...)
+	return sc
 }
 
-func (s *scrubber) String(text string) string {
-	if s == nil || s.r == nil {
-		return text
+// String returns text with its URLs masked and the secrets hidden.
+func (s *Scrubber) String(text string) string {
+	if s == nil {
+		return MaskURLs(text)
 	}
-	return s.r.Replace(text)
+	if s.r != nil {
+		text = s.r.Replace(text)
+	}
+	return MaskURLs(text, s.show...)
+}
+
+// Error returns err with a scrubbed message, or nil; errors.Is and
+// errors.As still see the original.
+func (s *Scrubber) Error(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := s.String(err.Error())
+	if msg == err.Error() {
+		return err
+	}
+	return &maskedError{msg: msg, err: err}
 }
 
 // maskedError shows a masked message but keeps the original error for

@@ -39,6 +39,7 @@ func TestTraceEnv(t *testing.T) {
 func TestExecPassesTraceparent(t *testing.T) {
 	params := helperCommand("args")
 	params["env"].(map[string]any)["TRACEPARENT"] = "00-from-params"
+	params["show_env"] = []any{"TRACEPARENT"} // env values are hidden in the output unless shown
 	job := mustJob(t, "exec", params)
 	printed := func(ctx context.Context) map[string]string {
 		run, logs := testRun(t)

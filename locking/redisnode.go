@@ -50,7 +50,9 @@ type redisNode struct {
 	batch     batcher
 	uopt      *redis.UniversalOptions
 	client    atomic.Pointer[clientBox]
-	mu        sync.Mutex // guards the switch and old
+	reader    atomic.Pointer[clientBox] // reads of the read model (redisread.go)
+	reading   chan struct{}             // one read at a time
+	mu        sync.Mutex                // guards the switch and old
 	old       []redis.UniversalClient
 	cluster   atomic.Bool
 }
@@ -99,8 +101,9 @@ func newRedisNode(addr, host string, cfg RedisConfig) *redisNode {
 		}
 		uopt.TLSConfig = tc
 	}
-	n := &redisNode{addr: addr, opTimeout: cfg.OpTimeout, uopt: uopt}
+	n := &redisNode{addr: addr, opTimeout: cfg.OpTimeout, uopt: uopt, reading: make(chan struct{}, 1)}
 	n.client.Store(&clientBox{redis.NewUniversalClient(uopt)})
+	n.reader.Store(&clientBox{newReader(uopt)})
 	return n
 }
 
@@ -118,8 +121,9 @@ func (n *redisNode) switchToCluster() {
 	}
 	o := *n.uopt
 	o.IsClusterMode = true
-	n.old = append(n.old, n.c())
+	n.old = append(n.old, n.c(), n.reader.Load().c)
 	n.client.Store(&clientBox{redis.NewUniversalClient(&o)})
+	n.reader.Store(&clientBox{newReader(&o)})
 	n.cluster.Store(true)
 }
 
@@ -127,6 +131,9 @@ func (n *redisNode) switchToCluster() {
 // lost its script cache) or command, following a cluster redirection once.
 // It is sent in the node's next pipeline (redisbatch.go).
 func (n *redisNode) Do(ctx context.Context, op Op) (Result, error) {
+	if isRead(op) {
+		return n.read(ctx, op)
+	}
 	return n.start(ctx, op).wait()
 }
 
@@ -318,7 +325,7 @@ func isRedirect(err error) bool {
 func (n *redisNode) Close() error {
 	n.closeBatch()
 	n.mu.Lock()
-	cls := append(n.old, n.c())
+	cls := append(n.old, n.c(), n.reader.Load().c)
 	n.old = nil
 	n.mu.Unlock()
 	var errs []error

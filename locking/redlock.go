@@ -185,7 +185,7 @@ func (r *redlock) observe(parent context.Context, i int, err error) {
 		}
 		return
 	}
-	if parent.Err() != nil {
+	if parent.Err() != nil || isReadError(err) {
 		return
 	}
 	if !r.down[i].Swap(true) {
@@ -219,7 +219,7 @@ func (r *redlock) round(ctx context.Context, op func(i int) (Op, bool), res []Re
 		if !ok {
 			continue
 		}
-		if q, isQ := r.nodes[i].(queuingNode); isQ && i < maxQueuedNodes {
+		if q, isQ := r.nodes[i].(queuingNode); isQ && i < maxQueuedNodes && !isRead(o) {
 			calls[i] = q.start(rctx, o)
 			continue
 		}

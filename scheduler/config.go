@@ -121,8 +121,14 @@ type Config struct {
 	// (slotlock status): the build, and a hash of its job definitions
 	// that differs between replicas running different jobs. Optional.
 	Version, DefinitionsHash string
-	Locker                   locking.Locker // required
-	Clock                    locking.Clock  // default locking.SystemClock(0)
+	// Secrets are values that must never appear in an error text the
+	// scheduler logs (the Redis password): they are scrubbed, with every
+	// URL's credentials (jobs.Scrubber), from the run errors in
+	// run.failed, run.retrying and run.canceled. Spans and history carry
+	// the error class, never the text. Optional.
+	Secrets []string
+	Locker  locking.Locker // required
+	Clock   locking.Clock  // default locking.SystemClock(0)
 	// Logger receives the audit events. The scheduler does not add the
 	// replica attribute: give it a logger that carries it (as the command
 	// does). Default slog.Default().

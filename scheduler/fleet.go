@@ -103,6 +103,7 @@ type Outage struct {
 type Fleet struct {
 	Replicas []ReplicaInfo // one per instance, newest heartbeat first
 	Outages  []Outage
+	Controls []Control // operator actions (control.go), newest first
 }
 
 // Alive returns the replicas whose last heartbeat is at most aliveBeats of
@@ -189,6 +190,11 @@ func ReadFleet(ctx context.Context, locker locking.Locker) (Fleet, error) {
 			}
 			o.From, o.To = time.Unix(o.FromUnix, 0), time.Unix(o.ToUnix, 0)
 			f.Outages = append(f.Outages, o)
+		case kindControl:
+			var c Control
+			if json.Unmarshal([]byte(e.Value), &c) == nil {
+				f.Controls = append(f.Controls, c)
+			}
 		}
 	}
 	runs, err := locker.ReadLog(ctx, runsFamily, 0, fleetKeep)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotlock/slotlock/internal/secrettest"
 	"github.com/slotlock/slotlock/jobs"
 	"github.com/slotlock/slotlock/locking"
 )
@@ -25,6 +26,7 @@ type logSink struct {
 }
 
 func (l *logSink) Write(p []byte) (int, error) {
+	secrettest.Capture(p)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.buf.Write(p)

@@ -1,12 +1,14 @@
 package scheduler
 
 import (
+	"os"
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/slotlock/slotlock/internal/secrettest"
 )
 
-// TestMain fails the package when a goroutine is still running after its
-// tests ended: every goroutine the code under test starts must be owned
-// and stopped by someone.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain fails the package when a fake credential reached any captured
+// log line or span (secrettest), or when a goroutine is still running after
+// its tests ended: every goroutine the code under test starts must be
+// owned and stopped by someone.
+func TestMain(m *testing.M) { os.Exit(secrettest.AfterTests(m.Run())) }

@@ -73,6 +73,7 @@ func (s *Scheduler) execute(r runSpec) (h HistoryEntry, runErr error) {
 	if r.j.spec.Overlap == OverlapReplace {
 		s.spawn(func() { s.watchReplace(ctx, cancel, r) })
 	}
+	s.watchGrace(ctx, cancel, r.j.spec.Job, r.leases)
 
 	started := s.clock.Now()
 	s.runStarted(RunInfo{Job: name, Slot: slot, RunID: runID, Token: token, Replica: s.cfg.Replica, Since: started.UTC()})
@@ -118,7 +119,7 @@ func (s *Scheduler) execute(r runSpec) (h HistoryEntry, runErr error) {
 		wait := backoff(r.j.spec.Retry.Backoff, attempt)
 		span.retry(attempt, runErr, wait)
 		log.Warn("run attempt failed; retrying", "event", evRunRetrying, "attempt", attempt,
-			"error", runErr.Error(), "backoff", wait.String())
+			"error", s.scrub.String(runErr.Error()), "backoff", wait.String())
 		if !s.sleep(wait, ctx.Done()) {
 			outcome = OutcomeCanceled
 			break
@@ -150,7 +151,7 @@ func (s *Scheduler) execute(r runSpec) (h HistoryEntry, runErr error) {
 		log.Info("run succeeded", "event", evRunSucceeded, "attempt", attempt, "duration_ms", dur.Milliseconds())
 	case OutcomeFailed:
 		log.Error("run failed", "event", evRunFailed, "attempt", attempt, "duration_ms", dur.Milliseconds(),
-			"error", runErr.Error())
+			"error", s.scrub.String(runErr.Error()))
 	case OutcomeCanceled:
 		attrs := []any{"event", evRunCanceled, "reason", cancelReason(context.Cause(ctx)),
 			"attempt", attempt, "duration_ms", dur.Milliseconds()}
@@ -158,7 +159,7 @@ func (s *Scheduler) execute(r runSpec) (h HistoryEntry, runErr error) {
 			attrs = append(attrs, "by_slot", by)
 		}
 		if runErr != nil {
-			attrs = append(attrs, "error", runErr.Error())
+			attrs = append(attrs, "error", s.scrub.String(runErr.Error()))
 		}
 		log.Warn("run canceled", attrs...)
 	}

@@ -33,6 +33,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/slotlock/slotlock/jobs"
 	"log/slog"
 	"maps"
 	"slices"
@@ -63,6 +64,7 @@ import (
 // scheduler does not persist anything but the locks and one record per job.
 type Scheduler struct {
 	cfg     Config
+	scrub   *jobs.Scrubber // Config.Secrets and URL credentials, out of every error text logged
 	clock   locking.Clock
 	log     *slog.Logger
 	metrics Metrics
@@ -197,6 +199,7 @@ func New(cfg Config) (*Scheduler, error) {
 		inflight: make(chan struct{}, c.MaxInFlight),
 		ending:   make(chan struct{}, max(1, c.MaxInFlight/2)),
 		running:  map[string]RunInfo{},
+		scrub:    jobs.NewScrubber(c.Secrets...),
 	}
 	// The done marker must outlive every normal attempt at the slot: the
 	// slowest clock fires up to MaxClockSkew after the fastest, may be up to

@@ -16,6 +16,9 @@ type Status struct {
 	Hash     string          `json:"definitions_hash"` // of the definitions the reader loaded
 	Jobs     []JobStatus     `json:"jobs"`
 	Replicas []ReplicaStatus `json:"replicas"`
+	// Controls are the latest operator actions on the jobs read (trigger,
+	// pause, resume, backfill: control.go), newest first.
+	Controls []Control `json:"controls"`
 }
 
 // JobStatus is one job's state.
@@ -61,6 +64,7 @@ func ReadStatus(ctx context.Context, locker locking.Locker, specs []JobSpec, has
 	if err != nil {
 		return Status{}, err
 	}
+	st.Controls = controlsOf(fleet, specs)
 	running := map[string][]RunInfo{}
 	for _, r := range fleet.Alive(now) {
 		st.Replicas = append(st.Replicas, ReplicaStatus{ReplicaInfo: r, Seen: r.Seen.UTC(), Differs: r.DefinitionsHash != hash})
@@ -144,4 +148,22 @@ func readJobState(ctx context.Context, locker locking.Locker, js *JobStatus, now
 		js.Last = &h[0]
 	}
 	return nil
+}
+
+// controlsOf lists the latest control actions on specs' jobs.
+func controlsOf(f Fleet, specs []JobSpec) []Control {
+	names := make(map[string]bool, len(specs))
+	for _, sp := range specs {
+		names[sp.Name] = true
+	}
+	out := []Control{}
+	for _, c := range f.Controls {
+		if names[c.Job] {
+			out = append(out, c)
+			if len(out) == maxControls {
+				break
+			}
+		}
+	}
+	return out
 }

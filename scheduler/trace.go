@@ -185,7 +185,7 @@ func (rs *runSpan) retry(n int, err error, wait time.Duration) {
 		return
 	}
 	rs.sp.AddEvent(EventAttemptFailed, trace.WithAttributes(AttrAttempt.Int(n),
-		attribute.String("error", err.Error()), attribute.Int64("backoff_ms", wait.Milliseconds())))
+		AttrErrorClass.String(errorClass(err)), attribute.Int64("backoff_ms", wait.Milliseconds())))
 }
 
 // end ends the run's span with its outcome. A failed run, and one
@@ -204,7 +204,7 @@ func (rs *runSpan) end(h HistoryEntry, runErr error) {
 	rs.sp.SetAttributes(attrs...)
 	switch {
 	case h.Outcome == OutcomeFailed && runErr != nil:
-		rs.sp.SetStatus(codes.Error, runErr.Error())
+		rs.sp.SetStatus(codes.Error, "run failed: "+h.ErrorClass) // the class, never the text: it may hold what a job printed
 	case h.Outcome == OutcomeCanceled && h.Reason != cancelShutdown:
 		rs.sp.SetStatus(codes.Error, "canceled: "+h.Reason)
 	}

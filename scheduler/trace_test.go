@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/slotlock/slotlock/internal/secrettest"
 	"github.com/slotlock/slotlock/jobs"
 	"github.com/slotlock/slotlock/locking"
 )
@@ -40,7 +41,7 @@ func (e *tracedEnv) scheduler(replica string, specs ...JobSpec) *Scheduler {
 	s, err := New(Config{
 		Replica: replica, Locker: e.locker, Logger: e.sink.logger(replica), Metrics: e.metrics,
 		LockTTL: 30 * time.Second, MaxClockSkew: 2 * time.Second, ShutdownGrace: 5 * time.Second,
-		TracerProvider: e.tp, Jobs: specs,
+		TracerProvider: e.tp, Jobs: specs, Secrets: []string{secrettest.RedisPass},
 	})
 	require.NoError(e.t, err)
 	return s
@@ -154,7 +155,11 @@ func TestTraceRetriesAndFailures(t *testing.T) {
 		e := newTracedEnv(t)
 		flaky := &recorder{now: time.Now}
 		flaky.fail.Store(1)
-		broken := funcJob(func(context.Context, jobs.Run) error { return errors.New("disk full") })
+		// The error quotes what a program printed: a URL with its
+		// password, the Redis password.
+		broken := funcJob(func(context.Context, jobs.Run) error {
+			return errors.New("disk full at postgres://u:" + secrettest.OutputSecret + "@db/app; auth " + secrettest.RedisPass)
+		})
 		sched, _ := ParseSchedule("@every 1m", time.UTC)
 		stop := running(t, e.scheduler("r1",
 			JobSpec{Name: "flaky", Schedule: sched, Job: flaky, Enabled: true, Retry: Retry{Max: 2, Backoff: time.Second}},
@@ -171,13 +176,27 @@ func TestTraceRetriesAndFailures(t *testing.T) {
 		require.Len(t, ev, 1)
 		require.Equal(t, EventAttemptFailed, ev[0].Name)
 		require.Contains(t, ev[0].Attributes, AttrAttempt.Int(1))
+		require.Contains(t, ev[0].Attributes, AttrErrorClass.String("error"))
 		require.Contains(t, ev[0].Attributes, attribute.Int64("backoff_ms", 1000))
 
 		runs = e.spans(SpanRun, AttrJob.String("broken"))
 		require.Len(t, runs, 1)
 		require.Equal(t, OutcomeFailed, attrsOf(runs[0])[AttrOutcome].AsString())
 		require.Equal(t, codes.Error, runs[0].Status().Code)
-		require.Equal(t, "disk full", runs[0].Status().Description)
+		// The span carries the error's class, never its text.
+		secrettest.CaptureString(runs[0].Status().Description)
+		require.Equal(t, "run failed: error", runs[0].Status().Description)
+		for _, sp := range e.rec.Ended() {
+			for _, ev := range sp.Events() {
+				for _, a := range ev.Attributes {
+					secrettest.CaptureString(a.Value.Emit())
+				}
+			}
+			secrettest.CaptureString(sp.Status().Description)
+		}
+		failed := where(e.sink.events(t), evRunFailed, "job", "broken")
+		require.Len(t, failed, 1)
+		require.Equal(t, "disk full at postgres://***@db/app; auth ***", failed[0].str("error"), "the log's text is scrubbed")
 		attempts := e.spans(SpanSlot, AttrJob.String("broken"))
 		require.Len(t, attempts, 1)
 		require.Equal(t, codes.Error, attempts[0].Status().Code)

@@ -23,16 +23,24 @@ import (
 // failed or was canceled). Ending ctx cancels the run (run.canceled reason
 // shutdown). Trigger works with or without Run, also disabled jobs.
 func (s *Scheduler) Trigger(ctx context.Context, name string) error {
+	_, err := s.TriggerRun(ctx, name)
+	return err
+}
+
+// TriggerRun is Trigger, and returns the manual run's history entry (its
+// outcome, replica, run id, token, attempts, duration; Slot "manual") when
+// it ran, for the control audit (RecordControl).
+func (s *Scheduler) TriggerRun(ctx context.Context, name string) (*HistoryEntry, error) {
 	j, ok := s.job(name)
 	if !ok {
-		return fmt.Errorf("%w: %q", ErrUnknownJob, name)
+		return nil, fmt.Errorf("%w: %q", ErrUnknownJob, name)
 	}
 	if s.isStopping() || !s.enter() {
-		return ErrStopped
+		return nil, ErrStopped
 	}
 	defer s.leave()
 	if err := ctx.Err(); err != nil {
-		return err
+		return nil, err
 	}
 	tctx, span := s.traceTrigger(ctx, name)
 	defer span.end()
@@ -46,11 +54,11 @@ func (s *Scheduler) Trigger(ctx context.Context, name string) error {
 		if !isSplitVote(err) && errors.Is(err, locking.ErrNotAcquired) {
 			span.skip(ReasonOverlap)
 			s.skipped(name, SlotManual, ReasonOverlap, 1, heldAttrs(err)...)
-			return fmt.Errorf("scheduler: trigger %s: another run of the job is going on: %w", name, err)
+			return nil, fmt.Errorf("scheduler: trigger %s: another run of the job is going on: %w", name, err)
 		}
 		span.skip(ReasonNoQuorum)
 		s.skipped(name, SlotManual, ReasonNoQuorum, 1, "error", err.Error())
-		return fmt.Errorf("scheduler: trigger %s: %w", name, err)
+		return nil, fmt.Errorf("scheduler: trigger %s: %w", name, err)
 	}
 	// The run ends with ctx or with the scheduler's shutdown.
 	parent, cancel := context.WithCancelCause(ctx)
@@ -66,7 +74,7 @@ func (s *Scheduler) Trigger(ctx context.Context, name string) error {
 		if runErr == nil {
 			runErr = context.Cause(parent)
 		}
-		return fmt.Errorf("%w: %s %s: %v", ErrRunFailed, name, outcome, runErr)
+		return &h, fmt.Errorf("%w: %s %s: %v", ErrRunFailed, name, outcome, runErr)
 	}
-	return nil
+	return &h, nil
 }

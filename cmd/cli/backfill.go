@@ -78,6 +78,10 @@ func cmdBackfill(ctx context.Context, args []string, env Env) int {
 		return exitOK
 	}
 
+	if recordControl(ctx, r, env, scheduler.ControlBackfill, job,
+		fmt.Sprintf("%s to %s: %d slots to run", slotText(from), slotText(to), toRun), nil) != nil {
+		return exitFailure
+	}
 	code = exitOK
 	ran, stopped := 0, false
 	for i, b := range plan {

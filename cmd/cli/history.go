@@ -49,6 +49,12 @@ func cmdHistory(ctx context.Context, args []string, env Env) int {
 		r.log.Error("history: the lock stores did not answer", "job", job, "error", err.Error())
 		return exitFailure
 	}
+	fleet, err := scheduler.ReadFleet(rctx, r.locker)
+	if err != nil {
+		r.log.Error("history: the lock stores did not answer", "job", job, "error", err.Error())
+		return exitFailure
+	}
+	controls := fleet.ControlsOf(job, *limit)
 	var out []scheduler.HistoryEntry
 	for _, e := range entries {
 		if (*outcome == "" || e.Outcome == *outcome) && len(out) < *limit {
@@ -57,9 +63,10 @@ func cmdHistory(ctx context.Context, args []string, env Env) int {
 	}
 	if *asJSON {
 		doc := struct {
-			Job     string                   `json:"job"`
-			Entries []scheduler.HistoryEntry `json:"entries"`
-		}{job, append([]scheduler.HistoryEntry{}, out...)}
+			Job      string                   `json:"job"`
+			Entries  []scheduler.HistoryEntry `json:"entries"`
+			Controls []scheduler.Control      `json:"controls"`
+		}{job, append([]scheduler.HistoryEntry{}, out...), append([]scheduler.Control{}, controls...)}
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(doc); err != nil {
@@ -74,6 +81,7 @@ func cmdHistory(ctx context.Context, args []string, env Env) int {
 			dash(e.RunID), dashN(int64(e.Token)), dashN(int64(e.Attempts)),
 			dashD(time.Duration(e.DurationMS)*time.Millisecond, e.Attempts), dash(e.ErrorClass))
 	}
+	printControls(tw, controls)
 	if err := tw.Flush(); err != nil {
 		return exitFailure
 	}

@@ -83,7 +83,7 @@ func newMetrics() *metrics {
 			Name: "slotlock_config_info", Help: "1, labelled with the hash of this replica's job definitions (as in its heartbeat and `slotlock status`).",
 		}, []string{"hash"}),
 		nodeUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "slotlock_redis_node_up", Help: "1 when the Redis node answered the last PING within op_timeout.",
+			Name: "slotlock_redis_node_up", Help: "1 when the Redis node answered the last PING within op_timeout; node is its index in redis.nodes.",
 		}, []string{"node"}),
 		ready: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "slotlock_ready", Help: "1 when a majority of lock stores is reachable (always 1 with local locks).",

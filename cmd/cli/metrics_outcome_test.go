@@ -1,12 +1,17 @@
 package cli
 
 import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
+	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/scheduler"
 )
 
@@ -36,4 +41,62 @@ func TestJobOutcomeGauges(t *testing.T) {
 	require.Equal(t, 1.0, outcome(scheduler.OutcomeSucceeded))
 	require.Equal(t, 0.0, outcome(scheduler.OutcomeFailed))
 	require.Equal(t, 2001.0, success())
+}
+
+// slotlock_redis_node_up names a node by its index in redis.nodes, never
+// by its address: /metrics is open to whoever reaches the ops port.
+func TestNodeUpLabelledByIndex(t *testing.T) {
+	m := newMetrics()
+	// Two "nodes" that hang up on every connection (a refused dial would
+	// leave go-redis's background redial sleeping past the test).
+	var addrs []string
+	for range 2 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		defer ln.Close()
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				c.Close()
+			}
+		}()
+		addrs = append(addrs, ln.Addr().String())
+	}
+	l, err := locking.NewRedlock(locking.RedisConfig{Nodes: addrs, OpTimeout: 50 * time.Millisecond},
+		locking.Options{Replica: "r1"})
+	require.NoError(t, err)
+	defer l.Close()
+	r := newReadiness(l, m, slog.New(slog.DiscardHandler), time.Second)
+	r.check(context.Background())
+	require.Equal(t, 2, testutil.CollectAndCount(m.nodeUp))
+	require.Equal(t, 0.0, testutil.ToFloat64(m.nodeUp.WithLabelValues("1")))
+	families, err := m.reg.Gather()
+	require.NoError(t, err)
+	var nodes []string
+	for _, f := range families {
+		if f.GetName() == "slotlock_redis_node_up" {
+			for _, mt := range f.GetMetric() {
+				for _, lp := range mt.GetLabel() {
+					nodes = append(nodes, lp.GetName()+"="+lp.GetValue())
+				}
+			}
+		}
+	}
+	require.ElementsMatch(t, []string{"node=0", "node=1"}, nodes, "no address in a label")
+	for _, a := range addrs {
+		require.NotContains(t, fmt.Sprint(families), a)
+	}
+}
+
+// The ops server bounds how long an answer may take to write.
+func TestOpsServerTimeouts(t *testing.T) {
+	m := newMetrics()
+	s, err := newOpsServer("127.0.0.1:0", func() error { return nil }, &readiness{}, m, nil)
+	require.NoError(t, err)
+	defer s.ln.Close()
+	require.Equal(t, 20*time.Second, s.srv.WriteTimeout)
+	require.Equal(t, 10*time.Second, s.srv.ReadTimeout)
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,8 +57,10 @@ func (r *readiness) check(ctx context.Context) {
 	r.mu.Unlock()
 	// Node state changes are logged by the lock layer itself (once each
 	// way); here they only feed the gauges.
-	for _, n := range st {
-		r.metrics.nodeUp.WithLabelValues(n.Addr).Set(b2f(n.Up))
+	// By index in redis.nodes, not address: /metrics is read by whoever
+	// reaches the ops port, and the address is in the configuration.
+	for i, n := range st {
+		r.metrics.nodeUp.WithLabelValues(strconv.Itoa(i)).Set(b2f(n.Up))
 	}
 	switch {
 	case ok && !was:
@@ -168,8 +171,11 @@ func newOpsServer(addr string, healthy func() error, ready *readiness, m *metric
 		return nil, fmt.Errorf("http.addr %q: %w", addr, err)
 	}
 	return &opsServer{
-		srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second},
-		ln:  ln,
+		// WriteTimeout: no answer (a status page window included, whose
+		// reads ui bounds at 15s) holds a connection longer.
+		srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+			WriteTimeout: 20 * time.Second, IdleTimeout: time.Minute},
+		ln: ln,
 	}, nil
 }
 

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
@@ -57,7 +58,14 @@ func pauseOrResume(ctx context.Context, f *flags, args []string, env Env, state 
 	if !ok {
 		return exitConfig
 	}
-	p.By = r.name
+	p.By = r.name // the contract's by; the control audit names the OS user and host too
+	detail := p.Reason
+	if !p.Until.IsZero() {
+		detail = strings.TrimSpace(detail + " (until " + p.Until.UTC().Format(time.RFC3339) + ")")
+	}
+	if recordControl(ctx, r, env, name, job, detail, nil) != nil {
+		return exitFailure
+	}
 	wctx, cancel := context.WithTimeout(ctx, pauseTimeout)
 	defer cancel()
 	got, err := r.locker.SetPause(wctx, job, p)

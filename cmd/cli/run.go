@@ -175,7 +175,7 @@ func statusPage(r *replica) http.Handler {
 		return nil
 	}
 	return ui.Handler(ui.Backend{Locker: r.locker, Specs: r.cfg.JobSpecs(), Hash: r.cfg.DefinitionsHash(),
-		Now: r.clock.Now, SettleAfter: r.sched.SettleAfter})
+		Now: r.clock.Now, SettleAfter: r.sched.SettleAfter, MaxSlots: r.cfg.History.Keep})
 }
 
 // clockOffset reads SLOTLOCK_CLOCK_OFFSET, a testing aid.

@@ -47,20 +47,22 @@ jobs:
     plugin: http
     params:
       url: %q
+      allow_insecure: true
       show_query: [page]%s
   - name: hook-fail
     schedule: "*/2 * * * * *"
     plugin: http
     retry: {max: 1, backoff: 100ms}
     params:
-      url: %q%s
+      url: %q
+      allow_insecure: true%s
   - name: envdump
     schedule: "* * * * * *"
     plugin: exec
     params:
       command: ["/usr/bin/env"]
-      env: {DB_PASSWORD: %q}
-`, u("/ok"), headers, u("/fail"), headers, secrettest.EnvSecret)
+      env: {DB_PASSWORD: %q, MYSQL_PWD: %q}
+`, u("/ok"), headers, u("/fail"), headers, secrettest.EnvSecret, secrettest.EnvPlain)
 }
 
 // echoServer answers /ok with 204 and anything else with a 500 whose body
@@ -116,7 +118,7 @@ http: {addr: ""}
 	require.Equal(t, 0, code)
 	log := p.rawLog()
 	requireNoSecret(t, log)
-	for _, want := range []string{"sig=***", `"X-Functions-Key":"***"`, "cannot handle /fail?sig=***", "DB_PASSWORD=***"} {
+	for _, want := range []string{"sig=***", `"X-Functions-Key":"***"`, "cannot handle /fail?sig=***", "DB_PASSWORD=***", "MYSQL_PWD=***"} {
 		require.Contains(t, log, want)
 	}
 	for _, ev := range p.events("exec.output") {

@@ -96,7 +96,21 @@ func printStatus(w io.Writer, st scheduler.Status) error {
 	if len(st.Replicas) == 0 {
 		fmt.Fprintln(tw, "(no replica alive)")
 	}
+	printControls(tw, st.Controls)
 	return tw.Flush()
+}
+
+// printControls writes the control audit (trigger, pause, resume,
+// backfill: who, what, when), newest first.
+func printControls(tw *tabwriter.Writer, cs []scheduler.Control) {
+	if len(cs) == 0 {
+		return
+	}
+	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "CONTROL	JOB	BY	AT	DETAIL")
+	for _, c := range cs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.Action, c.Job, c.Who(), c.At.UTC().Format(time.RFC3339), dash(c.Detail))
+	}
 }
 
 func pausedText(p *scheduler.PauseStatus) string {

@@ -23,7 +23,17 @@ func (c *Config) SchedulerConfig() scheduler.Config {
 		ReconcileAfter: c.History.ReconcileAfter,
 		Spread:         spread(c.Redis),
 		Jobs:           c.JobSpecs(),
+		Secrets:        c.secrets(),
 	}
+}
+
+// secrets are the configured values no error text may show: the Redis
+// password.
+func (c *Config) secrets() []string {
+	if c.Redis.Password == "" {
+		return nil
+	}
+	return []string{c.Redis.Password}
 }
 
 // spread is the scheduler's Spread: its default with Redis nodes, none

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/scheduler"
 )
@@ -62,4 +64,12 @@ func TestJobSpecs(t *testing.T) {
 	if _, err := scheduler.New(sc); err != nil {
 		t.Fatalf("scheduler.New rejects the converted config: %v", err)
 	}
+}
+
+// The scheduler is given the Redis password to scrub from the error texts
+// it logs.
+func TestSchedulerConfigCarriesTheSecrets(t *testing.T) {
+	cfg := mustLoad(t, "redis:\n  nodes: [{addr: \"a:6380\"}]\n  password: p4ssw0rd-x\n  tls: true\n")
+	require.Equal(t, []string{"p4ssw0rd-x"}, cfg.SchedulerConfig().Secrets)
+	require.Empty(t, mustLoad(t, "log: {level: info}\n").SchedulerConfig().Secrets)
 }

@@ -79,7 +79,7 @@ func (l *loader) validateJob(i int, j *Job, seen map[string]int) {
 		if l.undecodable[p] {
 			return
 		}
-		l.errs = append(l.errs, &Error{Path: p, Index: i, Job: j.Name, Value: value, Err: err, Where: l.where(p)})
+		l.errs = append(l.errs, &Error{Path: p, Index: i, Job: j.Name, Value: shownValue(p, value), Err: err, Where: l.where(p)})
 	}
 	if err := scheduler.CheckJobName(j.Name); err != nil {
 		add("name", "", err)

@@ -45,6 +45,11 @@ func load(path string, data []byte, environ []string) (cfg *Config, err error) {
 			err = Errors{&Error{Index: -1, Err: fmt.Errorf("config: internal error while loading (a bug, please report): %v", v)}}
 		}
 	}()
+	if path != "" {
+		if err := checkConfigMode(path); err != nil {
+			return nil, Errors{&Error{Index: -1, Err: err}}
+		}
+	}
 	l := &loader{path: path, pos: map[string]yaml.Mark{}, envSrc: map[string]string{}}
 	cfg = l.load(data, environ)
 	if len(l.errs) > 0 {
@@ -77,7 +82,7 @@ func (l *loader) addValue(path, value string, err error) {
 	if l.undecodable[path] {
 		return
 	}
-	l.errs = append(l.errs, &Error{Path: path, Index: -1, Value: value, Err: err, Where: l.where(path)})
+	l.errs = append(l.errs, &Error{Path: path, Index: -1, Value: shownValue(path, value), Err: err, Where: l.where(path)})
 }
 
 func (l *loader) addf(path, format string, args ...any) { l.add(path, fmt.Errorf(format, args...)) }

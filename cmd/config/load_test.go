@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/slotlock/slotlock/internal/secrettest"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -46,6 +47,7 @@ func loadErrs(t *testing.T, yaml string, environ ...string) []string {
 	if err == nil {
 		t.Fatalf("Load accepted:\n%s", yaml)
 	}
+	secrettest.CaptureString(err.Error())
 	if cfg != nil {
 		t.Fatal("Load returned a config with an error")
 	}
@@ -338,7 +340,7 @@ func TestRedacted(t *testing.T) {
 		}
 	}
 	for _, visible := range []string{`"password":"***"`, `"Authorization":"***"`, `"X-Api-Key":"***"`, `"DB_PASSWORD":"***"`,
-		`"REPORT_BUCKET":"reports"`, `"Accept":"application/json"`, `"ttl":"20s"`, `"schedule":"30 2 * * *"`,
+		`"REPORT_BUCKET":"***"`, `"Accept":"application/json"`, `"ttl":"20s"`, `"schedule":"30 2 * * *"`,
 		`"timezone":"Europe/Berlin"`, `"addr":"10.0.0.1:6379"`, `"username":"slotlock"`, `"deadline":"2h0m0s"`} {
 		if !strings.Contains(out, visible) {
 			t.Errorf("Redacted lacks %s:\n%s", visible, out)

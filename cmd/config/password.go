@@ -16,6 +16,10 @@ func (l *loader) readPasswordFile(r *Redis) {
 		l.add("redis.password_file", errors.New("set either redis.password or redis.password_file, not both"))
 		return
 	}
+	if err := checkPasswordFileMode(r.PasswordFile); err != nil {
+		l.add("redis.password_file", err)
+		return
+	}
 	b, err := os.ReadFile(r.PasswordFile)
 	if err != nil {
 		l.add("redis.password_file", fmt.Errorf("cannot read the password: %w", err))

@@ -49,7 +49,7 @@ jobs:
 	for _, want := range []string{
 		`"url":"https://***@fn.example/api/run?sig=***\u0026code=***\u0026page=2"`,
 		`"x-functions-key":"***"`, `"Ocp-Apim-Subscription-Key":"***"`, `"X-Slotlock-Secret":"***"`,
-		`"Content-Type":"application/json"`, `"https://h.example/x?token=***"`, `"BUCKET":"reports"`, `"STORAGE":"***"`,
+		`"Content-Type":"application/json"`, `"command":["curl","***","***","***"]`, `"BUCKET":"***"`, `"STORAGE":"***"`,
 		`"allow_insecure":false`,
 	} {
 		require.Contains(t, out, want)

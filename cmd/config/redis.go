@@ -72,6 +72,10 @@ func (l *loader) validateNodes(nodes []Node) {
 			l.add(p, errors.New("required (host:port)"))
 			continue
 		}
+		if valueHidden(p, n.Addr) {
+			l.add(p, errConnectionString)
+			continue
+		}
 		if err := checkAddr(n.Addr, false); err != nil {
 			l.addValue(p, n.Addr, err)
 			continue

@@ -61,7 +61,9 @@ jobs:
 	require.Equal(t, old.Redis.Nodes, merged.Redis.Nodes)
 	require.Equal(t, old.Lock.TTL, merged.Lock.TTL)
 	require.Len(t, merged.Jobs, 1)
-	require.Equal(t, next.DefinitionsHash(), merged.DefinitionsHash())
+	// The hash is keyed with the password in force (the old one: a new
+	// password needs a restart), over the new jobs.
+	require.Equal(t, load("b", "pw-one", "20s", "").DefinitionsHash(), merged.DefinitionsHash())
 	require.Len(t, old.Jobs, 2, "old untouched")
 
 	// LoadData is Load on the contents.

@@ -27,6 +27,7 @@ func (l *loader) validate(c *Config, malformed map[int]bool) {
 			continue
 		}
 		l.validateJob(i, &c.Jobs[i], seen)
+		l.checkStopGrace(i, &c.Jobs[i], c.Lock)
 	}
 }
 
@@ -77,7 +78,10 @@ func checkAddr(addr string, listen bool) error {
 		return errors.New("want host:port (the host is missing)")
 	}
 	n, err := strconv.Atoi(port)
-	if err != nil || n < 0 || n > 65535 || (n == 0 && !listen) {
+	if err != nil {
+		return errors.New("invalid port: not a number") // not quoted: it may be the rest of a connection string
+	}
+	if n < 0 || n > 65535 || (n == 0 && !listen) {
 		return fmt.Errorf("invalid port %q", port)
 	}
 	return nil

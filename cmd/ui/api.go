@@ -70,7 +70,7 @@ func (s *server) apiSlots(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	limit, err := intParam(q, "limit", scheduler.MaxWindowSlots, 1, scheduler.MaxWindowSlots)
+	limit, err := intParam(q, "limit", s.maxSlots(), 1, s.maxSlots())
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return

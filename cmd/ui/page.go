@@ -76,7 +76,10 @@ type pageView struct {
 	Prev, Next string // the jobs table's page links ("" at an end)
 	Timeline   *timelineView
 	Replicas   []replicaRow
+	Controls   []controlRow
 }
+
+type controlRow struct{ Action, Job, By, At, Detail string }
 
 type jobRow struct {
 	Name, Href, Schedule, Zone, Next, NextUTC string
@@ -106,7 +109,8 @@ func (s *server) page(w http.ResponseWriter, r *http.Request) {
 	specs := s.filterJobs(p.Q)
 	st, err := s.status(r.Context(), specs, p.Offset, pageJobs, now)
 	if err != nil {
-		v.Error, code = "The lock stores did not answer: "+err.Error(), http.StatusServiceUnavailable
+		// Not the error's text: it names node addresses (the log has it).
+		v.Error, code = "The lock stores did not answer.", http.StatusServiceUnavailable
 	} else {
 		s.jobsView(&v, st, specs, p)
 	}
@@ -161,6 +165,10 @@ func (s *server) jobsView(v *pageView, st scheduler.Status, specs []scheduler.Jo
 		v.Replicas = append(v.Replicas, replicaRow{Name: r.Replica, Instance: r.Instance, Version: dash(r.Version), Hash: dash(r.DefinitionsHash),
 			Started: r.Started.UTC().Format(time.RFC3339), Seen: r.Seen.UTC().Format(time.RFC3339),
 			Differs: r.Differs, Running: r.RunningCount})
+	}
+	for _, c := range st.Controls {
+		v.Controls = append(v.Controls, controlRow{Action: c.Action, Job: c.Job, By: c.Who(),
+			At: c.At.UTC().Format(time.RFC3339), Detail: dash(c.Detail)})
 	}
 }
 

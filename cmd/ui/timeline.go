@@ -60,12 +60,13 @@ func (s *server) timeline(r *http.Request, p pageQuery, now time.Time) *timeline
 		tv.Error = "The window: " + err.Error()
 		return tv
 	}
-	sl, err := s.slots(r.Context(), spec, since, until, now, scheduler.MaxWindowSlots)
+	sl, err := s.slots(r.Context(), spec, since, until, now, s.maxSlots())
 	if err != nil {
-		tv.Error = "The lock stores did not answer: " + err.Error()
+		tv.Error = "The lock stores did not answer." // not the text: it names node addresses
 		return tv
 	}
 	buildTimeline(tv, sl, p, spec, s.settleAfter(spec.Name))
+	tv.Max = s.maxSlots()
 	return tv
 }
 

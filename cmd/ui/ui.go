@@ -33,7 +33,18 @@ type Backend struct {
 	// SettleAfter is how long a slot of job may lack a history entry and
 	// still be pending (Scheduler.SettleAfter); nil: always pending.
 	SettleAfter func(job string) time.Duration
+	// MaxSlots caps the slots of one window (history.keep: older slots
+	// have no entry to show); 0 or more than scheduler.MaxWindowSlots:
+	// scheduler.MaxWindowSlots.
+	MaxSlots int
+	// MaxConcurrent is how many page and API requests are served at once;
+	// more are answered 503 at once, so a storm of page loads cannot queue
+	// store reads behind the lock calls. 0: DefaultMaxConcurrent.
+	MaxConcurrent int
 }
+
+// DefaultMaxConcurrent is Backend.MaxConcurrent's default.
+const DefaultMaxConcurrent = 4
 
 // requestTimeout bounds the store reads of one request.
 const requestTimeout = 15 * time.Second
@@ -49,12 +60,16 @@ var assets embed.FS
 
 // Handler serves the page, its assets and the API; any other path is 404.
 func Handler(b Backend) http.Handler {
-	s := &server{b: b, byName: make(map[string]scheduler.JobSpec, len(b.Specs))}
+	n := b.MaxConcurrent
+	if n <= 0 {
+		n = DefaultMaxConcurrent
+	}
+	s := &server{b: b, byName: make(map[string]scheduler.JobSpec, len(b.Specs)), busy: make(chan struct{}, n)}
 	for _, sp := range b.Specs {
 		s.byName[sp.Name] = sp
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /{$}", s.page)
+	mux.HandleFunc("GET /{$}", s.limited(s.page))
 	for _, a := range []struct{ name, ctype string }{{"style.css", "text/css; charset=utf-8"}, {"refresh.js", "text/javascript; charset=utf-8"}} {
 		body, err := assets.ReadFile("assets/" + a.name)
 		if err != nil {
@@ -66,8 +81,8 @@ func Handler(b Backend) http.Handler {
 			_, _ = w.Write(body)
 		})
 	}
-	mux.HandleFunc("GET /api/v1/jobs", s.apiJobs)
-	mux.HandleFunc("GET /api/v1/jobs/{job}/slots", s.apiSlots)
+	mux.HandleFunc("GET /api/v1/jobs", s.limited(s.apiJobs))
+	mux.HandleFunc("GET /api/v1/jobs/{job}/slots", s.limited(s.apiSlots))
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint: "+r.URL.Path)
 	})
@@ -85,6 +100,31 @@ func Handler(b Backend) http.Handler {
 type server struct {
 	b      Backend
 	byName map[string]scheduler.JobSpec
+	busy   chan struct{} // one token per request being served (MaxConcurrent)
+}
+
+// limited serves h when fewer than MaxConcurrent requests are being
+// served, else answers 503 with Retry-After at once (no queue: a waiting
+// request would only hold its connection and read stale data later).
+func (s *server) limited(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case s.busy <- struct{}{}:
+			defer func() { <-s.busy }()
+			h(w, r)
+		default:
+			w.Header().Set("Retry-After", "2")
+			writeError(w, http.StatusServiceUnavailable, "busy: too many status requests at once; retry shortly")
+		}
+	}
+}
+
+// maxSlots is the most slots one window lists.
+func (s *server) maxSlots() int {
+	if s.b.MaxSlots > 0 && s.b.MaxSlots < scheduler.MaxWindowSlots {
+		return s.b.MaxSlots
+	}
+	return scheduler.MaxWindowSlots
 }
 
 func (s *server) now() time.Time {

@@ -32,13 +32,19 @@ const (
 	IdentityHdr  = "sentinel-idhdr-3e7a58"   // IDENTITY_HEADER of a managed identity
 	IdentityURL  = "sentinel-idurl-c41f0e"   // part of IDENTITY_ENDPOINT
 	EnvSecret    = "sentinel-envpw-8d2c6b"   // a job's own env DB_PASSWORD
+	EnvPlain     = "sentinel-envplain-a4d7"  // an env value under a name no pattern knows (MYSQL_PWD, GPG_PASSPHRASE)
+	ArgSecret    = "sentinel-argpw-5e9b03"   // an exec argument: ["--password", this], ["-u", "user:this"]
+	DSNPassword  = "sentinel-dsnpw-17c8fa"   // the password in a Go MySQL DSN user:this@tcp(h)/db
+	BodySecret   = "sentinel-bodypw-d26e41"  // in an http body {"password": this}
+	OutputSecret = "sentinel-outpw-90b3c5"   // printed by a program (in a URL's user info, or its own env value)
+	FleetRedis   = "sentinel-azkey-7b1e2d"   // a Redis password inside a pasted connection string host:6380,password=this
 	ResponseEcho = "sentinel-echoed-f19b27"  // not a credential: marks an echoed body
 )
 
 // All returns every fake credential (not ResponseEcho).
 func All() []string {
 	return []string{URLUser, URLPassword, Sig, Code, Token, Bearer, APIKey, SlotlockHdr, RedisPass,
-		IdentityHdr, IdentityURL, EnvSecret}
+		IdentityHdr, IdentityURL, EnvSecret, EnvPlain, ArgSecret, DSNPassword, BodySecret, OutputSecret, FleetRedis}
 }
 
 var (

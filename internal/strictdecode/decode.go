@@ -17,6 +17,10 @@ type Decoder struct {
 	// "password", "Authorization") may be a credential: errors about it
 	// name the value's type, never the value. nil means no key is secret.
 	Secret func(key string) bool
+	// SecretPath reports whether the value at a full path ("env.DB_PASS",
+	// "command[2]") may be a credential by its place, whatever its key:
+	// errors about it name the value's type, never the value. nil: none.
+	SecretPath func(path string) bool
 	// Mask makes a string value fit for an error message (masking the
 	// credentials in URLs, say). nil shows values as they are.
 	Mask func(value string) string

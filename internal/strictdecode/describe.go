@@ -15,6 +15,9 @@ const hidden = "(value hidden: the key looks like a credential)"
 // "headers.Authorization", "tokens[1]") is Secret, so errors about its
 // value must not show the value.
 func (dc Decoder) secretPath(path string) bool {
+	if dc.SecretPath != nil && dc.SecretPath(path) {
+		return true
+	}
 	if dc.Secret == nil {
 		return false
 	}
