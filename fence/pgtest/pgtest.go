@@ -60,17 +60,26 @@ type Server struct {
 func Start(t testing.TB) *Server {
 	t.Helper()
 	s, err := New()
+	if err != nil {
+		Unavailable(t, err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// Unavailable ends a test that needed a server New could not start: it
+// skips for ErrNoServer (with the install hint), except under CI=true where
+// CI installs PostgreSQL and a missing one fails, and fails for any other
+// error. For a server shared by a package's tests (New in a sync.Once).
+func Unavailable(t testing.TB, err error) {
+	t.Helper()
 	if errors.Is(err, ErrNoServer) {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("%v (CI=true: .ci/test installs Debian's postgresql package)", err)
 		}
 		t.Skipf("%v", err)
 	}
-	if err != nil {
-		t.Fatalf("%v", err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s
+	t.Fatalf("%v", err)
 }
 
 // New starts a server; the caller must Close it. It returns ErrNoServer
