@@ -60,7 +60,7 @@ func TestHTTPMiddlewareRefusesLowerToken(t *testing.T) {
 	}{
 		{"report", 5, 200, ""},
 		{"report", 4, 409, "5"},
-		{"report", 5, 200, ""}, // the same run again (a retry attempt)
+		{"report", 5, 200, ""},  // the same run again (a retry attempt)
 		{"billing", 1, 200, ""}, // another job has its own highest
 		{"report", 6, 200, ""},
 		{"report", 5, 409, "6"},
