@@ -37,6 +37,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/slotlock/slotlock/internal/freeport"
 )
 
 // InstallHint is the command that installs what this package needs.
@@ -144,7 +146,7 @@ func (s *Server) start(bin string, cred *syscall.Credential) error {
 	if out, err := initdb.CombinedOutput(); err != nil {
 		return fmt.Errorf("pgtest: initdb: %v\n%s", err, out)
 	}
-	port, err := freePort()
+	port, err := freeport.Loopback(5432) // never the machine's own PostgreSQL
 	if err != nil {
 		return err
 	}
