@@ -20,5 +20,7 @@
 // every process it starts is stopped by PID, also when a test fails, and is
 // killed by the kernel if the test binary dies. What it does not: it injects
 // one fault at a time, runs on Linux only (/proc, process groups,
-// PDEATHSIG), and needs redis-server on PATH.
+// PDEATHSIG), and needs redis-server on PATH (and PostgreSQL for the
+// fencing scenario's postgres guard: TestFencedWrites, fence_test.go, where
+// a replica frozen mid-run wakes and its write is refused by each guard).
 package e2e

@@ -52,19 +52,22 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// build compiles slotlock and ledgerjob from the module root (plain go
-// build: the race detector covers the packages in their unit tests).
+// build compiles slotlock, ledgerjob and fencedslotlock from the module
+// root (plain go build: the race detector covers the packages in their
+// unit tests).
 func build(dir string) (Binaries, error) {
-	b := Binaries{Slotlock: filepath.Join(dir, "slotlock"), LedgerJob: filepath.Join(dir, "ledgerjob")}
+	b := Binaries{Slotlock: filepath.Join(dir, "slotlock"), LedgerJob: filepath.Join(dir, "ledgerjob"),
+		Fenced: filepath.Join(dir, "fencedslotlock")}
 	start := time.Now()
-	for _, x := range []struct{ out, pkg string }{{b.LedgerJob, "./e2e/internal/ledgerjob"}, {b.Slotlock, "./cmd/slotlock"}} {
+	for _, x := range []struct{ out, pkg string }{{b.LedgerJob, "./e2e/internal/ledgerjob"}, {b.Slotlock, "./cmd/slotlock"},
+		{b.Fenced, "./e2e/internal/fencedslotlock"}} {
 		cmd := exec.Command("go", "build", "-o", x.out, x.pkg)
 		cmd.Dir = ".."
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return b, fmt.Errorf("go build %s: %v\n%s", x.pkg, err, strings.TrimSpace(string(out)))
 		}
 	}
-	fmt.Fprintf(os.Stderr, "e2e: built slotlock and ledgerjob in %v\n", time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(os.Stderr, "e2e: built slotlock, ledgerjob and fencedslotlock in %v\n", time.Since(start).Round(time.Millisecond))
 	return b, nil
 }
 

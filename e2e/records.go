@@ -135,6 +135,8 @@ type Event struct {
 	Reason  string
 	Holder  string
 	Error   string
+	// ErrorClass is run.failed's error_class (stale_token, panic, ...).
+	ErrorClass string
 }
 
 // ReadEvents reads the JSON log lines of every file; lines that are not
@@ -189,6 +191,8 @@ func ParseEvents(r io.Reader) (events []Event, junk []string, err error) {
 			Reason:  str(m["reason"]),
 			Holder:  str(m["holder"]),
 			Error:   str(m["error"]),
+
+			ErrorClass: str(m["error_class"]),
 		}
 		if t, err := time.Parse(time.RFC3339Nano, str(m["time"])); err == nil {
 			e.Time = t

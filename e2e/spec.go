@@ -13,6 +13,10 @@ import (
 type Binaries struct {
 	Slotlock  string // go build ./cmd/slotlock
 	LedgerJob string // go build ./e2e/internal/ledgerjob
+	// Fenced is slotlock with the plugin "fenced" (go build
+	// ./e2e/internal/fencedslotlock); a scenario runs it as its replicas
+	// by setting Slotlock to it.
+	Fenced string
 }
 
 // JobDef is one job of a scenario: an exec job running ledgerjob, or a
@@ -23,6 +27,11 @@ type JobDef struct {
 	Sleep    time.Duration // how long each run takes (exec jobs)
 	Log      string        // when set: plugin log with params {message: Log}, no ledger line
 	Command  []string      // when set: plugin exec running this command, no ledger line
+	// Plugin and Params, when Plugin is set, name another plugin of the
+	// replicas' binary that writes the ledger (e2e/internal/fencedjob):
+	// its params are Params plus "ledger", the scenario's ledger path.
+	Plugin   string
+	Params   map[string]any
 	Forbid   bool          // overlap: forbid (else allow)
 	Misfire  string        // skip (default) | run_once
 	Deadline time.Duration // misfire deadline; default 10m
@@ -85,6 +94,12 @@ func (c *Cluster) configJSON(addrs []string) []byte {
 		}
 		if j.Command != nil {
 			params = map[string]any{"command": j.Command}
+		}
+		if j.Plugin != "" {
+			plugin, params = j.Plugin, map[string]any{"ledger": c.ledger}
+			for k, v := range j.Params {
+				params[k] = v
+			}
 		}
 		jobs = append(jobs, map[string]any{
 			"name":     j.Name,

@@ -37,7 +37,9 @@ import (
 // the run's traceparent (and tracestate: trace.go), W3C Trace Context, so
 // the receiver's spans join the run's trace. A status outside
 // expect_status fails the run with the status and the start of the
-// response body.
+// response body; a 409 carrying X-Slotlock-Fencing-Highest (the fence
+// package's middleware refusing a stale token) fails it with error class
+// "stale_token".
 //
 // Redirects: one within the URL's origin (scheme, host, port) is followed;
 // one to another origin fails the run unless follow_redirects is true, and
@@ -399,12 +401,32 @@ func (j *httpJob) Run(ctx context.Context, run Run) error {
 		snippet := j.mask(bodySnippet(excerpt))
 		attrs = append(attrs, "response_body", snippet)
 		run.Log().WarnContext(ctx, "http: unexpected status", attrs...)
-		return j.maskErr(fmt.Errorf("http: %s %s: status %s, want %s: body %q",
+		err := j.maskErr(fmt.Errorf("http: %s %s: status %s, want %s: body %q",
 			j.p.Method, shownURL, resp.Status, j.want(), snippet))
+		if staleRefusal(resp) {
+			return &staleTokenError{err: err}
+		}
+		return err
 	}
 	run.Log().InfoContext(ctx, "http: request succeeded", attrs...)
 	return nil
 }
+
+// staleRefusal reports whether the receiver refused the request for a
+// stale fencing token, as the fence package's middleware does: 409 Conflict
+// with X-Slotlock-Fencing-Highest, the highest token it already accepted.
+func staleRefusal(resp *http.Response) bool {
+	return resp.StatusCode == http.StatusConflict && resp.Header.Get("X-Slotlock-Fencing-Highest") != ""
+}
+
+// staleTokenError is a run refused by its receiver because a newer run of
+// the job already wrote: its error class is "stale_token", the class of
+// the fence package's ErrStale, without jobs importing fence.
+type staleTokenError struct{ err error }
+
+func (e *staleTokenError) Error() string      { return e.err.Error() }
+func (e *staleTokenError) Unwrap() error      { return e.err }
+func (e *staleTokenError) ErrorClass() string { return "stale_token" }
 
 // bodySnippet makes a short printable excerpt of a response body.
 func bodySnippet(b []byte) string {

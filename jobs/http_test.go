@@ -285,3 +285,42 @@ func TestRedactHeadersOnlyExemptsTheFencingToken(t *testing.T) {
 		t.Errorf("credential shown: %v", got)
 	}
 }
+
+// A 409 with X-Slotlock-Fencing-Highest is the fence middleware refusing a
+// stale token: the run fails with error class stale_token. A bare 409 (or
+// the header on another status) is an ordinary failed status.
+func TestHTTPStaleTokenRefusalHasItsClass(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		status  int
+		highest string
+		class   string
+	}{
+		{"409 with highest", 409, "12", "stale_token"},
+		{"bare 409", 409, "", ""},
+		{"highest on a 500", 500, "12", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if tc.highest != "" {
+					w.Header().Set("X-Slotlock-Fencing-Highest", tc.highest)
+				}
+				http.Error(w, "refused", tc.status)
+			}))
+			defer srv.Close()
+			run, _ := testRun(t)
+			err := mustJob(t, "http", map[string]any{"url": srv.URL}).Run(context.Background(), run)
+			if err == nil || !strings.Contains(err.Error(), "status") {
+				t.Fatalf("err = %v, want the failed status", err)
+			}
+			var c interface{ ErrorClass() string }
+			got := ""
+			if errors.As(err, &c) {
+				got = c.ErrorClass()
+			}
+			if got != tc.class {
+				t.Fatalf("error class %q, want %q", got, tc.class)
+			}
+		})
+	}
+}

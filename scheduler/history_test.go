@@ -2,6 +2,8 @@ package scheduler
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -59,4 +61,21 @@ func TestHistoryFailedRunHasAClassNotAText(t *testing.T) {
 		require.Equal(t, OutcomeFailed, h[0].Outcome)
 		require.Equal(t, "error", h[0].ErrorClass)
 	})
+}
+
+type classedErr struct{}
+
+func (classedErr) Error() string      { return "fence: stale fencing token" }
+func (classedErr) ErrorClass() string { return "stale_token" }
+
+// errorClass reads the class a job's error gives itself through any
+// wrapping (fence.ErrStale's "stale_token", without the scheduler
+// importing fence); a plain error is "error", a panic "panic".
+func TestErrorClassOfWrappedError(t *testing.T) {
+	if got := errorClass(fmt.Errorf("write report: %w", classedErr{})); got != "stale_token" {
+		t.Fatalf("errorClass = %q, want stale_token", got)
+	}
+	if got := errorClass(errors.New("boom")); got != "error" {
+		t.Fatalf("errorClass(plain) = %q, want error", got)
+	}
 }

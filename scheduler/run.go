@@ -151,7 +151,7 @@ func (s *Scheduler) execute(r runSpec) (h HistoryEntry, runErr error) {
 		log.Info("run succeeded", "event", evRunSucceeded, "attempt", attempt, "duration_ms", dur.Milliseconds())
 	case OutcomeFailed:
 		log.Error("run failed", "event", evRunFailed, "attempt", attempt, "duration_ms", dur.Milliseconds(),
-			"error", s.scrub.String(runErr.Error()))
+			"error", s.scrub.String(runErr.Error()), "error_class", errorClass(runErr))
 	case OutcomeCanceled:
 		attrs := []any{"event", evRunCanceled, "reason", cancelReason(context.Cause(ctx)),
 			"attempt", attempt, "duration_ms", dur.Milliseconds()}

@@ -348,7 +348,7 @@ func TestRetryExhausted(t *testing.T) {
 		evs := e.sink.events(t)
 		failed := where(evs, "run.failed")
 		if len(failed) != 1 || failed[0].num("attempt") != 2 || failed[0].str("error") != "planned failure" ||
-			failed[0].str("level") != "ERROR" {
+			failed[0].str("error_class") != "error" || failed[0].str("level") != "ERROR" {
 			t.Errorf("run.failed: %v", failed)
 		}
 		_, err := e.locker.Acquire(context.Background(), slotKey("broken", bubbleStart.Add(time.Minute)), time.Second)

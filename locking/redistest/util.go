@@ -3,40 +3,22 @@ package redistest
 import (
 	"bytes"
 	"fmt"
-	"net"
 	"sync"
+
+	"github.com/slotlock/slotlock/internal/freeport"
 )
 
 // Helpers: a free loopback port, and a log buffer safe for concurrent use.
 
-// freePort returns a loopback port that nothing listens on and that this
-// process has not handed out before: the kernel may offer a port it just
-// freed again, and a node not yet started has not bound its port.
+// freePort returns a free loopback port, never Redis's defaults 6379 and
+// 6380, where the machine's own servers may run.
 func freePort() (int, error) {
-	for {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return 0, fmt.Errorf("redistest: free port: %w", err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		_ = l.Close()
-		if port == 6379 || port == 6380 {
-			continue
-		}
-		handedOutMu.Lock()
-		seen := handedOut[port]
-		handedOut[port] = true
-		handedOutMu.Unlock()
-		if !seen {
-			return port, nil
-		}
+	port, err := freeport.Loopback(6379, 6380)
+	if err != nil {
+		return 0, fmt.Errorf("redistest: %w", err)
 	}
+	return port, nil
 }
-
-var (
-	handedOutMu sync.Mutex
-	handedOut   = map[int]bool{}
-)
 
 type syncBuffer struct {
 	mu sync.Mutex

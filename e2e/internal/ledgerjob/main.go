@@ -19,7 +19,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/signal"
@@ -68,7 +67,7 @@ func main() {
 		PID:     os.Getpid(),
 	}
 	l.Ev = "start"
-	if err := write(path, l); err != nil {
+	if err := ledger.Append(path, l); err != nil {
 		fmt.Fprintln(os.Stderr, "ledgerjob:", err)
 		os.Exit(3)
 	}
@@ -83,30 +82,11 @@ func main() {
 	case <-sig:
 		l.Outcome, code = "canceled", 143
 	}
-	if err := write(path, l); err != nil {
+	if err := ledger.Append(path, l); err != nil {
 		fmt.Fprintln(os.Stderr, "ledgerjob:", err)
 		os.Exit(3)
 	}
 	os.Exit(code)
-}
-
-func write(path string, l ledger.Line) error {
-	l.UnixNs = time.Now().UnixNano()
-	b, err := json.Marshal(l)
-	if err != nil {
-		return err
-	}
-	b = append(b, '\n')
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	return err
 }
 
 func setPdeathsig(sig syscall.Signal) error {
