@@ -108,7 +108,7 @@ func azureDockerOptions(t *testing.T) (remoteBuild bool, path string) {
 // With remoteBuild on, azd has Azure Container Registry build the image,
 // and a registry build runs the classic builder, not BuildKit: the
 // Dockerfile must use nothing else (and azd must not need to fall back to a
-// local Docker the README says is not needed).
+// local Docker the deploy docs say is not needed).
 func TestDockerfileBuildsWithoutBuildKit(t *testing.T) {
 	t.Run("checker", testBuildKitOnlySyntaxIsRecognised)
 	remote, path := azureDockerOptions(t)

@@ -38,10 +38,10 @@ func readRuleFile(t *testing.T, name string) ruleFile {
 	return f
 }
 
-const runbookURL = "https://github.com/slotlock/slotlock/blob/main/README.md#"
+const runbookURL = "https://github.com/slotlock/slotlock/blob/main/docs/operations.md#"
 
 // Every alert has an expression, a severity the receivers route on, a
-// summary, a description and a runbook in the README; names are unique.
+// summary, a description and a runbook in docs/operations.md; names are unique.
 func TestAlertRulesStructure(t *testing.T) {
 	f := readRuleFile(t, "prometheus/slotlock-alerts.yaml")
 	var names []string
@@ -59,7 +59,7 @@ func TestAlertRulesStructure(t *testing.T) {
 			require.Contains(t, []string{"critical", "warning", "info"}, r.Labels["severity"], "%s: severity", r.Alert)
 			require.NotEmpty(t, r.Annotations["summary"], r.Alert)
 			require.NotEmpty(t, r.Annotations["description"], r.Alert)
-			require.True(t, strings.HasPrefix(r.Annotations["runbook_url"], runbookURL), "%s: runbook_url %q is not a README section", r.Alert, r.Annotations["runbook_url"])
+			require.True(t, strings.HasPrefix(r.Annotations["runbook_url"], runbookURL), "%s: runbook_url %q is not a section of docs/operations.md", r.Alert, r.Annotations["runbook_url"])
 		}
 	}
 	// The issue's list: missed slots, failing jobs, no quorum, differing
@@ -79,9 +79,10 @@ func TestAlertRulesStructure(t *testing.T) {
 	}
 }
 
-// Each runbook link leads to a README heading that documents every alert.
-func TestAlertRunbookInREADME(t *testing.T) {
-	readme := string(readFile(t, "../README.md"))
+// Each runbook link leads to a heading of docs/operations.md that documents
+// every alert.
+func TestAlertRunbookInOperations(t *testing.T) {
+	readme := string(readFile(t, "../docs/operations.md"))
 	anchors := map[string]string{} // anchor -> the section's text
 	heads := regexp.MustCompile(`(?m)^#{2,4} (.+)$`).FindAllStringSubmatchIndex(readme, -1)
 	for i, h := range heads {
@@ -95,8 +96,8 @@ func TestAlertRunbookInREADME(t *testing.T) {
 		for _, r := range g.Rules {
 			anchor := strings.TrimPrefix(r.Annotations["runbook_url"], runbookURL)
 			section, ok := anchors[anchor]
-			require.True(t, ok, "%s: README has no heading with anchor #%s", r.Alert, anchor)
-			require.True(t, strings.Contains(section, "`"+r.Alert+"`"), "the README section #%s does not document %s", anchor, r.Alert)
+			require.True(t, ok, "%s: docs/operations.md has no heading with anchor #%s", r.Alert, anchor)
+			require.True(t, strings.Contains(section, "`"+r.Alert+"`"), "the section #%s of docs/operations.md does not document %s", anchor, r.Alert)
 		}
 	}
 }

@@ -35,8 +35,8 @@ type slotKey struct {
 
 func keyOf(job string, t time.Time) slotKey { return slotKey{job, t.Unix()} }
 
-// check is one of the checker's findings (the README's "Guarantees,
-// tested" table): run reads the scenario, adds to the report's counters
+// check is one of the checker's findings (the table of
+// docs/guarantees.md, "Guarantees, tested"): run reads the scenario, adds to the report's counters
 // and writes its evidence into its own Finding; failures is the part of
 // the report that fails the scenario.
 type check struct {

@@ -271,7 +271,7 @@ func TestCheckAcquiredExplainsOnlyInFaultWindow(t *testing.T) {
 }
 
 // Every check runs on every scenario and reports its own failures and
-// evidence, in the order of the README's table.
+// evidence, in the order of the table in docs/guarantees.md.
 func TestCheckFindingsPerCheck(t *testing.T) {
 	runs, evs := steady(6)
 	d := mkRun("tick", 4, "r3", 11, 4.02, 4.3) // slot 4 twice; token 11 before 6

@@ -95,7 +95,7 @@ type Report struct {
 
 // Finding is what one named check reports.
 type Finding struct {
-	Check    string   // the check's name, as in the README's table
+	Check    string   // the check's name, as in docs/guarantees.md's table
 	Failures int      // what it counts against the scenario
 	Problems []string // the evidence, at most maxProblems lines
 }

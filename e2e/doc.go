@@ -10,7 +10,7 @@
 //
 //	go test ./e2e/                                     # the short scenarios, ~2.5 min on 2 cores
 //	go test ./e2e/ -run 'TestSoak$' -soak 10m -timeout 30m -v   # random faults, printed seed
-//	go test ./e2e/ -run TestScale -scale -scale.jobs 100,1000,5000 -v -timeout 30m  # scale table (README)
+//	go test ./e2e/ -run TestScale -scale -scale.jobs 100,1000,5000 -v -timeout 30m  # scale table (docs/performance.md)
 //	go test -short ./...                               # skips this suite
 //
 // What the suite guarantees: any duplicate run of a slot, miss outside a

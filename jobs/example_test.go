@@ -44,8 +44,8 @@ func (h *hello) Run(ctx context.Context, run jobs.Run) error {
 	return nil
 }
 
-// A plugin registers a factory under a name from an init function (the
-// README's "Writing a plugin" shows this file as package hello). Testing it
+// A plugin registers a factory under a name from an init function (docs/plugins.md,
+// "Writing a plugin", shows this file as package hello). Testing it
 // needs no scheduler: build the job through jobs.Lookup, as the
 // configuration loader does, and run one attempt with jobs.Execute, as the
 // scheduler does.

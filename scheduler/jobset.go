@@ -64,7 +64,7 @@ func (s *Scheduler) buildJobs(specs []JobSpec, now time.Time) (*defs, error) {
 		// change): one whose offset for the slot is up to Jitter later than
 		// this one's — any replica with a jitter no larger — still finds
 		// the marker. A replica with a larger jitter is covered only up to
-		// the lifetime's margin (README, "Jitter").
+		// the lifetime's margin (docs/concepts.md, "Jitter").
 		j.doneTTL += spec.Jitter
 		d.byName[spec.Name] = j
 		d.order = append(d.order, j)

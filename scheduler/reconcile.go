@@ -193,7 +193,7 @@ func (p *pass) job(ctx context.Context, j *job) error {
 	}
 	// A job a reload added or rescheduled here has run as it is since then
 	// on this replica, which fires each of its slots after that: earlier
-	// ones are another definition's (README, "Hot reload").
+	// ones are another definition's (docs/configuration.md, "Hot reload").
 	from = later(from, j.since)
 	if cut := now.Add(-fleetRetention); from.Before(cut) {
 		if err := p.unjudged(ctx, j, from, cut); err != nil {

@@ -103,7 +103,7 @@ func (s *Scheduler) settledInHistory(j *job, t time.Time, lease *locking.Lease) 
 	cancel()
 	switch {
 	case errors.Is(err, ErrNoHistory):
-		return false // the claim is all there is to go by (README, "Jitter")
+		return false // the claim is all there is to go by (docs/concepts.md, "Jitter")
 	case err == nil && !found:
 		return false
 	case err == nil:

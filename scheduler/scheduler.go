@@ -2,7 +2,7 @@
 // slot — a job and the nominal time its schedule gives — runs exactly once
 // across the replicas, through the leases of package locking.
 //
-// Life of a slot on one replica (see the README's "Slot model"):
+// Life of a slot on one replica (see docs/concepts.md):
 //
 //  1. The loop wakes for job J at nominal time T (whole seconds, DST rules
 //     applied by Schedule.Next) plus J's jitter offset, if it has a jitter

@@ -21,7 +21,7 @@ import (
 // is what is measured. Tracing off (a nil provider) is the default; on is
 // the SDK with a batch processor and an exporter that drops the spans.
 // Compare "off" with the commit before tracing existed (the figures are
-// in the README, "Tracing"):
+// in docs/operations.md, "Tracing"):
 //
 //	go test -run '^$' -bench SlotAttempt -benchmem -count 5 ./scheduler
 func BenchmarkSlotAttempt(b *testing.B) {

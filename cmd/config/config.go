@@ -4,7 +4,7 @@
 // its schedule parsed, its time zone loaded and its plugin built, or an
 // Errors value that lists every problem found, each naming its key path.
 //
-// The schema is the contract's (see the README, "Configuration"); the Go
+// The schema is the contract's (docs/configuration.md); the Go
 // field names follow the YAML keys.
 //
 // Each setting is defined once, in the file of its section (log.go,
@@ -16,7 +16,7 @@
 // defaults koanf merges under the file and the redacted dump are derived
 // from the tags (tree.go); conversion to the scheduler's and the lock
 // layer's settings is in convert.go. Adding a setting touches its section
-// file, convert.go and the README's schema, which a test holds to the
+// file, convert.go and the schema in docs/configuration.md, which a test holds to the
 // struct.
 package config
 

@@ -39,48 +39,49 @@ func TestEverySettingHasARedactionDecision(t *testing.T) {
 	walk("", reflect.TypeFor[Config]())
 }
 
-// The README's schema (section "Configuration", "Schema") lists every
+// The schema of docs/configuration.md (section "Schema") lists every
 // setting and no other, each with the default Load applies; a job's
 // required keys, which have no default, say "required" in their comment.
-func TestREADMESchemaMatchesTheDefaults(t *testing.T) {
-	blocks := readmeSchema(t)
+func TestDocumentedSchemaMatchesTheDefaults(t *testing.T) {
+	blocks := documentedSchema(t)
 	require.Len(t, blocks, 2, "the Schema section has the settings block and the job block")
 
 	// The settings, as Defaults returns them.
 	settings := leaves(t, "", blocks[0])
 	require.ElementsMatch(t, sortedKeys(treeLeaves("", tree(reflect.ValueOf(Defaults()), false))), sortedKeys(settings),
-		"the README's settings block and the Config struct name different keys")
-	cfg, err := load("README.md", []byte(blocks[0]), nil)
-	require.NoError(t, err, "the README's settings block does not load")
-	require.Equal(t, defaultsMap(), tree(reflect.ValueOf(*cfg), false), "the README's settings block differs from Defaults()")
+		"the documented settings block and the Config struct name different keys")
+	cfg, err := load("docs/configuration.md", []byte(blocks[0]), nil)
+	require.NoError(t, err, "the documented settings block does not load")
+	require.Equal(t, defaultsMap(), tree(reflect.ValueOf(*cfg), false), "the documented settings block differs from Defaults()")
 
 	// A job, as DefaultJob returns it.
 	var doc struct {
 		Jobs []map[string]any `yaml:"jobs"`
 	}
 	require.NoError(t, yaml.Unmarshal([]byte(blocks[1]), &doc))
-	require.Len(t, doc.Jobs, 1, "the README's job block shows one job")
+	require.Len(t, doc.Jobs, 1, "the documented job block shows one job")
 	job := leaves(t, "jobs[0].", blocks[1])
 	defaults := treeLeaves("jobs[0].", tree(reflect.ValueOf(DefaultJob()), false))
-	require.ElementsMatch(t, sortedKeys(defaults), sortedKeys(job), "the README's job block and the Job struct name different keys")
+	require.ElementsMatch(t, sortedKeys(defaults), sortedKeys(job), "the documented job block and the Job struct name different keys")
 	var documented Job
-	require.NoError(t, decoder.Decode(doc.Jobs[0], &documented), "the README's job does not decode")
+	require.NoError(t, decoder.Decode(doc.Jobs[0], &documented), "the documented job does not decode")
 	for path, v := range treeLeaves("jobs[0].", tree(reflect.ValueOf(documented), false)) {
 		if !reflect.DeepEqual(v, defaults[path]) {
 			require.True(t, strings.HasPrefix(job[path], "required"),
-				"%s: the README shows %v, the default is %v (or say \"required\" in its comment)", path, v, defaults[path])
+				"%s: docs/configuration.md shows %v, the default is %v (or say \"required\" in its comment)", path, v, defaults[path])
 		}
 	}
 }
 
-// readmeSchema returns the ```yaml blocks of the README's Schema section.
-func readmeSchema(t *testing.T) []string {
+// documentedSchema returns the ```yaml blocks of the Schema section of
+// docs/configuration.md.
+func documentedSchema(t *testing.T) []string {
 	t.Helper()
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile("../../docs/configuration.md")
 	require.NoError(t, err)
-	_, section, ok := strings.Cut(string(b), "\n### Schema\n")
-	require.True(t, ok, "README.md has no ### Schema section")
-	section, _, _ = strings.Cut(section, "\n### ")
+	_, section, ok := strings.Cut(string(b), "\n## Schema\n")
+	require.True(t, ok, "docs/configuration.md has no ## Schema section")
+	section, _, _ = strings.Cut(section, "\n## ")
 	var blocks []string
 	for {
 		_, rest, ok := strings.Cut(section, "```yaml\n")

@@ -1,6 +1,6 @@
 // Command slotlock is a distributed cron: every replica runs the same jobs,
-// and each schedule slot runs exactly once across them. See the README and
-// `slotlock help`.
+// and each schedule slot runs exactly once across them. See README.md, docs/
+// and `slotlock help`.
 package main
 
 import (

@@ -12,7 +12,7 @@ import (
 // The page with a window of 10,000 slots (every outcome, a detail open, a
 // page of 50 jobs and three replicas), built and rendered from memory: the
 // cost of the page itself, without the stores. It must stay well under a
-// second (the README gives the figure).
+// second (docs/operations.md gives the figure).
 //
 //	go test ./cmd/ui -run '^$' -bench RenderTimeline10k -benchmem
 func BenchmarkRenderTimeline10k(b *testing.B) {

@@ -103,7 +103,7 @@ func TestAlertRuleSettings(t *testing.T) {
 // names only events the scheduler really logs.
 func TestAlertQueriesNameRealEvents(t *testing.T) {
 	events := schedulerEvents(t)
-	readme := read(t, "../../README.md")
+	docs := documents(t)
 	for _, r := range readRules(t) {
 		q := read(t, filepath.Join("alerts", r.Name+".kql"))
 		require.Contains(t, q, "ContainerAppConsoleLogs_CL", r.Name)
@@ -115,7 +115,7 @@ func TestAlertQueriesNameRealEvents(t *testing.T) {
 		for _, m := range named {
 			require.Contains(t, events, m[1], "%s: %q is not an event of scheduler/events.go", r.Name, m[1])
 		}
-		require.True(t, strings.Contains(readme, "deploy/azure/alerts/"+r.Name+".kql"), "the README does not list deploy/azure/alerts/%s.kql", r.Name)
+		require.True(t, strings.Contains(docs, "deploy/azure/alerts/"+r.Name+".kql"), "neither README.md nor docs/ lists deploy/azure/alerts/%s.kql", r.Name)
 	}
 }
 
@@ -175,4 +175,16 @@ func TestLogAlertRulesSkipQueryValidation(t *testing.T) {
 		require.Regexp(t, `(?m)^\s*kind: 'LogAlert'$`, r.body, "%s: %s", r.file, r.symbol)
 		require.Regexp(t, `(?m)^\s*skipQueryValidation: true$`, r.body, "%s: %s must set skipQueryValidation: true", r.file, r.symbol)
 	}
+}
+
+// documents is README.md and every page of docs/, joined.
+func documents(t *testing.T) string {
+	t.Helper()
+	pages, err := filepath.Glob("../../docs/*.md")
+	require.NoError(t, err)
+	var b strings.Builder
+	for _, p := range append([]string{"../../README.md"}, pages...) {
+		b.WriteString(read(t, p))
+	}
+	return b.String()
 }

@@ -7,13 +7,13 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// deploySection returns the README from "## Deploy to Azure Container
+// deployDocs returns docs/deploy.md from "## Deploy to Azure Container
 // Apps" to its end, and docs/deploy-azure.md.
-func deployDocs(t *testing.T) (readme, detail string) {
+func deployDocs(t *testing.T) (short, detail string) {
 	t.Helper()
-	all := read(t, "../../README.md")
+	all := read(t, "../../docs/deploy.md")
 	i := strings.Index(all, "## Deploy to Azure Container Apps")
-	require.GreaterOrEqual(t, i, 0, "README has no deploy section")
+	require.GreaterOrEqual(t, i, 0, "docs/deploy.md has no Azure section")
 	return all[i:], read(t, "../../docs/deploy-azure.md")
 }
 
@@ -21,8 +21,8 @@ func deployDocs(t *testing.T) (readme, detail string) {
 // rollout semantics, the azd version and providers, the entrypoint, and how
 // to verify a deployment, and they no longer make the false claims.
 func TestDeployDocsTellTheTruth(t *testing.T) {
-	readme, detail := deployDocs(t)
-	for _, doc := range []struct{ name, text string }{{"README", readme}, {"docs/deploy-azure.md", detail}} {
+	short, detail := deployDocs(t)
+	for _, doc := range []struct{ name, text string }{{"docs/deploy.md", short}, {"docs/deploy-azure.md", detail}} {
 		for _, want := range []string{
 			"asynchronous",                // Redis replication
 			"planned maintenance",         // failovers are routine
@@ -41,6 +41,6 @@ func TestDeployDocsTellTheTruth(t *testing.T) {
 			require.False(t, strings.Contains(doc.text, gone), "%s still says %q", doc.name, gone)
 		}
 	}
-	all := read(t, "../../README.md")
-	require.True(t, strings.Contains(all, "`/usr/local/bin/tini -- /usr/local/bin/slotlock`"), "README's image table does not give the entrypoint")
+	all := read(t, "../../docs/deploy.md")
+	require.True(t, strings.Contains(all, "`/usr/local/bin/tini -- /usr/local/bin/slotlock`"), "docs/deploy.md's image table does not give the entrypoint")
 }

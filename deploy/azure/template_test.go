@@ -20,8 +20,8 @@ func read(t *testing.T, name string) string {
 }
 
 // The Redis instances persist their data by default: a node that comes
-// back empty can break mutual exclusion and fencing-token order (README,
-// "Locking: Limits"). The default holds whether or not azd passes the
+// back empty can break mutual exclusion and fencing-token order (docs/guarantees.md,
+// "Limits"). The default holds whether or not azd passes the
 // parameter.
 func TestRedisPersistenceIsOnByDefault(t *testing.T) {
 	main := read(t, "main.bicep")

@@ -68,13 +68,13 @@ func TestComposeIsHardened(t *testing.T) {
 	require.Equal(t, 3, replicas)
 }
 
-// The README's compose commands use the loopback addresses the file
+// The documented compose commands use the loopback addresses the file
 // publishes.
-func TestComposeREADMEUsesLoopback(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
+func TestComposeDocsUseLoopback(t *testing.T) {
+	b, err := os.ReadFile("../../docs/deploy.md")
 	require.NoError(t, err)
-	readme := string(b)
-	i := strings.Index(readme, "docker compose -f deploy/local/compose.yaml up")
+	doc := string(b)
+	i := strings.Index(doc, "docker compose -f deploy/local/compose.yaml up")
 	require.GreaterOrEqual(t, i, 0)
-	require.True(t, strings.Contains(readme[i:], "curl -s 127.0.0.1:8081/metrics"), "README: the compose example does not curl 127.0.0.1:8081")
+	require.True(t, strings.Contains(doc[i:], "curl -s 127.0.0.1:8081/metrics"), "docs/deploy.md: the compose example does not curl 127.0.0.1:8081")
 }

@@ -1,11 +1,15 @@
-// Package readmetest keeps the README's Go code blocks equal to the
-// runnable examples they come from. It has no code of its own: its test
-// reads README.md, finds every block marked
+// Package readmetest keeps the documents (README.md and docs/*.md) true to
+// the code. It has no code of its own; its tests
 //
-//	<!-- example: jobs/example_test.go as package hello ... -->
+//   - keep every Go block marked
 //
-// and fails when the block differs from that file as a reader would write
-// it: the package renamed, the Example functions left out, and only the
-// imports the rest uses. `go test ./internal/readmetest -update` rewrites
-// the blocks from the examples.
+//     <!-- example: jobs/example_test.go as package hello ... -->
+//
+//     equal to the runnable example it comes from, as a reader would write
+//     it: the package renamed, the Example functions left out, and only the
+//     imports the rest uses (`go test ./internal/readmetest -update`
+//     rewrites the blocks from the examples);
+//
+//   - resolve every relative link and anchor: a file or folder that exists,
+//     a heading of the linked document.
 package readmetest

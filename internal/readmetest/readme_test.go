@@ -19,28 +19,46 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var update = flag.Bool("update", false, "rewrite README.md's example blocks from the example files")
+var update = flag.Bool("update", false, "rewrite the example blocks of README.md and docs/*.md from the example files")
 
-const readme = "../../README.md"
+// root is the repository, seen from this package.
+const root = "../.."
+
+// docFiles are the documents whose blocks and links are checked: README.md
+// and every page under docs/.
+func docFiles(t *testing.T) []string {
+	pages, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	require.NoError(t, err)
+	return append([]string{filepath.Join(root, "README.md")}, pages...)
+}
 
 // exampleBlock matches a marker line and the fenced Go block after it.
 var exampleBlock = regexp.MustCompile("(?m)^<!-- example: (\\S+) as package (\\w+)\\b[^\\n]*-->\\n```go\\n((?s:.*?))```\\n")
 
-func TestREADMEExamples(t *testing.T) {
-	text, err := os.ReadFile(readme)
+func TestDocExamples(t *testing.T) {
+	found := 0
+	for _, doc := range docFiles(t) {
+		found += checkExamples(t, doc)
+	}
+	require.NotZero(t, found, "no document has a <!-- example: FILE as package NAME --> block")
+}
+
+// checkExamples compares (or, with -update, rewrites) the example blocks of
+// one document and returns how many it has.
+func checkExamples(t *testing.T, doc string) int {
+	text, err := os.ReadFile(doc)
 	require.NoError(t, err)
 	blocks := exampleBlock.FindAllSubmatchIndex(text, -1)
-	require.NotEmpty(t, blocks, "README.md has no <!-- example: FILE as package NAME --> block")
 
 	var out bytes.Buffer
 	last := 0
 	for _, m := range blocks {
 		file, pkg := string(text[m[2]:m[3]]), string(text[m[4]:m[5]])
-		want, err := render(filepath.Join("../..", filepath.FromSlash(file)), pkg)
+		want, err := render(filepath.Join(root, filepath.FromSlash(file)), pkg)
 		require.NoError(t, err, file)
 		got := string(text[m[6]:m[7]])
 		if !*update {
-			require.Equal(t, want, got, "README.md's block from %s differs from the example: edit the example, then run go test ./internal/readmetest -update", file)
+			require.Equal(t, want, got, "%s's block from %s differs from the example: edit the example, then run go test ./internal/readmetest -update", doc, file)
 		}
 		out.Write(text[last:m[6]])
 		out.WriteString(want)
@@ -48,9 +66,10 @@ func TestREADMEExamples(t *testing.T) {
 	}
 	out.Write(text[last:])
 	if *update && !bytes.Equal(out.Bytes(), text) {
-		require.NoError(t, os.WriteFile(readme, out.Bytes(), 0o644))
-		t.Logf("rewrote %d example blocks in README.md", len(blocks))
+		require.NoError(t, os.WriteFile(doc, out.Bytes(), 0o644))
+		t.Logf("rewrote %d example blocks in %s", len(blocks), doc)
 	}
+	return len(blocks)
 }
 
 // render returns the example file at path as a reader's own package pkg

@@ -1,0 +1,12 @@
+// Package scaleplot draws the charts of docs/performance.md from the scale
+// benchmark's own output: the markdown tables that
+//
+//	go test ./e2e -run TestScale -scale ... -scale.out FILE
+//
+// writes, kept under docs/data/. No figure in a chart is typed by hand. Its
+// test fails when docs/images/*.svg differ from what the data gives;
+//
+//	go test ./internal/scaleplot -update
+//
+// redraws them after a new data file is added.
+package scaleplot

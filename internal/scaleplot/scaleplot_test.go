@@ -1,0 +1,89 @@
+package scaleplot
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+var update = flag.Bool("update", false, "redraw docs/images/*.svg from docs/data/*.md")
+
+const (
+	dataDir   = "../../docs/data"
+	imagesDir = "../../docs/images"
+)
+
+// The charts on the performance page are what the data files give.
+func TestChartsMatchTheData(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(dataDir, "scale-*.md"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files, "no scale data under docs/data")
+	var points []Point
+	for _, f := range files {
+		fh, err := os.Open(f)
+		require.NoError(t, err)
+		pts, err := Parse(fh)
+		fh.Close()
+		require.NoError(t, err, f)
+		require.NotEmpty(t, pts, "%s has no scale table", f)
+		points = append(points, pts...)
+	}
+	for name, chart := range Charts(points) {
+		path := filepath.Join(imagesDir, name)
+		want := chart.SVG()
+		if *update {
+			require.NoError(t, os.MkdirAll(imagesDir, 0o755))
+			require.NoError(t, os.WriteFile(path, []byte(want), 0o644))
+			continue
+		}
+		got, err := os.ReadFile(path)
+		require.NoError(t, err, "run go test ./internal/scaleplot -update")
+		require.Equal(t, want, string(got), "%s is stale: run go test ./internal/scaleplot -update", path)
+	}
+}
+
+func TestParse(t *testing.T) {
+	cases := []struct {
+		name string
+		in   string
+		want []Point
+		err  string
+	}{
+		{
+			name: "a scale table with extra columns",
+			in: "host: x\n\n| jobs | replicas × nodes | overlap | slots run / s | every slot once | start delay p50 / p99 | more |\n" +
+				"|---|---|---|---|---|---|---|\n" +
+				"| 5,000 | 3 × 3 | forbid | 4,999 | no duplicate | 0.5 / 1.1 s | x |\n" +
+				"| 100 | 1 × 1 | allow | 100 | yes | 10 / 25 ms | y |\n",
+			want: []Point{
+				{Jobs: 5000, Setup: "3 × 3 forbid", RunPerS: 4999, P50: 500, P99: 1100},
+				{Jobs: 100, Setup: "1 × 1 allow", RunPerS: 100, P50: 10, P99: 25},
+			},
+		},
+		{
+			name: "another table is skipped",
+			in:   "| step | x |\n|---|---|\n| before | 1 |\n",
+		},
+		{
+			name: "a malformed delay names the line",
+			in: "| jobs | replicas × nodes | overlap | slots run / s | start delay p50 / p99 |\n|---|---|---|---|---|\n" +
+				"| 1 | 3 × 3 | forbid | 1 | fast |\n",
+			err: "line 3: start delay \"fast\"",
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := Parse(strings.NewReader(c.in))
+			if c.err != "" {
+				require.ErrorContains(t, err, c.err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, c.want, got)
+		})
+	}
+}
