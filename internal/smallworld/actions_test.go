@@ -118,7 +118,14 @@ func (w *world) enabled() []action {
 			faults = append(faults, action{kind: "wipe", store: i})
 		}
 	}
+	faults = slices.DeleteFunc(faults, w.cfg.excluded)
 	return append(out, faults...)
+}
+
+// excluded reports a fault the world does not draw.
+func (c worldConfig) excluded(x action) bool {
+	return isFault(x.kind) && (c.kinds != nil && !slices.Contains(c.kinds, x.kind) ||
+		c.victims != nil && x.actor != "" && x.kind != "lose" && !slices.Contains(c.victims, x.actor))
 }
 
 // eagerStep is the partial-order reduction: a process waiting at a step
@@ -141,7 +148,7 @@ func (w *world) eagerStep() []action {
 				out = append(out, action{kind: "pause", actor: a.name})
 			}
 		}
-		return out
+		return slices.DeleteFunc(out, w.cfg.excluded)
 	}
 	return nil
 }
@@ -185,10 +192,11 @@ func (w *world) roundUnsent(a *actor) bool {
 	return n > 0
 }
 
-// canTick: time may pass when nothing is awaited, every lease holder that
-// is alive is paused, and some process can still act.
+// canTick: time may pass when no request is in flight but at a frozen
+// store (a request held back past a TTL is the freeze fault), every lease
+// holder that is alive is paused, and some process can still act.
 func (w *world) canTick() bool {
-	if w.ticks >= w.cfg.ticks || w.anyAwaited() {
+	if w.ticks >= w.cfg.ticks || w.anyAwaited() || slices.ContainsFunc(w.pending, func(r *request) bool { return !w.frozen[r.store] && !r.lost }) {
 		return false
 	}
 	busy := false

@@ -34,7 +34,8 @@ type explorer struct {
 type frame struct {
 	alts  []action
 	next  int
-	sleep []action // asleep at this depth
+	sleep []action   // asleep at this depth
+	child [][]action // asleep after taking each of alts
 }
 
 // counterexample is the shortest schedule found breaking an invariant of
@@ -70,7 +71,7 @@ func (x *explorer) backtrack() bool {
 		f.next++
 		if f.next < len(f.alts) {
 			x.path = append(x.path[:len(x.frames)-1], f.alts[f.next])
-			x.sleep = childSleep(f, f.next)
+			x.sleep = f.child[f.next]
 			return true
 		}
 		x.frames = x.frames[:len(x.frames)-1]
@@ -102,9 +103,10 @@ func (x *explorer) runBranch() {
 				return
 			}
 			f := frame{alts: acts, sleep: x.sleep}
+			f.child = w.sleeps(&f)
 			x.frames = append(x.frames, f)
 			x.path = append(x.path, acts[0])
-			x.sleep = childSleep(&f, 0)
+			x.sleep = f.child[0]
 			x.maxDepth = max(x.maxDepth, len(x.path))
 			w.apply(acts[0])
 			synctest.Wait()

@@ -1,6 +1,9 @@
 package smallworld
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+)
 
 // Independence: two actions are independent when, both possible, taking
 // them in either order leads to the same state and neither disables the
@@ -32,14 +35,42 @@ func storeOf(a action) int {
 	return -1
 }
 
-// childSleep is the sleep set after taking f.alts[i]: what was asleep at
-// f, and the alternatives explored before it, that are independent of it.
-func childSleep(f *frame, i int) []action {
-	taken := f.alts[i]
-	var out []action
-	for _, z := range append(slices.Clone(f.sleep), f.alts[:i]...) {
-		if independent(z, taken) && !slices.Contains(out, z) {
-			out = append(out, z)
+// independentAt is independent, or, for two requests of different
+// processes at one store, whether they commute there now: run in either
+// order on copies of the store, they get the same answers and leave the
+// same contents.
+func (w *world) independentAt(a, b action) bool {
+	if independent(a, b) {
+		return true
+	}
+	if a.kind != "deliver" || b.kind != "deliver" || a.store != b.store || a.actor == b.actor {
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ra, rb := w.find(a.actor, a.store, a.k), w.find(b.actor, b.store, b.k)
+	if ra == nil || rb == nil || w.frozen[a.store] {
+		return false
+	}
+	s1, s2 := w.stores[a.store].Clone(), w.stores[a.store].Clone()
+	a1, e1 := s1.Apply(ra.op)
+	b1, f1 := s1.Apply(rb.op)
+	b2, f2 := s2.Apply(rb.op)
+	a2, e2 := s2.Apply(ra.op)
+	return e1 == nil && f1 == nil && e2 == nil && f2 == nil &&
+		fmt.Sprint(a1, b1) == fmt.Sprint(a2, b2) && s1.Snapshot() == s2.Snapshot()
+}
+
+// sleeps are the sleep sets after taking each of f.alts in w's state:
+// what was asleep at f, and the alternatives explored before it, that are
+// independent of it.
+func (w *world) sleeps(f *frame) [][]action {
+	out := make([][]action, len(f.alts))
+	for i, taken := range f.alts {
+		for _, z := range append(slices.Clone(f.sleep), f.alts[:i]...) {
+			if !slices.Contains(out[i], z) && w.independentAt(z, taken) {
+				out[i] = append(out[i], z)
+			}
 		}
 	}
 	return out

@@ -16,6 +16,8 @@ type worldConfig struct {
 	replicas []string // processes firing every slot
 	settlers []string // processes pointed at slot 0's abandoned claim, at tick 1
 	faults   int      // the fault budget of a path
+	kinds    []string // the faults drawn (nil: all)
+	victims  []string // the processes that may crash or pause (nil: all)
 	ticks    int      // how many times time may pass (one lock TTL each)
 	noWipe   bool
 }
@@ -23,7 +25,9 @@ type worldConfig struct {
 var worlds = map[string]worldConfig{
 	// The default world, in CI: one slot, two replicas, two settlers, one
 	// fault of any kind per path.
-	"default": {name: "default", slots: 1, replicas: []string{"R1", "R2"}, settlers: []string{"S1", "S2"}, faults: 1, ticks: 1},
+	"default": {name: "default", slots: 1, replicas: []string{"R1", "R2"}, settlers: []string{"S1", "S2"}, faults: 1, ticks: 1,
+		kinds: []string{"crash", "crash0"}, victims: []string{"R1", "R2"}},
+	"full1": {name: "full1", slots: 1, replicas: []string{"R1", "R2"}, settlers: []string{"S1", "S2"}, faults: 1, ticks: 1},
 	// No fault: the protocol's interleavings alone.
 	"nofault": {name: "nofault", slots: 1, replicas: []string{"R1", "R2"}, settlers: []string{"S1", "S2"}, ticks: 1},
 	// The bigger world: two faults per path.

@@ -2,6 +2,7 @@ package locksim
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -40,4 +41,22 @@ func (s *Store) Snapshot() string {
 	}
 	slices.Sort(lines)
 	return strings.Join(lines, "\n")
+}
+
+// Clone returns a copy of the store, for trying requests on it without
+// changing it.
+func (s *Store) Clone() *Store {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := &Store{name: s.name, kv: make(map[string]entry, len(s.kv)), skew: s.skew}
+	for k, e := range s.kv {
+		if e.hash != nil {
+			e.hash = maps.Clone(e.hash)
+		}
+		if e.zset != nil {
+			e.zset = maps.Clone(e.zset)
+		}
+		c.kv[k] = e
+	}
+	return c
 }
