@@ -50,6 +50,15 @@ func newExplorer(t *testing.T, cfg worldConfig) *explorer {
 	return &explorer{t: t, cfg: cfg, seen: map[[16]byte][]action{}, found: map[string]*counterexample{}, began: time.Now()}
 }
 
+// start makes every branch begin with prefix: its depths have no other
+// action to try.
+func (x *explorer) start(prefix []action) {
+	x.path = append([]action(nil), prefix...)
+	for _, a := range prefix {
+		x.frames = append(x.frames, frame{alts: []action{a}, child: [][]action{nil}})
+	}
+}
+
 // explore runs every branch.
 func (x *explorer) explore() {
 	for {
@@ -145,6 +154,7 @@ func (x *explorer) terminal(w *world) {
 			c = &counterexample{v: v, path: append([]action(nil), x.path...)}
 			x.found[v.class] = c
 			x.order = append(x.order, v.class)
+			x.t.Logf("found %s after %d branches: %s\n%s", v.class, x.runs, v.detail, traceText(x.cfg, c.path))
 		} else if len(x.path) < len(c.path) {
 			c.v, c.path = v, append([]action(nil), x.path...)
 		}

@@ -9,7 +9,10 @@ import (
 	"time"
 )
 
-var checkWorld = flag.String("check.world", "default", "the small world to check: default, big or twoslots")
+var (
+	checkWorld  = flag.String("check.world", "default", "the small world to check: default, big, race, settlers or nofault")
+	checkPrefix = flag.String("check.prefix", "", "explore only the schedules that start with this trace file's actions (its world too)")
+)
 
 // TestSmallWorld explores every schedule of the chosen world and fails
 // with the shortest counterexample of each class of broken invariant.
@@ -18,7 +21,12 @@ func TestSmallWorld(t *testing.T) {
 	if !ok {
 		t.Fatalf("-check.world %q: no such world", *checkWorld)
 	}
+	var prefix []action
+	if *checkPrefix != "" {
+		cfg, prefix = readTrace(t, *checkPrefix)
+	}
 	x := newExplorer(t, cfg)
+	x.start(prefix)
 	x.explore()
 	t.Log(x.summary())
 	for _, class := range x.order {
