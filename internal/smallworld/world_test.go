@@ -34,6 +34,8 @@ var worlds = map[string]worldConfig{
 	// them), the replicas crashing at any step.
 	"settlers": {name: "settlers", slots: 1, replicas: []string{"R1", "R2"}, settlers: []string{"S1", "S2"}, faults: 1, ticks: 1,
 		kinds: []string{"crash", "crash0"}, victims: []string{"R1", "R2"}},
+	// One replica, two settlers at once, one fault of any kind.
+	"pair": {name: "pair", slots: 1, replicas: []string{"R1"}, settlers: []string{"S1", "S2"}, faults: 1, ticks: 1},
 	// No fault: the protocol's interleavings alone.
 	"nofault": {name: "nofault", slots: 1, replicas: []string{"R1", "R2"}, settlers: []string{"S1", "S2"}, ticks: 1},
 }
