@@ -36,6 +36,9 @@ var worlds = map[string]worldConfig{
 		kinds: []string{"crash", "crash0"}, victims: []string{"R1", "R2"}},
 	// One replica, two settlers at once, one fault of any kind.
 	"pair": {name: "pair", slots: 1, replicas: []string{"R1"}, settlers: []string{"S1", "S2"}, faults: 1, ticks: 1},
+	// Two slots: the replica fires slot 1 a TTL after slot 0, and its
+	// claim points to slot 0's abandoned claim (Lease.Orphan).
+	"twoslots": {name: "twoslots", slots: 2, replicas: []string{"R1"}, settlers: []string{"S1"}, faults: 1, ticks: 1},
 	// No fault: the protocol's interleavings alone.
 	"nofault": {name: "nofault", slots: 1, replicas: []string{"R1", "R2"}, settlers: []string{"S1", "S2"}, ticks: 1},
 }
