@@ -46,5 +46,20 @@
 // states seen memoised by a hash of the stores' contents, the requests in
 // flight, each process's progress (the answers it received and the steps
 // it took: its code is deterministic in them), the clock and the faults
-// spent; random tokens are renamed by who drew them, keeping their order.
+// spent; random tokens are renamed by who drew them, keeping their order;
+// interchangeable processes (the replicas, the settlers) are folded
+// together; sleep sets skip the second order of two independent actions
+// (different processes on different stores, or two requests that commute
+// on their store, tried on copies of it); and a process's local step is
+// taken alone, with the faults that can strike it there.
+//
+// What the model leaves out: the processes' programs follow the
+// scheduler's decisions (model_test.go) rather than calling its unexported
+// slot path (its retries wait random times, which would make a schedule
+// unrepeatable); a body does not renew its lease (a run is confirmed by
+// its end; a run paused past its lease is the pause fault); the orphan
+// settle runs after the run's end, not beside it; an end that did not
+// settle is retried once; settlers start whether or not a claim points to
+// them; and the fencing-token order is checked along each explored order
+// of events (states that differ only in which claim began first are one).
 package smallworld
