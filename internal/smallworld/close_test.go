@@ -1,6 +1,7 @@
 package smallworld
 
 import (
+	"slices"
 	"testing/synctest"
 	"time"
 )
@@ -48,6 +49,19 @@ func (w *world) autoRun(name string, program func(*actor)) {
 		if !next {
 			return
 		}
+	}
+}
+
+// end kills every process and closes its locker, as a process's exit
+// does: the undos its locker still sends in the background (locking's
+// undoLater) stop there, and the bubble's goroutines all return.
+func (w *world) end() {
+	w.shutdown(true)
+	w.mu.Lock()
+	actors := slices.Clone(w.actors)
+	w.mu.Unlock()
+	for _, a := range actors {
+		_ = a.locker.Close()
 	}
 }
 

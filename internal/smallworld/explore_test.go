@@ -95,7 +95,7 @@ func (x *explorer) runBranch() {
 	synctest.Test(x.t, func(t *testing.T) {
 		cryptotest.SetGlobalRandom(t, 1)
 		w := newWorld(x.cfg)
-		defer w.shutdown(true)
+		defer w.end()
 		synctest.Wait()
 		for _, a := range x.path {
 			if !w.apply(a) {

@@ -76,7 +76,7 @@ func replay(t *testing.T, cfg worldConfig, path []action) (out []violation) {
 	synctest.Test(t, func(t *testing.T) {
 		cryptotest.SetGlobalRandom(t, 1)
 		w := newWorld(cfg)
-		defer w.shutdown(true)
+		defer w.end()
 		synctest.Wait()
 		for _, a := range path {
 			if !w.apply(a) {
