@@ -33,6 +33,10 @@ type actor struct {
 	dead    bool
 	paused  bool
 	holding *grantRec // the lease it holds and has not ended
+	// claiming: a Claim call is under way; claimTok its value's random
+	// token, once sent.
+	claiming bool
+	claimTok string
 }
 
 const (
@@ -95,7 +99,13 @@ func (a *actor) step(label string) bool { return a.gate(label, 0, forever) }
 // claim is locking's Claim of slot, noted in the ledger when granted.
 func (a *actor) claim(slot int) (*locking.Lease, error) {
 	begin := a.w.clockStep()
+	a.w.mu.Lock()
+	a.claiming, a.claimTok = true, ""
+	a.w.mu.Unlock()
 	l, err := a.locker.Claim(context.Background(), slotKey(slot), ttl)
+	a.w.mu.Lock()
+	a.claiming = false
+	a.w.mu.Unlock()
 	if err == nil {
 		a.w.granted(a, slot, l, begin)
 	}

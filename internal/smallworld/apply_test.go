@@ -97,6 +97,11 @@ func (w *world) crash(a *actor, unsent bool) {
 	if a.holding != nil {
 		a.holding.lost = true
 	}
+	if a.claiming && a.claimTok != "" {
+		// Lost while its claim was in flight: if the claim landed, its
+		// holder is gone before it could confirm anything.
+		w.lostClaims[a.claimTok[:16]] = true
+	}
 	for _, r := range slices.Clone(w.pending) {
 		if r.actor != a || !r.awaited {
 			continue

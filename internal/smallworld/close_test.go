@@ -57,7 +57,8 @@ func (w *world) autoRun(name string, program func(*actor)) {
 // undoLater) stop there, and the bubble's goroutines all return.
 func (w *world) end() {
 	w.shutdown(true)
-	w.mu.Lock()
+	synctest.Wait()
+	w.mu.Lock() // after each program's last write of a.done: its calls happened before the Close
 	actors := slices.Clone(w.actors)
 	w.mu.Unlock()
 	for _, a := range actors {

@@ -18,15 +18,16 @@ import (
 // scheduler/reconcile.go (pass.job); where the scheduler changes what it
 // does with an answer, this file changes with it.
 //
-// Outcomes, as history entries "<slot>|<outcome>|<run id>".
+// Outcomes, as history entries "<slot>|<outcome>|<run id>"; the outcome
+// carries the entry's reason and flag where the scheduler writes them.
 const (
 	outSucceeded = "succeeded"
 	outAbandoned = "abandoned"
 	outMissed    = "missed"
-	// outMayHaveStarted: a claim won on a majority whose holder was lost
-	// before confirming that its body started (issue #21's model): neither
-	// run again nor reported abandoned.
-	outMayHaveStarted = "may_have_started"
+	// outMayHaveStarted is what settleUnconfirmed writes for a claim taken
+	// over whose holder never confirmed its start: outcome missed, reason
+	// unknown, MayHaveStarted — neither run again nor reported abandoned.
+	outMayHaveStarted = "missed:unknown:may_have_started"
 )
 
 func entry(slot int, outcome, runID string) locking.LogEntry {
@@ -68,7 +69,14 @@ func (a *actor) fire(slot int) {
 	if !a.step("run") {
 		return
 	}
+	// The body begins: run.go calls Start, and the watchdog's first renewal
+	// (within a second) confirms the start on the stores.
+	lease.Start()
 	a.w.started(a, slot, lease)
+	if !a.step("confirm") {
+		return
+	}
+	_ = lease.Extend(context.Background()) // lost or unanswered: the run goes on to its end
 	if !a.step("end") {
 		return
 	}
@@ -120,47 +128,92 @@ func (a *actor) settleOrphan(slot int) {
 	a.settleAbandoned(slot, lease)
 }
 
-// settleAbandoned closes a claim taken over with the abandoned entry and,
-// once the stores accepted it, logs run.abandoned.
+// settleAbandoned closes a claim taken over: with the abandoned entry and
+// run.abandoned where the stores hold the confirmation of its start
+// (Abandoned.Started), else as settleUnconfirmed does — the missed entry
+// with reason unknown and may_have_started, and slot.missed — once the
+// stores accepted it.
 func (a *actor) settleAbandoned(slot int, lease *locking.Lease) {
 	ab := lease.Abandoned()
 	if !a.step("settle-end") {
 		return
 	}
-	e := entry(slot, outAbandoned, ab.ID)
-	if a.endRetried(lease, locking.Ending{DoneTTL: doneTTL, Note: outAbandoned, Entry: &e, Keep: keep}) {
-		a.w.report(a, "run.abandoned", slot, ab.ID)
+	outcome, note, event := outAbandoned, outAbandoned, "run.abandoned"
+	if !ab.Started {
+		outcome, note, event = outMayHaveStarted, outMissed, "slot.missed"
+	}
+	e := entry(slot, outcome, ab.ID)
+	if a.endRetried(lease, locking.Ending{DoneTTL: doneTTL, Note: note, Entry: &e, Keep: keep}) {
+		a.w.report(a, event, slot, ab.ID)
 	}
 }
 
-// reconciler is pass.job for every slot: a slot with no history entry and
-// no open claim (read in that order) is missed; one with an open claim
-// waits for the next pass.
+// reconciler is one pass of reconcile and pass.job: it takes the
+// reconciler's lease; reads the log; where a slot has no entry, reads the
+// claims, then the log again; then, slot by slot, oldest first: a slot
+// with an entry is judged; one with an open claim is settled
+// (settleOrphan) and ends the pass; else it writes the missed entry,
+// fenced by the lease's token and only where the slot has none
+// (IfAbsent), and logs slot.missed only when its write added it. The
+// world has no pause (ReadPause) and one reason (unknown).
 func reconciler(a *actor) {
 	ctx := context.Background()
+	if !a.step("reconcile") {
+		return
+	}
+	lease, err := a.locker.Acquire(ctx, locking.Key{Family: fleetFamily, Name: reconcilerName}, ttl)
+	if err != nil {
+		return
+	}
+	have, err := a.slotsLogged()
+	if err != nil || len(have) == a.w.cfg.slots {
+		return
+	}
+	claims, err := a.locker.ReadClaims(ctx, family)
+	if err != nil {
+		return
+	}
+	if have, err = a.slotsLogged(); err != nil {
+		return
+	}
 	for slot := range a.w.cfg.slots {
-		if !a.step("reconcile") {
-			return
-		}
-		if got, err := a.readLog(slot); err != nil || len(got) > 0 {
-			continue
-		}
-		claims, err := a.locker.ReadClaims(ctx, family)
-		if err != nil {
-			continue
-		}
-		if got, err := a.readLog(slot); err != nil || len(got) > 0 {
-			continue
-		}
-		if slices.Contains(claims, slotKey(slot)) {
+		switch {
+		case have[slot]:
+		case slices.Contains(claims, slotKey(slot)):
 			a.w.report(a, "stalled", slot, "")
-			continue
-		}
-		e := entry(slot, outMissed, "")
-		if a.locker.AppendLog(ctx, family, locking.LogAppend{Entry: e, Keep: keep}) == nil {
+			a.settleOrphan(slot)
+			return
+		default:
+			err := a.locker.AppendLog(ctx, family, locking.LogAppend{Entry: entry(slot, outMissed, ""), Keep: keep,
+				Fence: reconcilerName, Token: lease.Token(), IfAbsent: true})
+			if errors.Is(err, locking.ErrLogHasEntry) {
+				break
+			}
+			if err != nil {
+				return
+			}
 			a.w.report(a, "slot.missed", slot, "")
 		}
 	}
+}
+
+// The reconciler's lease (scheduler.FleetFamily) and the fence of its
+// writes in the job's family.
+const (
+	fleetFamily    = "_fleet"
+	reconcilerName = "reconciler"
+)
+
+// slotsLogged reads the job's log once: the slots with an entry.
+func (a *actor) slotsLogged() (map[int]bool, error) {
+	log, err := a.locker.ReadLog(context.Background(), family, 1, keep)
+	have := map[int]bool{}
+	for _, e := range log {
+		if s := int(e.Score) - 1; s >= 0 && s < a.w.cfg.slots {
+			have[s] = true
+		}
+	}
+	return have, err
 }
 
 // finalRead notes every slot's history entries and open claims.

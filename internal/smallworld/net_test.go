@@ -90,6 +90,9 @@ func (w *world) learnToken(a *actor, value string) {
 	if _, seen := w.tokens[tok]; seen {
 		return
 	}
+	if a.claiming && a.claimTok == "" {
+		a.claimTok = tok
+	}
 	a.drawn++
 	w.tokens[tok] = fmt.Sprintf("<%s.%d>", a.name, a.drawn)
 }

@@ -66,6 +66,9 @@ type world struct {
 	reports []reportRec
 	final   map[int][]string // history entries per slot, read at the end
 	open    map[int]bool     // slots with an open claim at the end
+	// lostClaims: the run ids (locking's lease id: the token's first 16
+	// characters) of claims whose claimer crashed during its Claim call.
+	lostClaims map[string]bool
 }
 
 // grantRec is a Claim granted: its token, when the call began and ended
@@ -98,7 +101,7 @@ type reportRec struct {
 
 func newWorld(cfg worldConfig) *world {
 	w := &world{cfg: cfg, tokens: map[string]string{}, frozen: make([]bool, 3), froze: make([]bool, 3),
-		final: map[int][]string{}, open: map[int]bool{}}
+		final: map[int][]string{}, open: map[int]bool{}, lostClaims: map[string]bool{}}
 	for i := range 3 {
 		w.stores = append(w.stores, locksim.NewStore(fmt.Sprintf("s%d", i)))
 	}
