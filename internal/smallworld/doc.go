@@ -34,11 +34,32 @@
 // After every terminal state — no request pending, no process able to
 // move — the world is healed and closed as the product closes it (a
 // settler takes any claim left over, a reconciler judges the slot, then
-// again once the done markers have expired), and the invariants are
-// checked: no slot's body started twice; run.abandoned, and an abandoned
-// outcome, only for a run whose body was invoked; exactly one final
-// outcome per slot, agreeing with what the jobs saw; fencing tokens unique
-// and increasing per job.
+// again once the done markers have expired), every process's locker is
+// closed (its background undos stop, as at a process's exit), and the
+// invariants are checked: no slot's body started twice; run.abandoned,
+// and an abandoned entry, only for a run whose body was invoked; a
+// may-have-started entry only for a claim whose holder was lost (crashed
+// or paused) before confirming, or whose claimer crashed during its
+// claim; exactly one final outcome per slot — the one the history read
+// model shows when a slot has two entries (scheduler's
+// outcomePrecedence: a run's own end over abandoned over missed) —
+// agreeing with what the jobs saw; fencing tokens unique and increasing
+// per job.
+//
+// What the programs mirror (model_test.go), on the protocol of issue #21:
+// attemptSlot calls Lease.Start as the body begins (run.go) and the
+// watchdog's first renewal (Extend, with the start) confirms it; a claim
+// taken over is settled by Abandoned.Started — abandoned and run.abandoned
+// for a confirmed start, else settleUnconfirmed's missed entry with reason
+// unknown and may_have_started, and slot.missed; a leftover is released
+// and the slot skipped "claimed"; settleOrphan closes a claim that is not
+// abandoned with a done marker and no entry. The reconciler takes its
+// lease in the fleet family, reads the log, the claims, the log again,
+// settles an open claim (settleOrphan) and stops there, and writes a
+// missed entry fenced by its lease's token and only where the slot has
+// none (IfAbsent), logging slot.missed only when its write added it. A
+// failed acquisition's undo re-sent in the background (locking's
+// undoLater) is the real client's, over the same controlled network.
 //
 // State space reduction: stateless re-execution from the root for each
 // branch (the processes are goroutines in a testing/synctest bubble, and
@@ -56,10 +77,17 @@
 // What the model leaves out: the processes' programs follow the
 // scheduler's decisions (model_test.go) rather than calling its unexported
 // slot path (its retries wait random times, which would make a schedule
-// unrepeatable); a body does not renew its lease (a run is confirmed by
-// its end; a run paused past its lease is the pause fault); the orphan
-// settle runs after the run's end, not beside it; an end that did not
-// settle is retried once; settlers start whether or not a claim points to
-// them; and the fencing-token order is checked along each explored order
-// of events (states that differ only in which claim began first are one).
+// unrepeatable); a body renews its lease once, to confirm its start, and
+// always before its end (a body shorter than the first renewal is
+// confirmed by its end alone: a crash before that renewal leaves the same
+// stores); a renewal that fails does not cancel the body (the scheduler's
+// would end it as canceled: the same end, another name); the orphan
+// settle runs after the run's end, not beside it, and the reconciler's
+// inline rather than spawned; the reconciler's pass has no pause to read
+// and one missed reason (unknown); an end that did not settle is retried
+// once; settlers start whether or not a claim points to them; time passes
+// only at ticks, so a background undo's timer fires and its requests
+// time out only then (they stay in flight, to be delivered later); and
+// the fencing-token order is checked along each explored order of events
+// (states that differ only in which claim began first are one).
 package smallworld

@@ -12,11 +12,13 @@ import (
 
 // The programs of the world's processes: what the scheduler does with the
 // stores' answers, step by step, through the locking API only (Claim,
-// Lease.End, Release, ReadLog, ReadClaims, AppendLog). They follow
-// scheduler/slot.go (attemptSlot: a slot fired on time, overlap allow),
-// scheduler/abandoned.go (settleAbandoned, settleOrphan) and
-// scheduler/reconcile.go (pass.job); where the scheduler changes what it
-// does with an answer, this file changes with it.
+// Lease.Start, Lease.Extend, Lease.End, Acquire, ReadLog, ReadClaims,
+// AppendLog). They follow scheduler/slot.go (attemptSlot: a slot fired on
+// time, overlap allow) and run.go (Start as the body begins),
+// scheduler/abandoned.go (settleAbandoned, settleUnconfirmed,
+// settleOrphan) and scheduler/reconcile.go (reconcile, pass.job, write);
+// where the scheduler changes what it does with an answer, this file
+// changes with it.
 //
 // Outcomes, as history entries "<slot>|<outcome>|<run id>"; the outcome
 // carries the entry's reason and flag where the scheduler writes them.
