@@ -14,12 +14,30 @@ import (
 func (w *world) close() {
 	w.shutdown(false)
 	time.Sleep(tickDur)
+	w.heal()
 	w.autoRun("z1", settleAll)
 	w.autoRun("rc1", reconciler)
 	time.Sleep(doneTTL + tickDur)
+	w.heal()
 	w.autoRun("z2", settleAll)
 	w.autoRun("rc2", reconciler)
 	w.autoRun("fin", finalRead)
+}
+
+// heal runs on their stores the requests in flight that are not lost —
+// the undos a locker re-sent in the background (undoLater) while time
+// passed: the network works again, and they reach their stores.
+func (w *world) heal() {
+	synctest.Wait()
+	w.mu.Lock()
+	for _, r := range w.sortedPending() {
+		if !r.lost {
+			w.frozen[r.store] = false
+			w.deliver(r)
+		}
+	}
+	w.mu.Unlock()
+	synctest.Wait()
 }
 
 // settleAll settles every slot, as processes pointed at each would.
