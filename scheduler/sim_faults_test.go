@@ -71,6 +71,7 @@ var faultKinds = []struct {
 	{"partition", 2}, // a replica loses one or two stores for 1–60 s
 	{"slow", 2},      // a store answers 50–400 ms late (past op_timeout) for 1–30 s
 	{"loss", 2},      // 5 % of requests lost, 3 % executed 0.2–2 s late with no answer, for 5–60 s
+	{"freeze", 2},    // a store runs nothing for 0.2–20 s (its callers time out), then replays its queue in a seeded random order
 	{"trigger", 2},   // a fresh process runs `slotlock trigger` for a job
 	{"pausejob", 1},  // a fresh process pauses a job for 1–10 minutes (slotlock pause --for)
 	{"reload", 1},    // a replica reloads its jobs (SIGHUP) with every job's timeout changed
@@ -175,6 +176,11 @@ func (w *world) inject(kind string) {
 		f := w.faults.open(kind, "")
 		w.net.SetLoss(0.05, 0.03, w.between(200*time.Millisecond, 2*time.Second))
 		w.after(w.between(5*time.Second, time.Minute), func() { w.net.SetLoss(0, 0, 0); w.faults.close(f) })
+	case "freeze":
+		i := w.pick(w.cfg.stores)
+		f := w.faults.open(kind, fmt.Sprint(i))
+		w.net.SetFrozen(i, true)
+		w.after(w.between(200*time.Millisecond, 20*time.Second), func() { w.net.SetFrozen(i, false); w.faults.close(f) })
 	case "pausejob":
 		job := w.cfg.jobs[w.pick(len(w.cfg.jobs))].name
 		d := w.between(time.Minute, 10*time.Minute)

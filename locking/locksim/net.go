@@ -13,13 +13,17 @@ import (
 
 // Net joins replicas to stores. Every request travels over a link with a
 // latency drawn per request; faults make a store refuse connections
-// (down), make links lose requests (partition), slow a store, and make a
-// fraction of requests execute long after their sender gave up.
+// (down), make links lose requests (partition), slow a store, make a
+// fraction of requests execute long after their sender gave up, and freeze
+// a store: it executes nothing while frozen, and when it thaws it runs
+// what queued up in an order of the seed's drawing (freeze.go).
 type Net struct {
 	seed   uint64
 	stores []*Store
 
 	mu        sync.Mutex
+	rng       *rand.Rand        // the order in which a thawed store replays its queue
+	frozen    map[int][]*queued // per frozen store: the requests it holds, in arrival order
 	down      map[int]bool
 	cut       map[linkID]bool // partitions: replica <-> store
 	slow      map[int]time.Duration
@@ -45,7 +49,8 @@ var ErrRefused = errors.New("connection refused")
 
 // NewNet returns a network over stores; seed fixes every link's draws.
 func NewNet(seed uint64, stores ...*Store) *Net {
-	return &Net{seed: seed, stores: stores, down: map[int]bool{}, cut: map[linkID]bool{}, slow: map[int]time.Duration{}}
+	return &Net{seed: seed, stores: stores, down: map[int]bool{}, cut: map[linkID]bool{}, slow: map[int]time.Duration{},
+		rng: rand.New(rand.NewPCG(seed, 0xf4ee2e)), frozen: map[int][]*queued{}}
 }
 
 // Stores are the network's stores, in order.
@@ -140,7 +145,7 @@ type reply struct {
 
 // Do sends op to the store and waits for the answer or ctx's end. A
 // request that was sent is executed at its time whether or not its sender
-// still waits for it.
+// still waits for it; at a frozen store, when the store thaws.
 func (l *link) Do(ctx context.Context, op locking.Op) (locking.Result, error) {
 	if !l.gate.Wait() {
 		return locking.Result{}, errors.New("process is dead")
@@ -149,36 +154,42 @@ func (l *link) Do(ctx context.Context, op locking.Op) (locking.Result, error) {
 		return locking.Result{}, err // as go-redis: an ended context sends nothing
 	}
 	out, back, f, down := l.plan()
-	store := l.net.stores[l.id.store]
-	if dl, ok := ctx.Deadline(); f == delivered && ok && time.Now().Add(out+back).Before(dl) {
-		// The answer arrives in time: no need for a goroutine of its own.
+	i := l.id.store
+	if dl, ok := ctx.Deadline(); f == delivered && ok && !l.net.isFrozen(i) && time.Now().Add(out+back).Before(dl) {
+		// The answer should arrive in time: no need for a goroutine of its
+		// own (unless the store froze meanwhile: then the caller gives up
+		// at its deadline).
 		time.Sleep(out)
-		if down || l.net.isDown(l.id.store) {
+		if down || l.net.isDown(i) {
 			return locking.Result{}, ErrRefused
 		}
-		res, err := store.Apply(op)
-		time.Sleep(back)
-		if !l.gate.Wait() {
-			return locking.Result{}, errors.New("process is dead")
+		select {
+		case r := <-l.net.deliver(i, op):
+			time.Sleep(back)
+			if !l.gate.Wait() {
+				return locking.Result{}, errors.New("process is dead")
+			}
+			return r.res, r.err
+		case <-ctx.Done():
+			return locking.Result{}, ctx.Err()
 		}
-		return res, err
 	}
 	ch := make(chan reply, 1)
 	go func() {
 		time.Sleep(out)
-		if down || l.net.isDown(l.id.store) {
+		if down || l.net.isDown(i) {
 			ch <- reply{err: ErrRefused}
 			return
 		}
 		if f == lost {
 			return
 		}
-		res, err := store.Apply(op)
+		r := <-l.net.deliver(i, op)
 		if f == late {
 			return
 		}
 		time.Sleep(back)
-		ch <- reply{res, err}
+		ch <- r
 	}()
 	select {
 	case r := <-ch:

@@ -1,0 +1,127 @@
+package smallworld
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/slotlock/slotlock/locking"
+)
+
+// An actor is one process of the world: a goroutine running a program
+// (model_test.go) with a Redlock client of its own over the checker's
+// network. Between two calls to the stores it stops at a step (gate), so
+// that the explorer chooses when it moves on — or crashes there.
+type actor struct {
+	w      *world
+	name   string
+	locker locking.Locker
+
+	// Guarded by w.mu.
+	sent    []int    // requests sent, per store
+	drawn   int      // random tokens drawn
+	batch   int      // bumped by every answer and step
+	obs     []string // what it was told, in order (its state, with steps)
+	steps   int
+	gateCh  chan bool
+	atGate  string // the step it waits at, "" when none
+	gateMin int    // the step may be taken from this tick on...
+	gateMax int    // ...up to this one
+	started bool   // took its first step
+	done    bool   // its program returned
+	dead    bool
+	paused  bool
+	holding *grantRec // the lease it holds and has not ended
+	// claiming: a Claim call is under way; claimTok its value's random
+	// token, once sent.
+	claiming bool
+	claimTok string
+}
+
+const (
+	ttl       = 2 * time.Second
+	opTimeout = 100 * time.Millisecond
+	doneTTL   = 10 * ttl
+	tickDur   = ttl + 100*time.Millisecond
+	keep      = 100
+	family    = "job"
+	forever   = 1 << 30
+)
+
+var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// newActor makes an actor with its own client; run starts its program.
+func (w *world) newActor(name string) *actor {
+	a := &actor{w: w, name: name, sent: make([]int, len(w.stores)), gateCh: make(chan bool)}
+	nodes := make([]locking.Node, len(w.stores))
+	for i := range nodes {
+		nodes[i] = &node{w: w, a: a, store: i}
+	}
+	l, err := locking.NewRedlockNodes(nodes, "sw", opTimeout, locking.Options{Replica: name, Clock: locking.SystemClock(0), Logger: discard})
+	if err != nil {
+		panic(err)
+	}
+	a.locker = l
+	w.mu.Lock()
+	w.actors = append(w.actors, a)
+	w.mu.Unlock()
+	return a
+}
+
+func (a *actor) run(program func(*actor)) {
+	go func() {
+		defer func() {
+			a.w.mu.Lock()
+			a.done = true
+			a.w.mu.Unlock()
+		}()
+		program(a)
+	}()
+}
+
+// gate waits until the explorer lets a take the step named label (within
+// ticks [min, max]); false when a crashed there, or the world closed.
+func (a *actor) gate(label string, min, max int) bool {
+	a.w.mu.Lock()
+	if a.dead {
+		a.w.mu.Unlock()
+		return false
+	}
+	a.atGate, a.gateMin, a.gateMax = label, min, max
+	a.w.mu.Unlock()
+	return <-a.gateCh
+}
+
+// step is a gate open at any time.
+func (a *actor) step(label string) bool { return a.gate(label, 0, forever) }
+
+// claim is locking's Claim of slot, noted in the ledger when granted.
+func (a *actor) claim(slot int) (*locking.Lease, error) {
+	begin := a.w.clockStep()
+	a.w.mu.Lock()
+	a.claiming, a.claimTok = true, ""
+	a.w.mu.Unlock()
+	l, err := a.locker.Claim(context.Background(), slotKey(slot), ttl)
+	a.w.mu.Lock()
+	a.claiming = false
+	a.w.mu.Unlock()
+	if err == nil {
+		a.w.granted(a, slot, l, begin)
+	}
+	return l, err
+}
+
+// end is Lease.End; the lease is no longer held afterwards, whatever the
+// stores said.
+func (a *actor) end(l *locking.Lease, e locking.Ending) locking.EndResult {
+	res := l.End(context.Background(), e)
+	a.w.mu.Lock()
+	a.holding = nil
+	a.w.mu.Unlock()
+	return res
+}
+
+func slotKey(slot int) locking.Key {
+	return locking.Key{Family: family, Name: "slot:" + string(rune('0'+slot))}
+}

@@ -1,0 +1,274 @@
+package smallworld
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/slotlock/slotlock/locking"
+)
+
+// The programs of the world's processes: what the scheduler does with the
+// stores' answers, step by step, through the locking API only (Claim,
+// Lease.Start, Lease.Extend, Lease.End, Acquire, ReadLog, ReadClaims,
+// AppendLog). They follow scheduler/slot.go (attemptSlot: a slot fired on
+// time, overlap allow) and run.go (Start as the body begins),
+// scheduler/abandoned.go (settleAbandoned, settleUnconfirmed,
+// settleOrphan) and scheduler/reconcile.go (reconcile, pass.job, write);
+// where the scheduler changes what it does with an answer, this file
+// changes with it.
+//
+// Outcomes, as history entries "<slot>|<outcome>|<run id>"; the outcome
+// carries the entry's reason and flag where the scheduler writes them.
+const (
+	outSucceeded = "succeeded"
+	outAbandoned = "abandoned"
+	outMissed    = "missed"
+	// outMayHaveStarted is what settleUnconfirmed writes for a claim taken
+	// over whose holder never confirmed its start: outcome missed, reason
+	// unknown, MayHaveStarted — neither run again nor reported abandoned.
+	outMayHaveStarted = "missed:unknown:may_have_started"
+)
+
+func entry(slot int, outcome, runID string) locking.LogEntry {
+	return locking.LogEntry{Score: int64(slot + 1), Value: fmt.Sprintf("%d|%s|%s", slot, outcome, runID)}
+}
+
+// replica fires each slot of the world on time: slot i at tick i.
+func replica(a *actor) {
+	for slot := range a.w.cfg.slots {
+		a.fire(slot)
+		if a.isDead() {
+			return
+		}
+	}
+}
+
+// fire is attemptSlot: claim the slot; settle a claim taken over; hand a
+// leftover back; else run the body and end the claim with its outcome,
+// then settle the abandoned claim the stores pointed to, if any.
+func (a *actor) fire(slot int) {
+	if !a.gate("fire", slot, slot) {
+		return
+	}
+	lease, err := a.claim(slot)
+	switch {
+	case err != nil:
+		a.w.report(a, "skipped", slot, skipReason(err))
+		return
+	case lease.Abandoned() != nil:
+		a.settleAbandoned(slot, lease)
+		return
+	case lease.Leftover():
+		if a.step("release") {
+			a.end(lease, locking.Ending{})
+			a.w.report(a, "skipped", slot, "claimed")
+		}
+		return
+	}
+	if !a.step("run") {
+		return
+	}
+	// The body begins: run.go calls Start, and the watchdog's first renewal
+	// (within a second) confirms the start on the stores.
+	lease.Start()
+	a.w.started(a, slot, lease)
+	if !a.step("confirm") {
+		return
+	}
+	_ = lease.Extend(context.Background()) // lost or unanswered: the run goes on to its end
+	if !a.step("end") {
+		return
+	}
+	e := entry(slot, outSucceeded, lease.ID())
+	if a.endRetried(lease, locking.Ending{DoneTTL: doneTTL, Note: outSucceeded, Entry: &e, Keep: keep}) {
+		a.w.report(a, "succeeded", slot, lease.ID())
+	}
+	if o := lease.Orphan(); o != nil {
+		a.settleOrphan(slotOf(o.Key))
+	}
+}
+
+// endRetried ends lease and, when the stores did not settle it (not lost:
+// unanswered), tries once more, as the scheduler's retryEnd does when the
+// stores answer again. It reports whether the end was accepted.
+func (a *actor) endRetried(lease *locking.Lease, e locking.Ending) bool {
+	res := a.end(lease, e)
+	if res.Err == nil {
+		return true
+	}
+	if errors.Is(res.Err, locking.ErrLockLost) || !a.step("retry-end") {
+		return false
+	}
+	return a.end(lease, e).Err == nil
+}
+
+// settler is a process pointed at the abandoned claim of slot 0 (by
+// Lease.Orphan, or a recovery): it starts once a lease's time has passed.
+func settler(a *actor) {
+	if a.gate("settle", 1, 1) {
+		a.settleOrphan(0)
+	}
+}
+
+// settleOrphan: claim the slot; a claim taken over is settled; anything
+// else (a leftover, or a slot settled meanwhile) is closed with a done
+// marker and no history entry, so that no store points to it again.
+func (a *actor) settleOrphan(slot int) {
+	lease, err := a.claim(slot)
+	if err != nil {
+		return
+	}
+	if lease.Abandoned() == nil {
+		if a.step("close") {
+			a.endRetried(lease, locking.Ending{DoneTTL: doneTTL, Note: outAbandoned})
+		}
+		return
+	}
+	a.settleAbandoned(slot, lease)
+}
+
+// settleAbandoned closes a claim taken over: with the abandoned entry and
+// run.abandoned where the stores hold the confirmation of its start
+// (Abandoned.Started), else as settleUnconfirmed does — the missed entry
+// with reason unknown and may_have_started, and slot.missed — once the
+// stores accepted it.
+func (a *actor) settleAbandoned(slot int, lease *locking.Lease) {
+	ab := lease.Abandoned()
+	if !a.step("settle-end") {
+		return
+	}
+	outcome, note, event := outAbandoned, outAbandoned, "run.abandoned"
+	if !ab.Started {
+		outcome, note, event = outMayHaveStarted, outMissed, "slot.missed"
+	}
+	e := entry(slot, outcome, ab.ID)
+	if a.endRetried(lease, locking.Ending{DoneTTL: doneTTL, Note: note, Entry: &e, Keep: keep}) {
+		a.w.report(a, event, slot, ab.ID)
+	}
+}
+
+// reconciler is one pass of reconcile and pass.job: it takes the
+// reconciler's lease; reads the log; where a slot has no entry, reads the
+// claims, then the log again; then, slot by slot, oldest first: a slot
+// with an entry is judged; one with an open claim is settled
+// (settleOrphan) and ends the pass; else it writes the missed entry,
+// fenced by the lease's token and only where the slot has none
+// (IfAbsent), and logs slot.missed only when its write added it. The
+// world has no pause (ReadPause) and one reason (unknown).
+func reconciler(a *actor) {
+	ctx := context.Background()
+	if !a.step("reconcile") {
+		return
+	}
+	lease, err := a.locker.Acquire(ctx, locking.Key{Family: fleetFamily, Name: reconcilerName}, ttl)
+	if err != nil {
+		return
+	}
+	have, err := a.slotsLogged()
+	if err != nil || len(have) == a.w.cfg.slots {
+		return
+	}
+	claims, err := a.locker.ReadClaims(ctx, family)
+	if err != nil {
+		return
+	}
+	if have, err = a.slotsLogged(); err != nil {
+		return
+	}
+	for slot := range a.w.cfg.slots {
+		switch {
+		case have[slot]:
+		case slices.Contains(claims, slotKey(slot)):
+			a.w.report(a, "stalled", slot, "")
+			a.settleOrphan(slot)
+			return
+		default:
+			err := a.locker.AppendLog(ctx, family, locking.LogAppend{Entry: entry(slot, outMissed, ""), Keep: keep,
+				Fence: reconcilerName, Token: lease.Token(), IfAbsent: true})
+			if errors.Is(err, locking.ErrLogHasEntry) {
+				break
+			}
+			if err != nil {
+				return
+			}
+			a.w.report(a, "slot.missed", slot, "")
+		}
+	}
+}
+
+// The reconciler's lease (scheduler.FleetFamily) and the fence of its
+// writes in the job's family.
+const (
+	fleetFamily    = "_fleet"
+	reconcilerName = "reconciler"
+)
+
+// slotsLogged reads the job's log once: the slots with an entry.
+func (a *actor) slotsLogged() (map[int]bool, error) {
+	log, err := a.locker.ReadLog(context.Background(), family, 1, keep)
+	have := map[int]bool{}
+	for _, e := range log {
+		if s := int(e.Score) - 1; s >= 0 && s < a.w.cfg.slots {
+			have[s] = true
+		}
+	}
+	return have, err
+}
+
+// finalRead notes every slot's history entries and open claims.
+func finalRead(a *actor) {
+	if !a.step("read") {
+		return
+	}
+	claims, _ := a.locker.ReadClaims(context.Background(), family)
+	for slot := range a.w.cfg.slots {
+		got, _ := a.readLog(slot)
+		a.w.mu.Lock()
+		a.w.final[slot] = got
+		a.w.open[slot] = slices.Contains(claims, slotKey(slot))
+		a.w.mu.Unlock()
+	}
+}
+
+// readLog returns slot's history entries.
+func (a *actor) readLog(slot int) ([]string, error) {
+	log, err := a.locker.ReadLog(context.Background(), family, int64(slot+1), keep)
+	var out []string
+	for _, e := range log {
+		if e.Score == int64(slot+1) {
+			out = append(out, e.Value)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out), err
+}
+
+func slotOf(k locking.Key) int {
+	n, _ := strings.CutPrefix(k.Name, "slot:")
+	return int(n[0] - '0')
+}
+
+// skipReason is the scheduler's reason for a refused claim (lostSlot).
+func skipReason(err error) string {
+	var he *locking.HeldError
+	switch {
+	case errors.Is(err, locking.ErrSplitVote):
+		return "no_quorum"
+	case errors.As(err, &he) && he.Done:
+		return "done"
+	case errors.As(err, &he) && he.Claimed:
+		return "claimed"
+	case errors.As(err, &he):
+		return "held"
+	}
+	return "no_quorum"
+}
+
+func (a *actor) isDead() bool {
+	a.w.mu.Lock()
+	defer a.w.mu.Unlock()
+	return a.dead
+}

@@ -1,0 +1,154 @@
+package smallworld
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/slotlock/slotlock/locking"
+)
+
+// The network: every request an actor sends waits in w.pending until the
+// explorer delivers it (the store runs it and the answer returns at once),
+// loses it, or times its sender out.
+
+var (
+	errTimeout = errors.New("i/o timeout")
+	errDead    = errors.New("process is dead")
+)
+
+// request is one Op sent by an actor to a store.
+type request struct {
+	actor   *actor
+	store   int
+	k       int // the actor's k-th request to this store (from 1)
+	batch   int // the actor's batch: requests sent without an answer or step between them
+	op      locking.Op
+	reply   chan reply // buffered
+	awaited bool       // its sender still waits for the answer
+	lost    bool       // it will never run
+}
+
+type reply struct {
+	res locking.Result
+	err error
+}
+
+func (r *request) id() string { return fmt.Sprintf("%s s%d %d", r.actor.name, r.store, r.k) }
+
+// node is one actor's view of one store: a locking.Node.
+type node struct {
+	w     *world
+	a     *actor
+	store int
+}
+
+func (n *node) Addr() string { return fmt.Sprintf("s%d", n.store) }
+func (n *node) Close() error { return nil }
+
+func (n *node) Do(ctx context.Context, op locking.Op) (locking.Result, error) {
+	r, err := n.w.send(n.a, n.store, op)
+	if err != nil {
+		return locking.Result{}, err
+	}
+	select {
+	case rep := <-r.reply:
+		return rep.res, rep.err
+	case <-ctx.Done():
+		// Time stands still while a request is awaited, so only a caller's
+		// own cancellation gets here: the request stays in flight.
+		n.w.mu.Lock()
+		r.awaited = false
+		n.w.mu.Unlock()
+		return locking.Result{}, ctx.Err()
+	}
+}
+
+// send registers op from a to store i.
+func (w *world) send(a *actor, i int, op locking.Op) (*request, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if a.dead {
+		return nil, errDead
+	}
+	a.sent[i]++
+	w.learnToken(a, op.Value)
+	w.learnToken(a, op.AlsoValue)
+	r := &request{actor: a, store: i, k: a.sent[i], batch: a.batch, op: op, reply: make(chan reply, 1), awaited: true}
+	w.pending = append(w.pending, r)
+	return r, nil
+}
+
+// learnToken names a lease value's random token by who drew it.
+func (w *world) learnToken(a *actor, value string) {
+	tok, _, ok := strings.Cut(value, "|")
+	if !ok || len(tok) != 32 || tok == "done" {
+		return
+	}
+	if _, seen := w.tokens[tok]; seen {
+		return
+	}
+	if a.claiming && a.claimTok == "" {
+		a.claimTok = tok
+	}
+	a.drawn++
+	w.tokens[tok] = fmt.Sprintf("<%s.%d>", a.name, a.drawn)
+}
+
+// answer returns rep to r's sender, if it still waits; w.mu is held.
+func (w *world) answer(r *request, rep reply) {
+	if !r.awaited {
+		return
+	}
+	r.awaited = false
+	a := r.actor
+	a.batch++
+	text := "err " + fmt.Sprint(rep.err)
+	if rep.err == nil {
+		text = fmt.Sprint(rep.res)
+	}
+	a.obs = append(a.obs, fmt.Sprintf("s%d.%d=%s", r.store, r.k, text))
+	r.reply <- rep
+}
+
+// find returns the pending request named by actor, store and k.
+func (w *world) find(actor string, store, k int) *request {
+	for _, r := range w.pending {
+		if r.actor.name == actor && r.store == store && r.k == k {
+			return r
+		}
+	}
+	return nil
+}
+
+// drop removes r from the requests in flight; w.mu is held.
+func (w *world) drop(r *request) {
+	w.pending = slices.DeleteFunc(w.pending, func(x *request) bool { return x == r })
+}
+
+// deliver runs r on its store now and answers its sender.
+func (w *world) deliver(r *request) {
+	res, err := w.stores[r.store].Apply(r.op)
+	w.drop(r)
+	w.answer(r, reply{res, err})
+}
+
+// timeOut answers every request a awaits with a timeout; those not lost
+// stay in flight and may run later.
+func (w *world) timeOut(a *actor) {
+	for _, r := range slices.Clone(w.pending) {
+		if r.actor == a && r.awaited {
+			w.answer(r, reply{err: errTimeout})
+			if r.lost {
+				w.drop(r)
+			}
+		}
+	}
+}
+
+// awaited reports whether any live request is awaited.
+func (w *world) anyAwaited() bool {
+	return slices.ContainsFunc(w.pending, func(r *request) bool { return r.awaited })
+}

@@ -1,0 +1,150 @@
+package smallworld
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/locksim"
+)
+
+// worldConfig is a small world: its processes, slots, fault budget and
+// how often time may pass.
+type worldConfig struct {
+	name     string
+	slots    int      // slots of the one job; replicas fire slot i at tick i
+	replicas []string // processes firing every slot
+	settlers []string // processes pointed at slot 0's abandoned claim, at tick 1
+	faults   int      // the fault budget of a path
+	kinds    []string // the faults drawn (nil: all)
+	victims  []string // the processes that may crash or pause (nil: all)
+	ticks    int      // how many times time may pass (one lock TTL each)
+	noWipe   bool
+}
+
+var worlds = map[string]worldConfig{
+	// The default world, in CI: one slot, a replica firing it, a settler
+	// pointed at it a TTL later; one fault of any kind per path.
+	"default": {name: "default", slots: 1, replicas: []string{"R1"}, settlers: []string{"S1"}, faults: 1, ticks: 1},
+	// The bigger world: two faults of any kind per path.
+	"big": {name: "big", slots: 1, replicas: []string{"R1"}, settlers: []string{"S1"}, faults: 2, ticks: 1},
+	// Two replicas racing for the slot, one fault of any kind.
+	"race": {name: "race", slots: 1, replicas: []string{"R1", "R2"}, settlers: []string{"S1"}, faults: 1, ticks: 1},
+	// Two replicas and two settlers at once (issue #21's bug 2 needs
+	// them), the replicas crashing at any step.
+	"settlers": {name: "settlers", slots: 1, replicas: []string{"R1", "R2"}, settlers: []string{"S1", "S2"}, faults: 1, ticks: 1,
+		kinds: []string{"crash", "crash0"}, victims: []string{"R1", "R2"}},
+	// One replica, two settlers at once, one fault of any kind.
+	"pair": {name: "pair", slots: 1, replicas: []string{"R1"}, settlers: []string{"S1", "S2"}, faults: 1, ticks: 1},
+	// Two slots: the replica fires slot 1 a TTL after slot 0, and its
+	// claim points to slot 0's abandoned claim (Lease.Orphan).
+	"twoslots": {name: "twoslots", slots: 2, replicas: []string{"R1"}, settlers: []string{"S1"}, faults: 1, ticks: 1},
+	// No fault: the protocol's interleavings alone.
+	"nofault": {name: "nofault", slots: 1, replicas: []string{"R1", "R2"}, settlers: []string{"S1", "S2"}, ticks: 1},
+}
+
+// world is one execution of a small world, inside a synctest bubble.
+type world struct {
+	cfg    worldConfig
+	stores []*locksim.Store
+
+	mu      sync.Mutex
+	actors  []*actor
+	pending []*request
+	tokens  map[string]string // random token -> who drew it
+	steps   int               // actions taken
+	ticks   int
+	spent   int // faults
+	frozen  []bool
+	froze   []bool // frozen once already
+	wiped   bool
+	closing bool
+
+	// The ledger: what the jobs saw and the processes reported.
+	grants  []*grantRec
+	runs    []runRec
+	reports []reportRec
+	final   map[int][]string // history entries per slot, read at the end
+	open    map[int]bool     // slots with an open claim at the end
+	// lostClaims: the run ids (locking's lease id: the token's first 16
+	// characters) of claims whose claimer crashed during its Claim call.
+	lostClaims map[string]bool
+}
+
+// grantRec is a Claim granted: its token, when the call began and ended
+// (in actions), and whether its holder was lost (crashed or paused) while
+// it held the lease.
+type grantRec struct {
+	actor      string
+	slot       int
+	id         string
+	token      uint64
+	begin, end int
+	lost       bool
+	taken      bool // it took over an abandoned claim
+}
+
+// runRec is a body invoked: what the job saw.
+type runRec struct {
+	actor, id string
+	slot      int
+	token     uint64
+}
+
+// reportRec is an audit line: run.abandoned, slot.missed, succeeded,
+// skipped, stalled.
+type reportRec struct {
+	actor, kind string
+	slot        int
+	detail      string
+}
+
+func newWorld(cfg worldConfig) *world {
+	w := &world{cfg: cfg, tokens: map[string]string{}, frozen: make([]bool, 3), froze: make([]bool, 3),
+		final: map[int][]string{}, open: map[int]bool{}, lostClaims: map[string]bool{}}
+	for i := range 3 {
+		w.stores = append(w.stores, locksim.NewStore(fmt.Sprintf("s%d", i)))
+	}
+	for _, n := range cfg.replicas {
+		w.newActor(n).run(replica)
+	}
+	for _, n := range cfg.settlers {
+		w.newActor(n).run(settler)
+	}
+	return w
+}
+
+func (w *world) clockStep() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.steps
+}
+
+func (w *world) granted(a *actor, slot int, l *locking.Lease, begin int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	g := &grantRec{actor: a.name, slot: slot, id: l.ID(), token: l.Token(), begin: begin, end: w.steps, taken: l.Abandoned() != nil}
+	w.grants = append(w.grants, g)
+	a.holding = g
+}
+
+func (w *world) started(a *actor, slot int, l *locking.Lease) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.runs = append(w.runs, runRec{actor: a.name, id: l.ID(), slot: slot, token: l.Token()})
+}
+
+func (w *world) report(a *actor, kind string, slot int, detail string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.reports = append(w.reports, reportRec{actor: a.name, kind: kind, slot: slot, detail: detail})
+}
+
+func (w *world) actor(name string) *actor {
+	for _, a := range w.actors {
+		if a.name == name {
+			return a
+		}
+	}
+	return nil
+}
