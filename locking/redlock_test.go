@@ -709,8 +709,9 @@ func TestRedlockTLSAndAuth(t *testing.T) {
 		// System roots do not trust the throwaway CA: every node refuses.
 		sys := newTestRedlock(t, c.Addrs(), "me", func(cfg *RedisConfig) {
 			// Generous: a TLS handshake under -race on a busy machine
-			// must fail on the certificate, not on the clock.
-			cfg.TLS, cfg.Password, cfg.OpTimeout = true, "pw-s3cret", 5*time.Second
+			// must fail on the certificate, not on the clock — the dial
+			// too (its 250 ms default ran out in a full suite's run).
+			cfg.TLS, cfg.Password, cfg.OpTimeout, cfg.DialTimeout = true, "pw-s3cret", 5*time.Second, 5*time.Second
 		})
 		if _, err := sys.Acquire(ctx, Key{Family: "f", Name: "n"}, time.Second); !errors.Is(err, ErrNoQuorum) || !strings.Contains(err.Error(), "certificate") {
 			t.Fatalf("untrusted CA: %v", err)
