@@ -202,6 +202,86 @@ func (s *Scheduler) laterMissed(j *job, t time.Time) time.Time {
 	return time.Time{}
 }
 
+// outageRecovered is run_once's check made while holding slot t's claim
+// (and, under forbid, the job lease): replicas whose clocks differ end
+// an outage with different latest missed slots, and learn of each other's
+// (noteMissed) only when each sees the stores again, which may be after
+// another already decided. It returns a slot of the same outage that was
+// recovered already, or a later one that was missed, with the note that
+// says which; zero when t is still the one to run. The outage reaches from
+// t both ways over slots with no run on time (no entry, or a skip), up to
+// laterMissedScan slots each way.
+func (s *Scheduler) outageRecovered(j *job, t time.Time) (time.Time, string) {
+	if later := s.laterMissed(j, t); !later.IsZero() {
+		return later, "a later slot was missed too: run_once runs the latest, "
+	}
+	if s.cfg.HistoryKeep <= 0 {
+		return time.Time{}, ""
+	}
+	// The slots before t, newest first, and after t up to now.
+	var before, after []time.Time
+	for u := t; len(before) < laterMissedScan; {
+		if u = prevSlot(j.spec.Schedule, u.Add(-time.Second)); u.IsZero() {
+			break
+		}
+		before = append(before, u)
+	}
+	now := s.clock.Now()
+	for u := j.spec.Schedule.Next(t); !u.IsZero() && !u.After(now) && len(after) < laterMissedScan; u = j.spec.Schedule.Next(u) {
+		after = append(after, u)
+	}
+	from := t
+	if len(before) > 0 {
+		from = before[len(before)-1]
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	s.inflight <- struct{}{}
+	log, err := s.cfg.Locker.ReadLog(ctx, j.name(), from.Unix(), s.outageReadLimit(j, t, len(before)))
+	<-s.inflight
+	if err != nil {
+		return time.Time{}, "" // cannot tell: the claim alone decides, as before
+	}
+	if u := recoveredIn(j.name(), log, after); !u.IsZero() {
+		return u, "run_once ran a later slot of this outage, "
+	}
+	if u := recoveredIn(j.name(), log, before); !u.IsZero() {
+		return u, "run_once ran an earlier slot of this outage, "
+	}
+	return time.Time{}, ""
+}
+
+// recoveredIn walks slots, nearest to the slot being decided first, over
+// the history entries in log: the first one recovered, or zero at the
+// first one that ran on time (the outage is on its other side), an
+// unreadable entry, or the end.
+func recoveredIn(job string, log []locking.LogEntry, slots []time.Time) time.Time {
+	for _, u := range slots {
+		e, ok, err := entryOf(job, log, u.Unix())
+		switch {
+		case err != nil:
+			return time.Time{}
+		case ok && e.Recovered:
+			return u
+		case ok && e.Outcome != OutcomeSkipped && e.Outcome != OutcomeMissed:
+			return time.Time{}
+		}
+	}
+	return time.Time{}
+}
+
+// outageReadLimit is how many history entries, newest first, reach back
+// over the n slots before t: two a slot (a slot may have a skip and a run
+// entry) from the first of them to now, at most what the history keeps.
+func (s *Scheduler) outageReadLimit(j *job, t time.Time, n int) int {
+	keep := s.cfg.HistoryKeep
+	now := s.clock.Now()
+	for u := j.spec.Schedule.Next(t); !u.IsZero() && !u.After(now) && n < keep; u = j.spec.Schedule.Next(u) {
+		n++
+	}
+	return min(keep, 2*(n+1)+16)
+}
+
 // laterMissedScan bounds the slots laterMissed looks at.
 const laterMissedScan = 100
 

@@ -207,6 +207,19 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 			return
 		}
 	}
+	if mode == modeRecover && j.spec.Misfire.Policy == MisfireRunOnce {
+		if other, note := s.outageRecovered(j, t); !other.IsZero() {
+			// Another replica's recovery of this outage got there first
+			// (its end wrote the history entry in the step that freed the
+			// job lease now held here): run_once runs one slot.
+			span.skip(ReasonLate)
+			s.logLate(name, lateRange{first: t, last: t, count: 1}, note+slotString(other))
+			s.endHandled(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: ReasonLate, at: t,
+				jobLease: jobLease,
+				history:  &HistoryEntry{Slot: slot, Outcome: OutcomeSkipped, Reason: ReasonLate, Replica: s.cfg.Replica}}, j, t)
+			return
+		}
+	}
 	leases := []*locking.Lease{lease}
 	if jobLease != nil {
 		leases = append(leases, jobLease)

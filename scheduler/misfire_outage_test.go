@@ -1,0 +1,70 @@
+package scheduler
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// TestRunOnceOneRecoveryPerOutage: replicas whose clocks differ, or that
+// see the stores again at different times, end one outage with different
+// latest missed slots, and each may decide before the others noted theirs
+// (laterMissed reads a record they have not raised yet). The recovery that
+// comes second, holding its claim and the job lease, finds the first one's
+// entry in the history and runs nothing: run_once runs one slot an outage,
+// whichever replica gets there first, and the second slot gets its honest
+// outcome (skipped, late, naming the slot that ran). A slot that ran on
+// time ends the outage: a recovery before it does not count.
+func TestRunOnceOneRecoveryPerOutage(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		rec := &recorder{d: 100 * time.Millisecond, now: time.Now}
+		spec := everySecond(t, "job", rec)
+		spec.Misfire = Misfire{Policy: MisfireRunOnce, Deadline: time.Minute}
+		r0 := e.scheduler("r0", nil, spec)
+		r2 := e.scheduler("r2", nil, spec)
+		j0, _ := r0.job("job")
+		j2, _ := r2.job("job")
+		at := func(sec int) time.Time { return bubbleStart.Add(time.Duration(sec) * time.Second) }
+
+		// An earlier outage: slot 3 on time, slot 2 recovered.
+		time.Sleep(3 * time.Second)
+		r0.attemptSlot(j0, at(3), modeNormal)
+		time.Sleep(17 * time.Second)
+		r0.attemptSlot(j0, at(2), modeRecover)
+		// This outage: slots 4..8 missed by everyone; r0 recovers 5 (its
+		// latest), r2 then 8 (its latest, noted too late for r0 to see).
+		r0.attemptSlot(j0, at(5), modeRecover)
+		r2.attemptSlot(j2, at(8), modeRecover)
+		// A recovery of an earlier slot after a later one ran.
+		r2.attemptSlot(j2, at(4), modeRecover)
+
+		ran := map[int]int{}
+		for _, r := range rec.all() {
+			ran[int(r.Run.Slot.Sub(bubbleStart)/time.Second)]++
+		}
+		want := map[int]int{2: 1, 3: 1, 5: 1}
+		for sec := 2; sec <= 8; sec++ {
+			if ran[sec] != want[sec] {
+				e.sink.dump(t)
+				t.Fatalf("slot %d ran %d times, want %d", sec, ran[sec], want[sec])
+			}
+		}
+		evs := e.sink.events(t)
+		if rc := where(evs, "misfire.recovered"); len(rc) != 2 || rc[0].str("slot") != slotAt(2) || rc[1].str("slot") != slotAt(5) {
+			t.Errorf("misfire.recovered: %v", rc)
+		}
+		late := where(evs, "slot.skipped", "reason", "late", "slot", slotAt(8))
+		if len(late) != 1 || late[0].str("note") != "run_once ran an earlier slot of this outage, "+slotAt(5) {
+			e.sink.dump(t)
+			t.Errorf("slot 8: late lines %v", late)
+		}
+		late = where(evs, "slot.skipped", "reason", "late", "slot", slotAt(4))
+		if len(late) != 1 || late[0].str("note") != "run_once ran a later slot of this outage, "+slotAt(5) {
+			t.Errorf("slot 4: late lines %v", late)
+		}
+		if h, ok, err := r2.slotRecorded(t.Context(), "job", at(8)); err != nil || !ok || h.Outcome != OutcomeSkipped || h.Reason != ReasonLate {
+			t.Errorf("slot 8 history: %+v %v %v", h, ok, err)
+		}
+	})
+}
