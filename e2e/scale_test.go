@@ -34,6 +34,12 @@ var (
 //
 //	go test ./e2e -run TestScale -scale -scale.jobs 100,1000,5000 -scale.seconds 20 -v -timeout 30m
 //	go test ./e2e -run TestScale -scale -scale.jobs 1000 -scale.replicas 1,3,5 -scale.nodes 1,3,5 -v -timeout 30m
+//
+// Side by side with an earlier revision (interleaved, pairs averaged),
+// and each one's ceiling (the highest job count with nothing shed):
+//
+//	go test ./e2e -run TestScale -scale -scale.base ac36530 -scale.rounds 2 -scale.jobs 2000,3000,4000,6000 -v -timeout 60m
+//	go test ./e2e -run TestScale -scale -scale.base ac36530 -scale.ceiling -v -timeout 90m
 func TestScale(t *testing.T) {
 	if !*scaleFlag {
 		t.Skip("scale: set -scale to run the scale benchmark")
@@ -58,24 +64,28 @@ func TestScale(t *testing.T) {
 	}
 	host := HostLine()
 	t.Log(host)
-	var results []ScaleResult
+	sbs := scaleBins(t)
+	var points []ScalePoint
 	for _, o := range overlaps {
 		for _, r := range replicas {
 			for _, n := range nodes {
+				if *scaleCeiling {
+					points = append(points, ScalePoint{Replicas: r, Nodes: n, Overlap: o})
+					continue
+				}
 				for _, j := range jobs {
-					p := ScalePoint{Jobs: j, Replicas: r, Nodes: n, Overlap: o}
-					t.Run(p.String(), func(t *testing.T) {
-						res := runScalePoint(t, p, time.Duration(*scaleWarmup)*time.Second, *scaleSeconds, nil)
-						t.Logf("\n%s\n%s", ScaleHeader, res.Row())
-						t.Logf("commands per slot per node: %s", res.CommandMix())
-						results = append(results, res)
-					})
+					points = append(points, ScalePoint{Jobs: j, Replicas: r, Nodes: n, Overlap: o})
 				}
 			}
 		}
 	}
-	table := fmt.Sprintf("%s; window %d s per point after %d s of warm-up\n\n%s",
-		host, *scaleSeconds, *scaleWarmup, ScaleTable(results))
+	var table string
+	if *scaleCeiling {
+		table = scaleCeilings(t, sbs, points)
+	} else {
+		table = scaleSweep(t, sbs, points)
+	}
+	table = fmt.Sprintf("%s; window %d s per point after %d s of warm-up\n\n%s", host, *scaleSeconds, *scaleWarmup, table)
 	fmt.Println(table)
 	t.Log("\n" + table)
 	if *scaleOut != "" {
@@ -85,17 +95,122 @@ func TestScale(t *testing.T) {
 	}
 }
 
+// scaleSweep measures every point with every binary (interleaved, rounds
+// times with a base) and returns each binary's table, and with a base the
+// side-by-side one.
+func scaleSweep(t *testing.T, sbs []scaleBin, points []ScalePoint) string {
+	rounds := 1
+	if len(sbs) > 1 {
+		rounds = max(*scaleRounds, 1)
+	}
+	results := make([][]ScaleResult, len(sbs)) // per binary, every run
+	var compare []string
+	for _, p := range points {
+		perBin := make([][]ScaleResult, len(sbs))
+		for round := range rounds {
+			for i, sb := range sbs {
+				name := fmt.Sprintf("%s/%s/%d", p, strings.ReplaceAll(sb.label, " ", "_"), round+1)
+				t.Run(name, func(t *testing.T) {
+					res := runScalePointWith(t, sb.bin, p, time.Duration(*scaleWarmup)*time.Second, *scaleSeconds, nil)
+					t.Logf("%s\n%s\n%s", sb.label, ScaleHeader, res.Row())
+					t.Logf("commands per slot per node: %s", res.CommandMix())
+					perBin[i] = append(perBin[i], res)
+					results[i] = append(results[i], res)
+				})
+			}
+		}
+		if len(sbs) > 1 {
+			compare = append(compare, CompareRow(p, meanFigures(perBin[0]), meanFigures(perBin[1])))
+		}
+	}
+	var out []string
+	for i, sb := range sbs {
+		out = append(out, fmt.Sprintf("%s:\n\n%s", sb.label, ScaleTable(results[i])))
+	}
+	if len(sbs) > 1 {
+		out = append(out, fmt.Sprintf("side by side, %s → new (new ÷ base), mean of %d interleaved pair(s) per point:\n\n%s\n%s",
+			sbs[0].label, rounds, CompareHeader, strings.Join(compare, "\n")))
+	}
+	return strings.Join(out, "\n\n")
+}
+
+// scaleCeilings searches, for every point (its job count ignored), each
+// binary's ceiling: the binaries step in lockstep, so that each step of
+// one is measured beside the other's.
+func scaleCeilings(t *testing.T, sbs []scaleBin, points []ScalePoint) string {
+	lines := []string{"| point | " + labels(sbs) + " |", "|---|" + strings.Repeat("---|", len(sbs))}
+	for _, p := range points {
+		searches := make([]*ceilingSearch, len(sbs))
+		for i := range sbs {
+			searches[i] = newCeilingSearch(*scaleCeilFrom)
+		}
+		for !allDone(searches) {
+			for i, sb := range sbs {
+				c := searches[i]
+				if c.done() {
+					continue
+				}
+				q := p
+				q.Jobs = c.next
+				t.Run(fmt.Sprintf("ceiling/%s/%s", q, strings.ReplaceAll(sb.label, " ", "_")), func(t *testing.T) {
+					res := runScalePointWith(t, sb.bin, q, time.Duration(*scaleWarmup)*time.Second, *scaleSeconds, nil)
+					t.Logf("%s\n%s\n%s", sb.label, ScaleHeader, res.Row())
+					c.record(res.Tally.Missed() > 0, *scaleCeilMax)
+				})
+				if t.Failed() {
+					return strings.Join(lines, "\n")
+				}
+			}
+		}
+		cells := []string{fmt.Sprintf("%d × %d %s", p.Replicas, p.Nodes, p.Overlap)}
+		for i, c := range searches {
+			cell := thousands(c.good) + " jobs"
+			if c.bad == 0 {
+				cell = "≥ " + cell
+			}
+			if i > 0 && searches[0].good > 0 {
+				cell += fmt.Sprintf(" (×%.2f)", float64(c.good)/float64(searches[0].good))
+			}
+			cells = append(cells, cell)
+		}
+		lines = append(lines, "| "+strings.Join(cells, " | ")+" |")
+	}
+	return "ceiling: the highest number of every-second jobs with no slot of the window shed\n\n" + strings.Join(lines, "\n")
+}
+
+func labels(sbs []scaleBin) string {
+	var ls []string
+	for _, sb := range sbs {
+		ls = append(ls, sb.label)
+	}
+	return strings.Join(ls, " | ")
+}
+
+func allDone(cs []*ceilingSearch) bool {
+	for _, c := range cs {
+		if !c.done() {
+			return false
+		}
+	}
+	return true
+}
+
 // runScalePoint measures one point; it fails the test on a duplicate run.
 // With load, the replicas serve the status page (Spec.UI) and load runs
 // over the measured window, until stop is closed.
 func runScalePoint(t *testing.T, p ScalePoint, warmup time.Duration, seconds int, load func(c *Cluster, stop <-chan struct{})) ScaleResult {
+	return runScalePointWith(t, bins, p, warmup, seconds, load)
+}
+
+// runScalePointWith is runScalePoint with the given binaries.
+func runScalePointWith(t *testing.T, bin Binaries, p ScalePoint, warmup time.Duration, seconds int, load func(c *Cluster, stop <-chan struct{})) ScaleResult {
 	defs := make([]JobDef, p.Jobs)
 	names := make([]string, p.Jobs)
 	for i := range defs {
 		names[i] = fmt.Sprintf("s%05d", i)
 		defs[i] = JobDef{Name: names[i], Schedule: "* * * * * *", Log: "x", Forbid: p.Overlap == "forbid"}
 	}
-	c := NewCluster(t, bins, Spec{Nodes: p.Nodes, ProxyNode: -1, TTL: 10 * time.Second, LogLevel: "info", Jobs: defs,
+	c := NewCluster(t, bin, Spec{Nodes: p.Nodes, ProxyNode: -1, TTL: 10 * time.Second, LogLevel: "info", Jobs: defs,
 		UI: load != nil})
 	var replicas []string
 	for i := range p.Replicas {

@@ -42,6 +42,10 @@ type SlotTally struct {
 	// Delays are the start_delay_ms values of the window's run.started
 	// lines, sorted.
 	Delays []float64
+	// Unreachable counts "locking: redis node unreachable" warnings (any
+	// time): with healthy nodes each is a false alarm from the replica's
+	// own queueing.
+	Unreachable int
 }
 
 // scaleLine is the part of a log line the tally reads.
@@ -104,6 +108,10 @@ func (tl *tallier) read(r io.Reader) error {
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	for sc.Scan() {
 		b := sc.Bytes()
+		if bytes.Contains(b, []byte(`redis node unreachable`)) {
+			tl.t.Unreachable++
+			continue
+		}
 		if !bytes.Contains(b, []byte(`"run.started"`)) && !bytes.Contains(b, []byte(`"slot.skipped"`)) &&
 			!bytes.Contains(b, []byte(`"run.abandoned"`)) && !bytes.Contains(b, []byte(`"slot.missed"`)) {
 			continue

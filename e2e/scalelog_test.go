@@ -14,7 +14,8 @@ import (
 // TestTallySlots checks the scale benchmark's reading of the logs: runs
 // and duplicates inside the window only, late ranges expanded, a missed
 // slot explained by slot.missed, a run.abandoned without a run.started
-// anywhere reported as a phantom, delays sorted.
+// anywhere reported as a phantom, delays sorted, node-unreachable
+// warnings counted.
 func TestTallySlots(t *testing.T) {
 	slot := func(s int) string { return at(float64(s)).Format("2006-01-02T15:04:05Z") }
 	started := func(job string, s int, delay string) string {
@@ -37,6 +38,8 @@ func TestTallySlots(t *testing.T) {
 		`{"level":"WARN","msg":"slot missed","event":"slot.missed","job":"a","slot":"` + slot(2) + `","reason":"unknown","may_have_started":true}`,
 		`{"level":"WARN","msg":"run abandoned","event":"run.abandoned","job":"a","slot":"` + slot(1) + `","run_id":"r","holder":"r1"}`,
 		`{"level":"WARN","msg":"run abandoned","event":"run.abandoned","job":"b","slot":"` + slot(7) + `","run_id":"x","holder":"r1"}`,
+		`{"level":"WARN","msg":"locking: redis node unreachable","node":"127.0.0.1:1","error":"context deadline exceeded"}`,
+		`{"level":"WARN","msg":"locking: redis node unreachable","node":"127.0.0.1:2","error":"EOF"}`,
 	}, "\n")
 	dir := t.TempDir()
 	p1, p2 := filepath.Join(dir, "r1.log"), filepath.Join(dir, "r2.log")
@@ -54,6 +57,7 @@ func TestTallySlots(t *testing.T) {
 	require.Equal(t, []string{"b " + stamp(at(7))}, tl.Phantoms, "a@1 started; b@7 never did")
 	require.Equal(t, []float64{2, 5.5, 7, 9}, tl.Delays)
 	require.Equal(t, 9.0, tl.Percentile(99))
+	require.Equal(t, 2, tl.Unreachable)
 	require.Contains(t, tl.Verdict(), "NO: 1 slots ran twice")
 
 	tl.Duplicates = nil

@@ -38,8 +38,8 @@ type ScaleResult struct {
 // ScaleHeader is the table's header.
 const ScaleHeader = "| jobs | replicas × nodes | overlap | slots run / s | every slot once | start delay p50 / p99 | " +
 	"CPU per slot, replicas summed (% of a core) | Redis CPU per slot, nodes summed | EVALSHA per slot per node | " +
-	"all commands per slot per node | memory per replica, RSS (peak) | log bytes per slot |\n" +
-	"|---|---|---|---|---|---|---|---|---|---|---|---|"
+	"all commands per slot per node | memory per replica, RSS (peak) | log bytes per slot | node unreachable warnings |\n" +
+	"|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 
 // Row is the point's table row.
 func (r ScaleResult) Row() string {
@@ -67,6 +67,7 @@ func (r ScaleResult) Row() string {
 		fmt.Sprintf("%.2f", per(all)),
 		fmt.Sprintf("%s (%s)", mib(r.RSS), mib(r.HWM)),
 		fmt.Sprintf("%.0f", per(float64(r.End.LogBytes-r.Start.LogBytes))),
+		thousands(r.Tally.Unreachable),
 	}
 	return "| " + strings.Join(cells, " | ") + " |"
 }
