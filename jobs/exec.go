@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"slices"
@@ -210,12 +209,30 @@ func (j *execJob) Run(ctx context.Context, run Run) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("exec: not started: %w", context.Cause(ctx))
 	}
-	argv0 := j.p.Command[0]
-	cmd := exec.Command(argv0, j.p.Command[1:]...)
+	cmd, scrub := j.command(ctx, run)
+	p, err := startProcess(cmd)
+	if err != nil {
+		return scrub.Error(j.startError(err))
+	}
+	termAt, waitErr := p.waitOrStop(ctx, j.p.KillGrace)
+	p.finish(termAt, j.p.KillGrace)
+	runErr := j.outcome(ctx, p, termAt, waitErr, scrub)
+	attrs := p.logAttrs(scrub)
+	if runErr != nil {
+		run.Log().WarnContext(ctx, "exec: command failed", attrs...)
+	} else {
+		run.Log().InfoContext(ctx, "exec: command exited", attrs...)
+	}
+	return scrub.Error(runErr)
+}
+
+// command builds the run's process: its own group, the least environment
+// (the job's, the trace context), the job's user; and the scrubber of the
+// job's secret values.
+func (j *execJob) command(ctx context.Context, run Run) (*exec.Cmd, *Scrubber) {
+	cmd := exec.Command(j.p.Command[0], j.p.Command[1:]...)
 	env, secrets := j.env(run)
-	env = append(env, TraceEnv(ctx)...)
-	scrub := NewScrubber(secrets...)
-	cmd.Env = env
+	cmd.Env = append(env, TraceEnv(ctx)...)
 	cmd.Dir = j.p.Dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if j.p.RunAsUID != nil {
@@ -226,111 +243,33 @@ func (j *execJob) Run(ctx context.Context, run Run) error {
 		// No supplementary groups: the job gets its user's rights only.
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: *j.p.RunAsUID, Gid: gid, Groups: []uint32{}}
 	}
+	return cmd, NewScrubber(secrets...)
+}
 
-	// Own pipes (rather than io.Writers handed to exec) so that Wait
-	// returns when the process exits even if a child still holds the
-	// write ends; the readers are bounded separately below.
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		return fmt.Errorf("exec: %w", err)
+// startError says why the program did not start.
+func (j *execJob) startError(err error) error {
+	argv0 := j.p.Command[0]
+	if j.p.RunAsUID != nil && errors.Is(err, syscall.EPERM) {
+		return fmt.Errorf("exec: start %q as uid %d: %w (run_as_uid needs slotlock to run as root or with CAP_SETUID and CAP_SETGID)",
+			argv0, *j.p.RunAsUID, err)
 	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		return fmt.Errorf("exec: %w", err)
-	}
-	cmd.Stdout, cmd.Stderr = outW, errW
-	start := time.Now()
-	err = cmd.Start()
-	outW.Close()
-	errW.Close()
-	if err != nil {
-		outR.Close()
-		errR.Close()
-		if j.p.RunAsUID != nil && errors.Is(err, syscall.EPERM) {
-			return scrub.Error(fmt.Errorf("exec: start %q as uid %d: %w (run_as_uid needs slotlock to run as root or with CAP_SETUID and CAP_SETGID)",
-				argv0, *j.p.RunAsUID, err))
-		}
-		return scrub.Error(fmt.Errorf("exec: start %q: %w", argv0, err))
-	}
-	pgid := cmd.Process.Pid
+	return fmt.Errorf("exec: start %q: %w", argv0, err)
+}
 
-	stdout, stderr := newTailBuffer(ExecTailBytes), newTailBuffer(ExecTailBytes)
-	copied := make(chan struct{}, 2)
-	drain := func(r *os.File, w io.Writer) {
-		io.Copy(w, r)
-		copied <- struct{}{}
-	}
-	go drain(outR, stdout)
-	go drain(errR, stderr)
-
-	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
-
-	var (
-		waitErr error
-		termAt  time.Time // when SIGTERM went to the group; zero if never
-	)
-	select {
-	case waitErr = <-waited:
-	case <-ctx.Done():
-		termAt = time.Now()
-		signalGroup(pgid, syscall.SIGTERM)
-		grace := time.NewTimer(j.p.KillGrace)
-		select {
-		case waitErr = <-waited:
-		case <-grace.C:
-			signalGroup(pgid, syscall.SIGKILL)
-			waitErr = <-waited
-		}
-		grace.Stop()
-	}
-	// The leader is gone; make sure nothing of its group outlives the run.
-	reapGroup(pgid, termAt, j.p.KillGrace)
-
-	// Everything in the group is dead, so the pipes reach EOF unless a
-	// process escaped the group while holding them; do not wait for it.
-	deadline := time.Now().Add(time.Second)
-	outR.SetReadDeadline(deadline)
-	errR.SetReadDeadline(deadline)
-	<-copied
-	<-copied
-	outR.Close()
-	errR.Close()
-	elapsed := time.Since(start)
-
-	code := -1
-	if cmd.ProcessState != nil {
-		code = cmd.ProcessState.ExitCode()
-	}
-	attrs := []any{"event", "exec.output", "command", argv0, "pid", pgid, "exit_code", code,
-		"duration_ms", elapsed.Milliseconds(),
-		"stdout", scrub.String(stdout.String()), "stderr", scrub.String(stderr.String())}
-	if n := stdout.Total(); n > ExecTailBytes {
-		attrs = append(attrs, "stdout_bytes", n)
-	}
-	if n := stderr.Total(); n > ExecTailBytes {
-		attrs = append(attrs, "stderr_bytes", n)
-	}
-
-	var runErr error
+// outcome is the run's error: nil when the program exited 0 by itself.
+func (j *execJob) outcome(ctx context.Context, p *process, termAt time.Time, waitErr error, scrub *Scrubber) error {
+	argv0 := j.p.Command[0]
 	switch {
 	case !termAt.IsZero():
-		runErr = fmt.Errorf("exec: %q stopped (%s): %w", argv0, describeExit(cmd.ProcessState), context.Cause(ctx))
+		return fmt.Errorf("exec: %q stopped (%s): %w", argv0, describeExit(p.cmd.ProcessState), context.Cause(ctx))
 	case waitErr != nil:
-		runErr = fmt.Errorf("exec: %q %s%s", argv0, describeExit(cmd.ProcessState), lastLine(scrub.String(stderr.String())))
 		var ee *exec.ExitError
 		if !errors.As(waitErr, &ee) {
-			runErr = fmt.Errorf("exec: %q: %w", argv0, waitErr)
+			return fmt.Errorf("exec: %q: %w", argv0, waitErr)
 		}
+		return fmt.Errorf("exec: %q %s%s", argv0, describeExit(p.cmd.ProcessState), lastLine(scrub.String(p.stderr.String())))
 	}
-	if runErr != nil {
-		run.Log().WarnContext(ctx, "exec: command failed", attrs...)
-	} else {
-		run.Log().InfoContext(ctx, "exec: command exited", attrs...)
-	}
-	return scrub.Error(runErr)
+	return nil
 }
 
 func describeExit(ps *os.ProcessState) string {
