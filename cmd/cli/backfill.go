@@ -82,8 +82,21 @@ func cmdBackfill(ctx context.Context, args []string, env Env) int {
 		fmt.Sprintf("%s to %s: %d slots to run", slotText(from), slotText(to), toRun), nil) != nil {
 		return exitFailure
 	}
+	ran, code := runBackfill(ctx, r, job, plan, results, why)
+	if err := printBackfill(env.Stdout, plan, results, why, "RESULT"); err != nil {
+		return exitFailure
+	}
+	fmt.Fprintf(env.Stdout, "%d of %d run\n", ran, toRun)
+	return code
+}
+
+// runBackfill runs the planned slots in order, filling in each one's
+// result and why, and returns how many ran and the exit code: a run that
+// did not succeed fails the command; a slot that could not be locked
+// stops it (the next slots would meet the same).
+func runBackfill(ctx context.Context, r *replica, job string, plan []scheduler.BackfillSlot, results, why []string) (ran, code int) {
 	code = exitOK
-	ran, stopped := 0, false
+	stopped := false
 	for i, b := range plan {
 		if !b.Run {
 			results[i] = "skipped"
@@ -122,11 +135,7 @@ func cmdBackfill(ctx context.Context, args []string, env Env) int {
 				"error", err.Error())
 		}
 	}
-	if err := printBackfill(env.Stdout, plan, results, why, "RESULT"); err != nil {
-		return exitFailure
-	}
-	fmt.Fprintf(env.Stdout, "%d of %d run\n", ran, toRun)
-	return code
+	return ran, code
 }
 
 // parseTime reads a --from or --to flag: a required RFC 3339 time.
