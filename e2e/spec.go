@@ -70,49 +70,7 @@ func (c *Cluster) configJSON(addrs []string) []byte {
 	}
 	var jobs []map[string]any
 	for _, j := range c.spec.Jobs {
-		overlap := "allow"
-		if j.Forbid {
-			overlap = "forbid"
-		}
-		policy := j.Misfire
-		if policy == "" {
-			policy = "skip"
-		}
-		deadline := j.Deadline
-		if deadline == 0 {
-			deadline = 10 * time.Minute
-		}
-		timeout := j.Timeout
-		if timeout == 0 {
-			timeout = time.Minute
-		}
-		plugin, params := "exec", map[string]any{
-			"command": []string{c.bin.LedgerJob, c.ledger, j.Sleep.String()},
-		}
-		if j.Log != "" {
-			plugin, params = "log", map[string]any{"message": j.Log}
-		}
-		if j.Command != nil {
-			params = map[string]any{"command": j.Command}
-		}
-		if j.Plugin != "" {
-			plugin, params = j.Plugin, map[string]any{"ledger": c.ledger}
-			for k, v := range j.Params {
-				params[k] = v
-			}
-		}
-		jobs = append(jobs, map[string]any{
-			"name":     j.Name,
-			"schedule": j.Schedule,
-			"timezone": "UTC",
-			"plugin":   plugin,
-			"enabled":  true,
-			"timeout":  timeout.String(),
-			"overlap":  overlap,
-			"misfire":  map[string]any{"policy": policy, "deadline": deadline.String()},
-			"retry":    map[string]any{"max": 0, "backoff": "1s"},
-			"params":   params,
-		})
+		jobs = append(jobs, c.jobConfig(j))
 	}
 	level := c.spec.LogLevel
 	if level == "" {
@@ -149,4 +107,51 @@ func (c *Cluster) configJSON(addrs []string) []byte {
 		panic(err)
 	}
 	return b
+}
+
+// jobConfig is job j's entry in the replicas' config.
+func (c *Cluster) jobConfig(j JobDef) map[string]any {
+	overlap := "allow"
+	if j.Forbid {
+		overlap = "forbid"
+	}
+	policy := j.Misfire
+	if policy == "" {
+		policy = "skip"
+	}
+	deadline := j.Deadline
+	if deadline == 0 {
+		deadline = 10 * time.Minute
+	}
+	timeout := j.Timeout
+	if timeout == 0 {
+		timeout = time.Minute
+	}
+	plugin, params := "exec", map[string]any{
+		"command": []string{c.bin.LedgerJob, c.ledger, j.Sleep.String()},
+	}
+	if j.Log != "" {
+		plugin, params = "log", map[string]any{"message": j.Log}
+	}
+	if j.Command != nil {
+		params = map[string]any{"command": j.Command}
+	}
+	if j.Plugin != "" {
+		plugin, params = j.Plugin, map[string]any{"ledger": c.ledger}
+		for k, v := range j.Params {
+			params[k] = v
+		}
+	}
+	return map[string]any{
+		"name":     j.Name,
+		"schedule": j.Schedule,
+		"timezone": "UTC",
+		"plugin":   plugin,
+		"enabled":  true,
+		"timeout":  timeout.String(),
+		"overlap":  overlap,
+		"misfire":  map[string]any{"policy": policy, "deadline": deadline.String()},
+		"retry":    map[string]any{"max": 0, "backoff": "1s"},
+		"params":   params,
+	}
 }
