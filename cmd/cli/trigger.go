@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/slotlock/slotlock/cmd/config"
+	"github.com/slotlock/slotlock/internal/config"
 	"github.com/slotlock/slotlock/scheduler"
 )
 
