@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/slotlock/slotlock/cmd/ui"
 	"github.com/slotlock/slotlock/internal/config"
+	"github.com/slotlock/slotlock/internal/ui"
 	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/scheduler"
 )
