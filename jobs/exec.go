@@ -60,9 +60,9 @@ import (
 // from every error the job returns.
 func init() { Register("exec", newExecJob) }
 
-// ExecTailBytes is how much of the end of stdout and of stderr the exec
+// execTailBytes is how much of the end of stdout and of stderr the exec
 // plugin keeps for its log line.
-const ExecTailBytes = 4096
+const execTailBytes = 4096
 
 const defaultKillGrace = 5 * time.Second
 
@@ -256,7 +256,7 @@ func (j *execJob) Run(ctx context.Context, run Run) error {
 	}
 	pgid := cmd.Process.Pid
 
-	stdout, stderr := newTailBuffer(ExecTailBytes), newTailBuffer(ExecTailBytes)
+	stdout, stderr := newTailBuffer(execTailBytes), newTailBuffer(execTailBytes)
 	copied := make(chan struct{}, 2)
 	drain := func(r *os.File, w io.Writer) {
 		io.Copy(w, r)
@@ -307,10 +307,10 @@ func (j *execJob) Run(ctx context.Context, run Run) error {
 	attrs := []any{"event", "exec.output", "command", argv0, "pid", pgid, "exit_code", code,
 		"duration_ms", elapsed.Milliseconds(),
 		"stdout", scrub.String(stdout.String()), "stderr", scrub.String(stderr.String())}
-	if n := stdout.Total(); n > ExecTailBytes {
+	if n := stdout.Total(); n > execTailBytes {
 		attrs = append(attrs, "stdout_bytes", n)
 	}
-	if n := stderr.Total(); n > ExecTailBytes {
+	if n := stderr.Total(); n > execTailBytes {
 		attrs = append(attrs, "stderr_bytes", n)
 	}
 
