@@ -227,7 +227,7 @@ func cmdRun(ctx context.Context, args []string, env cmdEnv) int {
 	wg.Go(func() { warnEviction(bg, r.locker, r.log) })
 	reload := newReloader(r, f.configPath(env), env, data)
 	if addr := cfg.HTTP.Addr; addr != "" {
-		srv, err := newOpsServer(addr, r.sched.Healthy, ready, r.metrics, reload.statusPage())
+		srv, err := newOpsServer(addr, opsMux(r.sched.Healthy, ready, r.metrics, reload.statusPage()))
 		if err != nil {
 			stopHelpers()
 			r.log.Error("cannot start the ops http server", "error", err.Error())
