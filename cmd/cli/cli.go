@@ -1,17 +1,3 @@
-// Package cli is slotlock's command: run, validate, next, trigger and
-// version, as fixed by the outside contract. It is importable so that a
-// user's own main can add plugins:
-//
-//	package main
-//
-//	import (
-//		"os"
-//
-//		"github.com/slotlock/slotlock/cmd/cli"
-//		_ "example.com/myteam/myplugins" // registers plugins in init
-//	)
-//
-//	func main() { os.Exit(cli.Main(os.Args[1:])) }
 package cli
 
 import (
