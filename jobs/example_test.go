@@ -93,3 +93,31 @@ func Example_plugin() {
 	// run: <nil>
 	// run: shutting down
 }
+
+// A function of your own service becomes a Job with jobs.Func, no plugin
+// needed: put it in a scheduler.JobSpec. Here one attempt runs the way the
+// scheduler runs it, through jobs.Execute, which also turns a panic into
+// an error.
+func ExampleFunc() {
+	report := jobs.Func(func(ctx context.Context, run jobs.Run) error {
+		fmt.Printf("report for %s, attempt %d, token %d\n", run.SlotString(), run.Attempt, run.FencingToken)
+		return nil
+	})
+	err := jobs.Execute(context.Background(), report, jobs.Run{
+		Job:          "report",
+		Slot:         time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC),
+		FencingToken: 7,
+		Attempt:      1,
+	})
+	fmt.Println("run:", err)
+
+	broken := jobs.Func(func(context.Context, jobs.Run) error { panic("nil map") })
+	err = jobs.Execute(context.Background(), broken, jobs.Run{Job: "report", Attempt: 1,
+		Logger: slog.New(slog.DiscardHandler)})
+	var pe *jobs.PanicError
+	fmt.Println("run:", err, errors.As(err, &pe))
+	// Output:
+	// report for 2026-11-29T10:00:00Z, attempt 1, token 7
+	// run: <nil>
+	// run: jobs: job panicked: nil map true
+}

@@ -59,9 +59,9 @@ import (
 // from every error the job returns.
 func init() { Register("exec", newExecJob) }
 
-// ExecTailBytes is how much of the end of stdout and of stderr the exec
+// execTailBytes is how much of the end of stdout and of stderr the exec
 // plugin keeps for its log line.
-const ExecTailBytes = 4096
+const execTailBytes = 4096
 
 const defaultKillGrace = 5 * time.Second
 

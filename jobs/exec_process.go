@@ -40,7 +40,7 @@ func startProcess(cmd *exec.Cmd) (*process, error) {
 	}
 	cmd.Stdout, cmd.Stderr = outW, errW
 	p := &process{cmd: cmd, outR: outR, errR: errR, start: time.Now(),
-		stdout: newTailBuffer(ExecTailBytes), stderr: newTailBuffer(ExecTailBytes),
+		stdout: newTailBuffer(execTailBytes), stderr: newTailBuffer(execTailBytes),
 		copied: make(chan struct{}, 2), waited: make(chan error, 1)}
 	err = cmd.Start()
 	outW.Close()
@@ -108,10 +108,10 @@ func (p *process) logAttrs(scrub *Scrubber) []any {
 	attrs := []any{"event", "exec.output", "command", p.cmd.Args[0], "pid", p.pgid, "exit_code", code,
 		"duration_ms", p.elapsed.Milliseconds(),
 		"stdout", scrub.String(p.stdout.String()), "stderr", scrub.String(p.stderr.String())}
-	if n := p.stdout.Total(); n > ExecTailBytes {
+	if n := p.stdout.Total(); n > execTailBytes {
 		attrs = append(attrs, "stdout_bytes", n)
 	}
-	if n := p.stderr.Total(); n > ExecTailBytes {
+	if n := p.stderr.Total(); n > execTailBytes {
 		attrs = append(attrs, "stderr_bytes", n)
 	}
 	return attrs

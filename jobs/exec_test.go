@@ -127,8 +127,8 @@ func TestExecOutputTailCapped(t *testing.T) {
 	}
 	line := logs.Event(t, "exec.output")
 	out := line["stdout"].(string)
-	if len(out) > ExecTailBytes || len(out) < ExecTailBytes-10 {
-		t.Fatalf("stdout tail is %d bytes, want about %d", len(out), ExecTailBytes)
+	if len(out) > execTailBytes || len(out) < execTailBytes-10 {
+		t.Fatalf("stdout tail is %d bytes, want about %d", len(out), execTailBytes)
 	}
 	if !strings.HasSuffix(out, "END-OF-OUTPUT") {
 		t.Fatalf("tail does not end with the last output: ...%q", out[len(out)-40:])
@@ -137,7 +137,7 @@ func TestExecOutputTailCapped(t *testing.T) {
 		t.Fatalf("stdout_bytes = %v", line["stdout_bytes"])
 	}
 	errTail := line["stderr"].(string)
-	if len(errTail) > ExecTailBytes || !strings.HasPrefix(errTail, "é") {
+	if len(errTail) > execTailBytes || !strings.HasPrefix(errTail, "é") {
 		t.Fatalf("stderr tail %d bytes, starts %q", len(errTail), errTail[:4])
 	}
 }

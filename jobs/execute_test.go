@@ -9,15 +9,11 @@ import (
 	"time"
 )
 
-type funcJob func(ctx context.Context, run Run) error
-
-func (f funcJob) Run(ctx context.Context, run Run) error { return f(ctx, run) }
-
 func panickyHelper() { panic("kaboom") }
 
 func TestExecuteRecoversPanic(t *testing.T) {
 	run, logs := testRun(t)
-	err := Execute(context.Background(), funcJob(func(context.Context, Run) error {
+	err := Execute(context.Background(), Func(func(context.Context, Run) error {
 		panickyHelper()
 		return nil
 	}), run)
@@ -43,12 +39,12 @@ func TestExecuteRecoversPanic(t *testing.T) {
 func TestExecutePanicWithErrorUnwraps(t *testing.T) {
 	sentinel := errors.New("sentinel")
 	run, _ := testRun(t)
-	err := Execute(context.Background(), funcJob(func(context.Context, Run) error { panic(sentinel) }), run)
+	err := Execute(context.Background(), Func(func(context.Context, Run) error { panic(sentinel) }), run)
 	if !errors.Is(err, sentinel) {
 		t.Fatalf("errors.Is(panic(err), err) = false: %v", err)
 	}
 	var nilErr *runtime.PanicNilError
-	err = Execute(context.Background(), funcJob(func(context.Context, Run) error { panic(nil) }), run)
+	err = Execute(context.Background(), Func(func(context.Context, Run) error { panic(nil) }), run)
 	if !errors.As(err, &nilErr) {
 		t.Fatalf("panic(nil): %v", err)
 	}
@@ -56,7 +52,7 @@ func TestExecutePanicWithErrorUnwraps(t *testing.T) {
 
 func TestExecuteGoexit(t *testing.T) {
 	run, _ := testRun(t)
-	err := Execute(context.Background(), funcJob(func(context.Context, Run) error {
+	err := Execute(context.Background(), Func(func(context.Context, Run) error {
 		runtime.Goexit()
 		return nil
 	}), run)
@@ -70,7 +66,7 @@ func TestExecutePassesResultAndContext(t *testing.T) {
 	run, _ := testRun(t)
 	type key struct{}
 	ctx := context.WithValue(context.Background(), key{}, "v")
-	err := Execute(ctx, funcJob(func(ctx context.Context, r Run) error {
+	err := Execute(ctx, Func(func(ctx context.Context, r Run) error {
 		if ctx.Value(key{}) != "v" || r.RunID != "r-123" || r.FencingToken != 42 {
 			return errors.New("context or run not passed through")
 		}
@@ -79,7 +75,7 @@ func TestExecutePassesResultAndContext(t *testing.T) {
 	if err != want {
 		t.Fatalf("Execute = %v, want the job's own error", err)
 	}
-	if err := Execute(ctx, funcJob(func(context.Context, Run) error { return nil }), run); err != nil {
+	if err := Execute(ctx, Func(func(context.Context, Run) error { return nil }), run); err != nil {
 		t.Fatalf("Execute of a succeeding job = %v", err)
 	}
 	if err := Execute(ctx, nil, run); err == nil {

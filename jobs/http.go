@@ -44,7 +44,7 @@ import (
 // Redirects: one within the URL's origin (scheme, host, port) is followed;
 // one to another origin fails the run unless follow_redirects is true, and
 // then it carries none of the headers from params except the harmless ones
-// (Content-Type, Accept, ...: HeaderShown). A 307 or 308 resends the body:
+// (Content-Type, Accept, ...: headerShown). A 307 or 308 resends the body:
 // to another origin that fails the run too unless resend_body is true. A
 // redirect from https to http always fails the run. At most 10 redirects
 // are followed.
@@ -175,7 +175,7 @@ func (j *httpJob) checkRedirect(req *http.Request, via []*http.Request) error {
 			resp.StatusCode))
 	}
 	for k := range req.Header {
-		if !HeaderShown(k) {
+		if !headerShown(k) {
 			req.Header.Del(k)
 		}
 	}

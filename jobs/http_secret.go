@@ -68,7 +68,7 @@ func httpSecrets(p httpParams) []string {
 		out = append(out, bodySecrets(p.Body)...)
 	}
 	for k, v := range p.Headers {
-		if !HeaderShown(k) {
+		if !headerShown(k) {
 			out = append(out, v)
 			if _, cred, ok := strings.Cut(v, " "); ok { // "Bearer <token>"
 				out = append(out, cred)
@@ -79,14 +79,14 @@ func httpSecrets(p httpParams) []string {
 }
 
 // SecretParams hides the body (unless show_body) and every header value
-// that is not a harmless one (HeaderShown).
+// that is not a harmless one (headerShown).
 func (j *httpJob) SecretParams() []ParamPath {
 	var out []ParamPath
 	if !j.p.ShowBody {
 		out = append(out, ParamPath{"body"})
 	}
 	for k := range j.p.Headers {
-		if !HeaderShown(k) {
+		if !headerShown(k) {
 			out = append(out, ParamPath{"headers", k})
 		}
 	}
@@ -100,7 +100,7 @@ func (j *httpJob) RedactParams(params map[string]any) map[string]any {
 	out := RedactMap(params, j.p.ShowQuery...)
 	if h, ok := out["headers"].(map[string]any); ok {
 		for k, v := range h {
-			if !HeaderShown(k) && v != nil {
+			if !headerShown(k) && v != nil {
 				h[k] = Redacted
 			}
 		}

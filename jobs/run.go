@@ -21,6 +21,19 @@ type Job interface {
 	Run(ctx context.Context, run Run) error
 }
 
+// Func is a function that is a Job: the way to schedule a function of
+// your own service without writing a plugin.
+//
+//	job := jobs.Func(func(ctx context.Context, run jobs.Run) error {
+//		return send(ctx, run.FencingToken)
+//	})
+//
+// The function must be safe for concurrent use, as any Job.
+type Func func(ctx context.Context, run Run) error
+
+// Run calls f(ctx, run).
+func (f Func) Run(ctx context.Context, run Run) error { return f(ctx, run) }
+
 // Graceful is implemented by a Job whose run may go on for a while after
 // its ctx is canceled (exec: kill_grace, the SIGTERM -> SIGKILL delay).
 // Another replica may start the next run as soon as the lease expires, so

@@ -177,21 +177,22 @@ var shownHeaders = map[string]bool{
 	"Traceparent": true, // ids and flags only (W3C Trace Context); tracestate is vendor data: hidden
 }
 
-// HeaderShown reports whether a header's value may be logged: only the
+// headerShown reports whether a header's value may be logged: only the
 // standard content-negotiation headers, User-Agent and slotlock's own
 // run headers (job, slot, run id, fencing token, attempt) and traceparent
 // are.
-func HeaderShown(name string) bool {
+func headerShown(name string) bool {
 	return shownHeaders[http.CanonicalHeaderKey(strings.TrimSpace(name))]
 }
 
 // RedactHeaders renders headers for a log line: every name, and the value
-// only where HeaderShown; the rest are "***".
+// only for the standard content-negotiation headers, User-Agent,
+// slotlock's own run headers and traceparent; the rest are "***".
 func RedactHeaders(h http.Header) map[string]string {
 	out := make(map[string]string, len(h))
 	for k, vs := range h {
 		v := Redacted
-		if HeaderShown(k) {
+		if headerShown(k) {
 			v = strings.Join(vs, ", ")
 		}
 		out[k] = v

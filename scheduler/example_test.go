@@ -12,12 +12,6 @@ import (
 	"github.com/slotlock/slotlock/scheduler"
 )
 
-// jobFunc adapts a function to jobs.Job (a plugin's Factory would build the
-// job from the configuration instead).
-type jobFunc func(ctx context.Context, run jobs.Run) error
-
-func (f jobFunc) Run(ctx context.Context, run jobs.Run) error { return f(ctx, run) }
-
 // A single replica with the in-process locker runs a job every second.
 // With locking.NewRedlock over shared Redis nodes instead, any number of
 // replicas run the same configuration and each slot still runs once.
@@ -31,7 +25,7 @@ func Example() {
 
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	heartbeat := jobFunc(func(ctx context.Context, run jobs.Run) error {
+	heartbeat := jobs.Func(func(ctx context.Context, run jobs.Run) error {
 		// run.Slot is the slot's nominal time; run.FencingToken orders this
 		// run after every earlier run of the job, on any replica.
 		fmt.Printf("%s: attempt %d on %s\n", run.Job, run.Attempt, run.Replica)

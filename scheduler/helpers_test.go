@@ -93,10 +93,8 @@ func (l *logSink) dump(t testing.TB) {
 	t.Logf("logs:\n%s", l.buf.String())
 }
 
-// funcJob adapts a function to jobs.Job.
-type funcJob func(ctx context.Context, run jobs.Run) error
-
-func (f funcJob) Run(ctx context.Context, run jobs.Run) error { return f(ctx, run) }
+// funcJob is the library's adapter of a function to jobs.Job.
+type funcJob = jobs.Func
 
 // record is one observed run of a test job.
 type record struct {

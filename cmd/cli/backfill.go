@@ -21,7 +21,7 @@ const backfillTimeout = 30 * time.Second
 // succeeded, or there was nothing to run; 1: a run failed, or a slot could
 // not be locked (it stops there), or the stores did not answer; 2: a usage
 // or configuration error, or a window it refuses.
-func cmdBackfill(ctx context.Context, args []string, env Env) int {
+func cmdBackfill(ctx context.Context, args []string, env cmdEnv) int {
 	f := newFlags("backfill", env)
 	fromS := f.String("from", "", "the window's start, RFC 3339 (required)")
 	toS := f.String("to", "", "the window's end, RFC 3339, inclusive (required)")

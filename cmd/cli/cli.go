@@ -1,17 +1,3 @@
-// Package cli is slotlock's command: run, validate, next, trigger and
-// version, as fixed by the outside contract. It is importable so that a
-// user's own main can add plugins:
-//
-//	package main
-//
-//	import (
-//		"os"
-//
-//		"github.com/slotlock/slotlock/cmd/cli"
-//		_ "example.com/myteam/myplugins" // registers plugins in init
-//	)
-//
-//	func main() { os.Exit(cli.Main(os.Args[1:])) }
 package cli
 
 import (
@@ -38,16 +24,16 @@ const (
 func Main(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	return Run(ctx, args, Env{Stdout: os.Stdout, Stderr: os.Stderr, Environ: os.Environ()})
+	return run(ctx, args, cmdEnv{Stdout: os.Stdout, Stderr: os.Stderr, Environ: os.Environ()})
 }
 
-// Env is what a command reads from and writes to besides its arguments.
-type Env struct {
+// cmdEnv is what a command reads from and writes to besides its arguments.
+type cmdEnv struct {
 	Stdout, Stderr io.Writer
 	Environ        []string // KEY=VALUE, as os.Environ
 }
 
-func (e Env) getenv(key string) string {
+func (e cmdEnv) getenv(key string) string {
 	for i := len(e.Environ) - 1; i >= 0; i-- {
 		if k, v, ok := strings.Cut(e.Environ[i], "="); ok && k == key {
 			return v
@@ -56,9 +42,9 @@ func (e Env) getenv(key string) string {
 	return ""
 }
 
-// Run is Main with an explicit context and environment; ctx ending is
+// run is Main with an explicit context and environment; ctx ending is
 // taken as SIGTERM.
-func Run(ctx context.Context, args []string, env Env) int {
+func run(ctx context.Context, args []string, env cmdEnv) int {
 	if len(args) == 0 {
 		usage(env.Stderr)
 		return exitConfig
@@ -125,7 +111,7 @@ type flags struct {
 	config *string
 }
 
-func newFlags(name string, env Env) *flags {
+func newFlags(name string, env cmdEnv) *flags {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
 	f := &flags{FlagSet: fs}
@@ -151,7 +137,7 @@ func (f *flags) parse(args []string) ([]string, error) {
 
 // parseNone parses args for a command that takes no positional argument.
 // false means a usage error, already printed (exit 2).
-func (f *flags) parseNone(args []string, env Env) bool {
+func (f *flags) parseNone(args []string, env cmdEnv) bool {
 	pos, err := f.parse(args)
 	if err != nil {
 		return false
@@ -164,7 +150,7 @@ func (f *flags) parseNone(args []string, env Env) bool {
 }
 
 // configPath applies the contract's default order.
-func (f *flags) configPath(env Env) string {
+func (f *flags) configPath(env cmdEnv) string {
 	if *f.config != "" {
 		return *f.config
 	}

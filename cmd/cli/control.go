@@ -10,7 +10,7 @@ import (
 
 // actor names who runs this command: the OS user, the host, and the
 // replica name (SLOTLOCK_REPLICA or its default), for the control audit.
-func actor(r *replica, env Env) scheduler.Control {
+func actor(r *replica, env cmdEnv) scheduler.Control {
 	c := scheduler.Control{User: "unknown", Host: "unknown", Replica: r.name}
 	if u, err := user.Current(); err == nil && u.Username != "" {
 		c.User = u.Username
@@ -27,7 +27,7 @@ func actor(r *replica, env Env) scheduler.Control {
 // written before the action takes effect where it can be (pause, resume,
 // backfill, trigger), so an action is never done unaudited; a failed write
 // fails the command.
-func recordControl(ctx context.Context, r *replica, env Env, action, job, detail string, run *scheduler.HistoryEntry) error {
+func recordControl(ctx context.Context, r *replica, env cmdEnv, action, job, detail string, run *scheduler.HistoryEntry) error {
 	c := actor(r, env)
 	c.Action, c.Job, c.Detail, c.Run = action, job, detail, run
 	wctx, cancel := context.WithTimeout(ctx, pauseTimeout)

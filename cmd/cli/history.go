@@ -14,7 +14,7 @@ import (
 // by outcome (the filter is applied to what it read).
 const historyFilterRead = 10_000
 
-func cmdHistory(ctx context.Context, args []string, env Env) int {
+func cmdHistory(ctx context.Context, args []string, env cmdEnv) int {
 	f := newFlags("history", env)
 	asJSON := f.Bool("json", false, "one JSON document on stdout")
 	since := f.String("since", "", "only slots from then on: a duration back from now (24h) or an RFC 3339 time")

@@ -94,7 +94,7 @@ func TestNodeUpLabelledByIndex(t *testing.T) {
 // The ops server bounds how long an answer may take to write.
 func TestOpsServerTimeouts(t *testing.T) {
 	m := newMetrics()
-	s, err := newOpsServer("127.0.0.1:0", func() error { return nil }, &readiness{}, m, nil)
+	s, err := newOpsServer("127.0.0.1:0", opsMux(func() error { return nil }, &readiness{}, m, nil))
 	require.NoError(t, err)
 	defer s.ln.Close()
 	require.Equal(t, 20*time.Second, s.srv.WriteTimeout)

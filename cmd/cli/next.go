@@ -8,7 +8,7 @@ import (
 	"github.com/slotlock/slotlock/scheduler"
 )
 
-func cmdNext(args []string, env Env) int {
+func cmdNext(args []string, env cmdEnv) int {
 	f := newFlags("next", env)
 	n := f.Int("n", 5, "how many slots per job")
 	pos, err := f.parse(args)

@@ -138,14 +138,11 @@ func errString(err error) string {
 	return err.Error()
 }
 
-// opsServer serves /healthz, /readyz and /metrics, and with http.ui the
-// status page and its API (page: any other path; nil: those are 404).
-type opsServer struct {
-	srv *http.Server
-	ln  net.Listener
-}
-
-func newOpsServer(addr string, healthy func() error, ready *readiness, m *metrics, page http.Handler) (*opsServer, error) {
+// opsMux routes /healthz, /readyz and /metrics, and with a page the
+// status page and its API (any other path; nil: those are 404). It is the
+// one home of the ops endpoints: `slotlock run` serves it on http.addr, an
+// embedding service through Ops.
+func opsMux(healthy func() error, ready *readiness, m *metrics, page http.Handler) *http.ServeMux {
 	mux := http.NewServeMux()
 	if page != nil {
 		mux.Handle("/", page)
@@ -166,6 +163,16 @@ func newOpsServer(addr string, healthy func() error, ready *readiness, m *metric
 		fmt.Fprint(w, ready.body())
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg}))
+	return mux
+}
+
+// opsServer serves the ops endpoints (opsMux) on http.addr.
+type opsServer struct {
+	srv *http.Server
+	ln  net.Listener
+}
+
+func newOpsServer(addr string, handler http.Handler) (*opsServer, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("http.addr %q: %w", addr, err)
@@ -173,7 +180,7 @@ func newOpsServer(addr string, healthy func() error, ready *readiness, m *metric
 	return &opsServer{
 		// WriteTimeout: no answer (a status page window included, whose
 		// reads ui bounds at 15s) holds a connection longer.
-		srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+		srv: &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
 			WriteTimeout: 20 * time.Second, IdleTimeout: time.Minute},
 		ln: ln,
 	}, nil

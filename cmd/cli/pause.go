@@ -13,7 +13,7 @@ import (
 // pauseTimeout bounds the command's round trips to the lock stores.
 const pauseTimeout = 10 * time.Second
 
-func cmdPause(ctx context.Context, args []string, env Env) int {
+func cmdPause(ctx context.Context, args []string, env cmdEnv) int {
 	f := newFlags("pause", env)
 	forDur := f.Duration("for", 0, "end the pause by itself after this long (default: until resumed)")
 	reason := f.String("reason", "", "why, for the logs and status")
@@ -30,7 +30,7 @@ func cmdPause(ctx context.Context, args []string, env Env) int {
 	})
 }
 
-func cmdResume(ctx context.Context, args []string, env Env) int {
+func cmdResume(ctx context.Context, args []string, env cmdEnv) int {
 	f := newFlags("resume", env)
 	return pauseOrResume(ctx, f, args, env, func(time.Time) (locking.Pause, bool) {
 		return locking.Pause{}, true
@@ -39,7 +39,7 @@ func cmdResume(ctx context.Context, args []string, env Env) int {
 
 // pauseOrResume writes the pause state that state builds for the one job
 // named in args to the lock stores, and logs job.paused or job.resumed.
-func pauseOrResume(ctx context.Context, f *flags, args []string, env Env, state func(time.Time) (locking.Pause, bool)) int {
+func pauseOrResume(ctx context.Context, f *flags, args []string, env cmdEnv, state func(time.Time) (locking.Pause, bool)) int {
 	name := f.Name()
 	cfg, job, ok := loadForJob(f, args, env, map[string]string{"pause": "[--for DUR] [--reason TEXT] "}[name])
 	if !ok {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/slotlock/slotlock/cmd/config"
+	"github.com/slotlock/slotlock/internal/config"
 	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/locking/entraauth"
 )

@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
-	"github.com/slotlock/slotlock/cmd/config"
+	"github.com/slotlock/slotlock/internal/config"
 	"github.com/slotlock/slotlock/scheduler"
 )
 
@@ -51,7 +51,7 @@ func notifySIGHUP() (<-chan os.Signal, func()) {
 
 // loadRunConfig is loadConfig keeping the file's contents, which a reload
 // compares the file with.
-func loadRunConfig(path string, env Env) (*config.Config, []byte, bool) {
+func loadRunConfig(path string, env cmdEnv) (*config.Config, []byte, bool) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		cfg, ok := loadConfig(path, env) // reports the error as Load does
@@ -76,7 +76,7 @@ type reloader struct {
 	data    []byte // the file's contents last loaded (or rejected)
 }
 
-func newReloader(r *replica, path string, env Env, data []byte) *reloader {
+func newReloader(r *replica, path string, env cmdEnv, data []byte) *reloader {
 	rl := &reloader{r: r, path: path, environ: env.Environ, running: r.cfg, data: data}
 	if h := statusPage(r); h != nil {
 		rl.page = &pageSwitch{}

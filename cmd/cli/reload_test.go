@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slotlock/slotlock/cmd/config"
+	"github.com/slotlock/slotlock/internal/config"
 )
 
 // Hot reload of the real binary: the file rewritten (the watch) and

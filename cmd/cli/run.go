@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/slotlock/slotlock/cmd/config"
-	"github.com/slotlock/slotlock/cmd/ui"
+	"github.com/slotlock/slotlock/internal/config"
+	"github.com/slotlock/slotlock/internal/ui"
 	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/scheduler"
 )
@@ -35,7 +35,7 @@ func (r *replica) close() {
 }
 
 // loadConfig loads path and prints every error, one per line, to stderr.
-func loadConfig(path string, env Env) (*config.Config, bool) {
+func loadConfig(path string, env cmdEnv) (*config.Config, bool) {
 	cfg, err := config.Load(path, env.Environ)
 	if err != nil {
 		printErrors(env, err)
@@ -44,7 +44,7 @@ func loadConfig(path string, env Env) (*config.Config, bool) {
 	return cfg, true
 }
 
-func printErrors(env Env, err error) {
+func printErrors(env cmdEnv, err error) {
 	if errs, ok := err.(config.Errors); ok {
 		for _, e := range errs {
 			fmt.Fprintln(env.Stderr, e)
@@ -56,7 +56,7 @@ func printErrors(env Env, err error) {
 
 // build assembles logger, clock, locker, metrics and scheduler. An error
 // is a configuration error (exit 2) unless it says otherwise.
-func build(ctx context.Context, cfg *config.Config, env Env) (*replica, error) {
+func build(ctx context.Context, cfg *config.Config, env cmdEnv) (*replica, error) {
 	r := &replica{cfg: cfg, name: replicaName(env.getenv)}
 	log, err := newLogger(env.Stderr, cfg.Log.Format, cfg.Log.Level, r.name)
 	if err != nil {
@@ -131,7 +131,7 @@ func build(ctx context.Context, cfg *config.Config, env Env) (*replica, error) {
 
 // start is build for the command name: on failure it prints the error and
 // returns the exit code.
-func start(ctx context.Context, name string, cfg *config.Config, env Env) (*replica, int) {
+func start(ctx context.Context, name string, cfg *config.Config, env cmdEnv) (*replica, int) {
 	r, err := build(ctx, cfg, env)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "slotlock %s: %v\n", name, err)
@@ -144,7 +144,7 @@ func start(ctx context.Context, name string, cfg *config.Config, env Env) (*repl
 // stores from outside a replica (history, status, pause): with in-process
 // locks what lives in the stores — what — lives in the replica, out of
 // reach, and that is a configuration error.
-func startOnStores(ctx context.Context, name, what string, cfg *config.Config, env Env) (*replica, int) {
+func startOnStores(ctx context.Context, name, what string, cfg *config.Config, env cmdEnv) (*replica, int) {
 	if len(cfg.Redis.Nodes) == 0 {
 		fmt.Fprintf(env.Stderr, "slotlock %s: needs redis.nodes: with in-process locks %s lives in the replica\n", name, what)
 		return nil, exitConfig
@@ -191,7 +191,7 @@ func clockOffset(getenv func(string) string) (time.Duration, error) {
 	return d, nil
 }
 
-func cmdRun(ctx context.Context, args []string, env Env) int {
+func cmdRun(ctx context.Context, args []string, env cmdEnv) int {
 	hup, stopHUP := notifySIGHUP() // reload.go: from here on SIGHUP reloads, never ends the process
 	defer stopHUP()
 	f := newFlags("run", env)
@@ -227,7 +227,7 @@ func cmdRun(ctx context.Context, args []string, env Env) int {
 	wg.Go(func() { warnEviction(bg, r.locker, r.log) })
 	reload := newReloader(r, f.configPath(env), env, data)
 	if addr := cfg.HTTP.Addr; addr != "" {
-		srv, err := newOpsServer(addr, r.sched.Healthy, ready, r.metrics, reload.statusPage())
+		srv, err := newOpsServer(addr, opsMux(r.sched.Healthy, ready, r.metrics, reload.statusPage()))
 		if err != nil {
 			stopHelpers()
 			r.log.Error("cannot start the ops http server", "error", err.Error())

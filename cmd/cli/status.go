@@ -16,7 +16,7 @@ import (
 // history read per job, 16 jobs at a time).
 const statusTimeout = 30 * time.Second
 
-func cmdStatus(ctx context.Context, args []string, env Env) int {
+func cmdStatus(ctx context.Context, args []string, env cmdEnv) int {
 	f := newFlags("status", env)
 	asJSON := f.Bool("json", false, "one JSON document on stdout")
 	pos, err := f.parse(args)

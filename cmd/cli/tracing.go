@@ -113,7 +113,7 @@ func readTracingSettings(getenv func(string) string) (tracingSettings, error) {
 // newTracing builds the trace pipeline the environment asks for, or
 // returns nil (off). Nothing is sent until spans end; an unreachable
 // collector costs dropped spans and a warning, never a slot.
-func newTracing(ctx context.Context, env Env, replica string, log *slog.Logger) (*tracing, error) {
+func newTracing(ctx context.Context, env cmdEnv, replica string, log *slog.Logger) (*tracing, error) {
 	st, err := readTracingSettings(env.getenv)
 	if err != nil || !st.on {
 		return nil, err

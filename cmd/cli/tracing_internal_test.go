@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/slotlock/slotlock/cmd/config"
+	"github.com/slotlock/slotlock/internal/config"
 )
 
 func TestReadTracingSettings(t *testing.T) {
@@ -82,8 +82,8 @@ func TestTracingOffStartsNothing(t *testing.T) {
 		"  - {name: tick, schedule: \"@daily\", plugin: log, params: {message: tick}}\n"), 0o600))
 	cfg, err := config.Load(path, nil)
 	require.NoError(t, err)
-	env := func(environ ...string) Env {
-		return Env{Stdout: io.Discard, Stderr: io.Discard, Environ: append([]string{"SLOTLOCK_REPLICA=t"}, environ...)}
+	env := func(environ ...string) cmdEnv {
+		return cmdEnv{Stdout: io.Discard, Stderr: io.Discard, Environ: append([]string{"SLOTLOCK_REPLICA=t"}, environ...)}
 	}
 	before := otelGoroutines()
 

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/slotlock/slotlock/cmd/config"
+	"github.com/slotlock/slotlock/internal/config"
 	"github.com/slotlock/slotlock/scheduler"
 )
 
-func cmdTrigger(ctx context.Context, args []string, env Env) int {
+func cmdTrigger(ctx context.Context, args []string, env cmdEnv) int {
 	f := newFlags("trigger", env)
 	cfg, job, ok := loadForJob(f, args, env, "")
 	if !ok {
@@ -44,7 +44,7 @@ func cmdTrigger(ctx context.Context, args []string, env Env) int {
 // loads the configuration and checks that the job is in it. false means a
 // usage or configuration error, already printed (exit 2). flagsUsage is the
 // command's own flags for the usage line.
-func loadForJob(f *flags, args []string, env Env, flagsUsage string) (*config.Config, string, bool) {
+func loadForJob(f *flags, args []string, env cmdEnv, flagsUsage string) (*config.Config, string, bool) {
 	pos, err := f.parse(args)
 	if err != nil {
 		return nil, "", false

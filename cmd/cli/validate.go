@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-func cmdValidate(args []string, env Env) int {
+func cmdValidate(args []string, env cmdEnv) int {
 	f := newFlags("validate", env)
 	verbose := f.Bool("v", false, "print the effective configuration (secrets redacted) when valid")
 	if !f.parseNone(args, env) {

@@ -37,7 +37,7 @@ func buildInfo() stamp {
 	return b
 }
 
-func cmdVersion(env Env) int {
+func cmdVersion(env cmdEnv) int {
 	b := buildInfo()
 	fmt.Fprintf(env.Stdout, "slotlock %s\ncommit %s\n%s\n", b.version, b.commit, b.goVersion)
 	return exitOK

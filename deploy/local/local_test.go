@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slotlock/slotlock/cmd/config"
+	"github.com/slotlock/slotlock/internal/config"
 	_ "github.com/slotlock/slotlock/jobs" // the built-in plugins the demo uses
 )
 

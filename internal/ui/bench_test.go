@@ -14,7 +14,7 @@ import (
 // cost of the page itself, without the stores. It must stay well under a
 // second (docs/operations.md gives the figure).
 //
-//	go test ./cmd/ui -run '^$' -bench RenderTimeline10k -benchmem
+//	go test ./internal/ui -run '^$' -bench RenderTimeline10k -benchmem
 func BenchmarkRenderTimeline10k(b *testing.B) {
 	const n = scheduler.MaxWindowSlots
 	spec := everySecond(b, "every-second")

@@ -11,7 +11,7 @@ import (
 // an "internal error", which fails here), and whatever it accepts must be
 // complete: every job built, Redacted marshalable.
 //
-//	go test -fuzz=FuzzLoad ./cmd/config
+//	go test -fuzz=FuzzLoad ./internal/config
 //
 // The seed corpus is testdata/fuzz/FuzzLoad (real configurations, some
 // broken on purpose, plus any regression found by fuzzing).

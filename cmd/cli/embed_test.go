@@ -1,0 +1,125 @@
+package cli_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/slotlock/slotlock/cmd/cli"
+	"github.com/slotlock/slotlock/jobs"
+	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler"
+)
+
+// get answers one request from h, with no network.
+func get(t *testing.T, h http.Handler, path string) (int, string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	body, _ := io.ReadAll(rec.Result().Body)
+	return rec.Code, string(body)
+}
+
+// embedConfig is one job every second on in-process locks.
+func embedConfig(t *testing.T, job jobs.Job) (scheduler.Config, locking.Locker) {
+	t.Helper()
+	sched, err := scheduler.ParseSchedule("@every 1s", time.UTC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lk := locking.NewLocal(locking.Options{Replica: "svc-1", Logger: slog.New(slog.DiscardHandler)})
+	return scheduler.Config{
+		Replica: "svc-1",
+		Locker:  lk,
+		Logger:  slog.New(slog.DiscardHandler),
+		Jobs: []scheduler.JobSpec{{Name: "tick", Spec: "@every 1s", Schedule: sched, Job: job,
+			Enabled: true, Timeout: 5 * time.Second}},
+	}, lk
+}
+
+// An embedding service gets the probes, the metrics and the status page
+// of `slotlock run` from one handler, and they follow the scheduler's life.
+func TestOpsServesAnEmbeddedScheduler(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var runs atomic.Int32
+		cfg, lk := embedConfig(t, jobs.Func(func(context.Context, jobs.Run) error {
+			runs.Add(1)
+			return nil
+		}))
+		defer lk.Close()
+		_, ops, err := cli.NewOps(cfg, cli.OpsOptions{StatusPage: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code, _ := get(t, ops, "/readyz"); code != http.StatusServiceUnavailable {
+			t.Errorf("/readyz before Run = %d, want 503", code)
+		}
+		ctx, stop := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- ops.Run(ctx) }()
+		time.Sleep(2500 * time.Millisecond)
+		synctest.Wait()
+
+		if n := runs.Load(); n != 2 {
+			t.Errorf("%d runs in 2.5s of @every 1s, want 2", n)
+		}
+		if code, body := get(t, ops, "/healthz"); code != http.StatusOK || body != "ok\n" {
+			t.Errorf("/healthz = %d %q, want 200 ok", code, body)
+		}
+		if code, body := get(t, ops, "/readyz"); code != http.StatusOK || body != "ready (in-process locks)\n" {
+			t.Errorf("/readyz = %d %q", code, body)
+		}
+		code, metrics := get(t, ops, "/metrics")
+		for _, want := range []string{
+			`slotlock_runs_total{job="tick",outcome="succeeded"} 2`,
+			`slotlock_scheduler_running 1`,
+			`slotlock_ready 1`,
+		} {
+			if code != http.StatusOK || !strings.Contains(metrics, want) {
+				t.Errorf("/metrics (%d) lacks %s", code, want)
+			}
+		}
+		if code, page := get(t, ops, "/"); code != http.StatusOK || !strings.Contains(page, "<html") {
+			t.Errorf("status page = %d, %.80q", code, page)
+		}
+
+		stop()
+		if err := <-done; err != nil {
+			t.Fatalf("Run = %v", err)
+		}
+		if code, _ := get(t, ops, "/healthz"); code != http.StatusServiceUnavailable {
+			t.Errorf("/healthz after Run = %d, want 503", code)
+		}
+		if _, metrics := get(t, ops, "/metrics"); !strings.Contains(metrics, "slotlock_scheduler_running 0") {
+			t.Error("slotlock_scheduler_running is not 0 after Run")
+		}
+	})
+}
+
+// Without OpsOptions.StatusPage only the probes and the metrics answer;
+// the Ops takes the Metrics hook, so a config that sets it is refused.
+func TestOpsOptions(t *testing.T) {
+	cfg, lk := embedConfig(t, jobs.Func(func(context.Context, jobs.Run) error { return nil }))
+	defer lk.Close()
+	_, ops, err := cli.NewOps(cfg, cli.OpsOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := get(t, ops, "/"); code != http.StatusNotFound {
+		t.Errorf("/ without StatusPage = %d, want 404", code)
+	}
+	cfg.Metrics = someMetrics{}
+	if _, _, err := cli.NewOps(cfg, cli.OpsOptions{}); err == nil {
+		t.Error("NewOps with cfg.Metrics set: no error")
+	}
+}
+
+// someMetrics is a Metrics hook of the service's own (never called here).
+type someMetrics struct{ scheduler.Metrics }
