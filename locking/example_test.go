@@ -38,8 +38,8 @@ func ExampleNewLocal() {
 	}
 
 	// The work is over: the claim becomes a done marker for one minute.
-	// MarkDone stops the watchdog first, and ends work's context.
-	if err := lease.MarkDone(ctx, time.Minute, "succeeded"); err != nil {
+	// End stops the watchdog first, and ends work's context.
+	if err := lease.End(ctx, locking.Ending{DoneTTL: time.Minute, Note: "succeeded"}).Err; err != nil {
 		log.Fatal(err)
 	}
 	_, err = lk.Claim(ctx, slot, 30*time.Second)
@@ -54,7 +54,7 @@ func ExampleNewLocal() {
 		log.Fatal(err)
 	}
 	fmt.Println("next slot's token", next.Token())
-	_ = next.Release(ctx)
+	next.End(ctx, locking.Ending{})
 	// Output:
 	// claimed nightly-report:slot:1795860000 fencing token 1
 	// true locking: nightly-report:slot:1795860000 not acquired: held by replica-a
@@ -87,7 +87,7 @@ func ExampleNewRedlock() {
 	case err != nil:
 		log.Fatal(err)
 	}
-	defer lease.Release(ctx)
+	defer lease.End(ctx, locking.Ending{})
 
 	// Pass the fencing token to whatever the work writes to, so a stale
 	// holder (a process paused past its lease) can be refused.

@@ -18,11 +18,11 @@ import (
 // its holder notices in time when it stops being valid (a paused process
 // notices only when it runs again): that is what the fencing Token is for.
 //
-// Call Release or MarkDone when the work is over. After the first call
-// returns, no goroutine of the lease runs. When it failed to reach a
-// majority (a *QuorumError), a later Release or MarkDone tries the stores
-// again; once one succeeded, or found the key no longer this lease's,
-// later calls do nothing and return nil.
+// Call End when the work is over. After the first End returns, no
+// goroutine of the lease runs. When it failed to reach a majority (a
+// *QuorumError), a later End tries the stores again; once one succeeded,
+// or found the key no longer this lease's, later calls do nothing and
+// return nil.
 type Lease struct {
 	lk        *locker
 	spec      leaseSpec
@@ -44,7 +44,7 @@ type Lease struct {
 	ended      bool          // the owner ended the lease: the watchdog is stopped
 	cancels    []context.CancelCauseFunc
 
-	endMu   sync.Mutex // serialises Release and MarkDone
+	endMu   sync.Mutex // serialises the ends (End)
 	settled bool       // the stores accepted the release (or the key was no longer ours)
 
 	lost     chan struct{}
@@ -91,7 +91,7 @@ func (ls *Lease) Abandoned() *Abandoned { return ls.abandoned }
 // another claim of its key (one a store kept after missing its end, or one
 // a late request left): the lease holds the key, but the claim is not this
 // lease's on a majority, so the work must not be done under it. End it
-// with MarkDone to clear the leftover, or Release it.
+// with a done marker (Ending.DoneTTL) to clear the leftover, or release it.
 func (ls *Lease) Leftover() bool { return ls.leftover }
 
 // Joined is the lease that ClaimWith took together with this claim, with

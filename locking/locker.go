@@ -26,7 +26,7 @@ type Options struct {
 	// changes); it never receives secrets.
 	Logger *slog.Logger
 	// TracerProvider, when set, gets a span for each Acquire, Claim,
-	// Extend, Release and MarkDone (trace.go). Nil (the default) or a
+	// Extend and end of a lease (trace.go). Nil (the default) or a
 	// no-op provider: no tracing, at no cost.
 	TracerProvider trace.TracerProvider
 }
@@ -44,7 +44,7 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// releaseTimeout bounds a Release or MarkDone, which runs on a context
+// releaseTimeout bounds a Lease.End, which runs on a context
 // detached from the (often already canceled) caller's context.
 const releaseTimeout = 5 * time.Second
 
@@ -294,8 +294,8 @@ func newToken() string {
 
 const donePrefix = "done|"
 
-// doneValue is the value of a done marker left by MarkDone: the replica,
-// the note and the lease's id, so that a MarkDone retried after an answer
+// doneValue is the value of a done marker left by Lease.End: the replica,
+// the note and the lease's id, so that an End retried after an answer
 // was lost recognises its own marker.
 func doneValue(replica, note, id string) string {
 	return donePrefix + replica + "|" + note + "|" + id

@@ -30,7 +30,7 @@ func TestShutdownDuringHandOverStillRunsTheSlot(t *testing.T) {
 		time.Sleep(time.Second + 100*time.Millisecond) // slot 1 won, waiting for the job lease
 		cancel()                                       // SIGTERM
 		time.Sleep(200 * time.Millisecond)
-		require.NoError(t, other.Release(context.Background()))
+		require.NoError(t, other.End(context.Background(), locking.Ending{}).Err)
 		require.NoError(t, <-done)
 
 		runs := rec.all()
@@ -61,8 +61,8 @@ func TestShutdownGraceEndsDuringHandOver(t *testing.T) {
 		// No done marker: the slot can still be claimed.
 		l, err := e.locker.Claim(context.Background(), slotKey("job", bubbleStart.Add(time.Second)), time.Second)
 		require.NoError(t, err)
-		require.NoError(t, l.Release(context.Background()))
-		require.NoError(t, other.Release(context.Background()))
+		require.NoError(t, l.End(context.Background(), locking.Ending{}).Err)
+		require.NoError(t, other.End(context.Background(), locking.Ending{}).Err)
 	})
 }
 
@@ -87,7 +87,7 @@ func TestSlowAcquireHasItsOwnReason(t *testing.T) {
 				// Not marked done: nothing ran.
 				l, err := slow.Locker.Claim(context.Background(), slotKey("job", bubbleStart.Add(time.Second)), time.Second)
 				require.NoError(t, err)
-				require.NoError(t, l.Release(context.Background()))
+				require.NoError(t, l.End(context.Background(), locking.Ending{}).Err)
 			})
 		})
 	}

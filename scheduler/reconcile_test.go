@@ -72,7 +72,7 @@ func TestReconcilerFrozenPastItsLeaseReportsOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := ghost.MarkDone(ctx, time.Hour, "ghost"); err != nil {
+		if err := ghost.End(ctx, locking.Ending{DoneTTL: time.Hour, Note: "ghost"}).Err; err != nil {
 			t.Fatal(err)
 		}
 		spec := cronSpec(t, "yearly", "10 0 0 1 1 *", &recorder{now: time.Now})
@@ -172,7 +172,7 @@ func TestReconcilerNeverDropsASlotSilently(t *testing.T) {
 		run.Keep(ctx) // a run of another replica, going on for 26 hours
 		time.Sleep(26 * time.Hour)
 		stop()
-		if err := run.Release(ctx); err != nil {
+		if err := run.End(ctx, locking.Ending{}).Err; err != nil {
 			t.Fatal(err)
 		}
 

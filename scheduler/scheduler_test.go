@@ -116,7 +116,7 @@ func TestRunEverySlotOnce(t *testing.T) {
 		if err != nil {
 			t.Errorf("job lease still held after the run: %v", err)
 		} else {
-			_ = l.Release(context.Background())
+			l.End(context.Background(), locking.Ending{})
 		}
 		if rec, _ := e.locker.ReadRecord(context.Background(), lastKey("tick")); rec != last.Unix() {
 			t.Errorf("record %d, want %d", rec, last.Unix())
@@ -449,7 +449,7 @@ func TestShutdownLetsRunFinish(t *testing.T) {
 		if err != nil {
 			t.Fatalf("job lease after shutdown: %v", err)
 		}
-		_ = l.Release(context.Background())
+		l.End(context.Background(), locking.Ending{})
 	})
 }
 

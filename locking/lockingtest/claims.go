@@ -38,7 +38,7 @@ func testClaimAbandoned(t *testing.T, l locking.Locker) {
 	_, err = l.Claim(ctx(t), key, time.Second)
 	wantHeld(t, err, false) // the taker's lease is live
 
-	require.NoError(t, taker.MarkDone(ctx(t), time.Minute, "abandoned"))
+	require.NoError(t, taker.End(ctx(t), locking.Ending{DoneTTL: time.Minute, Note: "abandoned"}).Err)
 	_, err = l.Claim(ctx(t), key, time.Second)
 	held = wantHeld(t, err, true)
 	require.Equal(t, "abandoned", held.Note)
@@ -52,12 +52,12 @@ func testClaimRelease(t *testing.T, l locking.Locker) {
 	key := locking.Key{Family: family(t), Name: "slot:1"}
 	a, err := l.Claim(ctx(t), key, 5*time.Second)
 	require.NoError(t, err)
-	require.NoError(t, a.Release(ctx(t)))
+	require.NoError(t, a.End(ctx(t), locking.Ending{}).Err)
 	b, err := l.Claim(ctx(t), key, 5*time.Second)
 	require.NoError(t, err)
 	require.Nil(t, b.Abandoned())
 	require.Greater(t, b.Token(), a.Token())
-	require.NoError(t, b.MarkDone(ctx(t), time.Minute, "succeeded"))
+	require.NoError(t, b.End(ctx(t), locking.Ending{DoneTTL: time.Minute, Note: "succeeded"}).Err)
 	_, err = l.Claim(ctx(t), key, time.Second)
 	held := wantHeld(t, err, true)
 	require.Equal(t, "succeeded", held.Note)
@@ -77,11 +77,11 @@ func testClaimKept(t *testing.T, l locking.Locker) {
 		other, err := l.Claim(ctx(t), locking.Key{Family: key.Family, Name: "other"}, time.Second)
 		require.NoError(t, err)
 		require.Nil(t, other.Orphan(), "a kept claim reported as an orphan")
-		require.NoError(t, other.Release(ctx(t)))
+		require.NoError(t, other.End(ctx(t), locking.Ending{}).Err)
 		time.Sleep(100 * time.Millisecond)
 	}
 	require.NoError(t, kctx.Err(), "the kept claim was lost")
-	require.NoError(t, a.MarkDone(ctx(t), time.Minute, "succeeded"))
+	require.NoError(t, a.End(ctx(t), locking.Ending{DoneTTL: time.Minute, Note: "succeeded"}).Err)
 	_, err = l.Claim(ctx(t), key, time.Second)
 	wantHeld(t, err, true)
 }
@@ -100,17 +100,17 @@ func testClaimOrphan(t *testing.T, l locking.Locker) {
 	orphan := next.Orphan()
 	require.NotNil(t, orphan, "the abandoned claim of slot:1 was not pointed out")
 	require.Equal(t, locking.Abandoned{Key: dead.Key(), Holder: dead.Holder(), ID: dead.ID()}, *orphan)
-	require.NoError(t, next.MarkDone(ctx(t), time.Minute, "succeeded"))
+	require.NoError(t, next.End(ctx(t), locking.Ending{DoneTTL: time.Minute, Note: "succeeded"}).Err)
 
 	taker, err := l.Claim(ctx(t), orphan.Key, 5*time.Second)
 	require.NoError(t, err)
 	require.NotNil(t, taker.Abandoned())
-	require.NoError(t, taker.MarkDone(ctx(t), time.Minute, "abandoned"))
+	require.NoError(t, taker.End(ctx(t), locking.Ending{DoneTTL: time.Minute, Note: "abandoned"}).Err)
 
 	last, err := l.Claim(ctx(t), locking.Key{Family: fam, Name: "slot:3"}, 5*time.Second)
 	require.NoError(t, err)
 	require.Nil(t, last.Orphan(), "a settled claim is still pointed out")
-	require.NoError(t, last.Release(ctx(t)))
+	require.NoError(t, last.End(ctx(t), locking.Ending{}).Err)
 }
 
 // Concurrent acquisitions of different keys of one family never share a
@@ -142,7 +142,7 @@ func testTokensUnique(t *testing.T, l locking.Locker) {
 				}
 				seen[lease.Token()] = key.Name
 				mu.Unlock()
-				if err := lease.Release(ctx(t)); err != nil {
+				if err := lease.End(ctx(t), locking.Ending{}).Err; err != nil {
 					errs <- err
 					return
 				}
@@ -196,7 +196,7 @@ func testClaimStarted(t *testing.T, l locking.Locker) {
 		require.NoError(t, err)
 		require.NotNil(t, taker.Abandoned())
 		require.Equal(t, start, taker.Abandoned().Started, "started as confirmed")
-		require.NoError(t, taker.MarkDone(ctx(t), time.Minute, "abandoned"))
+		require.NoError(t, taker.End(ctx(t), locking.Ending{DoneTTL: time.Minute, Note: "abandoned"}).Err)
 	}
 	// A started claim still ends as its own: its release and its done
 	// marker recognise it.
@@ -205,7 +205,7 @@ func testClaimStarted(t *testing.T, l locking.Locker) {
 	require.NoError(t, err)
 	a.Start()
 	require.NoError(t, a.Extend(ctx(t)))
-	require.NoError(t, a.MarkDone(ctx(t), time.Minute, "succeeded"))
+	require.NoError(t, a.End(ctx(t), locking.Ending{DoneTTL: time.Minute, Note: "succeeded"}).Err)
 	keys, err := l.ReadClaims(ctx(t), fam)
 	require.NoError(t, err)
 	require.NotContains(t, keys, key)

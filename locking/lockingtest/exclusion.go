@@ -32,14 +32,14 @@ func testExclusiveHold(t *testing.T, l locking.Locker) {
 	}
 	// Another key is free.
 	other := mustAcquire(t, l, locking.Key{Family: key.Family, Name: "other"}, time.Second)
-	if err := other.Release(ctx(t)); err != nil {
+	if err := other.End(ctx(t), locking.Ending{}).Err; err != nil {
 		t.Fatal(err)
 	}
-	if err := lease.Release(ctx(t)); err != nil {
+	if err := lease.End(ctx(t), locking.Ending{}).Err; err != nil {
 		t.Fatal(err)
 	}
 	again := mustAcquire(t, l, key, time.Second)
-	if err := again.Release(ctx(t)); err != nil {
+	if err := again.End(ctx(t), locking.Ending{}).Err; err != nil {
 		t.Fatal(err)
 	}
 }
@@ -71,7 +71,7 @@ func testConcurrentExclusion(t *testing.T, l locking.Locker) {
 				wins.Add(1)
 				time.Sleep(100 * time.Microsecond)
 				inside.Add(-1)
-				if err := lease.Release(ctx(t)); err != nil {
+				if err := lease.End(ctx(t), locking.Ending{}).Err; err != nil {
 					errs <- err
 				}
 			}

@@ -13,11 +13,11 @@ import (
 func testDoneMarker(t *testing.T, l locking.Locker) {
 	key := locking.Key{Family: family(t), Name: "slot"}
 	lease := mustAcquire(t, l, key, 5*time.Second)
-	if err := lease.MarkDone(ctx(t), 300*time.Millisecond, "succeeded"); err != nil {
+	if err := lease.End(ctx(t), locking.Ending{DoneTTL: 300 * time.Millisecond, Note: "succeeded"}).Err; err != nil {
 		t.Fatal(err)
 	}
 	// MarkDone after MarkDone (or Release) does nothing.
-	if err := lease.Release(ctx(t)); err != nil {
+	if err := lease.End(ctx(t), locking.Ending{}).Err; err != nil {
 		t.Fatalf("Release after MarkDone: %v", err)
 	}
 	_, err := l.Acquire(ctx(t), key, time.Second)
@@ -30,7 +30,7 @@ func testDoneMarker(t *testing.T, l locking.Locker) {
 	if next.Token() <= lease.Token() {
 		t.Fatalf("token %d after %d", next.Token(), lease.Token())
 	}
-	if err := next.Release(ctx(t)); err != nil {
+	if err := next.End(ctx(t), locking.Ending{}).Err; err != nil {
 		t.Fatal(err)
 	}
 }
@@ -45,7 +45,7 @@ func testExpiry(t *testing.T, l locking.Locker) {
 		t.Fatal("ValidUntil after the TTL")
 	}
 	next := mustAcquire(t, l, key, time.Second)
-	if err := next.Release(ctx(t)); err != nil {
+	if err := next.End(ctx(t), locking.Ending{}).Err; err != nil {
 		t.Fatal(err)
 	}
 }

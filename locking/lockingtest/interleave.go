@@ -201,7 +201,7 @@ func testConcurrentSettlers(t *testing.T, w World) {
 	require.True(t, ab.Started, "the run confirmed its start")
 
 	entry := locking.LogEntry{Score: 1, Value: "abandoned"}
-	require.NoError(t, gb.lease.MarkDoneLog(ctx(t), time.Minute, "abandoned", entry, 10))
+	require.NoError(t, gb.lease.End(ctx(t), locking.Ending{DoneTTL: time.Minute, Note: "abandoned", Entry: &entry, Keep: 10}).Err)
 	got, err := b.ReadLog(ctx(t), key.Family, 0, 10)
 	require.NoError(t, err)
 	require.Equal(t, []locking.LogEntry{entry}, got, "the abandoned run is in the history, once")
@@ -233,5 +233,5 @@ func testUndoMadeSure(t *testing.T, w World) {
 	require.NoError(t, err)
 	require.Nil(t, lease.Abandoned(), "the failed claim was undone: nothing was abandoned")
 	require.False(t, lease.Leftover(), "the undo reached every store")
-	require.NoError(t, lease.Release(ctx(t)))
+	require.NoError(t, lease.End(ctx(t), locking.Ending{}).Err)
 }

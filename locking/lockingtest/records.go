@@ -39,7 +39,7 @@ func testRecords(t *testing.T, l locking.Locker) {
 	}
 	// A record is not a lock: the key with the same name can still be taken.
 	lease := mustAcquire(t, l, locking.Key{Family: fam, Name: "lock"}, time.Second)
-	if err := lease.Release(ctx(t)); err != nil {
+	if err := lease.End(ctx(t), locking.Ending{}).Err; err != nil {
 		t.Fatal(err)
 	}
 }
@@ -71,11 +71,11 @@ func testCanceled(t *testing.T, l locking.Locker) {
 		t.Fatal("Keep(canceled ctx) reported ErrLockLost")
 	}
 	// Release works on a canceled context (it detaches from it).
-	if err := lease.Release(c); err != nil {
+	if err := lease.End(c, locking.Ending{}).Err; err != nil {
 		t.Fatalf("Release(canceled ctx): %v", err)
 	}
 	again := mustAcquire(t, l, key, time.Second)
-	if err := again.Release(ctx(t)); err != nil {
+	if err := again.End(ctx(t), locking.Ending{}).Err; err != nil {
 		t.Fatal(err)
 	}
 }

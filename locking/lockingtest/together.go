@@ -65,8 +65,8 @@ func testEndTogether(t *testing.T, l locking.Locker) {
 	require.NoError(t, res.Record)
 	_, err = l.Acquire(ctx(t), locking.Key{Family: fam, Name: "run2"}, time.Second)
 	wantHeld(t, err, false)
-	require.NoError(t, taker.Release(ctx(t)))
-	require.NoError(t, next.Release(ctx(t)))
+	require.NoError(t, taker.End(ctx(t), locking.Ending{}).Err)
+	require.NoError(t, next.End(ctx(t), locking.Ending{}).Err)
 }
 
 // claimWither is the optional joint acquisition (locking's ClaimWith).
@@ -107,14 +107,14 @@ func testClaimWith(t *testing.T, l locking.Locker) {
 	require.Nil(t, c2.Joined(), "the job lease is held: not taken")
 	require.Greater(t, c2.Token(), c1.Token())
 	require.NoError(t, j1.Extend(ctx(t)), "the holder's job lease is untouched")
-	require.NoError(t, c2.Release(ctx(t)))
+	require.NoError(t, c2.End(ctx(t), locking.Ending{}).Err)
 
 	require.Equal(t, locking.EndResult{}, c1.End(ctx(t), locking.Ending{DoneTTL: time.Minute, Note: "succeeded", Also: j1}))
 	// Done: refused, and the job lease stays free.
 	_, err = jc.ClaimWith(ctx(t), slot(1), time.Second, run)
 	wantHeld(t, err, true)
 	free := mustAcquire(t, l, run, time.Second)
-	require.NoError(t, free.Release(ctx(t)))
+	require.NoError(t, free.End(ctx(t), locking.Ending{}).Err)
 
 	// A claim taken over (abandoned): not the caller's own work, so no
 	// job lease with it.
@@ -126,9 +126,9 @@ func testClaimWith(t *testing.T, l locking.Locker) {
 	require.NotNil(t, taker.Abandoned())
 	require.Equal(t, dead.ID(), taker.Abandoned().ID)
 	require.Nil(t, taker.Joined())
-	require.NoError(t, taker.MarkDone(ctx(t), time.Minute, "abandoned"))
+	require.NoError(t, taker.End(ctx(t), locking.Ending{DoneTTL: time.Minute, Note: "abandoned"}).Err)
 	free = mustAcquire(t, l, run, time.Second)
-	require.NoError(t, free.Release(ctx(t)))
+	require.NoError(t, free.End(ctx(t), locking.Ending{}).Err)
 
 	_, err = jc.ClaimWith(ctx(t), slot(4), time.Second, slot(4))
 	require.Error(t, err, "the same key twice")

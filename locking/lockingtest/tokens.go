@@ -24,23 +24,23 @@ func testTokensIncrease(t *testing.T, l locking.Locker) {
 	}
 	a := mustAcquire(t, l, k1, 5*time.Second)
 	next(a)
-	if err := a.Release(ctx(t)); err != nil {
+	if err := a.End(ctx(t), locking.Ending{}).Err; err != nil {
 		t.Fatal(err)
 	}
 	b := mustAcquire(t, l, k2, 5*time.Second) // another key of the family
 	next(b)
 	a = mustAcquire(t, l, k1, 5*time.Second) // while b is held
 	next(a)
-	if err := b.MarkDone(ctx(t), time.Minute, "x"); err != nil {
+	if err := b.End(ctx(t), locking.Ending{DoneTTL: time.Minute, Note: "x"}).Err; err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Release(ctx(t)); err != nil {
+	if err := a.End(ctx(t), locking.Ending{}).Err; err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 20; i++ { // re-acquisitions of one key
 		a = mustAcquire(t, l, k1, 5*time.Second)
 		next(a)
-		if err := a.Release(ctx(t)); err != nil {
+		if err := a.End(ctx(t), locking.Ending{}).Err; err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -59,7 +59,7 @@ func testStale(t *testing.T, l locking.Locker) {
 	if err := old.Extend(ctx(t)); !errors.Is(err, locking.ErrLockLost) {
 		t.Fatalf("stale Extend: %v", err)
 	}
-	if err := old.Release(ctx(t)); !errors.Is(err, locking.ErrLockLost) {
+	if err := old.End(ctx(t), locking.Ending{}).Err; !errors.Is(err, locking.ErrLockLost) {
 		t.Fatalf("stale Release: %v", err)
 	}
 	_, err := l.Acquire(ctx(t), key, time.Second)
@@ -67,7 +67,7 @@ func testStale(t *testing.T, l locking.Locker) {
 	if err := cur.Extend(ctx(t)); err != nil {
 		t.Fatalf("current holder's Extend: %v", err)
 	}
-	if err := cur.Release(ctx(t)); err != nil {
+	if err := cur.End(ctx(t), locking.Ending{}).Err; err != nil {
 		t.Fatal(err)
 	}
 }

@@ -33,7 +33,7 @@ func testKeep(t *testing.T, l locking.Locker) {
 	}
 	_, err := l.Acquire(ctx(t), key, ttl)
 	wantHeld(t, err, false)
-	if err := lease.Release(ctx(t)); err != nil {
+	if err := lease.End(ctx(t), locking.Ending{}).Err; err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -50,7 +50,7 @@ func testKeep(t *testing.T, l locking.Locker) {
 	default:
 	}
 	next := mustAcquire(t, l, key, ttl)
-	if err := next.Release(ctx(t)); err != nil {
+	if err := next.End(ctx(t), locking.Ending{}).Err; err != nil {
 		t.Fatal(err)
 	}
 }
@@ -60,7 +60,7 @@ func testNoGoroutineLeft(t *testing.T, l locking.Locker) {
 	// Warm up: connection pools and their helpers start on first use.
 	w := mustAcquire(t, l, key, time.Second)
 	w.Keep(ctx(t))
-	if err := w.Release(ctx(t)); err != nil {
+	if err := w.End(ctx(t), locking.Ending{}).Err; err != nil {
 		t.Fatal(err)
 	}
 	base := settledGoroutines(0, 200*time.Millisecond)
@@ -72,10 +72,10 @@ func testNoGoroutineLeft(t *testing.T, l locking.Locker) {
 			time.Sleep(200 * time.Millisecond) // let the watchdog renew once
 		}
 		if i == 4 {
-			if err := lease.MarkDone(ctx(t), time.Millisecond, "x"); err != nil {
+			if err := lease.End(ctx(t), locking.Ending{DoneTTL: time.Millisecond, Note: "x"}).Err; err != nil {
 				t.Fatal(err)
 			}
-		} else if err := lease.Release(ctx(t)); err != nil {
+		} else if err := lease.End(ctx(t), locking.Ending{}).Err; err != nil {
 			t.Fatal(err)
 		}
 	}

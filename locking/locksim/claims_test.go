@@ -40,8 +40,8 @@ func TestClaimLiveOnOneStoreAndTakenOverOnAnother(t *testing.T) {
 		require.NoError(t, err)
 		require.NotNil(t, lb.Abandoned(), "the claim is on a majority (live on 0, taken over on 1): abandoned, not a leftover")
 		require.Equal(t, la.ID(), lb.Abandoned().ID)
-		require.NoError(t, lb.MarkDone(ctx, time.Minute, "abandoned"))
-		_ = la.Release(ctx) // a is still cut from store 1: no majority to answer it
+		require.NoError(t, lb.End(ctx, locking.Ending{DoneTTL: time.Minute, Note: "abandoned"}).Err)
+		_ = la.End(ctx, locking.Ending{}).Err // a is still cut from store 1: no majority to answer it
 	})
 }
 
@@ -80,7 +80,7 @@ func TestClaimOverALeftover(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, lease.Leftover())
 		require.Nil(t, lease.Abandoned())
-		require.NoError(t, lease.MarkDone(ctx, time.Minute, "abandoned"))
+		require.NoError(t, lease.End(ctx, locking.Ending{DoneTTL: time.Minute, Note: "abandoned"}).Err)
 		for _, s := range stores {
 			require.NotContains(t, s.Dump()["t:{job}:claims"], "|x", "the leftover is cleared")
 		}
