@@ -69,7 +69,7 @@
 // it (MarkDone replaces it by the done marker; Release, before the work
 // began, deletes it). When its holder dies or freezes, the lease expires and
 // the claim stays: the next Claim of the key takes the lease over and learns
-// (Lease.Abandoned) that the work was abandoned — it must report it and
+// (Grant.Abandoned) that the work was abandoned — it must report it and
 // MarkDone, never do it. Only one Claim can hold that lease at a time, and
 // the done marker it writes on a majority refuses every later one, so the
 // report is made once.
@@ -108,7 +108,7 @@
 //     where the claim may be, with a tombstone where the acquisition went
 //     unanswered, and sent again to the nodes that did not answer it while
 //     the claim may have landed on a majority.
-//   - A Claim that takes a claim over on a majority (Lease.Abandoned)
+//   - A Claim that takes a claim over on a majority (Grant.Abandoned)
 //     reports Abandoned.Started: true when any node it met holds the
 //     started form.
 //
@@ -167,7 +167,7 @@
 // pause that has since ended (Pause.Covers).
 //
 // Every successful Claim also reports one other claim of the family whose
-// lease has expired (Lease.Orphan), picked by the caller's random token
+// lease has expired (Grant.Orphan), picked by the caller's random token
 // among all of them: abandoned work is found by the next Claim in the
 // family, without anyone looking for it.
 //

@@ -79,7 +79,7 @@ type HeldError struct {
 	// fewer than a majority of the stores while some did not answer. It
 	// may be a started run's, whose other copies are on the silent stores,
 	// so the key is not handed out; once every store answers, it is either
-	// taken over (Lease.Abandoned) or, found on a minority, a leftover that
+	// taken over (Grant.Abandoned) or, found on a minority, a leftover that
 	// the next Claim ends.
 	Claimed bool
 }

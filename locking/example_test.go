@@ -23,7 +23,7 @@ func ExampleNewLocal() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("claimed", lease.Key(), "fencing token", lease.Token())
+	fmt.Println("claimed", lease.Grant().Key, "fencing token", lease.Token())
 
 	// While the lease is held, nobody else gets the key.
 	_, err = lk.Claim(ctx, slot, 30*time.Second)

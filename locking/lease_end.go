@@ -107,7 +107,7 @@ type EndResult struct {
 func (ls *Lease) End(ctx context.Context, e Ending) EndResult {
 	in := ending{}
 	if e.DoneTTL > 0 {
-		in.done, in.doneTTL = doneValue(ls.lk.opt.Replica, e.Note, ls.ID()), e.DoneTTL
+		in.done, in.doneTTL = doneValue(ls.lk.opt.Replica, e.Note, ls.grant.ID), e.DoneTTL
 		if e.Entry != nil && e.Keep > 0 && ls.spec.claim {
 			in.entry, in.keep = e.Entry, e.Keep
 		}

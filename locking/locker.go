@@ -82,9 +82,9 @@ func (l *locker) Claim(ctx context.Context, key Key, ttl time.Duration) (*Lease,
 // (a job's lease beside its slot's claim), with the same ttl, in the same
 // step on each store: one call per store where Claim then Acquire take
 // two. The claim's outcome is Claim's. also is taken only with a claim of
-// the caller's own (not one taken over, Lease.Abandoned, nor a leftover,
-// Lease.Leftover) and only where it is free on a majority; then
-// Lease.Joined returns it, with the claim's fencing token (one
+// the caller's own (not one taken over, Grant.Abandoned, nor a leftover,
+// Grant.Leftover) and only where it is free on a majority; then
+// Grant.Joined returns it, with the claim's fencing token (one
 // acquisition, one token). Otherwise Joined is nil, also was left as it
 // was, and the caller may Acquire it alone. End both with Lease.End.
 //
@@ -119,10 +119,10 @@ func (l *locker) acquire(ctx context.Context, s leaseSpec) (ls *Lease, err error
 				}
 				_, asp := l.startSpan(actx, SpanAcquire, s.also.key, trace.SpanContext{})
 				var jerr error
-				if ls.joined == nil {
+				if ls.grant.Joined == nil {
 					jerr = &HeldError{Key: s.also.key}
 				}
-				endAcquireSpan(asp, ls.joined, jerr)
+				endAcquireSpan(asp, ls.grant.Joined, jerr)
 			}()
 		}
 		var sp trace.Span
@@ -164,12 +164,12 @@ func (l *locker) acquire(ctx context.Context, s leaseSpec) (ls *Lease, err error
 	}
 	ls = newLease(l, s, g, validUntil)
 	if g.joined {
-		ls.joined = newLease(l, *s.also, grant{token: g.token}, validUntil)
+		ls.grant.Joined = newLease(l, *s.also, grant{token: g.token}, validUntil)
 	}
 	if l.tracer != nil {
 		ls.trace = &leaseTrace{acq: parent}
-		if ls.joined != nil {
-			ls.joined.trace = &leaseTrace{acq: parent}
+		if ls.grant.Joined != nil {
+			ls.grant.Joined.trace = &leaseTrace{acq: parent}
 		}
 	}
 	return ls, nil

@@ -27,7 +27,7 @@ const (
 	livesName  = "lives"
 )
 
-// logName is the reserved name of a family's log (Lease.MarkDoneLog).
+// logName is the reserved name of a family's log (Lease.End).
 const logName = "log"
 
 // tombPrefix starts the reserved names of tombstones left by undone
@@ -57,7 +57,7 @@ func CheckKey(k Key) error {
 
 // Abandoned describes a claim (Locker.Claim) whose lease expired before
 // its holder ended it: the holder died or froze after winning it. Claim
-// hands such a key to a new lease with Lease.Abandoned set, so that
+// hands such a key to a new lease with Grant.Abandoned set, so that
 // exactly one caller learns of it; the work must not be done again.
 //
 // Started tells what the holder did with it. True: the holder confirmed
@@ -69,7 +69,7 @@ func CheckKey(k Key) error {
 type Abandoned struct {
 	Key     Key
 	Holder  string // the replica that claimed it
-	ID      string // the claim's Lease.ID
+	ID      string // the claim's Grant.ID
 	Started bool   // the holder confirmed that the work began
 }
 
@@ -118,10 +118,10 @@ type Locker interface {
 	// the key when its lease expires. Release (before the work began)
 	// removes the claim; MarkDone turns it into a done marker. Once the
 	// lease has expired, the next Claim takes the key over: it succeeds
-	// with Lease.Abandoned describing the claim, and must not do the work
+	// with Grant.Abandoned describing the claim, and must not do the work
 	// (report it, then MarkDone). A claim seen on any node counts, even
 	// when a majority lets the caller in. A successful Claim may also
-	// report, in Lease.Orphan, another key of the family whose claim was
+	// report, in Grant.Orphan, another key of the family whose claim was
 	// abandoned, for the caller to Claim and report. A key is used either
 	// with Acquire or with Claim, never both.
 	Claim(ctx context.Context, key Key, ttl time.Duration) (*Lease, error)

@@ -165,7 +165,7 @@ type Result struct {
 	Fields              []string // OpClaims
 }
 
-// LogEntry is one entry of a family's log (Lease.MarkDoneLog,
+// LogEntry is one entry of a family's log (Lease.End,
 // Locker.ReadLog): an opaque value and its score (the caller's order, e.g.
 // a slot's Unix time).
 type LogEntry struct {

@@ -149,7 +149,7 @@ func (r *redlock) acquire(ctx context.Context, s leaseSpec) (grant, error) {
 		// majority. Found on a majority, it is abandoned. Found on fewer
 		// nodes while every node answered, it is a leftover: a node that
 		// missed the end of a run long settled, or a request executed after
-		// its acquisition had failed; this lease covers it (Lease.Leftover),
+		// its acquisition had failed; this lease covers it (Grant.Leftover),
 		// so that its caller can end it — but not run under it: where it
 		// took a leftover over, the claim is still the leftover's, so the
 		// lease is not one claim on a majority. Found on fewer while some

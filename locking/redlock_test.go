@@ -1155,7 +1155,7 @@ func TestRedlockUndoTombstoneRefusesALateAcquire(t *testing.T) {
 	// Nothing was left: another replica claims the slot with the job lease.
 	b := newTestRedlock(t, c.Addrs(), "b").(*locker)
 	lease, err := b.ClaimWith(ctx, s.key, 5*time.Second, s.also.key)
-	if err != nil || lease.Abandoned() != nil || lease.Leftover() || lease.Joined() == nil {
+	if err != nil || lease.Grant().Abandoned != nil || lease.Grant().Leftover || lease.Grant().Joined == nil {
 		t.Fatalf("claim after the late acquisition: %v, %v", lease, err)
 	}
 	// Without the tombstone the same late acquisition takes the keys.

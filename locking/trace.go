@@ -38,7 +38,7 @@ const (
 	AttrQuorum       = attribute.Key("locking.quorum")        // answers needed
 	AttrResult       = attribute.Key("locking.result")        // LockResult
 	AttrFencingToken = attribute.Key("locking.fencing_token") // the lease's token
-	AttrLeaseID      = attribute.Key("locking.lease_id")      // Lease.ID (a slot's run id)
+	AttrLeaseID      = attribute.Key("locking.lease_id")      // Grant.ID (a slot's run id)
 	AttrAbandoned    = attribute.Key("locking.abandoned")     // Claim took over an abandoned claim
 	AttrLeftover     = attribute.Key("locking.leftover")      // Claim took over a leftover
 	AttrDoneTTLMS    = attribute.Key("locking.done_ttl_ms")   // MarkDone: the marker's lifetime
@@ -117,11 +117,11 @@ func endAcquireSpan(sp trace.Span, ls *Lease, err error) {
 		endSpan(sp, err)
 		return
 	}
-	attrs := []attribute.KeyValue{AttrFencingToken.Int64(int64(ls.token)), AttrLeaseID.String(ls.ID())}
-	if ls.abandoned != nil {
+	attrs := []attribute.KeyValue{AttrFencingToken.Int64(int64(ls.token)), AttrLeaseID.String(ls.grant.ID)}
+	if ls.grant.Abandoned != nil {
 		attrs = append(attrs, AttrAbandoned.Bool(true))
 	}
-	if ls.leftover {
+	if ls.grant.Leftover {
 		attrs = append(attrs, AttrLeftover.Bool(true))
 	}
 	endSpan(sp, err, attrs...)

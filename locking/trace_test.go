@@ -89,7 +89,7 @@ func TestLockSpans(t *testing.T) {
 	}
 	a := spanAttrs(claims[0])
 	require.Equal(t, int64(lease.Token()), a[locking.AttrFencingToken].AsInt64())
-	require.Equal(t, lease.ID(), a[locking.AttrLeaseID].AsString())
+	require.Equal(t, lease.Grant().ID, a[locking.AttrLeaseID].AsString())
 
 	extends := spansNamed(rec, locking.SpanExtend)
 	require.Len(t, extends, 1)

@@ -33,7 +33,7 @@ type retryPolicy struct {
 	// instead of Acquire.
 	claim bool
 	// with (claims only): the job lease to take in the same step, where
-	// the Locker can (jointLocker); Lease.Joined tells whether it was.
+	// the Locker can (jointLocker); Grant.Joined tells whether it was.
 	with locking.Key
 	// abort ends a retry wait (default: the scheduler's stopping). A slot
 	// already won waits for its job lease until the shutdown grace ends

@@ -59,7 +59,7 @@ func probeClaimedSlot(t *testing.T, live bool) {
 	stop1 := running(t, e.scheduler("r1", nil, spec))
 	time.Sleep(time.Until(bubbleStart.Add(150 * time.Second))) // the probe came at about 131 s
 	if live {
-		entry := HistoryEntry{Slot: slotString(slot), Outcome: OutcomeSucceeded, Replica: "ghost", RunID: ghost.ID()}
+		entry := HistoryEntry{Slot: slotString(slot), Outcome: OutcomeSucceeded, Replica: "ghost", RunID: ghost.Grant().ID}
 		le := entry.logEntry(slot)
 		if err := ghost.End(ctx, locking.Ending{DoneTTL: time.Hour, Note: OutcomeSucceeded, Entry: &le, Keep: 100}).Err; err != nil {
 			t.Fatal(err)

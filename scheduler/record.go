@@ -61,11 +61,11 @@ func (s *Scheduler) endLeaseFailed(p pendingEnd, err error) {
 		// Expired or taken over; already reported as lock.lost if a run
 		// depended on it.
 		s.log.Debug("lease was no longer held when ended", "event", evLockReleaseFailed,
-			"job", p.job, "slot", p.slot, "key", p.lease.Key().Name, "error", err.Error())
+			"job", p.job, "slot", p.slot, "key", p.lease.Grant().Key.Name, "error", err.Error())
 		return
 	}
 	s.log.Warn("could not end lease; retrying when the lock stores answer, else it expires after its ttl",
-		"event", evLockReleaseFailed, "job", p.job, "slot", p.slot, "key", p.lease.Key().Name, "error", err.Error())
+		"event", evLockReleaseFailed, "job", p.job, "slot", p.slot, "key", p.lease.Grant().Key.Name, "error", err.Error())
 	s.retryEnd(p)
 }
 

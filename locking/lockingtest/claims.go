@@ -20,19 +20,19 @@ func testClaimAbandoned(t *testing.T, l locking.Locker) {
 	key := locking.Key{Family: family(t), Name: "slot:1"}
 	dead, err := l.Claim(ctx(t), key, 300*time.Millisecond)
 	require.NoError(t, err)
-	require.Nil(t, dead.Abandoned())
-	require.Len(t, dead.ID(), 16)
+	require.Nil(t, dead.Grant().Abandoned)
+	require.Len(t, dead.Grant().ID, 16)
 
 	_, err = l.Claim(ctx(t), key, time.Second)
 	held := wantHeld(t, err, false)
-	require.Equal(t, dead.Holder(), held.Holder)
+	require.Equal(t, dead.Grant().Holder, held.Holder)
 
 	time.Sleep(400 * time.Millisecond) // the lease expires, the claim stays
 	taker, err := l.Claim(ctx(t), key, 5*time.Second)
 	require.NoError(t, err, "Claim over an abandoned claim")
-	ab := taker.Abandoned()
+	ab := taker.Grant().Abandoned
 	require.NotNil(t, ab, "the taker must learn that the claim was abandoned")
-	require.Equal(t, locking.Abandoned{Key: key, Holder: dead.Holder(), ID: dead.ID()}, *ab)
+	require.Equal(t, locking.Abandoned{Key: key, Holder: dead.Grant().Holder, ID: dead.Grant().ID}, *ab)
 	require.Greater(t, taker.Token(), dead.Token())
 
 	_, err = l.Claim(ctx(t), key, time.Second)
@@ -55,7 +55,7 @@ func testClaimRelease(t *testing.T, l locking.Locker) {
 	require.NoError(t, a.End(ctx(t), locking.Ending{}).Err)
 	b, err := l.Claim(ctx(t), key, 5*time.Second)
 	require.NoError(t, err)
-	require.Nil(t, b.Abandoned())
+	require.Nil(t, b.Grant().Abandoned)
 	require.Greater(t, b.Token(), a.Token())
 	require.NoError(t, b.End(ctx(t), locking.Ending{DoneTTL: time.Minute, Note: "succeeded"}).Err)
 	_, err = l.Claim(ctx(t), key, time.Second)
@@ -73,10 +73,10 @@ func testClaimKept(t *testing.T, l locking.Locker) {
 	for time.Now().Before(deadline) {
 		_, err := l.Claim(ctx(t), key, time.Second)
 		held := wantHeld(t, err, false)
-		require.Equal(t, a.Holder(), held.Holder)
+		require.Equal(t, a.Grant().Holder, held.Holder)
 		other, err := l.Claim(ctx(t), locking.Key{Family: key.Family, Name: "other"}, time.Second)
 		require.NoError(t, err)
-		require.Nil(t, other.Orphan(), "a kept claim reported as an orphan")
+		require.Nil(t, other.Grant().Orphan, "a kept claim reported as an orphan")
 		require.NoError(t, other.End(ctx(t), locking.Ending{}).Err)
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -96,20 +96,20 @@ func testClaimOrphan(t *testing.T, l locking.Locker) {
 
 	next, err := l.Claim(ctx(t), locking.Key{Family: fam, Name: "slot:2"}, 5*time.Second)
 	require.NoError(t, err)
-	require.Nil(t, next.Abandoned())
-	orphan := next.Orphan()
+	require.Nil(t, next.Grant().Abandoned)
+	orphan := next.Grant().Orphan
 	require.NotNil(t, orphan, "the abandoned claim of slot:1 was not pointed out")
-	require.Equal(t, locking.Abandoned{Key: dead.Key(), Holder: dead.Holder(), ID: dead.ID()}, *orphan)
+	require.Equal(t, locking.Abandoned{Key: dead.Grant().Key, Holder: dead.Grant().Holder, ID: dead.Grant().ID}, *orphan)
 	require.NoError(t, next.End(ctx(t), locking.Ending{DoneTTL: time.Minute, Note: "succeeded"}).Err)
 
 	taker, err := l.Claim(ctx(t), orphan.Key, 5*time.Second)
 	require.NoError(t, err)
-	require.NotNil(t, taker.Abandoned())
+	require.NotNil(t, taker.Grant().Abandoned)
 	require.NoError(t, taker.End(ctx(t), locking.Ending{DoneTTL: time.Minute, Note: "abandoned"}).Err)
 
 	last, err := l.Claim(ctx(t), locking.Key{Family: fam, Name: "slot:3"}, 5*time.Second)
 	require.NoError(t, err)
-	require.Nil(t, last.Orphan(), "a settled claim is still pointed out")
+	require.Nil(t, last.Grant().Orphan, "a settled claim is still pointed out")
 	require.NoError(t, last.End(ctx(t), locking.Ending{}).Err)
 }
 
@@ -194,8 +194,8 @@ func testClaimStarted(t *testing.T, l locking.Locker) {
 		time.Sleep(400 * time.Millisecond)
 		taker, err := l.Claim(ctx(t), key, 5*time.Second)
 		require.NoError(t, err)
-		require.NotNil(t, taker.Abandoned())
-		require.Equal(t, start, taker.Abandoned().Started, "started as confirmed")
+		require.NotNil(t, taker.Grant().Abandoned)
+		require.Equal(t, start, taker.Grant().Abandoned.Started, "started as confirmed")
 		require.NoError(t, taker.End(ctx(t), locking.Ending{DoneTTL: time.Minute, Note: "abandoned"}).Err)
 	}
 	// A started claim still ends as its own: its release and its done

@@ -16,8 +16,8 @@ import (
 func testExclusiveHold(t *testing.T, l locking.Locker) {
 	key := locking.Key{Family: family(t), Name: "k"}
 	lease := mustAcquire(t, l, key, 5*time.Second)
-	if lease.Key() != key {
-		t.Fatalf("Key() = %v", lease.Key())
+	if lease.Grant().Key != key {
+		t.Fatalf("Key() = %v", lease.Grant().Key)
 	}
 	if lease.Token() == 0 {
 		t.Fatal("token 0")
@@ -27,8 +27,8 @@ func testExclusiveHold(t *testing.T, l locking.Locker) {
 	}
 	_, err := l.Acquire(ctx(t), key, 5*time.Second)
 	held := wantHeld(t, err, false)
-	if held.Holder != lease.Holder() || held.Key != key {
-		t.Fatalf("HeldError %+v, want holder %q", held, lease.Holder())
+	if held.Holder != lease.Grant().Holder || held.Key != key {
+		t.Fatalf("HeldError %+v, want holder %q", held, lease.Grant().Holder)
 	}
 	// Another key is free.
 	other := mustAcquire(t, l, locking.Key{Family: key.Family, Name: "other"}, time.Second)

@@ -22,7 +22,7 @@ func testDoneMarker(t *testing.T, l locking.Locker) {
 	}
 	_, err := l.Acquire(ctx(t), key, time.Second)
 	held := wantHeld(t, err, true)
-	if held.Note != "succeeded" || held.Holder != lease.Holder() {
+	if held.Note != "succeeded" || held.Holder != lease.Grant().Holder {
 		t.Fatalf("done marker: %+v", held)
 	}
 	time.Sleep(400 * time.Millisecond)

@@ -194,10 +194,10 @@ func testConcurrentSettlers(t *testing.T, w World) {
 
 	require.NoError(t, gb.err, "B won stores 0 and 2")
 	require.Error(t, gc.err, "C won store 1 only")
-	require.False(t, gb.lease.Leftover(), "the claim is on stores 0 and 1: not a leftover")
-	ab := gb.lease.Abandoned()
+	require.False(t, gb.lease.Grant().Leftover, "the claim is on stores 0 and 1: not a leftover")
+	ab := gb.lease.Grant().Abandoned
 	require.NotNil(t, ab, "B must learn that the started run was abandoned")
-	require.Equal(t, dead.ID(), ab.ID)
+	require.Equal(t, dead.Grant().ID, ab.ID)
 	require.True(t, ab.Started, "the run confirmed its start")
 
 	entry := locking.LogEntry{Score: 1, Value: "abandoned"}
@@ -231,7 +231,7 @@ func testUndoMadeSure(t *testing.T, w World) {
 
 	lease, err := b.Claim(ctx(t), key, 10*time.Second)
 	require.NoError(t, err)
-	require.Nil(t, lease.Abandoned(), "the failed claim was undone: nothing was abandoned")
-	require.False(t, lease.Leftover(), "the undo reached every store")
+	require.Nil(t, lease.Grant().Abandoned, "the failed claim was undone: nothing was abandoned")
+	require.False(t, lease.Grant().Leftover, "the undo reached every store")
 	require.NoError(t, lease.End(ctx(t), locking.Ending{}).Err)
 }

@@ -38,8 +38,8 @@ func TestClaimLiveOnOneStoreAndTakenOverOnAnother(t *testing.T) {
 
 		lb, err := b.Claim(ctx, key, time.Second)
 		require.NoError(t, err)
-		require.NotNil(t, lb.Abandoned(), "the claim is on a majority (live on 0, taken over on 1): abandoned, not a leftover")
-		require.Equal(t, la.ID(), lb.Abandoned().ID)
+		require.NotNil(t, lb.Grant().Abandoned, "the claim is on a majority (live on 0, taken over on 1): abandoned, not a leftover")
+		require.Equal(t, la.Grant().ID, lb.Grant().Abandoned.ID)
 		require.NoError(t, lb.End(ctx, locking.Ending{DoneTTL: time.Minute, Note: "abandoned"}).Err)
 		_ = la.End(ctx, locking.Ending{}).Err // a is still cut from store 1: no majority to answer it
 	})
@@ -59,7 +59,7 @@ func simLocker(t *testing.T, net *locksim.Net, name string) locking.Locker {
 }
 
 // A claim found on one store of three while all answer is a leftover: the
-// new lease covers it (Lease.Leftover) but is not a claim on a majority,
+// new lease covers it (Grant.Leftover) but is not a claim on a majority,
 // so its caller must not run under it (the simulation, seed 142305, ran a
 // slot twice when it did); MarkDone clears the leftover.
 func TestClaimOverALeftover(t *testing.T) {
@@ -78,8 +78,8 @@ func TestClaimOverALeftover(t *testing.T) {
 
 		lease, err := l.Claim(ctx, key, time.Second)
 		require.NoError(t, err)
-		require.True(t, lease.Leftover())
-		require.Nil(t, lease.Abandoned())
+		require.True(t, lease.Grant().Leftover)
+		require.Nil(t, lease.Grant().Abandoned)
 		require.NoError(t, lease.End(ctx, locking.Ending{DoneTTL: time.Minute, Note: "abandoned"}).Err)
 		for _, s := range stores {
 			require.NotContains(t, s.Dump()["t:{job}:claims"], "|x", "the leftover is cleared")

@@ -11,7 +11,7 @@ import (
 	"github.com/slotlock/slotlock/locking"
 )
 
-// The sorted sets behind a family's log (Lease.MarkDoneLog,
+// The sorted sets behind a family's log (Lease.End,
 // Locker.AppendLog, Locker.ReadLog), as Redis keeps them.
 
 // zadd adds member with score to the sorted set k and keeps its newest
