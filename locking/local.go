@@ -8,12 +8,12 @@ import (
 	"time"
 )
 
-// NewLocal returns a Locker that keeps its locks in this process. It has
+// NewLocal returns a Backend that keeps its locks in this process. It has
 // the same semantics as Redlock — TTLs measured on opt.Clock, done markers,
 // fencing tokens, records — so a scheduler cannot tell them apart, but it
 // coordinates nothing beyond this process: it is for a single replica with
 // no Redis. Its state is lost when the process exits.
-func NewLocal(opt Options) Locker {
+func NewLocal(opt Options) Backend {
 	opt = opt.withDefaults()
 	return newLocker(&localBackend{
 		clock:   opt.Clock,

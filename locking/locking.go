@@ -101,8 +101,9 @@ type NodeStatus struct {
 }
 
 // Locker hands out leases. Implementations: Redlock (N independent Redis
-// nodes) and Local (in-process, one replica). Both pass the conformance
-// suite in locking/lockingtest. A Locker is safe for concurrent use.
+// nodes) and Local (in-process, one replica), each with the Store on the
+// same lock stores (Backend). Both pass the conformance suite in
+// locking/lockingtest. A Locker is safe for concurrent use.
 type Locker interface {
 	// Acquire tries once to take key for ttl. On success the lease carries a
 	// fencing token greater than that of every lease acquired before in the
@@ -125,35 +126,6 @@ type Locker interface {
 	// abandoned, for the caller to Claim and report. A key is used either
 	// with Acquire or with Claim, never both.
 	Claim(ctx context.Context, key Key, ttl time.Duration) (*Lease, error)
-
-	// AdvanceRecord raises the family's named record to at least v (max-assign)
-	// on a majority. Records outlive leases (they have no TTL).
-	AdvanceRecord(ctx context.Context, key Key, v int64) error
-	// SetPause writes the family's pause state (Pause.Paused false: resumed)
-	// on a majority, above every version found, and returns what the
-	// stores now hold. ReadPause returns the newest state on a majority.
-	SetPause(ctx context.Context, family string, p Pause) (Pause, error)
-	ReadPause(ctx context.Context, family string) (Pause, error)
-
-	// ReadLog returns the family's log (entries added by MarkDoneLog) with
-	// a score of since or more, newest first, at most limit: the union of
-	// what a majority of the stores hold.
-	ReadLog(ctx context.Context, family string, since int64, limit int) ([]LogEntry, error)
-	// AppendLog adds a.Entry to the family's log on a majority (removing
-	// a.Replace in the same step, and trimming as a says): for entries
-	// that do not end a claim (MarkDoneLog), such as a reconciler's
-	// verdicts or replica heartbeats. Adding an identical entry twice
-	// keeps one. A fenced append (a.Token) fails with ErrStaleToken, and
-	// one with a.IfAbsent with ErrLogHasEntry, when it was not made on a
-	// majority (see LogAppend).
-	AppendLog(ctx context.Context, family string, a LogAppend) error
-	// ReadClaims returns the keys of the family's open claims (Claim, not
-	// yet ended): the union of what a majority of the stores hold, sorted.
-	ReadClaims(ctx context.Context, family string) ([]Key, error)
-
-	// ReadRecord returns the largest value of the record seen on a majority
-	// (0 when never written).
-	ReadRecord(ctx context.Context, key Key) (int64, error)
 
 	// Ping checks every node; it returns nil when a majority answered within
 	// the op timeout. The slice has one entry per node, in configuration order.

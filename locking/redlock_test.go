@@ -20,7 +20,7 @@ const testOpTimeout = 100 * time.Millisecond
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func newTestRedlock(t testing.TB, addrs []string, replica string, mod ...func(*RedisConfig)) Locker {
+func newTestRedlock(t testing.TB, addrs []string, replica string, mod ...func(*RedisConfig)) Backend {
 	t.Helper()
 	cfg := RedisConfig{Nodes: addrs, OpTimeout: testOpTimeout, KeyPrefix: "t"}
 	for _, m := range mod {
@@ -103,7 +103,7 @@ func TestRedlockAcquireReleaseAndHolder(t *testing.T) {
 func TestRedlockContention(t *testing.T) {
 	c := redistest.Start(t, 3)
 	ctx := tctx(t, 30*time.Second)
-	lockers := make([]Locker, 5)
+	lockers := make([]Backend, 5)
 	for i := range lockers {
 		// A loaded 2-core machine under -race can stall a round past
 		// 100ms; a lost round is retried, it is not what this test checks.
@@ -531,7 +531,7 @@ func TestRedlockFencingAcrossRestart(t *testing.T) {
 	}
 	c := redistest.Start(t, 3, redistest.AppendOnlyOn(0))
 	ctx := tctx(t, 60*time.Second)
-	lockers := make([]Locker, 4)
+	lockers := make([]Backend, 4)
 	for i := range lockers {
 		lockers[i] = newTestRedlock(t, c.Addrs(), fmt.Sprintf("r%d", i))
 	}
@@ -856,7 +856,7 @@ func redisSlot(tag string) int {
 func TestRedlockTokenHintsAndFallback(t *testing.T) {
 	c := redistest.Start(t, 3)
 	ctx := tctx(t, 10*time.Second)
-	ls := []Locker{
+	ls := []Backend{
 		newTestRedlock(t, c.Addrs(), "a"),
 		newTestRedlock(t, c.Addrs(), "b"),
 		newTestRedlock(t, c.Addrs(), "c"),

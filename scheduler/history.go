@@ -66,7 +66,7 @@ func (e HistoryEntry) logEntry(slot time.Time) locking.LogEntry {
 // ReadHistory returns job's recorded slot outcomes with a slot at since or
 // later, newest first, at most limit: what a majority of locker's stores
 // holds, one entry per slot (outcomePrecedence).
-func ReadHistory(ctx context.Context, locker locking.Locker, job string, since time.Time, limit int) ([]HistoryEntry, error) {
+func ReadHistory(ctx context.Context, locker locking.Store, job string, since time.Time, limit int) ([]HistoryEntry, error) {
 	var from int64
 	if !since.IsZero() {
 		from = since.Unix()

@@ -14,7 +14,7 @@ import (
 // noRecord is a Locker that never advances a record: replicas on it leave
 // the job's "last handled slot" where it was, as replicas killed before
 // they wrote it would.
-type noRecord struct{ locking.Locker }
+type noRecord struct{ locking.Backend }
 
 func (noRecord) AdvanceRecord(context.Context, locking.Key, int64) error { return nil }
 

@@ -16,7 +16,7 @@ import (
 type env struct {
 	t       *testing.T
 	sink    *logSink
-	locker  locking.Locker
+	locker  locking.Backend
 	metrics *countMetrics
 }
 
@@ -553,7 +553,7 @@ func TestTrigger(t *testing.T) {
 func TestSplitVoteRetried(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
-		f := &faultyLocker{Locker: e.locker}
+		f := &faultyLocker{Backend: e.locker}
 		e.locker = f
 		rec := &recorder{now: time.Now}
 		s := e.scheduler("r1", nil, everySecond(t, "job", rec))
@@ -582,7 +582,7 @@ func TestSplitVoteRetried(t *testing.T) {
 func TestTransientNoQuorumRetried(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
-		f := &faultyLocker{Locker: e.locker}
+		f := &faultyLocker{Backend: e.locker}
 		e.locker = f
 		rec := &recorder{now: time.Now}
 		s := e.scheduler("r1", nil, everySecond(t, "job", rec))
@@ -612,7 +612,7 @@ func TestTransientNoQuorumRetried(t *testing.T) {
 func TestNoQuorumLoggedWhenFreshnessRunsOut(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
-		f := &faultyLocker{Locker: e.locker}
+		f := &faultyLocker{Backend: e.locker}
 		e.locker = f
 		rec := &recorder{now: time.Now}
 		s := e.scheduler("r1", nil, everySecond(t, "job", rec))
@@ -718,7 +718,7 @@ func TestNewValidates(t *testing.T) {
 func TestRecordLagBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
-		f := &countingRecords{Locker: e.locker}
+		f := &countingRecords{Backend: e.locker}
 		e.locker = f
 		rec := &recorder{now: time.Now}
 		s := e.scheduler("r1", nil, everySecond(t, "job", rec))
@@ -744,11 +744,11 @@ func TestRecordLagBounded(t *testing.T) {
 }
 
 type countingRecords struct {
-	locking.Locker
+	locking.Backend
 	writes atomic.Int32
 }
 
 func (c *countingRecords) AdvanceRecord(ctx context.Context, key locking.Key, v int64) error {
 	c.writes.Add(1)
-	return c.Locker.AdvanceRecord(ctx, key, v)
+	return c.Backend.AdvanceRecord(ctx, key, v)
 }

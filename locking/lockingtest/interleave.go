@@ -110,7 +110,7 @@ func (n *wnode) Do(ctx context.Context, op locking.Op) (locking.Result, error) {
 
 // replica is one locker over wrapped nodes.
 type replica struct {
-	locking.Locker
+	locking.Backend
 	nodes []*wnode
 }
 
@@ -130,7 +130,7 @@ func newReplica(t *testing.T, w World, name string) *replica {
 		locking.Options{Replica: name, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
-	r.Locker = l
+	r.Backend = l
 	return r
 }
 

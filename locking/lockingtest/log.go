@@ -13,7 +13,7 @@ import (
 // MarkDoneLog adds its entry to the family's log where it sets the done
 // marker, once even when retried; the log keeps its newest entries only,
 // and ReadLog returns them newest first from a score on.
-func testLog(t *testing.T, l locking.Locker) {
+func testLog(t *testing.T, l locking.Backend) {
 	fam := family(t)
 	got, err := l.ReadLog(ctx(t), fam, 0, 10)
 	require.NoError(t, err)

@@ -16,7 +16,7 @@ import (
 // free for the next run at once, the record is raised (never lowered), a
 // second End does nothing, and a job lease that is no longer ours is
 // reported lost without touching the new holder's.
-func testEndTogether(t *testing.T, l locking.Locker) {
+func testEndTogether(t *testing.T, l locking.Backend) {
 	fam := family(t)
 	slot := locking.Key{Family: fam, Name: "slot:1"}
 	run := locking.Key{Family: fam, Name: "run"}
@@ -78,7 +78,7 @@ type claimWither interface {
 // one token: only where the job lease is free and the claim is the
 // caller's own; otherwise the claim is as Claim's and the job lease is
 // left as it was.
-func testClaimWith(t *testing.T, l locking.Locker) {
+func testClaimWith(t *testing.T, l locking.Backend) {
 	jc, ok := l.(claimWither)
 	if !ok {
 		t.Skip("no ClaimWith")

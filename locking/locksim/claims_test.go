@@ -49,7 +49,7 @@ func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, ni
 
 // simLocker is replica name's Locker over net's stores (100 ms per store
 // and round), closed with the test.
-func simLocker(t *testing.T, net *locksim.Net, name string) locking.Locker {
+func simLocker(t *testing.T, net *locksim.Net, name string) locking.Backend {
 	t.Helper()
 	l, err := locking.NewRedlockNodes(net.Nodes(name, locksim.NewGate(0)), "t", 100*time.Millisecond,
 		locking.Options{Replica: name, Logger: discard()})
