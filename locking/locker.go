@@ -74,32 +74,42 @@ func (l *locker) Acquire(ctx context.Context, key Key, ttl time.Duration) (*Leas
 	return l.acquire(ctx, leaseSpec{key: key, ttl: ttl})
 }
 
-func (l *locker) Claim(ctx context.Context, key Key, ttl time.Duration) (*Lease, error) {
-	return l.acquire(ctx, leaseSpec{key: key, ttl: ttl, claim: true})
+func (l *locker) Claim(ctx context.Context, key Key, ttl time.Duration, opts ...ClaimOption) (*Lease, error) {
+	s := leaseSpec{key: key, ttl: ttl, claim: true}
+	for _, o := range opts {
+		if o.with == (Key{}) {
+			continue
+		}
+		if s.also != nil {
+			return nil, fmt.Errorf("locking: claim %s: more than one With", key)
+		}
+		if err := CheckKey(o.with); err != nil {
+			return nil, err
+		}
+		if o.with.Family != key.Family || o.with == key {
+			return nil, fmt.Errorf("locking: claim %s with %s: not another key of the same family", key, o.with)
+		}
+		s.also = &leaseSpec{key: o.with, ttl: ttl}
+	}
+	return l.acquire(ctx, s)
 }
 
-// ClaimWith is Claim that also takes also, a plain lease of key's family
+// ClaimOption is an option of Locker.Claim.
+type ClaimOption struct {
+	with Key
+}
+
+// With makes Claim take also, a plain lease of the claimed key's family
 // (a job's lease beside its slot's claim), with the same ttl, in the same
 // step on each store: one call per store where Claim then Acquire take
 // two. The claim's outcome is Claim's. also is taken only with a claim of
 // the caller's own (not one taken over, Grant.Abandoned, nor a leftover,
 // Grant.Leftover) and only where it is free on a majority; then
-// Grant.Joined returns it, with the claim's fencing token (one
+// Grant.Joined is its lease, with the claim's fencing token (one
 // acquisition, one token). Otherwise Joined is nil, also was left as it
-// was, and the caller may Acquire it alone. End both with Lease.End.
-//
-// ClaimWith is not part of the Locker interface: a Locker that wraps
-// another (to observe its calls) does not have it, and callers fall back
-// to Claim and Acquire.
-func (l *locker) ClaimWith(ctx context.Context, key Key, ttl time.Duration, also Key) (*Lease, error) {
-	if err := CheckKey(also); err != nil {
-		return nil, err
-	}
-	if also.Family != key.Family || also == key {
-		return nil, fmt.Errorf("locking: claim %s with %s: not another key of the same family", key, also)
-	}
-	return l.acquire(ctx, leaseSpec{key: key, ttl: ttl, claim: true, also: &leaseSpec{key: also, ttl: ttl}})
-}
+// was, and the caller may Acquire it alone. End both with one Lease.End
+// (Ending.Also). A zero Key adds nothing; at most one With per Claim.
+func With(also Key) ClaimOption { return ClaimOption{with: also} }
 
 func (l *locker) acquire(ctx context.Context, s leaseSpec) (ls *Lease, err error) {
 	var parent trace.SpanContext

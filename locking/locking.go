@@ -116,16 +116,19 @@ type Locker interface {
 	// Claim is Acquire for work that must be done at most once. Besides the
 	// lease it leaves a claim on key that stays until the lease's owner
 	// ends it, so a holder that dies or freezes while working does not free
-	// the key when its lease expires. Release (before the work began)
-	// removes the claim; MarkDone turns it into a done marker. Once the
-	// lease has expired, the next Claim takes the key over: it succeeds
-	// with Grant.Abandoned describing the claim, and must not do the work
-	// (report it, then MarkDone). A claim seen on any node counts, even
-	// when a majority lets the caller in. A successful Claim may also
-	// report, in Grant.Orphan, another key of the family whose claim was
-	// abandoned, for the caller to Claim and report. A key is used either
-	// with Acquire or with Claim, never both.
-	Claim(ctx context.Context, key Key, ttl time.Duration) (*Lease, error)
+	// the key when its lease expires. Lease.End removes the claim (before
+	// the work began) or turns it into a done marker (Ending.DoneTTL). Once
+	// the lease has expired, the next Claim takes the key over: it
+	// succeeds with Grant.Abandoned describing the claim, and must not do
+	// the work (report it, then end it with a done marker). A claim seen on
+	// any node counts, even when a majority lets the caller in. A
+	// successful Claim may also report, in Grant.Orphan, another key of the
+	// family whose claim was abandoned, for the caller to Claim and report.
+	// While the family is paused (Store.SetPause) Claim fails with a
+	// *PausedError. A key is used either with Acquire or with Claim, never
+	// both. The options (With) add to what the same step takes; a Locker
+	// that wraps another passes them on.
+	Claim(ctx context.Context, key Key, ttl time.Duration, opts ...ClaimOption) (*Lease, error)
 
 	// Ping checks every node; it returns nil when a majority answered within
 	// the op timeout. The slice has one entry per node, in configuration order.

@@ -14,7 +14,7 @@ type leaseSpec struct {
 	ttl   time.Duration
 	claim bool // a claim (Locker.Claim): work to be done at most once
 	// also (claims only) is a plain lease of the family taken in the same
-	// step (Locker ClaimWith); its ttl is the claim's.
+	// step (Claim With); its ttl is the claim's.
 	also *leaseSpec
 }
 

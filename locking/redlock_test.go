@@ -1153,8 +1153,8 @@ func TestRedlockUndoTombstoneRefusesALateAcquire(t *testing.T) {
 		}
 	}
 	// Nothing was left: another replica claims the slot with the job lease.
-	b := newTestRedlock(t, c.Addrs(), "b").(*locker)
-	lease, err := b.ClaimWith(ctx, s.key, 5*time.Second, s.also.key)
+	b := newTestRedlock(t, c.Addrs(), "b")
+	lease, err := b.Claim(ctx, s.key, 5*time.Second, With(s.also.key))
 	if err != nil || lease.Grant().Abandoned != nil || lease.Grant().Leftover || lease.Grant().Joined == nil {
 		t.Fatalf("claim after the late acquisition: %v, %v", lease, err)
 	}

@@ -8,7 +8,7 @@ import (
 
 // Undoing what an acquisition set: a failed acquisition everywhere it
 // wrote or may have written, with tombstones where it went unanswered,
-// and the job lease of a joint claim (ClaimWith) that is not granted.
+// and the job lease of a joint claim (Claim With) that is not granted.
 
 // undo releases s where it is held (or may be, after an unanswered
 // request), on the masked nodes (all when mask is nil). It runs detached

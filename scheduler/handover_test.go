@@ -107,9 +107,12 @@ func newSlowLocker(inner locking.Backend, jobLease bool) *slowLocker {
 		leaping: locking.NewLocal(locking.Options{Replica: "r1", Clock: &leapClock{}})}
 }
 
-func (l *slowLocker) Claim(ctx context.Context, key locking.Key, ttl time.Duration) (*locking.Lease, error) {
+// Claim takes the slot on the leaping locker; with jobLease, on the inner
+// one but without the job lease (locking.With), as when the job lease was
+// held at the claim: the scheduler then takes it by its own Acquire.
+func (l *slowLocker) Claim(ctx context.Context, key locking.Key, ttl time.Duration, opts ...locking.ClaimOption) (*locking.Lease, error) {
 	if !l.jobLease {
-		return l.leaping.Claim(ctx, key, ttl)
+		return l.leaping.Claim(ctx, key, ttl, opts...)
 	}
 	return l.Backend.Claim(ctx, key, ttl)
 }

@@ -198,11 +198,11 @@ func (f *faultyLocker) Acquire(ctx context.Context, key locking.Key, ttl time.Du
 	return f.Backend.Acquire(ctx, key, ttl)
 }
 
-func (f *faultyLocker) Claim(ctx context.Context, key locking.Key, ttl time.Duration) (*locking.Lease, error) {
+func (f *faultyLocker) Claim(ctx context.Context, key locking.Key, ttl time.Duration, opts ...locking.ClaimOption) (*locking.Lease, error) {
 	if err := f.fault(key); err != nil {
 		return nil, err
 	}
-	return f.Backend.Claim(ctx, key, ttl)
+	return f.Backend.Claim(ctx, key, ttl, opts...)
 }
 
 func (f *faultyLocker) AdvanceRecord(ctx context.Context, key locking.Key, v int64) error {

@@ -79,17 +79,12 @@ func (s *Scheduler) recordHandled(j *job, t time.Time) {
 }
 
 // endHandled ends p.lease, the end of slot t of j, as endLeaseThen does,
-// and advances the job's record when recordDue says so: in the same call
-// where the Locker has joint steps.
+// and advances the job's record when recordDue says so, in the same call.
 func (s *Scheduler) endHandled(p pendingEnd, j *job, t time.Time) {
-	due := s.recordDue(j, t)
-	if due && s.joint != nil {
+	if s.recordDue(j, t) {
 		p.record = j
 	}
 	s.endLeaseThen(p)
-	if due && s.joint == nil {
-		s.flushRecord(j) // a wrapped Locker sees its AdvanceRecord call
-	}
 }
 
 // recordDue notes that slot t of j was handled and reports whether the

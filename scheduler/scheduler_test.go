@@ -11,6 +11,7 @@ import (
 
 	"github.com/slotlock/slotlock/jobs"
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/locksim"
 )
 
 type env struct {
@@ -718,8 +719,13 @@ func TestNewValidates(t *testing.T) {
 func TestRecordLagBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
-		f := &countingRecords{Backend: e.locker}
-		e.locker = f
+		f := &countingRecords{Store: locksim.NewStore("s0")}
+		l, err := locking.NewRedlockNodes([]locking.Node{f}, "", 0, locking.Options{Replica: "local"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		e.locker = l
 		rec := &recorder{now: time.Now}
 		s := e.scheduler("r1", nil, everySecond(t, "job", rec))
 		stop := running(t, s)
@@ -743,12 +749,20 @@ func TestRecordLagBounded(t *testing.T) {
 	})
 }
 
+// countingRecords is a lock store node that counts the record writes it
+// is asked for: alone (Store.AdvanceRecord) or with a lease's end
+// (Ending.Record).
 type countingRecords struct {
-	locking.Backend
+	*locksim.Store
 	writes atomic.Int32
 }
 
-func (c *countingRecords) AdvanceRecord(ctx context.Context, key locking.Key, v int64) error {
-	c.writes.Add(1)
-	return c.Backend.AdvanceRecord(ctx, key, v)
+func (c *countingRecords) Addr() string { return c.Name() }
+func (c *countingRecords) Close() error { return nil }
+
+func (c *countingRecords) Do(_ context.Context, op locking.Op) (locking.Result, error) {
+	if op.Kind == locking.OpMaxSet || (op.Kind == locking.OpRelease && op.RecordN != 0) {
+		c.writes.Add(1)
+	}
+	return c.Apply(op)
 }
