@@ -63,12 +63,12 @@ import (
 // the same job meanwhile — the later run has the higher fencing token. The
 // scheduler does not persist anything but the locks and one record per job.
 type Scheduler struct {
-	cfg     Config
-	scrub   *jobs.Scrubber // Config.Secrets and URL credentials, out of every error text logged
-	clock   locking.Clock
-	log     *slog.Logger
-	metrics Metrics
-	tracer  trace.Tracer // nil: tracing off (trace.go)
+	cfg      Config
+	scrub    *jobs.Scrubber // Config.Secrets and URL credentials, out of every error text logged
+	clock    locking.Clock
+	log      *slog.Logger
+	metrics  Metrics
+	tracer   trace.Tracer // nil: tracing off (trace.go)
 	doneTTL  time.Duration
 	lateness time.Duration
 	// defs is the job set in force: replaced whole by Reload (reload.go),
