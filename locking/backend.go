@@ -53,15 +53,15 @@ type backend interface {
 	// out (it took too long), wherever it may hold: as release, but made
 	// sure of on every store that may hold it (redlock's undo).
 	undoAcquired(ctx context.Context, s leaseSpec)
-	// readLog implements Locker.ReadLog.
+	// readLog implements Store.ReadLog.
 	readLog(ctx context.Context, family string, since int64, limit int) ([]LogEntry, error)
-	// appendLog and readClaims implement Locker.AppendLog and ReadClaims.
+	// appendLog and readClaims implement Store.AppendLog and ReadClaims.
 	appendLog(ctx context.Context, family string, a LogAppend) error
 	readClaims(ctx context.Context, family string) ([]Key, error)
-	// advanceRecord and readRecord implement Locker's record operations.
+	// advanceRecord and readRecord implement the Store's record operations.
 	advanceRecord(ctx context.Context, key Key, v int64) error
 	readRecord(ctx context.Context, key Key) (int64, error)
-	// setPause and readPause implement Locker's pause operations; acquire
+	// setPause and readPause implement the Store's pause operations; acquire
 	// of a claim refuses with a *PausedError while a pause is active.
 	setPause(ctx context.Context, family string, p Pause) (Pause, error)
 	readPause(ctx context.Context, family string) (Pause, error)

@@ -89,7 +89,7 @@ func TestLocalKeepRenewsAndReleaseStopsWatchdog(t *testing.T) {
 		if kctx.Err() == nil {
 			t.Fatal("kept context survives Release")
 		}
-		// synctest.Test fails if the watchdog goroutine outlives Release.
+		// synctest.Test fails if the watchdog goroutine outlives End.
 	})
 }
 
@@ -169,7 +169,7 @@ func TestLocalRecordsAndCancel(t *testing.T) {
 	}
 }
 
-// MarkDone on a key that expired meanwhile (a paused holder) still leaves
+// End with a done marker on a key that expired meanwhile (a paused holder) still leaves
 // the done marker, as the Redlock release script does where the key is
 // absent: the slot ran, and must not run again.
 func TestLocalMarkDoneAfterExpiryLeavesMarker(t *testing.T) {

@@ -166,14 +166,14 @@ type Result struct {
 }
 
 // LogEntry is one entry of a family's log (Lease.End,
-// Locker.ReadLog): an opaque value and its score (the caller's order, e.g.
+// Store.ReadLog): an opaque value and its score (the caller's order, e.g.
 // a slot's Unix time).
 type LogEntry struct {
 	Score int64
 	Value string
 }
 
-// LogAppend is one Locker.AppendLog: Entry is added; Replace, when set,
+// LogAppend is one Store.AppendLog: Entry is added; Replace, when set,
 // is removed in the same step (a heartbeat replacing its previous one);
 // then the log keeps the entries scored Floor or more (Floor 0: all) and,
 // when Keep > 0, its newest Keep.

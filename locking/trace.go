@@ -13,7 +13,8 @@ import (
 
 // Tracing. With Options.TracerProvider set, each lock round a caller
 // waits on is a span: Acquire and Claim, Extend (the watchdog's renewals
-// too), Release and MarkDone. A span's parent is the span in the context
+// too), and a lease's End (span Release, or MarkDone when it leaves a done
+// marker). A span's parent is the span in the context
 // passed to the call; a lease's later calls made without one take the
 // span its Acquire was called under, and its renewals (the watchdog's)
 // the span its first Keep was called under: a run's. Without a provider (the default)
@@ -41,7 +42,7 @@ const (
 	AttrLeaseID      = attribute.Key("locking.lease_id")      // Grant.ID (a slot's run id)
 	AttrAbandoned    = attribute.Key("locking.abandoned")     // Claim took over an abandoned claim
 	AttrLeftover     = attribute.Key("locking.leftover")      // Claim took over a leftover
-	AttrDoneTTLMS    = attribute.Key("locking.done_ttl_ms")   // MarkDone: the marker's lifetime
+	AttrDoneTTLMS    = attribute.Key("locking.done_ttl_ms")   // End with a done marker: its lifetime
 )
 
 // tracerOf returns tp's tracer for the lock layer, or nil (tracing off)

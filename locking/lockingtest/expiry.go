@@ -16,7 +16,7 @@ func testDoneMarker(t *testing.T, l locking.Backend) {
 	if err := lease.End(ctx(t), locking.Ending{DoneTTL: 300 * time.Millisecond, Note: "succeeded"}).Err; err != nil {
 		t.Fatal(err)
 	}
-	// MarkDone after MarkDone (or Release) does nothing.
+	// An End after an End does nothing.
 	if err := lease.End(ctx(t), locking.Ending{}).Err; err != nil {
 		t.Fatalf("Release after MarkDone: %v", err)
 	}

@@ -70,7 +70,7 @@ func testCanceled(t *testing.T, l locking.Backend) {
 	if errors.Is(context.Cause(k), locking.ErrLockLost) {
 		t.Fatal("Keep(canceled ctx) reported ErrLockLost")
 	}
-	// Release works on a canceled context (it detaches from it).
+	// End works on a canceled context (it detaches from it).
 	if err := lease.End(c, locking.Ending{}).Err; err != nil {
 		t.Fatalf("Release(canceled ctx): %v", err)
 	}

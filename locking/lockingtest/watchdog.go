@@ -12,7 +12,7 @@ import (
 )
 
 // Cases on Keep's watchdog: it renews a lease across TTLs, and no
-// goroutine of it outlives Release.
+// goroutine of it outlives End.
 
 func testKeep(t *testing.T, l locking.Backend) {
 	key := locking.Key{Family: family(t), Name: "k"}
@@ -82,14 +82,14 @@ func testNoGoroutineLeft(t *testing.T, l locking.Backend) {
 	// No goroutine of the lock layer may be left (named by its frames),
 	// and the process as a whole must be back to where it was. The count
 	// is process-wide: do not run this suite in parallel with other tests.
-	// Release promises that no goroutine of the lease runs once it has
+	// End promises that no goroutine of the lease runs once it has
 	// returned: check at once, without a grace period (a watchdog that
 	// merely ends by itself a TTL later is a leak too).
 	if stacks := allStacks(); strings.Contains(stacks, "locking.(*Lease).watch") {
 		t.Fatalf("lock layer goroutines left after Release:\n%s", stacks)
 	}
 	// A round's fan-out goroutine that has answered (wg.Done) may still be
-	// on its way out when Release returns; it does no more work. Give it
+	// on its way out when End returns; it does no more work. Give it
 	// a moment, no more.
 	for deadline := time.Now().Add(100 * time.Millisecond); ; time.Sleep(time.Millisecond) {
 		stacks := allStacks()

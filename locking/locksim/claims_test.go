@@ -61,7 +61,7 @@ func simLocker(t *testing.T, net *locksim.Net, name string) locking.Backend {
 // A claim found on one store of three while all answer is a leftover: the
 // new lease covers it (Grant.Leftover) but is not a claim on a majority,
 // so its caller must not run under it (the simulation, seed 142305, ran a
-// slot twice when it did); MarkDone clears the leftover.
+// slot twice when it did); a done marker clears the leftover.
 func TestClaimOverALeftover(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()

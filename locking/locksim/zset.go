@@ -12,7 +12,7 @@ import (
 )
 
 // The sorted sets behind a family's log (Lease.End,
-// Locker.AppendLog, Locker.ReadLog), as Redis keeps them.
+// Store.AppendLog, Store.ReadLog), as Redis keeps them.
 
 // zadd adds member with score to the sorted set k and keeps its newest
 // keep members (ZADD, then ZREMRANGEBYRANK 0 -(keep+1)).
