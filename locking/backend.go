@@ -30,20 +30,20 @@ type released struct{ err, also, record error }
 // in-process map (local.go). The shared front end (locker.go, lease.go)
 // builds values, computes validity and runs the watchdog, so both stores
 // behave the same to the scheduler. The semantics of each operation are
-// those of the Node ops (node.go), applied to a quorum of nodes.
+// those of the Node ops (node_ops.go), applied to a quorum of nodes.
 type backend interface {
-	// acquire takes s (Node OpAcquire) and returns a fencing token greater
+	// acquire takes s (AcquireOp) and returns a fencing token greater
 	// than every token handed out before in s.key.Family and different
 	// from every other. On failure it has undone its writes on every node
 	// it wrote or whose answer it did not get, and returns a *HeldError, a
 	// *SplitVoteError, a *QuorumError or ctx.Err().
 	acquire(ctx context.Context, s leaseSpec) (grant, error)
-	// extend renews s (OpExtend; start: confirm that a claim's work
+	// extend renews s (ExtendOp; start: confirm that a claim's work
 	// began). It returns ErrLockLost when a majority answered that the
 	// lease is no longer s's, and a *QuorumError when a majority could not
 	// be reached.
 	extend(ctx context.Context, s leaseSpec, start bool) error
-	// release ends s (OpRelease): deletes it, or, when e.doneTTL > 0,
+	// release ends s (ReleaseOp): deletes it, or, when e.doneTTL > 0,
 	// turns its key into e.done for e.doneTTL and adds e.entry, if any, to
 	// the family's log; where s is a claim, it releases e.also and raises
 	// e.record in the same step, each with its own outcome. Errors as for

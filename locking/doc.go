@@ -133,7 +133,7 @@
 //     job body is invoked). From then on every renewal of the claim's
 //     lease (Keep's watchdog; the first within min(TTL/3, 1s) of Start)
 //     also turns the claim, where it is still the owner's value, into
-//     "started:<value>" on that node (OpExtend with Start). A run that
+//     "started:<value>" on that node (ExtendOp with Start). A run that
 //     ends sooner is confirmed by its end, which replaces the claim by the
 //     done marker and the history entry: short runs make no extra call.
 //   - A failed acquisition's undo is made sure of: sent to every node
@@ -148,7 +148,7 @@
 // have started": never as a run, never run again. Why each report is true:
 //
 //   - Abandoned.Started ⇒ the work began. The started form is written only
-//     by OpExtend with Start, which only the owner's lease sends, and only
+//     by ExtendOp with Start, which only the owner's lease sends, and only
 //     after Start, which the owner calls as the work begins; and it is
 //     written only over the owner's own claim value, so a takeover lease
 //     (whose value differs) never marks another's claim. One node holding

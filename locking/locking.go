@@ -74,7 +74,7 @@ type Abandoned struct {
 }
 
 // StartedPrefix starts a claim's stored value once its owner confirmed
-// that the work began (Lease.Start; Node OpExtend with Start).
+// that the work began (Lease.Start; ExtendOp with Start).
 const StartedPrefix = "started:"
 
 // claimOf splits a claim as stored into the lease value and whether its

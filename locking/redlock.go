@@ -213,7 +213,7 @@ func (r *redlock) round(ctx context.Context, op func(i int) (Op, bool), res []Re
 	defer cancel()
 	var calls [maxQueuedNodes]*nodeCall
 	var wg sync.WaitGroup
-	first, firstOp := -1, Op{}
+	first, firstOp := -1, Op(nil)
 	for i := range r.nodes {
 		o, ok := op(i)
 		if !ok {

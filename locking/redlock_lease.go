@@ -30,19 +30,38 @@ type grant struct {
 
 func msec(d time.Duration) int64 { return max(d.Milliseconds(), 1) }
 
-// leaseOp is the Op of kind k for s, its keys filled in.
-func (r *redlock) leaseOp(k OpKind, s leaseSpec) Op {
-	op := Op{Kind: k, Key: r.key(s.key), Value: s.value, TTL: msec(s.ttl)}
+// claimKeys are the claims hash, the lives hash and the field of s, a
+// claim; "" for a plain lease.
+func (r *redlock) claimKeys(s leaseSpec) (claims, lives, field string) {
+	if !s.claim {
+		return "", "", ""
+	}
+	return r.key(Key{Family: s.key.Family, Name: claimsName}), r.key(Key{Family: s.key.Family, Name: livesName}), s.key.Name
+}
+
+// acquireOp is the AcquireOp of s, its lease keys filled in.
+func (r *redlock) acquireOp(s leaseSpec) AcquireOp {
+	op := AcquireOp{Key: r.key(s.key), Value: s.value, TTL: msec(s.ttl)}
+	op.Claims, op.Lives, op.Field = r.claimKeys(s)
 	if s.claim {
-		op.Claims = r.key(Key{Family: s.key.Family, Name: claimsName})
-		op.Lives = r.key(Key{Family: s.key.Family, Name: livesName})
-		op.Field = s.key.Name
-		switch k {
-		case OpAcquire:
-			op.Pause = r.pauseKey(s.key.Family)
-		case OpRelease:
-			op.Log = r.key(Key{Family: s.key.Family, Name: logName})
-		}
+		op.Pause = r.pauseKey(s.key.Family)
+	}
+	return op
+}
+
+// extendOp is the ExtendOp of s.
+func (r *redlock) extendOp(s leaseSpec) ExtendOp {
+	op := ExtendOp{Key: r.key(s.key), Value: s.value, TTL: msec(s.ttl)}
+	op.Claims, op.Lives, op.Field = r.claimKeys(s)
+	return op
+}
+
+// releaseOp is the ReleaseOp of s, its lease keys filled in.
+func (r *redlock) releaseOp(s leaseSpec) ReleaseOp {
+	op := ReleaseOp{Key: r.key(s.key), Value: s.value}
+	op.Claims, op.Lives, op.Field = r.claimKeys(s)
+	if s.claim {
+		op.Log = r.key(Key{Family: s.key.Family, Name: logName})
 	}
 	return op
 }
@@ -53,7 +72,7 @@ func (r *redlock) acquire(ctx context.Context, s leaseSpec) (grant, error) {
 	}
 	family := s.key.Family
 	proposal := r.propose(family)
-	op := r.leaseOp(OpAcquire, s)
+	op := r.acquireOp(s)
 	op.Fence = r.fenceKey(family)
 	op.N = int64(proposal)
 	if s.claim && s.also != nil {
@@ -317,13 +336,13 @@ func (r *redlock) verdict(name string, key Key, res []Result, errs []error, ours
 }
 
 func (r *redlock) extend(ctx context.Context, s leaseSpec, start bool) error {
-	op := r.leaseOp(OpExtend, s)
+	op := r.extendOp(s)
 	op.Start = start && s.claim
 	return r.compareAct(ctx, "extend", s.key, op)
 }
 
 func (r *redlock) release(ctx context.Context, s leaseSpec, e ending) released {
-	op := r.leaseOp(OpRelease, s)
+	op := r.releaseOp(s)
 	if e.doneTTL > 0 {
 		op.Done, op.DoneTTL = e.done, msec(e.doneTTL)
 	}

@@ -1202,8 +1202,8 @@ func jointSpec(family string) leaseSpec {
 }
 
 // jointOp is the acquire op of s as the acquisition sends it, sent now.
-func jointOp(r *redlock, s leaseSpec) Op {
-	op := r.leaseOp(OpAcquire, s)
+func jointOp(r *redlock, s leaseSpec) AcquireOp {
+	op := r.acquireOp(s)
 	op.Fence, op.N, op.Tomb = r.fenceKey(s.key.Family), 1, r.tombKey(s)
 	op.Also, op.AlsoValue = r.key(s.also.key), s.also.value
 	op.SentMS, op.FreshMS = time.Now().UnixMilli(), 1100

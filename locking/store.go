@@ -54,6 +54,40 @@ type Backend interface {
 	Store
 }
 
+// LogEntry is one entry of a family's log (Lease.End,
+// Store.ReadLog): an opaque value and its score (the caller's order, e.g.
+// a slot's Unix time).
+type LogEntry struct {
+	Score int64
+	Value string
+}
+
+// LogAppend is one Store.AppendLog: Entry is added; Replace, when set,
+// is removed in the same step (a heartbeat replacing its previous one);
+// then the log keeps the entries scored Floor or more (Floor 0: all) and,
+// when Keep > 0, its newest Keep.
+//
+// Token, when not 0, fences the append with a lease's fencing token
+// (Lease.Token; a lease of any family): Fence names a record of the log's
+// family (a register, as AdvanceRecord's) that each store raises to Token
+// in the same step, and a store whose register already holds more — the
+// holder of a newer lease appended there — changes nothing. A holder that
+// froze past its lease thus cannot append once its successor has.
+//
+// IfAbsent adds Entry only where the log holds no entry of its score: a
+// verdict that must be reported once (the reconciler's missed slot) is
+// reported by the one append that added it on a majority.
+type LogAppend struct {
+	Entry   LogEntry
+	Replace string
+	Keep    int
+	Floor   int64
+
+	Fence    string
+	Token    uint64
+	IfAbsent bool
+}
+
 func (l *locker) AdvanceRecord(ctx context.Context, key Key, v int64) error {
 	if l.closed.Load() {
 		return ErrClosed

@@ -18,11 +18,12 @@ import (
 type noRecord struct{ locking.Node }
 
 func (n noRecord) Do(ctx context.Context, op locking.Op) (locking.Result, error) {
-	switch {
-	case op.Kind == locking.OpMaxSet:
+	switch o := op.(type) {
+	case locking.MaxSetOp:
 		return locking.Result{}, nil
-	case op.Kind == locking.OpRelease:
-		op.Record, op.RecordN = "", 0
+	case locking.ReleaseOp:
+		o.Record, o.RecordN = "", 0
+		op = o
 	}
 	return n.Node.Do(ctx, op)
 }

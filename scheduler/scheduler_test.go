@@ -761,8 +761,13 @@ func (c *countingRecords) Addr() string { return c.Name() }
 func (c *countingRecords) Close() error { return nil }
 
 func (c *countingRecords) Do(_ context.Context, op locking.Op) (locking.Result, error) {
-	if op.Kind == locking.OpMaxSet || (op.Kind == locking.OpRelease && op.RecordN != 0) {
+	switch o := op.(type) {
+	case locking.MaxSetOp:
 		c.writes.Add(1)
+	case locking.ReleaseOp:
+		if o.RecordN != 0 {
+			c.writes.Add(1)
+		}
 	}
 	return c.Apply(op)
 }

@@ -91,7 +91,7 @@ func (n *wnode) then(k locking.OpKind, fs ...fate) {
 var errLost = errors.New("lockingtest: request or answer lost")
 
 func (n *wnode) Do(ctx context.Context, op locking.Op) (locking.Result, error) {
-	switch n.next(op.Kind) {
+	switch n.next(op.Kind()) {
 	case lost:
 		return locking.Result{}, errLost
 	case mute:

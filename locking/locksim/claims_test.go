@@ -71,7 +71,7 @@ func TestClaimOverALeftover(t *testing.T) {
 		key := locking.Key{Family: "job", Name: "slot:1"}
 
 		// A request executed late on store 0 alone: a claim, soon expired.
-		_, err := stores[0].Apply(locking.Op{Kind: locking.OpAcquire, Key: "t:{job}:slot:1", Fence: "t:{job}:fence",
+		_, err := stores[0].Apply(locking.AcquireOp{Key: "t:{job}:slot:1", Fence: "t:{job}:fence",
 			Claims: "t:{job}:claims", Lives: "t:{job}:lives", Field: "slot:1", Value: "0123456789abcdef|x", TTL: 10})
 		require.NoError(t, err)
 		time.Sleep(50 * time.Millisecond)

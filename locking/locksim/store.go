@@ -170,7 +170,7 @@ func ms(d int64) time.Duration { return time.Duration(d) * time.Millisecond }
 // orphan picks, as the script does, one claim of claims other than
 // op.Field whose lease has expired: sorted by field, indexed by the first
 // 24 bits of op.Value's token.
-func (s *Store) orphan(claims map[string]string, op locking.Op, now time.Time) (string, string) {
+func (s *Store) orphan(claims map[string]string, op locking.AcquireOp, now time.Time) (string, string) {
 	var fields []string
 	for f := range claims {
 		if f == op.Field {
@@ -190,14 +190,15 @@ func (s *Store) orphan(claims map[string]string, op locking.Op, now time.Time) (
 	return f, claims[f]
 }
 
-// Apply runs op atomically with the semantics documented on locking.Op.
+// Apply runs op atomically with the semantics documented on its type
+// (locking.Op).
 func (s *Store) Apply(op locking.Op) (locking.Result, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
 	nowMS := now.UnixMilli()
-	switch op.Kind {
-	case locking.OpAcquire:
+	switch op := op.(type) {
+	case locking.AcquireOp:
 		fence := s.num(op.Fence, now)
 		if _, undone := s.getStr(op.Tomb, now); op.Tomb != "" && undone {
 			return locking.Result{N: fence}, nil
@@ -239,7 +240,7 @@ func (s *Store) Apply(op locking.Op) (locking.Result, error) {
 		s.setStr(op.Fence, strconv.FormatInt(res.N, 10), 0, now)
 		return res, nil
 
-	case locking.OpExtend:
+	case locking.ExtendOp:
 		if op.Field != "" {
 			l, ok := s.hget(op.Lives, op.Field, now)
 			v, exp := parseLive(l)
@@ -258,7 +259,7 @@ func (s *Store) Apply(op locking.Op) (locking.Result, error) {
 		}
 		return locking.Result{}, nil
 
-	case locking.OpRelease:
+	case locking.ReleaseOp:
 		if op.TombTTL > 0 {
 			s.setStr(op.Tomb, "1", ms(op.TombTTL), now)
 		}
@@ -276,7 +277,7 @@ func (s *Store) Apply(op locking.Op) (locking.Result, error) {
 		res.AlsoStatus = also
 		return res, nil
 
-	case locking.OpPause:
+	case locking.PauseOp:
 		cur, _ := s.getStr(op.Key, now)
 		v, _, _ := strings.Cut(cur, "|")
 		version, _ := strconv.ParseInt(v, 10, 64)
@@ -286,20 +287,19 @@ func (s *Store) Apply(op locking.Op) (locking.Result, error) {
 		}
 		return locking.Result{Value: cur}, nil
 
-	case locking.OpFence, locking.OpMaxSet:
-		// Raise the counter or record to N where it is lower; a fence
-		// answers whether it did (Status), a record only its value.
-		res := locking.Result{N: s.num(op.Key, now)}
-		if op.N > res.N {
-			s.setStr(op.Key, strconv.FormatInt(op.N, 10), 0, now)
-			res.N = op.N
-			if op.Kind == locking.OpFence {
-				res.Status = 1
-			}
-		}
+	case locking.FenceOp:
+		// Raise the counter to N where it is lower, and answer whether it
+		// did (Status).
+		return s.raise(op.Key, op.N, now), nil
+
+	case locking.MaxSetOp:
+		// Raise the record to N where it is lower; only its value is
+		// answered.
+		res := s.raise(op.Key, op.N, now)
+		res.Status = 0
 		return res, nil
 
-	case locking.OpGet:
+	case locking.GetOp:
 		v, ok := s.getStr(op.Key, now)
 		if !ok {
 			return locking.Result{Nil: true}, nil
@@ -310,13 +310,13 @@ func (s *Store) Apply(op locking.Op) (locking.Result, error) {
 		}
 		return locking.Result{N: n}, nil
 
-	case locking.OpPing:
+	case locking.PingOp:
 		return locking.Result{}, nil
 
-	case locking.OpLogAdd:
+	case locking.LogAddOp:
 		return locking.Result{Status: s.logAdd(op, now)}, nil
 
-	case locking.OpClaims:
+	case locking.ClaimsOp:
 		e, _ := s.get(op.Claims, now)
 		var fields []string
 		for f := range e.hash {
@@ -324,15 +324,26 @@ func (s *Store) Apply(op locking.Op) (locking.Result, error) {
 		}
 		return locking.Result{Fields: fields}, nil
 
-	case locking.OpLog:
+	case locking.LogOp:
 		e, _ := s.get(op.Key, now)
-		return locking.Result{Log: newestFirst(e.zset, op.N, int(op.Keep))}, nil
+		return locking.Result{Log: newestFirst(e.zset, op.Since, int(op.Limit))}, nil
 	}
 	return locking.Result{}, errors.New("ERR unknown op")
 }
 
-// release is OpRelease without its Also part.
-func (s *Store) release(op locking.Op, now time.Time, nowMS int64) locking.Result {
+// raise sets the integer at k to n where it is lower: Status 1 where it
+// did, N its value afterwards.
+func (s *Store) raise(k string, n int64, now time.Time) locking.Result {
+	res := locking.Result{N: s.num(k, now)}
+	if n > res.N {
+		s.setStr(k, strconv.FormatInt(n, 10), 0, now)
+		res.N, res.Status = n, 1
+	}
+	return res
+}
+
+// release is a ReleaseOp without its Also part.
+func (s *Store) release(op locking.ReleaseOp, now time.Time, nowMS int64) locking.Result {
 	if v, ok := s.getStr(op.Key, now); op.DoneTTL > 0 && ok && v == op.Done {
 		return locking.Result{Status: 1}
 	}
