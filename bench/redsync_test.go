@@ -62,7 +62,7 @@ func BenchmarkCompare(b *testing.B) {
 				if err != nil {
 					return err
 				}
-				return lease.Release(ctx)
+				return lease.End(ctx, locking.Ending{}).Err
 			})
 		})
 		b.Run(fmt.Sprintf("nodes=%d/goroutines=%d/redsync", nodes, g), func(b *testing.B) {

@@ -30,20 +30,20 @@ type released struct{ err, also, record error }
 // in-process map (local.go). The shared front end (locker.go, lease.go)
 // builds values, computes validity and runs the watchdog, so both stores
 // behave the same to the scheduler. The semantics of each operation are
-// those of the Node ops (node.go), applied to a quorum of nodes.
+// those of the Node ops (node_ops.go), applied to a quorum of nodes.
 type backend interface {
-	// acquire takes s (Node OpAcquire) and returns a fencing token greater
+	// acquire takes s (AcquireOp) and returns a fencing token greater
 	// than every token handed out before in s.key.Family and different
 	// from every other. On failure it has undone its writes on every node
 	// it wrote or whose answer it did not get, and returns a *HeldError, a
 	// *SplitVoteError, a *QuorumError or ctx.Err().
 	acquire(ctx context.Context, s leaseSpec) (grant, error)
-	// extend renews s (OpExtend; start: confirm that a claim's work
+	// extend renews s (ExtendOp; start: confirm that a claim's work
 	// began). It returns ErrLockLost when a majority answered that the
 	// lease is no longer s's, and a *QuorumError when a majority could not
 	// be reached.
 	extend(ctx context.Context, s leaseSpec, start bool) error
-	// release ends s (OpRelease): deletes it, or, when e.doneTTL > 0,
+	// release ends s (ReleaseOp): deletes it, or, when e.doneTTL > 0,
 	// turns its key into e.done for e.doneTTL and adds e.entry, if any, to
 	// the family's log; where s is a claim, it releases e.also and raises
 	// e.record in the same step, each with its own outcome. Errors as for
@@ -53,15 +53,15 @@ type backend interface {
 	// out (it took too long), wherever it may hold: as release, but made
 	// sure of on every store that may hold it (redlock's undo).
 	undoAcquired(ctx context.Context, s leaseSpec)
-	// readLog implements Locker.ReadLog.
+	// readLog implements Store.ReadLog.
 	readLog(ctx context.Context, family string, since int64, limit int) ([]LogEntry, error)
-	// appendLog and readClaims implement Locker.AppendLog and ReadClaims.
+	// appendLog and readClaims implement Store.AppendLog and ReadClaims.
 	appendLog(ctx context.Context, family string, a LogAppend) error
 	readClaims(ctx context.Context, family string) ([]Key, error)
-	// advanceRecord and readRecord implement Locker's record operations.
+	// advanceRecord and readRecord implement the Store's record operations.
 	advanceRecord(ctx context.Context, key Key, v int64) error
 	readRecord(ctx context.Context, key Key) (int64, error)
-	// setPause and readPause implement Locker's pause operations; acquire
+	// setPause and readPause implement the Store's pause operations; acquire
 	// of a claim refuses with a *PausedError while a pause is active.
 	setPause(ctx context.Context, family string, p Pause) (Pause, error)
 	readPause(ctx context.Context, family string) (Pause, error)

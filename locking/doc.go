@@ -1,12 +1,43 @@
 // Package locking hands out leases on keys: the exclusion layer under
 // slotlock's "every slot of every job runs once across N replicas".
 //
-// A Locker has two implementations with the same semantics (both pass the
-// conformance suite in locking/lockingtest):
+// # Using it
 //
-//   - NewRedlock: the Redlock algorithm over N independent Redis nodes
-//     (standalone servers or Redis Cluster endpoints), for many replicas.
-//   - NewLocal: an in-process map, for a single replica without Redis.
+// NewRedlock (many replicas over N independent Redis nodes) and NewLocal
+// (one replica, in process) return a Backend: a Locker, which hands out
+// leases, and the Store on the same lock stores, which keeps what a fleet
+// shares beside its locks. Both pass the same conformance suite
+// (locking/lockingtest), so a caller cannot tell them apart.
+//
+// A Key is a Family (one per job) and a Name. Acquire takes a key for a
+// TTL; Claim takes it for work that must be done at most once (a slot):
+//
+//	lease, err := lk.Claim(ctx, locking.Key{Family: "report", Name: "slot:1795860000"}, 30*time.Second)
+//	if err != nil {
+//		return err // *HeldError (someone has it, or Done: it ran), *QuorumError, *PausedError
+//	}
+//	if g := lease.Grant(); g.Abandoned != nil || g.Leftover {
+//		// Not this caller's work to do: report it, then end it with a done marker.
+//	}
+//	work := lease.Keep(ctx) // renewed every TTL/3; canceled with cause ErrLockLost if lost
+//	lease.Start()           // the work begins now (see "Started, not started, unknown")
+//	err = run(work, lease.Token())
+//	res := lease.End(ctx, locking.Ending{DoneTTL: time.Hour, Note: "succeeded"})
+//
+// A Lease says what it holds and what the claim found (Grant), gives a
+// fencing token to hand to whatever the work writes to (Token), is kept
+// alive by a watchdog (Keep, Lost, ValidUntil; Extend renews it once by
+// hand) and is ended once (End): released, or turned into a done marker
+// that refuses the key for DoneTTL, with a log entry, the job's lease
+// taken With the claim, and a record, each in the same step on a store.
+//
+// The Store holds each family's pause register (SetPause: Claim refuses
+// while a pause is active), its log (AppendLog, ReadLog: the slot history
+// and the fleet's heartbeats), its records (AdvanceRecord, ReadRecord:
+// max-assigned integers such as a job's last handled slot) and the list
+// of its open claims (ReadClaims).
+//
+// The rest of this comment is how it works, and why it is safe.
 //
 // # Keys
 //
@@ -23,7 +54,8 @@
 // which would split that tag.
 //
 // The client reaches each store through a Node: one atomic Op per call
-// (acquire, extend, release, pause, fence, max-set, get, ping), a Lua script or a
+// (acquire, extend, release, pause, fence, max-set, get, ping, log, log
+// append, claims), a Lua script or a
 // command on Redis, and the same operations in Go on the simulated stores of
 // locking/locksim, which the conformance suite checks alike.
 //
@@ -66,11 +98,11 @@
 // acquire script also writes the claim — the lease's value — into the
 // family's claims hash, and the lease itself, with an expiry on the node's
 // clock, into the lives hash. The claim stays until the lease's owner ends
-// it (MarkDone replaces it by the done marker; Release, before the work
-// began, deletes it). When its holder dies or freezes, the lease expires and
-// the claim stays: the next Claim of the key takes the lease over and learns
-// (Lease.Abandoned) that the work was abandoned — it must report it and
-// MarkDone, never do it. Only one Claim can hold that lease at a time, and
+// it (Lease.End with a done marker replaces it by the marker; End without
+// one, before the work began, deletes it). When its holder dies or freezes,
+// the lease expires and the claim stays: the next Claim of the key takes
+// the lease over and learns (Grant.Abandoned) that the work was abandoned
+// — it must report it and end it with a done marker, never do it. Only one Claim can hold that lease at a time, and
 // the done marker it writes on a majority refuses every later one, so the
 // report is made once.
 //
@@ -101,14 +133,14 @@
 //     job body is invoked). From then on every renewal of the claim's
 //     lease (Keep's watchdog; the first within min(TTL/3, 1s) of Start)
 //     also turns the claim, where it is still the owner's value, into
-//     "started:<value>" on that node (OpExtend with Start). A run that
+//     "started:<value>" on that node (ExtendOp with Start). A run that
 //     ends sooner is confirmed by its end, which replaces the claim by the
 //     done marker and the history entry: short runs make no extra call.
 //   - A failed acquisition's undo is made sure of: sent to every node
 //     where the claim may be, with a tombstone where the acquisition went
 //     unanswered, and sent again to the nodes that did not answer it while
 //     the claim may have landed on a majority.
-//   - A Claim that takes a claim over on a majority (Lease.Abandoned)
+//   - A Claim that takes a claim over on a majority (Grant.Abandoned)
 //     reports Abandoned.Started: true when any node it met holds the
 //     started form.
 //
@@ -116,7 +148,7 @@
 // have started": never as a run, never run again. Why each report is true:
 //
 //   - Abandoned.Started ⇒ the work began. The started form is written only
-//     by OpExtend with Start, which only the owner's lease sends, and only
+//     by ExtendOp with Start, which only the owner's lease sends, and only
 //     after Start, which the owner calls as the work begins; and it is
 //     written only over the owner's own claim value, so a takeover lease
 //     (whose value differs) never marks another's claim. One node holding
@@ -160,23 +192,23 @@
 // writes on a majority refuses every later Claim.
 //
 // Every Claim also reads the family's pause register (Pause, written by
-// SetPause as a versioned register: the newest write wins on every node).
+// Store.SetPause as a versioned register: the newest write wins on every node).
 // While the newest pause over the answering majority is active, the claim
 // is undone and refused with a *PausedError; a granted lease carries the
-// newest pause, so that its caller can tell work that was due during a
-// pause that has since ended (Pause.Covers).
+// newest pause (Grant.Pause), so that its caller can tell work that was
+// due during a pause that has since ended (Pause.Covers).
 //
 // Every successful Claim also reports one other claim of the family whose
-// lease has expired (Lease.Orphan), picked by the caller's random token
+// lease has expired (Grant.Orphan), picked by the caller's random token
 // among all of them: abandoned work is found by the next Claim in the
 // family, without anyone looking for it.
 //
-// Extend and Release are compare-and-act scripts keyed by the value: a
-// stale holder, whose value was replaced, can neither extend nor delete the
-// new holder's lock. Release can instead turn the key into a done marker
-// with a new TTL in the same script (MarkDone), so the scheduler remembers
-// that a slot already ran; where the key had vanished the marker is set
-// too, never over another holder's value. The watchdog (Lease.Keep) renews
+// Extend and End are compare-and-act scripts keyed by the value: a stale
+// holder, whose value was replaced, can neither extend nor delete the new
+// holder's lock. End can instead turn the key into a done marker with a new
+// TTL in the same script (Ending.DoneTTL), so the scheduler remembers that
+// a slot already ran; where the key had vanished the marker is set too,
+// never over another holder's value. The watchdog (Lease.Keep) renews
 // every ttl/3; when it cannot renew on a majority before the validity ends,
 // Lost closes and kept contexts are canceled with cause ErrLockLost.
 //
@@ -187,7 +219,7 @@
 // the done marker, the job lease goes, the job's record rises. All share
 // the job's hash tag, so each step is one script call per store:
 //
-//   - ClaimWith(key, ttl, also) runs the claim's acquire script with the
+//   - Claim(key, ttl, With(also)) runs the claim's acquire script with the
 //     job lease as a sixth key: where the claim is new on a node, the job
 //     lease is SET NX PX there in the same step. The claim's outcome is
 //     decided exactly as Claim's; the job lease is the caller's (one
@@ -259,7 +291,7 @@
 // rolling upgrade is safe: each hands out a token only after moving it
 // from below to it on a majority.
 //
-// Records (AdvanceRecord / ReadRecord) use the same register: max-assign on
+// Records (Store.AdvanceRecord / ReadRecord) use the same register: max-assign on
 // a majority, read the maximum over a majority, and write a value seen on
 // only part of that majority back to a majority before returning it.
 //

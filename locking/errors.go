@@ -15,7 +15,7 @@ var (
 	// could not renew the lease on a majority before it expired.
 	ErrLockLost = errors.New("locking: lock lost")
 	// ErrNoQuorum reports that fewer than a majority of nodes answered.
-	// Acquire, Extend, Release and the record operations return a
+	// Acquire, Extend, Lease.End and the Store's operations return a
 	// *QuorumError that matches it.
 	ErrNoQuorum = errors.New("locking: no quorum")
 	// ErrClosed is returned by a Locker after Close.
@@ -73,13 +73,13 @@ func (e *slowAcquireError) Is(target error) bool { return target == ErrSlowAcqui
 type HeldError struct {
 	Key    Key
 	Holder string // replica name read from the value, "" when unknown
-	Done   bool   // the key is a done marker left by MarkDone
+	Done   bool   // the key is a done marker (Ending.DoneTTL)
 	Note   string // the done marker's note (e.g. "succeeded", "overlap")
 	// Claimed: a claim (Locker.Claim) whose lease has expired was found on
 	// fewer than a majority of the stores while some did not answer. It
 	// may be a started run's, whose other copies are on the silent stores,
 	// so the key is not handed out; once every store answers, it is either
-	// taken over (Lease.Abandoned) or, found on a minority, a leftover that
+	// taken over (Grant.Abandoned) or, found on a minority, a leftover that
 	// the next Claim ends.
 	Claimed bool
 }

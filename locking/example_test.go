@@ -10,10 +10,10 @@ import (
 	"github.com/slotlock/slotlock/locking"
 )
 
-// One slot of a job, start to end, on the in-process locker: claim the
-// slot, keep the lease while the work runs, then turn it into a done
+// One slot of a job, start to end: claim the slot, check what the claim
+// found, do the work under the kept lease, then turn the claim into a done
 // marker so that nobody runs the slot again.
-func ExampleNewLocal() {
+func ExampleLocker_Claim() {
 	lk := locking.NewLocal(locking.Options{Replica: "replica-a"})
 	defer lk.Close()
 	ctx := context.Background()
@@ -21,26 +21,29 @@ func ExampleNewLocal() {
 
 	lease, err := lk.Claim(ctx, slot, 30*time.Second)
 	if err != nil {
-		log.Fatal(err)
+		log.Fatal(err) // held, done, paused or no majority: not this replica's slot now
 	}
-	fmt.Println("claimed", lease.Key(), "fencing token", lease.Token())
+	g := lease.Grant()
+	if g.Abandoned != nil || g.Leftover {
+		// A holder died with it, or a store kept an old claim: report it,
+		// never run it.
+		lease.End(ctx, locking.Ending{DoneTTL: time.Hour, Note: "abandoned"})
+		return
+	}
+	fmt.Println("claimed", g.Key, "fencing token", lease.Token())
 
-	// While the lease is held, nobody else gets the key.
+	// While the lease is held, nobody else gets the slot.
 	_, err = lk.Claim(ctx, slot, 30*time.Second)
 	fmt.Println(errors.Is(err, locking.ErrNotAcquired), err)
 
-	// Keep renews the lease every TTL/3 until it is ended; the context it
-	// returns is canceled with cause ErrLockLost if a renewal fails for
-	// good. Run the work under it.
 	work := lease.Keep(ctx)
-	if err := work.Err(); err != nil {
-		log.Fatal(context.Cause(work))
-	}
+	lease.Start()
+	_ = work // run the job under work, with lease.Token()
 
-	// The work is over: the claim becomes a done marker for one minute.
-	// MarkDone stops the watchdog first, and ends work's context.
-	if err := lease.MarkDone(ctx, time.Minute, "succeeded"); err != nil {
-		log.Fatal(err)
+	// The work is over: the claim becomes a done marker for an hour.
+	res := lease.End(ctx, locking.Ending{DoneTTL: time.Hour, Note: "succeeded"})
+	if res.Err != nil {
+		log.Fatal(res.Err)
 	}
 	_, err = lk.Claim(ctx, slot, 30*time.Second)
 	var held *locking.HeldError
@@ -48,18 +51,54 @@ func ExampleNewLocal() {
 		fmt.Println("done:", held.Done, "note:", held.Note, "by:", held.Holder)
 	}
 
-	// The next slot of the same job gets a larger fencing token.
-	next, err := lk.Claim(ctx, locking.Key{Family: "nightly-report", Name: "slot:1795946400"}, 30*time.Second)
+	// The next slot of the same job gets a larger fencing token, and can
+	// take the job's own lease in the same step (no two runs at once).
+	next, err := lk.Claim(ctx, locking.Key{Family: "nightly-report", Name: "slot:1795946400"}, 30*time.Second,
+		locking.With(locking.Key{Family: "nightly-report", Name: "run"}))
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("next slot's token", next.Token())
-	_ = next.Release(ctx)
+	job := next.Grant().Joined
+	fmt.Println("next slot's token", next.Token(), "job lease", job.Grant().Key, job.Token())
+	next.End(ctx, locking.Ending{Also: job})
 	// Output:
 	// claimed nightly-report:slot:1795860000 fencing token 1
 	// true locking: nightly-report:slot:1795860000 not acquired: held by replica-a
 	// done: true note: succeeded by: replica-a
-	// next slot's token 2
+	// next slot's token 2 job lease nightly-report:run 2
+}
+
+// Keep starts the watchdog that renews the lease every TTL/3 and returns
+// a context for the work: canceled with cause ErrLockLost when the lease
+// could not be renewed on a majority in time, and canceled when the lease
+// is ended. Lost closes on a loss too, for a caller that selects.
+func ExampleLease_Keep() {
+	lk := locking.NewLocal(locking.Options{Replica: "replica-a"})
+	defer lk.Close()
+	ctx := context.Background()
+
+	lease, err := lk.Acquire(ctx, locking.Key{Family: "billing", Name: "run"}, 10*time.Second)
+	if err != nil {
+		log.Fatal(err)
+	}
+	work := lease.Keep(ctx)
+	done := make(chan error, 1)
+	go func() {
+		// The work: pass lease.Token() to what it writes, and stop when
+		// work is canceled.
+		done <- work.Err()
+	}()
+	select {
+	case err := <-done:
+		fmt.Println("work finished:", err)
+	case <-lease.Lost():
+		fmt.Println("lease lost:", context.Cause(work)) // errors.Is(…, locking.ErrLockLost)
+	}
+	lease.End(ctx, locking.Ending{})
+	fmt.Println("after End:", work.Err())
+	// Output:
+	// work finished: <nil>
+	// after End: context canceled
 }
 
 // Redlock over three independent Redis nodes. NewRedlock connects lazily:
@@ -87,11 +126,34 @@ func ExampleNewRedlock() {
 	case err != nil:
 		log.Fatal(err)
 	}
-	defer lease.Release(ctx)
+	defer lease.End(ctx, locking.Ending{})
 
 	// Pass the fencing token to whatever the work writes to, so a stale
 	// holder (a process paused past its lease) can be refused.
 	work := lease.Keep(ctx)
 	_ = work // do the work under work; errors.Is(context.Cause(work), locking.ErrLockLost) when the lease is lost
 	fmt.Println("token", lease.Token())
+}
+
+// The fleet's state beside the locks: a pause that Claim honours, and a
+// record that only rises.
+func ExampleStore() {
+	b := locking.NewLocal(locking.Options{Replica: "replica-a"})
+	defer b.Close()
+	ctx := context.Background()
+
+	if _, err := b.SetPause(ctx, "nightly-report", locking.Pause{Paused: true, By: "ops", Reason: "migration"}); err != nil {
+		log.Fatal(err)
+	}
+	_, err := b.Claim(ctx, locking.Key{Family: "nightly-report", Name: "slot:1"}, 30*time.Second)
+	fmt.Println(errors.Is(err, locking.ErrPaused))
+
+	last := locking.Key{Family: "nightly-report", Name: "last"}
+	_ = b.AdvanceRecord(ctx, last, 1795860000)
+	_ = b.AdvanceRecord(ctx, last, 1795000000) // lower: kept as it was
+	v, _ := b.ReadRecord(ctx, last)
+	fmt.Println(v)
+	// Output:
+	// true
+	// 1795860000
 }

@@ -18,20 +18,16 @@ import (
 // its holder notices in time when it stops being valid (a paused process
 // notices only when it runs again): that is what the fencing Token is for.
 //
-// Call Release or MarkDone when the work is over. After the first call
-// returns, no goroutine of the lease runs. When it failed to reach a
-// majority (a *QuorumError), a later Release or MarkDone tries the stores
-// again; once one succeeded, or found the key no longer this lease's,
-// later calls do nothing and return nil.
+// Call End when the work is over. After the first End returns, no
+// goroutine of the lease runs. When it failed to reach a majority (a
+// *QuorumError), a later End tries the stores again; once one succeeded,
+// or found the key no longer this lease's, later calls do nothing and
+// return nil.
 type Lease struct {
-	lk        *locker
-	spec      leaseSpec
-	token     uint64
-	abandoned *Abandoned
-	orphan    *Abandoned
-	pause     Pause
-	leftover  bool
-	joined    *Lease // ClaimWith: the lease taken in the same step
+	lk    *locker
+	spec  leaseSpec
+	token uint64
+	grant Grant
 	// trace is set only with tracing on (trace.go): a pointer, so that a
 	// lease is no larger without.
 	trace *leaseTrace
@@ -44,7 +40,7 @@ type Lease struct {
 	ended      bool          // the owner ended the lease: the watchdog is stopped
 	cancels    []context.CancelCauseFunc
 
-	endMu   sync.Mutex // serialises Release and MarkDone
+	endMu   sync.Mutex // serialises the ends (End)
 	settled bool       // the stores accepted the release (or the key was no longer ours)
 
 	lost     chan struct{}
@@ -59,16 +55,17 @@ type Lease struct {
 func newLease(lk *locker, spec leaseSpec, g grant, validUntil time.Time) *Lease {
 	stopped, stop := context.WithCancel(context.Background())
 	return &Lease{
-		lk: lk, spec: spec, token: g.token, abandoned: g.abandoned, orphan: g.orphan, pause: g.pause, leftover: g.leftover,
+		lk: lk, spec: spec, token: g.token,
+		grant: Grant{
+			Key: spec.key, ID: leaseID(spec.value), Holder: lk.opt.Replica, TTL: spec.ttl,
+			Abandoned: g.abandoned, Leftover: g.leftover, Orphan: g.orphan, Pause: g.pause,
+		},
 		validUntil: validUntil,
 		lost:       make(chan struct{}),
 		stopped:    stopped,
 		stop:       stop,
 	}
 }
-
-// Key is the key this lease holds.
-func (ls *Lease) Key() Key { return ls.spec.key }
 
 // Token is the fencing token: greater than the token of every lease
 // acquired before this one in the same family, and different from every
@@ -77,42 +74,51 @@ func (ls *Lease) Key() Key { return ls.spec.key }
 // holder's writes can be refused.
 func (ls *Lease) Token() uint64 { return ls.token }
 
-// ID is a short random identifier of this lease (16 hex characters),
-// stored in the lock's value: a claim taken over after its holder died
-// names it (Abandoned.ID).
-func (ls *Lease) ID() string { return leaseID(ls.spec.value) }
+// Grant is what the acquisition granted and found; it does not change
+// over the lease's life.
+func (ls *Lease) Grant() Grant { return ls.grant }
 
-// Abandoned is non-nil when Claim took over a claim whose holder never
-// ended it (see Locker.Claim): the work it stands for must not be done
-// again.
-func (ls *Lease) Abandoned() *Abandoned { return ls.abandoned }
+// Grant describes a lease as it was granted: the key, the lease's
+// identity, and, for a claim (Locker.Claim), what the claim found beside
+// the key — its side outcomes, which the caller must act on before it
+// does the work (see the package documentation, "Claims").
+type Grant struct {
+	// Key is the key the lease holds.
+	Key Key
+	// ID is a short random identifier of the lease (16 hex characters),
+	// stored in the lock's value: a claim taken over after its holder died
+	// names it (Abandoned.ID).
+	ID string
+	// Holder is the replica name stored in the lock's value
+	// (Options.Replica).
+	Holder string
+	// TTL is the length the lease is renewed to.
+	TTL time.Duration
 
-// Leftover reports that this Claim took over, on a minority of the stores,
-// another claim of its key (one a store kept after missing its end, or one
-// a late request left): the lease holds the key, but the claim is not this
-// lease's on a majority, so the work must not be done under it. End it
-// with MarkDone to clear the leftover, or Release it.
-func (ls *Lease) Leftover() bool { return ls.leftover }
-
-// Joined is the lease that ClaimWith took together with this claim, with
-// the same token; nil when it was not taken (see ClaimWith).
-func (ls *Lease) Joined() *Lease { return ls.joined }
-
-// Orphan is non-nil when, during this Claim, a store held another claim of
-// the same family whose lease had expired: work abandoned by its holder.
-// Claim its key to take it over and report it (Lease.Abandoned).
-func (ls *Lease) Orphan() *Abandoned { return ls.orphan }
-
-// Pause is the newest pause state of a claim's family that the stores
-// held when it was claimed — not active then (Claim refuses while a pause
-// is active), but it may have covered the work's due time (Pause.Covers).
-func (ls *Lease) Pause() Pause { return ls.pause }
-
-// Holder is the replica name stored in the lock's value.
-func (ls *Lease) Holder() string { return ls.lk.opt.Replica }
-
-// TTL is the length the lease is renewed to.
-func (ls *Lease) TTL() time.Duration { return ls.spec.ttl }
+	// Abandoned is non-nil when Claim took over a claim whose holder never
+	// ended it (see Locker.Claim): the work it stands for must not be done
+	// again.
+	Abandoned *Abandoned
+	// Leftover reports that the Claim took over, on a minority of the
+	// stores, another claim of its key (one a store kept after missing its
+	// end, or one a late request left): the lease holds the key, but the
+	// claim is not the lease's on a majority, so the work must not be done
+	// under it. End it with a done marker (Ending.DoneTTL) to clear the
+	// leftover, or release it.
+	Leftover bool
+	// Orphan is non-nil when, during the Claim, a store held another claim
+	// of the same family whose lease had expired: work abandoned by its
+	// holder. Claim its key to take it over and report it (Abandoned).
+	Orphan *Abandoned
+	// Pause is the newest pause state of the claim's family that the
+	// stores held when it was claimed — not active then (Claim refuses
+	// while a pause is active), but it may have covered the work's due
+	// time (Pause.Covers).
+	Pause Pause
+	// Joined is the lease taken together with the claim (With), with the
+	// same token; nil when it was not taken.
+	Joined *Lease
+}
 
 // ValidUntil is the instant, on the locker's clock, after which the lease
 // must be taken as lost unless renewed.

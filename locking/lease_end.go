@@ -9,43 +9,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// How a lease ends: Release, MarkDone, MarkDoneLog, and End, which ends a
-// claim with its job lease and record in one step.
-
-// Release stops the watchdog and deletes the key (and a claim) where it
-// still holds this lease's value. It runs on ctx without its cancellation,
-// bounded by a timeout of its own, so a job's canceled context is fine to
-// pass. It returns ErrLockLost when the key was no longer this lease's on
-// a majority.
-func (ls *Lease) Release(ctx context.Context) error {
-	return ls.end(ctx, ending{})
-}
-
-// MarkDone stops the watchdog and, in one atomic step per store, replaces
-// this lease's value by a done marker that lives for ttl and carries note;
-// where the key has vanished (expired, or a store restarted empty) the
-// marker is set too, and so it is over an abandoned claim this lease took
-// over, never over another holder's value; MarkDone reports ErrLockLost if
-// the lease was no longer this one's on a majority. Acquire and Claim on
-// the key then fail with a *HeldError whose Done is true until the marker
-// expires. Cancellation as for Release.
-func (ls *Lease) MarkDone(ctx context.Context, ttl time.Duration, note string) error {
-	if ttl <= 0 {
-		return ls.end(ctx, ending{})
-	}
-	return ls.end(ctx, ending{done: doneValue(ls.lk.opt.Replica, note, ls.ID()), doneTTL: ttl})
-}
-
-// MarkDoneLog is MarkDone of a claim that also adds entry to its family's
-// log (Locker.ReadLog), in the same step on each store, where the done
-// marker is set; the log keeps its newest keep entries (by score). A
-// retried MarkDoneLog adds the entry once.
-func (ls *Lease) MarkDoneLog(ctx context.Context, ttl time.Duration, note string, entry LogEntry, keep int) error {
-	if ttl <= 0 || !ls.spec.claim || keep <= 0 {
-		return ls.MarkDone(ctx, ttl, note)
-	}
-	return ls.end(ctx, ending{done: doneValue(ls.lk.opt.Replica, note, ls.ID()), doneTTL: ttl, entry: &entry, keep: keep})
-}
+// How a lease ends: End, with a done marker, a log entry, the claim's job
+// lease and a record in one step where it can.
 
 func (ls *Lease) end(ctx context.Context, e ending) (err error) {
 	if ls.lk.tracer != nil {
@@ -94,40 +59,55 @@ func (ls *Lease) settle(err error) {
 
 // Ending says how Lease.End ends a lease. The zero value releases it.
 type Ending struct {
-	// DoneTTL > 0 leaves a done marker that lives DoneTTL and carries Note,
-	// as MarkDone does.
+	// DoneTTL > 0 leaves, in place of the lease's value, a done marker that
+	// lives DoneTTL and carries Note: Acquire and Claim of the key then fail
+	// with a *HeldError whose Done is true until it expires. The marker is
+	// set where the key has vanished too (expired, or a store restarted
+	// empty), and over an abandoned claim this lease took over, never over
+	// another holder's value. A retried End sets it once.
 	DoneTTL time.Duration
 	Note    string
 	// Entry, with DoneTTL > 0 and Keep > 0, is added to a claim's family
-	// log with its done marker, as MarkDoneLog does.
+	// log (Store.ReadLog) where its done marker is set, in the same step;
+	// the log keeps its newest Keep entries (by score). A retried End adds
+	// it once.
 	Entry *LogEntry
 	Keep  int
-	// Also, when set, is released too, as its Release would.
+	// Also, when set, is released too (a job's lease beside its slot's
+	// claim).
 	Also *Lease
 	// Record, when its Name is set, is raised to at least RecordValue, as
-	// Locker.AdvanceRecord would.
+	// Store.AdvanceRecord would.
 	Record      Key
 	RecordValue int64
 }
 
-// EndResult is the outcome of Lease.End: Err the lease's (as Release or
-// MarkDone would report it), Also Ending.Also's, Record the record's (nil
-// when not asked).
+// EndResult is the outcome of Lease.End: Err the lease's, Also
+// Ending.Also's, Record the record's (nil when not asked). Err and Also
+// are ErrLockLost when the key no longer held the lease's value on a
+// majority, a *QuorumError when a majority could not be reached.
 type EndResult struct {
 	Err, Also, Record error
 }
 
-// End ends the lease as e says. Where the lease is a claim, Also a lease
-// of the same family taken with Acquire from the same Locker (a job's
-// lease beside its slot's claim) and Record a record of that family, all
-// of it is one step on each store: one call per store, where separate
-// calls would take up to three. Otherwise each part is done by its own
-// call, Also first. A later End (or Release) retries what did not settle;
-// a record raised twice stays raised.
+// End stops the watchdog and ends the lease as e says; the zero Ending
+// deletes the key (and a claim) where it still holds this lease's value.
+// After the first End returns, no goroutine of the lease runs. End runs
+// on ctx without its cancellation, bounded by a timeout of its own, so a
+// job's canceled context is fine to pass.
+//
+// Where the lease is a claim, Also a lease of the same family from the
+// same Locker (a job's lease beside its slot's claim) and Record a record
+// of that family, all of it is one step on each store: one call per
+// store, where separate calls would take up to three. Otherwise each part
+// is done by its own call, Also first. A later End retries what did not
+// settle (a *QuorumError); once the stores accepted it, or found the key
+// no longer this lease's, a later End does nothing and reports nil. A
+// record raised twice stays raised.
 func (ls *Lease) End(ctx context.Context, e Ending) EndResult {
 	in := ending{}
 	if e.DoneTTL > 0 {
-		in.done, in.doneTTL = doneValue(ls.lk.opt.Replica, e.Note, ls.ID()), e.DoneTTL
+		in.done, in.doneTTL = doneValue(ls.lk.opt.Replica, e.Note, ls.grant.ID), e.DoneTTL
 		if e.Entry != nil && e.Keep > 0 && ls.spec.claim {
 			in.entry, in.keep = e.Entry, e.Keep
 		}
@@ -142,7 +122,7 @@ func (ls *Lease) End(ctx context.Context, e Ending) EndResult {
 	}
 	var res EndResult
 	if e.Also != nil {
-		res.Also = e.Also.Release(ctx)
+		res.Also = e.Also.end(ctx, ending{})
 	}
 	res.Err = ls.end(ctx, in)
 	if record {

@@ -28,7 +28,7 @@ func TestKeepAfterPauseLosesAtOnce(t *testing.T) {
 		if !errors.Is(context.Cause(kctx), ErrLockLost) {
 			t.Fatalf("kept context after a pause past ValidUntil: cause %v, want ErrLockLost at once", context.Cause(kctx))
 		}
-		_ = lease.Release(ctx)
+		lease.End(ctx, Ending{})
 	})
 }
 
@@ -50,7 +50,7 @@ func TestKeepLateStillRenews(t *testing.T) {
 		if err := context.Cause(kctx); err != nil {
 			t.Fatalf("lease kept with 20ms left was lost without a renewal: %v", err)
 		}
-		if err := lease.Release(ctx); err != nil {
+		if err := lease.End(ctx, Ending{}).Err; err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -8,12 +8,12 @@ import (
 	"time"
 )
 
-// NewLocal returns a Locker that keeps its locks in this process. It has
+// NewLocal returns a Backend that keeps its locks in this process. It has
 // the same semantics as Redlock — TTLs measured on opt.Clock, done markers,
 // fencing tokens, records — so a scheduler cannot tell them apart, but it
 // coordinates nothing beyond this process: it is for a single replica with
 // no Redis. Its state is lost when the process exits.
-func NewLocal(opt Options) Locker {
+func NewLocal(opt Options) Backend {
 	opt = opt.withDefaults()
 	return newLocker(&localBackend{
 		clock:   opt.Clock,
@@ -83,7 +83,7 @@ func (b *localBackend) acquire(ctx context.Context, s leaseSpec) (grant, error) 
 	}
 	var g grant
 	if s.claim {
-		// As OpAcquire for a claim.
+		// As AcquireOp for a claim.
 		fam, field := s.key.Family, s.key.Name
 		if p := b.pauses[fam]; p.ActiveAt(now) {
 			return grant{}, &PausedError{Key: s.key, Pause: p}
@@ -112,7 +112,7 @@ func (b *localBackend) acquire(ctx context.Context, s leaseSpec) (grant, error) 
 			g.orphan = parseAbandoned(Key{Family: fam, Name: f}, b.claims[fam][f])
 		}
 		if s.also != nil && g.abandoned == nil {
-			// As OpAcquire with Also: taken with a claim of our own.
+			// As AcquireOp with Also: taken with a claim of our own.
 			if _, held := b.live(s.also.key, now); !held {
 				b.keys[s.also.key] = localEntry{value: s.also.value, expires: now.Add(s.ttl)}
 				g.joined = true
@@ -197,7 +197,7 @@ func (b *localBackend) releaseLocked(s leaseSpec, e ending, now time.Time) error
 		return nil // a retry: the marker is already this one
 	}
 	if !s.claim {
-		// As OpRelease for a plain lease.
+		// As ReleaseOp for a plain lease.
 		ours := curOK && cur.value == s.value
 		switch {
 		case doneTTL > 0 && (ours || !curOK):
@@ -210,7 +210,7 @@ func (b *localBackend) releaseLocked(s leaseSpec, e ending, now time.Time) error
 		}
 		return nil
 	}
-	// As OpRelease for a claim.
+	// As ReleaseOp for a claim.
 	fam, field := s.key.Family, s.key.Name
 	claim, claimOK := b.claims[fam][field]
 	liveOurs := false
@@ -301,7 +301,7 @@ func (b *localBackend) appendLog(ctx context.Context, family string, a LogAppend
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if a.Token != 0 {
-		// As OpLogAdd fenced: the register refuses an older token.
+		// As LogAddOp fenced: the register refuses an older token.
 		fence, token := Key{Family: family, Name: a.Fence}, int64(a.Token)
 		if b.records[fence] > token {
 			return ErrStaleToken

@@ -34,7 +34,7 @@ func TestLocalHeldDoneAndExpiry(t *testing.T) {
 		if !errors.As(err, &held) || !errors.Is(err, ErrNotAcquired) || held.Holder != "a" || held.Done {
 			t.Fatalf("second acquire: %v (%+v)", err, held)
 		}
-		if err := la.MarkDone(ctx, 3*time.Second, "succeeded"); err != nil {
+		if err := la.End(ctx, Ending{DoneTTL: 3 * time.Second, Note: "succeeded"}).Err; err != nil {
 			t.Fatal(err)
 		}
 		_, err = b.Acquire(ctx, key, time.Second)
@@ -50,14 +50,14 @@ func TestLocalHeldDoneAndExpiry(t *testing.T) {
 			t.Fatalf("token %d not above %d", lb.Token(), la.Token())
 		}
 		// A stale holder cannot release or extend the new holder's lock.
-		if err := la.Release(ctx); err != nil {
+		if err := la.End(ctx, Ending{}).Err; err != nil {
 			t.Fatalf("second release of an ended lease must be a no-op: %v", err)
 		}
 		stale := newLease(a.(*locker), la.spec, grant{token: la.token}, time.Now().Add(time.Second))
 		if err := stale.Extend(ctx); !errors.Is(err, ErrLockLost) {
 			t.Fatalf("stale extend: %v", err)
 		}
-		if err := stale.Release(ctx); !errors.Is(err, ErrLockLost) {
+		if err := stale.End(ctx, Ending{}).Err; !errors.Is(err, ErrLockLost) {
 			t.Fatalf("stale release: %v", err)
 		}
 		if _, err := a.Acquire(ctx, key, time.Second); !errors.Is(err, ErrNotAcquired) {
@@ -83,13 +83,13 @@ func TestLocalKeepRenewsAndReleaseStopsWatchdog(t *testing.T) {
 		if _, err := l.Acquire(ctx, Key{"job", "run"}, ttl); !errors.Is(err, ErrNotAcquired) {
 			t.Fatalf("kept lease expired: %v", err)
 		}
-		if err := lease.Release(ctx); err != nil {
+		if err := lease.End(ctx, Ending{}).Err; err != nil {
 			t.Fatal(err)
 		}
 		if kctx.Err() == nil {
 			t.Fatal("kept context survives Release")
 		}
-		// synctest.Test fails if the watchdog goroutine outlives Release.
+		// synctest.Test fails if the watchdog goroutine outlives End.
 	})
 }
 
@@ -120,7 +120,7 @@ func TestLocalLostWhenKeyTaken(t *testing.T) {
 		if !lease.ValidUntil().After(time.Now()) {
 			t.Fatal("lost was noticed only at expiry, not at the first renewal")
 		}
-		_ = lease.Release(ctx)
+		lease.End(ctx, Ending{})
 	})
 }
 
@@ -140,7 +140,7 @@ func TestLocalLostAfterPause(t *testing.T) {
 		if !errors.Is(context.Cause(kctx), ErrLockLost) {
 			t.Fatalf("cause %v", context.Cause(kctx))
 		}
-		_ = lease.Release(ctx)
+		lease.End(ctx, Ending{})
 	})
 }
 
@@ -169,7 +169,7 @@ func TestLocalRecordsAndCancel(t *testing.T) {
 	}
 }
 
-// MarkDone on a key that expired meanwhile (a paused holder) still leaves
+// End with a done marker on a key that expired meanwhile (a paused holder) still leaves
 // the done marker, as the Redlock release script does where the key is
 // absent: the slot ran, and must not run again.
 func TestLocalMarkDoneAfterExpiryLeavesMarker(t *testing.T) {
@@ -183,7 +183,7 @@ func TestLocalMarkDoneAfterExpiryLeavesMarker(t *testing.T) {
 			t.Fatal(err)
 		}
 		clock.offset.Store(int64(time.Second)) // the key expired
-		if err := lease.MarkDone(ctx, time.Minute, "succeeded"); !errors.Is(err, ErrLockLost) {
+		if err := lease.End(ctx, Ending{DoneTTL: time.Minute, Note: "succeeded"}).Err; !errors.Is(err, ErrLockLost) {
 			t.Fatalf("MarkDone on an expired key: %v, want ErrLockLost", err)
 		}
 		_, err = l.Acquire(ctx, key, 300*time.Millisecond)

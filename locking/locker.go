@@ -26,7 +26,7 @@ type Options struct {
 	// changes); it never receives secrets.
 	Logger *slog.Logger
 	// TracerProvider, when set, gets a span for each Acquire, Claim,
-	// Extend, Release and MarkDone (trace.go). Nil (the default) or a
+	// Extend and end of a lease (trace.go). Nil (the default) or a
 	// no-op provider: no tracing, at no cost.
 	TracerProvider trace.TracerProvider
 }
@@ -44,7 +44,7 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// releaseTimeout bounds a Release or MarkDone, which runs on a context
+// releaseTimeout bounds a Lease.End, which runs on a context
 // detached from the (often already canceled) caller's context.
 const releaseTimeout = 5 * time.Second
 
@@ -74,32 +74,42 @@ func (l *locker) Acquire(ctx context.Context, key Key, ttl time.Duration) (*Leas
 	return l.acquire(ctx, leaseSpec{key: key, ttl: ttl})
 }
 
-func (l *locker) Claim(ctx context.Context, key Key, ttl time.Duration) (*Lease, error) {
-	return l.acquire(ctx, leaseSpec{key: key, ttl: ttl, claim: true})
+func (l *locker) Claim(ctx context.Context, key Key, ttl time.Duration, opts ...ClaimOption) (*Lease, error) {
+	s := leaseSpec{key: key, ttl: ttl, claim: true}
+	for _, o := range opts {
+		if o.with == (Key{}) {
+			continue
+		}
+		if s.also != nil {
+			return nil, fmt.Errorf("locking: claim %s: more than one With", key)
+		}
+		if err := CheckKey(o.with); err != nil {
+			return nil, err
+		}
+		if o.with.Family != key.Family || o.with == key {
+			return nil, fmt.Errorf("locking: claim %s with %s: not another key of the same family", key, o.with)
+		}
+		s.also = &leaseSpec{key: o.with, ttl: ttl}
+	}
+	return l.acquire(ctx, s)
 }
 
-// ClaimWith is Claim that also takes also, a plain lease of key's family
+// ClaimOption is an option of Locker.Claim.
+type ClaimOption struct {
+	with Key
+}
+
+// With makes Claim take also, a plain lease of the claimed key's family
 // (a job's lease beside its slot's claim), with the same ttl, in the same
 // step on each store: one call per store where Claim then Acquire take
 // two. The claim's outcome is Claim's. also is taken only with a claim of
-// the caller's own (not one taken over, Lease.Abandoned, nor a leftover,
-// Lease.Leftover) and only where it is free on a majority; then
-// Lease.Joined returns it, with the claim's fencing token (one
+// the caller's own (not one taken over, Grant.Abandoned, nor a leftover,
+// Grant.Leftover) and only where it is free on a majority; then
+// Grant.Joined is its lease, with the claim's fencing token (one
 // acquisition, one token). Otherwise Joined is nil, also was left as it
-// was, and the caller may Acquire it alone. End both with Lease.End.
-//
-// ClaimWith is not part of the Locker interface: a Locker that wraps
-// another (to observe its calls) does not have it, and callers fall back
-// to Claim and Acquire.
-func (l *locker) ClaimWith(ctx context.Context, key Key, ttl time.Duration, also Key) (*Lease, error) {
-	if err := CheckKey(also); err != nil {
-		return nil, err
-	}
-	if also.Family != key.Family || also == key {
-		return nil, fmt.Errorf("locking: claim %s with %s: not another key of the same family", key, also)
-	}
-	return l.acquire(ctx, leaseSpec{key: key, ttl: ttl, claim: true, also: &leaseSpec{key: also, ttl: ttl}})
-}
+// was, and the caller may Acquire it alone. End both with one Lease.End
+// (Ending.Also). A zero Key adds nothing; at most one With per Claim.
+func With(also Key) ClaimOption { return ClaimOption{with: also} }
 
 func (l *locker) acquire(ctx context.Context, s leaseSpec) (ls *Lease, err error) {
 	var parent trace.SpanContext
@@ -119,10 +129,10 @@ func (l *locker) acquire(ctx context.Context, s leaseSpec) (ls *Lease, err error
 				}
 				_, asp := l.startSpan(actx, SpanAcquire, s.also.key, trace.SpanContext{})
 				var jerr error
-				if ls.joined == nil {
+				if ls.grant.Joined == nil {
 					jerr = &HeldError{Key: s.also.key}
 				}
-				endAcquireSpan(asp, ls.joined, jerr)
+				endAcquireSpan(asp, ls.grant.Joined, jerr)
 			}()
 		}
 		var sp trace.Span
@@ -164,95 +174,15 @@ func (l *locker) acquire(ctx context.Context, s leaseSpec) (ls *Lease, err error
 	}
 	ls = newLease(l, s, g, validUntil)
 	if g.joined {
-		ls.joined = newLease(l, *s.also, grant{token: g.token}, validUntil)
+		ls.grant.Joined = newLease(l, *s.also, grant{token: g.token}, validUntil)
 	}
 	if l.tracer != nil {
 		ls.trace = &leaseTrace{acq: parent}
-		if ls.joined != nil {
-			ls.joined.trace = &leaseTrace{acq: parent}
+		if ls.grant.Joined != nil {
+			ls.grant.Joined.trace = &leaseTrace{acq: parent}
 		}
 	}
 	return ls, nil
-}
-
-func (l *locker) AdvanceRecord(ctx context.Context, key Key, v int64) error {
-	if l.closed.Load() {
-		return ErrClosed
-	}
-	return ctxOr(ctx, l.b.advanceRecord(ctx, key, v))
-}
-
-func (l *locker) ReadRecord(ctx context.Context, key Key) (int64, error) {
-	if l.closed.Load() {
-		return 0, ErrClosed
-	}
-	v, err := l.b.readRecord(ctx, key)
-	return v, ctxOr(ctx, err)
-}
-
-func (l *locker) SetPause(ctx context.Context, family string, p Pause) (Pause, error) {
-	if err := CheckKey(Key{Family: family, Name: pauseName + "-check"}); err != nil {
-		return Pause{}, err
-	}
-	if l.closed.Load() {
-		return Pause{}, ErrClosed
-	}
-	got, err := l.b.setPause(ctx, family, p)
-	return got, ctxOr(ctx, err)
-}
-
-func (l *locker) ReadPause(ctx context.Context, family string) (Pause, error) {
-	if err := CheckKey(Key{Family: family, Name: pauseName + "-check"}); err != nil {
-		return Pause{}, err
-	}
-	if l.closed.Load() {
-		return Pause{}, ErrClosed
-	}
-	got, err := l.b.readPause(ctx, family)
-	return got, ctxOr(ctx, err)
-}
-
-func (l *locker) ReadLog(ctx context.Context, family string, since int64, limit int) ([]LogEntry, error) {
-	if err := CheckKey(Key{Family: family, Name: logName + "-check"}); err != nil {
-		return nil, err
-	}
-	if limit <= 0 {
-		return nil, nil
-	}
-	if l.closed.Load() {
-		return nil, ErrClosed
-	}
-	entries, err := l.b.readLog(ctx, family, since, limit)
-	return entries, ctxOr(ctx, err)
-}
-
-func (l *locker) AppendLog(ctx context.Context, family string, a LogAppend) error {
-	if err := CheckKey(Key{Family: family, Name: logName + "-check"}); err != nil {
-		return err
-	}
-	if a.Keep < 0 {
-		return fmt.Errorf("locking: append to the log of %s: keep %d is negative", family, a.Keep)
-	}
-	if a.Token != 0 {
-		if err := checkRecord(Key{Family: family, Name: a.Fence}, int64(min(a.Token, maxRecord+1))); err != nil {
-			return fmt.Errorf("locking: append to the log of %s: fence: %w", family, err)
-		}
-	}
-	if l.closed.Load() {
-		return ErrClosed
-	}
-	return ctxOr(ctx, l.b.appendLog(ctx, family, a))
-}
-
-func (l *locker) ReadClaims(ctx context.Context, family string) ([]Key, error) {
-	if err := CheckKey(Key{Family: family, Name: claimsName + "-check"}); err != nil {
-		return nil, err
-	}
-	if l.closed.Load() {
-		return nil, ErrClosed
-	}
-	keys, err := l.b.readClaims(ctx, family)
-	return keys, ctxOr(ctx, err)
 }
 
 func (l *locker) Ping(ctx context.Context) ([]NodeStatus, error) {
@@ -294,8 +224,8 @@ func newToken() string {
 
 const donePrefix = "done|"
 
-// doneValue is the value of a done marker left by MarkDone: the replica,
-// the note and the lease's id, so that a MarkDone retried after an answer
+// doneValue is the value of a done marker left by Lease.End: the replica,
+// the note and the lease's id, so that an End retried after an answer
 // was lost recognises its own marker.
 func doneValue(replica, note, id string) string {
 	return donePrefix + replica + "|" + note + "|" + id

@@ -27,7 +27,7 @@ const (
 	livesName  = "lives"
 )
 
-// logName is the reserved name of a family's log (Lease.MarkDoneLog).
+// logName is the reserved name of a family's log (Lease.End).
 const logName = "log"
 
 // tombPrefix starts the reserved names of tombstones left by undone
@@ -57,7 +57,7 @@ func CheckKey(k Key) error {
 
 // Abandoned describes a claim (Locker.Claim) whose lease expired before
 // its holder ended it: the holder died or froze after winning it. Claim
-// hands such a key to a new lease with Lease.Abandoned set, so that
+// hands such a key to a new lease with Grant.Abandoned set, so that
 // exactly one caller learns of it; the work must not be done again.
 //
 // Started tells what the holder did with it. True: the holder confirmed
@@ -69,12 +69,12 @@ func CheckKey(k Key) error {
 type Abandoned struct {
 	Key     Key
 	Holder  string // the replica that claimed it
-	ID      string // the claim's Lease.ID
+	ID      string // the claim's Grant.ID
 	Started bool   // the holder confirmed that the work began
 }
 
 // StartedPrefix starts a claim's stored value once its owner confirmed
-// that the work began (Lease.Start; Node OpExtend with Start).
+// that the work began (Lease.Start; ExtendOp with Start).
 const StartedPrefix = "started:"
 
 // claimOf splits a claim as stored into the lease value and whether its
@@ -101,8 +101,9 @@ type NodeStatus struct {
 }
 
 // Locker hands out leases. Implementations: Redlock (N independent Redis
-// nodes) and Local (in-process, one replica). Both pass the conformance
-// suite in locking/lockingtest. A Locker is safe for concurrent use.
+// nodes) and Local (in-process, one replica), each with the Store on the
+// same lock stores (Backend). Both pass the conformance suite in
+// locking/lockingtest. A Locker is safe for concurrent use.
 type Locker interface {
 	// Acquire tries once to take key for ttl. On success the lease carries a
 	// fencing token greater than that of every lease acquired before in the
@@ -115,45 +116,19 @@ type Locker interface {
 	// Claim is Acquire for work that must be done at most once. Besides the
 	// lease it leaves a claim on key that stays until the lease's owner
 	// ends it, so a holder that dies or freezes while working does not free
-	// the key when its lease expires. Release (before the work began)
-	// removes the claim; MarkDone turns it into a done marker. Once the
-	// lease has expired, the next Claim takes the key over: it succeeds
-	// with Lease.Abandoned describing the claim, and must not do the work
-	// (report it, then MarkDone). A claim seen on any node counts, even
-	// when a majority lets the caller in. A successful Claim may also
-	// report, in Lease.Orphan, another key of the family whose claim was
-	// abandoned, for the caller to Claim and report. A key is used either
-	// with Acquire or with Claim, never both.
-	Claim(ctx context.Context, key Key, ttl time.Duration) (*Lease, error)
-
-	// AdvanceRecord raises the family's named record to at least v (max-assign)
-	// on a majority. Records outlive leases (they have no TTL).
-	AdvanceRecord(ctx context.Context, key Key, v int64) error
-	// SetPause writes the family's pause state (Pause.Paused false: resumed)
-	// on a majority, above every version found, and returns what the
-	// stores now hold. ReadPause returns the newest state on a majority.
-	SetPause(ctx context.Context, family string, p Pause) (Pause, error)
-	ReadPause(ctx context.Context, family string) (Pause, error)
-
-	// ReadLog returns the family's log (entries added by MarkDoneLog) with
-	// a score of since or more, newest first, at most limit: the union of
-	// what a majority of the stores hold.
-	ReadLog(ctx context.Context, family string, since int64, limit int) ([]LogEntry, error)
-	// AppendLog adds a.Entry to the family's log on a majority (removing
-	// a.Replace in the same step, and trimming as a says): for entries
-	// that do not end a claim (MarkDoneLog), such as a reconciler's
-	// verdicts or replica heartbeats. Adding an identical entry twice
-	// keeps one. A fenced append (a.Token) fails with ErrStaleToken, and
-	// one with a.IfAbsent with ErrLogHasEntry, when it was not made on a
-	// majority (see LogAppend).
-	AppendLog(ctx context.Context, family string, a LogAppend) error
-	// ReadClaims returns the keys of the family's open claims (Claim, not
-	// yet ended): the union of what a majority of the stores hold, sorted.
-	ReadClaims(ctx context.Context, family string) ([]Key, error)
-
-	// ReadRecord returns the largest value of the record seen on a majority
-	// (0 when never written).
-	ReadRecord(ctx context.Context, key Key) (int64, error)
+	// the key when its lease expires. Lease.End removes the claim (before
+	// the work began) or turns it into a done marker (Ending.DoneTTL). Once
+	// the lease has expired, the next Claim takes the key over: it
+	// succeeds with Grant.Abandoned describing the claim, and must not do
+	// the work (report it, then end it with a done marker). A claim seen on
+	// any node counts, even when a majority lets the caller in. A
+	// successful Claim may also report, in Grant.Orphan, another key of the
+	// family whose claim was abandoned, for the caller to Claim and report.
+	// While the family is paused (Store.SetPause) Claim fails with a
+	// *PausedError. A key is used either with Acquire or with Claim, never
+	// both. The options (With) add to what the same step takes; a Locker
+	// that wraps another passes them on.
+	Claim(ctx context.Context, key Key, ttl time.Duration, opts ...ClaimOption) (*Lease, error)
 
 	// Ping checks every node; it returns nil when a majority answered within
 	// the op timeout. The slice has one entry per node, in configuration order.

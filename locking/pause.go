@@ -109,7 +109,7 @@ func (r *redlock) pauseKey(family string) string {
 func (r *redlock) readPause(ctx context.Context, family string) (Pause, error) {
 	res := make([]Result, len(r.nodes))
 	errs := make([]error, len(r.nodes))
-	r.round(ctx, all(Op{Kind: OpPause, Key: r.pauseKey(family)}), res, errs)
+	r.round(ctx, all(PauseOp{Key: r.pauseKey(family)}), res, errs)
 	if err := ctx.Err(); err != nil {
 		return Pause{}, err
 	}
@@ -133,7 +133,7 @@ func (r *redlock) setPause(ctx context.Context, family string, p Pause) (Pause, 
 		return Pause{}, err
 	}
 	p.Version = max(cur.Version+1, r.clock.Now().UnixMilli())
-	op := Op{Kind: OpPause, Key: r.pauseKey(family), Value: formatPause(p), N: p.Version}
+	op := PauseOp{Key: r.pauseKey(family), Value: formatPause(p), N: p.Version}
 	res := make([]Result, len(r.nodes))
 	errs := make([]error, len(r.nodes))
 	r.round(ctx, all(op), res, errs)

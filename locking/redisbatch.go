@@ -151,7 +151,7 @@ func (n *redisNode) exec(batch []*nodeCall) {
 	var deadline time.Time
 	for _, c := range batch {
 		if err := c.ctx.Err(); err != nil {
-			if c.op.Kind != OpRelease {
+			if c.op.Kind() != OpRelease {
 				c.finish(Result{}, err) // its sender gave up: never send it late
 				continue
 			}

@@ -149,8 +149,8 @@ func queueOp(ctx context.Context, p redis.Pipeliner, op Op, eval bool) func() (a
 		}
 		return cmd.Result
 	}
-	switch op.Kind {
-	case OpAcquire:
+	switch op := op.(type) {
+	case AcquireOp:
 		keys := []string{op.Key, op.Fence}
 		if op.Field != "" {
 			also := op.Key // unused: stands in, with the call's hash tag
@@ -161,7 +161,7 @@ func queueOp(ctx context.Context, p redis.Pipeliner, op Op, eval bool) func() (a
 		}
 		keys = append(keys, op.Tomb)
 		return script(acquireScript, keys, op.Value, op.TTL, op.N, op.Field, op.AlsoValue, op.SentMS, op.FreshMS)
-	case OpExtend:
+	case ExtendOp:
 		keys := []string{op.Key}
 		start := "0"
 		if op.Field != "" {
@@ -171,7 +171,7 @@ func queueOp(ctx context.Context, p redis.Pipeliner, op Op, eval bool) func() (a
 			}
 		}
 		return script(extendScript, keys, op.Value, op.TTL, op.Field, start)
-	case OpRelease:
+	case ReleaseOp:
 		keys := []string{op.Key}
 		if op.Field != "" {
 			// Unused optional keys stand in as the lock key itself: every
@@ -189,9 +189,9 @@ func queueOp(ctx context.Context, p redis.Pipeliner, op Op, eval bool) func() (a
 			keys = append(keys, op.Tomb)
 		}
 		return script(releaseScript, keys, op.Value, op.Done, op.DoneTTL, op.Field, op.Entry, op.N, op.Keep, op.AlsoValue, op.RecordN, op.TombTTL)
-	case OpLog:
-		return script(logScript, []string{op.Key}, op.N, op.Keep)
-	case OpLogAdd:
+	case LogOp:
+		return script(logScript, []string{op.Key}, op.Since, op.Limit)
+	case LogAddOp:
 		fence, absent := op.Key, 0 // unused: stands in, with the call's hash tag
 		if op.RecordN != 0 {
 			fence = op.Record
@@ -200,29 +200,29 @@ func queueOp(ctx context.Context, p redis.Pipeliner, op Op, eval bool) func() (a
 			absent = 1
 		}
 		return script(logAddScript, []string{op.Key, fence}, op.Entry, op.N, op.Value, op.Keep, op.Floor, op.RecordN, absent)
-	case OpClaims:
+	case ClaimsOp:
 		cmd := p.HKeys(ctx, op.Claims)
 		return func() (any, error) { return cmd.Result() }
-	case OpPause:
+	case PauseOp:
 		return script(pauseScript, []string{op.Key}, op.Value, op.N)
-	case OpFence:
+	case FenceOp:
 		return script(fenceScript, []string{op.Key}, op.N)
-	case OpMaxSet:
+	case MaxSetOp:
 		return script(maxsetScript, []string{op.Key}, op.N)
-	case OpGet:
+	case GetOp:
 		cmd := p.Get(ctx, op.Key)
 		return func() (any, error) { return cmd.Result() }
-	case OpPing:
+	case PingOp:
 		cmd := p.Ping(ctx)
 		return func() (any, error) { return cmd.Result() }
 	}
-	err := fmt.Errorf("locking: unknown op %d", op.Kind)
+	err := fmt.Errorf("locking: unknown op %T", op)
 	return func() (any, error) { return nil, err }
 }
 
 // reply turns a command's reply into op's Result.
 func reply(op Op, v any, err error) (Result, error) {
-	if op.Kind == OpGet && errors.Is(err, redis.Nil) {
+	if op.Kind() == OpGet && errors.Is(err, redis.Nil) {
 		return Result{Nil: true}, nil
 	}
 	if err != nil {
@@ -233,7 +233,7 @@ func reply(op Op, v any, err error) (Result, error) {
 
 // parseReply turns a script's or command's reply into a Result.
 func parseReply(op Op, v any) (Result, error) {
-	switch op.Kind {
+	switch op.Kind() {
 	case OpAcquire, OpFence, OpPause:
 		arr, ok := v.([]any)
 		if !ok || len(arr) < 2 {
@@ -241,7 +241,7 @@ func parseReply(op Op, v any) (Result, error) {
 		}
 		var r Result
 		r.Status, _ = arr[0].(int64)
-		switch op.Kind {
+		switch op.Kind() {
 		case OpFence:
 			r.N, _ = arr[1].(int64)
 			return r, nil
@@ -278,7 +278,7 @@ func parseReply(op Op, v any) (Result, error) {
 		if !ok {
 			return Result{}, fmt.Errorf("unexpected reply %T", v)
 		}
-		switch op.Kind {
+		switch op.Kind() {
 		case OpMaxSet:
 			return Result{N: n}, nil
 		case OpLogAdd:

@@ -36,7 +36,7 @@ func isReadError(err error) bool {
 const readerPool = 2
 
 // isRead reports whether op is a pure read served by the reader.
-func isRead(op Op) bool { return op.Kind == OpLog }
+func isRead(op Op) bool { return op.Kind() == OpLog }
 
 // newReader builds the node's reader client from the lock client's
 // options.

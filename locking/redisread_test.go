@@ -24,7 +24,7 @@ func TestReadsDoNotQueueWithLockCalls(t *testing.T) {
 	start := time.Now()
 	lease, err := l.Acquire(tctx(t, 2*time.Second), k, 10*time.Second)
 	require.NoError(t, err, "a lock call does not wait for the reads")
-	require.NoError(t, lease.Release(tctx(t, 2*time.Second)))
+	require.NoError(t, lease.End(tctx(t, 2*time.Second), Ending{}).Err)
 	require.Less(t, time.Since(start), testOpTimeout*4)
 
 	_, err = l.ReadLog(tctx(t, 2*time.Second), "job", 0, 10)

@@ -70,11 +70,11 @@ func (c RedisConfig) withDefaults() RedisConfig {
 	return c
 }
 
-// NewRedlock returns a Locker over cfg.Nodes. It does not connect: nodes
+// NewRedlock returns a Backend over cfg.Nodes. It does not connect: nodes
 // that are unreachable now (a replica starting during an outage) are tried
 // again on every operation, so NewRedlock fails only on a configuration
 // error. Operations need a majority (len(Nodes)/2+1) of the nodes.
-func NewRedlock(cfg RedisConfig, opt Options) (Locker, error) {
+func NewRedlock(cfg RedisConfig, opt Options) (Backend, error) {
 	cfg = cfg.withDefaults()
 	nodes, err := NewRedisNodes(cfg)
 	if err != nil {
@@ -114,11 +114,11 @@ func NewRedisNodes(cfg RedisConfig) ([]Node, error) {
 	return nodes, nil
 }
 
-// NewRedlockNodes returns a Locker running the Redlock algorithm over
+// NewRedlockNodes returns a Backend running the Redlock algorithm over
 // nodes, with keys under prefix and opTimeout per node and round (defaults
 // as in RedisConfig). NewRedlock uses it with Redis nodes; the simulation
 // (locking/locksim) with simulated ones.
-func NewRedlockNodes(nodes []Node, prefix string, opTimeout time.Duration, opt Options) (Locker, error) {
+func NewRedlockNodes(nodes []Node, prefix string, opTimeout time.Duration, opt Options) (Backend, error) {
 	opt = opt.withDefaults()
 	if prefix == "" {
 		prefix = DefaultKeyPrefix
@@ -213,7 +213,7 @@ func (r *redlock) round(ctx context.Context, op func(i int) (Op, bool), res []Re
 	defer cancel()
 	var calls [maxQueuedNodes]*nodeCall
 	var wg sync.WaitGroup
-	first, firstOp := -1, Op{}
+	first, firstOp := -1, Op(nil)
 	for i := range r.nodes {
 		o, ok := op(i)
 		if !ok {

@@ -71,7 +71,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 					if err != nil {
 						return err
 					}
-					return lease.Release(ctx)
+					return lease.End(ctx, locking.Ending{}).Err
 				})
 			})
 		}

@@ -27,7 +27,7 @@ func (r *redlock) claimToken(ctx context.Context, key Key, fenceKey string, t ui
 		if t > maxRecord {
 			return 0, errors.New("locking: fencing token out of range (2^53)")
 		}
-		op := Op{Kind: OpFence, Key: fenceKey, N: int64(t)}
+		op := FenceOp{Key: fenceKey, N: int64(t)}
 		r.round(ctx, func(i int) (Op, bool) { return op, acqErrs[i] == nil }, res, errs)
 		if err := ctx.Err(); err != nil {
 			return 0, err

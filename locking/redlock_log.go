@@ -11,7 +11,7 @@ import (
 func (r *redlock) readLog(ctx context.Context, family string, since int64, limit int) ([]LogEntry, error) {
 	res := make([]Result, len(r.nodes))
 	errs := make([]error, len(r.nodes))
-	op := Op{Kind: OpLog, Key: r.key(Key{Family: family, Name: logName}), N: since, Keep: int64(limit)}
+	op := LogOp{Key: r.key(Key{Family: family, Name: logName}), Since: since, Limit: int64(limit)}
 	r.round(ctx, all(op), res, errs)
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -60,7 +60,7 @@ func mergeLogs(logs [][]LogEntry, limit int) []LogEntry {
 func (r *redlock) appendLog(ctx context.Context, family string, a LogAppend) error {
 	res := make([]Result, len(r.nodes))
 	errs := make([]error, len(r.nodes))
-	op := Op{Kind: OpLogAdd, Key: r.key(Key{Family: family, Name: logName}), Entry: a.Entry.Value, N: a.Entry.Score,
+	op := LogAddOp{Key: r.key(Key{Family: family, Name: logName}), Entry: a.Entry.Value, N: a.Entry.Score,
 		Value: a.Replace, Keep: int64(a.Keep), Floor: a.Floor, IfAbsent: a.IfAbsent}
 	if a.Token != 0 {
 		op.Record, op.RecordN = r.key(Key{Family: family, Name: a.Fence}), int64(a.Token)
@@ -86,7 +86,7 @@ func (r *redlock) appendLog(ctx context.Context, family string, a LogAppend) err
 	return appendVerdict(made, fenced, r.quorum)
 }
 
-// OpLogAdd's answers (Result.Status).
+// LogAddOp's answers (Result.Status).
 const (
 	logPresent = 0 // IfAbsent: an entry of the score was there; nothing changed
 	logAdded   = 1
@@ -111,7 +111,7 @@ func appendVerdict(made, fenced, quorum int) error {
 func (r *redlock) readClaims(ctx context.Context, family string) ([]Key, error) {
 	res := make([]Result, len(r.nodes))
 	errs := make([]error, len(r.nodes))
-	op := Op{Kind: OpClaims, Claims: r.key(Key{Family: family, Name: claimsName})}
+	op := ClaimsOp{Claims: r.key(Key{Family: family, Name: claimsName})}
 	r.round(ctx, all(op), res, errs)
 	if err := ctx.Err(); err != nil {
 		return nil, err

@@ -31,7 +31,7 @@ func (r *redlock) advanceRecord(ctx context.Context, key Key, v int64) error {
 func (r *redlock) maxSet(ctx context.Context, key Key, v int64) error {
 	res := make([]Result, len(r.nodes))
 	errs := make([]error, len(r.nodes))
-	r.round(ctx, all(Op{Kind: OpMaxSet, Key: r.key(key), N: v}), res, errs)
+	r.round(ctx, all(MaxSetOp{Key: r.key(key), N: v}), res, errs)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -57,7 +57,7 @@ func (r *redlock) readRecord(ctx context.Context, key Key) (int64, error) {
 	}
 	res := make([]Result, len(r.nodes))
 	errs := make([]error, len(r.nodes))
-	r.round(ctx, all(Op{Kind: OpGet, Key: r.key(key)}), res, errs)
+	r.round(ctx, all(GetOp{Key: r.key(key)}), res, errs)
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -92,7 +92,7 @@ func (r *redlock) readRecord(ctx context.Context, key Key) (int64, error) {
 func (r *redlock) ping(ctx context.Context) ([]NodeStatus, error) {
 	res := make([]Result, len(r.nodes))
 	errs := make([]error, len(r.nodes))
-	r.round(ctx, all(Op{Kind: OpPing}), res, errs)
+	r.round(ctx, all(PingOp{}), res, errs)
 	st := make([]NodeStatus, len(r.nodes))
 	for i, n := range r.nodes {
 		st[i] = NodeStatus{Addr: n.Addr(), Up: errs[i] == nil, Err: errs[i]}

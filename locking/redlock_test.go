@@ -20,7 +20,7 @@ const testOpTimeout = 100 * time.Millisecond
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func newTestRedlock(t testing.TB, addrs []string, replica string, mod ...func(*RedisConfig)) Locker {
+func newTestRedlock(t testing.TB, addrs []string, replica string, mod ...func(*RedisConfig)) Backend {
 	t.Helper()
 	cfg := RedisConfig{Nodes: addrs, OpTimeout: testOpTimeout, KeyPrefix: "t"}
 	for _, m := range mod {
@@ -74,7 +74,7 @@ func TestRedlockAcquireReleaseAndHolder(t *testing.T) {
 	if !errors.As(err, &held) || held.Holder != "replica-a" || held.Done || errors.Is(err, ErrSplitVote) {
 		t.Fatalf("b: %v", err)
 	}
-	if err := la.Release(ctx); err != nil {
+	if err := la.End(ctx, Ending{}).Err; err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range c.Nodes() {
@@ -89,7 +89,7 @@ func TestRedlockAcquireReleaseAndHolder(t *testing.T) {
 	if lb.Token() <= la.Token() {
 		t.Fatalf("token %d after %d", lb.Token(), la.Token())
 	}
-	if err := lb.MarkDone(ctx, 5*time.Second, "succeeded"); err != nil {
+	if err := lb.End(ctx, Ending{DoneTTL: 5 * time.Second, Note: "succeeded"}).Err; err != nil {
 		t.Fatal(err)
 	}
 	_, err = a.Acquire(ctx, key, time.Second)
@@ -103,7 +103,7 @@ func TestRedlockAcquireReleaseAndHolder(t *testing.T) {
 func TestRedlockContention(t *testing.T) {
 	c := redistest.Start(t, 3)
 	ctx := tctx(t, 30*time.Second)
-	lockers := make([]Locker, 5)
+	lockers := make([]Backend, 5)
 	for i := range lockers {
 		// A loaded 2-core machine under -race can stall a round past
 		// 100ms; a lost round is retried, it is not what this test checks.
@@ -147,7 +147,7 @@ func TestRedlockContention(t *testing.T) {
 				wins.Add(1)
 				time.Sleep(200 * time.Microsecond)
 				inside.Add(-1)
-				if err := lease.Release(ctx); err != nil {
+				if err := lease.End(ctx, Ending{}).Err; err != nil {
 					failures <- "release: " + err.Error()
 				}
 			}
@@ -267,7 +267,7 @@ func TestRedlockOneNodeDownStillLocks(t *testing.T) {
 	if err := lease.Extend(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := lease.Release(ctx); err != nil {
+	if err := lease.End(ctx, Ending{}).Err; err != nil {
 		t.Fatal(err)
 	}
 	st, err := l.Ping(ctx)
@@ -294,7 +294,7 @@ func TestRedlockOneNodeDownStillLocks(t *testing.T) {
 	if took := time.Since(start); took > 5*testOpTimeout {
 		t.Fatalf("acquire with a frozen node took %v", took)
 	}
-	if err := lease.Release(ctx); err != nil {
+	if err := lease.End(ctx, Ending{}).Err; err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Node(2).Resume(); err != nil {
@@ -377,7 +377,7 @@ func TestRedlockStartsDuringOutage(t *testing.T) {
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		var lease *Lease
 		if lease, err = l.Acquire(ctx, Key{Family: "f", Name: "n"}, time.Second); err == nil {
-			_ = lease.Release(ctx)
+			lease.End(ctx, Ending{})
 			return
 		}
 	}
@@ -414,7 +414,7 @@ func TestRedlockWatchdogHolds(t *testing.T) {
 		case <-time.After(ttl / 4):
 		}
 	}
-	if err := lease.Release(ctx); err != nil {
+	if err := lease.End(ctx, Ending{}).Err; err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.Acquire(ctx, key, ttl); err != nil {
@@ -464,7 +464,7 @@ func TestRedlockPausedNodesLoseLease(t *testing.T) {
 	// expire on the nodes, so Release may still find them (nil) or find
 	// them expired (ErrLockLost); either way it leaves nothing behind, not
 	// even the copy the watchdog kept alive on node 1.
-	if err := lease.Release(ctx); err != nil && !errors.Is(err, ErrLockLost) {
+	if err := lease.End(ctx, Ending{}).Err; err != nil && !errors.Is(err, ErrLockLost) {
 		t.Fatalf("release after loss: %v", err)
 	}
 	for _, n := range c.Nodes() {
@@ -506,7 +506,7 @@ func TestRedlockStaleTokenCannotReleaseOrExtend(t *testing.T) {
 	if err := la.Extend(ctx); !errors.Is(err, ErrLockLost) {
 		t.Fatalf("stale lease Extend: %v", err)
 	}
-	if err := la.Release(ctx); !errors.Is(err, ErrLockLost) {
+	if err := la.End(ctx, Ending{}).Err; !errors.Is(err, ErrLockLost) {
 		t.Fatalf("stale lease Release: %v", err)
 	}
 	for _, n := range c.Nodes() {
@@ -517,7 +517,7 @@ func TestRedlockStaleTokenCannotReleaseOrExtend(t *testing.T) {
 			t.Fatalf("node %s: ttl %v was extended by the stale holder", n.Addr(), ttl)
 		}
 	}
-	if err := lb.Release(ctx); err != nil {
+	if err := lb.End(ctx, Ending{}).Err; err != nil {
 		t.Fatal(err)
 	}
 }
@@ -531,7 +531,7 @@ func TestRedlockFencingAcrossRestart(t *testing.T) {
 	}
 	c := redistest.Start(t, 3, redistest.AppendOnlyOn(0))
 	ctx := tctx(t, 60*time.Second)
-	lockers := make([]Locker, 4)
+	lockers := make([]Backend, 4)
 	for i := range lockers {
 		lockers[i] = newTestRedlock(t, c.Addrs(), fmt.Sprintf("r%d", i))
 	}
@@ -566,7 +566,7 @@ func TestRedlockFencingAcrossRestart(t *testing.T) {
 				tokens = append(tokens, lease.Token())
 				mu.Unlock()
 				wins.Add(1)
-				if err := lease.Release(ctx); err != nil && !errors.Is(err, ErrNoQuorum) {
+				if err := lease.End(ctx, Ending{}).Err; err != nil && !errors.Is(err, ErrNoQuorum) {
 					failures <- "release: " + err.Error()
 				}
 			}
@@ -703,7 +703,7 @@ func TestRedlockTLSAndAuth(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := lease.Release(ctx); err != nil {
+		if err := lease.End(ctx, Ending{}).Err; err != nil {
 			t.Fatal(err)
 		}
 		// System roots do not trust the throwaway CA: every node refuses.
@@ -739,7 +739,7 @@ func TestRedlockTLSAndAuth(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := lease.Release(ctx); err != nil {
+		if err := lease.End(ctx, Ending{}).Err; err != nil {
 			t.Fatal(err)
 		}
 		if calls.Load() == 0 {
@@ -823,7 +823,7 @@ func TestRedlockClusterEndpoint(t *testing.T) {
 		if v, err := l.ReadRecord(ctx, Key{Family: fam, Name: "last"}); err != nil || v != 7 {
 			t.Fatalf("record: %d %v", v, err)
 		}
-		if err := lease.Release(ctx); err != nil {
+		if err := lease.End(ctx, Ending{}).Err; err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -856,7 +856,7 @@ func redisSlot(tag string) int {
 func TestRedlockTokenHintsAndFallback(t *testing.T) {
 	c := redistest.Start(t, 3)
 	ctx := tctx(t, 10*time.Second)
-	ls := []Locker{
+	ls := []Backend{
 		newTestRedlock(t, c.Addrs(), "a"),
 		newTestRedlock(t, c.Addrs(), "b"),
 		newTestRedlock(t, c.Addrs(), "c"),
@@ -871,7 +871,7 @@ func TestRedlockTokenHintsAndFallback(t *testing.T) {
 			t.Fatalf("acquisition %d: token %d after %d", i, lease.Token(), last)
 		}
 		last = lease.Token()
-		if err := lease.Release(ctx); err != nil {
+		if err := lease.End(ctx, Ending{}).Err; err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -927,7 +927,7 @@ func TestRedlockLogsNodeTransitions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_ = lease.Release(ctx)
+		lease.End(ctx, Ending{})
 	}
 	if n := strings.Count(buf.String(), "redis node unreachable"); n != 1 {
 		t.Fatalf("unreachable logged %d times:\n%s", n, buf.String())
@@ -989,7 +989,7 @@ func TestRedlockLimitRestartWithoutPersistence(t *testing.T) {
 			t.Fatal(err)
 		}
 		first = l
-		if err := l.Release(ctx); err != nil {
+		if err := l.End(ctx, Ending{}).Err; err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -1035,7 +1035,7 @@ func TestRedlockRacingWriteBacksGetDistinctTokens(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_ = lease.Release(ctx)
+		lease.End(ctx, Ending{})
 	}
 	// Two nodes carry higher counters (7 and 9, writes that reached each
 	// alone): no majority of the winners of either acquisition agrees, so
@@ -1153,9 +1153,9 @@ func TestRedlockUndoTombstoneRefusesALateAcquire(t *testing.T) {
 		}
 	}
 	// Nothing was left: another replica claims the slot with the job lease.
-	b := newTestRedlock(t, c.Addrs(), "b").(*locker)
-	lease, err := b.ClaimWith(ctx, s.key, 5*time.Second, s.also.key)
-	if err != nil || lease.Abandoned() != nil || lease.Leftover() || lease.Joined() == nil {
+	b := newTestRedlock(t, c.Addrs(), "b")
+	lease, err := b.Claim(ctx, s.key, 5*time.Second, With(s.also.key))
+	if err != nil || lease.Grant().Abandoned != nil || lease.Grant().Leftover || lease.Grant().Joined == nil {
 		t.Fatalf("claim after the late acquisition: %v, %v", lease, err)
 	}
 	// Without the tombstone the same late acquisition takes the keys.
@@ -1202,8 +1202,8 @@ func jointSpec(family string) leaseSpec {
 }
 
 // jointOp is the acquire op of s as the acquisition sends it, sent now.
-func jointOp(r *redlock, s leaseSpec) Op {
-	op := r.leaseOp(OpAcquire, s)
+func jointOp(r *redlock, s leaseSpec) AcquireOp {
+	op := r.acquireOp(s)
 	op.Fence, op.N, op.Tomb = r.fenceKey(s.key.Family), 1, r.tombKey(s)
 	op.Also, op.AlsoValue = r.key(s.also.key), s.also.value
 	op.SentMS, op.FreshMS = time.Now().UnixMilli(), 1100

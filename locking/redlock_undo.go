@@ -8,7 +8,7 @@ import (
 
 // Undoing what an acquisition set: a failed acquisition everywhere it
 // wrote or may have written, with tombstones where it went unanswered,
-// and the job lease of a joint claim (ClaimWith) that is not granted.
+// and the job lease of a joint claim (Claim With) that is not granted.
 
 // undo releases s where it is held (or may be, after an unanswered
 // request), on the masked nodes (all when mask is nil). It runs detached
@@ -27,7 +27,7 @@ import (
 // the undo is sent again, in the background, to every node that did not
 // answer it, until each has.
 func (r *redlock) undo(ctx context.Context, s leaseSpec, mask []bool, unanswered []error) {
-	op := r.leaseOp(OpRelease, s)
+	op := r.releaseOp(s)
 	if s.claim && s.also != nil {
 		op.Also, op.AlsoValue = r.key(s.also.key), s.also.value
 	}
@@ -138,7 +138,7 @@ func (r *redlock) joint(ctx context.Context, s leaseSpec, g *grant, res []Result
 	// The claim stays; only the lease taken with it is undone, with a
 	// tombstone of the claim's value where the acquisition went
 	// unanswered (undo), so that a late run of it sets nothing.
-	op := r.leaseOp(OpRelease, *s.also)
+	op := r.releaseOp(*s.also)
 	tomb := op
 	tomb.Tomb, tomb.TombTTL = r.tombKey(s), msec(s.ttl)
 	ures := make([]Result, len(r.nodes))

@@ -13,7 +13,8 @@ import (
 
 // Tracing. With Options.TracerProvider set, each lock round a caller
 // waits on is a span: Acquire and Claim, Extend (the watchdog's renewals
-// too), Release and MarkDone. A span's parent is the span in the context
+// too), and a lease's End (span Release, or MarkDone when it leaves a done
+// marker). A span's parent is the span in the context
 // passed to the call; a lease's later calls made without one take the
 // span its Acquire was called under, and its renewals (the watchdog's)
 // the span its first Keep was called under: a run's. Without a provider (the default)
@@ -38,10 +39,10 @@ const (
 	AttrQuorum       = attribute.Key("locking.quorum")        // answers needed
 	AttrResult       = attribute.Key("locking.result")        // LockResult
 	AttrFencingToken = attribute.Key("locking.fencing_token") // the lease's token
-	AttrLeaseID      = attribute.Key("locking.lease_id")      // Lease.ID (a slot's run id)
+	AttrLeaseID      = attribute.Key("locking.lease_id")      // Grant.ID (a slot's run id)
 	AttrAbandoned    = attribute.Key("locking.abandoned")     // Claim took over an abandoned claim
 	AttrLeftover     = attribute.Key("locking.leftover")      // Claim took over a leftover
-	AttrDoneTTLMS    = attribute.Key("locking.done_ttl_ms")   // MarkDone: the marker's lifetime
+	AttrDoneTTLMS    = attribute.Key("locking.done_ttl_ms")   // End with a done marker: its lifetime
 )
 
 // tracerOf returns tp's tracer for the lock layer, or nil (tracing off)
@@ -117,11 +118,11 @@ func endAcquireSpan(sp trace.Span, ls *Lease, err error) {
 		endSpan(sp, err)
 		return
 	}
-	attrs := []attribute.KeyValue{AttrFencingToken.Int64(int64(ls.token)), AttrLeaseID.String(ls.ID())}
-	if ls.abandoned != nil {
+	attrs := []attribute.KeyValue{AttrFencingToken.Int64(int64(ls.token)), AttrLeaseID.String(ls.grant.ID)}
+	if ls.grant.Abandoned != nil {
 		attrs = append(attrs, AttrAbandoned.Bool(true))
 	}
-	if ls.leftover {
+	if ls.grant.Leftover {
 		attrs = append(attrs, AttrLeftover.Bool(true))
 	}
 	endSpan(sp, err, attrs...)

@@ -72,7 +72,7 @@ func TestLockSpans(t *testing.T) {
 	lease.Keep(runCtx)
 	require.NoError(t, lease.Extend(context.Background()))
 	run.End()
-	require.NoError(t, lease.MarkDone(context.Background(), time.Minute, "succeeded"))
+	require.NoError(t, lease.End(context.Background(), locking.Ending{DoneTTL: time.Minute, Note: "succeeded"}).Err)
 	attempt.End()
 
 	claims := spansNamed(rec, locking.SpanClaim)
@@ -89,7 +89,7 @@ func TestLockSpans(t *testing.T) {
 	}
 	a := spanAttrs(claims[0])
 	require.Equal(t, int64(lease.Token()), a[locking.AttrFencingToken].AsInt64())
-	require.Equal(t, lease.ID(), a[locking.AttrLeaseID].AsString())
+	require.Equal(t, lease.Grant().ID, a[locking.AttrLeaseID].AsString())
 
 	extends := spansNamed(rec, locking.SpanExtend)
 	require.Len(t, extends, 1)
@@ -115,7 +115,7 @@ func TestLockSpansWatchdogAndLoss(t *testing.T) {
 	require.NoError(t, err)
 	lease.Keep(ctx)
 	require.Eventually(t, func() bool { return len(spansNamed(rec, locking.SpanExtend)) >= 2 }, 5*time.Second, 10*time.Millisecond)
-	require.NoError(t, lease.Release(context.Background()))
+	require.NoError(t, lease.End(context.Background(), locking.Ending{}).Err)
 	run.End()
 	for _, s := range spansNamed(rec, locking.SpanExtend) {
 		require.Equal(t, run.SpanContext().SpanID(), s.Parent().SpanID())
@@ -133,8 +133,8 @@ func TestLockSpansWatchdogAndLoss(t *testing.T) {
 	time.Sleep(150 * time.Millisecond)
 	other, err := l.Acquire(context.Background(), locking.Key{Family: "job", Name: "other"}, time.Second)
 	require.NoError(t, err)
-	require.ErrorIs(t, lost.Release(context.Background()), locking.ErrLockLost)
-	require.NoError(t, other.Release(context.Background()))
+	require.ErrorIs(t, lost.End(context.Background(), locking.Ending{}).Err, locking.ErrLockLost)
+	require.NoError(t, other.End(context.Background(), locking.Ending{}).Err)
 	var lostSpan sdktrace.ReadOnlySpan
 	for _, s := range spansNamed(rec, locking.SpanRelease) {
 		if spanAttrs(s)[locking.AttrFencingToken].AsInt64() == int64(lost.Token()) {
@@ -158,7 +158,7 @@ func TestLockTracingOff(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := lease.Release(context.Background()); err != nil && !errors.Is(err, locking.ErrLockLost) {
+			if err := lease.End(context.Background(), locking.Ending{}).Err; err != nil && !errors.Is(err, locking.ErrLockLost) {
 				t.Fatal(err)
 			}
 		})

@@ -11,9 +11,9 @@ import (
 // A run that started is never started again: its slot's claim stays in the
 // lock stores until the run ends. When its replica dies or freezes past its
 // lease instead, the claim is abandoned, and the next replica that claims
-// the slot takes it over (Lease.Abandoned) — a recovery, a retry, the
+// the slot takes it over (locking.Grant.Abandoned) — a recovery, a retry, the
 // restarted replica's start-up check — or is pointed to it by the stores
-// when it wins a later slot of the job (Lease.Orphan). That replica, and
+// when it wins a later slot of the job (locking.Grant.Orphan). That replica, and
 // only it (the takeover is a lease like any other), closes the slot with a
 // done marker and reports it, once: the slot is accounted for and never
 // run twice. What it reports depends on what the stores hold:
@@ -41,7 +41,7 @@ import (
 // its lost first attempt left); when the lease expires meanwhile, the
 // next replica pointed to the claim settles it instead.
 func (s *Scheduler) settleAbandoned(j *job, t time.Time, lease *locking.Lease) {
-	ab := lease.Abandoned()
+	ab := lease.Grant().Abandoned
 	if !ab.Started {
 		s.settleUnconfirmed(j, t, lease)
 		return
@@ -61,7 +61,7 @@ func (s *Scheduler) settleAbandoned(j *job, t time.Time, lease *locking.Lease) {
 // claim that its holder never confirmed started, and reports it as missed
 // with reason unknown, the run possibly started: once, as settleAbandoned.
 func (s *Scheduler) settleUnconfirmed(j *job, t time.Time, lease *locking.Lease) {
-	ab := lease.Abandoned()
+	ab := lease.Grant().Abandoned
 	name, slot := j.name(), slotString(t)
 	s.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: OutcomeMissed,
 		history: &HistoryEntry{Slot: slot, Outcome: OutcomeMissed, Reason: MissedUnknown, Replica: ab.Holder, RunID: ab.ID,
@@ -107,7 +107,7 @@ func (s *Scheduler) settleOrphan(j *job, o *locking.Abandoned) {
 			"slot", slotString(t), "error", err.Error())
 		return
 	}
-	if lease.Abandoned() == nil {
+	if lease.Grant().Abandoned == nil {
 		// A leftover on a minority of the stores, or settled meanwhile
 		// with its marker gone: claiming it must not run it. Close it, so
 		// that no store points to it again.

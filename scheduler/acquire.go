@@ -32,8 +32,8 @@ type retryPolicy struct {
 	// claim: take the key with Locker.Claim (a slot: at most one run, ever)
 	// instead of Acquire.
 	claim bool
-	// with (claims only): the job lease to take in the same step, where
-	// the Locker can (jointLocker); Lease.Joined tells whether it was.
+	// with (claims only): the job lease to take in the same step
+	// (locking.With); Grant.Joined tells whether it was.
 	with locking.Key
 	// abort ends a retry wait (default: the scheduler's stopping). A slot
 	// already won waits for its job lease until the shutdown grace ends
@@ -88,8 +88,8 @@ func (s *Scheduler) acquire(job string, key locking.Key, p retryPolicy) (*lockin
 		var l *locking.Lease
 		var err error
 		switch {
-		case p.claim && p.with.Name != "" && s.joint != nil:
-			l, err = s.joint.ClaimWith(ctx, key, s.cfg.LockTTL, p.with)
+		case p.claim && p.with.Name != "":
+			l, err = s.cfg.Locker.Claim(ctx, key, s.cfg.LockTTL, locking.With(p.with))
 		case p.claim:
 			l, err = s.cfg.Locker.Claim(ctx, key, s.cfg.LockTTL)
 		default:
@@ -128,20 +128,6 @@ func (s *Scheduler) acquire(job string, key locking.Key, p retryPolicy) (*lockin
 			return nil, fmt.Errorf("%w: %w", errStopping, err)
 		}
 	}
-}
-
-// jointLocker is a Locker with the joint steps of locking's lockers
-// (NewRedlock, NewLocal): ClaimWith, and Lease.End of a claim with its job
-// lease and its record in one call per store. A Locker that wraps another
-// to watch its calls does not have ClaimWith, and gets every step as its
-// own call, so that it sees each.
-type jointLocker interface {
-	ClaimWith(ctx context.Context, key locking.Key, ttl time.Duration, also locking.Key) (*locking.Lease, error)
-}
-
-func jointOf(l locking.Locker) jointLocker {
-	j, _ := l.(jointLocker)
-	return j
 }
 
 // isSplitVote reports an Acquire that nobody won because the votes split.

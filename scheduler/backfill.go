@@ -247,7 +247,7 @@ func (s *Scheduler) RunSlot(ctx context.Context, name string, t time.Time) (Hist
 	}
 	h, runErr := s.execute(runSpec{j: j, slot: t, backfill: true, leases: leases, parent: parent})
 	s.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: h.Outcome, history: &h, at: t, jobLease: jobLease})
-	if o := lease.Orphan(); o != nil {
+	if o := lease.Grant().Orphan; o != nil {
 		s.settleOrphan(j, o) // now: this process may exit next
 	}
 	if h.Outcome != OutcomeSucceeded {
@@ -277,14 +277,14 @@ func (s *Scheduler) claimPast(j *job, t time.Time) (*locking.Lease, error) {
 		return nil, &HandledError{Slot: t, Reason: why}
 	case err != nil:
 		return nil, fmt.Errorf("scheduler: backfill %s %s: %w", name, slot, err)
-	case lease.Abandoned() != nil:
+	case lease.Grant().Abandoned != nil:
 		s.settleAbandoned(j, t, lease)
 		why := OutcomeAbandoned
-		if !lease.Abandoned().Started {
+		if !lease.Grant().Abandoned.Started {
 			why = MissedUnknown + ", may have started"
 		}
 		return nil, &HandledError{Slot: t, Reason: why}
-	case lease.Leftover():
+	case lease.Grant().Leftover:
 		s.endLease(name, slot, lease, 0, "")
 		s.skipped(name, slot, ReasonClaimed, 1, "note", "a claim of the slot is on a minority of the stores", "backfill", true)
 		return nil, fmt.Errorf("scheduler: backfill %s %s: a claim of the slot is on a minority of the stores (it may have started): %w",

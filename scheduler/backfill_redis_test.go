@@ -41,7 +41,7 @@ func TestRedisBackfillRunSlot(t *testing.T) {
 		mu.Unlock()
 		return nil
 	})
-	mk := func(name string) (*Scheduler, locking.Locker) {
+	mk := func(name string) (*Scheduler, locking.Backend) {
 		l, err := locking.NewRedlock(locking.RedisConfig{Nodes: nodes.Addrs()}, locking.Options{Replica: name, Logger: sink.logger(name)})
 		if err != nil {
 			t.Fatal(err)

@@ -84,7 +84,7 @@ func TestRunSlotForbidWaitsForJobLease(t *testing.T) {
 		if sk := where(e.sink.events(t), "slot.skipped", "reason", "overlap", "slot", slotString(sl)); len(sk) != 1 {
 			t.Errorf("overlap lines: %v", sk)
 		}
-		if err := held.Release(ctx); err != nil {
+		if err := held.End(ctx, locking.Ending{}).Err; err != nil {
 			t.Fatal(err)
 		}
 		h, err := s.RunSlot(ctx, "bf", sl)

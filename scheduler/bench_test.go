@@ -339,7 +339,7 @@ func measureFloor(b *testing.B, nodes *redistest.Cluster, n int, every time.Dura
 			b.Error(err)
 			return rtt, acq
 		}
-		_ = lease.Release(ctx)
+		lease.End(ctx, locking.Ending{})
 	}
 	return rtt, acq
 }

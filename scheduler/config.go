@@ -127,8 +127,12 @@ type Config struct {
 	// run.failed, run.retrying and run.canceled. Spans and history carry
 	// the error class, never the text. Optional.
 	Secrets []string
-	Locker  locking.Locker // required
-	Clock   locking.Clock  // default locking.SystemClock(0)
+	// Locker is the lock stores: the slots' claims and the job leases
+	// (locking.Locker) and the fleet's shared state beside them — pause
+	// registers, history, records (locking.Store) — as NewRedlock and
+	// NewLocal return them. Required.
+	Locker locking.Backend
+	Clock  locking.Clock // default locking.SystemClock(0)
 	// Logger receives the audit events. The scheduler does not add the
 	// replica attribute: give it a logger that carries it (as the command
 	// does). Default slog.Default().

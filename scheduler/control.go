@@ -55,7 +55,7 @@ func (c Control) Who() string {
 
 // RecordControl appends c to the fleet log (Kind and At filled in when
 // empty).
-func RecordControl(ctx context.Context, locker locking.Locker, c Control, now time.Time) error {
+func RecordControl(ctx context.Context, locker locking.Store, c Control, now time.Time) error {
 	c.Kind = kindControl
 	if c.At.IsZero() {
 		c.At = now

@@ -58,7 +58,7 @@ const (
 	ReasonShutdown = "shutdown"
 	// ReasonClaimed: a claim of the slot was found on a minority of the
 	// stores: it may be a started run's (some store did not answer:
-	// locking.HeldError.Claimed), or a leftover (locking.Lease.Leftover);
+	// locking.HeldError.Claimed), or a leftover (locking.Grant.Leftover);
 	// either way the slot is not run. It is reported as abandoned, or
 	// cleared as a leftover, by a later claim of the job.
 	ReasonClaimed = "claimed"

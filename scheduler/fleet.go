@@ -162,7 +162,7 @@ func (r ReplicaInfo) beat() time.Duration {
 
 // ReadFleet returns the heartbeats and outages the lock stores hold, and
 // the runs going on that the replicas listed.
-func ReadFleet(ctx context.Context, locker locking.Locker) (Fleet, error) {
+func ReadFleet(ctx context.Context, locker locking.Store) (Fleet, error) {
 	entries, err := locker.ReadLog(ctx, FleetFamily, 0, fleetKeep)
 	if err != nil {
 		return Fleet{}, err

@@ -30,7 +30,7 @@ func TestShutdownDuringHandOverStillRunsTheSlot(t *testing.T) {
 		time.Sleep(time.Second + 100*time.Millisecond) // slot 1 won, waiting for the job lease
 		cancel()                                       // SIGTERM
 		time.Sleep(200 * time.Millisecond)
-		require.NoError(t, other.Release(context.Background()))
+		require.NoError(t, other.End(context.Background(), locking.Ending{}).Err)
 		require.NoError(t, <-done)
 
 		runs := rec.all()
@@ -61,8 +61,8 @@ func TestShutdownGraceEndsDuringHandOver(t *testing.T) {
 		// No done marker: the slot can still be claimed.
 		l, err := e.locker.Claim(context.Background(), slotKey("job", bubbleStart.Add(time.Second)), time.Second)
 		require.NoError(t, err)
-		require.NoError(t, l.Release(context.Background()))
-		require.NoError(t, other.Release(context.Background()))
+		require.NoError(t, l.End(context.Background(), locking.Ending{}).Err)
+		require.NoError(t, other.End(context.Background(), locking.Ending{}).Err)
 	})
 }
 
@@ -85,9 +85,9 @@ func TestSlowAcquireHasItsOwnReason(t *testing.T) {
 				require.Equal(t, "slow_lock", skips[0].str("reason"))
 				require.Empty(t, rec.all())
 				// Not marked done: nothing ran.
-				l, err := slow.Locker.Claim(context.Background(), slotKey("job", bubbleStart.Add(time.Second)), time.Second)
+				l, err := slow.Backend.Claim(context.Background(), slotKey("job", bubbleStart.Add(time.Second)), time.Second)
 				require.NoError(t, err)
-				require.NoError(t, l.Release(context.Background()))
+				require.NoError(t, l.End(context.Background(), locking.Ending{}).Err)
 			})
 		})
 	}
@@ -97,28 +97,31 @@ func TestSlowAcquireHasItsOwnReason(t *testing.T) {
 // clock leaps a minute at every reading, so that each acquisition finds its
 // validity used up: the real locking.ErrSlowAcquire.
 type slowLocker struct {
-	locking.Locker
+	locking.Backend
 	jobLease bool
-	leaping  locking.Locker
+	leaping  locking.Backend
 }
 
-func newSlowLocker(inner locking.Locker, jobLease bool) *slowLocker {
-	return &slowLocker{Locker: inner, jobLease: jobLease,
+func newSlowLocker(inner locking.Backend, jobLease bool) *slowLocker {
+	return &slowLocker{Backend: inner, jobLease: jobLease,
 		leaping: locking.NewLocal(locking.Options{Replica: "r1", Clock: &leapClock{}})}
 }
 
-func (l *slowLocker) Claim(ctx context.Context, key locking.Key, ttl time.Duration) (*locking.Lease, error) {
+// Claim takes the slot on the leaping locker; with jobLease, on the inner
+// one but without the job lease (locking.With), as when the job lease was
+// held at the claim: the scheduler then takes it by its own Acquire.
+func (l *slowLocker) Claim(ctx context.Context, key locking.Key, ttl time.Duration, opts ...locking.ClaimOption) (*locking.Lease, error) {
 	if !l.jobLease {
-		return l.leaping.Claim(ctx, key, ttl)
+		return l.leaping.Claim(ctx, key, ttl, opts...)
 	}
-	return l.Locker.Claim(ctx, key, ttl)
+	return l.Backend.Claim(ctx, key, ttl)
 }
 
 func (l *slowLocker) Acquire(ctx context.Context, key locking.Key, ttl time.Duration) (*locking.Lease, error) {
 	if l.jobLease && key == runKey(key.Family) {
 		return l.leaping.Acquire(ctx, key, ttl)
 	}
-	return l.Locker.Acquire(ctx, key, ttl)
+	return l.Backend.Acquire(ctx, key, ttl)
 }
 
 // leapClock is a clock that moves a minute forward at every reading.

@@ -14,7 +14,7 @@ import (
 // The slot history: when a slot ends with a done marker — a run's end, a
 // skip for overlap or lateness that the winner marks, an abandoned run
 // settled — its outcome is added to the job's log in the lock stores in the
-// same script call (locking.Lease.MarkDoneLog), so the history costs no
+// same script call (locking.Lease.End), so the history costs no
 // round trip. The log keeps Config.HistoryKeep entries per job; ReadHistory
 // merges the stores. A slot skipped for a pause gets its entry from the
 // replicas that skipped it (one extra call each, while paused only), and a
@@ -66,7 +66,7 @@ func (e HistoryEntry) logEntry(slot time.Time) locking.LogEntry {
 // ReadHistory returns job's recorded slot outcomes with a slot at since or
 // later, newest first, at most limit: what a majority of locker's stores
 // holds, one entry per slot (outcomePrecedence).
-func ReadHistory(ctx context.Context, locker locking.Locker, job string, since time.Time, limit int) ([]HistoryEntry, error) {
+func ReadHistory(ctx context.Context, locker locking.Store, job string, since time.Time, limit int) ([]HistoryEntry, error) {
 	var from int64
 	if !since.IsZero() {
 		from = since.Unix()

@@ -18,7 +18,7 @@ func TestRedisHistoryEveryOutcomeKind(t *testing.T) {
 	t.Parallel()
 	nodes := redistest.Start(t, 3)
 	sink := &logSink{}
-	newLocker := func(replica string) locking.Locker {
+	newLocker := func(replica string) locking.Backend {
 		l, err := locking.NewRedlock(locking.RedisConfig{Nodes: nodes.Addrs()}, locking.Options{Replica: replica})
 		if err != nil {
 			t.Fatal(err)

@@ -168,23 +168,23 @@ func TestNewValidatesJitter(t *testing.T) {
 // claimSpy records, per slot key, when its replica first claimed it, on
 // the replica's clock.
 type claimSpy struct {
-	locking.Locker
+	locking.Backend
 	clock locking.Clock
 	mu    sync.Mutex
 	first map[string]time.Time
 }
 
-func newClaimSpy(l locking.Locker, clock locking.Clock) *claimSpy {
-	return &claimSpy{Locker: l, clock: clock, first: map[string]time.Time{}}
+func newClaimSpy(l locking.Backend, clock locking.Clock) *claimSpy {
+	return &claimSpy{Backend: l, clock: clock, first: map[string]time.Time{}}
 }
 
-func (c *claimSpy) Claim(ctx context.Context, key locking.Key, ttl time.Duration) (*locking.Lease, error) {
+func (c *claimSpy) Claim(ctx context.Context, key locking.Key, ttl time.Duration, opts ...locking.ClaimOption) (*locking.Lease, error) {
 	c.mu.Lock()
 	if _, ok := c.first[key.String()]; !ok {
 		c.first[key.String()] = c.clock.Now()
 	}
 	c.mu.Unlock()
-	return c.Locker.Claim(ctx, key, ttl)
+	return c.Backend.Claim(ctx, key, ttl, opts...)
 }
 
 // claimedAt is when the replica first claimed slot t of job, on its clock.

@@ -69,21 +69,21 @@ func (s *Scheduler) probeLate(j *job, t time.Time) bool {
 			"error", err.Error())
 		return false
 	}
-	if o := lease.Orphan(); o != nil {
+	if o := lease.Grant().Orphan; o != nil {
 		s.spawn(func() { s.settleOrphan(j, o) })
 	}
 	switch {
-	case lease.Abandoned() != nil:
+	case lease.Grant().Abandoned != nil:
 		s.settleAbandoned(j, t, lease)
 		return false
-	case lease.Leftover():
+	case lease.Grant().Leftover:
 		s.endLease(name, slot, lease, 0, "")
 		s.log.Debug("missed slot check: a claim of the slot is on a minority of the stores", "event", evMisfireCheck,
 			"job", name, "slot", slot)
 		return false
-	case lease.Pause().Covers(j.spec.Due(t)):
+	case lease.Grant().Pause.Covers(j.spec.Due(t)):
 		s.endLease(name, slot, lease, 0, "")
-		s.pausedSlot(j, t, &locking.PausedError{Key: lease.Key(), Pause: lease.Pause()})
+		s.pausedSlot(j, t, &locking.PausedError{Key: lease.Grant().Key, Pause: lease.Grant().Pause})
 		return false
 	case s.clock.Now().Sub(t) > s.markerSafe() && s.settledInHistory(j, t, lease):
 		return false

@@ -11,12 +11,40 @@ import (
 	"github.com/slotlock/slotlock/locking"
 )
 
-// noRecord is a Locker that never advances a record: replicas on it leave
-// the job's "last handled slot" where it was, as replicas killed before
-// they wrote it would.
-type noRecord struct{ locking.Locker }
+// noRecord is a lock store node that never advances a record, alone
+// (OpMaxSet) or with a lease's end (OpRelease with a record): replicas on
+// it leave the job's "last handled slot" where it was, as replicas killed
+// before they wrote it would.
+type noRecord struct{ locking.Node }
 
-func (noRecord) AdvanceRecord(context.Context, locking.Key, int64) error { return nil }
+func (n noRecord) Do(ctx context.Context, op locking.Op) (locking.Result, error) {
+	switch o := op.(type) {
+	case locking.MaxSetOp:
+		return locking.Result{}, nil
+	case locking.ReleaseOp:
+		o.Record, o.RecordN = "", 0
+		op = o
+	}
+	return n.Node.Do(ctx, op)
+}
+
+// noRecordRedlock is a Redlock over nodes whose records never advance
+// (noRecord).
+func noRecordRedlock(t *testing.T, addrs []string, opt locking.Options) locking.Backend {
+	t.Helper()
+	nodes, err := locking.NewRedisNodes(locking.RedisConfig{Nodes: addrs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range nodes {
+		nodes[i] = noRecord{n}
+	}
+	l, err := locking.NewRedlockNodes(nodes, "", 0, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
 
 // TestRedisRunAll: three replicas on three real redis-server nodes run a
 // job every 2 s for 9 s (misfire skip: their done markers live 10 s)
@@ -47,12 +75,8 @@ func TestRedisRunAll(t *testing.T) {
 		for i, off := range itOffsets {
 			name := fmt.Sprintf("%s-%d", phase, i)
 			clock := locking.SystemClock(off)
-			l, err := locking.NewRedlock(locking.RedisConfig{Nodes: nodes.Addrs()},
-				locking.Options{Replica: name, Clock: clock, Logger: sink.logger(name)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			s, err := New(Config{Replica: name, Locker: noRecord{l}, Clock: clock, Logger: sink.logger(name),
+			l := noRecordRedlock(t, nodes.Addrs(), locking.Options{Replica: name, Clock: clock, Logger: sink.logger(name)})
+			s, err := New(Config{Replica: name, Locker: l, Clock: clock, Logger: sink.logger(name),
 				MaxClockSkew: itSkew, LockTTL: 10 * time.Second, ShutdownGrace: 5 * time.Second, ReconcileEvery: -1,
 				Jobs: []JobSpec{{Name: "all", Spec: "*/2 * * * * *", Schedule: sched, Job: job, Enabled: true, Misfire: misfire}}})
 			if err != nil {

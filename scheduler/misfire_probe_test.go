@@ -6,6 +6,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/slotlock/slotlock/locking"
 )
 
 // TestStartupProbeRespectsClaims: a replica starting after the fleet was
@@ -57,8 +59,9 @@ func probeClaimedSlot(t *testing.T, live bool) {
 	stop1 := running(t, e.scheduler("r1", nil, spec))
 	time.Sleep(time.Until(bubbleStart.Add(150 * time.Second))) // the probe came at about 131 s
 	if live {
-		entry := HistoryEntry{Slot: slotString(slot), Outcome: OutcomeSucceeded, Replica: "ghost", RunID: ghost.ID()}
-		if err := ghost.MarkDoneLog(ctx, time.Hour, OutcomeSucceeded, entry.logEntry(slot), 100); err != nil {
+		entry := HistoryEntry{Slot: slotString(slot), Outcome: OutcomeSucceeded, Replica: "ghost", RunID: ghost.Grant().ID}
+		le := entry.logEntry(slot)
+		if err := ghost.End(ctx, locking.Ending{DoneTTL: time.Hour, Note: OutcomeSucceeded, Entry: &le, Keep: 100}).Err; err != nil {
 			t.Fatal(err)
 		}
 	}

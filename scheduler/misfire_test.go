@@ -209,7 +209,7 @@ func TestQuorumOutage(t *testing.T) {
 		t.Run(string(policy), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				e := newEnv(t)
-				f := &faultyLocker{Locker: e.locker}
+				f := &faultyLocker{Backend: e.locker}
 				e.locker = f
 				rec := &recorder{d: 100 * time.Millisecond, now: time.Now}
 				spec := everySecond(t, "job", rec)
@@ -329,7 +329,7 @@ func TestRecoverWaitsOutGhostLock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
 		inner := e.locker
-		f := &faultyLocker{Locker: inner}
+		f := &faultyLocker{Backend: inner}
 		e.locker = f
 		rec := &recorder{now: time.Now}
 		spec := everySecond(t, "job", rec)

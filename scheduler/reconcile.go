@@ -115,7 +115,7 @@ func (p *pass) readFleet(ctx context.Context) (Fleet, error) {
 // when it cannot be sure to hold it for a store call more.
 func (p *pass) own(ctx context.Context) error {
 	left := p.lease.ValidUntil().Sub(p.s.clock.Now())
-	if left > p.lease.TTL()/2 {
+	if left > p.lease.Grant().TTL/2 {
 		return nil
 	}
 	ectx, cancel := context.WithTimeout(ctx, storeTimeout)

@@ -16,14 +16,14 @@ import (
 // between deciding a verdict and writing it. The write then goes out as
 // it was made: the frozen process never saw its deadline pass.
 type frozenWriter struct {
-	locking.Locker
+	locking.Backend
 	once   sync.Once
 	frozen chan struct{} // closed when the write is held
 	thawed chan struct{} // closed by thaw
 }
 
-func newFrozenWriter(l locking.Locker) *frozenWriter {
-	return &frozenWriter{Locker: l, frozen: make(chan struct{}), thawed: make(chan struct{})}
+func newFrozenWriter(l locking.Backend) *frozenWriter {
+	return &frozenWriter{Backend: l, frozen: make(chan struct{}), thawed: make(chan struct{})}
 }
 
 func (f *frozenWriter) AppendLog(ctx context.Context, family string, a locking.LogAppend) error {
@@ -34,7 +34,7 @@ func (f *frozenWriter) AppendLog(ctx context.Context, family string, a locking.L
 			ctx = context.WithoutCancel(ctx)
 		})
 	}
-	return f.Locker.AppendLog(ctx, family, a)
+	return f.Backend.AppendLog(ctx, family, a)
 }
 
 func (f *frozenWriter) thaw() { close(f.thawed) }
@@ -42,7 +42,7 @@ func (f *frozenWriter) thaw() { close(f.thawed) }
 // reconciling is a replica for the reconciler tests: over l (nil: the
 // env's locker), with passes and heartbeats every d, judging slots a few
 // seconds old.
-func (e *env) reconciling(replica string, l locking.Locker, d time.Duration, specs ...JobSpec) *Scheduler {
+func (e *env) reconciling(replica string, l locking.Backend, d time.Duration, specs ...JobSpec) *Scheduler {
 	e.t.Helper()
 	if l == nil {
 		l = e.locker
@@ -72,7 +72,7 @@ func TestReconcilerFrozenPastItsLeaseReportsOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := ghost.MarkDone(ctx, time.Hour, "ghost"); err != nil {
+		if err := ghost.End(ctx, locking.Ending{DoneTTL: time.Hour, Note: "ghost"}).Err; err != nil {
 			t.Fatal(err)
 		}
 		spec := cronSpec(t, "yearly", "10 0 0 1 1 *", &recorder{now: time.Now})
@@ -172,7 +172,7 @@ func TestReconcilerNeverDropsASlotSilently(t *testing.T) {
 		run.Keep(ctx) // a run of another replica, going on for 26 hours
 		time.Sleep(26 * time.Hour)
 		stop()
-		if err := run.Release(ctx); err != nil {
+		if err := run.End(ctx, locking.Ending{}).Err; err != nil {
 			t.Fatal(err)
 		}
 

@@ -61,11 +61,11 @@ func (s *Scheduler) endLeaseFailed(p pendingEnd, err error) {
 		// Expired or taken over; already reported as lock.lost if a run
 		// depended on it.
 		s.log.Debug("lease was no longer held when ended", "event", evLockReleaseFailed,
-			"job", p.job, "slot", p.slot, "key", p.lease.Key().Name, "error", err.Error())
+			"job", p.job, "slot", p.slot, "key", p.lease.Grant().Key.Name, "error", err.Error())
 		return
 	}
 	s.log.Warn("could not end lease; retrying when the lock stores answer, else it expires after its ttl",
-		"event", evLockReleaseFailed, "job", p.job, "slot", p.slot, "key", p.lease.Key().Name, "error", err.Error())
+		"event", evLockReleaseFailed, "job", p.job, "slot", p.slot, "key", p.lease.Grant().Key.Name, "error", err.Error())
 	s.retryEnd(p)
 }
 
@@ -79,17 +79,12 @@ func (s *Scheduler) recordHandled(j *job, t time.Time) {
 }
 
 // endHandled ends p.lease, the end of slot t of j, as endLeaseThen does,
-// and advances the job's record when recordDue says so: in the same call
-// where the Locker has joint steps.
+// and advances the job's record when recordDue says so, in the same call.
 func (s *Scheduler) endHandled(p pendingEnd, j *job, t time.Time) {
-	due := s.recordDue(j, t)
-	if due && s.joint != nil {
+	if s.recordDue(j, t) {
 		p.record = j
 	}
 	s.endLeaseThen(p)
-	if due && s.joint == nil {
-		s.flushRecord(j) // a wrapped Locker sees its AdvanceRecord call
-	}
 }
 
 // recordDue notes that slot t of j was handled and reports whether the

@@ -47,7 +47,7 @@ func realTimeNodes(t *testing.T) (*redistest.Cluster, *logSink) {
 type replica struct {
 	name   string
 	sched  *Scheduler
-	locker locking.Locker
+	locker locking.Backend
 	stop   func()
 }
 

@@ -13,7 +13,7 @@ import (
 // on whichever replica it runs, under the job lease (so runs never
 // overlap and their fencing tokens increase in start order, as under
 // forbid). The replicas talk through one record of the job's family,
-// <job>/replace (locking.Locker.AdvanceRecord: max-assign on a majority,
+// <job>/replace (locking.Store.AdvanceRecord: max-assign on a majority,
 // no TTL), which holds the newest slot (Unix seconds) that asked for the
 // job lease:
 //

@@ -77,7 +77,7 @@ func logTime(t testing.TB, e event) time.Time {
 }
 
 // historyOf returns the history entry of slot sec of job.
-func historyOf(t testing.TB, l locking.Locker, job string, sec int) HistoryEntry {
+func historyOf(t testing.TB, l locking.Backend, job string, sec int) HistoryEntry {
 	t.Helper()
 	h, err := ReadHistory(context.Background(), l, job, bubbleStart, 100)
 	require.NoError(t, err)
@@ -207,7 +207,7 @@ func TestReplaceWaitIsBounded(t *testing.T) {
 		require.False(t, he.Done)
 		time.Sleep(3 * time.Second)
 		stop()
-		require.NoError(t, deaf.Release(context.Background()))
+		require.NoError(t, deaf.End(context.Background(), locking.Ending{}).Err)
 
 		require.Empty(t, rec.all())
 		skips := where(e.sink.events(t), "slot.skipped", "slot", slotAt(10))
@@ -235,7 +235,7 @@ func TestReplaceSupersedesAWaitingSlot(t *testing.T) {
 		stop := running(t, e.scheduler("r1", nil, replaceSpec(t, "job", "* * * * * *", rec)))
 		time.Sleep(2500 * time.Millisecond)
 		freed := time.Now()
-		require.NoError(t, other.Release(context.Background()))
+		require.NoError(t, other.End(context.Background(), locking.Ending{}).Err)
 		time.Sleep(2 * time.Second)
 		stop()
 

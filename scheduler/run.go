@@ -44,7 +44,7 @@ func (s *Scheduler) execute(r runSpec) (h HistoryEntry, runErr error) {
 	token := r.leases[len(r.leases)-1].Token()
 	// The run id is the first lease's id: a slot's claim carries it, so a
 	// run that is abandoned is reported under the id it started with.
-	runID := r.leases[0].ID()
+	runID := r.leases[0].Grant().ID
 	log := s.log.With("job", name, "slot", slot, "run_id", runID, "fencing_token", token)
 	if r.backfill {
 		log = log.With("backfill", true)
@@ -134,7 +134,7 @@ func (s *Scheduler) execute(r runSpec) (h HistoryEntry, runErr error) {
 	for _, l := range r.leases {
 		select {
 		case <-l.Lost():
-			lostKeys = append(lostKeys, l.Key().Name)
+			lostKeys = append(lostKeys, l.Grant().Key.Name)
 		default:
 		}
 	}

@@ -63,17 +63,12 @@ import (
 // the same job meanwhile — the later run has the higher fencing token. The
 // scheduler does not persist anything but the locks and one record per job.
 type Scheduler struct {
-	cfg     Config
-	scrub   *jobs.Scrubber // Config.Secrets and URL credentials, out of every error text logged
-	clock   locking.Clock
-	log     *slog.Logger
-	metrics Metrics
-	tracer  trace.Tracer // nil: tracing off (trace.go)
-	// joint is the Locker's joint steps, nil when it has none (a Locker
-	// that wraps another to watch its calls): a forbid slot's claim and
-	// job lease taken in one call per store, and a run's end, job lease
-	// release and record in one (acquire.go, record.go).
-	joint    jointLocker
+	cfg      Config
+	scrub    *jobs.Scrubber // Config.Secrets and URL credentials, out of every error text logged
+	clock    locking.Clock
+	log      *slog.Logger
+	metrics  Metrics
+	tracer   trace.Tracer // nil: tracing off (trace.go)
 	doneTTL  time.Duration
 	lateness time.Duration
 	// defs is the job set in force: replaced whole by Reload (reload.go),
@@ -193,7 +188,6 @@ func New(cfg Config) (*Scheduler, error) {
 		metrics:  c.Metrics,
 		tracer:   tracerOf(c.TracerProvider),
 		lateness: c.Lateness,
-		joint:    jointOf(c.Locker),
 		reloads:  make(chan reloadReq),
 		stopping: make(chan struct{}),
 		inflight: make(chan struct{}, c.MaxInFlight),

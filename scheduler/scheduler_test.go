@@ -11,12 +11,13 @@ import (
 
 	"github.com/slotlock/slotlock/jobs"
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/locksim"
 )
 
 type env struct {
 	t       *testing.T
 	sink    *logSink
-	locker  locking.Locker
+	locker  locking.Backend
 	metrics *countMetrics
 }
 
@@ -116,7 +117,7 @@ func TestRunEverySlotOnce(t *testing.T) {
 		if err != nil {
 			t.Errorf("job lease still held after the run: %v", err)
 		} else {
-			_ = l.Release(context.Background())
+			l.End(context.Background(), locking.Ending{})
 		}
 		if rec, _ := e.locker.ReadRecord(context.Background(), lastKey("tick")); rec != last.Unix() {
 			t.Errorf("record %d, want %d", rec, last.Unix())
@@ -449,7 +450,7 @@ func TestShutdownLetsRunFinish(t *testing.T) {
 		if err != nil {
 			t.Fatalf("job lease after shutdown: %v", err)
 		}
-		_ = l.Release(context.Background())
+		l.End(context.Background(), locking.Ending{})
 	})
 }
 
@@ -553,7 +554,7 @@ func TestTrigger(t *testing.T) {
 func TestSplitVoteRetried(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
-		f := &faultyLocker{Locker: e.locker}
+		f := &faultyLocker{Backend: e.locker}
 		e.locker = f
 		rec := &recorder{now: time.Now}
 		s := e.scheduler("r1", nil, everySecond(t, "job", rec))
@@ -582,7 +583,7 @@ func TestSplitVoteRetried(t *testing.T) {
 func TestTransientNoQuorumRetried(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
-		f := &faultyLocker{Locker: e.locker}
+		f := &faultyLocker{Backend: e.locker}
 		e.locker = f
 		rec := &recorder{now: time.Now}
 		s := e.scheduler("r1", nil, everySecond(t, "job", rec))
@@ -612,7 +613,7 @@ func TestTransientNoQuorumRetried(t *testing.T) {
 func TestNoQuorumLoggedWhenFreshnessRunsOut(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
-		f := &faultyLocker{Locker: e.locker}
+		f := &faultyLocker{Backend: e.locker}
 		e.locker = f
 		rec := &recorder{now: time.Now}
 		s := e.scheduler("r1", nil, everySecond(t, "job", rec))
@@ -718,8 +719,13 @@ func TestNewValidates(t *testing.T) {
 func TestRecordLagBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
-		f := &countingRecords{Locker: e.locker}
-		e.locker = f
+		f := &countingRecords{Store: locksim.NewStore("s0")}
+		l, err := locking.NewRedlockNodes([]locking.Node{f}, "", 0, locking.Options{Replica: "local"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		e.locker = l
 		rec := &recorder{now: time.Now}
 		s := e.scheduler("r1", nil, everySecond(t, "job", rec))
 		stop := running(t, s)
@@ -743,12 +749,25 @@ func TestRecordLagBounded(t *testing.T) {
 	})
 }
 
+// countingRecords is a lock store node that counts the record writes it
+// is asked for: alone (Store.AdvanceRecord) or with a lease's end
+// (Ending.Record).
 type countingRecords struct {
-	locking.Locker
+	*locksim.Store
 	writes atomic.Int32
 }
 
-func (c *countingRecords) AdvanceRecord(ctx context.Context, key locking.Key, v int64) error {
-	c.writes.Add(1)
-	return c.Locker.AdvanceRecord(ctx, key, v)
+func (c *countingRecords) Addr() string { return c.Name() }
+func (c *countingRecords) Close() error { return nil }
+
+func (c *countingRecords) Do(_ context.Context, op locking.Op) (locking.Result, error) {
+	switch o := op.(type) {
+	case locking.MaxSetOp:
+		c.writes.Add(1)
+	case locking.ReleaseOp:
+		if o.RecordN != 0 {
+			c.writes.Add(1)
+		}
+	}
+	return c.Apply(op)
 }

@@ -58,7 +58,7 @@ func TestShutdownWaitsForCanceledRuns(t *testing.T) {
 		if l, err := e.locker.Acquire(context.Background(), runKey("stubborn"), time.Second); err != nil {
 			t.Errorf("job lease after shutdown: %v", err)
 		} else {
-			_ = l.Release(context.Background())
+			l.End(context.Background(), locking.Ending{})
 		}
 		_, err := e.locker.Acquire(context.Background(), slotKey("stubborn", bubbleStart.Add(time.Minute)), time.Second)
 		var held *locking.HeldError

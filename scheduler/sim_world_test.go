@@ -71,7 +71,7 @@ type instance struct {
 	gate   *locksim.Gate
 	clock  *locksim.Clock
 	sched  *scheduler.Scheduler
-	locker locking.Locker
+	locker locking.Backend
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the process's work has returned
 

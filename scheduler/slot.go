@@ -115,18 +115,18 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 	s.quorumSeen()
 	// The job lease taken with the claim: released unless the run below
 	// takes it over.
-	joined := lease.Joined()
+	joined := lease.Grant().Joined
 	defer func() {
 		if joined != nil {
 			s.endLease(name, slot, joined, 0, "")
 		}
 	}()
-	if lease.Abandoned() != nil {
+	if lease.Grant().Abandoned != nil {
 		span.settled()
 		s.settleAbandoned(j, t, lease)
 		return
 	}
-	if lease.Leftover() {
+	if lease.Grant().Leftover {
 		// Another claim of this slot is on a minority of the stores: not
 		// ours to run under. Hand the slot back; the leftover is cleared
 		// when a later claim of the job is pointed to it.
@@ -135,16 +135,16 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 		s.skipped(name, slot, ReasonClaimed, 1, "note", "a claim of the slot is on a minority of the stores")
 		return
 	}
-	if p := lease.Pause(); p.Covers(due) {
+	if p := lease.Grant().Pause; p.Covers(due) {
 		// A slot due while the job was paused, claimed after the pause
 		// ended (a recovery): still paused.
 		span.skip(ReasonPaused)
 		s.endLease(name, slot, lease, 0, "")
-		s.pausedSlot(j, t, &locking.PausedError{Key: lease.Key(), Pause: p})
+		s.pausedSlot(j, t, &locking.PausedError{Key: lease.Grant().Key, Pause: p})
 		return
 	}
 	s.notePause(j, locking.Pause{})
-	if o := lease.Orphan(); o != nil {
+	if o := lease.Grant().Orphan; o != nil {
 		s.spawn(func() { s.settleOrphan(j, o) })
 	}
 	if mode == modeNormal {

@@ -60,7 +60,7 @@ type SlotView struct {
 // ReadSlots lists spec's nominal slots in w, newest MaxWindowSlots at
 // most, each with its history entry, reading the history and the open
 // claims from locker's stores.
-func ReadSlots(ctx context.Context, locker locking.Locker, spec JobSpec, w SlotWindow) (Slots, error) {
+func ReadSlots(ctx context.Context, locker locking.Store, spec JobSpec, w SlotWindow) (Slots, error) {
 	out := Slots{Job: spec.Name, Since: w.Since.UTC(), Until: w.Until.UTC(), Slots: []SlotView{}}
 	if w.Until.Before(w.Since) {
 		return out, fmt.Errorf("scheduler: slots of %s: the window ends (%s) before it starts (%s)",

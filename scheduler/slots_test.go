@@ -87,7 +87,7 @@ func TestReadSlotsJoinsTheHistory(t *testing.T) {
 		Outcome: OutcomeSucceeded}.logEntry(now.Add(time.Hour)), Keep: 100}))
 	lease, err := l.Claim(ctx, slotKey("job", at(1)), time.Minute)
 	require.NoError(t, err)
-	defer lease.Release(ctx)
+	defer lease.End(ctx, locking.Ending{})
 
 	got, err := ReadSlots(ctx, l, spec, SlotWindow{Since: at(9), Until: now, Now: now, SettleAfter: 25 * time.Second})
 	require.NoError(t, err)

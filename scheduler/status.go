@@ -58,7 +58,7 @@ const statusReaders = 16
 
 // ReadStatus reads the state of specs' jobs and the live replicas from
 // locker's stores at now; hash is the reader's DefinitionsHash.
-func ReadStatus(ctx context.Context, locker locking.Locker, specs []JobSpec, hash string, now time.Time) (Status, error) {
+func ReadStatus(ctx context.Context, locker locking.Store, specs []JobSpec, hash string, now time.Time) (Status, error) {
 	st := Status{At: now.UTC(), Hash: hash, Jobs: make([]JobStatus, len(specs)), Replicas: []ReplicaStatus{}}
 	fleet, err := ReadFleet(ctx, locker)
 	if err != nil {
@@ -127,7 +127,7 @@ func jobStatus(spec JobSpec, now time.Time, running []RunInfo) JobStatus {
 }
 
 // readJobState adds the pause and the last outcome from the stores.
-func readJobState(ctx context.Context, locker locking.Locker, js *JobStatus, now time.Time) error {
+func readJobState(ctx context.Context, locker locking.Store, js *JobStatus, now time.Time) error {
 	p, err := locker.ReadPause(ctx, js.Job)
 	if err != nil {
 		return err

@@ -22,7 +22,7 @@ type replica struct {
 	name    string
 	log     *slog.Logger
 	clock   locking.Clock
-	locker  locking.Locker
+	locker  locking.Backend
 	metrics *metrics
 	sched   *scheduler.Scheduler
 	closers []func()

@@ -16,7 +16,7 @@ import (
 type actor struct {
 	w      *world
 	name   string
-	locker locking.Locker
+	locker locking.Backend
 
 	// Guarded by w.mu.
 	sent    []int    // requests sent, per store

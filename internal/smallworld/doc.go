@@ -11,7 +11,7 @@
 // firing each slot, two settlers pointed at the first slot, and, once the
 // world has come to rest, a settler and a reconciler that close what is
 // left. Every actor runs the real Redlock client (locking's Claim, Lease.End,
-// Release, ReadLog, ReadClaims, AppendLog) over the simulated stores of
+// ReadLog, ReadClaims, AppendLog) over the simulated stores of
 // locking/locksim; the network between them is the checker's: every
 // request blocks until the explorer delivers it, so the explorer chooses,
 // at each step, which request a store runs next, which process moves on,

@@ -58,10 +58,10 @@ func (a *actor) fire(slot int) {
 	case err != nil:
 		a.w.report(a, "skipped", slot, skipReason(err))
 		return
-	case lease.Abandoned() != nil:
+	case lease.Grant().Abandoned != nil:
 		a.settleAbandoned(slot, lease)
 		return
-	case lease.Leftover():
+	case lease.Grant().Leftover:
 		if a.step("release") {
 			a.end(lease, locking.Ending{})
 			a.w.report(a, "skipped", slot, "claimed")
@@ -82,11 +82,11 @@ func (a *actor) fire(slot int) {
 	if !a.step("end") {
 		return
 	}
-	e := entry(slot, outSucceeded, lease.ID())
+	e := entry(slot, outSucceeded, lease.Grant().ID)
 	if a.endRetried(lease, locking.Ending{DoneTTL: doneTTL, Note: outSucceeded, Entry: &e, Keep: keep}) {
-		a.w.report(a, "succeeded", slot, lease.ID())
+		a.w.report(a, "succeeded", slot, lease.Grant().ID)
 	}
-	if o := lease.Orphan(); o != nil {
+	if o := lease.Grant().Orphan; o != nil {
 		a.settleOrphan(slotOf(o.Key))
 	}
 }
@@ -106,7 +106,7 @@ func (a *actor) endRetried(lease *locking.Lease, e locking.Ending) bool {
 }
 
 // settler is a process pointed at the abandoned claim of slot 0 (by
-// Lease.Orphan, or a recovery): it starts once a lease's time has passed.
+// Grant.Orphan, or a recovery): it starts once a lease's time has passed.
 func settler(a *actor) {
 	if a.gate("settle", 1, 1) {
 		a.settleOrphan(0)
@@ -121,7 +121,7 @@ func (a *actor) settleOrphan(slot int) {
 	if err != nil {
 		return
 	}
-	if lease.Abandoned() == nil {
+	if lease.Grant().Abandoned == nil {
 		if a.step("close") {
 			a.endRetried(lease, locking.Ending{DoneTTL: doneTTL, Note: outAbandoned})
 		}
@@ -136,7 +136,7 @@ func (a *actor) settleOrphan(slot int) {
 // with reason unknown and may_have_started, and slot.missed — once the
 // stores accepted it.
 func (a *actor) settleAbandoned(slot int, lease *locking.Lease) {
-	ab := lease.Abandoned()
+	ab := lease.Grant().Abandoned
 	if !a.step("settle-end") {
 		return
 	}

@@ -74,8 +74,20 @@ func (w *world) send(a *actor, i int, op locking.Op) (*request, error) {
 		return nil, errDead
 	}
 	a.sent[i]++
-	w.learnToken(a, op.Value)
-	w.learnToken(a, op.AlsoValue)
+	switch op := op.(type) {
+	case locking.AcquireOp:
+		w.learnToken(a, op.Value)
+		w.learnToken(a, op.AlsoValue)
+	case locking.ExtendOp:
+		w.learnToken(a, op.Value)
+	case locking.ReleaseOp:
+		w.learnToken(a, op.Value)
+		w.learnToken(a, op.AlsoValue)
+	case locking.PauseOp:
+		w.learnToken(a, op.Value)
+	case locking.LogAddOp:
+		w.learnToken(a, op.Value)
+	}
 	r := &request{actor: a, store: i, k: a.sent[i], batch: a.batch, op: op, reply: make(chan reply, 1), awaited: true}
 	w.pending = append(w.pending, r)
 	return r, nil

@@ -37,7 +37,7 @@ var worlds = map[string]worldConfig{
 	// One replica, two settlers at once, one fault of any kind.
 	"pair": {name: "pair", slots: 1, replicas: []string{"R1"}, settlers: []string{"S1", "S2"}, faults: 1, ticks: 1},
 	// Two slots: the replica fires slot 1 a TTL after slot 0, and its
-	// claim points to slot 0's abandoned claim (Lease.Orphan).
+	// claim points to slot 0's abandoned claim (Grant.Orphan).
 	"twoslots": {name: "twoslots", slots: 2, replicas: []string{"R1"}, settlers: []string{"S1"}, faults: 1, ticks: 1},
 	// No fault: the protocol's interleavings alone.
 	"nofault": {name: "nofault", slots: 1, replicas: []string{"R1", "R2"}, settlers: []string{"S1", "S2"}, ticks: 1},
@@ -123,7 +123,7 @@ func (w *world) clockStep() int {
 func (w *world) granted(a *actor, slot int, l *locking.Lease, begin int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	g := &grantRec{actor: a.name, slot: slot, id: l.ID(), token: l.Token(), begin: begin, end: w.steps, taken: l.Abandoned() != nil}
+	g := &grantRec{actor: a.name, slot: slot, id: l.Grant().ID, token: l.Token(), begin: begin, end: w.steps, taken: l.Grant().Abandoned != nil}
 	w.grants = append(w.grants, g)
 	a.holding = g
 }
@@ -131,7 +131,7 @@ func (w *world) granted(a *actor, slot int, l *locking.Lease, begin int) {
 func (w *world) started(a *actor, slot int, l *locking.Lease) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.runs = append(w.runs, runRec{actor: a.name, id: l.ID(), slot: slot, token: l.Token()})
+	w.runs = append(w.runs, runRec{actor: a.name, id: l.Grant().ID, slot: slot, token: l.Token()})
 }
 
 func (w *world) report(a *actor, kind string, slot int, detail string) {

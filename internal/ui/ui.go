@@ -26,7 +26,7 @@ import (
 
 // Backend is what the page and the API read.
 type Backend struct {
-	Locker locking.Locker
+	Locker locking.Store
 	Specs  []scheduler.JobSpec
 	Hash   string // the serving replica's definitions hash (Status.Hash)
 	Now    func() time.Time

@@ -64,7 +64,7 @@ func TestRedlockConnectionsReauthenticateOnRotation(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Acquire: %v", err)
 		}
-		if err := l.Release(context.WithoutCancel(ctx)); err != nil {
+		if err := l.End(context.WithoutCancel(ctx), locking.Ending{}).Err; err != nil {
 			t.Fatalf("Release: %v", err)
 		}
 	}

@@ -16,29 +16,29 @@ import (
 // key: the next Claim takes over its lease, learns who abandoned it, and
 // nobody else can take it while the taker reports; its done marker then
 // closes the key.
-func testClaimAbandoned(t *testing.T, l locking.Locker) {
+func testClaimAbandoned(t *testing.T, l locking.Backend) {
 	key := locking.Key{Family: family(t), Name: "slot:1"}
 	dead, err := l.Claim(ctx(t), key, 300*time.Millisecond)
 	require.NoError(t, err)
-	require.Nil(t, dead.Abandoned())
-	require.Len(t, dead.ID(), 16)
+	require.Nil(t, dead.Grant().Abandoned)
+	require.Len(t, dead.Grant().ID, 16)
 
 	_, err = l.Claim(ctx(t), key, time.Second)
 	held := wantHeld(t, err, false)
-	require.Equal(t, dead.Holder(), held.Holder)
+	require.Equal(t, dead.Grant().Holder, held.Holder)
 
 	time.Sleep(400 * time.Millisecond) // the lease expires, the claim stays
 	taker, err := l.Claim(ctx(t), key, 5*time.Second)
 	require.NoError(t, err, "Claim over an abandoned claim")
-	ab := taker.Abandoned()
+	ab := taker.Grant().Abandoned
 	require.NotNil(t, ab, "the taker must learn that the claim was abandoned")
-	require.Equal(t, locking.Abandoned{Key: key, Holder: dead.Holder(), ID: dead.ID()}, *ab)
+	require.Equal(t, locking.Abandoned{Key: key, Holder: dead.Grant().Holder, ID: dead.Grant().ID}, *ab)
 	require.Greater(t, taker.Token(), dead.Token())
 
 	_, err = l.Claim(ctx(t), key, time.Second)
 	wantHeld(t, err, false) // the taker's lease is live
 
-	require.NoError(t, taker.MarkDone(ctx(t), time.Minute, "abandoned"))
+	require.NoError(t, taker.End(ctx(t), locking.Ending{DoneTTL: time.Minute, Note: "abandoned"}).Err)
 	_, err = l.Claim(ctx(t), key, time.Second)
 	held = wantHeld(t, err, true)
 	require.Equal(t, "abandoned", held.Note)
@@ -48,23 +48,23 @@ func testClaimAbandoned(t *testing.T, l locking.Locker) {
 
 // Released before its work began, a claim leaves nothing: the key can be
 // claimed afresh.
-func testClaimRelease(t *testing.T, l locking.Locker) {
+func testClaimRelease(t *testing.T, l locking.Backend) {
 	key := locking.Key{Family: family(t), Name: "slot:1"}
 	a, err := l.Claim(ctx(t), key, 5*time.Second)
 	require.NoError(t, err)
-	require.NoError(t, a.Release(ctx(t)))
+	require.NoError(t, a.End(ctx(t), locking.Ending{}).Err)
 	b, err := l.Claim(ctx(t), key, 5*time.Second)
 	require.NoError(t, err)
-	require.Nil(t, b.Abandoned())
+	require.Nil(t, b.Grant().Abandoned)
 	require.Greater(t, b.Token(), a.Token())
-	require.NoError(t, b.MarkDone(ctx(t), time.Minute, "succeeded"))
+	require.NoError(t, b.End(ctx(t), locking.Ending{DoneTTL: time.Minute, Note: "succeeded"}).Err)
 	_, err = l.Claim(ctx(t), key, time.Second)
 	held := wantHeld(t, err, true)
 	require.Equal(t, "succeeded", held.Note)
 }
 
 // A kept claim is never taken for abandoned, however long it runs.
-func testClaimKept(t *testing.T, l locking.Locker) {
+func testClaimKept(t *testing.T, l locking.Backend) {
 	key := locking.Key{Family: family(t), Name: "slot:1"}
 	a, err := l.Claim(ctx(t), key, 300*time.Millisecond)
 	require.NoError(t, err)
@@ -73,22 +73,22 @@ func testClaimKept(t *testing.T, l locking.Locker) {
 	for time.Now().Before(deadline) {
 		_, err := l.Claim(ctx(t), key, time.Second)
 		held := wantHeld(t, err, false)
-		require.Equal(t, a.Holder(), held.Holder)
+		require.Equal(t, a.Grant().Holder, held.Holder)
 		other, err := l.Claim(ctx(t), locking.Key{Family: key.Family, Name: "other"}, time.Second)
 		require.NoError(t, err)
-		require.Nil(t, other.Orphan(), "a kept claim reported as an orphan")
-		require.NoError(t, other.Release(ctx(t)))
+		require.Nil(t, other.Grant().Orphan, "a kept claim reported as an orphan")
+		require.NoError(t, other.End(ctx(t), locking.Ending{}).Err)
 		time.Sleep(100 * time.Millisecond)
 	}
 	require.NoError(t, kctx.Err(), "the kept claim was lost")
-	require.NoError(t, a.MarkDone(ctx(t), time.Minute, "succeeded"))
+	require.NoError(t, a.End(ctx(t), locking.Ending{DoneTTL: time.Minute, Note: "succeeded"}).Err)
 	_, err = l.Claim(ctx(t), key, time.Second)
 	wantHeld(t, err, true)
 }
 
 // A claim of another key whose lease expired is pointed out by the next
 // successful Claim in the family, until someone takes it over and ends it.
-func testClaimOrphan(t *testing.T, l locking.Locker) {
+func testClaimOrphan(t *testing.T, l locking.Backend) {
 	fam := family(t)
 	dead, err := l.Claim(ctx(t), locking.Key{Family: fam, Name: "slot:1"}, 300*time.Millisecond)
 	require.NoError(t, err)
@@ -96,26 +96,26 @@ func testClaimOrphan(t *testing.T, l locking.Locker) {
 
 	next, err := l.Claim(ctx(t), locking.Key{Family: fam, Name: "slot:2"}, 5*time.Second)
 	require.NoError(t, err)
-	require.Nil(t, next.Abandoned())
-	orphan := next.Orphan()
+	require.Nil(t, next.Grant().Abandoned)
+	orphan := next.Grant().Orphan
 	require.NotNil(t, orphan, "the abandoned claim of slot:1 was not pointed out")
-	require.Equal(t, locking.Abandoned{Key: dead.Key(), Holder: dead.Holder(), ID: dead.ID()}, *orphan)
-	require.NoError(t, next.MarkDone(ctx(t), time.Minute, "succeeded"))
+	require.Equal(t, locking.Abandoned{Key: dead.Grant().Key, Holder: dead.Grant().Holder, ID: dead.Grant().ID}, *orphan)
+	require.NoError(t, next.End(ctx(t), locking.Ending{DoneTTL: time.Minute, Note: "succeeded"}).Err)
 
 	taker, err := l.Claim(ctx(t), orphan.Key, 5*time.Second)
 	require.NoError(t, err)
-	require.NotNil(t, taker.Abandoned())
-	require.NoError(t, taker.MarkDone(ctx(t), time.Minute, "abandoned"))
+	require.NotNil(t, taker.Grant().Abandoned)
+	require.NoError(t, taker.End(ctx(t), locking.Ending{DoneTTL: time.Minute, Note: "abandoned"}).Err)
 
 	last, err := l.Claim(ctx(t), locking.Key{Family: fam, Name: "slot:3"}, 5*time.Second)
 	require.NoError(t, err)
-	require.Nil(t, last.Orphan(), "a settled claim is still pointed out")
-	require.NoError(t, last.Release(ctx(t)))
+	require.Nil(t, last.Grant().Orphan, "a settled claim is still pointed out")
+	require.NoError(t, last.End(ctx(t), locking.Ending{}).Err)
 }
 
 // Concurrent acquisitions of different keys of one family never share a
 // fencing token.
-func testTokensUnique(t *testing.T, l locking.Locker) {
+func testTokensUnique(t *testing.T, l locking.Backend) {
 	fam := family(t)
 	const workers, each = 8, 6
 	var mu sync.Mutex
@@ -142,7 +142,7 @@ func testTokensUnique(t *testing.T, l locking.Locker) {
 				}
 				seen[lease.Token()] = key.Name
 				mu.Unlock()
-				if err := lease.Release(ctx(t)); err != nil {
+				if err := lease.End(ctx(t), locking.Ending{}).Err; err != nil {
 					errs <- err
 					return
 				}
@@ -158,7 +158,7 @@ func testTokensUnique(t *testing.T, l locking.Locker) {
 }
 
 // Keys a store cannot hold safely are refused before any store is asked.
-func testBadKeys(t *testing.T, l locking.Locker) {
+func testBadKeys(t *testing.T, l locking.Backend) {
 	for _, k := range []locking.Key{
 		{Family: "", Name: "x"},
 		{Family: "}job", Name: "x"},
@@ -181,7 +181,7 @@ func testBadKeys(t *testing.T, l locking.Locker) {
 // is taken over as started; one whose holder renewed without Start (or
 // never renewed) is taken over as not confirmed: the stores cannot tell
 // whether its work began.
-func testClaimStarted(t *testing.T, l locking.Locker) {
+func testClaimStarted(t *testing.T, l locking.Backend) {
 	fam := family(t)
 	for _, start := range []bool{true, false} {
 		key := locking.Key{Family: fam, Name: fmt.Sprintf("slot:%v", start)}
@@ -194,9 +194,9 @@ func testClaimStarted(t *testing.T, l locking.Locker) {
 		time.Sleep(400 * time.Millisecond)
 		taker, err := l.Claim(ctx(t), key, 5*time.Second)
 		require.NoError(t, err)
-		require.NotNil(t, taker.Abandoned())
-		require.Equal(t, start, taker.Abandoned().Started, "started as confirmed")
-		require.NoError(t, taker.MarkDone(ctx(t), time.Minute, "abandoned"))
+		require.NotNil(t, taker.Grant().Abandoned)
+		require.Equal(t, start, taker.Grant().Abandoned.Started, "started as confirmed")
+		require.NoError(t, taker.End(ctx(t), locking.Ending{DoneTTL: time.Minute, Note: "abandoned"}).Err)
 	}
 	// A started claim still ends as its own: its release and its done
 	// marker recognise it.
@@ -205,7 +205,7 @@ func testClaimStarted(t *testing.T, l locking.Locker) {
 	require.NoError(t, err)
 	a.Start()
 	require.NoError(t, a.Extend(ctx(t)))
-	require.NoError(t, a.MarkDone(ctx(t), time.Minute, "succeeded"))
+	require.NoError(t, a.End(ctx(t), locking.Ending{DoneTTL: time.Minute, Note: "succeeded"}).Err)
 	keys, err := l.ReadClaims(ctx(t), fam)
 	require.NoError(t, err)
 	require.NotContains(t, keys, key)

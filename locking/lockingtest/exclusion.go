@@ -13,11 +13,11 @@ import (
 
 // Cases on mutual exclusion: one holder per key, also under contention.
 
-func testExclusiveHold(t *testing.T, l locking.Locker) {
+func testExclusiveHold(t *testing.T, l locking.Backend) {
 	key := locking.Key{Family: family(t), Name: "k"}
 	lease := mustAcquire(t, l, key, 5*time.Second)
-	if lease.Key() != key {
-		t.Fatalf("Key() = %v", lease.Key())
+	if lease.Grant().Key != key {
+		t.Fatalf("Key() = %v", lease.Grant().Key)
 	}
 	if lease.Token() == 0 {
 		t.Fatal("token 0")
@@ -27,24 +27,24 @@ func testExclusiveHold(t *testing.T, l locking.Locker) {
 	}
 	_, err := l.Acquire(ctx(t), key, 5*time.Second)
 	held := wantHeld(t, err, false)
-	if held.Holder != lease.Holder() || held.Key != key {
-		t.Fatalf("HeldError %+v, want holder %q", held, lease.Holder())
+	if held.Holder != lease.Grant().Holder || held.Key != key {
+		t.Fatalf("HeldError %+v, want holder %q", held, lease.Grant().Holder)
 	}
 	// Another key is free.
 	other := mustAcquire(t, l, locking.Key{Family: key.Family, Name: "other"}, time.Second)
-	if err := other.Release(ctx(t)); err != nil {
+	if err := other.End(ctx(t), locking.Ending{}).Err; err != nil {
 		t.Fatal(err)
 	}
-	if err := lease.Release(ctx(t)); err != nil {
+	if err := lease.End(ctx(t), locking.Ending{}).Err; err != nil {
 		t.Fatal(err)
 	}
 	again := mustAcquire(t, l, key, time.Second)
-	if err := again.Release(ctx(t)); err != nil {
+	if err := again.End(ctx(t), locking.Ending{}).Err; err != nil {
 		t.Fatal(err)
 	}
 }
 
-func testConcurrentExclusion(t *testing.T, l locking.Locker) {
+func testConcurrentExclusion(t *testing.T, l locking.Backend) {
 	key := locking.Key{Family: family(t), Name: "k"}
 	var inside, wins atomic.Int32
 	var wg sync.WaitGroup
@@ -71,7 +71,7 @@ func testConcurrentExclusion(t *testing.T, l locking.Locker) {
 				wins.Add(1)
 				time.Sleep(100 * time.Microsecond)
 				inside.Add(-1)
-				if err := lease.Release(ctx(t)); err != nil {
+				if err := lease.End(ctx(t), locking.Ending{}).Err; err != nil {
 					errs <- err
 				}
 			}

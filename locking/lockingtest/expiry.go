@@ -10,19 +10,19 @@ import (
 // Cases on how a key frees itself: a done marker until its TTL, a lease at
 // the end of its TTL.
 
-func testDoneMarker(t *testing.T, l locking.Locker) {
+func testDoneMarker(t *testing.T, l locking.Backend) {
 	key := locking.Key{Family: family(t), Name: "slot"}
 	lease := mustAcquire(t, l, key, 5*time.Second)
-	if err := lease.MarkDone(ctx(t), 300*time.Millisecond, "succeeded"); err != nil {
+	if err := lease.End(ctx(t), locking.Ending{DoneTTL: 300 * time.Millisecond, Note: "succeeded"}).Err; err != nil {
 		t.Fatal(err)
 	}
-	// MarkDone after MarkDone (or Release) does nothing.
-	if err := lease.Release(ctx(t)); err != nil {
+	// An End after an End does nothing.
+	if err := lease.End(ctx(t), locking.Ending{}).Err; err != nil {
 		t.Fatalf("Release after MarkDone: %v", err)
 	}
 	_, err := l.Acquire(ctx(t), key, time.Second)
 	held := wantHeld(t, err, true)
-	if held.Note != "succeeded" || held.Holder != lease.Holder() {
+	if held.Note != "succeeded" || held.Holder != lease.Grant().Holder {
 		t.Fatalf("done marker: %+v", held)
 	}
 	time.Sleep(400 * time.Millisecond)
@@ -30,12 +30,12 @@ func testDoneMarker(t *testing.T, l locking.Locker) {
 	if next.Token() <= lease.Token() {
 		t.Fatalf("token %d after %d", next.Token(), lease.Token())
 	}
-	if err := next.Release(ctx(t)); err != nil {
+	if err := next.End(ctx(t), locking.Ending{}).Err; err != nil {
 		t.Fatal(err)
 	}
 }
 
-func testExpiry(t *testing.T, l locking.Locker) {
+func testExpiry(t *testing.T, l locking.Backend) {
 	key := locking.Key{Family: family(t), Name: "k"}
 	lease := mustAcquire(t, l, key, 300*time.Millisecond)
 	_, err := l.Acquire(ctx(t), key, time.Second)
@@ -45,7 +45,7 @@ func testExpiry(t *testing.T, l locking.Locker) {
 		t.Fatal("ValidUntil after the TTL")
 	}
 	next := mustAcquire(t, l, key, time.Second)
-	if err := next.Release(ctx(t)); err != nil {
+	if err := next.End(ctx(t), locking.Ending{}).Err; err != nil {
 		t.Fatal(err)
 	}
 }

@@ -91,7 +91,7 @@ func (n *wnode) then(k locking.OpKind, fs ...fate) {
 var errLost = errors.New("lockingtest: request or answer lost")
 
 func (n *wnode) Do(ctx context.Context, op locking.Op) (locking.Result, error) {
-	switch n.next(op.Kind) {
+	switch n.next(op.Kind()) {
 	case lost:
 		return locking.Result{}, errLost
 	case mute:
@@ -110,7 +110,7 @@ func (n *wnode) Do(ctx context.Context, op locking.Op) (locking.Result, error) {
 
 // replica is one locker over wrapped nodes.
 type replica struct {
-	locking.Locker
+	locking.Backend
 	nodes []*wnode
 }
 
@@ -130,7 +130,7 @@ func newReplica(t *testing.T, w World, name string) *replica {
 		locking.Options{Replica: name, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
-	r.Locker = l
+	r.Backend = l
 	return r
 }
 
@@ -194,14 +194,14 @@ func testConcurrentSettlers(t *testing.T, w World) {
 
 	require.NoError(t, gb.err, "B won stores 0 and 2")
 	require.Error(t, gc.err, "C won store 1 only")
-	require.False(t, gb.lease.Leftover(), "the claim is on stores 0 and 1: not a leftover")
-	ab := gb.lease.Abandoned()
+	require.False(t, gb.lease.Grant().Leftover, "the claim is on stores 0 and 1: not a leftover")
+	ab := gb.lease.Grant().Abandoned
 	require.NotNil(t, ab, "B must learn that the started run was abandoned")
-	require.Equal(t, dead.ID(), ab.ID)
+	require.Equal(t, dead.Grant().ID, ab.ID)
 	require.True(t, ab.Started, "the run confirmed its start")
 
 	entry := locking.LogEntry{Score: 1, Value: "abandoned"}
-	require.NoError(t, gb.lease.MarkDoneLog(ctx(t), time.Minute, "abandoned", entry, 10))
+	require.NoError(t, gb.lease.End(ctx(t), locking.Ending{DoneTTL: time.Minute, Note: "abandoned", Entry: &entry, Keep: 10}).Err)
 	got, err := b.ReadLog(ctx(t), key.Family, 0, 10)
 	require.NoError(t, err)
 	require.Equal(t, []locking.LogEntry{entry}, got, "the abandoned run is in the history, once")
@@ -231,7 +231,7 @@ func testUndoMadeSure(t *testing.T, w World) {
 
 	lease, err := b.Claim(ctx(t), key, 10*time.Second)
 	require.NoError(t, err)
-	require.Nil(t, lease.Abandoned(), "the failed claim was undone: nothing was abandoned")
-	require.False(t, lease.Leftover(), "the undo reached every store")
-	require.NoError(t, lease.Release(ctx(t)))
+	require.Nil(t, lease.Grant().Abandoned, "the failed claim was undone: nothing was abandoned")
+	require.False(t, lease.Grant().Leftover, "the undo reached every store")
+	require.NoError(t, lease.End(ctx(t), locking.Ending{}).Err)
 }

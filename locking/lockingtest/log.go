@@ -13,7 +13,7 @@ import (
 // MarkDoneLog adds its entry to the family's log where it sets the done
 // marker, once even when retried; the log keeps its newest entries only,
 // and ReadLog returns them newest first from a score on.
-func testLog(t *testing.T, l locking.Locker) {
+func testLog(t *testing.T, l locking.Backend) {
 	fam := family(t)
 	got, err := l.ReadLog(ctx(t), fam, 0, 10)
 	require.NoError(t, err)
@@ -22,8 +22,8 @@ func testLog(t *testing.T, l locking.Locker) {
 		lease, err := l.Claim(ctx(t), locking.Key{Family: fam, Name: fmt.Sprintf("slot:%d", i)}, 5*time.Second)
 		require.NoError(t, err)
 		e := locking.LogEntry{Score: int64(100 + i), Value: fmt.Sprintf("entry %d", i)}
-		require.NoError(t, lease.MarkDoneLog(ctx(t), time.Minute, "succeeded", e, 3))
-		require.NoError(t, lease.MarkDoneLog(ctx(t), time.Minute, "succeeded", e, 3), "a retry does nothing")
+		require.NoError(t, lease.End(ctx(t), locking.Ending{DoneTTL: time.Minute, Note: "succeeded", Entry: &e, Keep: 3}).Err)
+		require.NoError(t, lease.End(ctx(t), locking.Ending{DoneTTL: time.Minute, Note: "succeeded", Entry: &e, Keep: 3}).Err, "a retry does nothing")
 	}
 	got, err = l.ReadLog(ctx(t), fam, 0, 10)
 	require.NoError(t, err)
@@ -40,7 +40,7 @@ func testLog(t *testing.T, l locking.Locker) {
 	// lease has no log.
 	lease, err := l.Claim(ctx(t), locking.Key{Family: fam, Name: "slot:9"}, 5*time.Second)
 	require.NoError(t, err)
-	require.NoError(t, lease.Release(ctx(t)))
+	require.NoError(t, lease.End(ctx(t), locking.Ending{}).Err)
 	got, err = l.ReadLog(ctx(t), fam, 0, 10)
 	require.NoError(t, err)
 	require.Len(t, got, 3)

@@ -12,7 +12,7 @@ import (
 // AppendLog adds entries outside a claim's end: an identical entry is kept
 // once, Replace swaps an entry for its successor in one step, and the log
 // keeps what Floor and Keep say.
-func testAppendLog(t *testing.T, l locking.Locker) {
+func testAppendLog(t *testing.T, l locking.Backend) {
 	fam := family(t)
 	add := func(a locking.LogAppend) {
 		t.Helper()
@@ -43,7 +43,7 @@ func testAppendLog(t *testing.T, l locking.Locker) {
 	// Entries added by MarkDoneLog and by AppendLog share the log.
 	lease, err := l.Claim(ctx(t), locking.Key{Family: fam, Name: "slot:60"}, 5*time.Second)
 	require.NoError(t, err)
-	require.NoError(t, lease.MarkDoneLog(ctx(t), time.Minute, "succeeded", locking.LogEntry{Score: 60, Value: "run"}, 10))
+	require.NoError(t, lease.End(ctx(t), locking.Ending{DoneTTL: time.Minute, Note: "succeeded", Entry: &locking.LogEntry{Score: 60, Value: "run"}, Keep: 10}).Err)
 	require.Len(t, read(), 3)
 
 	require.Error(t, l.AppendLog(ctx(t), "bad{family}", locking.LogAppend{Entry: locking.LogEntry{Value: "x"}}))
@@ -51,7 +51,7 @@ func testAppendLog(t *testing.T, l locking.Locker) {
 
 // ReadClaims lists the claims not yet ended: a claim in progress and one
 // whose holder vanished, but not a released or a done one.
-func testReadClaims(t *testing.T, l locking.Locker) {
+func testReadClaims(t *testing.T, l locking.Backend) {
 	fam := family(t)
 	keys, err := l.ReadClaims(ctx(t), fam)
 	require.NoError(t, err)
@@ -63,12 +63,12 @@ func testReadClaims(t *testing.T, l locking.Locker) {
 		return lease
 	}
 	running, done, released := claim("slot:3"), claim("slot:1"), claim("slot:2")
-	require.NoError(t, done.MarkDone(ctx(t), time.Minute, "succeeded"))
-	require.NoError(t, released.Release(ctx(t)))
+	require.NoError(t, done.End(ctx(t), locking.Ending{DoneTTL: time.Minute, Note: "succeeded"}).Err)
+	require.NoError(t, released.End(ctx(t), locking.Ending{}).Err)
 	keys, err = l.ReadClaims(ctx(t), fam)
 	require.NoError(t, err)
 	require.Equal(t, []locking.Key{{Family: fam, Name: "slot:3"}}, keys)
-	require.NoError(t, running.MarkDone(ctx(t), time.Minute, "succeeded"))
+	require.NoError(t, running.End(ctx(t), locking.Ending{DoneTTL: time.Minute, Note: "succeeded"}).Err)
 	keys, err = l.ReadClaims(ctx(t), fam)
 	require.NoError(t, err)
 	require.Empty(t, keys)

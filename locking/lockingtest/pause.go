@@ -11,7 +11,7 @@ import (
 
 // A pause refuses every Claim in its family until it ends — by itself, at
 // Until, or by a resume — and never a plain Acquire; the newest write wins.
-func testPause(t *testing.T, l locking.Locker) {
+func testPause(t *testing.T, l locking.Backend) {
 	fam := family(t)
 	slot := func(n int) locking.Key { return locking.Key{Family: fam, Name: "slot:" + string(rune('0'+n))} }
 
@@ -39,15 +39,15 @@ func testPause(t *testing.T, l locking.Locker) {
 	// leases are not paused.
 	other, err := l.Claim(ctx(t), locking.Key{Family: fam + "-other", Name: "slot:1"}, time.Second)
 	require.NoError(t, err)
-	require.NoError(t, other.Release(ctx(t)))
+	require.NoError(t, other.End(ctx(t), locking.Ending{}).Err)
 	run, err := l.Acquire(ctx(t), locking.Key{Family: fam, Name: "run"}, time.Second)
 	require.NoError(t, err, "a plain lease (a manual run) is not paused")
-	require.NoError(t, run.Release(ctx(t)))
+	require.NoError(t, run.End(ctx(t), locking.Ending{}).Err)
 
 	time.Sleep(time.Until(until) + 50*time.Millisecond) // the pause ends by itself
 	a, err := l.Claim(ctx(t), slot(1), time.Second)
 	require.NoError(t, err, "the refused claim left nothing behind, and the pause ended")
-	require.NoError(t, a.MarkDone(ctx(t), time.Minute, "succeeded"))
+	require.NoError(t, a.End(ctx(t), locking.Ending{DoneTTL: time.Minute, Note: "succeeded"}).Err)
 
 	_, err = l.SetPause(ctx(t), fam, locking.Pause{Paused: true, By: "ops"}) // no end
 	require.NoError(t, err)
@@ -58,5 +58,5 @@ func testPause(t *testing.T, l locking.Locker) {
 	require.False(t, r.Paused)
 	b, err := l.Claim(ctx(t), slot(2), time.Second)
 	require.NoError(t, err, "resumed")
-	require.NoError(t, b.Release(ctx(t)))
+	require.NoError(t, b.End(ctx(t), locking.Ending{}).Err)
 }

@@ -12,7 +12,7 @@ import (
 // Cases on the rest of the Locker: records, canceled contexts, Ping, Mode
 // and Close.
 
-func testRecords(t *testing.T, l locking.Locker) {
+func testRecords(t *testing.T, l locking.Backend) {
 	fam := family(t)
 	k, other := locking.Key{Family: fam, Name: "last"}, locking.Key{Family: fam, Name: "other"}
 	read := func(key locking.Key) int64 {
@@ -39,12 +39,12 @@ func testRecords(t *testing.T, l locking.Locker) {
 	}
 	// A record is not a lock: the key with the same name can still be taken.
 	lease := mustAcquire(t, l, locking.Key{Family: fam, Name: "lock"}, time.Second)
-	if err := lease.Release(ctx(t)); err != nil {
+	if err := lease.End(ctx(t), locking.Ending{}).Err; err != nil {
 		t.Fatal(err)
 	}
 }
 
-func testCanceled(t *testing.T, l locking.Locker) {
+func testCanceled(t *testing.T, l locking.Backend) {
 	key := locking.Key{Family: family(t), Name: "k"}
 	lease := mustAcquire(t, l, key, 5*time.Second)
 	c, cancel := context.WithCancel(context.Background())
@@ -70,17 +70,17 @@ func testCanceled(t *testing.T, l locking.Locker) {
 	if errors.Is(context.Cause(k), locking.ErrLockLost) {
 		t.Fatal("Keep(canceled ctx) reported ErrLockLost")
 	}
-	// Release works on a canceled context (it detaches from it).
-	if err := lease.Release(c); err != nil {
+	// End works on a canceled context (it detaches from it).
+	if err := lease.End(c, locking.Ending{}).Err; err != nil {
 		t.Fatalf("Release(canceled ctx): %v", err)
 	}
 	again := mustAcquire(t, l, key, time.Second)
-	if err := again.Release(ctx(t)); err != nil {
+	if err := again.End(ctx(t), locking.Ending{}).Err; err != nil {
 		t.Fatal(err)
 	}
 }
 
-func testPingModeClose(t *testing.T, l locking.Locker) {
+func testPingModeClose(t *testing.T, l locking.Backend) {
 	st, err := l.Ping(ctx(t))
 	if err != nil || len(st) == 0 {
 		t.Fatalf("Ping: %v %+v", err, st)

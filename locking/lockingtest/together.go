@@ -1,7 +1,6 @@
 package lockingtest
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -16,7 +15,7 @@ import (
 // free for the next run at once, the record is raised (never lowered), a
 // second End does nothing, and a job lease that is no longer ours is
 // reported lost without touching the new holder's.
-func testEndTogether(t *testing.T, l locking.Locker) {
+func testEndTogether(t *testing.T, l locking.Backend) {
 	fam := family(t)
 	slot := locking.Key{Family: fam, Name: "slot:1"}
 	run := locking.Key{Family: fam, Name: "run"}
@@ -65,73 +64,64 @@ func testEndTogether(t *testing.T, l locking.Locker) {
 	require.NoError(t, res.Record)
 	_, err = l.Acquire(ctx(t), locking.Key{Family: fam, Name: "run2"}, time.Second)
 	wantHeld(t, err, false)
-	require.NoError(t, taker.Release(ctx(t)))
-	require.NoError(t, next.Release(ctx(t)))
+	require.NoError(t, taker.End(ctx(t), locking.Ending{}).Err)
+	require.NoError(t, next.End(ctx(t), locking.Ending{}).Err)
 }
 
-// claimWither is the optional joint acquisition (locking's ClaimWith).
-type claimWither interface {
-	ClaimWith(ctx context.Context, key locking.Key, ttl time.Duration, also locking.Key) (*locking.Lease, error)
-}
-
-// ClaimWith takes a claim and a job lease of its family in one step, with
+// Claim With takes a claim and a job lease of its family in one step, with
 // one token: only where the job lease is free and the claim is the
 // caller's own; otherwise the claim is as Claim's and the job lease is
 // left as it was.
-func testClaimWith(t *testing.T, l locking.Locker) {
-	jc, ok := l.(claimWither)
-	if !ok {
-		t.Skip("no ClaimWith")
-	}
+func testClaimWith(t *testing.T, l locking.Backend) {
 	fam := family(t)
 	run := locking.Key{Family: fam, Name: "run"}
 	slot := func(i int) locking.Key { return locking.Key{Family: fam, Name: fmt.Sprintf("slot:%d", i)} }
 
 	// Free: both, one token; each refuses others; End frees both.
-	c1, err := jc.ClaimWith(ctx(t), slot(1), 5*time.Second, run)
+	c1, err := l.Claim(ctx(t), slot(1), 5*time.Second, locking.With(run))
 	require.NoError(t, err)
-	j1 := c1.Joined()
+	j1 := c1.Grant().Joined
 	require.NotNil(t, j1, "the job lease is free: taken with the claim")
 	require.Equal(t, c1.Token(), j1.Token())
-	require.Equal(t, run, j1.Key())
-	require.NotEqual(t, c1.ID(), j1.ID())
+	require.Equal(t, run, j1.Grant().Key)
+	require.NotEqual(t, c1.Grant().ID, j1.Grant().ID)
 	_, err = l.Acquire(ctx(t), run, time.Second)
-	require.Equal(t, c1.Holder(), wantHeld(t, err, false).Holder)
+	require.Equal(t, c1.Grant().Holder, wantHeld(t, err, false).Holder)
 	_, err = l.Claim(ctx(t), slot(1), time.Second)
 	wantHeld(t, err, false)
 	require.NoError(t, j1.Extend(ctx(t)))
 
 	// Job lease held: the claim alone; the holder keeps its lease.
-	c2, err := jc.ClaimWith(ctx(t), slot(2), 5*time.Second, run)
+	c2, err := l.Claim(ctx(t), slot(2), 5*time.Second, locking.With(run))
 	require.NoError(t, err)
-	require.Nil(t, c2.Joined(), "the job lease is held: not taken")
+	require.Nil(t, c2.Grant().Joined, "the job lease is held: not taken")
 	require.Greater(t, c2.Token(), c1.Token())
 	require.NoError(t, j1.Extend(ctx(t)), "the holder's job lease is untouched")
-	require.NoError(t, c2.Release(ctx(t)))
+	require.NoError(t, c2.End(ctx(t), locking.Ending{}).Err)
 
 	require.Equal(t, locking.EndResult{}, c1.End(ctx(t), locking.Ending{DoneTTL: time.Minute, Note: "succeeded", Also: j1}))
 	// Done: refused, and the job lease stays free.
-	_, err = jc.ClaimWith(ctx(t), slot(1), time.Second, run)
+	_, err = l.Claim(ctx(t), slot(1), time.Second, locking.With(run))
 	wantHeld(t, err, true)
 	free := mustAcquire(t, l, run, time.Second)
-	require.NoError(t, free.Release(ctx(t)))
+	require.NoError(t, free.End(ctx(t), locking.Ending{}).Err)
 
 	// A claim taken over (abandoned): not the caller's own work, so no
 	// job lease with it.
 	dead, err := l.Claim(ctx(t), slot(3), 300*time.Millisecond)
 	require.NoError(t, err)
 	time.Sleep(400 * time.Millisecond)
-	taker, err := jc.ClaimWith(ctx(t), slot(3), 5*time.Second, run)
+	taker, err := l.Claim(ctx(t), slot(3), 5*time.Second, locking.With(run))
 	require.NoError(t, err)
-	require.NotNil(t, taker.Abandoned())
-	require.Equal(t, dead.ID(), taker.Abandoned().ID)
-	require.Nil(t, taker.Joined())
-	require.NoError(t, taker.MarkDone(ctx(t), time.Minute, "abandoned"))
+	require.NotNil(t, taker.Grant().Abandoned)
+	require.Equal(t, dead.Grant().ID, taker.Grant().Abandoned.ID)
+	require.Nil(t, taker.Grant().Joined)
+	require.NoError(t, taker.End(ctx(t), locking.Ending{DoneTTL: time.Minute, Note: "abandoned"}).Err)
 	free = mustAcquire(t, l, run, time.Second)
-	require.NoError(t, free.Release(ctx(t)))
+	require.NoError(t, free.End(ctx(t), locking.Ending{}).Err)
 
-	_, err = jc.ClaimWith(ctx(t), slot(4), time.Second, slot(4))
+	_, err = l.Claim(ctx(t), slot(4), time.Second, locking.With(slot(4)))
 	require.Error(t, err, "the same key twice")
-	_, err = jc.ClaimWith(ctx(t), slot(4), time.Second, locking.Key{Family: fam + "x", Name: "run"})
+	_, err = l.Claim(ctx(t), slot(4), time.Second, locking.With(locking.Key{Family: fam + "x", Name: "run"}))
 	require.Error(t, err, "a key of another family")
 }

@@ -11,7 +11,7 @@ import (
 // Cases on fencing tokens: they increase, and a stale lease (a lower
 // token) can neither release nor extend.
 
-func testTokensIncrease(t *testing.T, l locking.Locker) {
+func testTokensIncrease(t *testing.T, l locking.Backend) {
 	fam := family(t)
 	k1, k2 := locking.Key{Family: fam, Name: "a"}, locking.Key{Family: fam, Name: "b"}
 	var last uint64
@@ -24,29 +24,29 @@ func testTokensIncrease(t *testing.T, l locking.Locker) {
 	}
 	a := mustAcquire(t, l, k1, 5*time.Second)
 	next(a)
-	if err := a.Release(ctx(t)); err != nil {
+	if err := a.End(ctx(t), locking.Ending{}).Err; err != nil {
 		t.Fatal(err)
 	}
 	b := mustAcquire(t, l, k2, 5*time.Second) // another key of the family
 	next(b)
 	a = mustAcquire(t, l, k1, 5*time.Second) // while b is held
 	next(a)
-	if err := b.MarkDone(ctx(t), time.Minute, "x"); err != nil {
+	if err := b.End(ctx(t), locking.Ending{DoneTTL: time.Minute, Note: "x"}).Err; err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Release(ctx(t)); err != nil {
+	if err := a.End(ctx(t), locking.Ending{}).Err; err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 20; i++ { // re-acquisitions of one key
 		a = mustAcquire(t, l, k1, 5*time.Second)
 		next(a)
-		if err := a.Release(ctx(t)); err != nil {
+		if err := a.End(ctx(t), locking.Ending{}).Err; err != nil {
 			t.Fatal(err)
 		}
 	}
 }
 
-func testStale(t *testing.T, l locking.Locker) {
+func testStale(t *testing.T, l locking.Backend) {
 	key := locking.Key{Family: family(t), Name: "k"}
 	// TTLs stay well above a slow acquisition on a loaded machine: an
 	// acquisition slower than its TTL is refused by design.
@@ -59,7 +59,7 @@ func testStale(t *testing.T, l locking.Locker) {
 	if err := old.Extend(ctx(t)); !errors.Is(err, locking.ErrLockLost) {
 		t.Fatalf("stale Extend: %v", err)
 	}
-	if err := old.Release(ctx(t)); !errors.Is(err, locking.ErrLockLost) {
+	if err := old.End(ctx(t), locking.Ending{}).Err; !errors.Is(err, locking.ErrLockLost) {
 		t.Fatalf("stale Release: %v", err)
 	}
 	_, err := l.Acquire(ctx(t), key, time.Second)
@@ -67,7 +67,7 @@ func testStale(t *testing.T, l locking.Locker) {
 	if err := cur.Extend(ctx(t)); err != nil {
 		t.Fatalf("current holder's Extend: %v", err)
 	}
-	if err := cur.Release(ctx(t)); err != nil {
+	if err := cur.End(ctx(t), locking.Ending{}).Err; err != nil {
 		t.Fatal(err)
 	}
 }

@@ -12,9 +12,9 @@ import (
 )
 
 // Cases on Keep's watchdog: it renews a lease across TTLs, and no
-// goroutine of it outlives Release.
+// goroutine of it outlives End.
 
-func testKeep(t *testing.T, l locking.Locker) {
+func testKeep(t *testing.T, l locking.Backend) {
 	key := locking.Key{Family: family(t), Name: "k"}
 	const ttl = 450 * time.Millisecond
 	lease := mustAcquire(t, l, key, ttl)
@@ -33,7 +33,7 @@ func testKeep(t *testing.T, l locking.Locker) {
 	}
 	_, err := l.Acquire(ctx(t), key, ttl)
 	wantHeld(t, err, false)
-	if err := lease.Release(ctx(t)); err != nil {
+	if err := lease.End(ctx(t), locking.Ending{}).Err; err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -50,17 +50,17 @@ func testKeep(t *testing.T, l locking.Locker) {
 	default:
 	}
 	next := mustAcquire(t, l, key, ttl)
-	if err := next.Release(ctx(t)); err != nil {
+	if err := next.End(ctx(t), locking.Ending{}).Err; err != nil {
 		t.Fatal(err)
 	}
 }
 
-func testNoGoroutineLeft(t *testing.T, l locking.Locker) {
+func testNoGoroutineLeft(t *testing.T, l locking.Backend) {
 	key := locking.Key{Family: family(t), Name: "k"}
 	// Warm up: connection pools and their helpers start on first use.
 	w := mustAcquire(t, l, key, time.Second)
 	w.Keep(ctx(t))
-	if err := w.Release(ctx(t)); err != nil {
+	if err := w.End(ctx(t), locking.Ending{}).Err; err != nil {
 		t.Fatal(err)
 	}
 	base := settledGoroutines(0, 200*time.Millisecond)
@@ -72,24 +72,24 @@ func testNoGoroutineLeft(t *testing.T, l locking.Locker) {
 			time.Sleep(200 * time.Millisecond) // let the watchdog renew once
 		}
 		if i == 4 {
-			if err := lease.MarkDone(ctx(t), time.Millisecond, "x"); err != nil {
+			if err := lease.End(ctx(t), locking.Ending{DoneTTL: time.Millisecond, Note: "x"}).Err; err != nil {
 				t.Fatal(err)
 			}
-		} else if err := lease.Release(ctx(t)); err != nil {
+		} else if err := lease.End(ctx(t), locking.Ending{}).Err; err != nil {
 			t.Fatal(err)
 		}
 	}
 	// No goroutine of the lock layer may be left (named by its frames),
 	// and the process as a whole must be back to where it was. The count
 	// is process-wide: do not run this suite in parallel with other tests.
-	// Release promises that no goroutine of the lease runs once it has
+	// End promises that no goroutine of the lease runs once it has
 	// returned: check at once, without a grace period (a watchdog that
 	// merely ends by itself a TTL later is a leak too).
 	if stacks := allStacks(); strings.Contains(stacks, "locking.(*Lease).watch") {
 		t.Fatalf("lock layer goroutines left after Release:\n%s", stacks)
 	}
 	// A round's fan-out goroutine that has answered (wg.Done) may still be
-	// on its way out when Release returns; it does no more work. Give it
+	// on its way out when End returns; it does no more work. Give it
 	// a moment, no more.
 	for deadline := time.Now().Add(100 * time.Millisecond); ; time.Sleep(time.Millisecond) {
 		stacks := allStacks()

@@ -38,10 +38,10 @@ func TestClaimLiveOnOneStoreAndTakenOverOnAnother(t *testing.T) {
 
 		lb, err := b.Claim(ctx, key, time.Second)
 		require.NoError(t, err)
-		require.NotNil(t, lb.Abandoned(), "the claim is on a majority (live on 0, taken over on 1): abandoned, not a leftover")
-		require.Equal(t, la.ID(), lb.Abandoned().ID)
-		require.NoError(t, lb.MarkDone(ctx, time.Minute, "abandoned"))
-		_ = la.Release(ctx) // a is still cut from store 1: no majority to answer it
+		require.NotNil(t, lb.Grant().Abandoned, "the claim is on a majority (live on 0, taken over on 1): abandoned, not a leftover")
+		require.Equal(t, la.Grant().ID, lb.Grant().Abandoned.ID)
+		require.NoError(t, lb.End(ctx, locking.Ending{DoneTTL: time.Minute, Note: "abandoned"}).Err)
+		_ = la.End(ctx, locking.Ending{}).Err // a is still cut from store 1: no majority to answer it
 	})
 }
 
@@ -49,7 +49,7 @@ func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, ni
 
 // simLocker is replica name's Locker over net's stores (100 ms per store
 // and round), closed with the test.
-func simLocker(t *testing.T, net *locksim.Net, name string) locking.Locker {
+func simLocker(t *testing.T, net *locksim.Net, name string) locking.Backend {
 	t.Helper()
 	l, err := locking.NewRedlockNodes(net.Nodes(name, locksim.NewGate(0)), "t", 100*time.Millisecond,
 		locking.Options{Replica: name, Logger: discard()})
@@ -59,9 +59,9 @@ func simLocker(t *testing.T, net *locksim.Net, name string) locking.Locker {
 }
 
 // A claim found on one store of three while all answer is a leftover: the
-// new lease covers it (Lease.Leftover) but is not a claim on a majority,
+// new lease covers it (Grant.Leftover) but is not a claim on a majority,
 // so its caller must not run under it (the simulation, seed 142305, ran a
-// slot twice when it did); MarkDone clears the leftover.
+// slot twice when it did); a done marker clears the leftover.
 func TestClaimOverALeftover(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
@@ -71,16 +71,16 @@ func TestClaimOverALeftover(t *testing.T) {
 		key := locking.Key{Family: "job", Name: "slot:1"}
 
 		// A request executed late on store 0 alone: a claim, soon expired.
-		_, err := stores[0].Apply(locking.Op{Kind: locking.OpAcquire, Key: "t:{job}:slot:1", Fence: "t:{job}:fence",
+		_, err := stores[0].Apply(locking.AcquireOp{Key: "t:{job}:slot:1", Fence: "t:{job}:fence",
 			Claims: "t:{job}:claims", Lives: "t:{job}:lives", Field: "slot:1", Value: "0123456789abcdef|x", TTL: 10})
 		require.NoError(t, err)
 		time.Sleep(50 * time.Millisecond)
 
 		lease, err := l.Claim(ctx, key, time.Second)
 		require.NoError(t, err)
-		require.True(t, lease.Leftover())
-		require.Nil(t, lease.Abandoned())
-		require.NoError(t, lease.MarkDone(ctx, time.Minute, "abandoned"))
+		require.True(t, lease.Grant().Leftover)
+		require.Nil(t, lease.Grant().Abandoned)
+		require.NoError(t, lease.End(ctx, locking.Ending{DoneTTL: time.Minute, Note: "abandoned"}).Err)
 		for _, s := range stores {
 			require.NotContains(t, s.Dump()["t:{job}:claims"], "|x", "the leftover is cleared")
 		}

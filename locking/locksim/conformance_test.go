@@ -15,7 +15,7 @@ import (
 // the same conformance suite runs against both (locking's
 // TestConformanceRedlock), here on virtual time.
 func TestConformanceSimulated(t *testing.T) {
-	lockingtest.RunSynctest(t, func(t *testing.T) locking.Locker {
+	lockingtest.RunSynctest(t, func(t *testing.T) locking.Backend {
 		net := locksim.NewNet(1, locksim.NewStore("sim-a"), locksim.NewStore("sim-b"), locksim.NewStore("sim-c"))
 		l, err := locking.NewRedlockNodes(net.Nodes("sim-1", locksim.NewGate(0)), "t", 100*time.Millisecond,
 			locking.Options{Replica: "sim-1", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})

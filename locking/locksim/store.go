@@ -170,7 +170,7 @@ func ms(d int64) time.Duration { return time.Duration(d) * time.Millisecond }
 // orphan picks, as the script does, one claim of claims other than
 // op.Field whose lease has expired: sorted by field, indexed by the first
 // 24 bits of op.Value's token.
-func (s *Store) orphan(claims map[string]string, op locking.Op, now time.Time) (string, string) {
+func (s *Store) orphan(claims map[string]string, op locking.AcquireOp, now time.Time) (string, string) {
 	var fields []string
 	for f := range claims {
 		if f == op.Field {
@@ -190,93 +190,24 @@ func (s *Store) orphan(claims map[string]string, op locking.Op, now time.Time) (
 	return f, claims[f]
 }
 
-// Apply runs op atomically with the semantics documented on locking.Op.
+// Apply runs op atomically with the semantics documented on its type
+// (locking.Op).
 func (s *Store) Apply(op locking.Op) (locking.Result, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
 	nowMS := now.UnixMilli()
-	switch op.Kind {
-	case locking.OpAcquire:
-		fence := s.num(op.Fence, now)
-		if _, undone := s.getStr(op.Tomb, now); op.Tomb != "" && undone {
-			return locking.Result{N: fence}, nil
-		}
-		res := locking.Result{Status: 1, N: fence}
-		if op.Field != "" {
-			pause, _ := s.getStr(op.Pause, now)
-			res.Pause = pause
-			if done, ok := s.getStr(op.Key, now); ok {
-				return locking.Result{Value: done, N: fence, Pause: pause}, nil
-			}
-			if l, ok := s.hget(op.Lives, op.Field, now); ok {
-				if v, exp := parseLive(l); exp > nowMS {
-					c, _ := s.hget(op.Claims, op.Field, now)
-					return locking.Result{Value: v, N: fence, Pause: pause, Claim: c}, nil
-				}
-			}
-			if c, ok := s.hget(op.Claims, op.Field, now); ok {
-				res.Status, res.Value = 2, c
-			} else {
-				s.hset(op.Claims, op.Field, op.Value, now)
-			}
-			s.hset(op.Lives, op.Field, op.Value+"|"+strconv.FormatInt(nowMS+op.TTL, 10), now)
-			if _, held := s.getStr(op.Also, now); res.Status == 1 && op.AlsoValue != "" && !held && nowMS-op.SentMS <= op.FreshMS {
-				s.setStr(op.Also, op.AlsoValue, ms(op.TTL), now)
-				res.AlsoStatus = 1
-			}
-			if e, ok := s.get(op.Claims, now); ok {
-				res.Orphan, res.OrphanValue = s.orphan(e.hash, op, now)
-			}
+	switch op := op.(type) {
+	case locking.AcquireOp:
+		return s.acquire(op, now, nowMS), nil
 
-		} else {
-			if v, ok := s.getStr(op.Key, now); ok {
-				return locking.Result{Value: v, N: fence}, nil
-			}
-			s.setStr(op.Key, op.Value, ms(op.TTL), now)
-		}
-		res.N = max(fence+1, op.N)
-		s.setStr(op.Fence, strconv.FormatInt(res.N, 10), 0, now)
-		return res, nil
+	case locking.ExtendOp:
+		return s.extend(op, now, nowMS), nil
 
-	case locking.OpExtend:
-		if op.Field != "" {
-			l, ok := s.hget(op.Lives, op.Field, now)
-			v, exp := parseLive(l)
-			if !ok || v != op.Value || exp <= nowMS {
-				return locking.Result{}, nil
-			}
-			s.hset(op.Lives, op.Field, op.Value+"|"+strconv.FormatInt(nowMS+op.TTL, 10), now)
-			if c, _ := s.hget(op.Claims, op.Field, now); op.Start && c == op.Value {
-				s.hset(op.Claims, op.Field, locking.StartedPrefix+op.Value, now)
-			}
-			return locking.Result{Status: 1}, nil
-		}
-		if v, ok := s.getStr(op.Key, now); ok && v == op.Value {
-			s.setStr(op.Key, v, ms(op.TTL), now)
-			return locking.Result{Status: 1}, nil
-		}
-		return locking.Result{}, nil
+	case locking.ReleaseOp:
+		return s.releaseAll(op, now, nowMS), nil
 
-	case locking.OpRelease:
-		if op.TombTTL > 0 {
-			s.setStr(op.Tomb, "1", ms(op.TombTTL), now)
-		}
-		var also int64
-		if op.Field != "" && op.AlsoValue != "" {
-			if v, ok := s.getStr(op.Also, now); ok && v == op.AlsoValue {
-				delete(s.kv, op.Also)
-				also = 1
-			}
-		}
-		if op.Field != "" && op.RecordN != 0 && op.RecordN > s.num(op.Record, now) {
-			s.setStr(op.Record, strconv.FormatInt(op.RecordN, 10), 0, now)
-		}
-		res := s.release(op, now, nowMS)
-		res.AlsoStatus = also
-		return res, nil
-
-	case locking.OpPause:
+	case locking.PauseOp:
 		cur, _ := s.getStr(op.Key, now)
 		v, _, _ := strings.Cut(cur, "|")
 		version, _ := strconv.ParseInt(v, 10, 64)
@@ -286,20 +217,19 @@ func (s *Store) Apply(op locking.Op) (locking.Result, error) {
 		}
 		return locking.Result{Value: cur}, nil
 
-	case locking.OpFence, locking.OpMaxSet:
-		// Raise the counter or record to N where it is lower; a fence
-		// answers whether it did (Status), a record only its value.
-		res := locking.Result{N: s.num(op.Key, now)}
-		if op.N > res.N {
-			s.setStr(op.Key, strconv.FormatInt(op.N, 10), 0, now)
-			res.N = op.N
-			if op.Kind == locking.OpFence {
-				res.Status = 1
-			}
-		}
+	case locking.FenceOp:
+		// Raise the counter to N where it is lower, and answer whether it
+		// did (Status).
+		return s.raise(op.Key, op.N, now), nil
+
+	case locking.MaxSetOp:
+		// Raise the record to N where it is lower; only its value is
+		// answered.
+		res := s.raise(op.Key, op.N, now)
+		res.Status = 0
 		return res, nil
 
-	case locking.OpGet:
+	case locking.GetOp:
 		v, ok := s.getStr(op.Key, now)
 		if !ok {
 			return locking.Result{Nil: true}, nil
@@ -310,13 +240,13 @@ func (s *Store) Apply(op locking.Op) (locking.Result, error) {
 		}
 		return locking.Result{N: n}, nil
 
-	case locking.OpPing:
+	case locking.PingOp:
 		return locking.Result{}, nil
 
-	case locking.OpLogAdd:
+	case locking.LogAddOp:
 		return locking.Result{Status: s.logAdd(op, now)}, nil
 
-	case locking.OpClaims:
+	case locking.ClaimsOp:
 		e, _ := s.get(op.Claims, now)
 		var fields []string
 		for f := range e.hash {
@@ -324,59 +254,9 @@ func (s *Store) Apply(op locking.Op) (locking.Result, error) {
 		}
 		return locking.Result{Fields: fields}, nil
 
-	case locking.OpLog:
+	case locking.LogOp:
 		e, _ := s.get(op.Key, now)
-		return locking.Result{Log: newestFirst(e.zset, op.N, int(op.Keep))}, nil
+		return locking.Result{Log: newestFirst(e.zset, op.Since, int(op.Limit))}, nil
 	}
 	return locking.Result{}, errors.New("ERR unknown op")
-}
-
-// release is OpRelease without its Also part.
-func (s *Store) release(op locking.Op, now time.Time, nowMS int64) locking.Result {
-	if v, ok := s.getStr(op.Key, now); op.DoneTTL > 0 && ok && v == op.Done {
-		return locking.Result{Status: 1}
-	}
-	if op.Field == "" {
-		cur, ok := s.getStr(op.Key, now)
-		if ok && cur == op.Value {
-			if op.DoneTTL > 0 {
-				s.setStr(op.Key, op.Done, ms(op.DoneTTL), now)
-			} else {
-				delete(s.kv, op.Key)
-			}
-			return locking.Result{Status: 1}
-		}
-		if !ok && op.DoneTTL > 0 {
-			s.setStr(op.Key, op.Done, ms(op.DoneTTL), now)
-		}
-		return locking.Result{}
-	}
-	claim, claimOK := s.hget(op.Claims, op.Field, now)
-	liveOurs := false
-	if l, ok := s.hget(op.Lives, op.Field, now); ok {
-		if v, exp := parseLive(l); v == op.Value {
-			s.hdel(op.Lives, op.Field, now)
-			liveOurs = exp > nowMS
-		}
-	}
-	claimOurs := claimOK && (claim == op.Value || claim == locking.StartedPrefix+op.Value)
-	if op.DoneTTL > 0 {
-		if claimOurs || !claimOK || liveOurs {
-			if claimOK {
-				s.hdel(op.Claims, op.Field, now)
-			}
-			if _, exists := s.get(op.Key, now); !exists {
-				s.setStr(op.Key, op.Done, ms(op.DoneTTL), now)
-			}
-			if op.Entry != "" {
-				s.zadd(op.Log, op.Entry, op.N, op.Keep, now)
-			}
-		}
-	} else if claimOurs {
-		s.hdel(op.Claims, op.Field, now)
-	}
-	if claimOurs || liveOurs {
-		return locking.Result{Status: 1}
-	}
-	return locking.Result{}
 }

@@ -11,8 +11,8 @@ import (
 	"github.com/slotlock/slotlock/locking"
 )
 
-// The sorted sets behind a family's log (Lease.MarkDoneLog,
-// Locker.AppendLog, Locker.ReadLog), as Redis keeps them.
+// The sorted sets behind a family's log (Lease.End,
+// Store.AppendLog, Store.ReadLog), as Redis keeps them.
 
 // zadd adds member with score to the sorted set k and keeps its newest
 // keep members (ZADD, then ZREMRANGEBYRANK 0 -(keep+1)).
@@ -50,13 +50,13 @@ func newestFirst(z map[string]int64, since int64, limit int) []locking.LogEntry 
 	return out[:min(len(out), limit)]
 }
 
-// logAdd is OpLogAdd: refuse a fenced append (op.RecordN) where the
+// logAdd is LogAddOp: refuse a fenced append (op.RecordN) where the
 // register op.Record holds a newer token, else raise it; with op.IfAbsent
 // change nothing more where an entry has the score; then remove op.Value
 // (unless it is the entry itself), add the entry, then drop what is
 // scored below op.Floor and all but the newest op.Keep (ZREM, ZADD,
 // ZREMRANGEBYSCORE, ZREMRANGEBYRANK). It returns the Status.
-func (s *Store) logAdd(op locking.Op, now time.Time) int64 {
+func (s *Store) logAdd(op locking.LogAddOp, now time.Time) int64 {
 	if op.RecordN != 0 {
 		seen := s.num(op.Record, now)
 		if seen > op.RecordN {

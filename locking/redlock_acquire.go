@@ -1,0 +1,286 @@
+package locking
+
+import (
+	"context"
+	"errors"
+	"strings"
+)
+
+// The Redlock acquisition: one round on every node, read by tallyAcquire,
+// then granted (grantWon, claimMet) or undone (acquireLost).
+
+func (r *redlock) acquire(ctx context.Context, s leaseSpec) (grant, error) {
+	if err := CheckKey(s.key); err != nil {
+		return grant{}, err
+	}
+	family := s.key.Family
+	proposal := r.propose(family)
+	op := r.acquireOp(s)
+	op.Fence = r.fenceKey(family)
+	op.N = int64(proposal)
+	if s.claim && s.also != nil {
+		// A frozen node may run a request long after its sender gave up
+		// (and after its undo: the undo may never reach it). A job lease
+		// so left on a majority would keep the job's next runs out for a
+		// ttl, so a node takes it only while the request is fresh by its
+		// own clock: sent at most jointFresh ago.
+		op.Also, op.AlsoValue = r.key(s.also.key), s.also.value
+		op.SentMS, op.FreshMS = r.clock.Now().UnixMilli(), (r.opTimeout + jointFresh).Milliseconds()
+	}
+	op.Tomb = r.tombKey(s)
+	res := make([]Result, len(r.nodes))
+	errs := make([]error, len(r.nodes))
+	r.round(ctx, all(op), res, errs)
+
+	t := tallyAcquire(res, errs)
+	// A done marker on any node means the work already ran, even when a
+	// majority let us in (the marker may have expired early or been lost
+	// on the others): the acquisition is refused.
+	if t.won >= r.quorum && !t.sawDone && ctx.Err() == nil {
+		if g, decided, err := r.grantWon(ctx, s, op.Fence, &t, res, errs); decided {
+			return g, err
+		}
+	}
+	return grant{}, r.acquireLost(ctx, s, &t, res, errs)
+}
+
+// acquireTally is what the answers to one acquire round say.
+type acquireTally struct {
+	won, answered int
+	sawDone       bool
+	// pauses, allPauses: the pause register, as the winners / all that
+	// answered hold it.
+	pauses, allPauses []string
+	// The slot's claims that this round met, by value (one claim is one
+	// value): taken over here, found under another lease's live lease (a
+	// takeover of it going on), found under its own live lease.
+	tookBy, underBy, ownBy map[string]int
+	started                map[string]bool // a copy met is confirmed started
+	orphan                 Result
+	seen, top              uint64 // highest counter seen anywhere / raised by a winner
+}
+
+// tallyAcquire reads the answers of an acquire round.
+func tallyAcquire(res []Result, errs []error) acquireTally {
+	t := acquireTally{tookBy: map[string]int{}, underBy: map[string]int{}, ownBy: map[string]int{}, started: map[string]bool{}}
+	for i, rep := range res {
+		if errs[i] != nil {
+			continue
+		}
+		t.answered++
+		t.seen = max(t.seen, uint64(rep.N))
+		t.allPauses = append(t.allPauses, rep.Pause)
+		switch {
+		case rep.Status == 1 || rep.Status == 2:
+			t.won++
+			t.top = max(t.top, uint64(rep.N))
+			if rep.Status == 2 {
+				v, st := claimOf(rep.Value)
+				t.tookBy[v]++
+				t.started[v] = t.started[v] || st
+			}
+			t.pauses = append(t.pauses, rep.Pause)
+			if rep.Orphan != "" && t.orphan.Orphan == "" {
+				t.orphan = rep
+			}
+		case strings.HasPrefix(rep.Value, donePrefix):
+			t.sawDone = true
+		case rep.Claim != "":
+			v, st := claimOf(rep.Claim)
+			if v == rep.Value {
+				t.ownBy[v]++
+			} else {
+				t.underBy[v]++
+			}
+			t.started[v] = t.started[v] || st
+		}
+	}
+	return t
+}
+
+// grantWon turns a round won on a majority into a grant, or refuses it
+// (paused, a claim met that forbids it); decided is false, and nothing
+// was undone, when the token could not be settled before ctx ended (the
+// caller then treats the round as failed).
+func (r *redlock) grantWon(ctx context.Context, s leaseSpec, fence string, t *acquireTally, res []Result, errs []error) (g grant, decided bool, err error) {
+	family := s.key.Family
+	// The winners are a majority: they hold the newest pause written to
+	// a majority.
+	p := newestPause(t.pauses)
+	if s.claim && p.ActiveAt(r.clock.Now()) {
+		r.undo(ctx, s, nil, errs)
+		return grant{}, true, &PausedError{Key: s.key, Pause: p}
+	}
+	g = grant{pause: p}
+	if err := r.claimMet(ctx, s, t, errs, &g); err != nil {
+		return grant{}, true, err
+	}
+	if t.orphan.Orphan != "" {
+		g.orphan = parseAbandoned(Key{Family: family, Name: t.orphan.Orphan}, t.orphan.OrphanValue)
+	}
+	// Quorum register. Each winner raised its counter to at least one
+	// above what it held. Where a majority of winners raised it to the
+	// same T, the counter went from below T to T on a majority in this
+	// round: T is above every earlier token (that token is on a
+	// majority, which meets this one in a node now above it), no other
+	// acquisition can have done the same on a majority (counters only
+	// rise), and Acquire is done in one round — the usual case, as
+	// nodes that saw the same acquisitions hold the same counter, and
+	// one node that missed some does not change it.
+	if tok, ok := r.agreed(res, errs); ok {
+		r.learnToken(family, tok)
+		g.token = tok
+		r.joint(ctx, s, &g, res, errs)
+		return g, true, nil
+	}
+	// No majority of winners agreed (nodes missed acquisitions):
+	// claim the highest raised value on a majority (it is above every
+	// earlier token for the same reason), or one above what is met.
+	token, err := r.claimToken(ctx, s.key, fence, t.top, errs)
+	if err == nil {
+		r.learnToken(family, token)
+		g.token = token
+		r.joint(ctx, s, &g, res, errs)
+		return g, true, nil
+	}
+	if ctx.Err() == nil {
+		r.undo(ctx, s, nil, errs)
+		return grant{}, true, err
+	}
+	return grant{}, false, nil
+}
+
+// claimMet decides, for a claim, what the claims this round met mean for
+// g: an abandoned claim taken over, a leftover covered, or a refusal (a
+// *HeldError with Claimed) after undoing the round.
+func (r *redlock) claimMet(ctx context.Context, s leaseSpec, t *acquireTally, errs []error, g *grant) error {
+	// A claim counts on the nodes where this round took its lease over,
+	// on those that refused because another lease lives over it (a
+	// concurrent takeover won there: the claim is still there under
+	// it), and, where it counts on one of those, on those that refused
+	// because its holder's lease still lives there (the holder renewed
+	// on them only: its lease is lost, not its claim). A claim under
+	// its own live lease alone is a live claim of a racing acquirer:
+	// it does not count against our win.
+	took, tookN := "", 0
+	count := func(v string, n int) {
+		if n += t.ownBy[v]; n > tookN || (n == tookN && v < took) {
+			took, tookN = v, n
+		}
+	}
+	for v, n := range t.tookBy {
+		count(v, n+t.underBy[v])
+	}
+	for v, n := range t.underBy {
+		if t.tookBy[v] == 0 {
+			count(v, n)
+		}
+	}
+	// A claim that started work was written, with one value, on a
+	// majority. Found on a majority, it is abandoned. Found on fewer
+	// nodes while every node answered, it is a leftover: a node that
+	// missed the end of a run long settled, or a request executed after
+	// its acquisition had failed; this lease covers it (Grant.Leftover),
+	// so that its caller can end it — but not run under it: where it
+	// took a leftover over, the claim is still the leftover's, so the
+	// lease is not one claim on a majority. Found on fewer while some
+	// node did not answer, it may be a started run's whose other copies
+	// are on the silent nodes: refused (Claimed).
+	switch {
+	case tookN >= r.quorum:
+		g.abandoned = parseAbandoned(s.key, took)
+		g.abandoned.Started = t.started[took]
+	case tookN > 0 && t.answered == len(r.nodes):
+		g.leftover = true
+	case tookN > 0:
+		r.undo(ctx, s, nil, errs)
+		he := parseHeld(s.key, took)
+		he.Claimed = true
+		return he
+	}
+	return nil
+}
+
+// acquireLost ends a round that was not won: it leaves nothing behind
+// where it wrote or may have written, and says why.
+func (r *redlock) acquireLost(ctx context.Context, s leaseSpec, t *acquireTally, res []Result, errs []error) error {
+	r.learnToken(s.key.Family, t.seen)
+	// Failed: leave nothing behind where we wrote or may have written.
+	// (A counter raised to our proposal on some nodes stays raised: that
+	// only makes later tokens larger, never smaller.)
+	undoMask := make([]bool, len(r.nodes))
+	for i, rep := range res {
+		undoMask[i] = rep.Status != 0 || errs[i] != nil
+	}
+	r.undo(ctx, s, undoMask, errs)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	err := r.acquireFailure(s.key, res, errs)
+	var held *HeldError
+	done := errors.As(err, &held) && held.Done
+	if p := newestPause(t.allPauses); s.claim && t.answered >= r.quorum && !done && p.ActiveAt(r.clock.Now()) {
+		// Refused while paused (another replica's attempt held the key
+		// for a moment): say so, as the winner of the race hears it.
+		return &PausedError{Key: s.key, Pause: p}
+	}
+	return err
+}
+
+// agreed returns the counter value that a majority of the round's
+// winners (Status 1 or 2) raised their counters to, if there is one.
+func (r *redlock) agreed(res []Result, errs []error) (uint64, bool) {
+	for i, a := range res {
+		if errs[i] != nil || (a.Status != 1 && a.Status != 2) {
+			continue
+		}
+		n := 0
+		for j, b := range res {
+			if errs[j] == nil && (b.Status == 1 || b.Status == 2) && b.N == a.N {
+				n++
+			}
+		}
+		if n >= r.quorum {
+			return uint64(a.N), true
+		}
+	}
+	return 0, false
+}
+
+// acquireFailure classifies a failed acquisition.
+func (r *redlock) acquireFailure(key Key, res []Result, errs []error) error {
+	counts := map[string]int{}
+	answered := 0
+	var done *HeldError
+	for i, rep := range res {
+		if errs[i] != nil {
+			continue
+		}
+		answered++
+		if rep.Status != 0 {
+			continue
+		}
+		counts[rep.Value]++
+		if done == nil && strings.HasPrefix(rep.Value, donePrefix) {
+			done = parseHeld(key, rep.Value)
+		}
+	}
+	if done != nil {
+		// A done marker anywhere means the slot already ran.
+		return done
+	}
+	if answered < r.quorum || len(counts) == 0 {
+		return &QuorumError{Op: "acquire", Key: key, Need: r.quorum, Got: answered, Err: r.nodeErrs(errs)}
+	}
+	top, topN := "", 0
+	for v, c := range counts {
+		if c > topN || (c == topN && v < top) {
+			top, topN = v, c
+		}
+	}
+	held := parseHeld(key, top)
+	if topN >= r.quorum {
+		return held
+	}
+	return &SplitVoteError{Held: held}
+}

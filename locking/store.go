@@ -1,0 +1,169 @@
+package locking
+
+import (
+	"context"
+	"fmt"
+)
+
+// Store is the state a fleet of replicas shares beside its locks, kept in
+// the same lock stores and under the same keys' families: each family's
+// pause register, its log, its records and the list of its open claims.
+// Every write goes to a majority and every read answers from one, so a
+// write that succeeded is seen by every later read. A Store is safe for
+// concurrent use.
+type Store interface {
+	// SetPause writes the family's pause state (Pause.Paused false: resumed)
+	// on a majority, above every version found, and returns what the
+	// stores now hold. While a pause is active, Claim in the family fails
+	// with a *PausedError. ReadPause returns the newest state on a
+	// majority.
+	SetPause(ctx context.Context, family string, p Pause) (Pause, error)
+	ReadPause(ctx context.Context, family string) (Pause, error)
+
+	// AppendLog adds a.Entry to the family's log on a majority (removing
+	// a.Replace in the same step, and trimming as a says): for entries
+	// that do not end a claim (those go with its end, Ending.Entry), such
+	// as a reconciler's verdicts or replica heartbeats. Adding an
+	// identical entry twice keeps one. A fenced append (a.Token) fails with
+	// ErrStaleToken, and one with a.IfAbsent with ErrLogHasEntry, when it
+	// was not made on a majority (see LogAppend).
+	AppendLog(ctx context.Context, family string, a LogAppend) error
+	// ReadLog returns the family's log (AppendLog, Ending.Entry) with a
+	// score of since or more, newest first, at most limit: the union of
+	// what a majority of the stores hold.
+	ReadLog(ctx context.Context, family string, since int64, limit int) ([]LogEntry, error)
+
+	// AdvanceRecord raises the family's named record to at least v
+	// (max-assign) on a majority. Records outlive leases (they have no
+	// TTL). ReadRecord returns the largest value seen on a majority (0 when
+	// never written).
+	AdvanceRecord(ctx context.Context, key Key, v int64) error
+	ReadRecord(ctx context.Context, key Key) (int64, error)
+
+	// ReadClaims returns the keys of the family's open claims (Claim, not
+	// yet ended): the union of what a majority of the stores hold, sorted.
+	ReadClaims(ctx context.Context, family string) ([]Key, error)
+}
+
+// Backend is a Locker and the Store on the same lock stores: what
+// NewRedlock and NewLocal return. They belong together: a claim reads
+// its family's pause register (Grant.Pause) and Lease.End writes its log
+// and records in the same step on each store.
+type Backend interface {
+	Locker
+	Store
+}
+
+// LogEntry is one entry of a family's log (Lease.End,
+// Store.ReadLog): an opaque value and its score (the caller's order, e.g.
+// a slot's Unix time).
+type LogEntry struct {
+	Score int64
+	Value string
+}
+
+// LogAppend is one Store.AppendLog: Entry is added; Replace, when set,
+// is removed in the same step (a heartbeat replacing its previous one);
+// then the log keeps the entries scored Floor or more (Floor 0: all) and,
+// when Keep > 0, its newest Keep.
+//
+// Token, when not 0, fences the append with a lease's fencing token
+// (Lease.Token; a lease of any family): Fence names a record of the log's
+// family (a register, as AdvanceRecord's) that each store raises to Token
+// in the same step, and a store whose register already holds more — the
+// holder of a newer lease appended there — changes nothing. A holder that
+// froze past its lease thus cannot append once its successor has.
+//
+// IfAbsent adds Entry only where the log holds no entry of its score: a
+// verdict that must be reported once (the reconciler's missed slot) is
+// reported by the one append that added it on a majority.
+type LogAppend struct {
+	Entry   LogEntry
+	Replace string
+	Keep    int
+	Floor   int64
+
+	Fence    string
+	Token    uint64
+	IfAbsent bool
+}
+
+func (l *locker) AdvanceRecord(ctx context.Context, key Key, v int64) error {
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	return ctxOr(ctx, l.b.advanceRecord(ctx, key, v))
+}
+
+func (l *locker) ReadRecord(ctx context.Context, key Key) (int64, error) {
+	if l.closed.Load() {
+		return 0, ErrClosed
+	}
+	v, err := l.b.readRecord(ctx, key)
+	return v, ctxOr(ctx, err)
+}
+
+func (l *locker) SetPause(ctx context.Context, family string, p Pause) (Pause, error) {
+	if err := CheckKey(Key{Family: family, Name: pauseName + "-check"}); err != nil {
+		return Pause{}, err
+	}
+	if l.closed.Load() {
+		return Pause{}, ErrClosed
+	}
+	got, err := l.b.setPause(ctx, family, p)
+	return got, ctxOr(ctx, err)
+}
+
+func (l *locker) ReadPause(ctx context.Context, family string) (Pause, error) {
+	if err := CheckKey(Key{Family: family, Name: pauseName + "-check"}); err != nil {
+		return Pause{}, err
+	}
+	if l.closed.Load() {
+		return Pause{}, ErrClosed
+	}
+	got, err := l.b.readPause(ctx, family)
+	return got, ctxOr(ctx, err)
+}
+
+func (l *locker) ReadLog(ctx context.Context, family string, since int64, limit int) ([]LogEntry, error) {
+	if err := CheckKey(Key{Family: family, Name: logName + "-check"}); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		return nil, nil
+	}
+	if l.closed.Load() {
+		return nil, ErrClosed
+	}
+	entries, err := l.b.readLog(ctx, family, since, limit)
+	return entries, ctxOr(ctx, err)
+}
+
+func (l *locker) AppendLog(ctx context.Context, family string, a LogAppend) error {
+	if err := CheckKey(Key{Family: family, Name: logName + "-check"}); err != nil {
+		return err
+	}
+	if a.Keep < 0 {
+		return fmt.Errorf("locking: append to the log of %s: keep %d is negative", family, a.Keep)
+	}
+	if a.Token != 0 {
+		if err := checkRecord(Key{Family: family, Name: a.Fence}, int64(min(a.Token, maxRecord+1))); err != nil {
+			return fmt.Errorf("locking: append to the log of %s: fence: %w", family, err)
+		}
+	}
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	return ctxOr(ctx, l.b.appendLog(ctx, family, a))
+}
+
+func (l *locker) ReadClaims(ctx context.Context, family string) ([]Key, error) {
+	if err := CheckKey(Key{Family: family, Name: claimsName + "-check"}); err != nil {
+		return nil, err
+	}
+	if l.closed.Load() {
+		return nil, ErrClosed
+	}
+	keys, err := l.b.readClaims(ctx, family)
+	return keys, ctxOr(ctx, err)
+}
