@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // Backfill (slotlock backfill): the slots of a past window that have no
@@ -33,7 +34,7 @@ var (
 )
 
 // MaxBackfillSlots bounds the slots of one backfill window.
-const MaxBackfillSlots = MaxWindowSlots
+const MaxBackfillSlots = history.MaxWindowSlots
 
 // HandledError is RunSlot's error for a slot it did not run because the
 // slot was handled: Reason is "running" (its claim is open: a run going
@@ -43,7 +44,7 @@ const MaxBackfillSlots = MaxWindowSlots
 type HandledError struct {
 	Slot   time.Time
 	Reason string
-	Entry  *HistoryEntry // the history's entry, when it gave the reason
+	Entry  *history.Entry // the history's entry, when it gave the reason
 }
 
 func (e *HandledError) Error() string {
@@ -55,9 +56,9 @@ func (e *HandledError) Unwrap() error { return ErrSlotHandled }
 // Backfillable reports whether a slot whose history entry is e (nil: none)
 // may be run by a backfill: no entry, missed (unless its run may have
 // started), or skipped with reason late.
-func Backfillable(e *HistoryEntry) bool {
-	return e == nil || (e.Outcome == OutcomeMissed && !e.MayHaveStarted) ||
-		(e.Outcome == OutcomeSkipped && e.Reason == ReasonLate)
+func Backfillable(e *history.Entry) bool {
+	return e == nil || (e.Outcome == history.OutcomeMissed && !e.MayHaveStarted) ||
+		(e.Outcome == history.OutcomeSkipped && e.Reason == ReasonLate)
 }
 
 // BackfillAfter is how old a slot of the named job must be before a
@@ -82,7 +83,7 @@ type BackfillSlot struct {
 	// reason, "running" (open claim) or "beyond history" (older than the
 	// history reaches: it cannot tell whether the slot ran).
 	Why   string
-	Entry *HistoryEntry
+	Entry *history.Entry
 }
 
 // PlanBackfill lists the named job's slots in [from, to], oldest first,
@@ -101,7 +102,7 @@ func (s *Scheduler) PlanBackfill(ctx context.Context, name string, from, to time
 	if err := s.checkWindow(j, from, to); err != nil {
 		return nil, err
 	}
-	slots := slotsIn(j.spec.Schedule, from, to, MaxBackfillSlots+1, nil)
+	slots := slotsBetween(j.spec.Schedule, from.Add(-time.Nanosecond), to, MaxBackfillSlots+1)
 	if len(slots) > MaxBackfillSlots {
 		return nil, fmt.Errorf("%w: more than %d slots of %s in [%s, %s]; backfill a shorter window at a time",
 			ErrBackfillWindow, MaxBackfillSlots, name, slotString(from), slotString(to))
@@ -112,8 +113,9 @@ func (s *Scheduler) PlanBackfill(ctx context.Context, name string, from, to time
 	// Every entry from the window's first slot on (the ones after the
 	// window come first); the stores keep HistoryKeep each, and the union
 	// of a majority may hold a few more.
+	const slack = 64
 	keep := s.cfg.HistoryKeep
-	log, err := s.cfg.Locker.ReadLog(ctx, name, slots[0].Unix(), 2*keep+historySlack)
+	log, err := s.cfg.Locker.ReadLog(ctx, name, slots[0].Unix(), 2*keep+slack)
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +130,7 @@ func (s *Scheduler) PlanBackfill(ctx context.Context, name string, from, to time
 	if err != nil {
 		return nil, err
 	}
-	open := claimedSlots(claims)
+	open := history.ClaimedSlots(claims)
 	out := make([]BackfillSlot, len(slots))
 	for i, t := range slots {
 		b := BackfillSlot{Slot: t}
@@ -172,7 +174,7 @@ func (s *Scheduler) checkWindow(j *job, from, to time.Time) error {
 
 // describeEntry names a history entry's outcome and reason: "succeeded",
 // "skipped (overlap)".
-func describeEntry(e HistoryEntry) string {
+func describeEntry(e history.Entry) string {
 	if e.MayHaveStarted {
 		return e.Outcome + " (" + e.Reason + ", may have started)"
 	}
@@ -197,31 +199,31 @@ func describeEntry(e HistoryEntry) string {
 // locking.ErrNotAcquired: the job lease is held, locking.ErrPaused).
 // Ending ctx cancels the run (run.canceled reason shutdown). RunSlot works
 // with or without Run, also for disabled jobs.
-func (s *Scheduler) RunSlot(ctx context.Context, name string, t time.Time) (HistoryEntry, error) {
+func (s *Scheduler) RunSlot(ctx context.Context, name string, t time.Time) (history.Entry, error) {
 	j, ok := s.job(name)
 	if !ok {
-		return HistoryEntry{}, fmt.Errorf("%w: %q", ErrUnknownJob, name)
+		return history.Entry{}, fmt.Errorf("%w: %q", ErrUnknownJob, name)
 	}
 	if s.cfg.HistoryKeep <= 0 {
-		return HistoryEntry{}, ErrNoHistory
+		return history.Entry{}, ErrNoHistory
 	}
 	if !t.Equal(j.spec.Schedule.Next(t.Add(-time.Second))) {
-		return HistoryEntry{}, fmt.Errorf("%w: %s is not a slot of %s (%s)", ErrBackfillWindow, t.UTC().Format(time.RFC3339Nano),
+		return history.Entry{}, fmt.Errorf("%w: %s is not a slot of %s (%s)", ErrBackfillWindow, t.UTC().Format(time.RFC3339Nano),
 			name, j.spec.Spec)
 	}
 	if err := s.checkWindow(j, t, t); err != nil {
-		return HistoryEntry{}, err
+		return history.Entry{}, err
 	}
 	if s.isStopping() || !s.enter() {
-		return HistoryEntry{}, ErrStopped
+		return history.Entry{}, ErrStopped
 	}
 	defer s.leave()
 	if err := ctx.Err(); err != nil {
-		return HistoryEntry{}, err
+		return history.Entry{}, err
 	}
 	lease, err := s.claimPast(j, t)
 	if err != nil {
-		return HistoryEntry{}, err
+		return history.Entry{}, err
 	}
 	slot := slotString(t)
 	var jobLease *locking.Lease
@@ -234,7 +236,7 @@ func (s *Scheduler) RunSlot(ctx context.Context, name string, t time.Time) (Hist
 			if !isSplitVote(err) && errors.Is(err, locking.ErrNotAcquired) {
 				s.skipped(name, slot, ReasonOverlap, 1, append(heldAttrs(err), "backfill", true)...)
 			}
-			return HistoryEntry{}, fmt.Errorf("scheduler: backfill %s %s: job lease: %w", name, slot, err)
+			return history.Entry{}, fmt.Errorf("scheduler: backfill %s %s: job lease: %w", name, slot, err)
 		}
 	}
 	parent, cancel := context.WithCancelCause(ctx)
@@ -250,7 +252,7 @@ func (s *Scheduler) RunSlot(ctx context.Context, name string, t time.Time) (Hist
 	if o := lease.Orphan(); o != nil {
 		s.settleOrphan(j, o) // now: this process may exit next
 	}
-	if h.Outcome != OutcomeSucceeded {
+	if h.Outcome != history.OutcomeSucceeded {
 		if runErr == nil {
 			runErr = context.Cause(parent)
 		}
@@ -265,7 +267,7 @@ func (s *Scheduler) RunSlot(ctx context.Context, name string, t time.Time) (Hist
 func (s *Scheduler) claimPast(j *job, t time.Time) (*locking.Lease, error) {
 	name, slot := j.name(), slotString(t)
 	until := s.clock.Now().Add(s.lateness)
-	lease, err := s.acquire(name, slotKey(name, t), retryPolicy{splitUntil: until, quorumUntil: until, claim: true})
+	lease, err := s.acquire(name, history.SlotKey(name, t), retryPolicy{splitUntil: until, quorumUntil: until, claim: true})
 	var he *locking.HeldError
 	switch {
 	case err != nil && !isSplitVote(err) && errors.As(err, &he):
@@ -279,7 +281,7 @@ func (s *Scheduler) claimPast(j *job, t time.Time) (*locking.Lease, error) {
 		return nil, fmt.Errorf("scheduler: backfill %s %s: %w", name, slot, err)
 	case lease.Abandoned() != nil:
 		s.settleAbandoned(j, t, lease)
-		why := OutcomeAbandoned
+		why := history.OutcomeAbandoned
 		if !lease.Abandoned().Started {
 			why = MissedUnknown + ", may have started"
 		}

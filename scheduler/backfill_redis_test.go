@@ -9,6 +9,7 @@ import (
 
 	"github.com/slotlock/slotlock/jobs"
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // TestRedisBackfillRunSlot: the scheduler's backfill API on three real
@@ -87,10 +88,10 @@ func TestRedisBackfillRunSlot(t *testing.T) {
 	}
 	missed, overlap := gap[0], gap[1]
 	ctx := context.Background()
-	for _, e := range []HistoryEntry{missedEntry(missed, MissedNoReplica),
-		{Slot: slotString(overlap), Outcome: OutcomeSkipped, Reason: ReasonOverlap}} {
+	for _, e := range []history.Entry{missedEntry(missed, MissedNoReplica),
+		{Slot: slotString(overlap), Outcome: history.OutcomeSkipped, Reason: ReasonOverlap}} {
 		at, _ := time.Parse(time.RFC3339, e.Slot)
-		if err := l.AppendLog(ctx, "bf", locking.LogAppend{Entry: e.logEntry(at), Keep: DefaultHistoryKeep}); err != nil {
+		if err := l.AppendLog(ctx, "bf", locking.LogAppend{Entry: e.LogEntry(at), Keep: DefaultHistoryKeep}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -121,7 +122,7 @@ func TestRedisBackfillRunSlot(t *testing.T) {
 	}
 	for _, sl := range toRun {
 		h, err := bf.RunSlot(ctx, "bf", sl)
-		if err != nil || h.Outcome != OutcomeSucceeded || h.Replica != "backfill" {
+		if err != nil || h.Outcome != history.OutcomeSucceeded || h.Replica != "backfill" {
 			t.Errorf("RunSlot %s: %+v %v", slotString(sl), h, err)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/slotlock/slotlock/jobs"
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // Overlap says whether runs of one job may overlap in time.
@@ -162,7 +163,13 @@ type Config struct {
 	MaxInFlight int
 
 	// HistoryKeep is how many slot outcomes the lock stores keep per job
-	// (ReadHistory). Default DefaultHistoryKeep; negative keeps none.
+	// (history.ReadEntries). A slot that ends with a done marker — a run's
+	// end, a skip for overlap or lateness that the winner marks, an
+	// abandoned run settled — adds its outcome to the job's log in the same
+	// script call, so the history costs no round trip; a slot skipped for a
+	// pause gets its entry from the replicas that skipped it, and a slot
+	// nobody ran, skipped or paused a missed entry from the reconciler
+	// (reconcile.go): in the end every slot has one. Default DefaultHistoryKeep; negative keeps none.
 	HistoryKeep int
 
 	// Beat is how often the replica publishes its heartbeat in the lock
@@ -192,7 +199,9 @@ const (
 	DefaultDeadline      = 10 * time.Minute
 	DefaultMisfireMax    = 10
 	// DefaultBeat: a replica silent for three beats is not alive.
-	DefaultBeat           = 10 * time.Second
+	DefaultBeat = history.DefaultBeat
+	// DefaultHistoryKeep is how many slot outcomes the stores keep per job.
+	DefaultHistoryKeep    = 1000
 	DefaultReconcileEvery = 30 * time.Second
 	DefaultReconcileAfter = time.Minute
 )
@@ -310,6 +319,12 @@ func (j *JobSpec) withDefaults(now time.Time) (JobSpec, error) {
 		spec.Retry.Backoff = DefaultBackoff
 	}
 	return spec, nil
+}
+
+// Describe is what the read model shows of the job (history.ReadStatus,
+// history.ReadSlots).
+func (j JobSpec) Describe() history.Job {
+	return history.Job{Name: j.Name, Spec: j.Spec, Schedule: j.Schedule, Location: j.Location, Enabled: j.Enabled}
 }
 
 type nopMetrics struct{}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"strconv"
 	"time"
 
 	"github.com/slotlock/slotlock/jobs"
@@ -93,32 +92,12 @@ const (
 	cancelReplaced = "replaced" // overlap replace: a newer slot took over (by_slot)
 )
 
-// Outcomes of a run: the outcome label of slotlock_runs_total and the note
-// of a slot's done marker. OutcomeAbandoned is a run that never ended
-// (run.abandoned).
-const (
-	OutcomeSucceeded = "succeeded"
-	OutcomeFailed    = "failed"
-	OutcomeCanceled  = "canceled"
-	OutcomeAbandoned = "abandoned"
-)
-
-// Outcomes lists the outcomes of runs that ended.
-var Outcomes = []string{OutcomeSucceeded, OutcomeFailed, OutcomeCanceled}
-
 // SlotManual is the slot of a manual run (slotlock trigger) in the logs
 // and SLOTLOCK_SLOT.
 const SlotManual = "manual"
 
 // slotString formats a slot as the contract wants (jobs.SlotString).
 func slotString(t time.Time) string { return jobs.SlotString(t) }
-
-// slotPrefix starts the name of a slot's key.
-const slotPrefix = "slot:"
-
-func slotKey(job string, t time.Time) locking.Key {
-	return locking.Key{Family: job, Name: slotPrefix + strconv.FormatInt(t.Unix(), 10)}
-}
 
 func runKey(job string) locking.Key  { return locking.Key{Family: job, Name: "run"} }
 func lastKey(job string) locking.Key { return locking.Key{Family: job, Name: "last"} }

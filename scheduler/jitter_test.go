@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // The offset is a function of (job, slot, jitter) alone: the same on
@@ -191,7 +192,7 @@ func (c *claimSpy) Claim(ctx context.Context, key locking.Key, ttl time.Duration
 func (c *claimSpy) claimedAt(job string, t time.Time) (time.Time, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	at, ok := c.first[slotKey(job, t).String()]
+	at, ok := c.first[history.SlotKey(job, t).String()]
 	return at, ok
 }
 

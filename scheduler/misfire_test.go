@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // lateWake pauses a lone replica (its clock jumps 10s ahead between two
@@ -341,7 +342,7 @@ func TestRecoverWaitsOutGhostLock(t *testing.T) {
 		// The ghost: slot 5 — the latest whose freshness ran out in the
 		// outage (slots 6..8 are still fresh at 8.5s and run then) — held
 		// for 10s by a lease nobody keeps or ends.
-		if _, err := inner.Acquire(context.Background(), slotKey("job", bubbleStart.Add(5*time.Second)), 10*time.Second); err != nil {
+		if _, err := inner.Acquire(context.Background(), history.SlotKey("job", bubbleStart.Add(5*time.Second)), 10*time.Second); err != nil {
 			t.Fatal(err)
 		}
 		f.down.Store(false)

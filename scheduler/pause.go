@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // A paused job (slotlock pause) fires as usual, but its slots' claims are
@@ -29,7 +30,7 @@ func (s *Scheduler) pausedSlot(j *job, t time.Time, err error) {
 		// Every replica writes the same entry: the history keeps one.
 		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 		defer cancel()
-		_ = s.cfg.Locker.AppendLog(ctx, j.name(), locking.LogAppend{Entry: pausedEntry(t).logEntry(t), Keep: s.cfg.HistoryKeep})
+		_ = s.cfg.Locker.AppendLog(ctx, j.name(), locking.LogAppend{Entry: pausedEntry(t).LogEntry(t), Keep: s.cfg.HistoryKeep})
 	}
 }
 
@@ -78,12 +79,12 @@ func (s *Scheduler) pauseOnFailure(j *job) {
 	n := j.spec.PauseOnFailure
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
-	h, err := ReadHistory(ctx, s.cfg.Locker, j.name(), time.Time{}, n)
+	h, err := history.ReadEntries(ctx, s.cfg.Locker, j.name(), time.Time{}, n)
 	if err != nil || len(h) < n {
 		return
 	}
 	for _, e := range h {
-		if e.Outcome != OutcomeFailed {
+		if e.Outcome != history.OutcomeFailed {
 			return
 		}
 	}

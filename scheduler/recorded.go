@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // The slot history as the last word on "did this slot already run?". A
@@ -45,10 +46,10 @@ func (s *Scheduler) markerSafe() time.Duration {
 // slot is recent: the common case), more while the entries read are all
 // newer than t. errHistoryShort when the log holds HistoryKeep entries or
 // more from t on and none of t: t's may have been trimmed.
-func (s *Scheduler) slotRecorded(ctx context.Context, job string, t time.Time) (HistoryEntry, bool, error) {
+func (s *Scheduler) slotRecorded(ctx context.Context, job string, t time.Time) (history.Entry, bool, error) {
 	keep := s.cfg.HistoryKeep
 	if keep <= 0 {
-		return HistoryEntry{}, false, ErrNoHistory
+		return history.Entry{}, false, ErrNoHistory
 	}
 	score := t.Unix()
 	for n := min(8, keep+1); ; n = min(8*n, keep+1) {
@@ -56,35 +57,35 @@ func (s *Scheduler) slotRecorded(ctx context.Context, job string, t time.Time) (
 		log, err := s.cfg.Locker.ReadLog(ctx, job, score, n)
 		<-s.inflight
 		if err != nil {
-			return HistoryEntry{}, false, err
+			return history.Entry{}, false, err
 		}
 		e, found, err := entryOf(job, log, score)
 		if err != nil || found {
 			return e, found, err
 		}
 		if len(log) >= keep {
-			return HistoryEntry{}, false, errHistoryShort
+			return history.Entry{}, false, errHistoryShort
 		}
 		if len(log) < n {
-			return HistoryEntry{}, false, nil // every entry from t on was read
+			return history.Entry{}, false, nil // every entry from t on was read
 		}
 	}
 }
 
 // entryOf returns the entry of the slot with the given score in log (one
-// per slot, by outcomePrecedence).
-func entryOf(job string, log []locking.LogEntry, score int64) (HistoryEntry, bool, error) {
-	var out HistoryEntry
+// per slot, by history.Entry.Overrules).
+func entryOf(job string, log []locking.LogEntry, score int64) (history.Entry, bool, error) {
+	var out history.Entry
 	found := false
 	for _, le := range log {
 		if le.Score != score {
 			continue
 		}
-		e, ok := parseEntry(le)
+		e, ok := history.ParseEntry(le)
 		if !ok {
-			return HistoryEntry{}, false, fmt.Errorf("scheduler: history of %s: entry %q is not a slot outcome", job, le.Value)
+			return history.Entry{}, false, fmt.Errorf("scheduler: history of %s: entry %q is not a slot outcome", job, le.Value)
 		}
-		if !found || outcomePrecedence(e.Outcome) > outcomePrecedence(out.Outcome) {
+		if !found || e.Overrules(out) {
 			out, found = e, true
 		}
 	}

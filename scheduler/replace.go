@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // Overlap replace: a newer slot takes over from the run still going on,
@@ -224,7 +225,7 @@ func (s *Scheduler) replacedSlot(j *job, t time.Time, claim *locking.Lease, err 
 	name, slot := j.name(), slotString(t)
 	s.skipped(name, slot, ReasonReplaced, 1, "by_slot", by)
 	s.endHandled(pendingEnd{job: name, slot: slot, lease: claim, doneTTL: j.doneTTL, note: ReasonReplaced, at: t,
-		history: &HistoryEntry{Slot: slot, Outcome: OutcomeSkipped, Reason: ReasonReplaced, BySlot: by, Replica: s.cfg.Replica}}, j, t)
+		history: &history.Entry{Slot: slot, Outcome: history.OutcomeSkipped, Reason: ReasonReplaced, BySlot: by, Replica: s.cfg.Replica}}, j, t)
 	return true
 }
 

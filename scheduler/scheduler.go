@@ -33,13 +33,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/slotlock/slotlock/jobs"
 	"log/slog"
 	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/slotlock/slotlock/jobs"
+	"github.com/slotlock/slotlock/scheduler/history"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -106,7 +108,7 @@ type Scheduler struct {
 	orphans   map[locking.Key]bool // abandoned claims being settled
 
 	runsMu  sync.Mutex
-	running map[string]RunInfo // runs going on, by run id (heartbeats)
+	running map[string]history.RunInfo // runs going on, by run id (heartbeats)
 }
 
 const (
@@ -198,7 +200,7 @@ func New(cfg Config) (*Scheduler, error) {
 		stopping: make(chan struct{}),
 		inflight: make(chan struct{}, c.MaxInFlight),
 		ending:   make(chan struct{}, max(1, c.MaxInFlight/2)),
-		running:  map[string]RunInfo{},
+		running:  map[string]history.RunInfo{},
 		scrub:    jobs.NewScrubber(c.Secrets...),
 	}
 	// The done marker must outlive every normal attempt at the slot: the

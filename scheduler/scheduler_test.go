@@ -11,6 +11,7 @@ import (
 
 	"github.com/slotlock/slotlock/jobs"
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 type env struct {
@@ -107,7 +108,7 @@ func TestRunEverySlotOnce(t *testing.T) {
 		// After the run: the slot is a done marker, the job lease is free,
 		// the record names the last slot.
 		last := bubbleStart.Add(10 * time.Second)
-		_, err := e.locker.Acquire(context.Background(), slotKey("tick", last), time.Second)
+		_, err := e.locker.Acquire(context.Background(), history.SlotKey("tick", last), time.Second)
 		var held *locking.HeldError
 		if !errors.As(err, &held) || !held.Done || held.Note != "succeeded" {
 			t.Errorf("slot key after the run: %v", err)
@@ -351,7 +352,7 @@ func TestRetryExhausted(t *testing.T) {
 			failed[0].str("error_class") != "error" || failed[0].str("level") != "ERROR" {
 			t.Errorf("run.failed: %v", failed)
 		}
-		_, err := e.locker.Acquire(context.Background(), slotKey("broken", bubbleStart.Add(time.Minute)), time.Second)
+		_, err := e.locker.Acquire(context.Background(), history.SlotKey("broken", bubbleStart.Add(time.Minute)), time.Second)
 		var held *locking.HeldError
 		if !errors.As(err, &held) || !held.Done || held.Note != "failed" {
 			t.Errorf("slot after a failed run: %v (a failed slot is done, not retried by others)", err)
@@ -479,7 +480,7 @@ func TestShutdownCancelsAfterGrace(t *testing.T) {
 		if _, err := e.locker.Acquire(context.Background(), runKey("job"), time.Second); err != nil {
 			t.Errorf("job lease after shutdown: %v", err)
 		}
-		_, err := e.locker.Acquire(context.Background(), slotKey("job", bubbleStart.Add(time.Second)), time.Second)
+		_, err := e.locker.Acquire(context.Background(), history.SlotKey("job", bubbleStart.Add(time.Second)), time.Second)
 		var held *locking.HeldError
 		if !errors.As(err, &held) || !held.Done || held.Note != "canceled" {
 			t.Errorf("slot after a canceled run: %v", err)

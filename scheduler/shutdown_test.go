@@ -9,6 +9,7 @@ import (
 
 	"github.com/slotlock/slotlock/jobs"
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // stubborn is a job that ignores its canceled context for ignore, like an
@@ -60,7 +61,7 @@ func TestShutdownWaitsForCanceledRuns(t *testing.T) {
 		} else {
 			_ = l.Release(context.Background())
 		}
-		_, err := e.locker.Acquire(context.Background(), slotKey("stubborn", bubbleStart.Add(time.Minute)), time.Second)
+		_, err := e.locker.Acquire(context.Background(), history.SlotKey("stubborn", bubbleStart.Add(time.Minute)), time.Second)
 		var held *locking.HeldError
 		if !errors.As(err, &held) || !held.Done || held.Note != "canceled" {
 			t.Errorf("slot after a canceled run: %v", err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 type slotMode int
@@ -77,7 +78,7 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 		// The job lease in the same call as the claim, where it is free.
 		slotPolicy.with = runKey(name)
 	}
-	lease, err := s.acquire(name, slotKey(name, t), slotPolicy)
+	lease, err := s.acquire(name, history.SlotKey(name, t), slotPolicy)
 	for mode == modeRecover && heldNotDone(err) {
 		// A missed slot that looks held: a replica recovering it too (its
 		// done marker follows), or a lock attempt that a frozen node
@@ -94,7 +95,7 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 			span.skip(ReasonShutdown)
 			return
 		}
-		lease, err = s.acquire(name, slotKey(name, t), slotPolicy)
+		lease, err = s.acquire(name, history.SlotKey(name, t), slotPolicy)
 	}
 	switch {
 	case errors.Is(err, errStopping):
@@ -198,7 +199,7 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 				span.skip(ReasonOverlap)
 				s.skipped(name, slot, ReasonOverlap, 1, heldAttrs(err)...)
 				s.endHandled(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: ReasonOverlap, at: t,
-					history: &HistoryEntry{Slot: slot, Outcome: OutcomeSkipped, Reason: ReasonOverlap, Replica: s.cfg.Replica}}, j, t)
+					history: &history.Entry{Slot: slot, Outcome: history.OutcomeSkipped, Reason: ReasonOverlap, Replica: s.cfg.Replica}}, j, t)
 				return
 			}
 			// The slot is lost here; the others saw our slot lock as held.
@@ -216,7 +217,7 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 			s.logLate(name, lateRange{first: t, last: t, count: 1}, note+slotString(other))
 			s.endHandled(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: ReasonLate, at: t,
 				jobLease: jobLease,
-				history:  &HistoryEntry{Slot: slot, Outcome: OutcomeSkipped, Reason: ReasonLate, Replica: s.cfg.Replica}}, j, t)
+				history:  &history.Entry{Slot: slot, Outcome: history.OutcomeSkipped, Reason: ReasonLate, Replica: s.cfg.Replica}}, j, t)
 			return
 		}
 	}
@@ -231,7 +232,7 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 	// The job lease is released in the same call as the slot is marked
 	// done: the next slot may start at once, here or elsewhere.
 	end := pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: h.Outcome, history: &h, at: t, jobLease: jobLease}
-	if h.Outcome == OutcomeFailed && j.spec.PauseOnFailure > 0 {
+	if h.Outcome == history.OutcomeFailed && j.spec.PauseOnFailure > 0 {
 		end.then = func() { s.spawn(func() { s.pauseOnFailure(j) }) }
 	}
 	s.endHandled(end, j, t)

@@ -8,6 +8,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // Tracing (Config.TracerProvider). Each attempt of this replica at a
@@ -72,7 +74,7 @@ type slotSpan struct {
 	sp              trace.Span
 	outcome, reason string
 	ranRun          bool
-	run             HistoryEntry // when ranRun (a copy: taking h's address would move it to the heap on the untraced path too)
+	run             history.Entry // when ranRun (a copy: taking h's address would move it to the heap on the untraced path too)
 }
 
 // traceSlot starts the span of this replica's attempt at slot t of j. It
@@ -104,19 +106,19 @@ func (s *Scheduler) traceTrigger(ctx context.Context, job string) (context.Conte
 // skip records that the attempt ran nothing, for reason.
 func (st *slotSpan) skip(reason string) {
 	if st != nil {
-		st.outcome, st.reason = OutcomeSkipped, reason
+		st.outcome, st.reason = history.OutcomeSkipped, reason
 	}
 }
 
 // settled records that the attempt closed an abandoned claim.
 func (st *slotSpan) settled() {
 	if st != nil {
-		st.outcome = OutcomeAbandoned
+		st.outcome = history.OutcomeAbandoned
 	}
 }
 
 // ran records the run the attempt made.
-func (st *slotSpan) ran(h HistoryEntry) {
+func (st *slotSpan) ran(h history.Entry) {
 	if st != nil {
 		st.ranRun, st.run, st.outcome, st.reason = true, h, h.Outcome, h.Reason
 	}
@@ -140,9 +142,9 @@ func (st *slotSpan) end() {
 	}
 	st.sp.SetAttributes(attrs...)
 	switch {
-	case st.outcome == OutcomeFailed:
+	case st.outcome == history.OutcomeFailed:
 		st.sp.SetStatus(codes.Error, "run failed")
-	case st.outcome == OutcomeSkipped && warnSkip(st.reason):
+	case st.outcome == history.OutcomeSkipped && warnSkip(st.reason):
 		st.sp.SetStatus(codes.Error, "skipped: "+st.reason)
 	}
 	st.sp.End()
@@ -190,7 +192,7 @@ func (rs *runSpan) retry(n int, err error, wait time.Duration) {
 
 // end ends the run's span with its outcome. A failed run, and one
 // canceled for its timeout or a lost lease, set the error status.
-func (rs *runSpan) end(h HistoryEntry, runErr error) {
+func (rs *runSpan) end(h history.Entry, runErr error) {
 	if rs == nil {
 		return
 	}
@@ -203,9 +205,9 @@ func (rs *runSpan) end(h HistoryEntry, runErr error) {
 	}
 	rs.sp.SetAttributes(attrs...)
 	switch {
-	case h.Outcome == OutcomeFailed && runErr != nil:
+	case h.Outcome == history.OutcomeFailed && runErr != nil:
 		rs.sp.SetStatus(codes.Error, "run failed: "+h.ErrorClass) // the class, never the text: it may hold what a job printed
-	case h.Outcome == OutcomeCanceled && h.Reason != cancelShutdown:
+	case h.Outcome == history.OutcomeCanceled && h.Reason != cancelShutdown:
 		rs.sp.SetStatus(codes.Error, "canceled: "+h.Reason)
 	}
 	rs.sp.End()

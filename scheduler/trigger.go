@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // Trigger runs the named job once now, in this process, as a manual slot
@@ -30,7 +31,7 @@ func (s *Scheduler) Trigger(ctx context.Context, name string) error {
 // TriggerRun is Trigger, and returns the manual run's history entry (its
 // outcome, replica, run id, token, attempts, duration; Slot "manual") when
 // it ran, for the control audit (RecordControl).
-func (s *Scheduler) TriggerRun(ctx context.Context, name string) (*HistoryEntry, error) {
+func (s *Scheduler) TriggerRun(ctx context.Context, name string) (*history.Entry, error) {
 	j, ok := s.job(name)
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownJob, name)
@@ -70,7 +71,7 @@ func (s *Scheduler) TriggerRun(ctx context.Context, name string) (*HistoryEntry,
 	span.ran(h)
 	outcome := h.Outcome
 	s.endLease(name, SlotManual, lease, 0, "")
-	if outcome != OutcomeSucceeded {
+	if outcome != history.OutcomeSucceeded {
 		if runErr == nil {
 			runErr = context.Cause(parent)
 		}

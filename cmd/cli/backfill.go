@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/scheduler"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // backfillTimeout bounds the reads that plan a backfill (the slot history
@@ -78,7 +79,7 @@ func cmdBackfill(ctx context.Context, args []string, env Env) int {
 		return exitOK
 	}
 
-	if recordControl(ctx, r, env, scheduler.ControlBackfill, job,
+	if recordControl(ctx, r, env, history.ControlBackfill, job,
 		fmt.Sprintf("%s to %s: %d slots to run", slotText(from), slotText(to), toRun), nil) != nil {
 		return exitFailure
 	}
@@ -144,7 +145,7 @@ func parseTime(flag, v string) (time.Time, error) {
 func slotText(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 // describeRun sums up a backfilled run for the table.
-func describeRun(h scheduler.HistoryEntry) string {
+func describeRun(h history.Entry) string {
 	s := fmt.Sprintf("run %s, token %d, %d attempt(s), %s", h.RunID, h.Token, h.Attempts,
 		(time.Duration(h.DurationMS) * time.Millisecond).String())
 	if h.ErrorClass != "" {

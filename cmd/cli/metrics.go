@@ -10,6 +10,7 @@ import (
 
 	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/scheduler"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // metrics exports the scheduler's hooks and the lock stores' state in the
@@ -137,11 +138,11 @@ func (m *metrics) JobOutcome(job, outcome string, at time.Time) {
 	}
 	if last.outcome != outcome {
 		// Called for every run: touch the outcome series only on a change.
-		for _, o := range scheduler.HistoryOutcomes {
+		for _, o := range history.Outcomes {
 			m.lastOutcome.WithLabelValues(job, o).Set(b2f(o == outcome))
 		}
 	}
-	if outcome == scheduler.OutcomeSucceeded {
+	if outcome == history.OutcomeSucceeded {
 		if last.success == nil {
 			last.success = m.lastSuccess.WithLabelValues(job)
 		}
@@ -168,7 +169,7 @@ func (m *metrics) setConfigHash(hash string) {
 // them before the first event.
 func (m *metrics) initJobs(names []string) {
 	for _, j := range names {
-		for _, o := range scheduler.Outcomes {
+		for _, o := range history.RunOutcomes {
 			m.runs.WithLabelValues(j, o)
 		}
 		for _, r := range scheduler.SkipReasons {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/scheduler"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // The page: one GET with its state in the query, so every view is a link.
@@ -130,7 +131,7 @@ func (s *server) page(w http.ResponseWriter, r *http.Request) {
 // render writes the page.
 func render(w io.Writer, v pageView) error { return pageTmpl.Execute(w, v) }
 
-func (s *server) jobsView(v *pageView, st scheduler.Status, specs []scheduler.JobSpec, p pageQuery) {
+func (s *server) jobsView(v *pageView, st history.Status, specs []scheduler.JobSpec, p pageQuery) {
 	v.JobsTotal = len(specs)
 	v.JobsFrom, v.JobsTo = min(p.Offset, len(specs))+1, min(p.Offset+pageJobs, len(specs))
 	if p.Offset > 0 {
@@ -172,7 +173,7 @@ func (s *server) jobsView(v *pageView, st scheduler.Status, specs []scheduler.Jo
 	}
 }
 
-func pauseText(ps *scheduler.PauseStatus) string {
+func pauseText(ps *history.PauseStatus) string {
 	s := "until resumed"
 	if ps.Until != nil {
 		s = "until " + ps.Until.UTC().Format(time.RFC3339)
@@ -189,12 +190,12 @@ func pauseText(ps *scheduler.PauseStatus) string {
 // stateClass is a timeline state's CSS class: a paused skip and a missed
 // slot look unlike any other.
 func stateClass(state, reason string) string {
-	if state == scheduler.OutcomeSkipped && reason == scheduler.ReasonPaused {
+	if state == history.OutcomeSkipped && reason == scheduler.ReasonPaused {
 		return "s-paused"
 	}
 	switch state {
-	case scheduler.OutcomeSucceeded, scheduler.OutcomeFailed, scheduler.OutcomeCanceled, scheduler.OutcomeAbandoned,
-		scheduler.OutcomeSkipped, scheduler.OutcomeMissed, scheduler.SlotPending, scheduler.SlotRunning:
+	case history.OutcomeSucceeded, history.OutcomeFailed, history.OutcomeCanceled, history.OutcomeAbandoned,
+		history.OutcomeSkipped, history.OutcomeMissed, history.SlotPending, history.SlotRunning:
 		return "s-" + state
 	}
 	return "s-unrecorded"

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/scheduler"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // A job's slot timeline: one cell per nominal slot of the window, coloured
@@ -72,9 +73,9 @@ func (s *server) timeline(r *http.Request, p pageQuery, now time.Time) *timeline
 
 // buildTimeline fills tv from sl: the window links, counts, cells and the
 // detail of p.Slot.
-func buildTimeline(tv *timelineView, sl scheduler.Slots, p pageQuery, spec scheduler.JobSpec, settle time.Duration) {
+func buildTimeline(tv *timelineView, sl history.Slots, p pageQuery, spec scheduler.JobSpec, settle time.Duration) {
 	tv.Since, tv.Until = sl.Since.Format(time.RFC3339), sl.Until.Format(time.RFC3339)
-	tv.Truncated, tv.Max = sl.Truncated, scheduler.MaxWindowSlots
+	tv.Truncated, tv.Max = sl.Truncated, history.MaxWindowSlots
 	current := p.Since
 	if current == "" {
 		current = windows[0].since
@@ -102,7 +103,7 @@ func buildTimeline(tv *timelineView, sl scheduler.Slots, p pageQuery, spec sched
 		c.Title = cellTitle(v)
 		tv.Cells[i] = c
 		label := withReason(v.State, reason)
-		if v.State == scheduler.OutcomeFailed || v.State == scheduler.OutcomeMissed {
+		if v.State == history.OutcomeFailed || v.State == history.OutcomeMissed {
 			label = v.State
 		}
 		if counts[label] == 0 {
@@ -125,7 +126,7 @@ func buildTimeline(tv *timelineView, sl scheduler.Slots, p pageQuery, spec sched
 }
 
 // cellTitle is a cell's tooltip: the slot, its state and who ran it.
-func cellTitle(v scheduler.SlotView) string {
+func cellTitle(v history.SlotView) string {
 	var b strings.Builder
 	b.WriteString(v.Slot)
 	b.WriteString(" · ")
@@ -148,7 +149,7 @@ func cellTitle(v scheduler.SlotView) string {
 }
 
 // detail is the detail of slot v.
-func detail(v scheduler.SlotView, class string, spec scheduler.JobSpec, settle time.Duration) *detailView {
+func detail(v history.SlotView, class string, spec scheduler.JobSpec, settle time.Duration) *detailView {
 	d := &detailView{Slot: v.Slot, State: v.State, Class: class}
 	if t, err := time.Parse(time.RFC3339, v.Slot); err == nil && spec.Location != nil && spec.Location != time.UTC {
 		d.Local = t.In(spec.Location).Format(time.RFC3339) + " " + spec.Location.String()
@@ -156,9 +157,9 @@ func detail(v scheduler.SlotView, class string, spec scheduler.JobSpec, settle t
 	e := v.Entry
 	if e == nil {
 		switch v.State {
-		case scheduler.SlotRunning:
+		case history.SlotRunning:
 			d.Note = "A claim of this slot is open: a run is going on, or one was abandoned and is not yet settled."
-		case scheduler.SlotPending:
+		case history.SlotPending:
 			d.Note = "No outcome yet: the slot is in the future, or too recent (a slot is judged once " + settle.String() + " old)."
 		default:
 			d.Note = "No outcome recorded: the reconciler has not judged this slot (it is off, behind, or the slot is from before these job definitions ran)."
