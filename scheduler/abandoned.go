@@ -46,7 +46,7 @@ func (s *Scheduler) settleAbandoned(j *job, t time.Time, lease *locking.Lease) {
 		return
 	}
 	name, slot := j.name(), slotString(t)
-	s.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: history.OutcomeAbandoned,
+	s.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: string(history.OutcomeAbandoned),
 		history: &history.Entry{Slot: slot, Outcome: history.OutcomeAbandoned, Replica: ab.Holder, RunID: ab.ID}, at: t,
 		then: func() {
 			s.log.Warn("run abandoned: its replica stopped renewing its lease before the run ended; the slot is not run again",
@@ -62,14 +62,14 @@ func (s *Scheduler) settleAbandoned(j *job, t time.Time, lease *locking.Lease) {
 func (s *Scheduler) settleUnconfirmed(j *job, t time.Time, lease *locking.Lease) {
 	ab := lease.Abandoned()
 	name, slot := j.name(), slotString(t)
-	s.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: history.OutcomeMissed,
-		history: &history.Entry{Slot: slot, Outcome: history.OutcomeMissed, Reason: MissedUnknown, Replica: ab.Holder, RunID: ab.ID,
+	s.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: string(history.OutcomeMissed),
+		history: &history.Entry{Slot: slot, Outcome: history.OutcomeMissed, Reason: history.ReasonUnknown, Replica: ab.Holder, RunID: ab.ID,
 			MayHaveStarted: true}, at: t,
 		then: func() {
 			s.log.Warn("slot missed: its winner stopped before confirming that its run started; it may have started, so it is not run again",
-				"event", evSlotMissed, "job", name, "slot", slot, "reason", MissedUnknown, "may_have_started", true,
+				"event", evSlotMissed, "job", name, "slot", slot, "reason", string(history.ReasonUnknown), "may_have_started", true,
 				"run_id", ab.ID, "holder", ab.Holder)
-			s.metrics.SlotMissed(name, MissedUnknown)
+			s.metrics.SlotMissed(name, history.ReasonUnknown)
 			s.metrics.JobOutcome(name, history.OutcomeMissed, t)
 			s.recordHandled(j, t)
 		}})
@@ -110,7 +110,7 @@ func (s *Scheduler) settleOrphan(j *job, o *locking.Abandoned) {
 		// A leftover on a minority of the stores, or settled meanwhile
 		// with its marker gone: claiming it must not run it. Close it, so
 		// that no store points to it again.
-		s.endLease(j.name(), slotString(t), lease, j.doneTTL, history.OutcomeAbandoned)
+		s.endLease(j.name(), slotString(t), lease, j.doneTTL, string(history.OutcomeAbandoned))
 		return
 	}
 	s.settleAbandoned(j, t, lease)

@@ -58,7 +58,7 @@ func (e *HandledError) Unwrap() error { return ErrSlotHandled }
 // started), or skipped with reason late.
 func Backfillable(e *history.Entry) bool {
 	return e == nil || (e.Outcome == history.OutcomeMissed && !e.MayHaveStarted) ||
-		(e.Outcome == history.OutcomeSkipped && e.Reason == ReasonLate)
+		(e.Outcome == history.OutcomeSkipped && e.Reason == history.ReasonLate)
 }
 
 // BackfillAfter is how old a slot of the named job must be before a
@@ -176,12 +176,12 @@ func (s *Scheduler) checkWindow(j *job, from, to time.Time) error {
 // "skipped (overlap)".
 func describeEntry(e history.Entry) string {
 	if e.MayHaveStarted {
-		return e.Outcome + " (" + e.Reason + ", may have started)"
+		return string(e.Outcome) + " (" + string(e.Reason) + ", may have started)"
 	}
 	if e.Reason != "" {
-		return e.Outcome + " (" + e.Reason + ")"
+		return string(e.Outcome) + " (" + string(e.Reason) + ")"
 	}
-	return e.Outcome
+	return string(e.Outcome)
 }
 
 // RunSlot runs slot t of the named job now, in this process, as a backfill
@@ -234,7 +234,7 @@ func (s *Scheduler) RunSlot(ctx context.Context, name string, t time.Time) (hist
 		if err != nil {
 			s.endLease(name, slot, lease, 0, "") // not run: a later backfill may run it
 			if !isSplitVote(err) && errors.Is(err, locking.ErrNotAcquired) {
-				s.skipped(name, slot, ReasonOverlap, 1, append(heldAttrs(err), "backfill", true)...)
+				s.skipped(name, slot, history.ReasonOverlap, 1, append(heldAttrs(err), "backfill", true)...)
 			}
 			return history.Entry{}, fmt.Errorf("scheduler: backfill %s %s: job lease: %w", name, slot, err)
 		}
@@ -248,7 +248,7 @@ func (s *Scheduler) RunSlot(ctx context.Context, name string, t time.Time) (hist
 		leases = append(leases, jobLease)
 	}
 	h, runErr := s.execute(runSpec{j: j, slot: t, backfill: true, leases: leases, parent: parent})
-	s.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: h.Outcome, history: &h, at: t, jobLease: jobLease})
+	s.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: string(h.Outcome), history: &h, at: t, jobLease: jobLease})
 	if o := lease.Orphan(); o != nil {
 		s.settleOrphan(j, o) // now: this process may exit next
 	}
@@ -271,9 +271,9 @@ func (s *Scheduler) claimPast(j *job, t time.Time) (*locking.Lease, error) {
 	var he *locking.HeldError
 	switch {
 	case err != nil && !isSplitVote(err) && errors.As(err, &he):
-		why, reason := "running", ReasonHeld
+		why, reason := "running", history.ReasonHeld
 		if he.Done {
-			why, reason = ReasonDone, ReasonDone
+			why, reason = string(history.ReasonDone), history.ReasonDone
 		}
 		s.skipped(name, slot, reason, 1, append(heldAttrs(err), "backfill", true)...)
 		return nil, &HandledError{Slot: t, Reason: why}
@@ -281,14 +281,14 @@ func (s *Scheduler) claimPast(j *job, t time.Time) (*locking.Lease, error) {
 		return nil, fmt.Errorf("scheduler: backfill %s %s: %w", name, slot, err)
 	case lease.Abandoned() != nil:
 		s.settleAbandoned(j, t, lease)
-		why := history.OutcomeAbandoned
+		why := string(history.OutcomeAbandoned)
 		if !lease.Abandoned().Started {
-			why = MissedUnknown + ", may have started"
+			why = string(history.ReasonUnknown) + ", may have started"
 		}
 		return nil, &HandledError{Slot: t, Reason: why}
 	case lease.Leftover():
 		s.endLease(name, slot, lease, 0, "")
-		s.skipped(name, slot, ReasonClaimed, 1, "note", "a claim of the slot is on a minority of the stores", "backfill", true)
+		s.skipped(name, slot, history.ReasonClaimed, 1, "note", "a claim of the slot is on a minority of the stores", "backfill", true)
 		return nil, fmt.Errorf("scheduler: backfill %s %s: a claim of the slot is on a minority of the stores (it may have started): %w",
 			name, slot, locking.ErrNotAcquired)
 	}
@@ -300,8 +300,8 @@ func (s *Scheduler) claimPast(j *job, t time.Time) (*locking.Lease, error) {
 		s.endLease(name, slot, lease, 0, "")
 		return nil, fmt.Errorf("scheduler: backfill %s %s: slot history: %w", name, slot, err)
 	case found && !Backfillable(&e):
-		s.endLease(name, slot, lease, j.doneTTL, ReasonDone)
-		s.skipped(name, slot, ReasonDone, 1, "outcome", e.Outcome, "note", "the slot history records it", "backfill", true)
+		s.endLease(name, slot, lease, j.doneTTL, string(history.ReasonDone))
+		s.skipped(name, slot, history.ReasonDone, 1, "outcome", string(e.Outcome), "note", "the slot history records it", "backfill", true)
 		return nil, &HandledError{Slot: t, Reason: describeEntry(e), Entry: &e}
 	}
 	return lease, nil

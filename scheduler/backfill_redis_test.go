@@ -88,8 +88,8 @@ func TestRedisBackfillRunSlot(t *testing.T) {
 	}
 	missed, overlap := gap[0], gap[1]
 	ctx := context.Background()
-	for _, e := range []history.Entry{missedEntry(missed, MissedNoReplica),
-		{Slot: slotString(overlap), Outcome: history.OutcomeSkipped, Reason: ReasonOverlap}} {
+	for _, e := range []history.Entry{missedEntry(missed, history.ReasonNoReplica),
+		{Slot: slotString(overlap), Outcome: history.OutcomeSkipped, Reason: history.ReasonOverlap}} {
 		at, _ := time.Parse(time.RFC3339, e.Slot)
 		if err := l.AppendLog(ctx, "bf", locking.LogAppend{Entry: e.LogEntry(at), Keep: DefaultHistoryKeep}); err != nil {
 			t.Fatal(err)
@@ -130,7 +130,7 @@ func TestRedisBackfillRunSlot(t *testing.T) {
 	// open), the slots that ran long enough ago for their markers to be
 	// gone (the history).
 	var he *HandledError
-	if _, err := bf.RunSlot(ctx, "bf", toRun[len(toRun)-1]); !errors.As(err, &he) || (he.Reason != ReasonDone && he.Reason != "succeeded") {
+	if _, err := bf.RunSlot(ctx, "bf", toRun[len(toRun)-1]); !errors.As(err, &he) || (he.Reason != string(history.ReasonDone) && he.Reason != "succeeded") {
 		t.Errorf("RunSlot of a slot just backfilled: %v", err)
 	} else {
 		t.Logf("RunSlot of a slot just backfilled: %v", err)

@@ -101,7 +101,7 @@ func TestRunSlotForbidWaitsForJobLease(t *testing.T) {
 		}
 		time.Sleep(2 * time.Minute) // the done marker is gone: the history answers
 		var he *HandledError
-		if _, err := s.RunSlot(ctx, "bf", sl); !errors.As(err, &he) || he.Reason != history.OutcomeSucceeded {
+		if _, err := s.RunSlot(ctx, "bf", sl); !errors.As(err, &he) || he.Reason != string(history.OutcomeSucceeded) {
 			t.Errorf("RunSlot after the marker expired: %v", err)
 		}
 		if len(rec.all()) != 1 {

@@ -100,18 +100,18 @@ type JobSpec struct {
 // Metrics receives the scheduler's measurements. Every method must be cheap
 // and safe for concurrent use. A nil Metrics in Config means none.
 type Metrics interface {
-	SlotSkipped(job, reason string)                     // reason: held | done | overlap | late | no_quorum
-	RunFinished(job, outcome string, d time.Duration)   // outcome: succeeded | failed | canceled
-	StartDelay(job string, d time.Duration)             // actual start - due time (the nominal slot plus its jitter offset; scheduled runs)
-	LockAcquire(job string, d time.Duration, err error) // latency of each Acquire, with its result
-	LeaseLost(job string)                               // a run lost its lease(s): once per run, like lock.lost
-	RunAbandoned(job string)                            // a run that never ended was reported (run.abandoned), once fleet-wide
-	JobPaused(job string, paused bool)                  // whether the job was paused at its latest slot, as this replica saw it
-	SlotMissed(job, reason string)                      // a slot was declared missed (slot.missed), once fleet-wide; reason: no_replica | no_quorum | unknown
+	SlotSkipped(job string, reason history.Reason)                    // reason: one of history.SkipReasons
+	RunFinished(job string, outcome history.Outcome, d time.Duration) // outcome: one of history.RunOutcomes
+	StartDelay(job string, d time.Duration)                           // actual start - due time (the nominal slot plus its jitter offset; scheduled runs)
+	LockAcquire(job string, d time.Duration, err error)               // latency of each Acquire, with its result
+	LeaseLost(job string)                                             // a run lost its lease(s): once per run, like lock.lost
+	RunAbandoned(job string)                                          // a run that never ended was reported (run.abandoned), once fleet-wide
+	JobPaused(job string, paused bool)                                // whether the job was paused at its latest slot, as this replica saw it
+	SlotMissed(job string, reason history.Reason)                     // a slot was declared missed (slot.missed), once fleet-wide; reason: one of history.MissedReasons
 	// JobOutcome reports the latest slot outcome this replica knows of (a
 	// run it ended, or the newest entry of the history the reconciler
 	// read): outcome is a history outcome, at when the slot ended.
-	JobOutcome(job, outcome string, at time.Time)
+	JobOutcome(job string, outcome history.Outcome, at time.Time)
 }
 
 // Config configures a Scheduler. Locker and Jobs are required; the zero
@@ -329,12 +329,12 @@ func (j JobSpec) Describe() history.Job {
 
 type nopMetrics struct{}
 
-func (nopMetrics) SlotSkipped(string, string)                {}
-func (nopMetrics) RunFinished(string, string, time.Duration) {}
-func (nopMetrics) StartDelay(string, time.Duration)          {}
-func (nopMetrics) LockAcquire(string, time.Duration, error)  {}
-func (nopMetrics) LeaseLost(string)                          {}
-func (nopMetrics) RunAbandoned(string)                       {}
-func (nopMetrics) JobPaused(string, bool)                    {}
-func (nopMetrics) SlotMissed(string, string)                 {}
-func (nopMetrics) JobOutcome(string, string, time.Time)      {}
+func (nopMetrics) SlotSkipped(string, history.Reason)                 {}
+func (nopMetrics) RunFinished(string, history.Outcome, time.Duration) {}
+func (nopMetrics) StartDelay(string, time.Duration)                   {}
+func (nopMetrics) LockAcquire(string, time.Duration, error)           {}
+func (nopMetrics) LeaseLost(string)                                   {}
+func (nopMetrics) RunAbandoned(string)                                {}
+func (nopMetrics) JobPaused(string, bool)                             {}
+func (nopMetrics) SlotMissed(string, history.Reason)                  {}
+func (nopMetrics) JobOutcome(string, history.Outcome, time.Time)      {}

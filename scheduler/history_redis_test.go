@@ -65,13 +65,16 @@ func TestRedisHistoryEveryOutcomeKind(t *testing.T) {
 	time.Sleep(5 * time.Second)
 	stop()
 
-	want := map[string]struct{ outcome, reason string }{
+	want := map[string]struct {
+		outcome history.Outcome
+		reason  history.Reason
+	}{
 		"ok":    {history.OutcomeSucceeded, ""},
 		"bad":   {history.OutcomeFailed, ""},
-		"slow":  {history.OutcomeCanceled, cancelTimeout},
-		"hog":   {history.OutcomeSkipped, ReasonOverlap},
+		"slow":  {history.OutcomeCanceled, history.ReasonTimeout},
+		"hog":   {history.OutcomeSkipped, history.ReasonOverlap},
 		"dead":  {history.OutcomeAbandoned, ""},
-		"limbo": {history.OutcomeMissed, MissedUnknown},
+		"limbo": {history.OutcomeMissed, history.ReasonUnknown},
 	}
 	for job, w := range want {
 		h, err := history.ReadEntries(context.Background(), l, job, time.Time{}, 100)

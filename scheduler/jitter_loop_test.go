@@ -175,7 +175,7 @@ func TestJitterLatenessFromDue(t *testing.T) {
 		require.Empty(t, where(evs, "slot.skipped", "slot", slotString(fresh)))
 
 		require.Zero(t, ran[slotString(late)], "late slot %s ran", slotString(late))
-		ll := where(evs, "slot.skipped", "reason", ReasonLate, "slot", slotString(late))
+		ll := where(evs, "slot.skipped", "reason", string(history.ReasonLate), "slot", slotString(late))
 		require.Len(t, ll, 1, "late slot %s: %v", slotString(late), where(evs, "slot.skipped"))
 		require.Equal(t, float64(1), ll[0].num("missed"))
 	})

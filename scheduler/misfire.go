@@ -89,8 +89,8 @@ func (s *Scheduler) probeLate(j *job, t time.Time) bool {
 	case s.clock.Now().Sub(t) > s.markerSafe() && s.settledInHistory(j, t, lease):
 		return false
 	}
-	s.endHandled(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: ReasonLate, at: t,
-		history: &history.Entry{Slot: slot, Outcome: history.OutcomeSkipped, Reason: ReasonLate, Replica: s.cfg.Replica}}, j, t)
+	s.endHandled(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: string(history.ReasonLate), at: t,
+		history: &history.Entry{Slot: slot, Outcome: history.OutcomeSkipped, Reason: history.ReasonLate, Replica: s.cfg.Replica}}, j, t)
 	return true
 }
 
@@ -102,7 +102,7 @@ func (s *Scheduler) logLate(job string, late lateRange, note string) {
 	if late.atLeast {
 		attrs = append(attrs, "missed_at_least", true)
 	}
-	s.skipped(job, slotString(late.last), ReasonLate, late.count, attrs...)
+	s.skipped(job, slotString(late.last), history.ReasonLate, late.count, attrs...)
 }
 
 // recover runs missed slot t of j under run_once or run_all, unless it is

@@ -60,7 +60,7 @@ func probeClaimedSlot(t *testing.T, live bool) {
 	time.Sleep(time.Until(bubbleStart.Add(150 * time.Second))) // the probe came at about 131 s
 	if live {
 		entry := history.Entry{Slot: slotString(slot), Outcome: history.OutcomeSucceeded, Replica: "ghost", RunID: ghost.ID()}
-		if err := ghost.MarkDoneLog(ctx, time.Hour, history.OutcomeSucceeded, entry.LogEntry(slot), 100); err != nil {
+		if err := ghost.MarkDoneLog(ctx, time.Hour, string(history.OutcomeSucceeded), entry.LogEntry(slot), 100); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -82,7 +82,7 @@ func probeClaimedSlot(t *testing.T, live bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	late := where(evs, "slot.skipped", "slot", slotString(slot), "reason", ReasonLate)
+	late := where(evs, "slot.skipped", "slot", slotString(slot), "reason", string(history.ReasonLate))
 	fail := func(format string, args ...any) {
 		t.Helper()
 		e.sink.dump(t)
@@ -95,7 +95,7 @@ func probeClaimedSlot(t *testing.T, live bool) {
 		fail("claims still open: %v", claims)
 	case live && (entries[0].Outcome != history.OutcomeSucceeded || len(late) != 0):
 		fail("a running slot: entry %+v, %d slot.skipped late lines (%v), want the run's entry and none", entries[0], len(late), late)
-	case !live && len(late) != 0 && fmt.Sprint(entries[0].Outcome, entries[0].Reason) != history.OutcomeSkipped+ReasonLate:
+	case !live && len(late) != 0 && fmt.Sprint(entries[0].Outcome, entries[0].Reason) != string(history.OutcomeSkipped)+string(history.ReasonLate):
 		fail("logged skipped late, but the history says %+v", entries[0])
 	}
 }

@@ -24,7 +24,7 @@ func (s *Scheduler) pausedSlot(j *job, t time.Time, err error) {
 	errors.As(err, &pe)
 	s.quorumSeen()
 	s.notePause(j, pe.Pause)
-	s.skipped(j.name(), slotString(t), ReasonPaused, 1, pauseAttrs(pe.Pause, "pause_reason")...)
+	s.skipped(j.name(), slotString(t), history.ReasonPaused, 1, pauseAttrs(pe.Pause, "pause_reason")...)
 	s.recordHandled(j, t)
 	if s.cfg.HistoryKeep > 0 {
 		// Every replica writes the same entry: the history keeps one.

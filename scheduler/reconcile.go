@@ -283,7 +283,7 @@ func (p *pass) job(ctx context.Context, j *job) error {
 				return err
 			}
 			s.log.Warn("slot missed: it should have run and nobody ran it", "event", evSlotMissed,
-				"job", name, "slot", slotString(t), "reason", reason)
+				"job", name, "slot", slotString(t), "reason", string(reason))
 			s.metrics.SlotMissed(name, reason)
 			s.metrics.JobOutcome(name, history.OutcomeMissed, t)
 		}
@@ -340,14 +340,14 @@ func (p *pass) write(ctx context.Context, j *job, e history.Entry, t time.Time) 
 }
 
 // reason says why nobody ran slot t.
-func (p *pass) reason(fleet history.Fleet, t time.Time) string {
+func (p *pass) reason(fleet history.Fleet, t time.Time) history.Reason {
 	switch {
 	case fleet.DownAt(t, p.s.lateness+p.s.cfg.MaxClockSkew):
-		return ReasonNoQuorum
+		return history.ReasonNoQuorum
 	case !fleet.AliveAt(t):
-		return MissedNoReplica
+		return history.ReasonNoReplica
 	}
-	return MissedUnknown
+	return history.ReasonUnknown
 }
 
 // noteOutcome tells the metrics the newest outcome in log (newest first).
@@ -367,10 +367,10 @@ func (p *pass) noteOutcome(job string, log []locking.LogEntry) {
 // pause and of a missed slot: the same whoever writes them, so that
 // replicas and reconcilers writing one twice leave one.
 func pausedEntry(t time.Time) history.Entry {
-	return history.Entry{Slot: slotString(t), Outcome: history.OutcomeSkipped, Reason: ReasonPaused}
+	return history.Entry{Slot: slotString(t), Outcome: history.OutcomeSkipped, Reason: history.ReasonPaused}
 }
 
-func missedEntry(t time.Time, reason string) history.Entry {
+func missedEntry(t time.Time, reason history.Reason) history.Entry {
 	return history.Entry{Slot: slotString(t), Outcome: history.OutcomeMissed, Reason: reason}
 }
 

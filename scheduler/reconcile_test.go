@@ -28,7 +28,7 @@ func newFrozenWriter(l locking.Locker) *frozenWriter {
 }
 
 func (f *frozenWriter) AppendLog(ctx context.Context, family string, a locking.LogAppend) error {
-	if strings.Contains(a.Entry.Value, `"outcome":"`+history.OutcomeMissed+`"`) {
+	if strings.Contains(a.Entry.Value, `"outcome":"`+string(history.OutcomeMissed)+`"`) {
 		f.once.Do(func() {
 			close(f.frozen)
 			<-f.thawed
@@ -96,7 +96,7 @@ func TestReconcilerFrozenPastItsLeaseReportsOnce(t *testing.T) {
 		if by := missed[0].str("replica"); by != "r2" {
 			t.Errorf("reported by %s, want r2 (r1 froze before writing)", by)
 		}
-		if n := e.metrics.get("yearly/missed/"+MissedUnknown, true); n != 1 {
+		if n := e.metrics.get("yearly/missed/"+string(history.ReasonUnknown), true); n != 1 {
 			t.Errorf("slotlock_slots_missed_total counted %d, want 1", n)
 		}
 		hist, err := history.ReadEntries(ctx, e.locker, "yearly", bubbleStart, 100)

@@ -108,13 +108,13 @@ func (s *Scheduler) settledInHistory(j *job, t time.Time, lease *locking.Lease) 
 	case err == nil && !found:
 		return false
 	case err == nil:
-		s.endLease(name, slot, lease, j.doneTTL, ReasonDone)
-		s.skipped(name, slot, ReasonDone, 1, "outcome", e.Outcome,
+		s.endLease(name, slot, lease, j.doneTTL, string(history.ReasonDone))
+		s.skipped(name, slot, history.ReasonDone, 1, "outcome", string(e.Outcome),
 			"note", "the slot history records it; its done marker had expired")
 		s.recordHandled(j, t)
 	case errors.Is(err, errHistoryShort):
 		s.endLease(name, slot, lease, 0, "")
-		s.skipped(name, slot, ReasonLate, 1,
+		s.skipped(name, slot, history.ReasonLate, 1,
 			"note", "its done marker may have expired and the slot history no longer reaches it: not run")
 	default:
 		s.endLease(name, slot, lease, 0, "")

@@ -84,7 +84,7 @@ func TestSlotRecordedReadsBackFar(t *testing.T) {
 			t.Fatal(err)
 		}
 		ctx := context.Background()
-		add := func(sec int, outcome string) {
+		add := func(sec int, outcome history.Outcome) {
 			at := bubbleStart.Add(time.Duration(sec) * time.Second)
 			err := e.locker.AppendLog(ctx, "j", locking.LogAppend{
 				Entry: history.Entry{Slot: slotString(at), Outcome: outcome}.LogEntry(at), Keep: 100})

@@ -223,9 +223,9 @@ func (s *Scheduler) replacedSlot(j *job, t time.Time, claim *locking.Lease, err 
 		return false
 	}
 	name, slot := j.name(), slotString(t)
-	s.skipped(name, slot, ReasonReplaced, 1, "by_slot", by)
-	s.endHandled(pendingEnd{job: name, slot: slot, lease: claim, doneTTL: j.doneTTL, note: ReasonReplaced, at: t,
-		history: &history.Entry{Slot: slot, Outcome: history.OutcomeSkipped, Reason: ReasonReplaced, BySlot: by, Replica: s.cfg.Replica}}, j, t)
+	s.skipped(name, slot, history.ReasonReplaced, 1, "by_slot", by)
+	s.endHandled(pendingEnd{job: name, slot: slot, lease: claim, doneTTL: j.doneTTL, note: string(history.ReasonReplaced), at: t,
+		history: &history.Entry{Slot: slot, Outcome: history.OutcomeSkipped, Reason: history.ReasonReplaced, BySlot: by, Replica: s.cfg.Replica}}, j, t)
 	return true
 }
 

@@ -146,7 +146,7 @@ func TestReplaceCancelsTheRunOnAnotherReplica(t *testing.T) {
 
 		h := historyOf(t, e.locker, "job", 3)
 		require.Equal(t, history.OutcomeCanceled, h.Outcome)
-		require.Equal(t, "replaced", h.Reason)
+		require.Equal(t, history.Reason("replaced"), h.Reason)
 		require.Equal(t, slotAt(6), h.BySlot)
 		require.Equal(t, "slow", h.Replica)
 		require.Equal(t, old.Run.FencingToken, h.Token)
@@ -219,7 +219,7 @@ func TestReplaceWaitIsBounded(t *testing.T) {
 		require.Less(t, waited, 5500*time.Millisecond)
 		h := historyOf(t, e.locker, "job", 10)
 		require.Equal(t, history.OutcomeSkipped, h.Outcome)
-		require.Equal(t, ReasonOverlap, h.Reason)
+		require.Equal(t, history.ReasonOverlap, h.Reason)
 	})
 }
 
@@ -261,7 +261,7 @@ func TestReplaceSupersedesAWaitingSlot(t *testing.T) {
 		require.Empty(t, where(evs, "run.canceled"))
 		h := historyOf(t, e.locker, "job", 1)
 		require.Equal(t, history.OutcomeSkipped, h.Outcome)
-		require.Equal(t, ReasonReplaced, h.Reason)
+		require.Equal(t, history.ReasonReplaced, h.Reason)
 		require.Equal(t, slotAt(2), h.BySlot)
 	})
 }

@@ -36,7 +36,7 @@ func backoff(base time.Duration, n int) time.Duration {
 // retries, and logs the run's life. It returns the outcome and the job's
 // last error. It does not end the leases.
 func (s *Scheduler) execute(r runSpec) (h history.Entry, runErr error) {
-	var outcome string
+	var outcome history.Outcome
 	name := r.j.name()
 	slot := SlotManual
 	if !r.manual {
@@ -154,7 +154,7 @@ func (s *Scheduler) execute(r runSpec) (h history.Entry, runErr error) {
 		log.Error("run failed", "event", evRunFailed, "attempt", attempt, "duration_ms", dur.Milliseconds(),
 			"error", s.scrub.String(runErr.Error()), "error_class", errorClass(runErr))
 	case history.OutcomeCanceled:
-		attrs := []any{"event", evRunCanceled, "reason", cancelReason(context.Cause(ctx)),
+		attrs := []any{"event", evRunCanceled, "reason", string(cancelReason(context.Cause(ctx))),
 			"attempt", attempt, "duration_ms", dur.Milliseconds()}
 		if by := replacedBy(context.Cause(ctx)); by != "" {
 			attrs = append(attrs, "by_slot", by)

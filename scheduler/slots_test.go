@@ -31,7 +31,7 @@ func TestReadSlotsJoinsTheHistory(t *testing.T) {
 	}{
 		{9, history.Entry{Outcome: history.OutcomeSucceeded, Replica: "r1", RunID: "a", Token: 4, Attempts: 1, DurationMS: 12}},
 		{7, pausedEntry(at(7))},
-		{5, missedEntry(at(5), MissedNoReplica)},
+		{5, missedEntry(at(5), history.ReasonNoReplica)},
 		{3, history.Entry{Outcome: history.OutcomeFailed, Replica: "r2", ErrorClass: "exit_status", Attempts: 2}},
 	} {
 		if e.e.Slot == "" {
@@ -50,15 +50,15 @@ func TestReadSlotsJoinsTheHistory(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, got.Truncated)
 	require.Len(t, got.Slots, 10)
-	states := map[int]string{}
+	states := map[int]history.Outcome{}
 	for i, v := range got.Slots {
 		require.Equal(t, slotString(at(9-i)), v.Slot, "oldest first")
 		states[9-i] = v.State
 	}
-	require.Equal(t, map[int]string{9: history.OutcomeSucceeded, 8: history.SlotUnrecorded, 7: history.OutcomeSkipped, 6: history.SlotUnrecorded,
+	require.Equal(t, map[int]history.Outcome{9: history.OutcomeSucceeded, 8: history.SlotUnrecorded, 7: history.OutcomeSkipped, 6: history.SlotUnrecorded,
 		5: history.OutcomeMissed, 4: history.SlotUnrecorded, 3: history.OutcomeFailed, 2: history.SlotPending, 1: history.SlotRunning, 0: history.SlotPending}, states)
 	require.Equal(t, "a", got.Slots[0].Entry.RunID)
-	require.Equal(t, ReasonPaused, got.Slots[2].Entry.Reason)
+	require.Equal(t, history.ReasonPaused, got.Slots[2].Entry.Reason)
 	require.Equal(t, "exit_status", got.Slots[6].Entry.ErrorClass)
 
 	// A bounded window lists its newest slots.

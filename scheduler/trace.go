@@ -71,10 +71,11 @@ func tracerOf(tp trace.TracerProvider) trace.Tracer {
 // slotSpan is an attempt's span (nil when tracing is off) and what it
 // ended with.
 type slotSpan struct {
-	sp              trace.Span
-	outcome, reason string
-	ranRun          bool
-	run             history.Entry // when ranRun (a copy: taking h's address would move it to the heap on the untraced path too)
+	sp      trace.Span
+	outcome history.Outcome
+	reason  history.Reason
+	ranRun  bool
+	run     history.Entry // when ranRun (a copy: taking h's address would move it to the heap on the untraced path too)
 }
 
 // traceSlot starts the span of this replica's attempt at slot t of j. It
@@ -104,7 +105,7 @@ func (s *Scheduler) traceTrigger(ctx context.Context, job string) (context.Conte
 }
 
 // skip records that the attempt ran nothing, for reason.
-func (st *slotSpan) skip(reason string) {
+func (st *slotSpan) skip(reason history.Reason) {
 	if st != nil {
 		st.outcome, st.reason = history.OutcomeSkipped, reason
 	}
@@ -132,10 +133,10 @@ func (st *slotSpan) end() {
 	}
 	var attrs []attribute.KeyValue
 	if st.outcome != "" {
-		attrs = append(attrs, AttrOutcome.String(st.outcome))
+		attrs = append(attrs, AttrOutcome.String(string(st.outcome)))
 	}
 	if st.reason != "" {
-		attrs = append(attrs, AttrReason.String(st.reason))
+		attrs = append(attrs, AttrReason.String(string(st.reason)))
 	}
 	if h := st.run; st.ranRun {
 		attrs = append(attrs, AttrRunID.String(h.RunID), AttrFencingToken.Int64(int64(h.Token)), AttrAttempt.Int(h.Attempts))
@@ -145,15 +146,15 @@ func (st *slotSpan) end() {
 	case st.outcome == history.OutcomeFailed:
 		st.sp.SetStatus(codes.Error, "run failed")
 	case st.outcome == history.OutcomeSkipped && warnSkip(st.reason):
-		st.sp.SetStatus(codes.Error, "skipped: "+st.reason)
+		st.sp.SetStatus(codes.Error, "skipped: "+string(st.reason))
 	}
 	st.sp.End()
 }
 
 // warnSkip reports the skip reasons that slot.skipped logs as warnings.
-func warnSkip(reason string) bool {
+func warnSkip(reason history.Reason) bool {
 	switch reason {
-	case ReasonLate, ReasonNoQuorum, ReasonSlowLock, ReasonShutdown, ReasonClaimed:
+	case history.ReasonLate, history.ReasonNoQuorum, history.ReasonSlowLock, history.ReasonShutdown, history.ReasonClaimed:
 		return true
 	}
 	return false
@@ -196,9 +197,9 @@ func (rs *runSpan) end(h history.Entry, runErr error) {
 	if rs == nil {
 		return
 	}
-	attrs := []attribute.KeyValue{AttrOutcome.String(h.Outcome), AttrAttempt.Int(h.Attempts)}
+	attrs := []attribute.KeyValue{AttrOutcome.String(string(h.Outcome)), AttrAttempt.Int(h.Attempts)}
 	if h.Reason != "" {
-		attrs = append(attrs, AttrReason.String(h.Reason))
+		attrs = append(attrs, AttrReason.String(string(h.Reason)))
 	}
 	if h.ErrorClass != "" {
 		attrs = append(attrs, AttrErrorClass.String(h.ErrorClass))
@@ -207,8 +208,8 @@ func (rs *runSpan) end(h history.Entry, runErr error) {
 	switch {
 	case h.Outcome == history.OutcomeFailed && runErr != nil:
 		rs.sp.SetStatus(codes.Error, "run failed: "+h.ErrorClass) // the class, never the text: it may hold what a job printed
-	case h.Outcome == history.OutcomeCanceled && h.Reason != cancelShutdown:
-		rs.sp.SetStatus(codes.Error, "canceled: "+h.Reason)
+	case h.Outcome == history.OutcomeCanceled && h.Reason != history.ReasonShutdown:
+		rs.sp.SetStatus(codes.Error, "canceled: "+string(h.Reason))
 	}
 	rs.sp.End()
 }

@@ -53,12 +53,12 @@ func (s *Scheduler) TriggerRun(ctx context.Context, name string) (*history.Entry
 	lease, err := s.acquire(name, key, retryPolicy{splitUntil: until, quorumUntil: until, trace: tctx})
 	if err != nil {
 		if !isSplitVote(err) && errors.Is(err, locking.ErrNotAcquired) {
-			span.skip(ReasonOverlap)
-			s.skipped(name, SlotManual, ReasonOverlap, 1, heldAttrs(err)...)
+			span.skip(history.ReasonOverlap)
+			s.skipped(name, SlotManual, history.ReasonOverlap, 1, heldAttrs(err)...)
 			return nil, fmt.Errorf("scheduler: trigger %s: another run of the job is going on: %w", name, err)
 		}
-		span.skip(ReasonNoQuorum)
-		s.skipped(name, SlotManual, ReasonNoQuorum, 1, "error", err.Error())
+		span.skip(history.ReasonNoQuorum)
+		s.skipped(name, SlotManual, history.ReasonNoQuorum, 1, "error", err.Error())
 		return nil, fmt.Errorf("scheduler: trigger %s: %w", name, err)
 	}
 	// The run ends with ctx or with the scheduler's shutdown.

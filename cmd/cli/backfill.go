@@ -104,7 +104,7 @@ func cmdBackfill(ctx context.Context, args []string, env Env) int {
 		switch {
 		case err == nil:
 			ran++
-			results[i], why[i] = h.Outcome, describeRun(h)
+			results[i], why[i] = string(h.Outcome), describeRun(h)
 		case errors.As(err, &he):
 			// Handled since the plan was made (by a replica, or another
 			// backfill): nothing to do for it.
@@ -112,7 +112,7 @@ func cmdBackfill(ctx context.Context, args []string, env Env) int {
 		case errors.Is(err, scheduler.ErrRunFailed):
 			ran++
 			code = exitFailure
-			results[i], why[i] = h.Outcome, describeRun(h)
+			results[i], why[i] = string(h.Outcome), describeRun(h)
 			r.log.Error("backfill: run did not succeed", "job", job, "slot", slotText(b.Slot), "error", err.Error())
 		default:
 			// Could not lock (no quorum, the job lease held, the job
@@ -152,7 +152,7 @@ func describeRun(h history.Entry) string {
 		s += ", error class " + h.ErrorClass
 	}
 	if h.Reason != "" {
-		s += ", " + h.Reason
+		s += ", " + string(h.Reason)
 	}
 	return s
 }

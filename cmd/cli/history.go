@@ -57,7 +57,7 @@ func cmdHistory(ctx context.Context, args []string, env Env) int {
 	controls := fleet.ControlsOf(job, *limit)
 	var out []history.Entry
 	for _, e := range entries {
-		if (*outcome == "" || e.Outcome == *outcome) && len(out) < *limit {
+		if (*outcome == "" || e.Outcome == history.Outcome(*outcome)) && len(out) < *limit {
 			out = append(out, e)
 		}
 	}
@@ -77,7 +77,7 @@ func cmdHistory(ctx context.Context, args []string, env Env) int {
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SLOT\tOUTCOME\tREASON\tREPLICA\tRUN ID\tTOKEN\tATTEMPTS\tDURATION\tERROR CLASS")
 	for _, e := range out {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Slot, e.Outcome, dash(e.Reason), dash(e.Replica),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Slot, e.Outcome, dash(string(e.Reason)), dash(e.Replica),
 			dash(e.RunID), dashN(int64(e.Token)), dashN(int64(e.Attempts)),
 			dashD(time.Duration(e.DurationMS)*time.Millisecond, e.Attempts), dash(e.ErrorClass))
 	}

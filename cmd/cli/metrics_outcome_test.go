@@ -22,7 +22,9 @@ func TestJobOutcomeGauges(t *testing.T) {
 	m := newMetrics()
 	m.initJobs([]string{"j"})
 	t1, t2 := time.Unix(1_000, 0), time.Unix(2_000, 0)
-	outcome := func(o string) float64 { return testutil.ToFloat64(m.lastOutcome.WithLabelValues("j", o)) }
+	outcome := func(o history.Outcome) float64 {
+		return testutil.ToFloat64(m.lastOutcome.WithLabelValues("j", string(o)))
+	}
 	success := func() float64 { return testutil.ToFloat64(m.lastSuccess.WithLabelValues("j")) }
 
 	m.JobOutcome("j", history.OutcomeSucceeded, t1)

@@ -139,9 +139,9 @@ func lastText(e *history.Entry) string {
 	if e == nil {
 		return "-"
 	}
-	s := e.Outcome
+	s := string(e.Outcome)
 	if e.Reason != "" {
-		s += " (" + e.Reason + ")"
+		s += " (" + string(e.Reason) + ")"
 	}
 	return s + " " + e.Slot
 }

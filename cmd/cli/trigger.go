@@ -31,7 +31,7 @@ func cmdTrigger(ctx context.Context, args []string, env Env) int {
 	if h != nil {
 		// The manual run's outcome, as a slot's history entry, in the
 		// audit beside the request.
-		_ = recordControl(context.WithoutCancel(ctx), r, env, history.ControlTrigger, job, "manual run "+h.Outcome, h)
+		_ = recordControl(context.WithoutCancel(ctx), r, env, history.ControlTrigger, job, "manual run "+string(h.Outcome), h)
 	}
 	if err != nil {
 		// On stderr like every other line, in the configured log format.

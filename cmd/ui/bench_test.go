@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slotlock/slotlock/scheduler"
 	"github.com/slotlock/slotlock/scheduler/history"
 )
 
@@ -29,9 +28,9 @@ func BenchmarkRenderTimeline10k(b *testing.B) {
 		case i%97 == 0:
 			e.Outcome, e.ErrorClass = history.OutcomeFailed, "exit_status"
 		case i%89 == 0:
-			e = &history.Entry{Slot: slot, Outcome: history.OutcomeMissed, Reason: scheduler.MissedNoReplica}
+			e = &history.Entry{Slot: slot, Outcome: history.OutcomeMissed, Reason: history.ReasonNoReplica}
 		case i%83 == 0:
-			e = &history.Entry{Slot: slot, Outcome: history.OutcomeSkipped, Reason: scheduler.ReasonPaused}
+			e = &history.Entry{Slot: slot, Outcome: history.OutcomeSkipped, Reason: history.ReasonPaused}
 		case i > n-5:
 			e = nil
 		}

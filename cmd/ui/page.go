@@ -153,7 +153,7 @@ func (s *server) jobsView(v *pageView, st history.Status, specs []scheduler.JobS
 			row.Paused = pauseText(j.Pause)
 		}
 		if e := j.Last; e != nil {
-			row.LastState, row.LastClass = e.Outcome, stateClass(e.Outcome, e.Reason)
+			row.LastState, row.LastClass = string(e.Outcome), stateClass(e.Outcome, e.Reason)
 			row.LastText = withReason(e.Outcome, e.Reason) + " at " + e.Slot
 		}
 		for _, run := range j.Running {
@@ -189,23 +189,23 @@ func pauseText(ps *history.PauseStatus) string {
 
 // stateClass is a timeline state's CSS class: a paused skip and a missed
 // slot look unlike any other.
-func stateClass(state, reason string) string {
-	if state == history.OutcomeSkipped && reason == scheduler.ReasonPaused {
+func stateClass(state history.Outcome, reason history.Reason) string {
+	if state == history.OutcomeSkipped && reason == history.ReasonPaused {
 		return "s-paused"
 	}
 	switch state {
 	case history.OutcomeSucceeded, history.OutcomeFailed, history.OutcomeCanceled, history.OutcomeAbandoned,
 		history.OutcomeSkipped, history.OutcomeMissed, history.SlotPending, history.SlotRunning:
-		return "s-" + state
+		return "s-" + string(state)
 	}
 	return "s-unrecorded"
 }
 
-func withReason(state, reason string) string {
+func withReason(state history.Outcome, reason history.Reason) string {
 	if reason == "" {
-		return state
+		return string(state)
 	}
-	return state + " (" + reason + ")"
+	return string(state) + " (" + string(reason) + ")"
 }
 
 func dash(s string) string {

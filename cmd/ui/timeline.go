@@ -94,17 +94,17 @@ func buildTimeline(tv *timelineView, sl history.Slots, p pageQuery, spec schedul
 	prefix := base.href() + "&slot="
 	tv.Cells = make([]cellView, len(sl.Slots))
 	for i, v := range sl.Slots {
-		var reason string
+		var reason history.Reason
 		if v.Entry != nil {
 			reason = v.Entry.Reason
 		}
-		c := cellView{Slot: v.Slot, State: v.State, Reason: reason, Class: stateClass(v.State, reason),
+		c := cellView{Slot: v.Slot, State: string(v.State), Reason: string(reason), Class: stateClass(v.State, reason),
 			Href: prefix + url.QueryEscape(v.Slot) + "#detail", Selected: v.Slot == p.Slot}
 		c.Title = cellTitle(v)
 		tv.Cells[i] = c
 		label := withReason(v.State, reason)
 		if v.State == history.OutcomeFailed || v.State == history.OutcomeMissed {
-			label = v.State
+			label = string(v.State)
 		}
 		if counts[label] == 0 {
 			order = append(order, label)
@@ -117,7 +117,7 @@ func buildTimeline(tv *timelineView, sl history.Slots, p pageQuery, spec schedul
 	}
 	for _, l := range order {
 		state, reason, _ := strings.Cut(l, " (")
-		tv.Counts = append(tv.Counts, stateCount{State: l, Class: stateClass(state, strings.TrimSuffix(reason, ")")), N: counts[l]})
+		tv.Counts = append(tv.Counts, stateCount{State: l, Class: stateClass(history.Outcome(state), history.Reason(strings.TrimSuffix(reason, ")"))), N: counts[l]})
 	}
 	if p.Slot != "" && tv.Detail == nil {
 		tv.Detail = &detailView{Slot: p.Slot, Class: "s-unrecorded", State: "not in this window",
@@ -130,10 +130,10 @@ func cellTitle(v history.SlotView) string {
 	var b strings.Builder
 	b.WriteString(v.Slot)
 	b.WriteString(" · ")
-	b.WriteString(v.State)
+	b.WriteString(string(v.State))
 	if e := v.Entry; e != nil {
 		if e.Reason != "" {
-			b.WriteString(" (" + e.Reason + ")")
+			b.WriteString(" (" + string(e.Reason) + ")")
 		}
 		if e.Replica != "" {
 			b.WriteString(" · " + e.Replica)
@@ -150,7 +150,7 @@ func cellTitle(v history.SlotView) string {
 
 // detail is the detail of slot v.
 func detail(v history.SlotView, class string, spec scheduler.JobSpec, settle time.Duration) *detailView {
-	d := &detailView{Slot: v.Slot, State: v.State, Class: class}
+	d := &detailView{Slot: v.Slot, State: string(v.State), Class: class}
 	if t, err := time.Parse(time.RFC3339, v.Slot); err == nil && spec.Location != nil && spec.Location != time.UTC {
 		d.Local = t.In(spec.Location).Format(time.RFC3339) + " " + spec.Location.String()
 	}
@@ -171,7 +171,7 @@ func detail(v history.SlotView, class string, spec scheduler.JobSpec, settle tim
 			d.Rows = append(d.Rows, detailRow{name, value})
 		}
 	}
-	add("reason", e.Reason)
+	add("reason", string(e.Reason))
 	add("replica", e.Replica)
 	add("run id", e.RunID)
 	add("fencing token", strconv.FormatUint(e.Token, 10))

@@ -12,23 +12,26 @@ import (
 // error's text (it may carry a secret): ErrorClass says what kind of
 // failure it was.
 type Entry struct {
-	Slot       string `json:"slot"`                    // RFC 3339 UTC
-	Outcome    string `json:"outcome"`                 // succeeded, failed, canceled, abandoned, skipped, missed
-	Reason     string `json:"reason,omitempty"`        // canceled: timeout, lock_lost, shutdown, replaced; skipped: overlap, late, replaced, paused; missed: no_replica, no_quorum, unknown
-	BySlot     string `json:"by_slot,omitempty"`       // reason replaced: the newer slot that took over
-	Replica    string `json:"replica,omitempty"`       // who ran it (abandoned: the dead run's replica); who skipped it
-	RunID      string `json:"run_id,omitempty"`        // the run's id
-	Token      uint64 `json:"fencing_token,omitempty"` // the run's fencing token
-	Attempts   int    `json:"attempts,omitempty"`      // attempts made
-	DurationMS int64  `json:"duration_ms,omitempty"`   // from the run's start to its end
-	ErrorClass string `json:"error_class,omitempty"`   // failed: panic, or what the plugin's error says (ErrorClass), else error
-	Recovered  bool   `json:"recovered,omitempty"`     // run by the misfire policy after every replica had missed it
+	Slot       string  `json:"slot"`                    // RFC 3339 UTC
+	Outcome    Outcome `json:"outcome"`                 // succeeded, failed, canceled, abandoned, skipped, missed
+	Reason     Reason  `json:"reason,omitempty"`        // canceled: timeout, lock_lost, shutdown, replaced; skipped: overlap, late, replaced, paused; missed: no_replica, no_quorum, unknown
+	BySlot     string  `json:"by_slot,omitempty"`       // reason replaced: the newer slot that took over
+	Replica    string  `json:"replica,omitempty"`       // who ran it (abandoned: the dead run's replica); who skipped it
+	RunID      string  `json:"run_id,omitempty"`        // the run's id
+	Token      uint64  `json:"fencing_token,omitempty"` // the run's fencing token
+	Attempts   int     `json:"attempts,omitempty"`      // attempts made
+	DurationMS int64   `json:"duration_ms,omitempty"`   // from the run's start to its end
+	ErrorClass string  `json:"error_class,omitempty"`   // failed: panic, or what the plugin's error says (ErrorClass), else error
+	Recovered  bool    `json:"recovered,omitempty"`     // run by the misfire policy after every replica had missed it
 	// MayHaveStarted (missed, reason unknown): a replica won the slot and
 	// stopped before confirming that its run started (Replica, RunID name
 	// it); whether the job body began is unknown, so the slot is never
 	// run again: backfill refuses it.
 	MayHaveStarted bool `json:"may_have_started,omitempty"`
 }
+
+// Outcome is what became of a slot: an Entry's outcome.
+type Outcome string
 
 // Outcomes of a slot. A run that ended is succeeded, failed or canceled
 // (RunOutcomes: the outcome label of slotlock_runs_total and the note of
@@ -37,19 +40,76 @@ type Entry struct {
 // (its Reason says why); missed a slot nobody ran, skipped or paused,
 // written by the reconciler (slot.missed).
 const (
-	OutcomeSucceeded = "succeeded"
-	OutcomeFailed    = "failed"
-	OutcomeCanceled  = "canceled"
-	OutcomeAbandoned = "abandoned"
-	OutcomeSkipped   = "skipped"
-	OutcomeMissed    = "missed"
+	OutcomeSucceeded Outcome = "succeeded"
+	OutcomeFailed    Outcome = "failed"
+	OutcomeCanceled  Outcome = "canceled"
+	OutcomeAbandoned Outcome = "abandoned"
+	OutcomeSkipped   Outcome = "skipped"
+	OutcomeMissed    Outcome = "missed"
 )
 
 // RunOutcomes lists the outcomes of runs that ended.
-var RunOutcomes = []string{OutcomeSucceeded, OutcomeFailed, OutcomeCanceled}
+var RunOutcomes = []Outcome{OutcomeSucceeded, OutcomeFailed, OutcomeCanceled}
 
 // Outcomes lists every outcome an entry can have.
-var Outcomes = []string{OutcomeSucceeded, OutcomeFailed, OutcomeCanceled, OutcomeAbandoned, OutcomeSkipped, OutcomeMissed}
+var Outcomes = []Outcome{OutcomeSucceeded, OutcomeFailed, OutcomeCanceled, OutcomeAbandoned, OutcomeSkipped, OutcomeMissed}
+
+// Reason says why a slot was skipped, missed or its run canceled: the
+// reason of slot.skipped, slot.missed and run.canceled, and of an Entry.
+type Reason string
+
+// Skip reasons: slot.skipped's reason (SkipReasons), and the reason label
+// of slotlock_slots_skipped_total. An entry records overlap, late,
+// replaced and paused; the others are a replica's own view of a slot
+// another one handles.
+const (
+	ReasonHeld     Reason = "held"
+	ReasonDone     Reason = "done"
+	ReasonOverlap  Reason = "overlap"
+	ReasonLate     Reason = "late"
+	ReasonNoQuorum Reason = "no_quorum"
+	// ReasonSlowLock: the stores answered too slowly to leave the lease
+	// any validity (locking.ErrSlowAcquire).
+	ReasonSlowLock Reason = "slow_lock"
+	// ReasonShutdown: the shutdown grace ended while a won slot waited for
+	// its job lease; the slot was handed back unmarked. Also a cancel
+	// reason: the replica shut down during the run.
+	ReasonShutdown Reason = "shutdown"
+	// ReasonClaimed: a claim of the slot was found on a minority of the
+	// stores: it may be a started run's (some store did not answer:
+	// locking.HeldError.Claimed), or a leftover (locking.Lease.Leftover);
+	// either way the slot is not run. It is reported as abandoned, or
+	// cleared as a leftover, by a later claim of the job.
+	ReasonClaimed Reason = "claimed"
+	// ReasonPaused: the job was paused at the slot (slotlock pause).
+	ReasonPaused Reason = "paused"
+	// ReasonReplaced: overlap replace; a newer slot (by_slot) asked for
+	// the job lease while this slot still waited for it, so this one never
+	// started. Also a cancel reason: a newer slot took over the run.
+	ReasonReplaced Reason = "replaced"
+)
+
+// Cancel reasons (run.canceled's reason, beside ReasonShutdown and
+// ReasonReplaced): the job's timeout passed, or its lease was lost.
+const (
+	ReasonTimeout  Reason = "timeout"
+	ReasonLockLost Reason = "lock_lost"
+)
+
+// Reasons of slot.missed (and of a missed slot's entry): nobody was up at
+// the slot, the stores had no majority (ReasonNoQuorum), or neither is
+// known.
+const (
+	ReasonNoReplica Reason = "no_replica"
+	ReasonUnknown   Reason = "unknown"
+)
+
+// SkipReasons lists every skip reason.
+var SkipReasons = []Reason{ReasonHeld, ReasonDone, ReasonOverlap, ReasonLate, ReasonNoQuorum,
+	ReasonSlowLock, ReasonShutdown, ReasonClaimed, ReasonPaused, ReasonReplaced}
+
+// MissedReasons lists every reason of slot.missed.
+var MissedReasons = []Reason{ReasonNoReplica, ReasonNoQuorum, ReasonUnknown}
 
 // LogEntry encodes e for the stores, scored by its slot's time.
 func (e Entry) LogEntry(slot time.Time) locking.LogEntry {
@@ -76,7 +136,7 @@ func (e Entry) Overrules(old Entry) bool {
 	return precedence(e.Outcome) > precedence(old.Outcome)
 }
 
-func precedence(outcome string) int {
+func precedence(outcome Outcome) int {
 	switch outcome {
 	case OutcomeSucceeded, OutcomeFailed, OutcomeCanceled:
 		return 3

@@ -16,9 +16,9 @@ import (
 // Timeline states of a slot without a history entry; a slot with one has
 // its entry's outcome as its state.
 const (
-	SlotPending    = "pending"
-	SlotRunning    = "running"
-	SlotUnrecorded = "unrecorded"
+	SlotPending    Outcome = "pending"
+	SlotRunning    Outcome = "running"
+	SlotUnrecorded Outcome = "unrecorded"
 )
 
 // MaxWindowSlots bounds the slots one ReadSlots call lists: a window that
@@ -50,9 +50,9 @@ type Slots struct {
 
 // SlotView is one nominal slot and what became of it.
 type SlotView struct {
-	Slot  string `json:"slot"`            // RFC 3339 UTC
-	State string `json:"state"`           // the entry's outcome, or pending, running, unrecorded
-	Entry *Entry `json:"entry,omitempty"` // the slot's history entry, if any
+	Slot  string  `json:"slot"`            // RFC 3339 UTC
+	State Outcome `json:"state"`           // the entry's outcome, or pending, running, unrecorded
+	Entry *Entry  `json:"entry,omitempty"` // the slot's history entry, if any
 }
 
 // ReadSlots lists spec's nominal slots in w, newest MaxWindowSlots at
