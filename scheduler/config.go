@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
 	"runtime"
 	"time"
@@ -89,7 +88,7 @@ type JobSpec struct {
 	// replica: the slot starts at its due time (Due). The slot itself —
 	// lock key, SLOTLOCK_SLOT, logs — stays the nominal time; lateness,
 	// the misfire deadline and the start delay count from the due time.
-	// At most the schedule's shortest interval (CheckJitter); 0: none.
+	// At most the schedule's shortest interval; 0: none.
 	Jitter time.Duration
 	// PauseOnFailure pauses the job (as `slotlock pause` does, without an
 	// end) once its last PauseOnFailure recorded slots all failed; 0 never.
@@ -206,10 +205,12 @@ const (
 	DefaultReconcileAfter = time.Minute
 )
 
+// withDefaults checks c's own settings (its jobs are buildJobs') and
+// fills in their defaults.
 func (c *Config) withDefaults() (Config, error) {
 	cfg := *c
-	if cfg.Locker == nil {
-		return cfg, errors.New("scheduler: Config.Locker is required")
+	if err := errors.Join(cfg.settingsProblems()...); err != nil {
+		return cfg, err
 	}
 	if cfg.Replica == "" {
 		cfg.Replica = "replica"
@@ -250,75 +251,32 @@ func (c *Config) withDefaults() (Config, error) {
 	if cfg.MaxInFlight <= 0 {
 		cfg.MaxInFlight = 64 * runtime.GOMAXPROCS(0)
 	}
-	if cfg.LockTTL < 100*time.Millisecond {
-		return cfg, fmt.Errorf("scheduler: LockTTL %v is too short (at least 100ms)", cfg.LockTTL)
-	}
-	if err := CheckClockSkew(cfg.MaxClockSkew); err != nil {
-		return cfg, fmt.Errorf("scheduler: MaxClockSkew: %w", err)
-	}
-	if cfg.ShutdownGrace < 0 || cfg.Lateness < 0 {
-		return cfg, errors.New("scheduler: ShutdownGrace and Lateness must not be negative")
-	}
-	maxLate := cfg.MaxClockSkew + time.Second
 	if cfg.Lateness == 0 {
-		cfg.Lateness = maxLate
-	}
-	if cfg.Lateness > maxLate {
-		return cfg, fmt.Errorf("scheduler: Lateness %v is larger than MaxClockSkew + 1s (%v)", cfg.Lateness, maxLate)
+		cfg.Lateness = cfg.MaxClockSkew + time.Second
 	}
 	return cfg, nil
 }
 
-// withDefaults checks the spec and fills in its defaults; now is when the
-// jitter's bound (the schedule's shortest interval) is looked for from.
-func (j *JobSpec) withDefaults(now time.Time) (JobSpec, error) {
+// withDefaults fills in the spec's defaults; the spec must be valid
+// (problems).
+func (j *JobSpec) withDefaults() JobSpec {
 	spec := *j
-	if err := CheckJobName(spec.Name); err != nil {
-		return spec, fmt.Errorf("scheduler: job %q: name: %w", spec.Name, err)
-	}
-	if spec.Schedule == nil {
-		return spec, fmt.Errorf("scheduler: job %q: no schedule", spec.Name)
-	}
-	if spec.Job == nil {
-		return spec, fmt.Errorf("scheduler: job %q: no job (plugin %q not built)", spec.Name, spec.Plugin)
-	}
 	if spec.Overlap == "" {
 		spec.Overlap = OverlapForbid
-	}
-	if err := CheckOverlap(spec.Overlap); err != nil {
-		return spec, fmt.Errorf("scheduler: job %q: overlap %q: %w", spec.Name, spec.Overlap, err)
 	}
 	if spec.Misfire.Policy == "" {
 		spec.Misfire.Policy = MisfireSkip
 	}
-	if err := CheckMisfirePolicy(spec.Misfire.Policy); err != nil {
-		return spec, fmt.Errorf("scheduler: job %q: misfire.policy %q: %w", spec.Name, spec.Misfire.Policy, err)
-	}
 	if spec.Misfire.Deadline == 0 {
 		spec.Misfire.Deadline = DefaultDeadline
-	}
-	if err := CheckDeadline(spec.Misfire.Deadline); err != nil {
-		return spec, fmt.Errorf("scheduler: job %q: misfire.deadline: %w", spec.Name, err)
 	}
 	if spec.Misfire.Max == 0 {
 		spec.Misfire.Max = DefaultMisfireMax
 	}
-	if err := CheckMisfireMax(spec.Misfire.Max); err != nil {
-		return spec, fmt.Errorf("scheduler: job %q: misfire.max: %w", spec.Name, err)
-	}
-	if spec.Retry.Max < 0 || spec.Timeout < 0 || spec.Retry.Backoff < 0 {
-		return spec, fmt.Errorf("scheduler: job %q: negative retry or timeout", spec.Name)
-	}
-	if spec.PauseOnFailure < 0 {
-		return spec, fmt.Errorf("scheduler: job %q: pause_on_failure must not be negative", spec.Name)
-	}
-	if err := CheckJitter(spec.Jitter, spec.Schedule, now); err != nil {
-		return spec, fmt.Errorf("scheduler: job %q: jitter: %w", spec.Name, err)
-	}
 	if spec.Retry.Backoff == 0 {
 		spec.Retry.Backoff = DefaultBackoff
 	}
-	return spec, nil
+	return spec
 }
 
 // Describe is what the read model shows of the job (history.ReadStatus,

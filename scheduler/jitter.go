@@ -18,7 +18,7 @@ import (
 // deadline, the recovery wait, the start delay) are measured from the due
 // time instead.
 //
-// A jitter no longer than the schedule's shortest interval (CheckJitter)
+// A jitter no longer than the schedule's shortest interval (checkJitter)
 // keeps the due times in the slots' order: a slot's due time is before the
 // next slot, since its offset is below the interval to it.
 
@@ -64,7 +64,7 @@ func (j *JobSpec) Due(t time.Time) time.Time {
 // still be due after it.
 func (j *JobSpec) NextDue(t time.Time) (slot, due time.Time) {
 	slot = j.Schedule.Next(t.Add(-max(j.Jitter, 0)))
-	// Due times are in slot order (CheckJitter), so this walks at most
+	// Due times are in slot order (checkJitter), so this walks at most
 	// the slots in (t - jitter, t]: one or two.
 	for !slot.IsZero() {
 		if due = j.Due(slot); due.After(t) {

@@ -380,7 +380,7 @@ func (s *Scheduler) Next(name string, from time.Time, n int) ([]time.Time, error
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownJob, name)
 	}
-	if err := CheckNext(n); err != nil {
+	if err := checkNext(n); err != nil {
 		return nil, fmt.Errorf("scheduler: Next: %w", err)
 	}
 	out := make([]time.Time, 0, n)

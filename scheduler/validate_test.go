@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,3 +57,39 @@ func TestNewValidatesLikeTheCommand(t *testing.T) {
 type nopJob struct{}
 
 func (nopJob) Run(context.Context, jobs.Run) error { return nil }
+
+// Validate reports every problem at once, each naming the job and the
+// field; zero values stand for their defaults and are no problem.
+func TestValidateReportsEveryProblem(t *testing.T) {
+	sched, err := ParseSchedule("@every 10s", time.UTC)
+	require.NoError(t, err)
+	require.NoError(t, JobSpec{Name: "ok", Schedule: sched, Job: nopJob{}}.Validate(), "zero values are the defaults")
+
+	bad := JobSpec{Name: "Bad", Schedule: sched, Job: nopJob{}, Overlap: "sometimes", Jitter: 11 * time.Second,
+		Misfire: Misfire{Policy: MisfireRunAll, Deadline: -time.Minute, Max: 1001}, Retry: Retry{Max: -1}, Timeout: -time.Second}
+	err = bad.Validate()
+	require.ElementsMatch(t, []string{
+		`scheduler: job "Bad": name: must match [a-z0-9][a-z0-9._-]{0,62} (lower case, digits, '.', '_', '-'; at most 63)`,
+		`scheduler: job "Bad": overlap "sometimes": want forbid, allow or replace`,
+		`scheduler: job "Bad": misfire.deadline: must be positive, got -1m0s`,
+		`scheduler: job "Bad": misfire.max: must be between 1 and 1000, got 1001`,
+		`scheduler: job "Bad": timeout: must not be negative, got -1s`,
+		`scheduler: job "Bad": retry.max: must not be negative, got -1`,
+		`scheduler: job "Bad": jitter: must be at most the schedule's shortest interval between two slots (10s), got 11s`,
+	}, strings.Split(err.Error(), "\n"))
+	var fe *FieldError
+	require.ErrorAs(t, err, &fe)
+	require.True(t, fe.InJob)
+	require.Equal(t, "Bad", fe.Job)
+	require.Equal(t, "name", fe.Field)
+
+	ok := JobSpec{Name: "a", Schedule: sched, Job: nopJob{}, PauseOnFailure: 5}
+	err = Config{MaxClockSkew: -time.Second, HistoryKeep: 3, Jobs: []JobSpec{ok, ok}}.Validate()
+	require.ElementsMatch(t, []string{
+		`scheduler: Locker: required`,
+		`scheduler: MaxClockSkew: must not be negative, got -1s`,
+		`scheduler: job "a": pause_on_failure: 5 needs history.keep >= it (3)`,
+		`scheduler: job "a": pause_on_failure: 5 needs history.keep >= it (3)`,
+		`scheduler: job "a": name: configured twice`,
+	}, strings.Split(err.Error(), "\n"))
+}
