@@ -53,24 +53,12 @@ func (e *HandledError) Error() string {
 
 func (e *HandledError) Unwrap() error { return ErrSlotHandled }
 
-// Backfillable reports whether a slot whose history entry is e (nil: none)
+// backfillable reports whether a slot whose history entry is e (nil: none)
 // may be run by a backfill: no entry, missed (unless its run may have
 // started), or skipped with reason late.
-func Backfillable(e *history.Entry) bool {
+func backfillable(e *history.Entry) bool {
 	return e == nil || (e.Outcome == history.OutcomeMissed && !e.MayHaveStarted) ||
 		(e.Outcome == history.OutcomeSkipped && e.Reason == history.ReasonLate)
-}
-
-// BackfillAfter is how old a slot of the named job must be before a
-// backfill may run it: younger ones are still being fired, retried or
-// recovered by the replicas (the lateness bound, the misfire deadline, the
-// jitter), and judged by the reconciler at that age. 0 for an unknown job.
-func (s *Scheduler) BackfillAfter(job string) time.Duration {
-	j, _ := s.job(job)
-	if j == nil {
-		return 0
-	}
-	return s.reconcileAfter(j)
 }
 
 // BackfillSlot is one slot of a backfill window and what a backfill does
@@ -89,7 +77,8 @@ type BackfillSlot struct {
 // PlanBackfill lists the named job's slots in [from, to], oldest first,
 // and whether a backfill runs each, from the slot history and the open
 // claims. It refuses (ErrBackfillWindow) a window that is empty, holds
-// more than MaxBackfillSlots slots, or ends less than BackfillAfter ago;
+// more than MaxBackfillSlots slots, or reaches slots still the replicas'
+// own (younger than their lateness bound, misfire deadline and jitter allow);
 // and ErrNoHistory when no history is kept.
 func (s *Scheduler) PlanBackfill(ctx context.Context, name string, from, to time.Time) ([]BackfillSlot, error) {
 	j, ok := s.job(name)
@@ -142,7 +131,7 @@ func (s *Scheduler) PlanBackfill(ctx context.Context, name string, from, to time
 			b.Entry = &e
 		}
 		switch {
-		case found && !Backfillable(&e):
+		case found && !backfillable(&e):
 			b.Why = describeEntry(e)
 		case open[t.Unix()]:
 			b.Why = "running"
@@ -159,7 +148,7 @@ func (s *Scheduler) PlanBackfill(ctx context.Context, name string, from, to time
 }
 
 // checkWindow refuses a backfill window that is empty or reaches slots
-// younger than BackfillAfter.
+// younger than the replicas' own (reconcileAfter).
 func (s *Scheduler) checkWindow(j *job, from, to time.Time) error {
 	if to.Before(from) {
 		return fmt.Errorf("%w: it ends (%s) before it starts (%s)", ErrBackfillWindow, slotString(to), slotString(from))
@@ -194,7 +183,7 @@ func describeEntry(e history.Entry) string {
 // returns the run's history entry and nil iff the run succeeded (an error
 // wrapping ErrRunFailed when it failed or was canceled). A slot that was
 // handled is not run: *HandledError (errors.Is ErrSlotHandled). A slot
-// younger than BackfillAfter is refused (ErrBackfillWindow); a claim or
+// still the replicas' own is refused (ErrBackfillWindow, as PlanBackfill); a claim or
 // job lease that cannot be had is an error (locking.ErrNoQuorum,
 // locking.ErrNotAcquired: the job lease is held, locking.ErrPaused).
 // Ending ctx cancels the run (run.canceled reason shutdown). RunSlot works
@@ -299,7 +288,7 @@ func (s *Scheduler) claimPast(j *job, t time.Time) (*locking.Lease, error) {
 	case err != nil:
 		s.endLease(name, slot, lease, 0, "")
 		return nil, fmt.Errorf("scheduler: backfill %s %s: slot history: %w", name, slot, err)
-	case found && !Backfillable(&e):
+	case found && !backfillable(&e):
 		s.endLease(name, slot, lease, j.doneTTL, string(history.ReasonDone))
 		s.skipped(name, slot, history.ReasonDone, 1, "outcome", string(e.Outcome), "note", "the slot history records it", "backfill", true)
 		return nil, &HandledError{Slot: t, Reason: describeEntry(e), Entry: &e}

@@ -84,7 +84,7 @@ type JobSpec struct {
 	Misfire  Misfire
 	Retry    Retry
 	// Jitter delays each slot's start by an offset in [0, Jitter) drawn
-	// from a hash of (job, slot) (JitterOffset), the same on every
+	// from a hash of (job, slot), the same on every
 	// replica: the slot starts at its due time (Due). The slot itself —
 	// lock key, SLOTLOCK_SLOT, logs — stays the nominal time; lateness,
 	// the misfire deadline and the start delay count from the due time.

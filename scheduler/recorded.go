@@ -15,7 +15,7 @@ import (
 // replica's done marker of the slot still stands: markerSafe after the
 // nominal slot. A claim won later — a jittered slot whose offset was
 // raised while older replicas, without it, ran the slot on time (their
-// markers live only DoneTTL); a recovered slot under run_all or run_once
+// markers live only doneTTL); a recovered slot under run_all or run_once
 // whose markers a replica with other settings wrote; a backfill — asks
 // the history, whose entry is written with the marker and outlives it.
 
@@ -33,7 +33,7 @@ var (
 // markerSafe is how long after slot T a won claim of T still proves, by
 // itself, that no replica handled T: a replica ran T no earlier than T on
 // a clock up to MaxClockSkew ahead of this one, and its done marker lives
-// DoneTTL (every replica's base lifetime: more with jitter or a misfire
+// doneTTL (every replica's base lifetime: more with jitter or a misfire
 // policy that recovers) from the run's end; a second less for the
 // Acquire that found the key free.
 func (s *Scheduler) markerSafe() time.Duration {

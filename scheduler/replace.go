@@ -86,10 +86,10 @@ const (
 
 func replaceKey(job string) locking.Key { return locking.Key{Family: job, Name: replaceName} }
 
-// ReplaceWait is the longest a slot of an overlap: replace job waits for
+// replaceWait is the longest a slot of an overlap: replace job waits for
 // the job lease held by the run it replaces: LockTTL + Lateness. An
 // unrenewed lease expires within LockTTL; Lateness is the margin.
-func (s *Scheduler) ReplaceWait() time.Duration { return s.cfg.LockTTL + s.lateness }
+func (s *Scheduler) replaceWait() time.Duration { return s.cfg.LockTTL + s.lateness }
 
 // nextMayFire is the earliest instant, on this replica's clock, at which
 // another replica may fire the first slot of j due after t: that due time
@@ -158,7 +158,7 @@ func (s *Scheduler) replaceJobLease(j *job, t time.Time, claim *locking.Lease, p
 	requested := s.requestReplace(name, t) == nil
 	// The claim is renewed while we wait; kctx also ends with the grace.
 	kctx := claim.Keep(s.runCtx)
-	deadline := s.clock.Now().Add(s.ReplaceWait())
+	deadline := s.clock.Now().Add(s.replaceWait())
 	waited := false
 	for {
 		if !requested {

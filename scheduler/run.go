@@ -87,7 +87,7 @@ func (s *Scheduler) execute(r runSpec) (h history.Entry, runErr error) {
 		startAttrs = append(startAttrs, "start_delay_ms", float64(delay.Microseconds())/1000)
 	}
 	if !r.manual && r.j.spec.Jitter > 0 {
-		startAttrs = append(startAttrs, "jitter_ms", JitterOffset(name, r.slot, r.j.spec.Jitter).Milliseconds())
+		startAttrs = append(startAttrs, "jitter_ms", jitterOffset(name, r.slot, r.j.spec.Jitter).Milliseconds())
 	}
 	log.Info("run started", startAttrs...)
 

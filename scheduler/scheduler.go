@@ -152,7 +152,7 @@ type job struct {
 	heapIdx int
 
 	// doneTTL is how long this job's done markers live: the scheduler's
-	// DoneTTL, or, under run_once, long enough that the marker still stands
+	// doneTTL, or, under run_once, long enough that the marker still stands
 	// when a missed slot is judged at any age up to misfire.deadline.
 	doneTTL time.Duration
 	// since is when a reload added this job, or changed its slots, on this
@@ -217,15 +217,6 @@ func New(cfg Config) (*Scheduler, error) {
 	s.defs.Store(d)
 	return s, nil
 }
-
-// DoneTTL is how long a slot's done marker lives:
-// max(LockTTL, 2*MaxClockSkew + Lateness + 2s); a run_once job's markers
-// live past its misfire deadline (run_all's too), and a job's jitter is added
-// to its own.
-func (s *Scheduler) DoneTTL() time.Duration { return s.doneTTL }
-
-// Lateness is the bound after which a firing counts as late.
-func (s *Scheduler) Lateness() time.Duration { return s.lateness }
 
 // spawn starts f on a tracked goroutine; it returns false, and does not
 // start f, once the scheduler has finished shutting down.

@@ -267,7 +267,7 @@ func checkJitter(d time.Duration, sched Schedule, now time.Time) error {
 	if d == 0 || sched == nil {
 		return nil
 	}
-	if gap := ShortestInterval(sched, now); gap > 0 && d > gap {
+	if gap := shortestInterval(sched, now); gap > 0 && d > gap {
 		return fmt.Errorf("must be at most the schedule's shortest interval between two slots (%s), got %s", gap, d)
 	}
 	return nil
