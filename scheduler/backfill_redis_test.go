@@ -49,7 +49,7 @@ func TestRedisBackfillRunSlot(t *testing.T) {
 		}
 		s, err := New(Config{Replica: name, Locker: l, Logger: sink.logger(name), LockTTL: 2 * time.Second,
 			MaxClockSkew: 500 * time.Millisecond, ShutdownGrace: 30 * time.Second, ReconcileEvery: -1, ReconcileAfter: time.Second,
-			Jobs: []JobSpec{{Name: "bf", Spec: "* * * * * *", Schedule: sched, Job: job, Enabled: true, Overlap: OverlapAllow}}})
+			Jobs: []JobSpec{{Name: "bf", Spec: "* * * * * *", Schedule: sched, Job: job, Overlap: OverlapAllow}}})
 		if err != nil {
 			t.Fatal(err)
 		}

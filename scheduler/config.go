@@ -69,16 +69,19 @@ type Retry struct {
 	Backoff time.Duration // default 5s when Max > 0
 }
 
-// JobSpec is one configured job. Schedule and Job are required; Spec is
-// the schedule's text, kept for logs and errors.
+// JobSpec is one configured job. Name, Job and a schedule are required:
+// Spec, the schedule's text (ParseSchedule's forms), which New parses in
+// Location; or Schedule, already parsed (Spec is then its text for logs
+// and the status). The zero values of the rest mean the defaults shown:
+// enabled, no timeout, overlap forbid, misfire skip, no retry, no jitter.
 type JobSpec struct {
 	Name     string
 	Spec     string
-	Schedule Schedule
-	Location *time.Location // the schedule's zone (informational: Schedule already carries it)
-	Plugin   string
+	Schedule Schedule       // nil: New parses Spec
+	Location *time.Location // the schedule's zone: Spec is parsed in it (nil: UTC); a Schedule already carries it
+	Plugin   string         // the plugin that built Job (logs and errors only)
 	Job      jobs.Job
-	Enabled  bool          // a disabled job never fires; Trigger still runs it
+	Disabled bool          // a disabled job never fires; Trigger still runs it
 	Timeout  time.Duration // a run (all its attempts and backoffs) is canceled after this; 0 means no timeout
 	Overlap  Overlap       // "" means OverlapForbid
 	Misfire  Misfire
@@ -257,10 +260,13 @@ func (c *Config) withDefaults() (Config, error) {
 	return cfg, nil
 }
 
-// withDefaults fills in the spec's defaults; the spec must be valid
-// (problems).
+// withDefaults fills in the spec's defaults, parsing Spec when Schedule
+// is nil; the spec must be valid (problems).
 func (j *JobSpec) withDefaults() JobSpec {
 	spec := *j
+	if spec.Schedule == nil {
+		spec.Schedule, _ = spec.schedule()
+	}
 	if spec.Overlap == "" {
 		spec.Overlap = OverlapForbid
 	}
@@ -282,7 +288,8 @@ func (j *JobSpec) withDefaults() JobSpec {
 // Describe is what the read model shows of the job (history.ReadStatus,
 // history.ReadSlots).
 func (j JobSpec) Describe() history.Job {
-	return history.Job{Name: j.Name, Spec: j.Spec, Schedule: j.Schedule, Location: j.Location, Enabled: j.Enabled}
+	sched, _ := j.schedule()
+	return history.Job{Name: j.Name, Spec: j.Spec, Schedule: sched, Location: j.Location, Enabled: !j.Disabled}
 }
 
 type nopMetrics struct{}

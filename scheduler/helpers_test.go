@@ -300,7 +300,7 @@ func everySecond(t testing.TB, name string, j jobs.Job) JobSpec {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return JobSpec{Name: name, Spec: "* * * * * *", Schedule: sched, Job: j, Enabled: true, Plugin: "test"}
+	return JobSpec{Name: name, Spec: "* * * * * *", Schedule: sched, Job: j, Plugin: "test"}
 }
 
 // running starts s.Run and returns a stop function (idempotent) that ends

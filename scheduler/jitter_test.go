@@ -141,7 +141,7 @@ func TestNewValidatesJitter(t *testing.T) {
 	spec := func(text string, loc *time.Location, jitter time.Duration) JobSpec {
 		sched, err := ParseSchedule(text, loc)
 		require.NoError(t, err)
-		return JobSpec{Name: "a", Spec: text, Schedule: sched, Job: nopJob{}, Enabled: true, Jitter: jitter}
+		return JobSpec{Name: "a", Spec: text, Schedule: sched, Job: nopJob{}, Jitter: jitter}
 	}
 	for _, tc := range []struct {
 		name string
@@ -201,5 +201,5 @@ func jitterSpec(t testing.TB, name, text string, jitter time.Duration, j *record
 	t.Helper()
 	sched, err := ParseSchedule(text, time.UTC)
 	require.NoError(t, err)
-	return JobSpec{Name: name, Spec: text, Schedule: sched, Job: j, Enabled: true, Jitter: jitter, Overlap: OverlapAllow}
+	return JobSpec{Name: name, Spec: text, Schedule: sched, Job: j, Jitter: jitter, Overlap: OverlapAllow}
 }

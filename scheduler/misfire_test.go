@@ -142,7 +142,7 @@ func startAfterOutage(t *testing.T, policy MisfirePolicy) (*env, *recorder) {
 	}
 	rec := &recorder{d: 100 * time.Millisecond, now: time.Now}
 	sched, _ := ParseSchedule("*/10 * * * * *", time.UTC)
-	spec := JobSpec{Name: "job", Schedule: sched, Job: rec, Enabled: true,
+	spec := JobSpec{Name: "job", Schedule: sched, Job: rec,
 		Misfire: Misfire{Policy: policy, Deadline: time.Minute}}
 	var stops []func()
 	for i := range 3 {
@@ -307,7 +307,7 @@ func TestDSTSlotsInTheLoop(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				s := e.scheduler("r1", clock, JobSpec{Name: "dst", Schedule: sched, Job: rec, Enabled: true, Location: ny})
+				s := e.scheduler("r1", clock, JobSpec{Name: "dst", Schedule: sched, Job: rec, Location: ny})
 				stop := running(t, s)
 				time.Sleep(c.run)
 				stop()

@@ -73,7 +73,7 @@ func (s *Scheduler) reconcile(started time.Time) {
 		if s.isStopping() {
 			return
 		}
-		if !j.spec.Enabled || s.cfg.HistoryKeep <= 0 {
+		if j.spec.Disabled || s.cfg.HistoryKeep <= 0 {
 			continue
 		}
 		if err := p.job(ctx, j); err != nil {

@@ -47,7 +47,7 @@ func replaceJobSpec(t *testing.T, name, spec string, l *ledger) JobSpec {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return JobSpec{Name: name, Spec: spec, Schedule: sched, Job: l, Enabled: true, Overlap: OverlapReplace}
+	return JobSpec{Name: name, Spec: spec, Schedule: sched, Job: l, Overlap: OverlapReplace}
 }
 
 // TestRedisReplaceAcrossReplicas: a job whose runs would take a minute,

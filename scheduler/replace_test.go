@@ -66,7 +66,7 @@ func replaceSpec(t testing.TB, name, spec string, j jobs.Job) JobSpec {
 	t.Helper()
 	sched, err := ParseSchedule(spec, time.UTC)
 	require.NoError(t, err)
-	return JobSpec{Name: name, Spec: spec, Schedule: sched, Job: j, Enabled: true, Plugin: "test", Overlap: OverlapReplace}
+	return JobSpec{Name: name, Spec: spec, Schedule: sched, Job: j, Plugin: "test", Overlap: OverlapReplace}
 }
 
 // logTime returns the time of a log line.

@@ -300,7 +300,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		s.loop(ctx, start)
 	})
 	for _, j := range s.jobList() {
-		if j.spec.Enabled {
+		if !j.spec.Disabled {
 			s.spawn(func() { s.startupCheck(j, start) })
 		}
 	}

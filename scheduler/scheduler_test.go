@@ -295,7 +295,7 @@ func TestRetryBackoff(t *testing.T) {
 		rec := &recorder{now: time.Now}
 		rec.fail.Store(2)
 		sched, _ := ParseSchedule("@every 1m", time.UTC)
-		spec := JobSpec{Name: "flaky", Schedule: sched, Job: rec, Enabled: true,
+		spec := JobSpec{Name: "flaky", Schedule: sched, Job: rec,
 			Retry: Retry{Max: 3, Backoff: time.Second}}
 		s := e.scheduler("r1", nil, spec)
 		stop := running(t, s)
@@ -340,7 +340,7 @@ func TestRetryExhausted(t *testing.T) {
 		rec := &recorder{now: time.Now}
 		rec.fail.Store(100)
 		sched, _ := ParseSchedule("@every 1m", time.UTC)
-		spec := JobSpec{Name: "broken", Schedule: sched, Job: rec, Enabled: true,
+		spec := JobSpec{Name: "broken", Schedule: sched, Job: rec,
 			Retry: Retry{Max: 1, Backoff: time.Second}}
 		s := e.scheduler("r1", nil, spec)
 		stop := running(t, s)
@@ -370,7 +370,7 @@ func TestTimeout(t *testing.T) {
 		e := newEnv(t)
 		rec := &recorder{d: time.Hour, now: time.Now}
 		sched, _ := ParseSchedule("@every 1m", time.UTC)
-		spec := JobSpec{Name: "slow", Schedule: sched, Job: rec, Enabled: true, Timeout: 3 * time.Second,
+		spec := JobSpec{Name: "slow", Schedule: sched, Job: rec, Timeout: 3 * time.Second,
 			Retry: Retry{Max: 2, Backoff: time.Second}}
 		s := e.scheduler("r1", nil, spec)
 		stop := running(t, s)
@@ -396,7 +396,7 @@ func TestLockLost(t *testing.T) {
 		e.locker = locking.NewLocal(locking.Options{Replica: "local", Clock: clock})
 		rec := &recorder{d: time.Hour, now: time.Now}
 		sched, _ := ParseSchedule("@every 1h", time.UTC)
-		spec := JobSpec{Name: "victim", Schedule: sched, Job: rec, Enabled: true}
+		spec := JobSpec{Name: "victim", Schedule: sched, Job: rec}
 		s := e.scheduler("r1", clock, spec)
 		stop := running(t, s)
 		time.Sleep(time.Hour + 5*time.Second)
@@ -495,7 +495,7 @@ func TestTrigger(t *testing.T) {
 		e := newEnv(t)
 		rec := &recorder{d: 2 * time.Second, now: time.Now}
 		sched, _ := ParseSchedule("0 0 * * * *", time.UTC)
-		spec := JobSpec{Name: "manual", Schedule: sched, Job: rec, Enabled: true}
+		spec := JobSpec{Name: "manual", Schedule: sched, Job: rec}
 		s := e.scheduler("r1", nil, spec)
 		ctx := context.Background()
 		if err := s.Trigger(ctx, "manual"); err != nil {
@@ -656,7 +656,7 @@ func TestDisabledJobNeverFires(t *testing.T) {
 		e := newEnv(t)
 		rec := &recorder{now: time.Now}
 		spec := everySecond(t, "off", rec)
-		spec.Enabled = false
+		spec.Disabled = true
 		s := e.scheduler("r1", nil, spec)
 		stop := running(t, s)
 		time.Sleep(5 * time.Second)

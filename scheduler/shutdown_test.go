@@ -37,7 +37,7 @@ func TestShutdownWaitsForCanceledRuns(t *testing.T) {
 		e := newEnv(t)
 		job := &stubborn{ignore: 7 * time.Second, ended: make(chan struct{})}
 		sched, _ := ParseSchedule("@every 1m", time.UTC)
-		s := e.scheduler("r1", nil, JobSpec{Name: "stubborn", Schedule: sched, Job: job, Enabled: true})
+		s := e.scheduler("r1", nil, JobSpec{Name: "stubborn", Schedule: sched, Job: job})
 		stop := running(t, s)
 		time.Sleep(time.Minute + time.Second)
 		began := time.Now()
@@ -77,7 +77,7 @@ func TestShutdownCanceledRunCap(t *testing.T) {
 		e := newEnv(t)
 		job := &stubborn{ignore: time.Hour, ended: make(chan struct{})}
 		sched, _ := ParseSchedule("@every 1m", time.UTC)
-		s := e.scheduler("r1", nil, JobSpec{Name: "stuck", Schedule: sched, Job: job, Enabled: true})
+		s := e.scheduler("r1", nil, JobSpec{Name: "stuck", Schedule: sched, Job: job})
 		stop := running(t, s)
 		time.Sleep(time.Minute + time.Second)
 		began := time.Now()

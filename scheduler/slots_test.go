@@ -20,7 +20,7 @@ func TestReadSlotsJoinsTheHistory(t *testing.T) {
 	defer l.Close()
 	sched, err := ParseSchedule("*/10 * * * * *", time.UTC)
 	require.NoError(t, err)
-	spec := JobSpec{Name: "job", Spec: "*/10 * * * * *", Schedule: sched, Enabled: true}.Describe()
+	spec := JobSpec{Name: "job", Spec: "*/10 * * * * *", Schedule: sched}.Describe()
 	now := time.Now().Truncate(10 * time.Second).Add(3 * time.Second) // 3s after a slot
 	at := func(i int) time.Time { return now.Truncate(10 * time.Second).Add(time.Duration(-10*i) * time.Second) }
 	// Slots 0 (newest) .. 9 of the last 100 s: 9 succeeded, 7 paused,

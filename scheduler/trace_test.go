@@ -163,8 +163,8 @@ func TestTraceRetriesAndFailures(t *testing.T) {
 		})
 		sched, _ := ParseSchedule("@every 1m", time.UTC)
 		stop := running(t, e.scheduler("r1",
-			JobSpec{Name: "flaky", Schedule: sched, Job: flaky, Enabled: true, Retry: Retry{Max: 2, Backoff: time.Second}},
-			JobSpec{Name: "broken", Schedule: sched, Job: broken, Enabled: true}))
+			JobSpec{Name: "flaky", Schedule: sched, Job: flaky, Retry: Retry{Max: 2, Backoff: time.Second}},
+			JobSpec{Name: "broken", Schedule: sched, Job: broken}))
 		time.Sleep(70 * time.Second)
 		stop()
 

@@ -69,9 +69,8 @@ func (j JobSpec) problems(now time.Time) []error {
 		}
 	}
 	add("name", "", checkJobName(j.Name))
-	if j.Schedule == nil {
-		add("schedule", "", errors.New("required"))
-	}
+	sched, err := j.schedule()
+	add("schedule", j.Spec, err)
 	if j.Job == nil {
 		add("job", "", fmt.Errorf("required (plugin %q not built)", j.Plugin))
 	}
@@ -95,8 +94,20 @@ func (j JobSpec) problems(now time.Time) []error {
 	if j.PauseOnFailure < 0 {
 		add("pause_on_failure", "", fmt.Errorf("must not be negative, got %d", j.PauseOnFailure))
 	}
-	add("jitter", "", checkJitter(j.Jitter, j.Schedule, now))
+	add("jitter", "", checkJitter(j.Jitter, sched, now))
 	return errs
+}
+
+// schedule returns the job's schedule: Schedule, else Spec parsed in
+// Location (nil when it does not parse, or there is none).
+func (j JobSpec) schedule() (Schedule, error) {
+	switch {
+	case j.Schedule != nil:
+		return j.Schedule, nil
+	case strings.TrimSpace(j.Spec) == "":
+		return nil, errors.New("required: Spec (the schedule's text) or Schedule")
+	}
+	return ParseSchedule(j.Spec, j.Location)
 }
 
 // Validate reports every problem of the configuration — its own settings,

@@ -20,7 +20,7 @@ func TestNewValidatesLikeTheCommand(t *testing.T) {
 	sched, err := ParseSchedule("* * * * * *", time.UTC)
 	require.NoError(t, err)
 	job := func(name string) JobSpec {
-		return JobSpec{Name: name, Spec: "* * * * * *", Schedule: sched, Job: nopJob{}, Enabled: true}
+		return JobSpec{Name: name, Spec: "* * * * * *", Schedule: sched, Job: nopJob{}}
 	}
 	for _, tc := range []struct {
 		name string
@@ -92,4 +92,29 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 		`scheduler: job "a": pause_on_failure: 5 needs history.keep >= it (3)`,
 		`scheduler: job "a": name: configured twice`,
 	}, strings.Split(err.Error(), "\n"))
+}
+
+// A spec needs no parsed Schedule: New parses Spec in Location, and the
+// zero values are the defaults (enabled among them); a Spec that does not
+// parse is a problem of the schedule field.
+func TestNewParsesSpec(t *testing.T) {
+	ny, err := time.LoadLocation("America/New_York")
+	require.NoError(t, err)
+	spec := JobSpec{Name: "nightly", Spec: "0 0 3 * * *", Location: ny, Job: nopJob{}}
+	require.NoError(t, spec.Validate())
+	s, err := New(Config{Locker: locking.NewLocal(locking.Options{Replica: "r1"}), Jobs: []JobSpec{spec}})
+	require.NoError(t, err)
+	from := time.Date(2026, 7, 1, 12, 0, 0, 0, ny)
+	got, err := s.Next("nightly", from, 2)
+	require.NoError(t, err)
+	require.Equal(t, []time.Time{time.Date(2026, 7, 2, 3, 0, 0, 0, ny), time.Date(2026, 7, 3, 3, 0, 0, 0, ny)}, got)
+	require.True(t, spec.Describe().Enabled, "the zero value is enabled")
+	require.NotNil(t, spec.Describe().Schedule, "the read model gets the parsed schedule too")
+
+	bad := JobSpec{Name: "nightly", Spec: "0 61 * * * *", Job: nopJob{}}
+	require.EqualError(t, bad.Validate(), `scheduler: job "nightly": schedule "0 61 * * * *": minute 61 out of range [0,59]`)
+	_, err = New(Config{Locker: locking.NewLocal(locking.Options{Replica: "r1"}), Jobs: []JobSpec{bad}})
+	require.EqualError(t, err, `scheduler: job "nightly": schedule "0 61 * * * *": minute 61 out of range [0,59]`)
+	require.EqualError(t, JobSpec{Name: "none", Job: nopJob{}}.Validate(),
+		`scheduler: job "none": schedule: required: Spec (the schedule's text) or Schedule`)
 }

@@ -52,7 +52,7 @@ func cmdNext(args []string, env Env) int {
 	fmt.Fprintln(tw, header)
 	for _, j := range specs {
 		name := j.Name
-		if !j.Enabled {
+		if j.Disabled {
 			name += " (disabled)"
 		}
 		// The slots that start after now: with jitter the first may be

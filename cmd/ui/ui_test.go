@@ -120,5 +120,5 @@ func TestHandlerRoutes(t *testing.T) {
 func everySecond(t testing.TB, name string) scheduler.JobSpec {
 	sched, err := scheduler.ParseSchedule("* * * * * *", time.UTC)
 	require.NoError(t, err)
-	return scheduler.JobSpec{Name: name, Spec: "* * * * * *", Schedule: sched, Location: time.UTC, Enabled: true}
+	return scheduler.JobSpec{Name: name, Spec: "* * * * * *", Schedule: sched, Location: time.UTC}
 }
