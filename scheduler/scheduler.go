@@ -26,6 +26,13 @@
 //     firing of T on any replica, the job lease is released, and the job's
 //     record <J>/last (latest handled slot) moves forward.
 //
+// A job is a JobSpec: a name, the schedule's text (Spec, parsed by New) and a
+// jobs.Job; its other fields' zero values are the defaults. New checks every
+// spec and the Config (JobSpec.Validate, Config.Validate) and reports all
+// problems at once. Every slot's outcome lands in the job's history, which
+// package scheduler/history reads back, with the fleet's heartbeats, for
+// status views.
+//
 // What it guarantees and what it does not is spelled out on Scheduler.
 package scheduler
 
