@@ -24,19 +24,13 @@ func (s *Scheduler) beatLoop(started time.Time) {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	instance := hex.EncodeToString(b[:])
-	var (
-		cur  *defs
-		info string
-	)
 	prevRuns := ""
 	for {
-		if d := s.jobSet(); d != cur {
-			cur = d
-			info = history.ReplicaInfo{Replica: s.cfg.Replica, Instance: instance,
-				Version: s.cfg.Version, DefinitionsHash: d.hash, DefinitionsSince: d.since.UTC(), Started: started.UTC(),
-				Beat: s.cfg.Beat.String(), Jobs: len(d.order)}.Encode()
-		}
-		prevRuns = s.beat(info, instance, prevRuns)
+		d := s.jobSet()
+		info := history.ReplicaInfo{Replica: s.cfg.Replica, Instance: instance,
+			Version: s.cfg.Version, DefinitionsHash: d.hash, DefinitionsSince: d.since.UTC(), Started: started.UTC(),
+			Beat: s.cfg.Beat.String(), Jobs: len(d.order)}
+		prevRuns = s.beat(info, prevRuns)
 		if !s.sleep(s.cfg.Beat, s.stopping) {
 			return
 		}
@@ -46,11 +40,11 @@ func (s *Scheduler) beatLoop(started time.Time) {
 // beat writes one heartbeat (info, scored now) and the list of runs going
 // on in place of prevRuns; it returns the list it wrote (prevRuns again
 // when the stores did not take it).
-func (s *Scheduler) beat(info, instance, prevRuns string) string {
+func (s *Scheduler) beat(info history.ReplicaInfo, prevRuns string) string {
 	now := s.clock.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
-	err := s.cfg.Locker.AppendLog(ctx, history.FleetFamily, history.FleetAppend(info, now.Unix(), now))
+	err := s.cfg.Locker.AppendLog(ctx, history.FleetFamily, info.Append(now))
 	if err != nil {
 		s.log.Debug("heartbeat not written", "error", err.Error())
 		return prevRuns
@@ -59,15 +53,15 @@ func (s *Scheduler) beat(info, instance, prevRuns string) string {
 	if len(running) == 0 && prevRuns == "" {
 		return ""
 	}
-	runs := history.EncodeRuns(instance, running)
-	err = s.cfg.Locker.AppendLog(ctx, history.RunsFamily, history.RunsAppend(runs, prevRuns, now, s.cfg.Beat))
+	runs := history.RunsAppend(info.Instance, running, prevRuns, now, s.cfg.Beat)
+	err = s.cfg.Locker.AppendLog(ctx, history.RunsFamily, runs)
 	if err != nil {
 		return prevRuns
 	}
 	if len(running) == 0 {
 		return "" // the empty list replaced the last one; nothing to replace next time
 	}
-	return runs
+	return runs.Entry.Value
 }
 
 // publishOutage records an outage this replica saw, once the stores are
@@ -76,7 +70,7 @@ func (s *Scheduler) publishOutage(from, to time.Time) {
 	o := history.Outage{Replica: s.cfg.Replica, From: from, To: to}
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
-	err := s.cfg.Locker.AppendLog(ctx, history.FleetFamily, history.FleetAppend(o.Encode(), from.Unix(), s.clock.Now()))
+	err := s.cfg.Locker.AppendLog(ctx, history.FleetFamily, o.Append(s.clock.Now()))
 	if err != nil {
 		s.log.Debug("outage not recorded", "error", err.Error())
 	}

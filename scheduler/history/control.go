@@ -58,7 +58,7 @@ func RecordControl(ctx context.Context, store Store, c Control, now time.Time) e
 	}
 	c.At = c.At.UTC()
 	b, _ := json.Marshal(c) // strings and a time: cannot fail
-	return store.AppendLog(ctx, FleetFamily, FleetAppend(string(b), c.At.Unix(), now))
+	return store.AppendLog(ctx, FleetFamily, fleetAppend(string(b), c.At.Unix(), now))
 }
 
 // ControlsOf returns the control actions on job (all when job is ""),

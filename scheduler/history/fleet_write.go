@@ -7,46 +7,44 @@ import (
 	"github.com/slotlock/slotlock/locking"
 )
 
-// The encodings of the fleet log's records, for the replicas that write
-// them (package scheduler) and RecordControl.
+// The encodings of the fleet's records, for the replicas that write them
+// (package scheduler) and RecordControl: each is an append to a log, to
+// give to the stores' AppendLog.
 
-// Encode returns r as a heartbeat's entry value (its Kind set).
-func (r ReplicaInfo) Encode() string {
+// Append is r's heartbeat (its Kind set) as an append to the fleet log
+// (FleetFamily), scored at now.
+func (r ReplicaInfo) Append(now time.Time) locking.LogAppend {
 	r.Kind = kindReplica
 	b, _ := json.Marshal(r) // strings, numbers and times: cannot fail
-	return string(b)
+	return fleetAppend(string(b), now.Unix(), now)
 }
 
-// Encode returns o as an outage's entry value (its Kind set, and its
-// bounds to the second).
-func (o Outage) Encode() string {
+// Append is the outage o (its Kind set, its bounds to the second) as an
+// append to the fleet log (FleetFamily) at now, scored at its start.
+func (o Outage) Append(now time.Time) locking.LogAppend {
 	o.Kind, o.FromUnix, o.ToUnix = kindOutage, o.From.Unix(), o.To.Unix()
 	b, _ := json.Marshal(o)
-	return string(b)
+	return fleetAppend(string(b), o.FromUnix, now)
 }
 
-// FleetAppend is the append of value, scored at score, to the fleet log
-// (FleetFamily) at now: it keeps a day of entries (Retention).
-func FleetAppend(value string, score int64, now time.Time) locking.LogAppend {
+// fleetAppend is the append of value, scored at score, to the fleet log at
+// now: it keeps a day of entries (Retention).
+func fleetAppend(value string, score int64, now time.Time) locking.LogAppend {
 	return locking.LogAppend{
 		Entry: locking.LogEntry{Score: score, Value: value},
 		Keep:  fleetKeep, Floor: now.Add(-Retention).Unix(),
 	}
 }
 
-// EncodeRuns returns a process's list of runs going on as an entry value
-// of RunsFamily: the first 50 of running, and how many there are.
-func EncodeRuns(instance string, running []RunInfo) string {
+// RunsAppend is a process's list of runs going on (the first 50 of
+// running, and how many there are) as an append to RunsFamily's log at now
+// in place of replace, the process's previous list (its Entry.Value is
+// what the next one replaces). For a replica that beats every beat: the
+// list is dropped three beats later.
+func RunsAppend(instance string, running []RunInfo, replace string, now time.Time, beat time.Duration) locking.LogAppend {
 	b, _ := json.Marshal(runsEntry{Instance: instance, Running: running[:min(len(running), maxBeatRuns)], Count: len(running)})
-	return string(b)
-}
-
-// RunsAppend is the append of value (EncodeRuns) to RunsFamily's log at
-// now in place of replace (the process's previous list), for a replica
-// that beats every beat: it is dropped three beats later.
-func RunsAppend(value, replace string, now time.Time, beat time.Duration) locking.LogAppend {
 	return locking.LogAppend{
-		Entry:   locking.LogEntry{Score: now.Unix(), Value: value},
+		Entry:   locking.LogEntry{Score: now.Unix(), Value: string(b)},
 		Replace: replace, Keep: fleetKeep, Floor: now.Add(-aliveBeats * beat).Unix(),
 	}
 }
