@@ -37,7 +37,7 @@ const (
 	AttrKey          = attribute.Key("locking.key")           // family:name
 	AttrNodes        = attribute.Key("locking.nodes")         // lock stores asked (1 for Local)
 	AttrQuorum       = attribute.Key("locking.quorum")        // answers needed
-	AttrResult       = attribute.Key("locking.result")        // LockResult
+	AttrResult       = attribute.Key("locking.result")        // ok, held, done, ... (lockResult)
 	AttrFencingToken = attribute.Key("locking.fencing_token") // the lease's token
 	AttrLeaseID      = attribute.Key("locking.lease_id")      // Grant.ID (a slot's run id)
 	AttrAbandoned    = attribute.Key("locking.abandoned")     // Claim took over an abandoned claim
@@ -55,10 +55,10 @@ func tracerOf(tp trace.TracerProvider) trace.Tracer {
 	return tp.Tracer(TracerName)
 }
 
-// LockResult names the outcome of a lock call for the locking.result
+// lockResult names the outcome of a lock call for the locking.result
 // attribute: ok, held, done, claimed, paused, split_vote, no_quorum,
 // slow_acquire, lost, canceled, closed or error.
-func LockResult(err error) string {
+func lockResult(err error) string {
 	var he *HeldError
 	switch {
 	case err == nil:
@@ -101,7 +101,7 @@ func (l *locker) startSpan(ctx context.Context, name string, key Key, parent tra
 // vote) is an answer, not an error: only failures to reach the stores and
 // lost leases set the error status.
 func endSpan(sp trace.Span, err error, attrs ...attribute.KeyValue) {
-	res := LockResult(err)
+	res := lockResult(err)
 	sp.SetAttributes(append(attrs, AttrResult.String(res))...)
 	switch res {
 	case "ok", "held", "done", "claimed", "paused", "split_vote":

@@ -1,11 +1,10 @@
 package scheduler
 
 import (
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // A run that started is never started again: its slot's claim stays in the
@@ -47,8 +46,8 @@ func (s *Scheduler) settleAbandoned(j *job, t time.Time, lease *locking.Lease) {
 		return
 	}
 	name, slot := j.name(), slotString(t)
-	s.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: OutcomeAbandoned,
-		history: &HistoryEntry{Slot: slot, Outcome: OutcomeAbandoned, Replica: ab.Holder, RunID: ab.ID}, at: t,
+	s.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: string(history.OutcomeAbandoned),
+		history: &history.Entry{Slot: slot, Outcome: history.OutcomeAbandoned, Replica: ab.Holder, RunID: ab.ID}, at: t,
 		then: func() {
 			s.log.Warn("run abandoned: its replica stopped renewing its lease before the run ended; the slot is not run again",
 				"event", evRunAbandoned, "job", name, "slot", slot, "run_id", ab.ID, "holder", ab.Holder)
@@ -63,15 +62,15 @@ func (s *Scheduler) settleAbandoned(j *job, t time.Time, lease *locking.Lease) {
 func (s *Scheduler) settleUnconfirmed(j *job, t time.Time, lease *locking.Lease) {
 	ab := lease.Grant().Abandoned
 	name, slot := j.name(), slotString(t)
-	s.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: OutcomeMissed,
-		history: &HistoryEntry{Slot: slot, Outcome: OutcomeMissed, Reason: MissedUnknown, Replica: ab.Holder, RunID: ab.ID,
+	s.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: string(history.OutcomeMissed),
+		history: &history.Entry{Slot: slot, Outcome: history.OutcomeMissed, Reason: history.ReasonUnknown, Replica: ab.Holder, RunID: ab.ID,
 			MayHaveStarted: true}, at: t,
 		then: func() {
 			s.log.Warn("slot missed: its winner stopped before confirming that its run started; it may have started, so it is not run again",
-				"event", evSlotMissed, "job", name, "slot", slot, "reason", MissedUnknown, "may_have_started", true,
+				"event", evSlotMissed, "job", name, "slot", slot, "reason", string(history.ReasonUnknown), "may_have_started", true,
 				"run_id", ab.ID, "holder", ab.Holder)
-			s.metrics.SlotMissed(name, MissedUnknown)
-			s.metrics.JobOutcome(name, OutcomeMissed, t)
+			s.metrics.SlotMissed(name, history.ReasonUnknown)
+			s.metrics.JobOutcome(name, history.OutcomeMissed, t)
 			s.recordHandled(j, t)
 		}})
 }
@@ -81,7 +80,7 @@ func (s *Scheduler) settleUnconfirmed(j *job, t time.Time, lease *locking.Lease)
 // it, or the claim was settled meanwhile. One settlement per key at a time
 // on this replica.
 func (s *Scheduler) settleOrphan(j *job, o *locking.Abandoned) {
-	t, ok := slotOfKey(o.Key)
+	t, ok := history.SlotOfKey(o.Key)
 	if !ok || s.isStopping() {
 		return
 	}
@@ -111,21 +110,8 @@ func (s *Scheduler) settleOrphan(j *job, o *locking.Abandoned) {
 		// A leftover on a minority of the stores, or settled meanwhile
 		// with its marker gone: claiming it must not run it. Close it, so
 		// that no store points to it again.
-		s.endLease(j.name(), slotString(t), lease, j.doneTTL, OutcomeAbandoned)
+		s.endLease(j.name(), slotString(t), lease, j.doneTTL, string(history.OutcomeAbandoned))
 		return
 	}
 	s.settleAbandoned(j, t, lease)
-}
-
-// slotOfKey parses a slot key's nominal time.
-func slotOfKey(k locking.Key) (time.Time, bool) {
-	v, ok := strings.CutPrefix(k.Name, slotPrefix)
-	if !ok {
-		return time.Time{}, false
-	}
-	sec, err := strconv.ParseInt(v, 10, 64)
-	if err != nil {
-		return time.Time{}, false
-	}
-	return time.Unix(sec, 0).UTC(), true
 }

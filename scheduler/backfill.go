@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // Backfill (slotlock backfill): the slots of a past window that have no
@@ -33,7 +34,7 @@ var (
 )
 
 // MaxBackfillSlots bounds the slots of one backfill window.
-const MaxBackfillSlots = MaxWindowSlots
+const MaxBackfillSlots = history.MaxWindowSlots
 
 // HandledError is RunSlot's error for a slot it did not run because the
 // slot was handled: Reason is "running" (its claim is open: a run going
@@ -43,7 +44,7 @@ const MaxBackfillSlots = MaxWindowSlots
 type HandledError struct {
 	Slot   time.Time
 	Reason string
-	Entry  *HistoryEntry // the history's entry, when it gave the reason
+	Entry  *history.Entry // the history's entry, when it gave the reason
 }
 
 func (e *HandledError) Error() string {
@@ -52,24 +53,12 @@ func (e *HandledError) Error() string {
 
 func (e *HandledError) Unwrap() error { return ErrSlotHandled }
 
-// Backfillable reports whether a slot whose history entry is e (nil: none)
+// backfillable reports whether a slot whose history entry is e (nil: none)
 // may be run by a backfill: no entry, missed (unless its run may have
 // started), or skipped with reason late.
-func Backfillable(e *HistoryEntry) bool {
-	return e == nil || (e.Outcome == OutcomeMissed && !e.MayHaveStarted) ||
-		(e.Outcome == OutcomeSkipped && e.Reason == ReasonLate)
-}
-
-// BackfillAfter is how old a slot of the named job must be before a
-// backfill may run it: younger ones are still being fired, retried or
-// recovered by the replicas (the lateness bound, the misfire deadline, the
-// jitter), and judged by the reconciler at that age. 0 for an unknown job.
-func (s *Scheduler) BackfillAfter(job string) time.Duration {
-	j, _ := s.job(job)
-	if j == nil {
-		return 0
-	}
-	return s.reconcileAfter(j)
+func backfillable(e *history.Entry) bool {
+	return e == nil || (e.Outcome == history.OutcomeMissed && !e.MayHaveStarted) ||
+		(e.Outcome == history.OutcomeSkipped && e.Reason == history.ReasonLate)
 }
 
 // BackfillSlot is one slot of a backfill window and what a backfill does
@@ -82,13 +71,14 @@ type BackfillSlot struct {
 	// reason, "running" (open claim) or "beyond history" (older than the
 	// history reaches: it cannot tell whether the slot ran).
 	Why   string
-	Entry *HistoryEntry
+	Entry *history.Entry
 }
 
 // PlanBackfill lists the named job's slots in [from, to], oldest first,
 // and whether a backfill runs each, from the slot history and the open
 // claims. It refuses (ErrBackfillWindow) a window that is empty, holds
-// more than MaxBackfillSlots slots, or ends less than BackfillAfter ago;
+// more than MaxBackfillSlots slots, or reaches slots still the replicas'
+// own (younger than their lateness bound, misfire deadline and jitter allow);
 // and ErrNoHistory when no history is kept.
 func (s *Scheduler) PlanBackfill(ctx context.Context, name string, from, to time.Time) ([]BackfillSlot, error) {
 	j, ok := s.job(name)
@@ -101,7 +91,7 @@ func (s *Scheduler) PlanBackfill(ctx context.Context, name string, from, to time
 	if err := s.checkWindow(j, from, to); err != nil {
 		return nil, err
 	}
-	slots := slotsIn(j.spec.Schedule, from, to, MaxBackfillSlots+1, nil)
+	slots := slotsBetween(j.spec.Schedule, from.Add(-time.Nanosecond), to, MaxBackfillSlots+1)
 	if len(slots) > MaxBackfillSlots {
 		return nil, fmt.Errorf("%w: more than %d slots of %s in [%s, %s]; backfill a shorter window at a time",
 			ErrBackfillWindow, MaxBackfillSlots, name, slotString(from), slotString(to))
@@ -112,8 +102,9 @@ func (s *Scheduler) PlanBackfill(ctx context.Context, name string, from, to time
 	// Every entry from the window's first slot on (the ones after the
 	// window come first); the stores keep HistoryKeep each, and the union
 	// of a majority may hold a few more.
+	const slack = 64
 	keep := s.cfg.HistoryKeep
-	log, err := s.cfg.Locker.ReadLog(ctx, name, slots[0].Unix(), 2*keep+historySlack)
+	log, err := s.cfg.Locker.ReadLog(ctx, name, slots[0].Unix(), 2*keep+slack)
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +119,7 @@ func (s *Scheduler) PlanBackfill(ctx context.Context, name string, from, to time
 	if err != nil {
 		return nil, err
 	}
-	open := claimedSlots(claims)
+	open := history.ClaimedSlots(claims)
 	out := make([]BackfillSlot, len(slots))
 	for i, t := range slots {
 		b := BackfillSlot{Slot: t}
@@ -140,7 +131,7 @@ func (s *Scheduler) PlanBackfill(ctx context.Context, name string, from, to time
 			b.Entry = &e
 		}
 		switch {
-		case found && !Backfillable(&e):
+		case found && !backfillable(&e):
 			b.Why = describeEntry(e)
 		case open[t.Unix()]:
 			b.Why = "running"
@@ -157,7 +148,7 @@ func (s *Scheduler) PlanBackfill(ctx context.Context, name string, from, to time
 }
 
 // checkWindow refuses a backfill window that is empty or reaches slots
-// younger than BackfillAfter.
+// younger than the replicas' own (reconcileAfter).
 func (s *Scheduler) checkWindow(j *job, from, to time.Time) error {
 	if to.Before(from) {
 		return fmt.Errorf("%w: it ends (%s) before it starts (%s)", ErrBackfillWindow, slotString(to), slotString(from))
@@ -172,14 +163,14 @@ func (s *Scheduler) checkWindow(j *job, from, to time.Time) error {
 
 // describeEntry names a history entry's outcome and reason: "succeeded",
 // "skipped (overlap)".
-func describeEntry(e HistoryEntry) string {
+func describeEntry(e history.Entry) string {
 	if e.MayHaveStarted {
-		return e.Outcome + " (" + e.Reason + ", may have started)"
+		return string(e.Outcome) + " (" + string(e.Reason) + ", may have started)"
 	}
 	if e.Reason != "" {
-		return e.Outcome + " (" + e.Reason + ")"
+		return string(e.Outcome) + " (" + string(e.Reason) + ")"
 	}
-	return e.Outcome
+	return string(e.Outcome)
 }
 
 // RunSlot runs slot t of the named job now, in this process, as a backfill
@@ -192,36 +183,36 @@ func describeEntry(e HistoryEntry) string {
 // returns the run's history entry and nil iff the run succeeded (an error
 // wrapping ErrRunFailed when it failed or was canceled). A slot that was
 // handled is not run: *HandledError (errors.Is ErrSlotHandled). A slot
-// younger than BackfillAfter is refused (ErrBackfillWindow); a claim or
+// still the replicas' own is refused (ErrBackfillWindow, as PlanBackfill); a claim or
 // job lease that cannot be had is an error (locking.ErrNoQuorum,
 // locking.ErrNotAcquired: the job lease is held, locking.ErrPaused).
 // Ending ctx cancels the run (run.canceled reason shutdown). RunSlot works
 // with or without Run, also for disabled jobs.
-func (s *Scheduler) RunSlot(ctx context.Context, name string, t time.Time) (HistoryEntry, error) {
+func (s *Scheduler) RunSlot(ctx context.Context, name string, t time.Time) (history.Entry, error) {
 	j, ok := s.job(name)
 	if !ok {
-		return HistoryEntry{}, fmt.Errorf("%w: %q", ErrUnknownJob, name)
+		return history.Entry{}, fmt.Errorf("%w: %q", ErrUnknownJob, name)
 	}
 	if s.cfg.HistoryKeep <= 0 {
-		return HistoryEntry{}, ErrNoHistory
+		return history.Entry{}, ErrNoHistory
 	}
 	if !t.Equal(j.spec.Schedule.Next(t.Add(-time.Second))) {
-		return HistoryEntry{}, fmt.Errorf("%w: %s is not a slot of %s (%s)", ErrBackfillWindow, t.UTC().Format(time.RFC3339Nano),
+		return history.Entry{}, fmt.Errorf("%w: %s is not a slot of %s (%s)", ErrBackfillWindow, t.UTC().Format(time.RFC3339Nano),
 			name, j.spec.Spec)
 	}
 	if err := s.checkWindow(j, t, t); err != nil {
-		return HistoryEntry{}, err
+		return history.Entry{}, err
 	}
 	if s.isStopping() || !s.enter() {
-		return HistoryEntry{}, ErrStopped
+		return history.Entry{}, ErrStopped
 	}
 	defer s.leave()
 	if err := ctx.Err(); err != nil {
-		return HistoryEntry{}, err
+		return history.Entry{}, err
 	}
 	lease, err := s.claimPast(j, t)
 	if err != nil {
-		return HistoryEntry{}, err
+		return history.Entry{}, err
 	}
 	slot := slotString(t)
 	var jobLease *locking.Lease
@@ -232,9 +223,9 @@ func (s *Scheduler) RunSlot(ctx context.Context, name string, t time.Time) (Hist
 		if err != nil {
 			s.endLease(name, slot, lease, 0, "") // not run: a later backfill may run it
 			if !isSplitVote(err) && errors.Is(err, locking.ErrNotAcquired) {
-				s.skipped(name, slot, ReasonOverlap, 1, append(heldAttrs(err), "backfill", true)...)
+				s.skipped(name, slot, history.ReasonOverlap, 1, append(heldAttrs(err), "backfill", true)...)
 			}
-			return HistoryEntry{}, fmt.Errorf("scheduler: backfill %s %s: job lease: %w", name, slot, err)
+			return history.Entry{}, fmt.Errorf("scheduler: backfill %s %s: job lease: %w", name, slot, err)
 		}
 	}
 	parent, cancel := context.WithCancelCause(ctx)
@@ -246,11 +237,11 @@ func (s *Scheduler) RunSlot(ctx context.Context, name string, t time.Time) (Hist
 		leases = append(leases, jobLease)
 	}
 	h, runErr := s.execute(runSpec{j: j, slot: t, backfill: true, leases: leases, parent: parent})
-	s.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: h.Outcome, history: &h, at: t, jobLease: jobLease})
+	s.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: string(h.Outcome), history: &h, at: t, jobLease: jobLease})
 	if o := lease.Grant().Orphan; o != nil {
 		s.settleOrphan(j, o) // now: this process may exit next
 	}
-	if h.Outcome != OutcomeSucceeded {
+	if h.Outcome != history.OutcomeSucceeded {
 		if runErr == nil {
 			runErr = context.Cause(parent)
 		}
@@ -265,13 +256,13 @@ func (s *Scheduler) RunSlot(ctx context.Context, name string, t time.Time) (Hist
 func (s *Scheduler) claimPast(j *job, t time.Time) (*locking.Lease, error) {
 	name, slot := j.name(), slotString(t)
 	until := s.clock.Now().Add(s.lateness)
-	lease, err := s.acquire(name, slotKey(name, t), retryPolicy{splitUntil: until, quorumUntil: until, claim: true})
+	lease, err := s.acquire(name, history.SlotKey(name, t), retryPolicy{splitUntil: until, quorumUntil: until, claim: true})
 	var he *locking.HeldError
 	switch {
 	case err != nil && !isSplitVote(err) && errors.As(err, &he):
-		why, reason := "running", ReasonHeld
+		why, reason := "running", history.ReasonHeld
 		if he.Done {
-			why, reason = ReasonDone, ReasonDone
+			why, reason = string(history.ReasonDone), history.ReasonDone
 		}
 		s.skipped(name, slot, reason, 1, append(heldAttrs(err), "backfill", true)...)
 		return nil, &HandledError{Slot: t, Reason: why}
@@ -279,14 +270,14 @@ func (s *Scheduler) claimPast(j *job, t time.Time) (*locking.Lease, error) {
 		return nil, fmt.Errorf("scheduler: backfill %s %s: %w", name, slot, err)
 	case lease.Grant().Abandoned != nil:
 		s.settleAbandoned(j, t, lease)
-		why := OutcomeAbandoned
+		why := string(history.OutcomeAbandoned)
 		if !lease.Grant().Abandoned.Started {
-			why = MissedUnknown + ", may have started"
+			why = string(history.ReasonUnknown) + ", may have started"
 		}
 		return nil, &HandledError{Slot: t, Reason: why}
 	case lease.Grant().Leftover:
 		s.endLease(name, slot, lease, 0, "")
-		s.skipped(name, slot, ReasonClaimed, 1, "note", "a claim of the slot is on a minority of the stores", "backfill", true)
+		s.skipped(name, slot, history.ReasonClaimed, 1, "note", "a claim of the slot is on a minority of the stores", "backfill", true)
 		return nil, fmt.Errorf("scheduler: backfill %s %s: a claim of the slot is on a minority of the stores (it may have started): %w",
 			name, slot, locking.ErrNotAcquired)
 	}
@@ -297,9 +288,9 @@ func (s *Scheduler) claimPast(j *job, t time.Time) (*locking.Lease, error) {
 	case err != nil:
 		s.endLease(name, slot, lease, 0, "")
 		return nil, fmt.Errorf("scheduler: backfill %s %s: slot history: %w", name, slot, err)
-	case found && !Backfillable(&e):
-		s.endLease(name, slot, lease, j.doneTTL, ReasonDone)
-		s.skipped(name, slot, ReasonDone, 1, "outcome", e.Outcome, "note", "the slot history records it", "backfill", true)
+	case found && !backfillable(&e):
+		s.endLease(name, slot, lease, j.doneTTL, string(history.ReasonDone))
+		s.skipped(name, slot, history.ReasonDone, 1, "outcome", string(e.Outcome), "note", "the slot history records it", "backfill", true)
 		return nil, &HandledError{Slot: t, Reason: describeEntry(e), Entry: &e}
 	}
 	return lease, nil

@@ -9,6 +9,7 @@ import (
 
 	"github.com/slotlock/slotlock/jobs"
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // TestRedisBackfillRunSlot: the scheduler's backfill API on three real
@@ -48,7 +49,7 @@ func TestRedisBackfillRunSlot(t *testing.T) {
 		}
 		s, err := New(Config{Replica: name, Locker: l, Logger: sink.logger(name), LockTTL: 2 * time.Second,
 			MaxClockSkew: 500 * time.Millisecond, ShutdownGrace: 30 * time.Second, ReconcileEvery: -1, ReconcileAfter: time.Second,
-			Jobs: []JobSpec{{Name: "bf", Spec: "* * * * * *", Schedule: sched, Job: job, Enabled: true, Overlap: OverlapAllow}}})
+			Jobs: []JobSpec{{Name: "bf", Spec: "* * * * * *", Schedule: sched, Job: job, Overlap: OverlapAllow}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,10 +88,10 @@ func TestRedisBackfillRunSlot(t *testing.T) {
 	}
 	missed, overlap := gap[0], gap[1]
 	ctx := context.Background()
-	for _, e := range []HistoryEntry{missedEntry(missed, MissedNoReplica),
-		{Slot: slotString(overlap), Outcome: OutcomeSkipped, Reason: ReasonOverlap}} {
+	for _, e := range []history.Entry{missedEntry(missed, history.ReasonNoReplica),
+		{Slot: slotString(overlap), Outcome: history.OutcomeSkipped, Reason: history.ReasonOverlap}} {
 		at, _ := time.Parse(time.RFC3339, e.Slot)
-		if err := l.AppendLog(ctx, "bf", locking.LogAppend{Entry: e.logEntry(at), Keep: DefaultHistoryKeep}); err != nil {
+		if err := l.AppendLog(ctx, "bf", locking.LogAppend{Entry: e.LogEntry(at), Keep: DefaultHistoryKeep}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -121,7 +122,7 @@ func TestRedisBackfillRunSlot(t *testing.T) {
 	}
 	for _, sl := range toRun {
 		h, err := bf.RunSlot(ctx, "bf", sl)
-		if err != nil || h.Outcome != OutcomeSucceeded || h.Replica != "backfill" {
+		if err != nil || h.Outcome != history.OutcomeSucceeded || h.Replica != "backfill" {
 			t.Errorf("RunSlot %s: %+v %v", slotString(sl), h, err)
 		}
 	}
@@ -129,7 +130,7 @@ func TestRedisBackfillRunSlot(t *testing.T) {
 	// open), the slots that ran long enough ago for their markers to be
 	// gone (the history).
 	var he *HandledError
-	if _, err := bf.RunSlot(ctx, "bf", toRun[len(toRun)-1]); !errors.As(err, &he) || (he.Reason != ReasonDone && he.Reason != "succeeded") {
+	if _, err := bf.RunSlot(ctx, "bf", toRun[len(toRun)-1]); !errors.As(err, &he) || (he.Reason != string(history.ReasonDone) && he.Reason != "succeeded") {
 		t.Errorf("RunSlot of a slot just backfilled: %v", err)
 	} else {
 		t.Logf("RunSlot of a slot just backfilled: %v", err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // backfillEnv is a scheduler (not running) on an in-process locker with
@@ -88,7 +89,7 @@ func TestRunSlotForbidWaitsForJobLease(t *testing.T) {
 			t.Fatal(err)
 		}
 		h, err := s.RunSlot(ctx, "bf", sl)
-		if err != nil || h.Outcome != OutcomeSucceeded || h.Token == 0 {
+		if err != nil || h.Outcome != history.OutcomeSucceeded || h.Token == 0 {
 			t.Fatalf("RunSlot once the lease is free: %+v %v", h, err)
 		}
 		runs := rec.all()
@@ -100,7 +101,7 @@ func TestRunSlotForbidWaitsForJobLease(t *testing.T) {
 		}
 		time.Sleep(2 * time.Minute) // the done marker is gone: the history answers
 		var he *HandledError
-		if _, err := s.RunSlot(ctx, "bf", sl); !errors.As(err, &he) || he.Reason != OutcomeSucceeded {
+		if _, err := s.RunSlot(ctx, "bf", sl); !errors.As(err, &he) || he.Reason != string(history.OutcomeSucceeded) {
 			t.Errorf("RunSlot after the marker expired: %v", err)
 		}
 		if len(rec.all()) != 1 {
@@ -120,7 +121,7 @@ func TestPlanBackfillBeyondHistory(t *testing.T) {
 		for i := 10; i < 20; i++ {
 			at := base.Add(time.Duration(i) * time.Second)
 			if err := e.locker.AppendLog(ctx, "bf", locking.LogAppend{
-				Entry: HistoryEntry{Slot: slotString(at), Outcome: OutcomeSucceeded}.logEntry(at), Keep: 5}); err != nil {
+				Entry: history.Entry{Slot: slotString(at), Outcome: history.OutcomeSucceeded}.LogEntry(at), Keep: 5}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/slotlock/slotlock/jobs"
 	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/locking/redistest"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // Benchmarks with three real redis-server nodes and three schedulers in
@@ -75,18 +76,18 @@ type benchMetrics struct {
 	outcome map[string]int
 }
 
-func (m *benchMetrics) SlotSkipped(job, reason string) {
+func (m *benchMetrics) SlotSkipped(job string, reason history.Reason) {
 	m.mu.Lock()
-	m.outcome["skip:"+reason]++
+	m.outcome["skip:"+string(reason)]++
 	m.mu.Unlock()
 }
-func (m *benchMetrics) RunFinished(string, string, time.Duration) {}
-func (m *benchMetrics) StartDelay(string, time.Duration)          {}
-func (m *benchMetrics) LeaseLost(string)                          {}
-func (m *benchMetrics) RunAbandoned(string)                       {}
-func (m *benchMetrics) JobPaused(string, bool)                    {}
-func (m *benchMetrics) SlotMissed(string, string)                 {}
-func (m *benchMetrics) JobOutcome(string, string, time.Time)      {}
+func (m *benchMetrics) RunFinished(string, history.Outcome, time.Duration) {}
+func (m *benchMetrics) StartDelay(string, time.Duration)                   {}
+func (m *benchMetrics) LeaseLost(string)                                   {}
+func (m *benchMetrics) RunAbandoned(string)                                {}
+func (m *benchMetrics) JobPaused(string, bool)                             {}
+func (m *benchMetrics) SlotMissed(string, history.Reason)                  {}
+func (m *benchMetrics) JobOutcome(string, history.Outcome, time.Time)      {}
 func (m *benchMetrics) LockAcquire(job string, d time.Duration, err error) {
 	k := "acquired"
 	switch {

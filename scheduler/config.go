@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
 	"runtime"
 	"time"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/slotlock/slotlock/jobs"
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // Overlap says whether runs of one job may overlap in time.
@@ -69,26 +69,29 @@ type Retry struct {
 	Backoff time.Duration // default 5s when Max > 0
 }
 
-// JobSpec is one configured job. Schedule and Job are required; Spec is
-// the schedule's text, kept for logs and errors.
+// JobSpec is one configured job. Name, Job and a schedule are required:
+// Spec, the schedule's text (ParseSchedule's forms), which New parses in
+// Location; or Schedule, already parsed (Spec is then its text for logs
+// and the status). The zero values of the rest mean the defaults shown:
+// enabled, no timeout, overlap forbid, misfire skip, no retry, no jitter.
 type JobSpec struct {
 	Name     string
 	Spec     string
-	Schedule Schedule
-	Location *time.Location // the schedule's zone (informational: Schedule already carries it)
-	Plugin   string
+	Schedule Schedule       // nil: New parses Spec
+	Location *time.Location // the schedule's zone: Spec is parsed in it (nil: UTC); a Schedule already carries it
+	Plugin   string         // the plugin that built Job (logs and errors only)
 	Job      jobs.Job
-	Enabled  bool          // a disabled job never fires; Trigger still runs it
+	Disabled bool          // a disabled job never fires; Trigger still runs it
 	Timeout  time.Duration // a run (all its attempts and backoffs) is canceled after this; 0 means no timeout
 	Overlap  Overlap       // "" means OverlapForbid
 	Misfire  Misfire
 	Retry    Retry
 	// Jitter delays each slot's start by an offset in [0, Jitter) drawn
-	// from a hash of (job, slot) (JitterOffset), the same on every
+	// from a hash of (job, slot), the same on every
 	// replica: the slot starts at its due time (Due). The slot itself —
 	// lock key, SLOTLOCK_SLOT, logs — stays the nominal time; lateness,
 	// the misfire deadline and the start delay count from the due time.
-	// At most the schedule's shortest interval (CheckJitter); 0: none.
+	// At most the schedule's shortest interval; 0: none.
 	Jitter time.Duration
 	// PauseOnFailure pauses the job (as `slotlock pause` does, without an
 	// end) once its last PauseOnFailure recorded slots all failed; 0 never.
@@ -99,18 +102,18 @@ type JobSpec struct {
 // Metrics receives the scheduler's measurements. Every method must be cheap
 // and safe for concurrent use. A nil Metrics in Config means none.
 type Metrics interface {
-	SlotSkipped(job, reason string)                     // reason: held | done | overlap | late | no_quorum
-	RunFinished(job, outcome string, d time.Duration)   // outcome: succeeded | failed | canceled
-	StartDelay(job string, d time.Duration)             // actual start - due time (the nominal slot plus its jitter offset; scheduled runs)
-	LockAcquire(job string, d time.Duration, err error) // latency of each Acquire, with its result
-	LeaseLost(job string)                               // a run lost its lease(s): once per run, like lock.lost
-	RunAbandoned(job string)                            // a run that never ended was reported (run.abandoned), once fleet-wide
-	JobPaused(job string, paused bool)                  // whether the job was paused at its latest slot, as this replica saw it
-	SlotMissed(job, reason string)                      // a slot was declared missed (slot.missed), once fleet-wide; reason: no_replica | no_quorum | unknown
+	SlotSkipped(job string, reason history.Reason)                    // reason: one of history.SkipReasons
+	RunFinished(job string, outcome history.Outcome, d time.Duration) // outcome: one of history.RunOutcomes
+	StartDelay(job string, d time.Duration)                           // actual start - due time (the nominal slot plus its jitter offset; scheduled runs)
+	LockAcquire(job string, d time.Duration, err error)               // latency of each Acquire, with its result
+	LeaseLost(job string)                                             // a run lost its lease(s): once per run, like lock.lost
+	RunAbandoned(job string)                                          // a run that never ended was reported (run.abandoned), once fleet-wide
+	JobPaused(job string, paused bool)                                // whether the job was paused at its latest slot, as this replica saw it
+	SlotMissed(job string, reason history.Reason)                     // a slot was declared missed (slot.missed), once fleet-wide; reason: one of history.MissedReasons
 	// JobOutcome reports the latest slot outcome this replica knows of (a
 	// run it ended, or the newest entry of the history the reconciler
 	// read): outcome is a history outcome, at when the slot ended.
-	JobOutcome(job, outcome string, at time.Time)
+	JobOutcome(job string, outcome history.Outcome, at time.Time)
 }
 
 // Config configures a Scheduler. Locker and Jobs are required; the zero
@@ -166,7 +169,13 @@ type Config struct {
 	MaxInFlight int
 
 	// HistoryKeep is how many slot outcomes the lock stores keep per job
-	// (ReadHistory). Default DefaultHistoryKeep; negative keeps none.
+	// (history.ReadEntries). A slot that ends with a done marker — a run's
+	// end, a skip for overlap or lateness that the winner marks, an
+	// abandoned run settled — adds its outcome to the job's log in the same
+	// script call, so the history costs no round trip; a slot skipped for a
+	// pause gets its entry from the replicas that skipped it, and a slot
+	// nobody ran, skipped or paused a missed entry from the reconciler
+	// (reconcile.go): in the end every slot has one. Default DefaultHistoryKeep; negative keeps none.
 	HistoryKeep int
 
 	// Beat is how often the replica publishes its heartbeat in the lock
@@ -196,15 +205,19 @@ const (
 	DefaultDeadline      = 10 * time.Minute
 	DefaultMisfireMax    = 10
 	// DefaultBeat: a replica silent for three beats is not alive.
-	DefaultBeat           = 10 * time.Second
+	DefaultBeat = history.DefaultBeat
+	// DefaultHistoryKeep is how many slot outcomes the stores keep per job.
+	DefaultHistoryKeep    = 1000
 	DefaultReconcileEvery = 30 * time.Second
 	DefaultReconcileAfter = time.Minute
 )
 
+// withDefaults checks c's own settings (its jobs are buildJobs') and
+// fills in their defaults.
 func (c *Config) withDefaults() (Config, error) {
 	cfg := *c
-	if cfg.Locker == nil {
-		return cfg, errors.New("scheduler: Config.Locker is required")
+	if err := errors.Join(cfg.settingsProblems()...); err != nil {
+		return cfg, err
 	}
 	if cfg.Replica == "" {
 		cfg.Replica = "replica"
@@ -245,85 +258,52 @@ func (c *Config) withDefaults() (Config, error) {
 	if cfg.MaxInFlight <= 0 {
 		cfg.MaxInFlight = 64 * runtime.GOMAXPROCS(0)
 	}
-	if cfg.LockTTL < 100*time.Millisecond {
-		return cfg, fmt.Errorf("scheduler: LockTTL %v is too short (at least 100ms)", cfg.LockTTL)
-	}
-	if err := CheckClockSkew(cfg.MaxClockSkew); err != nil {
-		return cfg, fmt.Errorf("scheduler: MaxClockSkew: %w", err)
-	}
-	if cfg.ShutdownGrace < 0 || cfg.Lateness < 0 {
-		return cfg, errors.New("scheduler: ShutdownGrace and Lateness must not be negative")
-	}
-	maxLate := cfg.MaxClockSkew + time.Second
 	if cfg.Lateness == 0 {
-		cfg.Lateness = maxLate
-	}
-	if cfg.Lateness > maxLate {
-		return cfg, fmt.Errorf("scheduler: Lateness %v is larger than MaxClockSkew + 1s (%v)", cfg.Lateness, maxLate)
+		cfg.Lateness = cfg.MaxClockSkew + time.Second
 	}
 	return cfg, nil
 }
 
-// withDefaults checks the spec and fills in its defaults; now is when the
-// jitter's bound (the schedule's shortest interval) is looked for from.
-func (j *JobSpec) withDefaults(now time.Time) (JobSpec, error) {
+// withDefaults fills in the spec's defaults, parsing Spec when Schedule
+// is nil; the spec must be valid (problems).
+func (j *JobSpec) withDefaults() JobSpec {
 	spec := *j
-	if err := CheckJobName(spec.Name); err != nil {
-		return spec, fmt.Errorf("scheduler: job %q: name: %w", spec.Name, err)
-	}
 	if spec.Schedule == nil {
-		return spec, fmt.Errorf("scheduler: job %q: no schedule", spec.Name)
-	}
-	if spec.Job == nil {
-		return spec, fmt.Errorf("scheduler: job %q: no job (plugin %q not built)", spec.Name, spec.Plugin)
+		spec.Schedule, _ = spec.schedule()
 	}
 	if spec.Overlap == "" {
 		spec.Overlap = OverlapForbid
 	}
-	if err := CheckOverlap(spec.Overlap); err != nil {
-		return spec, fmt.Errorf("scheduler: job %q: overlap %q: %w", spec.Name, spec.Overlap, err)
-	}
 	if spec.Misfire.Policy == "" {
 		spec.Misfire.Policy = MisfireSkip
-	}
-	if err := CheckMisfirePolicy(spec.Misfire.Policy); err != nil {
-		return spec, fmt.Errorf("scheduler: job %q: misfire.policy %q: %w", spec.Name, spec.Misfire.Policy, err)
 	}
 	if spec.Misfire.Deadline == 0 {
 		spec.Misfire.Deadline = DefaultDeadline
 	}
-	if err := CheckDeadline(spec.Misfire.Deadline); err != nil {
-		return spec, fmt.Errorf("scheduler: job %q: misfire.deadline: %w", spec.Name, err)
-	}
 	if spec.Misfire.Max == 0 {
 		spec.Misfire.Max = DefaultMisfireMax
-	}
-	if err := CheckMisfireMax(spec.Misfire.Max); err != nil {
-		return spec, fmt.Errorf("scheduler: job %q: misfire.max: %w", spec.Name, err)
-	}
-	if spec.Retry.Max < 0 || spec.Timeout < 0 || spec.Retry.Backoff < 0 {
-		return spec, fmt.Errorf("scheduler: job %q: negative retry or timeout", spec.Name)
-	}
-	if spec.PauseOnFailure < 0 {
-		return spec, fmt.Errorf("scheduler: job %q: pause_on_failure must not be negative", spec.Name)
-	}
-	if err := CheckJitter(spec.Jitter, spec.Schedule, now); err != nil {
-		return spec, fmt.Errorf("scheduler: job %q: jitter: %w", spec.Name, err)
 	}
 	if spec.Retry.Backoff == 0 {
 		spec.Retry.Backoff = DefaultBackoff
 	}
-	return spec, nil
+	return spec
+}
+
+// Describe is what the read model shows of the job (history.ReadStatus,
+// history.ReadSlots).
+func (j JobSpec) Describe() history.Job {
+	sched, _ := j.schedule()
+	return history.Job{Name: j.Name, Spec: j.Spec, Schedule: sched, Location: j.Location, Enabled: !j.Disabled}
 }
 
 type nopMetrics struct{}
 
-func (nopMetrics) SlotSkipped(string, string)                {}
-func (nopMetrics) RunFinished(string, string, time.Duration) {}
-func (nopMetrics) StartDelay(string, time.Duration)          {}
-func (nopMetrics) LockAcquire(string, time.Duration, error)  {}
-func (nopMetrics) LeaseLost(string)                          {}
-func (nopMetrics) RunAbandoned(string)                       {}
-func (nopMetrics) JobPaused(string, bool)                    {}
-func (nopMetrics) SlotMissed(string, string)                 {}
-func (nopMetrics) JobOutcome(string, string, time.Time)      {}
+func (nopMetrics) SlotSkipped(string, history.Reason)                 {}
+func (nopMetrics) RunFinished(string, history.Outcome, time.Duration) {}
+func (nopMetrics) StartDelay(string, time.Duration)                   {}
+func (nopMetrics) LockAcquire(string, time.Duration, error)           {}
+func (nopMetrics) LeaseLost(string)                                   {}
+func (nopMetrics) RunAbandoned(string)                                {}
+func (nopMetrics) JobPaused(string, bool)                             {}
+func (nopMetrics) SlotMissed(string, history.Reason)                  {}
+func (nopMetrics) JobOutcome(string, history.Outcome, time.Time)      {}

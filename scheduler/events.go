@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"strconv"
 	"time"
 
 	"github.com/slotlock/slotlock/jobs"
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // Audit event names (the contract's table).
@@ -42,70 +42,6 @@ const (
 	EventJobResumed = "job.resumed"
 )
 
-// Skip reasons: slot.skipped's reason, and the reason label of
-// slotlock_slots_skipped_total.
-const (
-	ReasonHeld     = "held"
-	ReasonDone     = "done"
-	ReasonOverlap  = "overlap"
-	ReasonLate     = "late"
-	ReasonNoQuorum = "no_quorum"
-	// ReasonSlowLock: the stores answered too slowly to leave the lease
-	// any validity (locking.ErrSlowAcquire).
-	ReasonSlowLock = "slow_lock"
-	// ReasonShutdown: the shutdown grace ended while a won slot waited for
-	// its job lease; the slot was handed back unmarked.
-	ReasonShutdown = "shutdown"
-	// ReasonClaimed: a claim of the slot was found on a minority of the
-	// stores: it may be a started run's (some store did not answer:
-	// locking.HeldError.Claimed), or a leftover (locking.Grant.Leftover);
-	// either way the slot is not run. It is reported as abandoned, or
-	// cleared as a leftover, by a later claim of the job.
-	ReasonClaimed = "claimed"
-	// ReasonPaused: the job was paused at the slot (slotlock pause).
-	ReasonPaused = "paused"
-	// ReasonReplaced: overlap replace; a newer slot (by_slot) asked for
-	// the job lease while this slot still waited for it, so this one never
-	// started (replace.go).
-	ReasonReplaced = "replaced"
-)
-
-// SkipReasons lists every skip reason.
-var SkipReasons = []string{ReasonHeld, ReasonDone, ReasonOverlap, ReasonLate, ReasonNoQuorum,
-	ReasonSlowLock, ReasonShutdown, ReasonClaimed, ReasonPaused, ReasonReplaced}
-
-// Reasons of slot.missed (and of a missed slot's history entry): nobody
-// was up at the slot, the stores had no majority (ReasonNoQuorum), or
-// neither is known.
-const (
-	MissedNoReplica = "no_replica"
-	MissedUnknown   = "unknown"
-)
-
-// MissedReasons lists every reason of slot.missed.
-var MissedReasons = []string{MissedNoReplica, ReasonNoQuorum, MissedUnknown}
-
-// Cancel reasons (run.canceled's reason).
-const (
-	cancelTimeout  = "timeout"
-	cancelLockLost = "lock_lost"
-	cancelShutdown = "shutdown"
-	cancelReplaced = "replaced" // overlap replace: a newer slot took over (by_slot)
-)
-
-// Outcomes of a run: the outcome label of slotlock_runs_total and the note
-// of a slot's done marker. OutcomeAbandoned is a run that never ended
-// (run.abandoned).
-const (
-	OutcomeSucceeded = "succeeded"
-	OutcomeFailed    = "failed"
-	OutcomeCanceled  = "canceled"
-	OutcomeAbandoned = "abandoned"
-)
-
-// Outcomes lists the outcomes of runs that ended.
-var Outcomes = []string{OutcomeSucceeded, OutcomeFailed, OutcomeCanceled}
-
 // SlotManual is the slot of a manual run (slotlock trigger) in the logs
 // and SLOTLOCK_SLOT.
 const SlotManual = "manual"
@@ -113,24 +49,17 @@ const SlotManual = "manual"
 // slotString formats a slot as the contract wants (jobs.SlotString).
 func slotString(t time.Time) string { return jobs.SlotString(t) }
 
-// slotPrefix starts the name of a slot's key.
-const slotPrefix = "slot:"
-
-func slotKey(job string, t time.Time) locking.Key {
-	return locking.Key{Family: job, Name: slotPrefix + strconv.FormatInt(t.Unix(), 10)}
-}
-
 func runKey(job string) locking.Key  { return locking.Key{Family: job, Name: "run"} }
 func lastKey(job string) locking.Key { return locking.Key{Family: job, Name: "last"} }
 
 // skipped logs slot.skipped and counts it. held and done are debug (the
 // normal case on every losing replica); the rest are info or warn.
-func (s *Scheduler) skipped(job, slot, reason string, n int, attrs ...any) {
+func (s *Scheduler) skipped(job, slot string, reason history.Reason, n int, attrs ...any) {
 	level := slog.LevelDebug
 	switch reason {
-	case ReasonOverlap, ReasonPaused, ReasonReplaced:
+	case history.ReasonOverlap, history.ReasonPaused, history.ReasonReplaced:
 		level = slog.LevelInfo
-	case ReasonLate, ReasonNoQuorum, ReasonSlowLock, ReasonShutdown, ReasonClaimed:
+	case history.ReasonLate, history.ReasonNoQuorum, history.ReasonSlowLock, history.ReasonShutdown, history.ReasonClaimed:
 		level = slog.LevelWarn
 	}
 	for range n {
@@ -139,7 +68,7 @@ func (s *Scheduler) skipped(job, slot, reason string, n int, attrs ...any) {
 	if !s.log.Enabled(context.Background(), level) {
 		return
 	}
-	args := append([]any{"event", evSlotSkipped, "job", job, "slot", slot, "reason", reason}, attrs...)
+	args := append([]any{"event", evSlotSkipped, "job", job, "slot", slot, "reason", string(reason)}, attrs...)
 	s.log.Log(context.Background(), level, "slot skipped", args...)
 }
 
@@ -160,15 +89,15 @@ func heldAttrs(err error) []any {
 }
 
 // cancelReason maps the cause of a run's context to run.canceled's reason.
-func cancelReason(cause error) string {
+func cancelReason(cause error) history.Reason {
 	switch {
 	case errors.Is(cause, ErrTimeout):
-		return cancelTimeout
+		return history.ReasonTimeout
 	case errors.Is(cause, locking.ErrLockLost):
-		return cancelLockLost
+		return history.ReasonLockLost
 	case errors.Is(cause, ErrReplaced):
-		return cancelReplaced
+		return history.ReasonReplaced
 	default:
-		return cancelShutdown
+		return history.ReasonShutdown
 	}
 }

@@ -24,7 +24,7 @@ func schedule(name, spec string, f jobs.Func) scheduler.JobSpec {
 	if err != nil {
 		log.Fatal(err)
 	}
-	return scheduler.JobSpec{Name: name, Spec: spec, Schedule: s, Job: f, Enabled: true}
+	return scheduler.JobSpec{Name: name, Spec: spec, Schedule: s, Job: f}
 }
 
 // newScheduler is one replica on in-process locks, its audit log discarded.

@@ -16,10 +16,6 @@ import (
 // With locking.NewRedlock over shared Redis nodes instead, any number of
 // replicas run the same configuration and each slot still runs once.
 func Example() {
-	schedule, err := scheduler.ParseSchedule("@every 1s", time.UTC)
-	if err != nil {
-		log.Fatal(err)
-	}
 	lk := locking.NewLocal(locking.Options{Replica: "replica-a"})
 	defer lk.Close()
 
@@ -37,13 +33,13 @@ func Example() {
 		Replica: "replica-a",
 		Locker:  lk,
 		Logger:  slog.New(slog.DiscardHandler), // the audit events: run.started, run.succeeded, ...
+		// New parses Spec (in UTC: Location is nil); the zero values of
+		// the rest are the defaults: enabled, overlap forbid, misfire skip.
 		Jobs: []scheduler.JobSpec{{
-			Name:     "heartbeat",
-			Spec:     "@every 1s",
-			Schedule: schedule,
-			Job:      heartbeat,
-			Enabled:  true,
-			Timeout:  5 * time.Second,
+			Name:    "heartbeat",
+			Spec:    "@every 1s",
+			Job:     heartbeat,
+			Timeout: 5 * time.Second,
 		}},
 	})
 	if err != nil {

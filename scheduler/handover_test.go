@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // A forbid job's slot is won while another run still holds the job lease,
@@ -59,7 +60,7 @@ func TestShutdownGraceEndsDuringHandOver(t *testing.T) {
 		require.Len(t, skips, 1)
 		require.Equal(t, "shutdown", skips[0].str("reason"))
 		// No done marker: the slot can still be claimed.
-		l, err := e.locker.Claim(context.Background(), slotKey("job", bubbleStart.Add(time.Second)), time.Second)
+		l, err := e.locker.Claim(context.Background(), history.SlotKey("job", bubbleStart.Add(time.Second)), time.Second)
 		require.NoError(t, err)
 		require.NoError(t, l.End(context.Background(), locking.Ending{}).Err)
 		require.NoError(t, other.End(context.Background(), locking.Ending{}).Err)
@@ -85,7 +86,7 @@ func TestSlowAcquireHasItsOwnReason(t *testing.T) {
 				require.Equal(t, "slow_lock", skips[0].str("reason"))
 				require.Empty(t, rec.all())
 				// Not marked done: nothing ran.
-				l, err := slow.Backend.Claim(context.Background(), slotKey("job", bubbleStart.Add(time.Second)), time.Second)
+				l, err := slow.Backend.Claim(context.Background(), history.SlotKey("job", bubbleStart.Add(time.Second)), time.Second)
 				require.NoError(t, err)
 				require.NoError(t, l.End(context.Background(), locking.Ending{}).Err)
 			})

@@ -17,6 +17,7 @@ import (
 	"github.com/slotlock/slotlock/internal/secrettest"
 	"github.com/slotlock/slotlock/jobs"
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // logSink collects JSON log lines from several schedulers.
@@ -238,14 +239,14 @@ func newCountMetrics() *countMetrics {
 	return &countMetrics{skipped: map[string]int{}, runs: map[string]int{}}
 }
 
-func (m *countMetrics) SlotSkipped(job, reason string) {
+func (m *countMetrics) SlotSkipped(job string, reason history.Reason) {
 	m.mu.Lock()
-	m.skipped[job+"/"+reason]++
+	m.skipped[job+"/"+string(reason)]++
 	m.mu.Unlock()
 }
-func (m *countMetrics) RunFinished(job, outcome string, d time.Duration) {
+func (m *countMetrics) RunFinished(job string, outcome history.Outcome, d time.Duration) {
 	m.mu.Lock()
-	m.runs[job+"/"+outcome]++
+	m.runs[job+"/"+string(outcome)]++
 	m.mu.Unlock()
 }
 func (m *countMetrics) StartDelay(job string, d time.Duration) {
@@ -274,12 +275,12 @@ func (m *countMetrics) RunAbandoned(job string) {
 	m.mu.Unlock()
 }
 
-func (m *countMetrics) SlotMissed(job, reason string) {
+func (m *countMetrics) SlotMissed(job string, reason history.Reason) {
 	m.mu.Lock()
-	m.runs[job+"/missed/"+reason]++
+	m.runs[job+"/missed/"+string(reason)]++
 	m.mu.Unlock()
 }
-func (m *countMetrics) JobOutcome(job, outcome string, at time.Time) {}
+func (m *countMetrics) JobOutcome(job string, outcome history.Outcome, at time.Time) {}
 
 func (m *countMetrics) get(key string, runs bool) int {
 	m.mu.Lock()
@@ -297,7 +298,7 @@ func everySecond(t testing.TB, name string, j jobs.Job) JobSpec {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return JobSpec{Name: name, Spec: "* * * * * *", Schedule: sched, Job: j, Enabled: true, Plugin: "test"}
+	return JobSpec{Name: name, Spec: "* * * * * *", Schedule: sched, Job: j, Plugin: "test"}
 }
 
 // running starts s.Run and returns a stop function (idempotent) that ends

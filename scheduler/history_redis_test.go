@@ -7,6 +7,7 @@ import (
 
 	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/locking/redistest"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // TestRedisHistoryEveryOutcomeKind: one replica over three real nodes
@@ -33,7 +34,7 @@ func TestRedisHistoryEveryOutcomeKind(t *testing.T) {
 	// (unknown), may have started.
 	dead := newLocker("ghost")
 	deadSlot := time.Now().Truncate(time.Second).Add(2 * time.Second)
-	lease, err := dead.Claim(context.Background(), slotKey("dead", deadSlot), 500*time.Millisecond)
+	lease, err := dead.Claim(context.Background(), history.SlotKey("dead", deadSlot), 500*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +42,7 @@ func TestRedisHistoryEveryOutcomeKind(t *testing.T) {
 	if err := lease.Extend(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := dead.Claim(context.Background(), slotKey("limbo", deadSlot), 500*time.Millisecond); err != nil {
+	if _, err := dead.Claim(context.Background(), history.SlotKey("limbo", deadSlot), 500*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 
@@ -64,16 +65,19 @@ func TestRedisHistoryEveryOutcomeKind(t *testing.T) {
 	time.Sleep(5 * time.Second)
 	stop()
 
-	want := map[string]struct{ outcome, reason string }{
-		"ok":    {OutcomeSucceeded, ""},
-		"bad":   {OutcomeFailed, ""},
-		"slow":  {OutcomeCanceled, cancelTimeout},
-		"hog":   {OutcomeSkipped, ReasonOverlap},
-		"dead":  {OutcomeAbandoned, ""},
-		"limbo": {OutcomeMissed, MissedUnknown},
+	want := map[string]struct {
+		outcome history.Outcome
+		reason  history.Reason
+	}{
+		"ok":    {history.OutcomeSucceeded, ""},
+		"bad":   {history.OutcomeFailed, ""},
+		"slow":  {history.OutcomeCanceled, history.ReasonTimeout},
+		"hog":   {history.OutcomeSkipped, history.ReasonOverlap},
+		"dead":  {history.OutcomeAbandoned, ""},
+		"limbo": {history.OutcomeMissed, history.ReasonUnknown},
 	}
 	for job, w := range want {
-		h, err := ReadHistory(context.Background(), l, job, time.Time{}, 100)
+		h, err := history.ReadEntries(context.Background(), l, job, time.Time{}, 100)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,19 +86,19 @@ func TestRedisHistoryEveryOutcomeKind(t *testing.T) {
 			if e.Outcome == w.outcome && e.Reason == w.reason {
 				found = true
 				switch e.Outcome {
-				case OutcomeFailed:
+				case history.OutcomeFailed:
 					if e.ErrorClass != "error" || e.Attempts != 1 || e.RunID == "" || e.Token == 0 {
 						t.Errorf("%s: %+v", job, e)
 					}
-				case OutcomeMissed:
+				case history.OutcomeMissed:
 					if e.Slot != slotString(deadSlot) || e.Replica != "ghost" || !e.MayHaveStarted || Backfillable(&e) {
 						t.Errorf("%s: %+v, want slot %s held by ghost, may have started, not backfillable", job, e, slotString(deadSlot))
 					}
-				case OutcomeAbandoned:
+				case history.OutcomeAbandoned:
 					if e.Slot != slotString(deadSlot) || e.Replica != "ghost" {
 						t.Errorf("%s: %+v, want slot %s held by ghost", job, e, slotString(deadSlot))
 					}
-				case OutcomeSkipped:
+				case history.OutcomeSkipped:
 					if e.Replica != "r1" {
 						t.Errorf("%s: %+v", job, e)
 					}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // Every slot that ends with a done marker leaves its outcome in the job's
@@ -26,12 +28,12 @@ func TestHistoryRecordsOutcomes(t *testing.T) {
 		time.Sleep(4500 * time.Millisecond)
 		stop()
 
-		h, err := ReadHistory(context.Background(), e.locker, "job", time.Time{}, 10)
+		h, err := history.ReadEntries(context.Background(), e.locker, "job", time.Time{}, 10)
 		require.NoError(t, err)
 		require.Len(t, h, 3, "the history keeps its newest 3")
 		require.Equal(t, []string{slotAt(4), slotAt(3), slotAt(2)}, []string{h[0].Slot, h[1].Slot, h[2].Slot})
 		for _, x := range h {
-			require.Equal(t, OutcomeSucceeded, x.Outcome)
+			require.Equal(t, history.OutcomeSucceeded, x.Outcome)
 			require.Equal(t, "r1", x.Replica)
 			require.NotEmpty(t, x.RunID)
 			require.Positive(t, x.Token)
@@ -40,7 +42,7 @@ func TestHistoryRecordsOutcomes(t *testing.T) {
 		runs := where(e.sink.events(t), "run.started", "slot", slotAt(4))
 		require.Equal(t, runs[0].str("run_id"), h[0].RunID)
 
-		h, err = ReadHistory(context.Background(), e.locker, "job", bubbleStart.Add(4*time.Second), 10)
+		h, err = history.ReadEntries(context.Background(), e.locker, "job", bubbleStart.Add(4*time.Second), 10)
 		require.NoError(t, err)
 		require.Len(t, h, 1)
 	})
@@ -55,10 +57,10 @@ func TestHistoryFailedRunHasAClassNotAText(t *testing.T) {
 		stop := running(t, e.scheduler("r1", nil, everySecond(t, "job", rec)))
 		time.Sleep(1500 * time.Millisecond)
 		stop()
-		h, err := ReadHistory(context.Background(), e.locker, "job", time.Time{}, 10)
+		h, err := history.ReadEntries(context.Background(), e.locker, "job", time.Time{}, 10)
 		require.NoError(t, err)
 		require.Len(t, h, 1)
-		require.Equal(t, OutcomeFailed, h[0].Outcome)
+		require.Equal(t, history.OutcomeFailed, h[0].Outcome)
 		require.Equal(t, "error", h[0].ErrorClass)
 	})
 }

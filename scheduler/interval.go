@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// How far ShortestInterval looks: a year and a day of slots (every
+// How far shortestInterval looks: a year and a day of slots (every
 // pattern of the cron fields repeats within a year, leap days aside), at
 // most intervalScan of them from the start, plus a few slots around every
 // time-zone transition in that year. A schedule with more slots than that
@@ -22,7 +22,7 @@ const (
 	intervalAround = 4
 )
 
-// ShortestInterval returns the shortest time between two consecutive slots
+// shortestInterval returns the shortest time between two consecutive slots
 // of sched from `from` on, over the next year: exact for "@every", and for
 // cron specs the shortest of the intervals between the first slots (up to
 // 2,000, or a year of them) and of those around each time-zone transition
@@ -30,7 +30,7 @@ const (
 // job in America/New_York is 23 hours apart on the spring-forward day, an
 // hourly one in Australia/Lord_Howe can be 30 minutes apart). It returns 0
 // when sched has fewer than two slots from `from` on.
-func ShortestInterval(sched Schedule, from time.Time) time.Duration {
+func shortestInterval(sched Schedule, from time.Time) time.Duration {
 	if e, ok := sched.(*everySchedule); ok {
 		return time.Duration(e.every) * time.Second
 	}
@@ -41,14 +41,14 @@ func ShortestInterval(sched Schedule, from time.Time) time.Duration {
 		if d, ok := intervalMemo.Load(key); ok {
 			return d.(time.Duration)
 		}
-		d := shortestInterval(sched, from)
+		d := scanShortestInterval(sched, from)
 		intervalMemo.Store(key, d)
 		return d
 	}
-	return shortestInterval(sched, from)
+	return scanShortestInterval(sched, from)
 }
 
-// intervalMemo remembers ShortestInterval's answers for cron specs, by
+// intervalMemo remembers shortestInterval's answers for cron specs, by
 // spec, zone and hour.
 var intervalMemo sync.Map
 
@@ -57,7 +57,8 @@ type intervalKey struct {
 	hour      time.Time
 }
 
-func shortestInterval(sched Schedule, from time.Time) time.Duration {
+// scanShortestInterval computes what shortestInterval returns.
+func scanShortestInterval(sched Schedule, from time.Time) time.Duration {
 	var shortest time.Duration
 	note := func(a, b time.Time) {
 		if d := b.Sub(a); !a.IsZero() && !b.IsZero() && d > 0 && (shortest == 0 || d < shortest) {

@@ -18,11 +18,11 @@ import (
 // deadline, the recovery wait, the start delay) are measured from the due
 // time instead.
 //
-// A jitter no longer than the schedule's shortest interval (CheckJitter)
+// A jitter no longer than the schedule's shortest interval (checkJitter)
 // keeps the due times in the slots' order: a slot's due time is before the
 // next slot, since its offset is below the interval to it.
 
-// JitterOffset is the start offset of slot of job under jitter: a whole
+// jitterOffset is the start offset of slot of job under jitter: a whole
 // number of milliseconds in [0, jitter), 0 when jitter <= 0. It depends on
 // the job's name, the slot's Unix second and jitter only — not the slot's
 // time zone, not the replica — and it is part of the fleet's contract:
@@ -31,7 +31,7 @@ import (
 //
 //	h = splitmix64 finalizer(FNV-1a 64 of name + "\x00" + decimal Unix seconds)
 //	offset = floor(h × jitter / 2^64) (in ns), truncated to the millisecond
-func JitterOffset(job string, slot time.Time, jitter time.Duration) time.Duration {
+func jitterOffset(job string, slot time.Time, jitter time.Duration) time.Duration {
 	if jitter <= 0 {
 		return 0
 	}
@@ -53,9 +53,9 @@ func JitterOffset(job string, slot time.Time, jitter time.Duration) time.Duratio
 }
 
 // Due is when slot t of the job starts: t plus its jitter offset
-// (JitterOffset), t itself without jitter.
+// (jitterOffset), t itself without jitter.
 func (j *JobSpec) Due(t time.Time) time.Time {
-	return t.Add(JitterOffset(j.Name, t, j.Jitter))
+	return t.Add(jitterOffset(j.Name, t, j.Jitter))
 }
 
 // NextDue returns the first slot whose due time is strictly after t, and
@@ -64,7 +64,7 @@ func (j *JobSpec) Due(t time.Time) time.Time {
 // still be due after it.
 func (j *JobSpec) NextDue(t time.Time) (slot, due time.Time) {
 	slot = j.Schedule.Next(t.Add(-max(j.Jitter, 0)))
-	// Due times are in slot order (CheckJitter), so this walks at most
+	// Due times are in slot order (checkJitter), so this walks at most
 	// the slots in (t - jitter, t]: one or two.
 	for !slot.IsZero() {
 		if due = j.Due(slot); due.After(t) {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // A job with jitter fires each slot at its due time (slot + offset, plus
@@ -66,7 +67,7 @@ func TestJitterFiresAtDueUnderNominalSlot(t *testing.T) {
 			require.LessOrEqual(t, d, DefaultSpread, "StartDelay from the nominal slot")
 		}
 		// The done marker is under the nominal slot's key.
-		_, err = e.locker.Acquire(context.Background(), slotKey("jit", want[len(want)-1]), time.Second)
+		_, err = e.locker.Acquire(context.Background(), history.SlotKey("jit", want[len(want)-1]), time.Second)
 		var held *locking.HeldError
 		require.True(t, errors.As(err, &held) && held.Done, "nominal slot key after the run: %v", err)
 	})
@@ -174,7 +175,7 @@ func TestJitterLatenessFromDue(t *testing.T) {
 		require.Empty(t, where(evs, "slot.skipped", "slot", slotString(fresh)))
 
 		require.Zero(t, ran[slotString(late)], "late slot %s ran", slotString(late))
-		ll := where(evs, "slot.skipped", "reason", ReasonLate, "slot", slotString(late))
+		ll := where(evs, "slot.skipped", "reason", string(history.ReasonLate), "slot", slotString(late))
 		require.Len(t, ll, 1, "late slot %s: %v", slotString(late), where(evs, "slot.skipped"))
 		require.Equal(t, float64(1), ll[0].num("missed"))
 	})

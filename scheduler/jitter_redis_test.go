@@ -37,7 +37,7 @@ func TestRedisJitter(t *testing.T) {
 				t.Fatal(err)
 			}
 			specs = append(specs, JobSpec{Name: d.name, Spec: d.spec, Schedule: sched, Job: ledgers[d.name],
-				Enabled: true, Jitter: d.jitter})
+				Jitter: d.jitter})
 		}
 		return specs
 	}, func(cfg *Config) {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // The offset is a function of (job, slot, jitter) alone: the same on
@@ -140,7 +141,7 @@ func TestNewValidatesJitter(t *testing.T) {
 	spec := func(text string, loc *time.Location, jitter time.Duration) JobSpec {
 		sched, err := ParseSchedule(text, loc)
 		require.NoError(t, err)
-		return JobSpec{Name: "a", Spec: text, Schedule: sched, Job: nopJob{}, Enabled: true, Jitter: jitter}
+		return JobSpec{Name: "a", Spec: text, Schedule: sched, Job: nopJob{}, Jitter: jitter}
 	}
 	for _, tc := range []struct {
 		name string
@@ -191,7 +192,7 @@ func (c *claimSpy) Claim(ctx context.Context, key locking.Key, ttl time.Duration
 func (c *claimSpy) claimedAt(job string, t time.Time) (time.Time, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	at, ok := c.first[slotKey(job, t).String()]
+	at, ok := c.first[history.SlotKey(job, t).String()]
 	return at, ok
 }
 
@@ -200,5 +201,5 @@ func jitterSpec(t testing.TB, name, text string, jitter time.Duration, j *record
 	t.Helper()
 	sched, err := ParseSchedule(text, time.UTC)
 	require.NoError(t, err)
-	return JobSpec{Name: name, Spec: text, Schedule: sched, Job: j, Enabled: true, Jitter: jitter, Overlap: OverlapAllow}
+	return JobSpec{Name: name, Spec: text, Schedule: sched, Job: j, Jitter: jitter, Overlap: OverlapAllow}
 }

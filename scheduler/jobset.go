@@ -1,7 +1,7 @@
 package scheduler
 
 import (
-	"fmt"
+	"errors"
 	"time"
 )
 
@@ -36,19 +36,14 @@ func (s *Scheduler) DefinitionsHash() string { return s.jobSet().hash }
 // buildJobs checks specs and makes their jobs, as New and Reload take
 // them; now is when each jitter's bound is looked for from.
 func (s *Scheduler) buildJobs(specs []JobSpec, now time.Time) (*defs, error) {
+	cfg := s.cfg
+	cfg.Jobs = specs
+	if err := errors.Join(cfg.problems(now)...); err != nil {
+		return nil, err
+	}
 	d := &defs{byName: make(map[string]*job, len(specs))}
 	for i := range specs {
-		spec, err := specs[i].withDefaults(now)
-		if err != nil {
-			return nil, err
-		}
-		if spec.PauseOnFailure > 0 && spec.PauseOnFailure > s.cfg.HistoryKeep {
-			return nil, fmt.Errorf("scheduler: job %q: pause_on_failure %d needs history.keep >= it (%d)",
-				spec.Name, spec.PauseOnFailure, max(s.cfg.HistoryKeep, 0))
-		}
-		if _, dup := d.byName[spec.Name]; dup {
-			return nil, fmt.Errorf("scheduler: job %q configured twice", spec.Name)
-		}
+		spec := specs[i].withDefaults()
 		j := &job{spec: spec, doneTTL: s.doneTTL, jobState: &jobState{}}
 		if spec.Misfire.Policy.recovers() {
 			// recover judges a missed slot at most Deadline after it, by

@@ -42,7 +42,7 @@ func (s *Scheduler) loop(ctx context.Context, start time.Time) {
 	jobs := s.jobList()
 	h := make(jobHeap, 0, len(jobs))
 	for _, j := range jobs {
-		if !j.spec.Enabled {
+		if j.spec.Disabled {
 			continue
 		}
 		// The first slot due after the start (startupCheck looks at the

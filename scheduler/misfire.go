@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // Misfires reach the policy three ways:
@@ -63,7 +64,7 @@ func (s *Scheduler) misfire(j *job, late lateRange, probe bool) {
 func (s *Scheduler) probeLate(j *job, t time.Time) bool {
 	name, slot := j.name(), slotString(t)
 	until := s.clock.Now().Add(time.Second)
-	lease, err := s.acquire(name, slotKey(name, t), retryPolicy{splitUntil: until, quorumUntil: until, claim: true})
+	lease, err := s.acquire(name, history.SlotKey(name, t), retryPolicy{splitUntil: until, quorumUntil: until, claim: true})
 	if err != nil {
 		s.log.Debug("missed slot check: not taken", "event", evMisfireCheck, "job", name, "slot", slot,
 			"error", err.Error())
@@ -88,8 +89,8 @@ func (s *Scheduler) probeLate(j *job, t time.Time) bool {
 	case s.clock.Now().Sub(t) > s.markerSafe() && s.settledInHistory(j, t, lease):
 		return false
 	}
-	s.endHandled(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: ReasonLate, at: t,
-		history: &HistoryEntry{Slot: slot, Outcome: OutcomeSkipped, Reason: ReasonLate, Replica: s.cfg.Replica}}, j, t)
+	s.endHandled(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: string(history.ReasonLate), at: t,
+		history: &history.Entry{Slot: slot, Outcome: history.OutcomeSkipped, Reason: history.ReasonLate, Replica: s.cfg.Replica}}, j, t)
 	return true
 }
 
@@ -101,7 +102,7 @@ func (s *Scheduler) logLate(job string, late lateRange, note string) {
 	if late.atLeast {
 		attrs = append(attrs, "missed_at_least", true)
 	}
-	s.skipped(job, slotString(late.last), ReasonLate, late.count, attrs...)
+	s.skipped(job, slotString(late.last), history.ReasonLate, late.count, attrs...)
 }
 
 // recover runs missed slot t of j under run_once or run_all, unless it is
@@ -193,7 +194,7 @@ func (s *Scheduler) laterMissed(j *job, t time.Time) time.Time {
 			if err != nil {
 				return time.Time{}
 			}
-			open = claimedSlots(claims)
+			open = history.ClaimedSlots(claims)
 		}
 		if !open[u.Unix()] {
 			return u
@@ -263,7 +264,7 @@ func recoveredIn(job string, log []locking.LogEntry, slots []time.Time) time.Tim
 			return time.Time{}
 		case ok && e.Recovered:
 			return u
-		case ok && e.Outcome != OutcomeSkipped && e.Outcome != OutcomeMissed:
+		case ok && e.Outcome != history.OutcomeSkipped && e.Outcome != history.OutcomeMissed:
 			return time.Time{}
 		}
 	}

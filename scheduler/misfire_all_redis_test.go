@@ -78,7 +78,7 @@ func TestRedisRunAll(t *testing.T) {
 			l := noRecordRedlock(t, nodes.Addrs(), locking.Options{Replica: name, Clock: clock, Logger: sink.logger(name)})
 			s, err := New(Config{Replica: name, Locker: l, Clock: clock, Logger: sink.logger(name),
 				MaxClockSkew: itSkew, LockTTL: 10 * time.Second, ShutdownGrace: 5 * time.Second, ReconcileEvery: -1,
-				Jobs: []JobSpec{{Name: "all", Spec: "*/2 * * * * *", Schedule: sched, Job: job, Enabled: true, Misfire: misfire}}})
+				Jobs: []JobSpec{{Name: "all", Spec: "*/2 * * * * *", Schedule: sched, Job: job, Misfire: misfire}}})
 			if err != nil {
 				t.Fatal(err)
 			}

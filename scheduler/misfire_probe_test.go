@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // TestStartupProbeRespectsClaims: a replica starting after the fleet was
@@ -48,7 +49,7 @@ func probeClaimedSlot(t *testing.T, live bool) {
 	if live {
 		ttl = 30 * time.Second
 	}
-	ghost, err := e.locker.Claim(ctx, slotKey("minutely", slot), ttl)
+	ghost, err := e.locker.Claim(ctx, history.SlotKey("minutely", slot), ttl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,9 +60,9 @@ func probeClaimedSlot(t *testing.T, live bool) {
 	stop1 := running(t, e.scheduler("r1", nil, spec))
 	time.Sleep(time.Until(bubbleStart.Add(150 * time.Second))) // the probe came at about 131 s
 	if live {
-		entry := HistoryEntry{Slot: slotString(slot), Outcome: OutcomeSucceeded, Replica: "ghost", RunID: ghost.Grant().ID}
-		le := entry.logEntry(slot)
-		if err := ghost.End(ctx, locking.Ending{DoneTTL: time.Hour, Note: OutcomeSucceeded, Entry: &le, Keep: 100}).Err; err != nil {
+		entry := history.Entry{Slot: slotString(slot), Outcome: history.OutcomeSucceeded, Replica: "ghost", RunID: ghost.Grant().ID}
+		le := entry.LogEntry(slot)
+		if err := ghost.End(ctx, locking.Ending{DoneTTL: time.Hour, Note: string(history.OutcomeSucceeded), Entry: &le, Keep: 100}).Err; err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -69,11 +70,11 @@ func probeClaimedSlot(t *testing.T, live bool) {
 	stop1()
 
 	evs := e.sink.events(t)
-	hist, err := ReadHistory(ctx, e.locker, "minutely", slot, 100)
+	hist, err := history.ReadEntries(ctx, e.locker, "minutely", slot, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var entries []HistoryEntry
+	var entries []history.Entry
 	for _, h := range hist {
 		if h.Slot == slotString(slot) {
 			entries = append(entries, h)
@@ -83,7 +84,7 @@ func probeClaimedSlot(t *testing.T, live bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	late := where(evs, "slot.skipped", "slot", slotString(slot), "reason", ReasonLate)
+	late := where(evs, "slot.skipped", "slot", slotString(slot), "reason", string(history.ReasonLate))
 	fail := func(format string, args ...any) {
 		t.Helper()
 		e.sink.dump(t)
@@ -94,9 +95,9 @@ func probeClaimedSlot(t *testing.T, live bool) {
 		fail("slot 120 s has %d history entries %+v, want 1", len(entries), entries)
 	case len(claims) != 0:
 		fail("claims still open: %v", claims)
-	case live && (entries[0].Outcome != OutcomeSucceeded || len(late) != 0):
+	case live && (entries[0].Outcome != history.OutcomeSucceeded || len(late) != 0):
 		fail("a running slot: entry %+v, %d slot.skipped late lines (%v), want the run's entry and none", entries[0], len(late), late)
-	case !live && len(late) != 0 && fmt.Sprint(entries[0].Outcome, entries[0].Reason) != OutcomeSkipped+ReasonLate:
+	case !live && len(late) != 0 && fmt.Sprint(entries[0].Outcome, entries[0].Reason) != string(history.OutcomeSkipped)+string(history.ReasonLate):
 		fail("logged skipped late, but the history says %+v", entries[0])
 	}
 }

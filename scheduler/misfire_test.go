@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // lateWake pauses a lone replica (its clock jumps 10s ahead between two
@@ -141,7 +142,7 @@ func startAfterOutage(t *testing.T, policy MisfirePolicy) (*env, *recorder) {
 	}
 	rec := &recorder{d: 100 * time.Millisecond, now: time.Now}
 	sched, _ := ParseSchedule("*/10 * * * * *", time.UTC)
-	spec := JobSpec{Name: "job", Schedule: sched, Job: rec, Enabled: true,
+	spec := JobSpec{Name: "job", Schedule: sched, Job: rec,
 		Misfire: Misfire{Policy: policy, Deadline: time.Minute}}
 	var stops []func()
 	for i := range 3 {
@@ -306,7 +307,7 @@ func TestDSTSlotsInTheLoop(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				s := e.scheduler("r1", clock, JobSpec{Name: "dst", Schedule: sched, Job: rec, Enabled: true, Location: ny})
+				s := e.scheduler("r1", clock, JobSpec{Name: "dst", Schedule: sched, Job: rec, Location: ny})
 				stop := running(t, s)
 				time.Sleep(c.run)
 				stop()
@@ -341,7 +342,7 @@ func TestRecoverWaitsOutGhostLock(t *testing.T) {
 		// The ghost: slot 5 — the latest whose freshness ran out in the
 		// outage (slots 6..8 are still fresh at 8.5s and run then) — held
 		// for 10s by a lease nobody keeps or ends.
-		if _, err := inner.Acquire(context.Background(), slotKey("job", bubbleStart.Add(5*time.Second)), 10*time.Second); err != nil {
+		if _, err := inner.Acquire(context.Background(), history.SlotKey("job", bubbleStart.Add(5*time.Second)), 10*time.Second); err != nil {
 			t.Fatal(err)
 		}
 		f.down.Store(false)

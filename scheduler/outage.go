@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // outage tracks lock-store trouble: while it lasts one goroutine pings the
@@ -43,7 +44,7 @@ type pendingEnd struct {
 	then      func() // called once the stores accepted the end
 	// history, when set, is added to the job's history with the done
 	// marker, as the outcome of slot at.
-	history *HistoryEntry
+	history *history.Entry
 	at      time.Time
 	// jobLease, when set, is the run's job lease, released in the same
 	// call as lease is ended (locking.Lease.End); record, when set, the

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // A paused job (slotlock pause) fires as usual, but its slots' claims are
@@ -23,13 +24,13 @@ func (s *Scheduler) pausedSlot(j *job, t time.Time, err error) {
 	errors.As(err, &pe)
 	s.quorumSeen()
 	s.notePause(j, pe.Pause)
-	s.skipped(j.name(), slotString(t), ReasonPaused, 1, pauseAttrs(pe.Pause, "pause_reason")...)
+	s.skipped(j.name(), slotString(t), history.ReasonPaused, 1, pauseAttrs(pe.Pause, "pause_reason")...)
 	s.recordHandled(j, t)
 	if s.cfg.HistoryKeep > 0 {
 		// Every replica writes the same entry: the history keeps one.
 		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 		defer cancel()
-		_ = s.cfg.Locker.AppendLog(ctx, j.name(), locking.LogAppend{Entry: pausedEntry(t).logEntry(t), Keep: s.cfg.HistoryKeep})
+		_ = s.cfg.Locker.AppendLog(ctx, j.name(), locking.LogAppend{Entry: pausedEntry(t).LogEntry(t), Keep: s.cfg.HistoryKeep})
 	}
 }
 
@@ -78,12 +79,12 @@ func (s *Scheduler) pauseOnFailure(j *job) {
 	n := j.spec.PauseOnFailure
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
-	h, err := ReadHistory(ctx, s.cfg.Locker, j.name(), time.Time{}, n)
+	h, err := history.ReadEntries(ctx, s.cfg.Locker, j.name(), time.Time{}, n)
 	if err != nil || len(h) < n {
 		return
 	}
 	for _, e := range h {
-		if e.Outcome != OutcomeFailed {
+		if e.Outcome != history.OutcomeFailed {
 			return
 		}
 	}

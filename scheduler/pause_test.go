@@ -147,6 +147,6 @@ func TestPauseOnFailure(t *testing.T) {
 		require.True(t, p.Until.IsZero(), "until resumed")
 
 		_, err = New(Config{Locker: e.locker, HistoryKeep: 2, Jobs: []JobSpec{spec}})
-		require.ErrorContains(t, err, "pause_on_failure 3 needs history.keep >= it (2)")
+		require.ErrorContains(t, err, "pause_on_failure: 3 needs history.keep >= it (2)")
 	})
 }

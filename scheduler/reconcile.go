@@ -4,17 +4,16 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // Missed-slot accounting. Every replica computes the same slots, so the
 // fleet can tell which slots should have had an outcome. Every
 // ReconcileEvery one replica — whoever takes the reconciler lease in
-// FleetFamily — walks each job's slots from where the last pass stopped
+// history.FleetFamily — walks each job's slots from where the last pass stopped
 // (the job's record "reconciled") up to ReconcileAfter ago, and for every
 // slot without an entry in the slot history:
 //
@@ -38,16 +37,16 @@ import (
 // made only where the slot has no entry yet: the one pass whose write
 // added the entry on a majority reports it, whichever of two passes that
 // overlapped in time wrote first. Slots older than a day
-// (fleetRetention), older than the history can hold, or from before the
+// (history.Retention), older than the history can hold, or from before the
 // job's definitions first ran (pass.firstStart) are not judged; slots
 // that grew older than a day before a pass could judge them (it stalled
 // behind a claim open that long, or no pass ran) are logged once as
 // reconcile.unjudged (warn), never dropped silently.
 
-// Key names in a job's family and in FleetFamily.
+// Key names in a job's family and in history.FleetFamily.
 const (
 	reconciledName = "reconciled" // a job's record: the latest slot judged, Unix seconds
-	reconcilerName = "reconciler" // FleetFamily: the reconciler's lease; a job's: the fence of its writes
+	reconcilerName = "reconciler" // history.FleetFamily: the reconciler's lease; a job's: the fence of its writes
 )
 
 // reconcileLoop runs a pass every ReconcileEvery until the scheduler stops.
@@ -63,7 +62,7 @@ func (s *Scheduler) reconcileLoop(started time.Time) {
 func (s *Scheduler) reconcile(started time.Time) {
 	ctx := context.Background() // each call has its own timeout; the pass stops with the scheduler
 	actx, acancel := context.WithTimeout(ctx, storeTimeout)
-	lease, err := s.cfg.Locker.Acquire(actx, locking.Key{Family: FleetFamily, Name: reconcilerName},
+	lease, err := s.cfg.Locker.Acquire(actx, locking.Key{Family: history.FleetFamily, Name: reconcilerName},
 		max(s.cfg.ReconcileEvery, time.Second))
 	acancel()
 	if err != nil {
@@ -74,7 +73,7 @@ func (s *Scheduler) reconcile(started time.Time) {
 		if s.isStopping() {
 			return
 		}
-		if !j.spec.Enabled || s.cfg.HistoryKeep <= 0 {
+		if j.spec.Disabled || s.cfg.HistoryKeep <= 0 {
 			continue
 		}
 		if err := p.job(ctx, j); err != nil {
@@ -96,15 +95,15 @@ type pass struct {
 	s       *Scheduler
 	lease   *locking.Lease
 	started time.Time
-	fleet   *Fleet // read when first needed: most passes find nothing to judge
+	fleet   *history.Fleet // read when first needed: most passes find nothing to judge
 }
 
 // readFleet returns the fleet's records, read once per pass.
-func (p *pass) readFleet(ctx context.Context) (Fleet, error) {
+func (p *pass) readFleet(ctx context.Context) (history.Fleet, error) {
 	if p.fleet == nil {
-		f, err := ReadFleet(ctx, p.s.cfg.Locker)
+		f, err := history.ReadFleet(ctx, p.s.cfg.Locker)
 		if err != nil {
-			return Fleet{}, err
+			return history.Fleet{}, err
 		}
 		p.fleet = &f
 	}
@@ -132,15 +131,15 @@ func (p *pass) own(ctx context.Context) error {
 // its slots from then on. So slots missed between a first deploy and the
 // first pass are judged, and a job added by a deploy is not judged from
 // before it existed.
-func (p *pass) firstStart(fleet Fleet) time.Time {
+func (p *pass) firstStart(fleet history.Fleet) time.Time {
 	d := p.s.jobSet()
 	first := p.started
 	if !d.since.IsZero() {
 		first = d.since
 	}
 	for _, r := range fleet.Replicas {
-		if r.DefinitionsHash == d.hash && r.definitionsSince().Before(first) {
-			first = r.definitionsSince()
+		if r.DefinitionsHash == d.hash && r.DefinitionsSinceOrStart().Before(first) {
+			first = r.DefinitionsSinceOrStart()
 		}
 	}
 	return first
@@ -195,7 +194,7 @@ func (p *pass) job(ctx context.Context, j *job) error {
 	// on this replica, which fires each of its slots after that: earlier
 	// ones are another definition's (docs/configuration.md, "Hot reload").
 	from = later(from, j.since)
-	if cut := now.Add(-fleetRetention); from.Before(cut) {
+	if cut := now.Add(-history.Retention); from.Before(cut) {
 		if err := p.unjudged(ctx, j, from, cut); err != nil {
 			return err
 		}
@@ -243,7 +242,7 @@ func (p *pass) job(ctx context.Context, j *job) error {
 	if err != nil {
 		return err
 	}
-	open := claimedSlots(claims)
+	open := history.ClaimedSlots(claims)
 	log, err = s.cfg.Locker.ReadLog(ctx, name, slots[0].Unix(), s.cfg.HistoryKeep)
 	if err != nil {
 		return err
@@ -263,7 +262,7 @@ func (p *pass) job(ctx context.Context, j *job) error {
 			// A run going on, or abandoned: judged once it ended. An
 			// abandoned claim is settled now rather than when a later
 			// claim of the job is pointed to it, which may never come.
-			o := &locking.Abandoned{Key: slotKey(name, t)}
+			o := &locking.Abandoned{Key: history.SlotKey(name, t)}
 			s.spawn(func() { s.settleOrphan(j, o) })
 			return nil
 		case pause.Covers(t):
@@ -284,9 +283,9 @@ func (p *pass) job(ctx context.Context, j *job) error {
 				return err
 			}
 			s.log.Warn("slot missed: it should have run and nobody ran it", "event", evSlotMissed,
-				"job", name, "slot", slotString(t), "reason", reason)
+				"job", name, "slot", slotString(t), "reason", string(reason))
 			s.metrics.SlotMissed(name, reason)
-			s.metrics.JobOutcome(name, OutcomeMissed, t)
+			s.metrics.JobOutcome(name, history.OutcomeMissed, t)
 		}
 		judged = t
 	}
@@ -326,13 +325,13 @@ const maxUnjudged = 100_000
 // lease is held, fenced by its token and only where t has no entry yet:
 // locking.ErrLogHasEntry when it did not add e on a majority (then
 // another pass reports it), errPassOver when a newer reconciler wrote.
-func (p *pass) write(ctx context.Context, j *job, e HistoryEntry, t time.Time) error {
+func (p *pass) write(ctx context.Context, j *job, e history.Entry, t time.Time) error {
 	if err := p.own(ctx); err != nil {
 		return err
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
 	defer cancel()
-	err := p.s.cfg.Locker.AppendLog(wctx, j.name(), locking.LogAppend{Entry: e.logEntry(t), Keep: p.s.cfg.HistoryKeep,
+	err := p.s.cfg.Locker.AppendLog(wctx, j.name(), locking.LogAppend{Entry: e.LogEntry(t), Keep: p.s.cfg.HistoryKeep,
 		Fence: reconcilerName, Token: p.lease.Token(), IfAbsent: true})
 	if errors.Is(err, locking.ErrStaleToken) {
 		return errPassOver
@@ -341,20 +340,20 @@ func (p *pass) write(ctx context.Context, j *job, e HistoryEntry, t time.Time) e
 }
 
 // reason says why nobody ran slot t.
-func (p *pass) reason(fleet Fleet, t time.Time) string {
+func (p *pass) reason(fleet history.Fleet, t time.Time) history.Reason {
 	switch {
-	case fleet.downAt(t, p.s.lateness+p.s.cfg.MaxClockSkew):
-		return ReasonNoQuorum
-	case !fleet.aliveAt(t):
-		return MissedNoReplica
+	case fleet.DownAt(t, p.s.lateness+p.s.cfg.MaxClockSkew):
+		return history.ReasonNoQuorum
+	case !fleet.AliveAt(t):
+		return history.ReasonNoReplica
 	}
-	return MissedUnknown
+	return history.ReasonUnknown
 }
 
 // noteOutcome tells the metrics the newest outcome in log (newest first).
 func (p *pass) noteOutcome(job string, log []locking.LogEntry) {
 	for _, le := range log {
-		e, ok := parseEntry(le)
+		e, ok := history.ParseEntry(le)
 		if !ok {
 			continue
 		}
@@ -367,12 +366,12 @@ func (p *pass) noteOutcome(job string, log []locking.LogEntry) {
 // pausedEntry and missedEntry are the entries of a slot skipped for a
 // pause and of a missed slot: the same whoever writes them, so that
 // replicas and reconcilers writing one twice leave one.
-func pausedEntry(t time.Time) HistoryEntry {
-	return HistoryEntry{Slot: slotString(t), Outcome: OutcomeSkipped, Reason: ReasonPaused}
+func pausedEntry(t time.Time) history.Entry {
+	return history.Entry{Slot: slotString(t), Outcome: history.OutcomeSkipped, Reason: history.ReasonPaused}
 }
 
-func missedEntry(t time.Time, reason string) HistoryEntry {
-	return HistoryEntry{Slot: slotString(t), Outcome: OutcomeMissed, Reason: reason}
+func missedEntry(t time.Time, reason history.Reason) history.Entry {
+	return history.Entry{Slot: slotString(t), Outcome: history.OutcomeMissed, Reason: reason}
 }
 
 // slotsBetween lists sched's slots in (from, to], at most n, oldest first.
@@ -380,19 +379,6 @@ func slotsBetween(sched Schedule, from, to time.Time, n int) []time.Time {
 	var out []time.Time
 	for t := sched.Next(from); !t.IsZero() && !t.After(to) && len(out) < n; t = sched.Next(t) {
 		out = append(out, t)
-	}
-	return out
-}
-
-// claimedSlots maps the slots (Unix seconds) of open claims.
-func claimedSlots(keys []locking.Key) map[int64]bool {
-	out := make(map[int64]bool, len(keys))
-	for _, k := range keys {
-		if u, ok := strings.CutPrefix(k.Name, slotPrefix); ok {
-			if n, err := strconv.ParseInt(u, 10, 64); err == nil {
-				out[n] = true
-			}
-		}
 	}
 	return out
 }

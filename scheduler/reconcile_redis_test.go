@@ -8,6 +8,7 @@ import (
 
 	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/locking/redistest"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // TestRedisReconcileAccountsForEverySlot: three replicas over three real
@@ -77,11 +78,11 @@ func TestRedisReconcileAccountsForEverySlot(t *testing.T) {
 
 	first := begin.Truncate(time.Second).Add(time.Second)
 	last := pause.Until.Truncate(time.Second).Add(2 * time.Second)
-	hist, err := ReadHistory(ctx, admin, name, first, 1000)
+	hist, err := history.ReadEntries(ctx, admin, name, first, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bySlot := map[string][]HistoryEntry{}
+	bySlot := map[string][]history.Entry{}
 	for _, e := range hist {
 		bySlot[e.Slot] = append(bySlot[e.Slot], e)
 	}
@@ -98,24 +99,24 @@ func TestRedisReconcileAccountsForEverySlot(t *testing.T) {
 		e := es[0]
 		reports := where(evs, "slot.missed", "slot", slot)
 		switch e.Outcome {
-		case OutcomeSucceeded:
+		case history.OutcomeSucceeded:
 			if runs[sl.Unix()] != 1 || len(reports) != 0 {
 				t.Errorf("slot %s: succeeded, but ran %d times and was reported missed %d times", slot, runs[sl.Unix()], len(reports))
 			}
-		case OutcomeSkipped:
-			if e.Reason != ReasonPaused || !pause.Covers(sl) || runs[sl.Unix()] != 0 || len(reports) != 0 {
+		case history.OutcomeSkipped:
+			if e.Reason != history.ReasonPaused || !pause.Covers(sl) || runs[sl.Unix()] != 0 || len(reports) != 0 {
 				t.Errorf("slot %s: %+v (pause %v..%v), ran %d, reported missed %d", slot, e, pause.Since(), pause.Until, runs[sl.Unix()], len(reports))
 			}
-		case OutcomeMissed:
+		case history.OutcomeMissed:
 			missed++
-			if runs[sl.Unix()] != 0 || len(reports) != 1 || reports[0].str("reason") != e.Reason {
+			if runs[sl.Unix()] != 0 || len(reports) != 1 || reports[0].str("reason") != string(e.Reason) {
 				t.Errorf("slot %s: missed (%s), but ran %d times; reports %v", slot, e.Reason, runs[sl.Unix()], reports)
 			}
 			inGap := sl.After(downFrom.Add(time.Second)) && sl.Before(downTo.Add(-time.Second))
 			if sl.Before(downFrom) || sl.After(downTo.Add(time.Second)) {
 				t.Errorf("slot %s missed outside the gap %v..%v", slot, downFrom, downTo)
-			} else if inGap && e.Reason != MissedNoReplica {
-				t.Errorf("slot %s, inside the gap: reason %q, want %q", slot, e.Reason, MissedNoReplica)
+			} else if inGap && e.Reason != history.ReasonNoReplica {
+				t.Errorf("slot %s, inside the gap: reason %q, want %q", slot, e.Reason, history.ReasonNoReplica)
 			}
 		default:
 			t.Errorf("slot %s: unexpected entry %+v", slot, e)
@@ -125,8 +126,8 @@ func TestRedisReconcileAccountsForEverySlot(t *testing.T) {
 		t.Errorf("%d slots missed in a 3 s gap, want at least 2", missed)
 	}
 	counted := 0
-	for _, r := range MissedReasons {
-		counted += metrics.get(name+"/missed/"+r, true)
+	for _, r := range history.MissedReasons {
+		counted += metrics.get(name+"/missed/"+string(r), true)
 	}
 	for _, e := range where(evs, "slot.missed") {
 		t.Logf("slot.missed %s reason %s by %s", e.str("slot"), e.str("reason"), e.str("replica"))

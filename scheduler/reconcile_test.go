@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // frozenWriter wraps a Locker: the first AppendLog of a missed slot's
@@ -27,7 +28,7 @@ func newFrozenWriter(l locking.Backend) *frozenWriter {
 }
 
 func (f *frozenWriter) AppendLog(ctx context.Context, family string, a locking.LogAppend) error {
-	if strings.Contains(a.Entry.Value, `"outcome":"`+OutcomeMissed+`"`) {
+	if strings.Contains(a.Entry.Value, `"outcome":"`+string(history.OutcomeMissed)+`"`) {
 		f.once.Do(func() {
 			close(f.frozen)
 			<-f.thawed
@@ -68,7 +69,7 @@ func TestReconcilerFrozenPastItsLeaseReportsOnce(t *testing.T) {
 		slot := bubbleStart.Add(10 * time.Second)
 		// The slot's done marker without an entry (a replica that closed it
 		// and died before anything else): nobody runs it, nobody records it.
-		ghost, err := e.locker.Claim(ctx, slotKey("yearly", slot), time.Minute)
+		ghost, err := e.locker.Claim(ctx, history.SlotKey("yearly", slot), time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,14 +96,14 @@ func TestReconcilerFrozenPastItsLeaseReportsOnce(t *testing.T) {
 		if by := missed[0].str("replica"); by != "r2" {
 			t.Errorf("reported by %s, want r2 (r1 froze before writing)", by)
 		}
-		if n := e.metrics.get("yearly/missed/"+MissedUnknown, true); n != 1 {
+		if n := e.metrics.get("yearly/missed/"+string(history.ReasonUnknown), true); n != 1 {
 			t.Errorf("slotlock_slots_missed_total counted %d, want 1", n)
 		}
-		hist, err := ReadHistory(ctx, e.locker, "yearly", bubbleStart, 100)
+		hist, err := history.ReadEntries(ctx, e.locker, "yearly", bubbleStart, 100)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(hist) != 1 || hist[0].Outcome != OutcomeMissed {
+		if len(hist) != 1 || hist[0].Outcome != history.OutcomeMissed {
 			t.Errorf("history %+v, want one missed entry", hist)
 		}
 	})
@@ -118,7 +119,7 @@ func (e *env) claimYearly(d, ttl time.Duration) (time.Time, func(), *locking.Lea
 	spec := cronSpec(e.t, "yearly", "10 0 0 1 1 *", &recorder{now: time.Now})
 	stop := running(e.t, e.reconciling("r1", nil, d, spec))
 	time.Sleep(time.Until(slot.Add(-500 * time.Millisecond)))
-	lease, err := e.locker.Claim(context.Background(), slotKey("yearly", slot), ttl)
+	lease, err := e.locker.Claim(context.Background(), history.SlotKey("yearly", slot), ttl)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -139,7 +140,7 @@ func TestReconcilerSettlesTheClaimItWaitsFor(t *testing.T) {
 		time.Sleep(time.Minute)
 		stop()
 
-		hist, err := ReadHistory(ctx, e.locker, "yearly", bubbleStart, 100)
+		hist, err := history.ReadEntries(ctx, e.locker, "yearly", bubbleStart, 100)
 		if err != nil {
 			t.Fatal(err)
 		}

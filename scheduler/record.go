@@ -24,7 +24,7 @@ func (s *Scheduler) endLeaseThen(p pendingEnd) {
 	s.ending <- struct{}{}
 	e := locking.Ending{DoneTTL: p.doneTTL, Note: p.note, Also: p.jobLease}
 	if p.doneTTL > 0 && p.history != nil && s.cfg.HistoryKeep > 0 {
-		entry := p.history.logEntry(p.at)
+		entry := p.history.LogEntry(p.at)
 		e.Entry, e.Keep = &entry, s.cfg.HistoryKeep
 	}
 	var rec, prevAt time.Time

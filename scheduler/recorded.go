@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // The slot history as the last word on "did this slot already run?". A
@@ -14,7 +15,7 @@ import (
 // replica's done marker of the slot still stands: markerSafe after the
 // nominal slot. A claim won later — a jittered slot whose offset was
 // raised while older replicas, without it, ran the slot on time (their
-// markers live only DoneTTL); a recovered slot under run_all or run_once
+// markers live only doneTTL); a recovered slot under run_all or run_once
 // whose markers a replica with other settings wrote; a backfill — asks
 // the history, whose entry is written with the marker and outlives it.
 
@@ -32,7 +33,7 @@ var (
 // markerSafe is how long after slot T a won claim of T still proves, by
 // itself, that no replica handled T: a replica ran T no earlier than T on
 // a clock up to MaxClockSkew ahead of this one, and its done marker lives
-// DoneTTL (every replica's base lifetime: more with jitter or a misfire
+// doneTTL (every replica's base lifetime: more with jitter or a misfire
 // policy that recovers) from the run's end; a second less for the
 // Acquire that found the key free.
 func (s *Scheduler) markerSafe() time.Duration {
@@ -45,10 +46,10 @@ func (s *Scheduler) markerSafe() time.Duration {
 // slot is recent: the common case), more while the entries read are all
 // newer than t. errHistoryShort when the log holds HistoryKeep entries or
 // more from t on and none of t: t's may have been trimmed.
-func (s *Scheduler) slotRecorded(ctx context.Context, job string, t time.Time) (HistoryEntry, bool, error) {
+func (s *Scheduler) slotRecorded(ctx context.Context, job string, t time.Time) (history.Entry, bool, error) {
 	keep := s.cfg.HistoryKeep
 	if keep <= 0 {
-		return HistoryEntry{}, false, ErrNoHistory
+		return history.Entry{}, false, ErrNoHistory
 	}
 	score := t.Unix()
 	for n := min(8, keep+1); ; n = min(8*n, keep+1) {
@@ -56,35 +57,35 @@ func (s *Scheduler) slotRecorded(ctx context.Context, job string, t time.Time) (
 		log, err := s.cfg.Locker.ReadLog(ctx, job, score, n)
 		<-s.inflight
 		if err != nil {
-			return HistoryEntry{}, false, err
+			return history.Entry{}, false, err
 		}
 		e, found, err := entryOf(job, log, score)
 		if err != nil || found {
 			return e, found, err
 		}
 		if len(log) >= keep {
-			return HistoryEntry{}, false, errHistoryShort
+			return history.Entry{}, false, errHistoryShort
 		}
 		if len(log) < n {
-			return HistoryEntry{}, false, nil // every entry from t on was read
+			return history.Entry{}, false, nil // every entry from t on was read
 		}
 	}
 }
 
 // entryOf returns the entry of the slot with the given score in log (one
-// per slot, by outcomePrecedence).
-func entryOf(job string, log []locking.LogEntry, score int64) (HistoryEntry, bool, error) {
-	var out HistoryEntry
+// per slot, by history.Entry.Overrules).
+func entryOf(job string, log []locking.LogEntry, score int64) (history.Entry, bool, error) {
+	var out history.Entry
 	found := false
 	for _, le := range log {
 		if le.Score != score {
 			continue
 		}
-		e, ok := parseEntry(le)
+		e, ok := history.ParseEntry(le)
 		if !ok {
-			return HistoryEntry{}, false, fmt.Errorf("scheduler: history of %s: entry %q is not a slot outcome", job, le.Value)
+			return history.Entry{}, false, fmt.Errorf("scheduler: history of %s: entry %q is not a slot outcome", job, le.Value)
 		}
-		if !found || outcomePrecedence(e.Outcome) > outcomePrecedence(out.Outcome) {
+		if !found || e.Overrules(out) {
 			out, found = e, true
 		}
 	}
@@ -107,13 +108,13 @@ func (s *Scheduler) settledInHistory(j *job, t time.Time, lease *locking.Lease) 
 	case err == nil && !found:
 		return false
 	case err == nil:
-		s.endLease(name, slot, lease, j.doneTTL, ReasonDone)
-		s.skipped(name, slot, ReasonDone, 1, "outcome", e.Outcome,
+		s.endLease(name, slot, lease, j.doneTTL, string(history.ReasonDone))
+		s.skipped(name, slot, history.ReasonDone, 1, "outcome", string(e.Outcome),
 			"note", "the slot history records it; its done marker had expired")
 		s.recordHandled(j, t)
 	case errors.Is(err, errHistoryShort):
 		s.endLease(name, slot, lease, 0, "")
-		s.skipped(name, slot, ReasonLate, 1,
+		s.skipped(name, slot, history.ReasonLate, 1,
 			"note", "its done marker may have expired and the slot history no longer reaches it: not run")
 	default:
 		s.endLease(name, slot, lease, 0, "")

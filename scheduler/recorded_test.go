@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // TestJitterRaiseDoesNotRerun: a rolling change adds a 119 s jitter to a
@@ -83,28 +84,28 @@ func TestSlotRecordedReadsBackFar(t *testing.T) {
 			t.Fatal(err)
 		}
 		ctx := context.Background()
-		add := func(sec int, outcome string) {
+		add := func(sec int, outcome history.Outcome) {
 			at := bubbleStart.Add(time.Duration(sec) * time.Second)
 			err := e.locker.AppendLog(ctx, "j", locking.LogAppend{
-				Entry: HistoryEntry{Slot: slotString(at), Outcome: outcome}.logEntry(at), Keep: 100})
+				Entry: history.Entry{Slot: slotString(at), Outcome: outcome}.LogEntry(at), Keep: 100})
 			if err != nil {
 				t.Fatal(err)
 			}
 		}
-		add(10, OutcomeMissed)
-		add(10, OutcomeSucceeded)
+		add(10, history.OutcomeMissed)
+		add(10, history.OutcomeSucceeded)
 		for sec := 12; sec < 12+60; sec++ {
-			add(sec, OutcomeSucceeded)
+			add(sec, history.OutcomeSucceeded)
 		}
 		at := func(sec int) time.Time { return bubbleStart.Add(time.Duration(sec) * time.Second) }
-		if got, found, err := s.slotRecorded(ctx, "j", at(10)); err != nil || !found || got.Outcome != OutcomeSucceeded {
+		if got, found, err := s.slotRecorded(ctx, "j", at(10)); err != nil || !found || got.Outcome != history.OutcomeSucceeded {
 			t.Errorf("slot 10: %+v %v %v, want succeeded (over missed)", got, found, err)
 		}
 		if _, found, err := s.slotRecorded(ctx, "j", at(11)); err != nil || found {
 			t.Errorf("slot 11: found %v, err %v; want no entry", found, err)
 		}
 		for sec := 72; sec < 72+40; sec++ {
-			add(sec, OutcomeSucceeded) // 100 entries from slot 11 on: the log is full
+			add(sec, history.OutcomeSucceeded) // 100 entries from slot 11 on: the log is full
 		}
 		if _, _, err := s.slotRecorded(ctx, "j", at(11)); err != errHistoryShort {
 			t.Errorf("slot 11 behind a full log: err %v, want errHistoryShort", err)

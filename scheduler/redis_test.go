@@ -371,7 +371,7 @@ func TestRedisShutdownDuringRun(t *testing.T) {
 	job := &ledger{d: 1500 * time.Millisecond}
 	sched, _ := ParseSchedule("*/3 * * * * *", time.UTC)
 	c := startCluster(t, func() []JobSpec {
-		return []JobSpec{{Name: "handover", Schedule: sched, Job: job, Enabled: true}}
+		return []JobSpec{{Name: "handover", Schedule: sched, Job: job}}
 	}, nil)
 	// Wait until a run is going on, then stop the replica running it.
 	var victim record

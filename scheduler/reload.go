@@ -85,19 +85,19 @@ func (s *Scheduler) applyReload(h *jobHeap, req reloadReq) {
 		case prev == nil:
 			res.Added = append(res.Added, j.name())
 			j.since = now
-			if j.spec.Enabled {
+			if !j.spec.Disabled {
 				slot, _ := j.spec.NextDue(now)
 				s.setNext(j, slot)
 			}
 		case sameSlots(&prev.spec, &j.spec):
 			j.jobState, j.since = prev.jobState, prev.since
-			if j.spec.Enabled {
+			if !j.spec.Disabled {
 				s.setNext(j, prev.next)
 			}
 		default:
 			res.Rescheduled = append(res.Rescheduled, j.name())
 			j.jobState, j.since = prev.jobState, now
-			if j.spec.Enabled {
+			if !j.spec.Disabled {
 				s.setNext(j, continueAt(prev, &j.spec, now))
 			}
 		}
@@ -111,7 +111,7 @@ func (s *Scheduler) applyReload(h *jobHeap, req reloadReq) {
 	}
 	*h = (*h)[:0]
 	for _, j := range next.order {
-		if j.spec.Enabled && !j.next.IsZero() {
+		if !j.spec.Disabled && !j.next.IsZero() {
 			*h = append(*h, j)
 		}
 	}
@@ -143,7 +143,7 @@ func (s *Scheduler) applyReload(h *jobHeap, req reloadReq) {
 // sameSlots reports whether a and b fire the same slots at the same times.
 func sameSlots(a, b *JobSpec) bool {
 	return a.Spec == b.Spec && locationName(a.Location) == locationName(b.Location) &&
-		a.Jitter == b.Jitter && a.Enabled == b.Enabled
+		a.Jitter == b.Jitter && a.Disabled == b.Disabled
 }
 
 func locationName(l *time.Location) string {
@@ -161,7 +161,7 @@ func locationName(l *time.Location) string {
 // now under a changed jitter).
 func continueAt(prev *job, spec *JobSpec, now time.Time) time.Time {
 	t, _ := spec.NextDue(now)
-	if !prev.spec.Enabled || prev.next.IsZero() {
+	if prev.spec.Disabled || prev.next.IsZero() {
 		return t // prev fires nothing more: a new start
 	}
 	if d := spec.Schedule.Next(prev.next.Add(-time.Second)); !d.IsZero() && (t.IsZero() || d.Before(t)) {

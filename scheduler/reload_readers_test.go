@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // Hot reload as the rest of the scheduler sees it: Trigger, Next,
@@ -39,7 +40,7 @@ func TestReloadReachesEveryReader(t *testing.T) {
 		started := time.Now()
 		stop := running(t, s)
 		time.Sleep(2500 * time.Millisecond)
-		fleet, err := ReadFleet(ctx, e.locker)
+		fleet, err := history.ReadFleet(ctx, e.locker)
 		if err != nil || len(fleet.Replicas) != 1 || fleet.Replicas[0].DefinitionsHash != "v1" ||
 			!fleet.Replicas[0].DefinitionsSince.IsZero() || fleet.Replicas[0].Jobs != 1 {
 			t.Fatalf("heartbeat before the reload: %+v, %v", fleet.Replicas, err)
@@ -67,7 +68,7 @@ func TestReloadReachesEveryReader(t *testing.T) {
 			t.Errorf("SettleAfter: removed %v, added %v", s.SettleAfter("a"), s.SettleAfter("b"))
 		}
 		time.Sleep(1500 * time.Millisecond) // a beat
-		fleet, err = ReadFleet(ctx, e.locker)
+		fleet, err = history.ReadFleet(ctx, e.locker)
 		if err != nil || len(fleet.Replicas) != 1 {
 			t.Fatalf("heartbeat after the reload: %+v, %v", fleet.Replicas, err)
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // TestRedisReloadUnderLoad: three replicas over three real nodes, clocks
@@ -75,7 +76,7 @@ func TestRedisReloadUnderLoad(t *testing.T) {
 		}
 	}
 	time.Sleep(8 * time.Second)
-	fleet, err := ReadFleet(ctx, c.replicas[0].locker)
+	fleet, err := history.ReadFleet(ctx, c.replicas[0].locker)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // Overlap replace: a newer slot takes over from the run still going on,
@@ -85,10 +86,10 @@ const (
 
 func replaceKey(job string) locking.Key { return locking.Key{Family: job, Name: replaceName} }
 
-// ReplaceWait is the longest a slot of an overlap: replace job waits for
+// replaceWait is the longest a slot of an overlap: replace job waits for
 // the job lease held by the run it replaces: LockTTL + Lateness. An
 // unrenewed lease expires within LockTTL; Lateness is the margin.
-func (s *Scheduler) ReplaceWait() time.Duration { return s.cfg.LockTTL + s.lateness }
+func (s *Scheduler) replaceWait() time.Duration { return s.cfg.LockTTL + s.lateness }
 
 // nextMayFire is the earliest instant, on this replica's clock, at which
 // another replica may fire the first slot of j due after t: that due time
@@ -157,7 +158,7 @@ func (s *Scheduler) replaceJobLease(j *job, t time.Time, claim *locking.Lease, p
 	requested := s.requestReplace(name, t) == nil
 	// The claim is renewed while we wait; kctx also ends with the grace.
 	kctx := claim.Keep(s.runCtx)
-	deadline := s.clock.Now().Add(s.ReplaceWait())
+	deadline := s.clock.Now().Add(s.replaceWait())
 	waited := false
 	for {
 		if !requested {
@@ -222,9 +223,9 @@ func (s *Scheduler) replacedSlot(j *job, t time.Time, claim *locking.Lease, err 
 		return false
 	}
 	name, slot := j.name(), slotString(t)
-	s.skipped(name, slot, ReasonReplaced, 1, "by_slot", by)
-	s.endHandled(pendingEnd{job: name, slot: slot, lease: claim, doneTTL: j.doneTTL, note: ReasonReplaced, at: t,
-		history: &HistoryEntry{Slot: slot, Outcome: OutcomeSkipped, Reason: ReasonReplaced, BySlot: by, Replica: s.cfg.Replica}}, j, t)
+	s.skipped(name, slot, history.ReasonReplaced, 1, "by_slot", by)
+	s.endHandled(pendingEnd{job: name, slot: slot, lease: claim, doneTTL: j.doneTTL, note: string(history.ReasonReplaced), at: t,
+		history: &history.Entry{Slot: slot, Outcome: history.OutcomeSkipped, Reason: history.ReasonReplaced, BySlot: by, Replica: s.cfg.Replica}}, j, t)
 	return true
 }
 

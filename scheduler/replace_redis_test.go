@@ -10,6 +10,7 @@ import (
 
 	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/locking/redistest"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // Overlap replace across replicas, over three real redis-server nodes.
@@ -46,7 +47,7 @@ func replaceJobSpec(t *testing.T, name, spec string, l *ledger) JobSpec {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return JobSpec{Name: name, Spec: spec, Schedule: sched, Job: l, Enabled: true, Overlap: OverlapReplace}
+	return JobSpec{Name: name, Spec: spec, Schedule: sched, Job: l, Overlap: OverlapReplace}
 }
 
 // TestRedisReplaceAcrossReplicas: a job whose runs would take a minute,
@@ -91,13 +92,13 @@ func TestRedisReplaceAcrossReplicas(t *testing.T) {
 		t.Fatalf("first runs on %s then %s, want behind then ahead", runs[0].Run.Replica, runs[1].Run.Replica)
 	}
 	evs := sink.events(t)
-	h, err := ReadHistory(context.Background(), behind.locker, "repl", time.Time{}, 100)
+	h, err := history.ReadEntries(context.Background(), behind.locker, "repl", time.Time{}, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
-	history := map[string]HistoryEntry{}
+	hist := map[string]history.Entry{}
 	for _, e := range h {
-		history[e.Slot] = e
+		hist[e.Slot] = e
 	}
 	for i := 0; i+1 < len(runs); i++ {
 		old, next := runs[i], runs[i+1]
@@ -130,7 +131,7 @@ func TestRedisReplaceAcrossReplicas(t *testing.T) {
 			c[0].str("replica") != old.Run.Replica || c[0].str("slot") != slot {
 			t.Errorf("run.canceled of %s: %v, want reason replaced, by_slot %s", slot, c, by)
 		}
-		if e := history[slot]; e.Outcome != OutcomeCanceled || e.Reason != "replaced" || e.BySlot != by ||
+		if e := hist[slot]; e.Outcome != history.OutcomeCanceled || e.Reason != "replaced" || e.BySlot != by ||
 			e.Replica != old.Run.Replica || e.Token != old.Run.FencingToken {
 			t.Errorf("history of %s: %+v, want canceled/replaced by %s on %s", slot, e, by, old.Run.Replica)
 		}

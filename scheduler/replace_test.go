@@ -13,6 +13,7 @@ import (
 
 	"github.com/slotlock/slotlock/jobs"
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // Overlap replace in synctest bubbles, over one in-process locker shared
@@ -65,7 +66,7 @@ func replaceSpec(t testing.TB, name, spec string, j jobs.Job) JobSpec {
 	t.Helper()
 	sched, err := ParseSchedule(spec, time.UTC)
 	require.NoError(t, err)
-	return JobSpec{Name: name, Spec: spec, Schedule: sched, Job: j, Enabled: true, Plugin: "test", Overlap: OverlapReplace}
+	return JobSpec{Name: name, Spec: spec, Schedule: sched, Job: j, Plugin: "test", Overlap: OverlapReplace}
 }
 
 // logTime returns the time of a log line.
@@ -77,9 +78,9 @@ func logTime(t testing.TB, e event) time.Time {
 }
 
 // historyOf returns the history entry of slot sec of job.
-func historyOf(t testing.TB, l locking.Backend, job string, sec int) HistoryEntry {
+func historyOf(t testing.TB, l locking.Backend, job string, sec int) history.Entry {
 	t.Helper()
-	h, err := ReadHistory(context.Background(), l, job, bubbleStart, 100)
+	h, err := history.ReadEntries(context.Background(), l, job, bubbleStart, 100)
 	require.NoError(t, err)
 	for _, e := range h {
 		if e.Slot == slotAt(sec) {
@@ -87,7 +88,7 @@ func historyOf(t testing.TB, l locking.Backend, job string, sec int) HistoryEntr
 		}
 	}
 	t.Fatalf("no history entry for slot %s: %+v", slotAt(sec), h)
-	return HistoryEntry{}
+	return history.Entry{}
 }
 
 // TestReplaceCancelsTheRunOnAnotherReplica: a replica whose clock is 0.8 s
@@ -144,13 +145,13 @@ func TestReplaceCancelsTheRunOnAnotherReplica(t *testing.T) {
 		require.Empty(t, where(evs, "slot.skipped", "reason", "replaced"))
 
 		h := historyOf(t, e.locker, "job", 3)
-		require.Equal(t, OutcomeCanceled, h.Outcome)
-		require.Equal(t, "replaced", h.Reason)
+		require.Equal(t, history.OutcomeCanceled, h.Outcome)
+		require.Equal(t, history.Reason("replaced"), h.Reason)
 		require.Equal(t, slotAt(6), h.BySlot)
 		require.Equal(t, "slow", h.Replica)
 		require.Equal(t, old.Run.FencingToken, h.Token)
 		h6 := historyOf(t, e.locker, "job", 6)
-		require.Equal(t, OutcomeSucceeded, h6.Outcome)
+		require.Equal(t, history.OutcomeSucceeded, h6.Outcome)
 		require.Empty(t, h6.BySlot)
 	})
 }
@@ -201,7 +202,7 @@ func TestReplaceWaitIsBounded(t *testing.T) {
 		deaf.Keep(context.Background())
 		stop := running(t, s)
 		time.Sleep(13 * time.Second) // slot 10 waits; its claim's ttl (2s) is long past
-		_, err = e.locker.Claim(context.Background(), slotKey("job", bubbleStart.Add(10*time.Second)), time.Second)
+		_, err = e.locker.Claim(context.Background(), history.SlotKey("job", bubbleStart.Add(10*time.Second)), time.Second)
 		var he *locking.HeldError
 		require.ErrorAs(t, err, &he, "the waiting slot's claim must still be held")
 		require.False(t, he.Done)
@@ -217,8 +218,8 @@ func TestReplaceWaitIsBounded(t *testing.T) {
 		require.GreaterOrEqual(t, waited, 5*time.Second)
 		require.Less(t, waited, 5500*time.Millisecond)
 		h := historyOf(t, e.locker, "job", 10)
-		require.Equal(t, OutcomeSkipped, h.Outcome)
-		require.Equal(t, ReasonOverlap, h.Reason)
+		require.Equal(t, history.OutcomeSkipped, h.Outcome)
+		require.Equal(t, history.ReasonOverlap, h.Reason)
 	})
 }
 
@@ -259,8 +260,8 @@ func TestReplaceSupersedesAWaitingSlot(t *testing.T) {
 		require.Less(t, logTime(t, skips[0]).Sub(bubbleStart.Add(2*time.Second)), 500*time.Millisecond)
 		require.Empty(t, where(evs, "run.canceled"))
 		h := historyOf(t, e.locker, "job", 1)
-		require.Equal(t, OutcomeSkipped, h.Outcome)
-		require.Equal(t, ReasonReplaced, h.Reason)
+		require.Equal(t, history.OutcomeSkipped, h.Outcome)
+		require.Equal(t, history.ReasonReplaced, h.Reason)
 		require.Equal(t, slotAt(2), h.BySlot)
 	})
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/slotlock/slotlock/jobs"
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // runSpec is one run to execute: a slot won (slot set) or a manual trigger.
@@ -34,8 +35,8 @@ func backoff(base time.Duration, n int) time.Duration {
 // execute runs the plugin under ctx = parent ∧ leases ∧ timeout, with
 // retries, and logs the run's life. It returns the outcome and the job's
 // last error. It does not end the leases.
-func (s *Scheduler) execute(r runSpec) (h HistoryEntry, runErr error) {
-	var outcome string
+func (s *Scheduler) execute(r runSpec) (h history.Entry, runErr error) {
+	var outcome history.Outcome
 	name := r.j.name()
 	slot := SlotManual
 	if !r.manual {
@@ -76,7 +77,7 @@ func (s *Scheduler) execute(r runSpec) (h HistoryEntry, runErr error) {
 	s.watchGrace(ctx, cancel, r.j.spec.Job, r.leases)
 
 	started := s.clock.Now()
-	s.runStarted(RunInfo{Job: name, Slot: slot, RunID: runID, Token: token, Replica: s.cfg.Replica, Since: started.UTC()})
+	s.runStarted(history.RunInfo{Job: name, Slot: slot, RunID: runID, Token: token, Replica: s.cfg.Replica, Since: started.UTC()})
 	defer s.runEnded(runID)
 	startAttrs := []any{"event", evRunStarted, "attempt", 1}
 	if !r.manual && !r.recovered && !r.backfill {
@@ -86,7 +87,7 @@ func (s *Scheduler) execute(r runSpec) (h HistoryEntry, runErr error) {
 		startAttrs = append(startAttrs, "start_delay_ms", float64(delay.Microseconds())/1000)
 	}
 	if !r.manual && r.j.spec.Jitter > 0 {
-		startAttrs = append(startAttrs, "jitter_ms", JitterOffset(name, r.slot, r.j.spec.Jitter).Milliseconds())
+		startAttrs = append(startAttrs, "jitter_ms", jitterOffset(name, r.slot, r.j.spec.Jitter).Milliseconds())
 	}
 	log.Info("run started", startAttrs...)
 
@@ -105,15 +106,15 @@ func (s *Scheduler) execute(r runSpec) (h HistoryEntry, runErr error) {
 		}
 		runErr = jobs.Execute(ctx, r.j.spec.Job, run)
 		if runErr == nil {
-			outcome = OutcomeSucceeded
+			outcome = history.OutcomeSucceeded
 			break
 		}
 		if ctx.Err() != nil {
-			outcome = OutcomeCanceled
+			outcome = history.OutcomeCanceled
 			break
 		}
 		if attempt > r.j.spec.Retry.Max {
-			outcome = OutcomeFailed
+			outcome = history.OutcomeFailed
 			break
 		}
 		wait := backoff(r.j.spec.Retry.Backoff, attempt)
@@ -121,7 +122,7 @@ func (s *Scheduler) execute(r runSpec) (h HistoryEntry, runErr error) {
 		log.Warn("run attempt failed; retrying", "event", evRunRetrying, "attempt", attempt,
 			"error", s.scrub.String(runErr.Error()), "backoff", wait.String())
 		if !s.sleep(wait, ctx.Done()) {
-			outcome = OutcomeCanceled
+			outcome = history.OutcomeCanceled
 			break
 		}
 		attempt++
@@ -147,13 +148,13 @@ func (s *Scheduler) execute(r runSpec) (h HistoryEntry, runErr error) {
 		log.Error("lease lost: could not renew it on a majority before it expired", attrs...)
 	}
 	switch outcome {
-	case OutcomeSucceeded:
+	case history.OutcomeSucceeded:
 		log.Info("run succeeded", "event", evRunSucceeded, "attempt", attempt, "duration_ms", dur.Milliseconds())
-	case OutcomeFailed:
+	case history.OutcomeFailed:
 		log.Error("run failed", "event", evRunFailed, "attempt", attempt, "duration_ms", dur.Milliseconds(),
 			"error", s.scrub.String(runErr.Error()), "error_class", errorClass(runErr))
-	case OutcomeCanceled:
-		attrs := []any{"event", evRunCanceled, "reason", cancelReason(context.Cause(ctx)),
+	case history.OutcomeCanceled:
+		attrs := []any{"event", evRunCanceled, "reason", string(cancelReason(context.Cause(ctx))),
 			"attempt", attempt, "duration_ms", dur.Milliseconds()}
 		if by := replacedBy(context.Cause(ctx)); by != "" {
 			attrs = append(attrs, "by_slot", by)
@@ -167,12 +168,12 @@ func (s *Scheduler) execute(r runSpec) (h HistoryEntry, runErr error) {
 	if !r.manual {
 		s.metrics.JobOutcome(name, outcome, s.clock.Now())
 	}
-	h = HistoryEntry{Slot: slot, Outcome: outcome, Replica: s.cfg.Replica, RunID: runID, Token: token, Recovered: r.recovered,
+	h = history.Entry{Slot: slot, Outcome: outcome, Replica: s.cfg.Replica, RunID: runID, Token: token, Recovered: r.recovered,
 		Attempts: attempt, DurationMS: dur.Milliseconds()}
 	switch outcome {
-	case OutcomeFailed:
+	case history.OutcomeFailed:
 		h.ErrorClass = errorClass(runErr)
-	case OutcomeCanceled:
+	case history.OutcomeCanceled:
 		h.Reason = cancelReason(context.Cause(ctx))
 		h.BySlot = replacedBy(context.Cause(ctx))
 	}

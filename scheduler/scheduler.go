@@ -26,6 +26,13 @@
 //     firing of T on any replica, the job lease is released, and the job's
 //     record <J>/last (latest handled slot) moves forward.
 //
+// A job is a JobSpec: a name, the schedule's text (Spec, parsed by New) and a
+// jobs.Job; its other fields' zero values are the defaults. New checks every
+// spec and the Config (JobSpec.Validate, Config.Validate) and reports all
+// problems at once. Every slot's outcome lands in the job's history, which
+// package scheduler/history reads back, with the fleet's heartbeats, for
+// status views.
+//
 // What it guarantees and what it does not is spelled out on Scheduler.
 package scheduler
 
@@ -33,13 +40,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/slotlock/slotlock/jobs"
 	"log/slog"
 	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/slotlock/slotlock/jobs"
+	"github.com/slotlock/slotlock/scheduler/history"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -101,7 +110,7 @@ type Scheduler struct {
 	orphans   map[locking.Key]bool // abandoned claims being settled
 
 	runsMu  sync.Mutex
-	running map[string]RunInfo // runs going on, by run id (heartbeats)
+	running map[string]history.RunInfo // runs going on, by run id (heartbeats)
 }
 
 const (
@@ -145,7 +154,7 @@ type job struct {
 	heapIdx int
 
 	// doneTTL is how long this job's done markers live: the scheduler's
-	// DoneTTL, or, under run_once, long enough that the marker still stands
+	// doneTTL, or, under run_once, long enough that the marker still stands
 	// when a missed slot is judged at any age up to misfire.deadline.
 	doneTTL time.Duration
 	// since is when a reload added this job, or changed its slots, on this
@@ -192,7 +201,7 @@ func New(cfg Config) (*Scheduler, error) {
 		stopping: make(chan struct{}),
 		inflight: make(chan struct{}, c.MaxInFlight),
 		ending:   make(chan struct{}, max(1, c.MaxInFlight/2)),
-		running:  map[string]RunInfo{},
+		running:  map[string]history.RunInfo{},
 		scrub:    jobs.NewScrubber(c.Secrets...),
 	}
 	// The done marker must outlive every normal attempt at the slot: the
@@ -209,15 +218,6 @@ func New(cfg Config) (*Scheduler, error) {
 	s.defs.Store(d)
 	return s, nil
 }
-
-// DoneTTL is how long a slot's done marker lives:
-// max(LockTTL, 2*MaxClockSkew + Lateness + 2s); a run_once job's markers
-// live past its misfire deadline (run_all's too), and a job's jitter is added
-// to its own.
-func (s *Scheduler) DoneTTL() time.Duration { return s.doneTTL }
-
-// Lateness is the bound after which a firing counts as late.
-func (s *Scheduler) Lateness() time.Duration { return s.lateness }
 
 // spawn starts f on a tracked goroutine; it returns false, and does not
 // start f, once the scheduler has finished shutting down.
@@ -301,7 +301,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		s.loop(ctx, start)
 	})
 	for _, j := range s.jobList() {
-		if j.spec.Enabled {
+		if !j.spec.Disabled {
 			s.spawn(func() { s.startupCheck(j, start) })
 		}
 	}
@@ -372,7 +372,7 @@ func (s *Scheduler) Next(name string, from time.Time, n int) ([]time.Time, error
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownJob, name)
 	}
-	if err := CheckNext(n); err != nil {
+	if err := checkNext(n); err != nil {
 		return nil, fmt.Errorf("scheduler: Next: %w", err)
 	}
 	out := make([]time.Time, 0, n)

@@ -12,6 +12,7 @@ import (
 	"github.com/slotlock/slotlock/jobs"
 	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/locking/locksim"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 type env struct {
@@ -108,7 +109,7 @@ func TestRunEverySlotOnce(t *testing.T) {
 		// After the run: the slot is a done marker, the job lease is free,
 		// the record names the last slot.
 		last := bubbleStart.Add(10 * time.Second)
-		_, err := e.locker.Acquire(context.Background(), slotKey("tick", last), time.Second)
+		_, err := e.locker.Acquire(context.Background(), history.SlotKey("tick", last), time.Second)
 		var held *locking.HeldError
 		if !errors.As(err, &held) || !held.Done || held.Note != "succeeded" {
 			t.Errorf("slot key after the run: %v", err)
@@ -295,7 +296,7 @@ func TestRetryBackoff(t *testing.T) {
 		rec := &recorder{now: time.Now}
 		rec.fail.Store(2)
 		sched, _ := ParseSchedule("@every 1m", time.UTC)
-		spec := JobSpec{Name: "flaky", Schedule: sched, Job: rec, Enabled: true,
+		spec := JobSpec{Name: "flaky", Schedule: sched, Job: rec,
 			Retry: Retry{Max: 3, Backoff: time.Second}}
 		s := e.scheduler("r1", nil, spec)
 		stop := running(t, s)
@@ -340,7 +341,7 @@ func TestRetryExhausted(t *testing.T) {
 		rec := &recorder{now: time.Now}
 		rec.fail.Store(100)
 		sched, _ := ParseSchedule("@every 1m", time.UTC)
-		spec := JobSpec{Name: "broken", Schedule: sched, Job: rec, Enabled: true,
+		spec := JobSpec{Name: "broken", Schedule: sched, Job: rec,
 			Retry: Retry{Max: 1, Backoff: time.Second}}
 		s := e.scheduler("r1", nil, spec)
 		stop := running(t, s)
@@ -352,7 +353,7 @@ func TestRetryExhausted(t *testing.T) {
 			failed[0].str("error_class") != "error" || failed[0].str("level") != "ERROR" {
 			t.Errorf("run.failed: %v", failed)
 		}
-		_, err := e.locker.Acquire(context.Background(), slotKey("broken", bubbleStart.Add(time.Minute)), time.Second)
+		_, err := e.locker.Acquire(context.Background(), history.SlotKey("broken", bubbleStart.Add(time.Minute)), time.Second)
 		var held *locking.HeldError
 		if !errors.As(err, &held) || !held.Done || held.Note != "failed" {
 			t.Errorf("slot after a failed run: %v (a failed slot is done, not retried by others)", err)
@@ -370,7 +371,7 @@ func TestTimeout(t *testing.T) {
 		e := newEnv(t)
 		rec := &recorder{d: time.Hour, now: time.Now}
 		sched, _ := ParseSchedule("@every 1m", time.UTC)
-		spec := JobSpec{Name: "slow", Schedule: sched, Job: rec, Enabled: true, Timeout: 3 * time.Second,
+		spec := JobSpec{Name: "slow", Schedule: sched, Job: rec, Timeout: 3 * time.Second,
 			Retry: Retry{Max: 2, Backoff: time.Second}}
 		s := e.scheduler("r1", nil, spec)
 		stop := running(t, s)
@@ -396,7 +397,7 @@ func TestLockLost(t *testing.T) {
 		e.locker = locking.NewLocal(locking.Options{Replica: "local", Clock: clock})
 		rec := &recorder{d: time.Hour, now: time.Now}
 		sched, _ := ParseSchedule("@every 1h", time.UTC)
-		spec := JobSpec{Name: "victim", Schedule: sched, Job: rec, Enabled: true}
+		spec := JobSpec{Name: "victim", Schedule: sched, Job: rec}
 		s := e.scheduler("r1", clock, spec)
 		stop := running(t, s)
 		time.Sleep(time.Hour + 5*time.Second)
@@ -480,7 +481,7 @@ func TestShutdownCancelsAfterGrace(t *testing.T) {
 		if _, err := e.locker.Acquire(context.Background(), runKey("job"), time.Second); err != nil {
 			t.Errorf("job lease after shutdown: %v", err)
 		}
-		_, err := e.locker.Acquire(context.Background(), slotKey("job", bubbleStart.Add(time.Second)), time.Second)
+		_, err := e.locker.Acquire(context.Background(), history.SlotKey("job", bubbleStart.Add(time.Second)), time.Second)
 		var held *locking.HeldError
 		if !errors.As(err, &held) || !held.Done || held.Note != "canceled" {
 			t.Errorf("slot after a canceled run: %v", err)
@@ -495,7 +496,7 @@ func TestTrigger(t *testing.T) {
 		e := newEnv(t)
 		rec := &recorder{d: 2 * time.Second, now: time.Now}
 		sched, _ := ParseSchedule("0 0 * * * *", time.UTC)
-		spec := JobSpec{Name: "manual", Schedule: sched, Job: rec, Enabled: true}
+		spec := JobSpec{Name: "manual", Schedule: sched, Job: rec}
 		s := e.scheduler("r1", nil, spec)
 		ctx := context.Background()
 		if err := s.Trigger(ctx, "manual"); err != nil {
@@ -656,7 +657,7 @@ func TestDisabledJobNeverFires(t *testing.T) {
 		e := newEnv(t)
 		rec := &recorder{now: time.Now}
 		spec := everySecond(t, "off", rec)
-		spec.Enabled = false
+		spec.Disabled = true
 		s := e.scheduler("r1", nil, spec)
 		stop := running(t, s)
 		time.Sleep(5 * time.Second)

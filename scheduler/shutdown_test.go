@@ -9,6 +9,7 @@ import (
 
 	"github.com/slotlock/slotlock/jobs"
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // stubborn is a job that ignores its canceled context for ignore, like an
@@ -36,7 +37,7 @@ func TestShutdownWaitsForCanceledRuns(t *testing.T) {
 		e := newEnv(t)
 		job := &stubborn{ignore: 7 * time.Second, ended: make(chan struct{})}
 		sched, _ := ParseSchedule("@every 1m", time.UTC)
-		s := e.scheduler("r1", nil, JobSpec{Name: "stubborn", Schedule: sched, Job: job, Enabled: true})
+		s := e.scheduler("r1", nil, JobSpec{Name: "stubborn", Schedule: sched, Job: job})
 		stop := running(t, s)
 		time.Sleep(time.Minute + time.Second)
 		began := time.Now()
@@ -60,7 +61,7 @@ func TestShutdownWaitsForCanceledRuns(t *testing.T) {
 		} else {
 			l.End(context.Background(), locking.Ending{})
 		}
-		_, err := e.locker.Acquire(context.Background(), slotKey("stubborn", bubbleStart.Add(time.Minute)), time.Second)
+		_, err := e.locker.Acquire(context.Background(), history.SlotKey("stubborn", bubbleStart.Add(time.Minute)), time.Second)
 		var held *locking.HeldError
 		if !errors.As(err, &held) || !held.Done || held.Note != "canceled" {
 			t.Errorf("slot after a canceled run: %v", err)
@@ -76,7 +77,7 @@ func TestShutdownCanceledRunCap(t *testing.T) {
 		e := newEnv(t)
 		job := &stubborn{ignore: time.Hour, ended: make(chan struct{})}
 		sched, _ := ParseSchedule("@every 1m", time.UTC)
-		s := e.scheduler("r1", nil, JobSpec{Name: "stuck", Schedule: sched, Job: job, Enabled: true})
+		s := e.scheduler("r1", nil, JobSpec{Name: "stuck", Schedule: sched, Job: job})
 		stop := running(t, s)
 		time.Sleep(time.Minute + time.Second)
 		began := time.Now()

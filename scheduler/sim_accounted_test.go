@@ -8,6 +8,7 @@ import (
 	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/locking/locksim"
 	"github.com/slotlock/slotlock/scheduler"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // accountedSettle is how long before the end of a run the accounted
@@ -40,12 +41,12 @@ func (w *world) checkAccounted(from time.Time) (viol []string) {
 		from = day // the history keeps a day (simHistoryKeep)
 	}
 	for _, d := range w.cfg.jobs {
-		h, err := scheduler.ReadHistory(context.Background(), l, d.name, from, simHistoryKeep)
+		h, err := history.ReadEntries(context.Background(), l, d.name, from, simHistoryKeep)
 		if err != nil {
 			viol = append(viol, fmt.Sprintf("accounted: %s: history: %v", d.name, err))
 			continue
 		}
-		entries := map[string][]scheduler.HistoryEntry{}
+		entries := map[string][]history.Entry{}
 		for _, e := range h {
 			entries[e.Slot] = append(entries[e.Slot], e)
 		}
@@ -59,9 +60,9 @@ func (w *world) checkAccounted(from time.Time) (viol []string) {
 			}
 			// abandoned: a run that started; missed with may_have_started:
 			// either (its winner stopped before confirming).
-			ran := es[0].Outcome == scheduler.OutcomeSucceeded || es[0].Outcome == scheduler.OutcomeFailed ||
-				es[0].Outcome == scheduler.OutcomeCanceled || es[0].Outcome == scheduler.OutcomeAbandoned
-			notRun := (es[0].Outcome == scheduler.OutcomeMissed && !es[0].MayHaveStarted) || es[0].Outcome == scheduler.OutcomeSkipped
+			ran := es[0].Outcome == history.OutcomeSucceeded || es[0].Outcome == history.OutcomeFailed ||
+				es[0].Outcome == history.OutcomeCanceled || es[0].Outcome == history.OutcomeAbandoned
+			notRun := (es[0].Outcome == history.OutcomeMissed && !es[0].MayHaveStarted) || es[0].Outcome == history.OutcomeSkipped
 			if (ran && !started[k]) || (notRun && started[k]) {
 				viol = append(viol, fmt.Sprintf("accounted: %s %s: history says %s (%s), but the job %s", k.job, k.slot,
 					es[0].Outcome, es[0].Reason, map[bool]string{true: "started it", false: "never started it"}[started[k]]))

@@ -217,7 +217,7 @@ func (w *world) specs(in *instance, timeout time.Duration) []scheduler.JobSpec {
 			w.t.Fatal(err)
 		}
 		specs = append(specs, scheduler.JobSpec{Name: d.name, Spec: d.spec, Schedule: sched, Plugin: "sim",
-			Job: &simJob{rec: w.rec, inst: in, dur: d.duration}, Enabled: true, Timeout: timeout,
+			Job: &simJob{rec: w.rec, inst: in, dur: d.duration}, Timeout: timeout,
 			Overlap: d.overlap, Misfire: d.misfire, Jitter: d.jitter})
 	}
 	return specs

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 type slotMode int
@@ -77,7 +78,7 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 		// The job lease in the same call as the claim, where it is free.
 		slotPolicy.with = runKey(name)
 	}
-	lease, err := s.acquire(name, slotKey(name, t), slotPolicy)
+	lease, err := s.acquire(name, history.SlotKey(name, t), slotPolicy)
 	for mode == modeRecover && heldNotDone(err) {
 		// A missed slot that looks held: a replica recovering it too (its
 		// done marker follows), or a lock attempt that a frozen node
@@ -91,21 +92,21 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 		s.log.Debug("missed slot held; trying again", "event", evMisfireCheck, "job", name, "slot", slot,
 			"error", err.Error(), "retry_in", wait.String())
 		if !s.sleep(wait, s.stopping) {
-			span.skip(ReasonShutdown)
+			span.skip(history.ReasonShutdown)
 			return
 		}
-		lease, err = s.acquire(name, slotKey(name, t), slotPolicy)
+		lease, err = s.acquire(name, history.SlotKey(name, t), slotPolicy)
 	}
 	switch {
 	case errors.Is(err, errStopping):
-		span.skip(ReasonShutdown)
+		span.skip(history.ReasonShutdown)
 		return
 	case errors.Is(err, errStale):
-		span.skip(ReasonLate)
+		span.skip(history.ReasonLate)
 		s.misfire(j, lateRange{first: t, last: t, count: 1}, false)
 		return
 	case errors.Is(err, locking.ErrPaused):
-		span.skip(ReasonPaused)
+		span.skip(history.ReasonPaused)
 		s.pausedSlot(j, t, err)
 		return
 	case err != nil:
@@ -130,15 +131,15 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 		// Another claim of this slot is on a minority of the stores: not
 		// ours to run under. Hand the slot back; the leftover is cleared
 		// when a later claim of the job is pointed to it.
-		span.skip(ReasonClaimed)
+		span.skip(history.ReasonClaimed)
 		s.endLease(name, slot, lease, 0, "")
-		s.skipped(name, slot, ReasonClaimed, 1, "note", "a claim of the slot is on a minority of the stores")
+		s.skipped(name, slot, history.ReasonClaimed, 1, "note", "a claim of the slot is on a minority of the stores")
 		return
 	}
 	if p := lease.Grant().Pause; p.Covers(due) {
 		// A slot due while the job was paused, claimed after the pause
 		// ended (a recovery): still paused.
-		span.skip(ReasonPaused)
+		span.skip(history.ReasonPaused)
 		s.endLease(name, slot, lease, 0, "")
 		s.pausedSlot(j, t, &locking.PausedError{Key: lease.Grant().Key, Pause: p})
 		return
@@ -152,7 +153,7 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 			// Won, but so late that the slot's done marker might already
 			// have expired: the win proves nothing. Let the misfire policy,
 			// which checks the slot's marker, decide.
-			span.skip(ReasonLate)
+			span.skip(history.ReasonLate)
 			s.endLease(name, slot, lease, 0, "")
 			s.misfire(j, lateRange{first: t, last: t, count: 1}, false)
 			return
@@ -185,20 +186,20 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 			quorumUntil: quorumUntil, heldUntil: heldUntil, abort: s.runCtx.Done(), trace: tctx})
 		if err != nil {
 			if s.replacedSlot(j, t, lease, err) {
-				span.skip(ReasonReplaced)
+				span.skip(history.ReasonReplaced)
 				return
 			}
 			if errors.Is(err, errStopping) {
-				span.skip(ReasonShutdown)
+				span.skip(history.ReasonShutdown)
 				s.endLease(name, slot, lease, 0, "")
-				s.skipped(name, slot, ReasonShutdown, 1, "error", err.Error())
+				s.skipped(name, slot, history.ReasonShutdown, 1, "error", err.Error())
 				return
 			}
 			if errors.Is(err, locking.ErrNotAcquired) {
-				span.skip(ReasonOverlap)
-				s.skipped(name, slot, ReasonOverlap, 1, heldAttrs(err)...)
-				s.endHandled(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: ReasonOverlap, at: t,
-					history: &HistoryEntry{Slot: slot, Outcome: OutcomeSkipped, Reason: ReasonOverlap, Replica: s.cfg.Replica}}, j, t)
+				span.skip(history.ReasonOverlap)
+				s.skipped(name, slot, history.ReasonOverlap, 1, heldAttrs(err)...)
+				s.endHandled(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: string(history.ReasonOverlap), at: t,
+					history: &history.Entry{Slot: slot, Outcome: history.OutcomeSkipped, Reason: history.ReasonOverlap, Replica: s.cfg.Replica}}, j, t)
 				return
 			}
 			// The slot is lost here; the others saw our slot lock as held.
@@ -212,11 +213,11 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 			// Another replica's recovery of this outage got there first
 			// (its end wrote the history entry in the step that freed the
 			// job lease now held here): run_once runs one slot.
-			span.skip(ReasonLate)
+			span.skip(history.ReasonLate)
 			s.logLate(name, lateRange{first: t, last: t, count: 1}, note+slotString(other))
-			s.endHandled(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: ReasonLate, at: t,
+			s.endHandled(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: string(history.ReasonLate), at: t,
 				jobLease: jobLease,
-				history:  &HistoryEntry{Slot: slot, Outcome: OutcomeSkipped, Reason: ReasonLate, Replica: s.cfg.Replica}}, j, t)
+				history:  &history.Entry{Slot: slot, Outcome: history.OutcomeSkipped, Reason: history.ReasonLate, Replica: s.cfg.Replica}}, j, t)
 			return
 		}
 	}
@@ -230,8 +231,8 @@ func (s *Scheduler) attemptSlot(j *job, t time.Time, mode slotMode) {
 	span.ran(h)
 	// The job lease is released in the same call as the slot is marked
 	// done: the next slot may start at once, here or elsewhere.
-	end := pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: h.Outcome, history: &h, at: t, jobLease: jobLease}
-	if h.Outcome == OutcomeFailed && j.spec.PauseOnFailure > 0 {
+	end := pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: string(h.Outcome), history: &h, at: t, jobLease: jobLease}
+	if h.Outcome == history.OutcomeFailed && j.spec.PauseOnFailure > 0 {
 		end.then = func() { s.spawn(func() { s.pauseOnFailure(j) }) }
 	}
 	s.endHandled(end, j, t)
@@ -246,32 +247,32 @@ func minTime(a, b time.Time) time.Time {
 
 // lostSlot logs why this replica does not run slot t, and returns the
 // skip reason.
-func (s *Scheduler) lostSlot(j *job, t time.Time, err error) (reason string) {
+func (s *Scheduler) lostSlot(j *job, t time.Time, err error) (reason history.Reason) {
 	name, slot := j.name(), slotString(t)
 	var he *locking.HeldError
 	switch {
 	case !isSplitVote(err) && errors.As(err, &he):
 		s.quorumSeen()
-		reason = ReasonHeld
+		reason = history.ReasonHeld
 		switch {
 		case he.Done:
-			reason = ReasonDone
+			reason = history.ReasonDone
 		case he.Claimed:
-			reason = ReasonClaimed
+			reason = history.ReasonClaimed
 		}
 		s.skipped(name, slot, reason, 1, heldAttrs(err)...)
 		return reason
 	case errors.Is(err, locking.ErrSlowAcquire):
 		// The stores answered, too slowly to leave any validity: nothing
 		// was locked, so nothing ran here.
-		s.skipped(name, slot, ReasonSlowLock, 1, "error", err.Error())
+		s.skipped(name, slot, history.ReasonSlowLock, 1, "error", err.Error())
 		s.noteOutage(j, t)
-		return ReasonSlowLock
+		return history.ReasonSlowLock
 	default:
 		// No majority (or a split vote that outlived the slot's freshness,
 		// or a closed locker): nothing was locked, so nothing ran here.
-		s.skipped(name, slot, ReasonNoQuorum, 1, "error", err.Error())
+		s.skipped(name, slot, history.ReasonNoQuorum, 1, "error", err.Error())
 		s.noteOutage(j, t)
-		return ReasonNoQuorum
+		return history.ReasonNoQuorum
 	}
 }

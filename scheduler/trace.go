@@ -8,6 +8,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // Tracing (Config.TracerProvider). Each attempt of this replica at a
@@ -69,10 +71,11 @@ func tracerOf(tp trace.TracerProvider) trace.Tracer {
 // slotSpan is an attempt's span (nil when tracing is off) and what it
 // ended with.
 type slotSpan struct {
-	sp              trace.Span
-	outcome, reason string
-	ranRun          bool
-	run             HistoryEntry // when ranRun (a copy: taking h's address would move it to the heap on the untraced path too)
+	sp      trace.Span
+	outcome history.Outcome
+	reason  history.Reason
+	ranRun  bool
+	run     history.Entry // when ranRun (a copy: taking h's address would move it to the heap on the untraced path too)
 }
 
 // traceSlot starts the span of this replica's attempt at slot t of j. It
@@ -102,21 +105,21 @@ func (s *Scheduler) traceTrigger(ctx context.Context, job string) (context.Conte
 }
 
 // skip records that the attempt ran nothing, for reason.
-func (st *slotSpan) skip(reason string) {
+func (st *slotSpan) skip(reason history.Reason) {
 	if st != nil {
-		st.outcome, st.reason = OutcomeSkipped, reason
+		st.outcome, st.reason = history.OutcomeSkipped, reason
 	}
 }
 
 // settled records that the attempt closed an abandoned claim.
 func (st *slotSpan) settled() {
 	if st != nil {
-		st.outcome = OutcomeAbandoned
+		st.outcome = history.OutcomeAbandoned
 	}
 }
 
 // ran records the run the attempt made.
-func (st *slotSpan) ran(h HistoryEntry) {
+func (st *slotSpan) ran(h history.Entry) {
 	if st != nil {
 		st.ranRun, st.run, st.outcome, st.reason = true, h, h.Outcome, h.Reason
 	}
@@ -130,28 +133,28 @@ func (st *slotSpan) end() {
 	}
 	var attrs []attribute.KeyValue
 	if st.outcome != "" {
-		attrs = append(attrs, AttrOutcome.String(st.outcome))
+		attrs = append(attrs, AttrOutcome.String(string(st.outcome)))
 	}
 	if st.reason != "" {
-		attrs = append(attrs, AttrReason.String(st.reason))
+		attrs = append(attrs, AttrReason.String(string(st.reason)))
 	}
 	if h := st.run; st.ranRun {
 		attrs = append(attrs, AttrRunID.String(h.RunID), AttrFencingToken.Int64(int64(h.Token)), AttrAttempt.Int(h.Attempts))
 	}
 	st.sp.SetAttributes(attrs...)
 	switch {
-	case st.outcome == OutcomeFailed:
+	case st.outcome == history.OutcomeFailed:
 		st.sp.SetStatus(codes.Error, "run failed")
-	case st.outcome == OutcomeSkipped && warnSkip(st.reason):
-		st.sp.SetStatus(codes.Error, "skipped: "+st.reason)
+	case st.outcome == history.OutcomeSkipped && warnSkip(st.reason):
+		st.sp.SetStatus(codes.Error, "skipped: "+string(st.reason))
 	}
 	st.sp.End()
 }
 
 // warnSkip reports the skip reasons that slot.skipped logs as warnings.
-func warnSkip(reason string) bool {
+func warnSkip(reason history.Reason) bool {
 	switch reason {
-	case ReasonLate, ReasonNoQuorum, ReasonSlowLock, ReasonShutdown, ReasonClaimed:
+	case history.ReasonLate, history.ReasonNoQuorum, history.ReasonSlowLock, history.ReasonShutdown, history.ReasonClaimed:
 		return true
 	}
 	return false
@@ -190,23 +193,23 @@ func (rs *runSpan) retry(n int, err error, wait time.Duration) {
 
 // end ends the run's span with its outcome. A failed run, and one
 // canceled for its timeout or a lost lease, set the error status.
-func (rs *runSpan) end(h HistoryEntry, runErr error) {
+func (rs *runSpan) end(h history.Entry, runErr error) {
 	if rs == nil {
 		return
 	}
-	attrs := []attribute.KeyValue{AttrOutcome.String(h.Outcome), AttrAttempt.Int(h.Attempts)}
+	attrs := []attribute.KeyValue{AttrOutcome.String(string(h.Outcome)), AttrAttempt.Int(h.Attempts)}
 	if h.Reason != "" {
-		attrs = append(attrs, AttrReason.String(h.Reason))
+		attrs = append(attrs, AttrReason.String(string(h.Reason)))
 	}
 	if h.ErrorClass != "" {
 		attrs = append(attrs, AttrErrorClass.String(h.ErrorClass))
 	}
 	rs.sp.SetAttributes(attrs...)
 	switch {
-	case h.Outcome == OutcomeFailed && runErr != nil:
+	case h.Outcome == history.OutcomeFailed && runErr != nil:
 		rs.sp.SetStatus(codes.Error, "run failed: "+h.ErrorClass) // the class, never the text: it may hold what a job printed
-	case h.Outcome == OutcomeCanceled && h.Reason != cancelShutdown:
-		rs.sp.SetStatus(codes.Error, "canceled: "+h.Reason)
+	case h.Outcome == history.OutcomeCanceled && h.Reason != history.ReasonShutdown:
+		rs.sp.SetStatus(codes.Error, "canceled: "+string(h.Reason))
 	}
 	rs.sp.End()
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/slotlock/slotlock/internal/secrettest"
 	"github.com/slotlock/slotlock/jobs"
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // tracedEnv is env whose locker and schedulers record their spans.
@@ -118,7 +119,7 @@ func TestTraceSlotAttemptsAndRuns(t *testing.T) {
 			require.Equal(t, "tick", a[AttrJob].AsString())
 			require.Contains(t, []string{"r1", "r2"}, replica)
 			require.Positive(t, a[AttrFencingToken].AsInt64())
-			require.Equal(t, OutcomeSucceeded, a[AttrOutcome].AsString())
+			require.Equal(t, string(history.OutcomeSucceeded), a[AttrOutcome].AsString())
 			require.Equal(t, int64(1), a[AttrAttempt].AsInt64())
 
 			won := e.spans(SpanSlot, AttrSlot.String(slot), AttrReplica.String(replica))
@@ -126,7 +127,7 @@ func TestTraceSlotAttemptsAndRuns(t *testing.T) {
 			require.Equal(t, won[0].SpanContext().SpanID(), run.Parent().SpanID(), "the run is a child of the attempt")
 			require.False(t, won[0].Parent().IsValid(), "an attempt is a root span")
 			wa := attrsOf(won[0])
-			require.Equal(t, OutcomeSucceeded, wa[AttrOutcome].AsString())
+			require.Equal(t, string(history.OutcomeSucceeded), wa[AttrOutcome].AsString())
 			require.Equal(t, runID, wa[AttrRunID].AsString())
 			require.Equal(t, a[AttrFencingToken], wa[AttrFencingToken])
 			require.ElementsMatch(t, []string{locking.SpanClaim, locking.SpanAcquire, SpanRun, locking.SpanMarkDone, locking.SpanRelease},
@@ -139,8 +140,8 @@ func TestTraceSlotAttemptsAndRuns(t *testing.T) {
 					continue
 				}
 				la := attrsOf(s)
-				require.Equal(t, OutcomeSkipped, la[AttrOutcome].AsString())
-				require.Contains(t, []string{ReasonHeld, ReasonDone}, la[AttrReason].AsString())
+				require.Equal(t, string(history.OutcomeSkipped), la[AttrOutcome].AsString())
+				require.Contains(t, []string{string(history.ReasonHeld), string(history.ReasonDone)}, la[AttrReason].AsString())
 				require.Equal(t, codes.Unset, s.Status().Code, "losing a slot is no error")
 				require.Equal(t, []string{locking.SpanClaim}, e.children(s))
 			}
@@ -162,15 +163,15 @@ func TestTraceRetriesAndFailures(t *testing.T) {
 		})
 		sched, _ := ParseSchedule("@every 1m", time.UTC)
 		stop := running(t, e.scheduler("r1",
-			JobSpec{Name: "flaky", Schedule: sched, Job: flaky, Enabled: true, Retry: Retry{Max: 2, Backoff: time.Second}},
-			JobSpec{Name: "broken", Schedule: sched, Job: broken, Enabled: true}))
+			JobSpec{Name: "flaky", Schedule: sched, Job: flaky, Retry: Retry{Max: 2, Backoff: time.Second}},
+			JobSpec{Name: "broken", Schedule: sched, Job: broken}))
 		time.Sleep(70 * time.Second)
 		stop()
 
 		runs := e.spans(SpanRun, AttrJob.String("flaky"))
 		require.Len(t, runs, 1)
 		a := attrsOf(runs[0])
-		require.Equal(t, OutcomeSucceeded, a[AttrOutcome].AsString())
+		require.Equal(t, string(history.OutcomeSucceeded), a[AttrOutcome].AsString())
 		require.Equal(t, int64(2), a[AttrAttempt].AsInt64())
 		ev := runs[0].Events()
 		require.Len(t, ev, 1)
@@ -181,7 +182,7 @@ func TestTraceRetriesAndFailures(t *testing.T) {
 
 		runs = e.spans(SpanRun, AttrJob.String("broken"))
 		require.Len(t, runs, 1)
-		require.Equal(t, OutcomeFailed, attrsOf(runs[0])[AttrOutcome].AsString())
+		require.Equal(t, string(history.OutcomeFailed), attrsOf(runs[0])[AttrOutcome].AsString())
 		require.Equal(t, codes.Error, runs[0].Status().Code)
 		// The span carries the error's class, never its text.
 		secrettest.CaptureString(runs[0].Status().Description)
@@ -218,7 +219,7 @@ func TestTraceTrigger(t *testing.T) {
 		require.NoError(t, s.Trigger(ctx, "tick"))
 		caller.End()
 
-		trig := e.spans(SpanTrigger, AttrJob.String("tick"), AttrSlot.String(SlotManual), AttrOutcome.String(OutcomeSucceeded))
+		trig := e.spans(SpanTrigger, AttrJob.String("tick"), AttrSlot.String(SlotManual), AttrOutcome.String(string(history.OutcomeSucceeded)))
 		require.Len(t, trig, 1)
 		require.Equal(t, caller.SpanContext().SpanID(), trig[0].Parent().SpanID())
 		require.ElementsMatch(t, []string{locking.SpanAcquire, SpanRun, locking.SpanRelease}, e.children(trig[0]))

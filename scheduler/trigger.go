@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // Trigger runs the named job once now, in this process, as a manual slot
@@ -30,7 +31,7 @@ func (s *Scheduler) Trigger(ctx context.Context, name string) error {
 // TriggerRun is Trigger, and returns the manual run's history entry (its
 // outcome, replica, run id, token, attempts, duration; Slot "manual") when
 // it ran, for the control audit (RecordControl).
-func (s *Scheduler) TriggerRun(ctx context.Context, name string) (*HistoryEntry, error) {
+func (s *Scheduler) TriggerRun(ctx context.Context, name string) (*history.Entry, error) {
 	j, ok := s.job(name)
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownJob, name)
@@ -52,12 +53,12 @@ func (s *Scheduler) TriggerRun(ctx context.Context, name string) (*HistoryEntry,
 	lease, err := s.acquire(name, key, retryPolicy{splitUntil: until, quorumUntil: until, trace: tctx})
 	if err != nil {
 		if !isSplitVote(err) && errors.Is(err, locking.ErrNotAcquired) {
-			span.skip(ReasonOverlap)
-			s.skipped(name, SlotManual, ReasonOverlap, 1, heldAttrs(err)...)
+			span.skip(history.ReasonOverlap)
+			s.skipped(name, SlotManual, history.ReasonOverlap, 1, heldAttrs(err)...)
 			return nil, fmt.Errorf("scheduler: trigger %s: another run of the job is going on: %w", name, err)
 		}
-		span.skip(ReasonNoQuorum)
-		s.skipped(name, SlotManual, ReasonNoQuorum, 1, "error", err.Error())
+		span.skip(history.ReasonNoQuorum)
+		s.skipped(name, SlotManual, history.ReasonNoQuorum, 1, "error", err.Error())
 		return nil, fmt.Errorf("scheduler: trigger %s: %w", name, err)
 	}
 	// The run ends with ctx or with the scheduler's shutdown.
@@ -70,7 +71,7 @@ func (s *Scheduler) TriggerRun(ctx context.Context, name string) (*HistoryEntry,
 	span.ran(h)
 	outcome := h.Outcome
 	s.endLease(name, SlotManual, lease, 0, "")
-	if outcome != OutcomeSucceeded {
+	if outcome != history.OutcomeSucceeded {
 		if runErr == nil {
 			runErr = context.Cause(parent)
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/scheduler"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // backfillTimeout bounds the reads that plan a backfill (the slot history
@@ -78,7 +79,7 @@ func cmdBackfill(ctx context.Context, args []string, env cmdEnv) int {
 		return exitOK
 	}
 
-	if recordControl(ctx, r, env, scheduler.ControlBackfill, job,
+	if recordControl(ctx, r, env, history.ControlBackfill, job,
 		fmt.Sprintf("%s to %s: %d slots to run", slotText(from), slotText(to), toRun), nil) != nil {
 		return exitFailure
 	}
@@ -116,7 +117,7 @@ func runBackfill(ctx context.Context, r *replica, job string, plan []scheduler.B
 		switch {
 		case err == nil:
 			ran++
-			results[i], why[i] = h.Outcome, describeRun(h)
+			results[i], why[i] = string(h.Outcome), describeRun(h)
 		case errors.As(err, &he):
 			// Handled since the plan was made (by a replica, or another
 			// backfill): nothing to do for it.
@@ -124,7 +125,7 @@ func runBackfill(ctx context.Context, r *replica, job string, plan []scheduler.B
 		case errors.Is(err, scheduler.ErrRunFailed):
 			ran++
 			code = exitFailure
-			results[i], why[i] = h.Outcome, describeRun(h)
+			results[i], why[i] = string(h.Outcome), describeRun(h)
 			r.log.Error("backfill: run did not succeed", "job", job, "slot", slotText(b.Slot), "error", err.Error())
 		default:
 			// Could not lock (no quorum, the job lease held, the job
@@ -153,14 +154,14 @@ func parseTime(flag, v string) (time.Time, error) {
 func slotText(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 // describeRun sums up a backfilled run for the table.
-func describeRun(h scheduler.HistoryEntry) string {
+func describeRun(h history.Entry) string {
 	s := fmt.Sprintf("run %s, token %d, %d attempt(s), %s", h.RunID, h.Token, h.Attempts,
 		(time.Duration(h.DurationMS) * time.Millisecond).String())
 	if h.ErrorClass != "" {
 		s += ", error class " + h.ErrorClass
 	}
 	if h.Reason != "" {
-		s += ", " + h.Reason
+		s += ", " + string(h.Reason)
 	}
 	return s
 }

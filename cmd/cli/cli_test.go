@@ -139,7 +139,8 @@ jobs:
 	// A minute whose offset is large enough that "now", 5s after it (plus
 	// the process's start-up), is still before its start.
 	m := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
-	for scheduler.JitterOffset("jit", m, jitter) < 15*time.Second {
+	jit := scheduler.JobSpec{Name: "jit", Jitter: jitter}
+	for jit.Due(m).Sub(m) < 15*time.Second {
 		m = m.Add(time.Minute)
 	}
 	now := m.Add(5 * time.Second)
@@ -154,7 +155,7 @@ jobs:
 	}
 	for i := range 3 {
 		sl := m.Add(time.Duration(i) * time.Minute)
-		actual := sl.Add(scheduler.JitterOffset("jit", sl, jitter))
+		actual := jit.Due(sl)
 		want := []string{"jit", "@every", "60s", sl.Format("2006-01-02"), sl.Format("15:04:05"), "UTC", "+00:00",
 			sl.Format(time.RFC3339), actual.Format("2006-01-02T15:04:05.000Z07:00")}
 		if got := strings.Fields(lines[1+i]); strings.Join(got, " ") != strings.Join(want, " ") {

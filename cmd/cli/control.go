@@ -5,13 +5,13 @@ import (
 	"os"
 	"os/user"
 
-	"github.com/slotlock/slotlock/scheduler"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // actor names who runs this command: the OS user, the host, and the
 // replica name (SLOTLOCK_REPLICA or its default), for the control audit.
-func actor(r *replica, env cmdEnv) scheduler.Control {
-	c := scheduler.Control{User: "unknown", Host: "unknown", Replica: r.name}
+func actor(r *replica, env cmdEnv) history.Control {
+	c := history.Control{User: "unknown", Host: "unknown", Replica: r.name}
 	if u, err := user.Current(); err == nil && u.Username != "" {
 		c.User = u.Username
 	} else if v := env.getenv("USER"); v != "" {
@@ -27,12 +27,12 @@ func actor(r *replica, env cmdEnv) scheduler.Control {
 // written before the action takes effect where it can be (pause, resume,
 // backfill, trigger), so an action is never done unaudited; a failed write
 // fails the command.
-func recordControl(ctx context.Context, r *replica, env cmdEnv, action, job, detail string, run *scheduler.HistoryEntry) error {
+func recordControl(ctx context.Context, r *replica, env cmdEnv, action, job, detail string, run *history.Entry) error {
 	c := actor(r, env)
 	c.Action, c.Job, c.Detail, c.Run = action, job, detail, run
 	wctx, cancel := context.WithTimeout(ctx, pauseTimeout)
 	defer cancel()
-	err := scheduler.RecordControl(wctx, r.locker, c, r.clock.Now())
+	err := history.RecordControl(wctx, r.locker, c, r.clock.Now())
 	if err != nil {
 		r.log.Error("slotlock "+action+": the control audit could not be written; nothing done", "job", job, "error", err.Error())
 		return err

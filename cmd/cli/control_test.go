@@ -10,6 +10,7 @@ import (
 
 	"github.com/slotlock/slotlock/locking/redistest"
 	"github.com/slotlock/slotlock/scheduler"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // trigger, pause, resume and backfill write who (OS user, host, replica
@@ -46,9 +47,9 @@ jobs:
 
 	out, errOut, code := slotlock(t, ops, "status", "--json", "--config", cfg)
 	require.Equal(t, 0, code, errOut)
-	var st scheduler.Status
+	var st history.Status
 	require.NoError(t, json.Unmarshal([]byte(out), &st))
-	actions := map[string]scheduler.Control{}
+	actions := map[string]history.Control{}
 	for _, c := range st.Controls {
 		require.Equal(t, "beat", c.Job)
 		require.Equal(t, me.Username, c.User)
@@ -59,12 +60,12 @@ jobs:
 			actions[c.Action] = c // newest first
 		}
 	}
-	require.Contains(t, actions, scheduler.ControlPause)
-	require.Equal(t, "maintenance", actions[scheduler.ControlPause].Detail)
-	require.Contains(t, actions, scheduler.ControlResume)
-	trig := actions[scheduler.ControlTrigger]
+	require.Contains(t, actions, history.ControlPause)
+	require.Equal(t, "maintenance", actions[history.ControlPause].Detail)
+	require.Contains(t, actions, history.ControlResume)
+	trig := actions[history.ControlTrigger]
 	require.NotNil(t, trig.Run, "the manual run's history entry")
-	require.Equal(t, scheduler.OutcomeSucceeded, trig.Run.Outcome)
+	require.Equal(t, history.OutcomeSucceeded, trig.Run.Outcome)
 	require.Equal(t, scheduler.SlotManual, trig.Run.Slot)
 	require.NotZero(t, trig.Run.Token)
 

@@ -40,7 +40,7 @@ func embedConfig(t *testing.T, job jobs.Job) (scheduler.Config, locking.Locker) 
 		Locker:  lk,
 		Logger:  slog.New(slog.DiscardHandler),
 		Jobs: []scheduler.JobSpec{{Name: "tick", Spec: "@every 1s", Schedule: sched, Job: job,
-			Enabled: true, Timeout: 5 * time.Second}},
+			Timeout: 5 * time.Second}},
 	}, lk
 }
 

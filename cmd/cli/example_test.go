@@ -32,7 +32,7 @@ func ExampleNewOps() {
 		Replica: "svc-1",
 		Locker:  lk,
 		Jobs: []scheduler.JobSpec{{Name: "sync", Spec: "@every 1m", Schedule: every, Job: sync,
-			Enabled: true, Timeout: 30 * time.Second}},
+			Timeout: 30 * time.Second}},
 	}, cli.OpsOptions{StatusPage: true})
 	if err != nil {
 		log.Fatal(err)

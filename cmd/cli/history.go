@@ -7,7 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/slotlock/slotlock/scheduler"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // historyFilterRead is how many entries the command reads when it filters
@@ -44,29 +44,29 @@ func cmdHistory(ctx context.Context, args []string, env cmdEnv) int {
 	}
 	rctx, cancel := context.WithTimeout(ctx, pauseTimeout)
 	defer cancel()
-	entries, err := scheduler.ReadHistory(rctx, r.locker, job, from, read)
+	entries, err := history.ReadEntries(rctx, r.locker, job, from, read)
 	if err != nil {
 		r.log.Error("history: the lock stores did not answer", "job", job, "error", err.Error())
 		return exitFailure
 	}
-	fleet, err := scheduler.ReadFleet(rctx, r.locker)
+	fleet, err := history.ReadFleet(rctx, r.locker)
 	if err != nil {
 		r.log.Error("history: the lock stores did not answer", "job", job, "error", err.Error())
 		return exitFailure
 	}
 	controls := fleet.ControlsOf(job, *limit)
-	var out []scheduler.HistoryEntry
+	var out []history.Entry
 	for _, e := range entries {
-		if (*outcome == "" || e.Outcome == *outcome) && len(out) < *limit {
+		if (*outcome == "" || e.Outcome == history.Outcome(*outcome)) && len(out) < *limit {
 			out = append(out, e)
 		}
 	}
 	if *asJSON {
 		doc := struct {
-			Job      string                   `json:"job"`
-			Entries  []scheduler.HistoryEntry `json:"entries"`
-			Controls []scheduler.Control      `json:"controls"`
-		}{job, append([]scheduler.HistoryEntry{}, out...), append([]scheduler.Control{}, controls...)}
+			Job      string            `json:"job"`
+			Entries  []history.Entry   `json:"entries"`
+			Controls []history.Control `json:"controls"`
+		}{job, append([]history.Entry{}, out...), append([]history.Control{}, controls...)}
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(doc); err != nil {
@@ -77,7 +77,7 @@ func cmdHistory(ctx context.Context, args []string, env cmdEnv) int {
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SLOT\tOUTCOME\tREASON\tREPLICA\tRUN ID\tTOKEN\tATTEMPTS\tDURATION\tERROR CLASS")
 	for _, e := range out {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Slot, e.Outcome, dash(e.Reason), dash(e.Replica),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Slot, e.Outcome, dash(string(e.Reason)), dash(e.Replica),
 			dash(e.RunID), dashN(int64(e.Token)), dashN(int64(e.Attempts)),
 			dashD(time.Duration(e.DurationMS)*time.Millisecond, e.Attempts), dash(e.ErrorClass))
 	}
@@ -90,7 +90,7 @@ func cmdHistory(ctx context.Context, args []string, env cmdEnv) int {
 
 // parseSince reads --since: "" (everything), a duration back from now, or
 // an RFC 3339 time.
-func parseSince(s string, now time.Time) (time.Time, error) { return scheduler.ParseSince(s, now) }
+func parseSince(s string, now time.Time) (time.Time, error) { return history.ParseSince(s, now) }
 
 func dash(s string) string {
 	if s == "" {

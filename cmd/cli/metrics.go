@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/slotlock/slotlock/locking"
-	"github.com/slotlock/slotlock/scheduler"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // metrics exports the scheduler's hooks and the lock stores' state in the
@@ -99,11 +99,13 @@ func newMetrics() *metrics {
 	return m
 }
 
-func (m *metrics) SlotSkipped(job, reason string) { m.skips.WithLabelValues(job, reason).Inc() }
+func (m *metrics) SlotSkipped(job string, reason history.Reason) {
+	m.skips.WithLabelValues(job, string(reason)).Inc()
+}
 
-func (m *metrics) RunFinished(job, outcome string, d time.Duration) {
-	m.runs.WithLabelValues(job, outcome).Inc()
-	m.runDuration.WithLabelValues(job, outcome).Observe(d.Seconds())
+func (m *metrics) RunFinished(job string, outcome history.Outcome, d time.Duration) {
+	m.runs.WithLabelValues(job, string(outcome)).Inc()
+	m.runDuration.WithLabelValues(job, string(outcome)).Observe(d.Seconds())
 }
 
 func (m *metrics) StartDelay(job string, d time.Duration) {
@@ -126,9 +128,11 @@ func (m *metrics) JobPaused(job string, paused bool) {
 	m.paused.WithLabelValues(job).Set(v)
 }
 
-func (m *metrics) SlotMissed(job, reason string) { m.missed.WithLabelValues(job, reason).Inc() }
+func (m *metrics) SlotMissed(job string, reason history.Reason) {
+	m.missed.WithLabelValues(job, string(reason)).Inc()
+}
 
-func (m *metrics) JobOutcome(job, outcome string, at time.Time) {
+func (m *metrics) JobOutcome(job string, outcome history.Outcome, at time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	last := m.latest[job]
@@ -137,11 +141,11 @@ func (m *metrics) JobOutcome(job, outcome string, at time.Time) {
 	}
 	if last.outcome != outcome {
 		// Called for every run: touch the outcome series only on a change.
-		for _, o := range scheduler.HistoryOutcomes {
-			m.lastOutcome.WithLabelValues(job, o).Set(b2f(o == outcome))
+		for _, o := range history.Outcomes {
+			m.lastOutcome.WithLabelValues(job, string(o)).Set(b2f(o == outcome))
 		}
 	}
-	if outcome == scheduler.OutcomeSucceeded {
+	if outcome == history.OutcomeSucceeded {
 		if last.success == nil {
 			last.success = m.lastSuccess.WithLabelValues(job)
 		}
@@ -154,7 +158,7 @@ func (m *metrics) JobOutcome(job, outcome string, at time.Time) {
 // latestOutcome is what JobOutcome last exported for a job.
 type latestOutcome struct {
 	at      time.Time
-	outcome string
+	outcome history.Outcome
 	success prometheus.Gauge // the job's slotlock_job_last_success_timestamp_seconds
 }
 
@@ -168,17 +172,17 @@ func (m *metrics) setConfigHash(hash string) {
 // them before the first event.
 func (m *metrics) initJobs(names []string) {
 	for _, j := range names {
-		for _, o := range scheduler.Outcomes {
-			m.runs.WithLabelValues(j, o)
+		for _, o := range history.RunOutcomes {
+			m.runs.WithLabelValues(j, string(o))
 		}
-		for _, r := range scheduler.SkipReasons {
-			m.skips.WithLabelValues(j, r)
+		for _, r := range history.SkipReasons {
+			m.skips.WithLabelValues(j, string(r))
 		}
 		m.leasesLost.WithLabelValues(j)
 		m.abandoned.WithLabelValues(j)
 		m.paused.WithLabelValues(j)
-		for _, r := range scheduler.MissedReasons {
-			m.missed.WithLabelValues(j, r)
+		for _, r := range history.MissedReasons {
+			m.missed.WithLabelValues(j, string(r))
 		}
 		m.lastSuccess.WithLabelValues(j)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotlock/slotlock/locking"
-	"github.com/slotlock/slotlock/scheduler"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // The last-outcome gauges follow the newest outcome a replica learns of,
@@ -22,24 +22,26 @@ func TestJobOutcomeGauges(t *testing.T) {
 	m := newMetrics()
 	m.initJobs([]string{"j"})
 	t1, t2 := time.Unix(1_000, 0), time.Unix(2_000, 0)
-	outcome := func(o string) float64 { return testutil.ToFloat64(m.lastOutcome.WithLabelValues("j", o)) }
+	outcome := func(o history.Outcome) float64 {
+		return testutil.ToFloat64(m.lastOutcome.WithLabelValues("j", string(o)))
+	}
 	success := func() float64 { return testutil.ToFloat64(m.lastSuccess.WithLabelValues("j")) }
 
-	m.JobOutcome("j", scheduler.OutcomeSucceeded, t1)
-	require.Equal(t, 1.0, outcome(scheduler.OutcomeSucceeded))
+	m.JobOutcome("j", history.OutcomeSucceeded, t1)
+	require.Equal(t, 1.0, outcome(history.OutcomeSucceeded))
 	require.Equal(t, 1000.0, success())
 
-	m.JobOutcome("j", scheduler.OutcomeFailed, t2)
-	require.Equal(t, 0.0, outcome(scheduler.OutcomeSucceeded))
-	require.Equal(t, 1.0, outcome(scheduler.OutcomeFailed))
+	m.JobOutcome("j", history.OutcomeFailed, t2)
+	require.Equal(t, 0.0, outcome(history.OutcomeSucceeded))
+	require.Equal(t, 1.0, outcome(history.OutcomeFailed))
 	require.Equal(t, 1000.0, success(), "a failure does not move the last success")
 
-	m.JobOutcome("j", scheduler.OutcomeMissed, t1.Add(time.Second))
-	require.Equal(t, 1.0, outcome(scheduler.OutcomeFailed), "an older slot's outcome, learned later, changes nothing")
+	m.JobOutcome("j", history.OutcomeMissed, t1.Add(time.Second))
+	require.Equal(t, 1.0, outcome(history.OutcomeFailed), "an older slot's outcome, learned later, changes nothing")
 
-	m.JobOutcome("j", scheduler.OutcomeSucceeded, t2.Add(time.Second))
-	require.Equal(t, 1.0, outcome(scheduler.OutcomeSucceeded))
-	require.Equal(t, 0.0, outcome(scheduler.OutcomeFailed))
+	m.JobOutcome("j", history.OutcomeSucceeded, t2.Add(time.Second))
+	require.Equal(t, 1.0, outcome(history.OutcomeSucceeded))
+	require.Equal(t, 0.0, outcome(history.OutcomeFailed))
 	require.Equal(t, 2001.0, success())
 }
 

@@ -19,8 +19,8 @@ func cmdNext(args []string, env cmdEnv) int {
 		fmt.Fprintln(env.Stderr, "usage: slotlock next [--config FILE] [-n N] [JOB]")
 		return exitConfig
 	}
-	if err := scheduler.CheckNext(*n); err != nil {
-		fmt.Fprintln(env.Stderr, "slotlock next: -"+err.Error())
+	if *n < 1 || *n > scheduler.MaxNext {
+		fmt.Fprintf(env.Stderr, "slotlock next: -n must be between 1 and %d, got %d\n", scheduler.MaxNext, *n)
 		return exitConfig
 	}
 	cfg, ok := loadConfig(f.configPath(env), env)
@@ -52,7 +52,7 @@ func cmdNext(args []string, env cmdEnv) int {
 	fmt.Fprintln(tw, header)
 	for _, j := range specs {
 		name := j.Name
-		if !j.Enabled {
+		if j.Disabled {
 			name += " (disabled)"
 		}
 		// The slots that start after now: with jitter the first may be

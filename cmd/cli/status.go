@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/scheduler"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // statusTimeout bounds the reads of `slotlock status` (one pause and one
@@ -52,7 +53,11 @@ func cmdStatus(ctx context.Context, args []string, env cmdEnv) int {
 	defer r.close()
 	rctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
-	st, err := scheduler.ReadStatus(rctx, r.locker, specs, cfg.DefinitionsHash(), r.clock.Now())
+	jobs := make([]history.Job, len(specs))
+	for i, sp := range specs {
+		jobs[i] = sp.Describe()
+	}
+	st, err := history.ReadStatus(rctx, r.locker, jobs, cfg.DefinitionsHash(), r.clock.Now())
 	if err != nil {
 		r.log.Error("status: the lock stores did not answer", "error", err.Error())
 		return exitFailure
@@ -72,7 +77,7 @@ func cmdStatus(ctx context.Context, args []string, env cmdEnv) int {
 }
 
 // printStatus writes st as two tables: the jobs, then the replicas.
-func printStatus(w io.Writer, st scheduler.Status) error {
+func printStatus(w io.Writer, st history.Status) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "JOB\tSCHEDULE\tNEXT SLOT\tNEXT SLOT (UTC)\tPAUSED\tLAST OUTCOME\tRUNNING NOW")
 	for _, j := range st.Jobs {
@@ -102,7 +107,7 @@ func printStatus(w io.Writer, st scheduler.Status) error {
 
 // printControls writes the control audit (trigger, pause, resume,
 // backfill: who, what, when), newest first.
-func printControls(tw *tabwriter.Writer, cs []scheduler.Control) {
+func printControls(tw *tabwriter.Writer, cs []history.Control) {
 	if len(cs) == 0 {
 		return
 	}
@@ -113,7 +118,7 @@ func printControls(tw *tabwriter.Writer, cs []scheduler.Control) {
 	}
 }
 
-func pausedText(p *scheduler.PauseStatus) string {
+func pausedText(p *history.PauseStatus) string {
 	if p == nil {
 		return "no"
 	}
@@ -130,18 +135,18 @@ func pausedText(p *scheduler.PauseStatus) string {
 	return s
 }
 
-func lastText(e *scheduler.HistoryEntry) string {
+func lastText(e *history.Entry) string {
 	if e == nil {
 		return "-"
 	}
-	s := e.Outcome
+	s := string(e.Outcome)
 	if e.Reason != "" {
-		s += " (" + e.Reason + ")"
+		s += " (" + string(e.Reason) + ")"
 	}
 	return s + " " + e.Slot
 }
 
-func runningText(runs []scheduler.RunInfo) string {
+func runningText(runs []history.RunInfo) string {
 	if len(runs) == 0 {
 		return "-"
 	}

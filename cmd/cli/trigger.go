@@ -7,6 +7,7 @@ import (
 
 	"github.com/slotlock/slotlock/internal/config"
 	"github.com/slotlock/slotlock/scheduler"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 func cmdTrigger(ctx context.Context, args []string, env cmdEnv) int {
@@ -23,14 +24,14 @@ func cmdTrigger(ctx context.Context, args []string, env cmdEnv) int {
 	if len(cfg.Redis.Nodes) == 0 {
 		r.log.Warn("trigger with in-process locks: this run does not coordinate with a running replica; configure redis.nodes for overlap: forbid to hold across processes", "job", job)
 	}
-	if recordControl(ctx, r, env, scheduler.ControlTrigger, job, "manual run requested", nil) != nil {
+	if recordControl(ctx, r, env, history.ControlTrigger, job, "manual run requested", nil) != nil {
 		return exitFailure
 	}
 	h, err := r.sched.TriggerRun(ctx, job)
 	if h != nil {
 		// The manual run's outcome, as a slot's history entry, in the
 		// audit beside the request.
-		_ = recordControl(context.WithoutCancel(ctx), r, env, scheduler.ControlTrigger, job, "manual run "+h.Outcome, h)
+		_ = recordControl(context.WithoutCancel(ctx), r, env, history.ControlTrigger, job, "manual run "+string(h.Outcome), h)
 	}
 	if err != nil {
 		// On stderr like every other line, in the configured log format.

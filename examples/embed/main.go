@@ -84,17 +84,12 @@ func serve(ctx context.Context, svc service) error {
 		_, err := fmt.Fprintf(svc.out, "report %s token %d\n", run.SlotString(), run.FencingToken)
 		return err
 	})
-	every, err := scheduler.ParseSchedule("@every 1s", time.UTC)
-	if err != nil {
-		return err
-	}
 	s, ops, err := cli.NewOps(scheduler.Config{
 		Replica: svc.replica,
 		Locker:  lk,
 		Logger:  logger, // the audit events: run.started, run.succeeded, slot.skipped, ...
 		Jobs: []scheduler.JobSpec{{
-			Name: "report", Spec: "@every 1s", Schedule: every, Job: report,
-			Enabled: true, Timeout: 30 * time.Second,
+			Name: "report", Spec: "@every 1s", Job: report, Timeout: 30 * time.Second,
 		}},
 	}, cli.OpsOptions{StatusPage: true})
 	if err != nil {

@@ -81,7 +81,7 @@ func (c *Config) JobSpecs() []scheduler.JobSpec {
 			Location:       j.Location,
 			Plugin:         j.Plugin,
 			Job:            j.Runner,
-			Enabled:        j.Enabled,
+			Disabled:       !j.Enabled,
 			Timeout:        j.Timeout,
 			Overlap:        j.Overlap,
 			Misfire:        scheduler.Misfire{Policy: j.Misfire.Policy, Deadline: j.Misfire.Deadline, Max: j.Misfire.Max},

@@ -37,7 +37,7 @@ func TestJobSpecs(t *testing.T) {
 		t.Fatalf("%d specs", len(specs))
 	}
 	s := specs[0]
-	if s.Name != "nightly-report" || s.Spec != "30 2 * * *" || s.Plugin != "exec" || !s.Enabled ||
+	if s.Name != "nightly-report" || s.Spec != "30 2 * * *" || s.Plugin != "exec" || s.Disabled ||
 		s.Timeout != 20*time.Minute || s.Overlap != scheduler.OverlapForbid ||
 		s.Misfire != (scheduler.Misfire{Policy: scheduler.MisfireRunOnce, Deadline: 2 * time.Hour, Max: scheduler.DefaultMisfireMax}) ||
 		s.Retry != (scheduler.Retry{Max: 2, Backoff: 30 * time.Second}) || s.Jitter != 10*time.Minute {
@@ -46,7 +46,7 @@ func TestJobSpecs(t *testing.T) {
 	if s.Schedule != cfg.Jobs[0].Schedule || s.Location != cfg.Jobs[0].Location || s.Job != cfg.Jobs[0].Runner || s.Job == nil {
 		t.Fatal("spec 0 does not carry the built schedule, location and job")
 	}
-	if specs[1].Overlap != scheduler.OverlapAllow || specs[1].Jitter != 0 || specs[2].Enabled {
+	if specs[1].Overlap != scheduler.OverlapAllow || specs[1].Jitter != 0 || !specs[2].Disabled {
 		t.Fatalf("specs 1/2: %+v %+v", specs[1], specs[2])
 	}
 	// The conversions build a scheduler the scheduler itself accepts.

@@ -81,14 +81,6 @@ func (l *loader) validateJob(i int, j *Job, seen map[string]int) {
 		}
 		l.errs = append(l.errs, &Error{Path: p, Index: i, Job: j.Name, Value: shownValue(p, value), Err: err, Where: l.where(p)})
 	}
-	if err := scheduler.CheckJobName(j.Name); err != nil {
-		add("name", "", err)
-	} else if first, dup := seen[j.Name]; dup {
-		add("name", "", fmt.Errorf("duplicate: jobs[%d] has the same name", first))
-	} else {
-		seen[j.Name] = i
-	}
-
 	loc := time.UTC
 	if j.Timezone == "Local" {
 		add("timezone", j.Timezone, errors.New(`depends on the machine; use an IANA name such as "Europe/Berlin" or "UTC"`))
@@ -107,28 +99,30 @@ func (l *loader) validateJob(i int, j *Job, seen map[string]int) {
 		j.Schedule = s
 	}
 
+	// After the schedule: the jitter's bound is its shortest interval.
+	problems := schedulerProblems(j)
+	if err, bad := problems["name"]; bad {
+		add("name", err.Value, err.Err)
+	} else if first, dup := seen[j.Name]; dup {
+		add("name", "", fmt.Errorf("duplicate: jobs[%d] has the same name", first))
+	} else {
+		seen[j.Name] = i
+	}
 	if j.Timeout <= 0 {
 		add("timeout", "", fmt.Errorf("must be positive, got %s", j.Timeout))
 	}
-	if err := scheduler.CheckOverlap(j.Overlap); err != nil {
-		add("overlap", string(j.Overlap), err)
+	// The file fills in every default, so a zero here was written: where
+	// the scheduler reads zero as "the default", the file refuses it.
+	if j.Misfire.Deadline == 0 {
+		add("misfire.deadline", "", fmt.Errorf("must be positive, got %s", j.Misfire.Deadline))
 	}
-	if err := scheduler.CheckMisfirePolicy(j.Misfire.Policy); err != nil {
-		add("misfire.policy", string(j.Misfire.Policy), err)
+	if j.Misfire.Max == 0 {
+		add("misfire.max", "", fmt.Errorf("must be between 1 and %d, got %d", scheduler.MaxMisfireMax, j.Misfire.Max))
 	}
-	if err := scheduler.CheckDeadline(j.Misfire.Deadline); err != nil {
-		add("misfire.deadline", "", err)
-	}
-	if err := scheduler.CheckMisfireMax(j.Misfire.Max); err != nil {
-		add("misfire.max", "", err)
-	}
-	// j.Schedule is nil when the schedule did not parse: then only the
-	// sign is checked.
-	if err := scheduler.CheckJitter(j.Jitter, j.Schedule, time.Now()); err != nil {
-		add("jitter", "", err)
-	}
-	if j.Retry.Max < 0 {
-		add("retry.max", "", fmt.Errorf("must not be negative, got %d", j.Retry.Max))
+	for _, field := range delegated {
+		if err, bad := problems[field]; bad {
+			add(field, err.Value, err.Err)
+		}
 	}
 	if j.Retry.Backoff <= 0 {
 		add("retry.backoff", "", fmt.Errorf("must be positive, got %s", j.Retry.Backoff))
@@ -137,6 +131,43 @@ func (l *loader) validateJob(i int, j *Job, seen map[string]int) {
 		add("pause_on_failure", "", fmt.Errorf("must be between 0 and %d, got %d", maxHistoryKeep, j.PauseOnFailure))
 	}
 	l.buildRunner(i, j, add)
+}
+
+// delegated are the fields of a job that the scheduler judges
+// (scheduler.JobSpec.Validate) besides its name; the file's own rules — a
+// zone, the schedule's text, positive durations, a plugin — are checked
+// here.
+var delegated = []string{"overlap", "misfire.policy", "misfire.deadline", "misfire.max", "jitter", "retry.max"}
+
+// schedulerProblems returns, by field, what scheduler.JobSpec.Validate
+// finds wrong with the fields of j it judges (j.Schedule is nil when the
+// schedule did not parse: then the jitter gets the sign check only).
+func schedulerProblems(j *Job) map[string]*scheduler.FieldError {
+	spec := scheduler.JobSpec{Name: j.Name, Schedule: j.Schedule, Overlap: j.Overlap, Jitter: j.Jitter,
+		Misfire: scheduler.Misfire{Policy: j.Misfire.Policy, Deadline: j.Misfire.Deadline, Max: j.Misfire.Max},
+		Retry:   scheduler.Retry{Max: j.Retry.Max}}
+	return fieldErrors(spec.Validate())
+}
+
+// fieldErrors indexes the scheduler's joined problems by field (the first
+// of each).
+func fieldErrors(err error) map[string]*scheduler.FieldError {
+	out := map[string]*scheduler.FieldError{}
+	var all []error
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		all = joined.Unwrap()
+	} else if err != nil {
+		all = []error{err}
+	}
+	for _, e := range all {
+		var fe *scheduler.FieldError
+		if errors.As(e, &fe) {
+			if _, dup := out[fe.Field]; !dup {
+				out[fe.Field] = fe
+			}
+		}
+	}
+	return out
 }
 
 // buildRunner finds the job's plugin and builds its Runner from Params.

@@ -18,8 +18,8 @@ func defaultLock() Lock {
 
 func (l *loader) validateLock(c *Config) {
 	positive(l, "lock.ttl", c.Lock.TTL)
-	if err := scheduler.CheckClockSkew(c.Lock.MaxClockSkew); err != nil {
-		l.add("lock.max_clock_skew", err)
+	if fe, bad := fieldErrors(scheduler.Config{MaxClockSkew: c.Lock.MaxClockSkew}.Validate())["MaxClockSkew"]; bad {
+		l.add("lock.max_clock_skew", fe.Err)
 	}
 	if c.Lock.TTL > 0 && c.Redis.OpTimeout > 0 && c.Lock.TTL <= 3*c.Redis.OpTimeout {
 		l.addf("lock.ttl", "must be greater than 3 x redis.op_timeout (%s), got %s", 3*c.Redis.OpTimeout, c.Lock.TTL)

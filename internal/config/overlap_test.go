@@ -15,5 +15,5 @@ func TestOverlapReplaceLoads(t *testing.T) {
 	require.Equal(t, scheduler.OverlapReplace, cfg.Jobs[0].Overlap)
 	specs := cfg.JobSpecs()
 	require.Equal(t, scheduler.OverlapReplace, specs[0].Overlap)
-	require.NoError(t, scheduler.CheckOverlap(specs[0].Overlap))
+	require.NoError(t, specs[0].Validate())
 }

@@ -72,8 +72,8 @@ func (w *world) checkSlot(slot int) []violation {
 	return out
 }
 
-// merged is the entries that the history read model (scheduler's
-// ReadHistory and ReadSlots, by outcomePrecedence) ranks first: one
+// merged is the entries that the read model (scheduler/history's
+// ReadEntries and ReadSlots, by Entry.Overrules) ranks first: one
 // outcome where the merge is decided.
 func merged(entries []string) []string {
 	var top []string
@@ -89,7 +89,7 @@ func merged(entries []string) []string {
 	return top
 }
 
-// precedence is scheduler/history.go's outcomePrecedence: a run's own end
+// precedence is scheduler/history's Entry.Overrules: a run's own end
 // is the fact; abandoned a verdict on a run that may have ended after it;
 // missed (with any reason) a verdict on a slot nobody ran.
 func precedence(outcome string) int {

@@ -41,8 +41,8 @@
 // may-have-started entry only for a claim whose holder was lost (crashed
 // or paused) before confirming, or whose claimer crashed during its
 // claim; exactly one final outcome per slot — the one the history read
-// model shows when a slot has two entries (scheduler's
-// outcomePrecedence: a run's own end over abandoned over missed) —
+// model shows when a slot has two entries (scheduler/history's
+// Entry.Overrules: a run's own end over abandoned over missed) —
 // agreeing with what the jobs saw; fencing tokens unique and increasing
 // per job.
 //

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/slotlock/slotlock/scheduler"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // The JSON API. Every answer is one JSON document; an error is
@@ -27,7 +27,7 @@ const defaultWindow = time.Hour
 // jobsDoc is /api/v1/jobs: the document `slotlock status --json` prints,
 // for the jobs of one page, with the paging.
 type jobsDoc struct {
-	scheduler.Status
+	history.Status
 	Total  int    `json:"total"` // jobs that match the filter
 	Offset int    `json:"offset"`
 	Limit  int    `json:"limit"`
@@ -88,12 +88,12 @@ func (s *server) apiSlots(w http.ResponseWriter, r *http.Request) {
 func window(sinceParam, untilParam string, now time.Time) (since, until time.Time, err error) {
 	since, until = now.Add(-defaultWindow), now
 	if sinceParam != "" {
-		if since, err = scheduler.ParseSince(sinceParam, now); err != nil {
+		if since, err = history.ParseSince(sinceParam, now); err != nil {
 			return since, until, fmt.Errorf("since: %w", err)
 		}
 	}
 	if untilParam != "" {
-		if until, err = scheduler.ParseSince(untilParam, now); err != nil {
+		if until, err = history.ParseSince(untilParam, now); err != nil {
 			return since, until, fmt.Errorf("until: %w", err)
 		}
 	}

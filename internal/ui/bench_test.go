@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slotlock/slotlock/scheduler"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // The page with a window of 10,000 slots (every outcome, a detail open, a
@@ -16,25 +16,25 @@ import (
 //
 //	go test ./internal/ui -run '^$' -bench RenderTimeline10k -benchmem
 func BenchmarkRenderTimeline10k(b *testing.B) {
-	const n = scheduler.MaxWindowSlots
+	const n = history.MaxWindowSlots
 	spec := everySecond(b, "every-second")
 	start := time.Date(2026, 3, 9, 10, 0, 0, 0, time.UTC)
-	sl := scheduler.Slots{Job: spec.Name, Since: start, Until: start.Add(n * time.Second), Slots: make([]scheduler.SlotView, n)}
+	sl := history.Slots{Job: spec.Name, Since: start, Until: start.Add(n * time.Second), Slots: make([]history.SlotView, n)}
 	for i := range sl.Slots {
 		slot := start.Add(time.Duration(i) * time.Second).Format(time.RFC3339)
-		e := &scheduler.HistoryEntry{Slot: slot, Outcome: scheduler.OutcomeSucceeded, Replica: fmt.Sprintf("replica-%d", i%3),
+		e := &history.Entry{Slot: slot, Outcome: history.OutcomeSucceeded, Replica: fmt.Sprintf("replica-%d", i%3),
 			RunID: fmt.Sprintf("%016x", i*7919), Token: uint64(i + 1), Attempts: 1, DurationMS: int64(i % 900)}
 		switch {
 		case i%97 == 0:
-			e.Outcome, e.ErrorClass = scheduler.OutcomeFailed, "exit_status"
+			e.Outcome, e.ErrorClass = history.OutcomeFailed, "exit_status"
 		case i%89 == 0:
-			e = &scheduler.HistoryEntry{Slot: slot, Outcome: scheduler.OutcomeMissed, Reason: scheduler.MissedNoReplica}
+			e = &history.Entry{Slot: slot, Outcome: history.OutcomeMissed, Reason: history.ReasonNoReplica}
 		case i%83 == 0:
-			e = &scheduler.HistoryEntry{Slot: slot, Outcome: scheduler.OutcomeSkipped, Reason: scheduler.ReasonPaused}
+			e = &history.Entry{Slot: slot, Outcome: history.OutcomeSkipped, Reason: history.ReasonPaused}
 		case i > n-5:
 			e = nil
 		}
-		v := scheduler.SlotView{Slot: slot, State: scheduler.SlotPending, Entry: e}
+		v := history.SlotView{Slot: slot, State: history.SlotPending, Entry: e}
 		if e != nil {
 			v.State = e.Outcome
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/scheduler"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // Past MaxConcurrent requests in flight, the page and the API answer 503
@@ -59,7 +60,7 @@ func TestWindowCappedAtHistoryKeep(t *testing.T) {
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/jobs/beat/slots?since=2m", nil))
 	require.Equal(t, 200, rec.Code, rec.Body.String())
-	var sl scheduler.Slots
+	var sl history.Slots
 	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &sl))
 	require.Len(t, sl.Slots, 30)
 	require.True(t, sl.Truncated)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/scheduler"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // The page: one GET with its state in the query, so every view is a link.
@@ -130,7 +131,7 @@ func (s *server) page(w http.ResponseWriter, r *http.Request) {
 // render writes the page.
 func render(w io.Writer, v pageView) error { return pageTmpl.Execute(w, v) }
 
-func (s *server) jobsView(v *pageView, st scheduler.Status, specs []scheduler.JobSpec, p pageQuery) {
+func (s *server) jobsView(v *pageView, st history.Status, specs []scheduler.JobSpec, p pageQuery) {
 	v.JobsTotal = len(specs)
 	v.JobsFrom, v.JobsTo = min(p.Offset, len(specs))+1, min(p.Offset+pageJobs, len(specs))
 	if p.Offset > 0 {
@@ -152,7 +153,7 @@ func (s *server) jobsView(v *pageView, st scheduler.Status, specs []scheduler.Jo
 			row.Paused = pauseText(j.Pause)
 		}
 		if e := j.Last; e != nil {
-			row.LastState, row.LastClass = e.Outcome, stateClass(e.Outcome, e.Reason)
+			row.LastState, row.LastClass = string(e.Outcome), stateClass(e.Outcome, e.Reason)
 			row.LastText = withReason(e.Outcome, e.Reason) + " at " + e.Slot
 		}
 		for _, run := range j.Running {
@@ -172,7 +173,7 @@ func (s *server) jobsView(v *pageView, st scheduler.Status, specs []scheduler.Jo
 	}
 }
 
-func pauseText(ps *scheduler.PauseStatus) string {
+func pauseText(ps *history.PauseStatus) string {
 	s := "until resumed"
 	if ps.Until != nil {
 		s = "until " + ps.Until.UTC().Format(time.RFC3339)
@@ -188,23 +189,23 @@ func pauseText(ps *scheduler.PauseStatus) string {
 
 // stateClass is a timeline state's CSS class: a paused skip and a missed
 // slot look unlike any other.
-func stateClass(state, reason string) string {
-	if state == scheduler.OutcomeSkipped && reason == scheduler.ReasonPaused {
+func stateClass(state history.Outcome, reason history.Reason) string {
+	if state == history.OutcomeSkipped && reason == history.ReasonPaused {
 		return "s-paused"
 	}
 	switch state {
-	case scheduler.OutcomeSucceeded, scheduler.OutcomeFailed, scheduler.OutcomeCanceled, scheduler.OutcomeAbandoned,
-		scheduler.OutcomeSkipped, scheduler.OutcomeMissed, scheduler.SlotPending, scheduler.SlotRunning:
-		return "s-" + state
+	case history.OutcomeSucceeded, history.OutcomeFailed, history.OutcomeCanceled, history.OutcomeAbandoned,
+		history.OutcomeSkipped, history.OutcomeMissed, history.SlotPending, history.SlotRunning:
+		return "s-" + string(state)
 	}
 	return "s-unrecorded"
 }
 
-func withReason(state, reason string) string {
+func withReason(state history.Outcome, reason history.Reason) string {
 	if reason == "" {
-		return state
+		return string(state)
 	}
-	return state + " (" + reason + ")"
+	return string(state) + " (" + string(reason) + ")"
 }
 
 func dash(s string) string {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/scheduler"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // A job's slot timeline: one cell per nominal slot of the window, coloured
@@ -72,9 +73,9 @@ func (s *server) timeline(r *http.Request, p pageQuery, now time.Time) *timeline
 
 // buildTimeline fills tv from sl: the window links, counts, cells and the
 // detail of p.Slot.
-func buildTimeline(tv *timelineView, sl scheduler.Slots, p pageQuery, spec scheduler.JobSpec, settle time.Duration) {
+func buildTimeline(tv *timelineView, sl history.Slots, p pageQuery, spec scheduler.JobSpec, settle time.Duration) {
 	tv.Since, tv.Until = sl.Since.Format(time.RFC3339), sl.Until.Format(time.RFC3339)
-	tv.Truncated, tv.Max = sl.Truncated, scheduler.MaxWindowSlots
+	tv.Truncated, tv.Max = sl.Truncated, history.MaxWindowSlots
 	current := p.Since
 	if current == "" {
 		current = windows[0].since
@@ -93,17 +94,17 @@ func buildTimeline(tv *timelineView, sl scheduler.Slots, p pageQuery, spec sched
 	prefix := base.href() + "&slot="
 	tv.Cells = make([]cellView, len(sl.Slots))
 	for i, v := range sl.Slots {
-		var reason string
+		var reason history.Reason
 		if v.Entry != nil {
 			reason = v.Entry.Reason
 		}
-		c := cellView{Slot: v.Slot, State: v.State, Reason: reason, Class: stateClass(v.State, reason),
+		c := cellView{Slot: v.Slot, State: string(v.State), Reason: string(reason), Class: stateClass(v.State, reason),
 			Href: prefix + url.QueryEscape(v.Slot) + "#detail", Selected: v.Slot == p.Slot}
 		c.Title = cellTitle(v)
 		tv.Cells[i] = c
 		label := withReason(v.State, reason)
-		if v.State == scheduler.OutcomeFailed || v.State == scheduler.OutcomeMissed {
-			label = v.State
+		if v.State == history.OutcomeFailed || v.State == history.OutcomeMissed {
+			label = string(v.State)
 		}
 		if counts[label] == 0 {
 			order = append(order, label)
@@ -116,7 +117,7 @@ func buildTimeline(tv *timelineView, sl scheduler.Slots, p pageQuery, spec sched
 	}
 	for _, l := range order {
 		state, reason, _ := strings.Cut(l, " (")
-		tv.Counts = append(tv.Counts, stateCount{State: l, Class: stateClass(state, strings.TrimSuffix(reason, ")")), N: counts[l]})
+		tv.Counts = append(tv.Counts, stateCount{State: l, Class: stateClass(history.Outcome(state), history.Reason(strings.TrimSuffix(reason, ")"))), N: counts[l]})
 	}
 	if p.Slot != "" && tv.Detail == nil {
 		tv.Detail = &detailView{Slot: p.Slot, Class: "s-unrecorded", State: "not in this window",
@@ -125,14 +126,14 @@ func buildTimeline(tv *timelineView, sl scheduler.Slots, p pageQuery, spec sched
 }
 
 // cellTitle is a cell's tooltip: the slot, its state and who ran it.
-func cellTitle(v scheduler.SlotView) string {
+func cellTitle(v history.SlotView) string {
 	var b strings.Builder
 	b.WriteString(v.Slot)
 	b.WriteString(" · ")
-	b.WriteString(v.State)
+	b.WriteString(string(v.State))
 	if e := v.Entry; e != nil {
 		if e.Reason != "" {
-			b.WriteString(" (" + e.Reason + ")")
+			b.WriteString(" (" + string(e.Reason) + ")")
 		}
 		if e.Replica != "" {
 			b.WriteString(" · " + e.Replica)
@@ -148,17 +149,17 @@ func cellTitle(v scheduler.SlotView) string {
 }
 
 // detail is the detail of slot v.
-func detail(v scheduler.SlotView, class string, spec scheduler.JobSpec, settle time.Duration) *detailView {
-	d := &detailView{Slot: v.Slot, State: v.State, Class: class}
+func detail(v history.SlotView, class string, spec scheduler.JobSpec, settle time.Duration) *detailView {
+	d := &detailView{Slot: v.Slot, State: string(v.State), Class: class}
 	if t, err := time.Parse(time.RFC3339, v.Slot); err == nil && spec.Location != nil && spec.Location != time.UTC {
 		d.Local = t.In(spec.Location).Format(time.RFC3339) + " " + spec.Location.String()
 	}
 	e := v.Entry
 	if e == nil {
 		switch v.State {
-		case scheduler.SlotRunning:
+		case history.SlotRunning:
 			d.Note = "A claim of this slot is open: a run is going on, or one was abandoned and is not yet settled."
-		case scheduler.SlotPending:
+		case history.SlotPending:
 			d.Note = "No outcome yet: the slot is in the future, or too recent (a slot is judged once " + settle.String() + " old)."
 		default:
 			d.Note = "No outcome recorded: the reconciler has not judged this slot (it is off, behind, or the slot is from before these job definitions ran)."
@@ -170,7 +171,7 @@ func detail(v scheduler.SlotView, class string, spec scheduler.JobSpec, settle t
 			d.Rows = append(d.Rows, detailRow{name, value})
 		}
 	}
-	add("reason", e.Reason)
+	add("reason", string(e.Reason))
 	add("replica", e.Replica)
 	add("run id", e.RunID)
 	add("fencing token", strconv.FormatUint(e.Token, 10))

@@ -22,6 +22,7 @@ import (
 
 	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/scheduler"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // Backend is what the page and the API read.
@@ -34,8 +35,8 @@ type Backend struct {
 	// still be pending (Scheduler.SettleAfter); nil: always pending.
 	SettleAfter func(job string) time.Duration
 	// MaxSlots caps the slots of one window (history.keep: older slots
-	// have no entry to show); 0 or more than scheduler.MaxWindowSlots:
-	// scheduler.MaxWindowSlots.
+	// have no entry to show); 0 or more than history.MaxWindowSlots:
+	// history.MaxWindowSlots.
 	MaxSlots int
 	// MaxConcurrent is how many page and API requests are served at once;
 	// more are answered 503 at once, so a storm of page loads cannot queue
@@ -121,10 +122,10 @@ func (s *server) limited(h http.HandlerFunc) http.HandlerFunc {
 
 // maxSlots is the most slots one window lists.
 func (s *server) maxSlots() int {
-	if s.b.MaxSlots > 0 && s.b.MaxSlots < scheduler.MaxWindowSlots {
+	if s.b.MaxSlots > 0 && s.b.MaxSlots < history.MaxWindowSlots {
 		return s.b.MaxSlots
 	}
-	return scheduler.MaxWindowSlots
+	return history.MaxWindowSlots
 }
 
 func (s *server) now() time.Time {
@@ -153,18 +154,22 @@ func (s *server) filterJobs(sub string) []scheduler.JobSpec {
 }
 
 // status reads the status of specs[offset:offset+limit].
-func (s *server) status(ctx context.Context, specs []scheduler.JobSpec, offset, limit int, now time.Time) (scheduler.Status, error) {
+func (s *server) status(ctx context.Context, specs []scheduler.JobSpec, offset, limit int, now time.Time) (history.Status, error) {
 	from := min(offset, len(specs))
 	to := min(from+limit, len(specs))
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	return scheduler.ReadStatus(ctx, s.b.Locker, specs[from:to], s.b.Hash, now)
+	jobs := make([]history.Job, 0, to-from)
+	for _, sp := range specs[from:to] {
+		jobs = append(jobs, sp.Describe())
+	}
+	return history.ReadStatus(ctx, s.b.Locker, jobs, s.b.Hash, now)
 }
 
 // slots reads job's timeline over [since, until].
-func (s *server) slots(ctx context.Context, spec scheduler.JobSpec, since, until, now time.Time, limit int) (scheduler.Slots, error) {
+func (s *server) slots(ctx context.Context, spec scheduler.JobSpec, since, until, now time.Time, limit int) (history.Slots, error) {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	return scheduler.ReadSlots(ctx, s.b.Locker, spec, scheduler.SlotWindow{Since: since, Until: until, Now: now,
+	return history.ReadSlots(ctx, s.b.Locker, spec.Describe(), history.SlotWindow{Since: since, Until: until, Now: now,
 		SettleAfter: s.settleAfter(spec.Name), Max: limit})
 }

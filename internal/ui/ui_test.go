@@ -13,6 +13,7 @@ import (
 
 	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/scheduler"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // hostile is markup that would run a script if it reached the page as
@@ -27,15 +28,15 @@ func TestPageEscapesEverythingItShows(t *testing.T) {
 	v := pageView{At: "2026-01-01T00:00:00Z", Hash: "abc", Refresh: 15, RefreshOff: "?refresh=0",
 		Query: pageQuery{Q: hostile, Job: "job", Since: hostile},
 		Jobs: []jobRow{{Name: "job", Href: "?job=job", Schedule: "* * * * * *", Zone: "UTC", Next: "-",
-			Paused: pauseText(&scheduler.PauseStatus{By: hostile, Reason: hostile}), LastState: "failed",
+			Paused: pauseText(&history.PauseStatus{By: hostile, Reason: hostile}), LastState: "failed",
 			LastClass: "s-failed", LastText: hostile, Running: []string{hostile}}},
 		JobsFrom: 1, JobsTo: 1, JobsTotal: 1,
 		Replicas: []replicaRow{{Name: hostile, Version: hostile, Hash: hostile, Differs: true}},
 	}
 	spec := everySecond(t, "job")
-	entry := &scheduler.HistoryEntry{Slot: "2026-01-01T00:00:00Z", Outcome: "failed", Reason: hostile,
+	entry := &history.Entry{Slot: "2026-01-01T00:00:00Z", Outcome: "failed", Reason: hostile,
 		Replica: hostile, RunID: hostile, Attempts: 1, ErrorClass: hostile}
-	sl := scheduler.Slots{Job: "job", Slots: []scheduler.SlotView{{Slot: entry.Slot, State: hostile, Entry: entry}}}
+	sl := history.Slots{Job: "job", Slots: []history.SlotView{{Slot: entry.Slot, State: hostile, Entry: entry}}}
 	v.Timeline = &timelineView{Job: "job"}
 	buildTimeline(v.Timeline, sl, pageQuery{Job: "job", Slot: entry.Slot}, spec, time.Minute)
 	require.NotNil(t, v.Timeline.Detail)
@@ -89,7 +90,7 @@ func TestHandlerRoutes(t *testing.T) {
 	var doc struct {
 		Hash  string `json:"definitions_hash"`
 		Total int
-		Jobs  []scheduler.JobStatus
+		Jobs  []history.JobStatus
 	}
 	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &doc))
 	require.Equal(t, "h1", doc.Hash)
@@ -99,7 +100,7 @@ func TestHandlerRoutes(t *testing.T) {
 
 	rec = get("GET", "/api/v1/jobs/other/slots?since=10s")
 	require.Equal(t, 200, rec.Code)
-	var sl scheduler.Slots
+	var sl history.Slots
 	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &sl))
 	require.Len(t, sl.Slots, 10)
 	for _, c := range []struct{ path, want string }{
@@ -119,5 +120,5 @@ func TestHandlerRoutes(t *testing.T) {
 func everySecond(t testing.TB, name string) scheduler.JobSpec {
 	sched, err := scheduler.ParseSchedule("* * * * * *", time.UTC)
 	require.NoError(t, err)
-	return scheduler.JobSpec{Name: name, Spec: "* * * * * *", Schedule: sched, Location: time.UTC, Enabled: true}
+	return scheduler.JobSpec{Name: name, Spec: "* * * * * *", Schedule: sched, Location: time.UTC}
 }

@@ -1,11 +1,9 @@
-package scheduler
+package history
 
 import (
 	"context"
 	"encoding/json"
 	"time"
-
-	"github.com/slotlock/slotlock/locking"
 )
 
 // The control audit: every operator action on a job — trigger, pause,
@@ -13,9 +11,7 @@ import (
 // took it (the OS user and host of the command, and its SLOTLOCK_REPLICA
 // name), what and when, so `slotlock status`, `slotlock history` and the
 // status page show it to everyone, not only to the caller's stderr. Like
-// the heartbeats, entries are kept a day (fleetRetention).
-
-const kindControl = "control"
+// the heartbeats, entries are kept a day (Retention).
 
 // Control actions.
 const (
@@ -41,7 +37,7 @@ type Control struct {
 	Detail string    `json:"detail,omitempty"`
 	At     time.Time `json:"at"`
 	// Run is a manual run's history entry (trigger), as a slot's.
-	Run *HistoryEntry `json:"run,omitempty"`
+	Run *Entry `json:"run,omitempty"`
 }
 
 // Who renders the actor as "user@host (replica)".
@@ -55,17 +51,14 @@ func (c Control) Who() string {
 
 // RecordControl appends c to the fleet log (Kind and At filled in when
 // empty).
-func RecordControl(ctx context.Context, locker locking.Store, c Control, now time.Time) error {
+func RecordControl(ctx context.Context, store Store, c Control, now time.Time) error {
 	c.Kind = kindControl
 	if c.At.IsZero() {
 		c.At = now
 	}
 	c.At = c.At.UTC()
 	b, _ := json.Marshal(c) // strings and a time: cannot fail
-	return locker.AppendLog(ctx, FleetFamily, locking.LogAppend{
-		Entry: locking.LogEntry{Score: c.At.Unix(), Value: string(b)},
-		Keep:  fleetKeep, Floor: now.Add(-fleetRetention).Unix(),
-	})
+	return store.AppendLog(ctx, FleetFamily, fleetAppend(string(b), c.At.Unix(), now))
 }
 
 // ControlsOf returns the control actions on job (all when job is ""),

@@ -1,4 +1,4 @@
-package scheduler
+package history
 
 import (
 	"testing"
@@ -9,7 +9,8 @@ import (
 // no_replica only when no process had started by then and beaten after it,
 // and no_quorum when a recorded outage covers it.
 func TestFleetAliveAndDown(t *testing.T) {
-	at := func(sec int) time.Time { return bubbleStart.Add(time.Duration(sec) * time.Second) }
+	start := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(sec int) time.Time { return start.Add(time.Duration(sec) * time.Second) }
 	f := Fleet{
 		Replicas: []ReplicaInfo{
 			{Instance: "a", Started: at(0), Seen: at(100), Beat: "10s"},
@@ -32,10 +33,10 @@ func TestFleetAliveAndDown(t *testing.T) {
 		{425, false, true}, // within the slack
 		{430, false, false},
 	} {
-		if got := f.aliveAt(at(c.sec)); got != c.alive {
+		if got := f.AliveAt(at(c.sec)); got != c.alive {
 			t.Errorf("aliveAt(%d) = %v, want %v", c.sec, got, c.alive)
 		}
-		if got := f.downAt(at(c.sec), 5*time.Second); got != c.down {
+		if got := f.DownAt(at(c.sec), 5*time.Second); got != c.down {
 			t.Errorf("downAt(%d) = %v, want %v", c.sec, got, c.down)
 		}
 	}

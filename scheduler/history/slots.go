@@ -1,11 +1,9 @@
-package scheduler
+package history
 
 import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/slotlock/slotlock/locking"
 )
 
 // The slot timeline (the status page, /api/v1/jobs/{job}/slots): every
@@ -18,9 +16,9 @@ import (
 // Timeline states of a slot without a history entry; a slot with one has
 // its entry's outcome as its state.
 const (
-	SlotPending    = "pending"
-	SlotRunning    = "running"
-	SlotUnrecorded = "unrecorded"
+	SlotPending    Outcome = "pending"
+	SlotRunning    Outcome = "running"
+	SlotUnrecorded Outcome = "unrecorded"
 )
 
 // MaxWindowSlots bounds the slots one ReadSlots call lists: a window that
@@ -33,7 +31,7 @@ type SlotWindow struct {
 	Now          time.Time // what is pending is judged at Now
 	// SettleAfter is how old a slot without an entry must be before it is
 	// unrecorded rather than pending: the reconciler's delay for the job
-	// plus its interval (Scheduler.SettleAfter).
+	// plus its interval (scheduler.Scheduler.SettleAfter).
 	SettleAfter time.Duration
 	Max         int // at most this many slots, the newest; 0 or above MaxWindowSlots: MaxWindowSlots
 }
@@ -52,18 +50,19 @@ type Slots struct {
 
 // SlotView is one nominal slot and what became of it.
 type SlotView struct {
-	Slot  string        `json:"slot"`            // RFC 3339 UTC
-	State string        `json:"state"`           // the entry's outcome, or pending, running, unrecorded
-	Entry *HistoryEntry `json:"entry,omitempty"` // the slot's history entry, if any
+	Slot  string  `json:"slot"`            // RFC 3339 UTC
+	State Outcome `json:"state"`           // the entry's outcome, or pending, running, unrecorded
+	Entry *Entry  `json:"entry,omitempty"` // the slot's history entry, if any
 }
 
 // ReadSlots lists spec's nominal slots in w, newest MaxWindowSlots at
 // most, each with its history entry, reading the history and the open
-// claims from locker's stores.
-func ReadSlots(ctx context.Context, locker locking.Store, spec JobSpec, w SlotWindow) (Slots, error) {
+// claims from the stores.
+func ReadSlots(ctx context.Context, store Store, job Job, w SlotWindow) (Slots, error) {
+	spec := job
 	out := Slots{Job: spec.Name, Since: w.Since.UTC(), Until: w.Until.UTC(), Slots: []SlotView{}}
 	if w.Until.Before(w.Since) {
-		return out, fmt.Errorf("scheduler: slots of %s: the window ends (%s) before it starts (%s)",
+		return out, fmt.Errorf("history: slots of %s: the window ends (%s) before it starts (%s)",
 			spec.Name, w.Until.Format(time.RFC3339), w.Since.Format(time.RFC3339))
 	}
 	n := w.Max
@@ -81,19 +80,19 @@ func ReadSlots(ctx context.Context, locker locking.Store, spec JobSpec, w SlotWi
 	// The log is read newest first from the window's first slot: entries
 	// after the window come first and count against the limit.
 	after := len(slotsBetween(spec.Schedule, w.Until, later(w.Now, w.Until), historyReadCeiling))
-	entries, err := ReadHistory(ctx, locker, spec.Name, slots[0], 2*len(slots)+after+100)
+	entries, err := ReadEntries(ctx, store, spec.Name, slots[0], 2*len(slots)+after+100)
 	if err != nil {
 		return out, err
 	}
-	bySlot := make(map[string]*HistoryEntry, len(entries))
+	bySlot := make(map[string]*Entry, len(entries))
 	for i := range entries {
 		bySlot[entries[i].Slot] = &entries[i]
 	}
-	claims, err := locker.ReadClaims(ctx, spec.Name)
+	claims, err := store.ReadClaims(ctx, spec.Name)
 	if err != nil {
 		return out, err
 	}
-	open := claimedSlots(claims)
+	open := ClaimedSlots(claims)
 	out.Slots = make([]SlotView, len(slots))
 	for i, t := range slots {
 		s := slotString(t)
@@ -198,4 +197,20 @@ func newestIn(sched Schedule, since, until time.Time, n, limit int, ring []time.
 	}
 	ordered := make([]time.Time, 0, n)
 	return append(append(ordered, ring[head:]...), ring[:head]...), true
+}
+
+// slotsBetween lists sched's slots in (from, to], at most n, oldest first.
+func slotsBetween(sched Schedule, from, to time.Time, n int) []time.Time {
+	var out []time.Time
+	for t := sched.Next(from); !t.IsZero() && !t.After(to) && len(out) < n; t = sched.Next(t) {
+		out = append(out, t)
+	}
+	return out
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

@@ -1,13 +1,27 @@
-package scheduler
+package history
 
 import (
 	"context"
 	"slices"
 	"sync"
 	"time"
-
-	"github.com/slotlock/slotlock/locking"
 )
+
+// Job is what the configuration says of a job, as the views show it
+// (scheduler.JobSpec.Describe gives it).
+type Job struct {
+	Name     string
+	Spec     string         // the schedule's text
+	Schedule Schedule       // nil: no slot is listed
+	Location *time.Location // the schedule's zone; nil: UTC
+	Enabled  bool
+}
+
+// Schedule yields a job's nominal slots: the first after t, or the zero
+// time when there is none (a scheduler.Schedule is one).
+type Schedule interface {
+	Next(t time.Time) time.Time
+}
 
 // Status is what `slotlock status` (and the status page) shows: each job's
 // state as the lock stores hold it, and the replicas alive.
@@ -17,7 +31,7 @@ type Status struct {
 	Jobs     []JobStatus     `json:"jobs"`
 	Replicas []ReplicaStatus `json:"replicas"`
 	// Controls are the latest operator actions on the jobs read (trigger,
-	// pause, resume, backfill: control.go), newest first.
+	// pause, resume, backfill), newest first.
 	Controls []Control `json:"controls"`
 }
 
@@ -29,11 +43,11 @@ type JobStatus struct {
 	Enabled  bool   `json:"enabled"`
 	// NextSlot is the next nominal slot after Status.At, in the job's zone
 	// and in UTC (empty when the schedule has none left).
-	NextSlot    string        `json:"next_slot,omitempty"`
-	NextSlotUTC string        `json:"next_slot_utc,omitempty"`
-	Pause       *PauseStatus  `json:"pause,omitempty"` // set while paused
-	Last        *HistoryEntry `json:"last_outcome,omitempty"`
-	Running     []RunInfo     `json:"running,omitempty"`
+	NextSlot    string       `json:"next_slot,omitempty"`
+	NextSlotUTC string       `json:"next_slot_utc,omitempty"`
+	Pause       *PauseStatus `json:"pause,omitempty"` // set while paused
+	Last        *Entry       `json:"last_outcome,omitempty"`
+	Running     []RunInfo    `json:"running,omitempty"`
 }
 
 // PauseStatus is an active pause.
@@ -56,15 +70,16 @@ type ReplicaStatus struct {
 // statusReaders bounds the jobs ReadStatus reads at once.
 const statusReaders = 16
 
-// ReadStatus reads the state of specs' jobs and the live replicas from
-// locker's stores at now; hash is the reader's DefinitionsHash.
-func ReadStatus(ctx context.Context, locker locking.Store, specs []JobSpec, hash string, now time.Time) (Status, error) {
-	st := Status{At: now.UTC(), Hash: hash, Jobs: make([]JobStatus, len(specs)), Replicas: []ReplicaStatus{}}
-	fleet, err := ReadFleet(ctx, locker)
+// ReadStatus reads the state of jobs and the live replicas from the
+// stores at now; hash is the reader's definitions hash
+// (scheduler.Scheduler.DefinitionsHash, or the configuration's).
+func ReadStatus(ctx context.Context, store Store, jobs []Job, hash string, now time.Time) (Status, error) {
+	st := Status{At: now.UTC(), Hash: hash, Jobs: make([]JobStatus, len(jobs)), Replicas: []ReplicaStatus{}}
+	fleet, err := ReadFleet(ctx, store)
 	if err != nil {
 		return Status{}, err
 	}
-	st.Controls = controlsOf(fleet, specs)
+	st.Controls = controlsOf(fleet, jobs)
 	running := map[string][]RunInfo{}
 	for _, r := range fleet.Alive(now) {
 		st.Replicas = append(st.Replicas, ReplicaStatus{ReplicaInfo: r, Seen: r.Seen.UTC(), Differs: r.DefinitionsHash != hash})
@@ -87,12 +102,12 @@ func ReadStatus(ctx context.Context, locker locking.Store, specs []JobSpec, hash
 		first error
 		sem   = make(chan struct{}, statusReaders)
 	)
-	for i, spec := range specs {
-		st.Jobs[i] = jobStatus(spec, now, running[spec.Name])
+	for i, job := range jobs {
+		st.Jobs[i] = jobStatus(job, now, running[job.Name])
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			err := readJobState(ctx, locker, &st.Jobs[i], now)
+			err := readJobState(ctx, store, &st.Jobs[i], now)
 			if err != nil {
 				mu.Lock()
 				if first == nil {
@@ -109,16 +124,16 @@ func ReadStatus(ctx context.Context, locker locking.Store, specs []JobSpec, hash
 	return st, nil
 }
 
-// jobStatus is what the configuration alone says of spec.
-func jobStatus(spec JobSpec, now time.Time, running []RunInfo) JobStatus {
-	js := JobStatus{Job: spec.Name, Schedule: spec.Spec, Enabled: spec.Enabled, Timezone: "UTC", Running: running}
-	loc := spec.Location
+// jobStatus is what the configuration alone says of job.
+func jobStatus(job Job, now time.Time, running []RunInfo) JobStatus {
+	js := JobStatus{Job: job.Name, Schedule: job.Spec, Enabled: job.Enabled, Timezone: "UTC", Running: running}
+	loc := job.Location
 	if loc == nil {
 		loc = time.UTC
 	}
 	js.Timezone = loc.String()
-	if spec.Schedule != nil {
-		if t := spec.Schedule.Next(now); !t.IsZero() {
+	if job.Schedule != nil {
+		if t := job.Schedule.Next(now); !t.IsZero() {
 			js.NextSlot = t.In(loc).Format(time.RFC3339)
 			js.NextSlotUTC = t.UTC().Format(time.RFC3339)
 		}
@@ -127,8 +142,8 @@ func jobStatus(spec JobSpec, now time.Time, running []RunInfo) JobStatus {
 }
 
 // readJobState adds the pause and the last outcome from the stores.
-func readJobState(ctx context.Context, locker locking.Store, js *JobStatus, now time.Time) error {
-	p, err := locker.ReadPause(ctx, js.Job)
+func readJobState(ctx context.Context, store Store, js *JobStatus, now time.Time) error {
+	p, err := store.ReadPause(ctx, js.Job)
 	if err != nil {
 		return err
 	}
@@ -140,7 +155,7 @@ func readJobState(ctx context.Context, locker locking.Store, js *JobStatus, now 
 		}
 		js.Pause = ps
 	}
-	h, err := ReadHistory(ctx, locker, js.Job, time.Time{}, 1)
+	h, err := ReadEntries(ctx, store, js.Job, time.Time{}, 1)
 	if err != nil {
 		return err
 	}
@@ -150,11 +165,11 @@ func readJobState(ctx context.Context, locker locking.Store, js *JobStatus, now 
 	return nil
 }
 
-// controlsOf lists the latest control actions on specs' jobs.
-func controlsOf(f Fleet, specs []JobSpec) []Control {
-	names := make(map[string]bool, len(specs))
-	for _, sp := range specs {
-		names[sp.Name] = true
+// controlsOf lists the latest control actions on jobs.
+func controlsOf(f Fleet, jobs []Job) []Control {
+	names := make(map[string]bool, len(jobs))
+	for _, j := range jobs {
+		names[j.Name] = true
 	}
 	out := []Control{}
 	for _, c := range f.Controls {

@@ -1,0 +1,102 @@
+package scheduler
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"slices"
+	"time"
+
+	"github.com/slotlock/slotlock/scheduler/history"
+)
+
+// The heartbeat: every replica publishes who it is, which build and job
+// definitions it runs and what it is running now, every Config.Beat, and
+// the outages of the lock stores it saw, in the fleet log
+// (history.FleetFamily; history.ReadFleet reads them back). `slotlock
+// status` shows the replicas alive; the reconciler asks whether anybody
+// was alive, or the stores down, when a slot was missed.
+
+// beatLoop publishes this replica's heartbeat every Beat until the
+// scheduler stops. The heartbeat follows reloads: it names the definitions
+// in force at each beat.
+func (s *Scheduler) beatLoop(started time.Time) {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	instance := hex.EncodeToString(b[:])
+	prevRuns := ""
+	for {
+		d := s.jobSet()
+		info := history.ReplicaInfo{Replica: s.cfg.Replica, Instance: instance,
+			Version: s.cfg.Version, DefinitionsHash: d.hash, DefinitionsSince: d.since.UTC(), Started: started.UTC(),
+			Beat: s.cfg.Beat.String(), Jobs: len(d.order)}
+		prevRuns = s.beat(info, prevRuns)
+		if !s.sleep(s.cfg.Beat, s.stopping) {
+			return
+		}
+	}
+}
+
+// beat writes one heartbeat (info, scored now) and the list of runs going
+// on in place of prevRuns; it returns the list it wrote (prevRuns again
+// when the stores did not take it).
+func (s *Scheduler) beat(info history.ReplicaInfo, prevRuns string) string {
+	now := s.clock.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	err := s.cfg.Locker.AppendLog(ctx, history.FleetFamily, info.Append(now))
+	if err != nil {
+		s.log.Debug("heartbeat not written", "error", err.Error())
+		return prevRuns
+	}
+	running := s.runningNow()
+	if len(running) == 0 && prevRuns == "" {
+		return ""
+	}
+	runs := history.RunsAppend(info.Instance, running, prevRuns, now, s.cfg.Beat)
+	err = s.cfg.Locker.AppendLog(ctx, history.RunsFamily, runs)
+	if err != nil {
+		return prevRuns
+	}
+	if len(running) == 0 {
+		return "" // the empty list replaced the last one; nothing to replace next time
+	}
+	return runs.Entry.Value
+}
+
+// publishOutage records an outage this replica saw, once the stores are
+// back.
+func (s *Scheduler) publishOutage(from, to time.Time) {
+	o := history.Outage{Replica: s.cfg.Replica, From: from, To: to}
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	err := s.cfg.Locker.AppendLog(ctx, history.FleetFamily, o.Append(s.clock.Now()))
+	if err != nil {
+		s.log.Debug("outage not recorded", "error", err.Error())
+	}
+}
+
+// runningNow lists this replica's runs going on, oldest first.
+func (s *Scheduler) runningNow() []history.RunInfo {
+	s.runsMu.Lock()
+	out := make([]history.RunInfo, 0, len(s.running))
+	for _, r := range s.running {
+		out = append(out, r)
+	}
+	s.runsMu.Unlock()
+	slices.SortFunc(out, func(a, b history.RunInfo) int { return a.Since.Compare(b.Since) })
+	return out
+}
+
+// runStarted and runEnded keep the list of runs going on.
+func (s *Scheduler) runStarted(r history.RunInfo) {
+	s.runsMu.Lock()
+	s.running[r.RunID] = r
+	s.runsMu.Unlock()
+}
+
+func (s *Scheduler) runEnded(id string) {
+	s.runsMu.Lock()
+	delete(s.running, id)
+	s.runsMu.Unlock()
+}

@@ -1,0 +1,62 @@
+package history
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// ReadEntries returns job's recorded slot outcomes with a slot at since or
+// later, newest first, at most limit: what a majority of the stores holds,
+// one entry per slot (Entry.Overrules).
+func ReadEntries(ctx context.Context, store Store, job string, since time.Time, limit int) ([]Entry, error) {
+	var from int64
+	if !since.IsZero() {
+		from = since.Unix()
+	}
+	// A slot rarely has two entries; read a little more so that limit
+	// slots remain after collapsing them.
+	entries, err := store.ReadLog(ctx, job, from, limit+min(limit, readSlack))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Entry, 0, len(entries))
+	for _, le := range entries {
+		e, ok := ParseEntry(le)
+		if !ok {
+			return nil, fmt.Errorf("history: %s: entry %q is not a slot outcome", job, le.Value)
+		}
+		if n := len(out); n > 0 && out[n-1].Slot == e.Slot {
+			// Entries come newest first, so a slot's entries are adjacent.
+			if e.Overrules(out[n-1]) {
+				out[n-1] = e
+			}
+			continue
+		}
+		out = append(out, e)
+	}
+	return out[:min(len(out), limit)], nil
+}
+
+// readSlack bounds the extra entries ReadEntries reads.
+const readSlack = 64
+
+// ParseSince reads a history window's bound as `slotlock history --since`
+// and the status page's API take it: "" (the zero time: everything), a Go
+// duration back from now (24h), or an RFC 3339 time.
+func ParseSince(s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		if d < 0 {
+			return time.Time{}, fmt.Errorf("%q: a duration back from now must not be negative", s)
+		}
+		return now.Add(-d), nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q: want a duration (24h) or an RFC 3339 time", s)
+	}
+	return t, nil
+}
