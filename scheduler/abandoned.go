@@ -33,49 +33,6 @@ import (
 // such a slot has no claim, and is handled as not run (the misfire policy,
 // the reconciler, backfill).
 
-// settleAbandoned closes slot t of j, whose claim lease took over from a
-// run that never ended, and reports it — once the done marker is on a
-// majority: the marker is what stops every other replica from taking the
-// claim over and reporting it again. When the stores do not accept it now,
-// the end is retried when they answer (a retry recognises a marker that
-// its lost first attempt left); when the lease expires meanwhile, the
-// next replica pointed to the claim settles it instead.
-func (s *Scheduler) settleAbandoned(j *job, t time.Time, lease *locking.Lease) {
-	ab := lease.Abandoned()
-	if !ab.Started {
-		s.settleUnconfirmed(j, t, lease)
-		return
-	}
-	name, slot := j.name(), slotString(t)
-	s.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: OutcomeAbandoned,
-		history: &HistoryEntry{Slot: slot, Outcome: OutcomeAbandoned, Replica: ab.Holder, RunID: ab.ID}, at: t,
-		then: func() {
-			s.log.Warn("run abandoned: its replica stopped renewing its lease before the run ended; the slot is not run again",
-				"event", evRunAbandoned, "job", name, "slot", slot, "run_id", ab.ID, "holder", ab.Holder)
-			s.metrics.RunAbandoned(name)
-			s.recordHandled(j, t)
-		}})
-}
-
-// settleUnconfirmed closes slot t of j, whose claim lease took over a
-// claim that its holder never confirmed started, and reports it as missed
-// with reason unknown, the run possibly started: once, as settleAbandoned.
-func (s *Scheduler) settleUnconfirmed(j *job, t time.Time, lease *locking.Lease) {
-	ab := lease.Abandoned()
-	name, slot := j.name(), slotString(t)
-	s.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: OutcomeMissed,
-		history: &HistoryEntry{Slot: slot, Outcome: OutcomeMissed, Reason: MissedUnknown, Replica: ab.Holder, RunID: ab.ID,
-			MayHaveStarted: true}, at: t,
-		then: func() {
-			s.log.Warn("slot missed: its winner stopped before confirming that its run started; it may have started, so it is not run again",
-				"event", evSlotMissed, "job", name, "slot", slot, "reason", MissedUnknown, "may_have_started", true,
-				"run_id", ab.ID, "holder", ab.Holder)
-			s.metrics.SlotMissed(name, MissedUnknown)
-			s.metrics.JobOutcome(name, OutcomeMissed, t)
-			s.recordHandled(j, t)
-		}})
-}
-
 // settleOrphan takes over the abandoned claim o of job j that the stores
 // pointed out, and reports it; it does nothing when another replica is at
 // it, or the claim was settled meanwhile. One settlement per key at a time

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/slotlock/slotlock/locking"
 )
 
 // Backfill (slotlock backfill): the slots of a past window that have no
@@ -219,88 +217,9 @@ func (s *Scheduler) RunSlot(ctx context.Context, name string, t time.Time) (Hist
 	if err := ctx.Err(); err != nil {
 		return HistoryEntry{}, err
 	}
-	lease, err := s.claimPast(j, t)
-	if err != nil {
+	h, err := s.attemptSlot(j, t, originBackfill, ctx)
+	if h == nil {
 		return HistoryEntry{}, err
 	}
-	slot := slotString(t)
-	var jobLease *locking.Lease
-	if j.spec.Overlap == OverlapForbid {
-		until := s.clock.Now().Add(s.lateness)
-		jobLease, err = s.acquire(name, runKey(name), retryPolicy{splitUntil: until, quorumUntil: until,
-			heldUntil: s.clock.Now().Add(s.cfg.LockTTL / 2)})
-		if err != nil {
-			s.endLease(name, slot, lease, 0, "") // not run: a later backfill may run it
-			if !isSplitVote(err) && errors.Is(err, locking.ErrNotAcquired) {
-				s.skipped(name, slot, ReasonOverlap, 1, append(heldAttrs(err), "backfill", true)...)
-			}
-			return HistoryEntry{}, fmt.Errorf("scheduler: backfill %s %s: job lease: %w", name, slot, err)
-		}
-	}
-	parent, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	stop := context.AfterFunc(s.runCtx, func() { cancel(context.Cause(s.runCtx)) })
-	defer stop()
-	leases := []*locking.Lease{lease}
-	if jobLease != nil {
-		leases = append(leases, jobLease)
-	}
-	h, runErr := s.execute(runSpec{j: j, slot: t, backfill: true, leases: leases, parent: parent})
-	s.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: h.Outcome, history: &h, at: t, jobLease: jobLease})
-	if o := lease.Orphan(); o != nil {
-		s.settleOrphan(j, o) // now: this process may exit next
-	}
-	if h.Outcome != OutcomeSucceeded {
-		if runErr == nil {
-			runErr = context.Cause(parent)
-		}
-		return h, fmt.Errorf("%w: %s %s %s: %v", ErrRunFailed, name, slot, h.Outcome, runErr)
-	}
-	return h, nil
-}
-
-// claimPast claims past slot t of j for RunSlot and checks the history;
-// it returns the claim when the slot is to run, else *HandledError or why
-// the claim could not be had (the claim then ended).
-func (s *Scheduler) claimPast(j *job, t time.Time) (*locking.Lease, error) {
-	name, slot := j.name(), slotString(t)
-	until := s.clock.Now().Add(s.lateness)
-	lease, err := s.acquire(name, slotKey(name, t), retryPolicy{splitUntil: until, quorumUntil: until, claim: true})
-	var he *locking.HeldError
-	switch {
-	case err != nil && !isSplitVote(err) && errors.As(err, &he):
-		why, reason := "running", ReasonHeld
-		if he.Done {
-			why, reason = ReasonDone, ReasonDone
-		}
-		s.skipped(name, slot, reason, 1, append(heldAttrs(err), "backfill", true)...)
-		return nil, &HandledError{Slot: t, Reason: why}
-	case err != nil:
-		return nil, fmt.Errorf("scheduler: backfill %s %s: %w", name, slot, err)
-	case lease.Abandoned() != nil:
-		s.settleAbandoned(j, t, lease)
-		why := OutcomeAbandoned
-		if !lease.Abandoned().Started {
-			why = MissedUnknown + ", may have started"
-		}
-		return nil, &HandledError{Slot: t, Reason: why}
-	case lease.Leftover():
-		s.endLease(name, slot, lease, 0, "")
-		s.skipped(name, slot, ReasonClaimed, 1, "note", "a claim of the slot is on a minority of the stores", "backfill", true)
-		return nil, fmt.Errorf("scheduler: backfill %s %s: a claim of the slot is on a minority of the stores (it may have started): %w",
-			name, slot, locking.ErrNotAcquired)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-	e, found, err := s.slotRecorded(ctx, name, t)
-	cancel()
-	switch {
-	case err != nil:
-		s.endLease(name, slot, lease, 0, "")
-		return nil, fmt.Errorf("scheduler: backfill %s %s: slot history: %w", name, slot, err)
-	case found && !Backfillable(&e):
-		s.endLease(name, slot, lease, j.doneTTL, ReasonDone)
-		s.skipped(name, slot, ReasonDone, 1, "outcome", e.Outcome, "note", "the slot history records it", "backfill", true)
-		return nil, &HandledError{Slot: t, Reason: describeEntry(e), Entry: &e}
-	}
-	return lease, nil
+	return *h, err
 }

@@ -83,9 +83,14 @@ func (s *Scheduler) probeLate(j *job, t time.Time) bool {
 		return false
 	case lease.Pause().Covers(j.spec.Due(t)):
 		s.endLease(name, slot, lease, 0, "")
-		s.pausedSlot(j, t, &locking.PausedError{Key: lease.Key(), Pause: lease.Pause()})
+		s.pausedSlot(j, t, lease.Pause())
 		return false
-	case s.clock.Now().Sub(t) > s.markerSafe() && s.settledInHistory(j, t, lease):
+	}
+	// The history check of a fired slot, and its exit when it says no.
+	a := s.newAttempt(j, t, originScheduled)
+	a.claim = lease
+	if v := a.recorded(); v.act != actNext {
+		a.exit(v)
 		return false
 	}
 	s.endHandled(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: ReasonLate, at: t,
@@ -134,7 +139,7 @@ func (s *Scheduler) recover(j *job, t time.Time) {
 	// (job.doneTTL). The job's record is no help here: it holds only the
 	// latest handled slot, which this replica's own runs after t move past
 	// t.
-	s.attemptSlot(j, t, modeRecover)
+	s.attemptSlot(j, t, originRecovered, nil)
 }
 
 // missedKey is a job's record of the latest slot a replica skipped for

@@ -33,25 +33,6 @@ func (s *Scheduler) markDown(at time.Time) {
 	s.outage.down.Store(true)
 }
 
-// pendingEnd is a lease whose Release or MarkDone failed for lack of a
-// majority.
-type pendingEnd struct {
-	job, slot string
-	lease     *locking.Lease
-	doneTTL   time.Duration
-	note      string
-	then      func() // called once the stores accepted the end
-	// history, when set, is added to the job's history with the done
-	// marker, as the outcome of slot at.
-	history *HistoryEntry
-	at      time.Time
-	// jobLease, when set, is the run's job lease, released in the same
-	// call as lease is ended (locking.Lease.End); record, when set, the
-	// job whose pending record that call advances too (endHandled).
-	jobLease *locking.Lease
-	record   *job
-}
-
 // noteOutage records that slot t of j was skipped for lack of a quorum.
 func (s *Scheduler) noteOutage(j *job, t time.Time) {
 	if j.spec.Misfire.Policy.recovers() {

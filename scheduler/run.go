@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/slotlock/slotlock/jobs"
@@ -18,6 +19,36 @@ type runSpec struct {
 	leases    []*locking.Lease // the fencing token is the last one's
 	parent    context.Context
 	trace     context.Context // the attempt's span, the run's span's parent (trace.go); nil: parent's
+}
+
+// run runs the slot the steps let through, and returns its outcome as
+// the verdict. The run's parent is the scheduler's, and for a backfill or
+// a manual run the caller's context too.
+func (a *attempt) run() verdict {
+	s := a.s
+	parent := s.runCtx
+	if a.caller != nil {
+		ctx, cancel := context.WithCancelCause(a.caller)
+		defer cancel(nil)
+		stop := context.AfterFunc(s.runCtx, func() { cancel(context.Cause(s.runCtx)) })
+		defer stop()
+		parent = ctx
+	}
+	h, runErr := s.execute(runSpec{j: a.j, slot: a.t, manual: a.origin == originManual, recovered: a.origin == originRecovered,
+		backfill: a.origin == originBackfill, leases: a.leases(), parent: parent, trace: a.tctx})
+	v := verdict{act: actRan, entry: &h}
+	if h.Outcome == OutcomeSucceeded || a.origin.fired() {
+		return v
+	}
+	if runErr == nil {
+		runErr = context.Cause(parent)
+	}
+	if a.origin == originManual {
+		v.err = fmt.Errorf("%w: %s %s: %v", ErrRunFailed, a.name, h.Outcome, runErr)
+	} else {
+		v.err = fmt.Errorf("%w: %s %s %s: %v", ErrRunFailed, a.name, a.slot, h.Outcome, runErr)
+	}
+	return v
 }
 
 // backoff is the wait after failed attempt n (1-based): Backoff * 2^(n-1),

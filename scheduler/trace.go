@@ -75,29 +75,25 @@ type slotSpan struct {
 	run             HistoryEntry // when ranRun (a copy: taking h's address would move it to the heap on the untraced path too)
 }
 
-// traceSlot starts the span of this replica's attempt at slot t of j. It
-// returns the context for the attempt's lock calls (never canceled) and
-// the span, or context.Background() and nil when tracing is off.
-func (s *Scheduler) traceSlot(j *job, t time.Time, mode slotMode) (context.Context, *slotSpan) {
-	if s.tracer == nil {
-		return context.Background(), nil
+// traceSlot starts the span of this replica's attempt at the slot of job
+// for origin o: a new root (slotlock.slot), or for a manual run
+// slotlock.trigger under caller's span, if any (the returned context
+// carries caller's values, not its cancellation); a backfill has none.
+// It returns the context for the attempt's lock calls (never canceled)
+// and the span, or nil and nil when tracing is off.
+func (s *Scheduler) traceSlot(caller context.Context, job, slot string, o origin) (context.Context, *slotSpan) {
+	if s.tracer == nil || o == originBackfill {
+		return nil, nil
 	}
-	attrs := []attribute.KeyValue{AttrJob.String(j.name()), AttrSlot.String(slotString(t)), AttrReplica.String(s.cfg.Replica)}
-	if mode == modeRecover {
+	attrs := []attribute.KeyValue{AttrJob.String(job), AttrSlot.String(slot), AttrReplica.String(s.cfg.Replica)}
+	if o == originManual {
+		ctx, sp := s.tracer.Start(context.WithoutCancel(caller), SpanTrigger, trace.WithAttributes(attrs...))
+		return ctx, &slotSpan{sp: sp}
+	}
+	if o == originRecovered {
 		attrs = append(attrs, AttrRecovered.Bool(true))
 	}
 	ctx, sp := s.tracer.Start(context.Background(), SpanSlot, trace.WithNewRoot(), trace.WithAttributes(attrs...))
-	return ctx, &slotSpan{sp: sp}
-}
-
-// traceTrigger starts the span of a manual run's attempt under ctx's span,
-// if any; the returned context carries ctx's values, not its cancellation.
-func (s *Scheduler) traceTrigger(ctx context.Context, job string) (context.Context, *slotSpan) {
-	if s.tracer == nil {
-		return nil, nil
-	}
-	ctx, sp := s.tracer.Start(context.WithoutCancel(ctx), SpanTrigger, trace.WithAttributes(
-		AttrJob.String(job), AttrSlot.String(SlotManual), AttrReplica.String(s.cfg.Replica)))
 	return ctx, &slotSpan{sp: sp}
 }
 
