@@ -190,24 +190,13 @@ func retryable(err error) bool {
 		errors.Is(err, locking.ErrSlowAcquire)
 }
 
-// watchReplace cancels run r of a replace job with a *ReplacedError once
-// the job's replace record names a slot later than r's — for a manual
-// run, a slot due after its start: a newer slot wants the job lease (step
-// 2 above). It returns when ctx, the run's context, ends.
-func (s *Scheduler) watchReplace(ctx context.Context, cancel context.CancelCauseFunc, r runSpec) {
-	name, slot := r.j.name(), r.slot
-	newer := func(by time.Time) bool { return by.After(slot) }
-	fastFrom := s.nextMayFire(r.j, r.j.spec.Due(slot))
-	if r.manual {
-		// A slot due at most MaxClockSkew before the manual run started
-		// may have been won on a replica whose clock is that much behind,
-		// and wait for the job lease the manual run took: it replaces the
-		// manual run too (a scheduled slot is not dropped for a manual
-		// run that started about when it was due).
-		started := s.clock.Now().Add(-s.cfg.MaxClockSkew)
-		newer = func(by time.Time) bool { return !by.IsZero() && r.j.spec.Due(by).After(started) }
-		fastFrom = s.nextMayFire(r.j, started)
-	}
+// watchReplace cancels the run of job name with a *ReplacedError once
+// the job's replace record names a slot that newer says replaces it (step
+// 2 above); it polls every replacePollEvery from fastFrom, when another
+// replica may fire the next slot, and less often before. It returns when
+// ctx, the run's context, ends.
+func (s *Scheduler) watchReplace(ctx context.Context, cancel context.CancelCauseFunc, name string, fastFrom time.Time,
+	newer func(by time.Time) bool) {
 	for {
 		wait := replacePollEvery
 		if now := s.clock.Now(); now.Before(fastFrom) {

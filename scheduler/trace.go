@@ -156,19 +156,20 @@ func warnSkip(reason string) bool {
 // runSpan is a run's span (nil when tracing is off).
 type runSpan struct{ sp trace.Span }
 
-// traceRun starts the span of run r under the span of r.trace (the
-// attempt's), else of ctx, and returns ctx (r's parent: its cancellation)
-// carrying it. With tracing off it returns ctx and nil.
-func (s *Scheduler) traceRun(ctx context.Context, r runSpec, slot, runID string, token uint64) (context.Context, *runSpan) {
+// traceRun starts the span of the run of job's slot for origin o under
+// the span of attempt (the attempt's), else of ctx, and returns ctx (the
+// run's parent: its cancellation) carrying it. With tracing off it
+// returns ctx and nil.
+func (s *Scheduler) traceRun(ctx, attempt context.Context, job, slot string, o origin, runID string, token uint64) (context.Context, *runSpan) {
 	if s.tracer == nil {
 		return ctx, nil
 	}
-	if r.trace != nil {
-		ctx = trace.ContextWithSpan(ctx, trace.SpanFromContext(r.trace))
+	if attempt != nil {
+		ctx = trace.ContextWithSpan(ctx, trace.SpanFromContext(attempt))
 	}
-	attrs := []attribute.KeyValue{AttrJob.String(r.j.name()), AttrSlot.String(slot), AttrReplica.String(s.cfg.Replica),
+	attrs := []attribute.KeyValue{AttrJob.String(job), AttrSlot.String(slot), AttrReplica.String(s.cfg.Replica),
 		AttrRunID.String(runID), AttrFencingToken.Int64(int64(token))}
-	if r.recovered {
+	if o == originRecovered {
 		attrs = append(attrs, AttrRecovered.Bool(true))
 	}
 	ctx, sp := s.tracer.Start(ctx, SpanRun, trace.WithAttributes(attrs...))
