@@ -10,7 +10,7 @@ import (
 
 // The loop: one goroutine owns every job's next slot, sleeps until the
 // earliest is due (at most heartbeatEvery), and hands each due slot to a
-// goroutine of its own (slot.go) or, when late, to the misfire policy.
+// goroutine of its own (attempt.go) or, when late, to the misfire policy.
 
 // jobHeap orders the jobs by when their next slot is due.
 type jobHeap []*job
@@ -138,7 +138,7 @@ func (s *Scheduler) fireDue(j *job, now time.Time) {
 	}
 	s.setNext(j, t)
 	if late.count > 0 {
-		s.spawn(func() { s.misfire(j, late, false) })
+		s.spawn(func() { s.misfire(j, late) })
 	}
 	if j.next.IsZero() {
 		s.log.Warn("job has no more slots", "event", evScheduleExhausted, "job", j.name(), "schedule", j.spec.Spec)

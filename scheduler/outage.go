@@ -33,22 +33,6 @@ func (s *Scheduler) markDown(at time.Time) {
 	s.outage.down.Store(true)
 }
 
-// noteOutage records that slot t of j was skipped for lack of a quorum.
-func (s *Scheduler) noteOutage(j *job, t time.Time) {
-	if j.spec.Misfire.Policy.recovers() {
-		j.mu.Lock()
-		if t.After(j.missed) {
-			j.missed = t
-		}
-		if j.missedFirst.IsZero() || t.Before(j.missedFirst) {
-			j.missedFirst = t
-		}
-		j.mu.Unlock()
-	}
-	s.markDown(t)
-	s.startProbe()
-}
-
 func (s *Scheduler) retryEnd(p pendingEnd) {
 	s.outage.mu.Lock()
 	if s.outage.pending == nil {
@@ -142,4 +126,33 @@ func (s *Scheduler) flushPending(job string) {
 	for _, p := range ps {
 		s.endLeaseThen(p)
 	}
+}
+
+// recoverOutage recovers, when the stores answer again, the slots of j
+// that this replica skipped with no_quorum, first to last: run_once the
+// latest, run_all the range (without logging its older slots as late
+// again: each was logged with no_quorum).
+func (s *Scheduler) recoverOutage(j *job, first, last time.Time) {
+	if j.spec.Misfire.Policy == MisfireRunOnce {
+		// Replicas whose clocks differ end an outage with different latest
+		// missed slots (a slow clock has not fired the outage's last slot
+		// yet): each raises the job's record of the latest one, and
+		// recover runs a run_once slot only if none later was missed.
+		s.noteMissed(j, last)
+	}
+	if j.spec.Misfire.Policy == MisfireRunAll && !first.IsZero() {
+		if picked, _ := s.pickMissed(j, countSlots(j.spec.Schedule, first.Add(-time.Second), last)); len(picked) > 0 {
+			s.recoverAll(j, picked)
+			return
+		}
+	}
+	s.recover(j, last)
+}
+
+// noteMissed raises job j's record of the latest slot missed in an outage
+// to t.
+func (s *Scheduler) noteMissed(j *job, t time.Time) {
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	_ = s.cfg.Locker.AdvanceRecord(ctx, missedKey(j.name()), t.Unix())
 }

@@ -72,7 +72,7 @@ type Scheduler struct {
 	// joint is the Locker's joint steps, nil when it has none (a Locker
 	// that wraps another to watch its calls): a forbid slot's claim and
 	// job lease taken in one call per store, and a run's end, job lease
-	// release and record in one (acquire.go, record.go).
+	// release and record in one (acquire.go, end.go).
 	joint    jointLocker
 	doneTTL  time.Duration
 	lateness time.Duration
