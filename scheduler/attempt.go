@@ -66,7 +66,7 @@ const (
 	actRan                // the slot ran: its outcome is entry
 	actRelease            // skipped, the slot not handled here: the claim is released
 	actDone               // skipped, the slot handled: the claim ends with a done marker (and entry)
-	actSettle             // the claim took over an abandoned run's: it is settled (abandoned.go)
+	actSettle             // the claim took over an abandoned run's: it is settled (settleAbandoned)
 	actMisfire            // won too late to prove anything: the misfire policy decides
 	actPaused             // the job's pause covers the slot
 	actStopped            // the replica is shutting down: nothing won, nothing logged

@@ -75,8 +75,11 @@ func (a *attempt) endRun(h *HistoryEntry) {
 // ending is the end of a handled slot: its claim a done marker with note
 // and entry (when set), and the job lease released with it.
 func (a *attempt) ending(note string, entry *HistoryEntry) pendingEnd {
-	return pendingEnd{job: a.name, slot: a.slot, lease: a.claim, doneTTL: a.j.doneTTL, note: note, history: entry, at: a.t,
-		jobLease: a.jobLease}
+	p := pendingEnd{job: a.name, slot: a.slot, lease: a.claim, doneTTL: a.j.doneTTL, note: note, jobLease: a.jobLease}
+	if entry != nil {
+		p.entry = logged(*entry, a.t)
+	}
+	return p
 }
 
 // end ends a handled slot's leases as p says; a fired slot's moves the
@@ -113,23 +116,28 @@ func (a *attempt) logSkip(v verdict) {
 	}
 }
 
-// pendingEnd is a lease whose Release or MarkDone failed for lack of a
-// majority.
+// pendingEnd is how a lease ends: released, or (doneTTL > 0) a done
+// marker with note and, when entry is set, the slot's history entry. One
+// that the stores did not take for want of a majority is kept, and ended
+// again when they answer (outage.go).
 type pendingEnd struct {
-	job, slot string
+	job, slot string // for the logs
 	lease     *locking.Lease
 	doneTTL   time.Duration
 	note      string
-	then      func() // called once the stores accepted the end
-	// history, when set, is added to the job's history with the done
-	// marker, as the outcome of slot at.
-	history *HistoryEntry
-	at      time.Time
+	entry     *locking.LogEntry
 	// jobLease, when set, is the run's job lease, released in the same
 	// call as lease is ended (locking.Lease.End); record, when set, the
 	// job whose pending record that call advances too (endHandled).
 	jobLease *locking.Lease
 	record   *job
+	then     func() // called once the stores accepted the end
+}
+
+// logged is h as the history entry of slot t.
+func logged(h HistoryEntry, t time.Time) *locking.LogEntry {
+	e := h.logEntry(t)
+	return &e
 }
 
 // pausedSlot logs slot t of j as skipped for pause p and moves the job's
@@ -162,7 +170,7 @@ func (s *Scheduler) settleAbandoned(j *job, t time.Time, lease *locking.Lease) {
 	}
 	name, slot := j.name(), slotString(t)
 	s.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: OutcomeAbandoned,
-		history: &HistoryEntry{Slot: slot, Outcome: OutcomeAbandoned, Replica: ab.Holder, RunID: ab.ID}, at: t,
+		entry: logged(HistoryEntry{Slot: slot, Outcome: OutcomeAbandoned, Replica: ab.Holder, RunID: ab.ID}, t),
 		then: func() {
 			s.log.Warn("run abandoned: its replica stopped renewing its lease before the run ended; the slot is not run again",
 				"event", evRunAbandoned, "job", name, "slot", slot, "run_id", ab.ID, "holder", ab.Holder)
@@ -178,8 +186,8 @@ func (s *Scheduler) settleUnconfirmed(j *job, t time.Time, lease *locking.Lease)
 	ab := lease.Abandoned()
 	name, slot := j.name(), slotString(t)
 	s.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: OutcomeMissed,
-		history: &HistoryEntry{Slot: slot, Outcome: OutcomeMissed, Reason: MissedUnknown, Replica: ab.Holder, RunID: ab.ID,
-			MayHaveStarted: true}, at: t,
+		entry: logged(HistoryEntry{Slot: slot, Outcome: OutcomeMissed, Reason: MissedUnknown, Replica: ab.Holder, RunID: ab.ID,
+			MayHaveStarted: true}, t),
 		then: func() {
 			s.log.Warn("slot missed: its winner stopped before confirming that its run started; it may have started, so it is not run again",
 				"event", evSlotMissed, "job", name, "slot", slot, "reason", MissedUnknown, "may_have_started", true,
@@ -205,9 +213,8 @@ func (s *Scheduler) endLeaseThen(p pendingEnd) {
 	// release or done marker otherwise.
 	s.ending <- struct{}{}
 	e := locking.Ending{DoneTTL: p.doneTTL, Note: p.note, Also: p.jobLease}
-	if p.doneTTL > 0 && p.history != nil && s.cfg.HistoryKeep > 0 {
-		entry := p.history.logEntry(p.at)
-		e.Entry, e.Keep = &entry, s.cfg.HistoryKeep
+	if p.doneTTL > 0 && p.entry != nil && s.cfg.HistoryKeep > 0 {
+		e.Entry, e.Keep = p.entry, s.cfg.HistoryKeep
 	}
 	var rec, prevAt time.Time
 	var recOK bool

@@ -117,7 +117,7 @@ func (s *Scheduler) probeLate(j *job, t time.Time) bool {
 		a.exit(v)
 		return false
 	}
-	s.endHandled(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: ReasonLate, at: t,
-		history: &HistoryEntry{Slot: slot, Outcome: OutcomeSkipped, Reason: ReasonLate, Replica: s.cfg.Replica}}, j, t)
+	s.endHandled(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: ReasonLate,
+		entry: logged(HistoryEntry{Slot: slot, Outcome: OutcomeSkipped, Reason: ReasonLate, Replica: s.cfg.Replica}, t)}, j, t)
 	return true
 }
