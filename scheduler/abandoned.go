@@ -32,6 +32,10 @@ import (
 // until every store answered (locking's undo), so it is never found here:
 // such a slot has no claim, and is handled as not run (the misfire policy,
 // the reconciler, backfill).
+//
+// A claim that took over an abandoned one is an attempt's verdict
+// (guards.go, abandoned), settled by its exit (end.go, settleAbandoned);
+// an orphan the stores pointed to is taken over here first.
 
 // settleOrphan takes over the abandoned claim o of job j that the stores
 // pointed out, and reports it; it does nothing when another replica is at

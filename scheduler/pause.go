@@ -12,8 +12,9 @@ import (
 // refused by the lock stores in the same round trip (locking.ErrPaused):
 // every replica skips the slot with reason paused, and counts it as
 // handled, so that neither a misfire recovery nor a restarted replica's
-// start-up check takes a paused slot for a missed one. A manual trigger is
-// not paused.
+// start-up check takes a paused slot for a missed one (the attempt's
+// verdict paused, carried out by pausedSlot in end.go). A manual trigger
+// is not paused.
 
 // notePause tells the metrics, and the log once per change as this replica
 // sees it, whether j is paused (p.Paused) at its latest slot.
