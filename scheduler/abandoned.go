@@ -1,8 +1,6 @@
 package scheduler
 
 import (
-	"time"
-
 	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/scheduler/history"
 )
@@ -31,49 +29,10 @@ import (
 // until every store answered (locking's undo), so it is never found here:
 // such a slot has no claim, and is handled as not run (the misfire policy,
 // the reconciler, backfill).
-
-// settleAbandoned closes slot t of j, whose claim lease took over from a
-// run that never ended, and reports it — once the done marker is on a
-// majority: the marker is what stops every other replica from taking the
-// claim over and reporting it again. When the stores do not accept it now,
-// the end is retried when they answer (a retry recognises a marker that
-// its lost first attempt left); when the lease expires meanwhile, the
-// next replica pointed to the claim settles it instead.
-func (s *Scheduler) settleAbandoned(j *job, t time.Time, lease *locking.Lease) {
-	ab := lease.Grant().Abandoned
-	if !ab.Started {
-		s.settleUnconfirmed(j, t, lease)
-		return
-	}
-	name, slot := j.name(), slotString(t)
-	s.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: string(history.OutcomeAbandoned),
-		history: &history.Entry{Slot: slot, Outcome: history.OutcomeAbandoned, Replica: ab.Holder, RunID: ab.ID}, at: t,
-		then: func() {
-			s.log.Warn("run abandoned: its replica stopped renewing its lease before the run ended; the slot is not run again",
-				"event", evRunAbandoned, "job", name, "slot", slot, "run_id", ab.ID, "holder", ab.Holder)
-			s.metrics.RunAbandoned(name)
-			s.recordHandled(j, t)
-		}})
-}
-
-// settleUnconfirmed closes slot t of j, whose claim lease took over a
-// claim that its holder never confirmed started, and reports it as missed
-// with reason unknown, the run possibly started: once, as settleAbandoned.
-func (s *Scheduler) settleUnconfirmed(j *job, t time.Time, lease *locking.Lease) {
-	ab := lease.Grant().Abandoned
-	name, slot := j.name(), slotString(t)
-	s.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: string(history.OutcomeMissed),
-		history: &history.Entry{Slot: slot, Outcome: history.OutcomeMissed, Reason: history.ReasonUnknown, Replica: ab.Holder, RunID: ab.ID,
-			MayHaveStarted: true}, at: t,
-		then: func() {
-			s.log.Warn("slot missed: its winner stopped before confirming that its run started; it may have started, so it is not run again",
-				"event", evSlotMissed, "job", name, "slot", slot, "reason", string(history.ReasonUnknown), "may_have_started", true,
-				"run_id", ab.ID, "holder", ab.Holder)
-			s.metrics.SlotMissed(name, history.ReasonUnknown)
-			s.metrics.JobOutcome(name, history.OutcomeMissed, t)
-			s.recordHandled(j, t)
-		}})
-}
+//
+// A claim that took over an abandoned one is an attempt's verdict
+// (guards.go, abandoned), settled by its exit (end.go, settleAbandoned);
+// an orphan the stores pointed to is taken over here first.
 
 // settleOrphan takes over the abandoned claim o of job j that the stores
 // pointed out, and reports it; it does nothing when another replica is at

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/scheduler/history"
 )
 
@@ -210,88 +209,9 @@ func (s *Scheduler) RunSlot(ctx context.Context, name string, t time.Time) (hist
 	if err := ctx.Err(); err != nil {
 		return history.Entry{}, err
 	}
-	lease, err := s.claimPast(j, t)
-	if err != nil {
+	h, err := s.attemptSlot(j, t, originBackfill, ctx)
+	if h == nil {
 		return history.Entry{}, err
 	}
-	slot := slotString(t)
-	var jobLease *locking.Lease
-	if j.spec.Overlap == OverlapForbid {
-		until := s.clock.Now().Add(s.lateness)
-		jobLease, err = s.acquire(name, runKey(name), retryPolicy{splitUntil: until, quorumUntil: until,
-			heldUntil: s.clock.Now().Add(s.cfg.LockTTL / 2)})
-		if err != nil {
-			s.endLease(name, slot, lease, 0, "") // not run: a later backfill may run it
-			if !isSplitVote(err) && errors.Is(err, locking.ErrNotAcquired) {
-				s.skipped(name, slot, history.ReasonOverlap, 1, append(heldAttrs(err), "backfill", true)...)
-			}
-			return history.Entry{}, fmt.Errorf("scheduler: backfill %s %s: job lease: %w", name, slot, err)
-		}
-	}
-	parent, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	stop := context.AfterFunc(s.runCtx, func() { cancel(context.Cause(s.runCtx)) })
-	defer stop()
-	leases := []*locking.Lease{lease}
-	if jobLease != nil {
-		leases = append(leases, jobLease)
-	}
-	h, runErr := s.execute(runSpec{j: j, slot: t, backfill: true, leases: leases, parent: parent})
-	s.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: string(h.Outcome), history: &h, at: t, jobLease: jobLease})
-	if o := lease.Grant().Orphan; o != nil {
-		s.settleOrphan(j, o) // now: this process may exit next
-	}
-	if h.Outcome != history.OutcomeSucceeded {
-		if runErr == nil {
-			runErr = context.Cause(parent)
-		}
-		return h, fmt.Errorf("%w: %s %s %s: %v", ErrRunFailed, name, slot, h.Outcome, runErr)
-	}
-	return h, nil
-}
-
-// claimPast claims past slot t of j for RunSlot and checks the history;
-// it returns the claim when the slot is to run, else *HandledError or why
-// the claim could not be had (the claim then ended).
-func (s *Scheduler) claimPast(j *job, t time.Time) (*locking.Lease, error) {
-	name, slot := j.name(), slotString(t)
-	until := s.clock.Now().Add(s.lateness)
-	lease, err := s.acquire(name, history.SlotKey(name, t), retryPolicy{splitUntil: until, quorumUntil: until, claim: true})
-	var he *locking.HeldError
-	switch {
-	case err != nil && !isSplitVote(err) && errors.As(err, &he):
-		why, reason := "running", history.ReasonHeld
-		if he.Done {
-			why, reason = string(history.ReasonDone), history.ReasonDone
-		}
-		s.skipped(name, slot, reason, 1, append(heldAttrs(err), "backfill", true)...)
-		return nil, &HandledError{Slot: t, Reason: why}
-	case err != nil:
-		return nil, fmt.Errorf("scheduler: backfill %s %s: %w", name, slot, err)
-	case lease.Grant().Abandoned != nil:
-		s.settleAbandoned(j, t, lease)
-		why := string(history.OutcomeAbandoned)
-		if !lease.Grant().Abandoned.Started {
-			why = string(history.ReasonUnknown) + ", may have started"
-		}
-		return nil, &HandledError{Slot: t, Reason: why}
-	case lease.Grant().Leftover:
-		s.endLease(name, slot, lease, 0, "")
-		s.skipped(name, slot, history.ReasonClaimed, 1, "note", "a claim of the slot is on a minority of the stores", "backfill", true)
-		return nil, fmt.Errorf("scheduler: backfill %s %s: a claim of the slot is on a minority of the stores (it may have started): %w",
-			name, slot, locking.ErrNotAcquired)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-	e, found, err := s.slotRecorded(ctx, name, t)
-	cancel()
-	switch {
-	case err != nil:
-		s.endLease(name, slot, lease, 0, "")
-		return nil, fmt.Errorf("scheduler: backfill %s %s: slot history: %w", name, slot, err)
-	case found && !backfillable(&e):
-		s.endLease(name, slot, lease, j.doneTTL, string(history.ReasonDone))
-		s.skipped(name, slot, history.ReasonDone, 1, "outcome", string(e.Outcome), "note", "the slot history records it", "backfill", true)
-		return nil, &HandledError{Slot: t, Reason: describeEntry(e), Entry: &e}
-	}
-	return lease, nil
+	return *h, err
 }

@@ -44,7 +44,7 @@ const (
 	MisfireRunOnce MisfirePolicy = "run_once"
 	// MisfireRunAll runs every missed slot no older than the deadline —
 	// the newest Max of them, oldest first, one at a time — each after
-	// checking that no replica handled it (misfire_all.go).
+	// checking that no replica handled it (misfire.go).
 	MisfireRunAll MisfirePolicy = "run_all"
 )
 

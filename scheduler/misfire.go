@@ -2,39 +2,79 @@ package scheduler
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/scheduler/history"
 )
 
-// Misfires reach the policy three ways:
+// The misfire policy: what happens to slots that were not tried on time.
+// Misfires reach it three ways:
 //
 //   - the loop woke later than the lateness bound (this replica was paused
-//     or starved): fireDue hands the late slots over;
+//     or starved), or won a slot too late for the win to prove anything:
+//     fireDue and the attempt's exit hand the late slots over;
 //   - at start, the job's record shows slots that passed while no replica
-//     ran (startupCheck);
+//     ran (startupCheck, startup.go);
 //   - slots skipped with no_quorum: when a majority answers again the latest
-//     one is recovered under run_once (noteOutage, quorumSeen).
+//     one is recovered under run_once, the range under run_all (noteOutage,
+//     quorumSeen, recoverOutage).
 //
 // skip logs the missed slots once, as slot.skipped reason late. run_once
 // runs the latest one if it is within the deadline and no replica handled
 // it: its done marker (or lock), which for run_once jobs lives past the
-// deadline, is checked by acquiring the slot lock (and, once the marker of
-// a replica with other settings may have expired, the slot history:
-// recorded.go). run_all runs every missed slot within the deadline, the
-// newest misfire.max of them, oldest first (misfire_all.go).
+// deadline, is checked by claiming the slot (and, once the marker of a
+// replica with other settings may have expired, the slot history:
+// recorded.go). A recovered slot goes through the same steps as a
+// scheduled one (attempt.go), with origin recovered.
+//
+// run_all: every missed slot no older than misfire.deadline
+// (counted from its due time) runs once — the newest misfire.max of them,
+// so that run_all with max 1 is run_once, oldest first, one at a time on
+// this replica (job.recovering). Each goes through recover like run_once's
+// slot: it waits until every replica that could fire it normally has
+// tried, checks the deadline again (a slot whose turn comes too late is
+// logged late), and claims the slot under its own nominal time and the
+// normal locks (the job lease under forbid). A slot that any replica
+// handled is never run again: its claim is open, or its done marker (kept
+// past the deadline for run_all jobs) stands, or — once a marker of a
+// replica with other settings may have expired — the slot history records
+// it (recorded.go). Replicas that recover the same slots race for each
+// claim; the loser waits on it (a claim held, not yet done) before it
+// moves on, so the fleet, too, runs them one after the other.
 
-// misfire applies j's misfire policy to the slots in late. probe is set for
-// slots found at start: then the skip policy first checks, by claiming the
-// latest slot (probeLate), that no replica handled it, so that N replicas
-// starting together log the miss once (the one that wins the claim).
-func (s *Scheduler) misfire(j *job, late lateRange, probe bool) {
-	name := j.name()
-	if j.spec.Misfire.Policy == MisfireRunAll && s.recoverAll(j, late, true) {
-		return
+// misfire applies j's misfire policy to the slots in late: run_all or
+// run_once recovers what it takes, and the rest is logged late.
+func (s *Scheduler) misfire(j *job, late lateRange) {
+	if !s.recoverLate(j, late) {
+		s.logLate(j.name(), late, lateNote(j))
 	}
-	if j.spec.Misfire.Policy == MisfireRunOnce && s.clock.Now().Sub(j.spec.Due(late.last)) <= j.spec.Misfire.Deadline {
+}
+
+// recoverLate recovers the slots of late that j's policy runs, and logs
+// the older ones it leaves as late. It returns false, having done
+// nothing, under skip or when no slot of late is within the deadline: the
+// caller then logs them as late.
+func (s *Scheduler) recoverLate(j *job, late lateRange) bool {
+	name := j.name()
+	switch j.spec.Misfire.Policy {
+	case MisfireRunAll:
+		picked, before := s.pickMissed(j, late)
+		if len(picked) == 0 {
+			return false
+		}
+		if rest := late.count - len(picked); (rest > 0 || late.atLeast) && !before.IsZero() {
+			s.logLate(name, lateRange{first: late.first, last: before, count: max(rest, 1), atLeast: late.atLeast},
+				"older missed slots: run_all runs the newest "+strconv.Itoa(j.spec.Misfire.Max)+
+					" (misfire.max) that are within the misfire deadline")
+		}
+		s.recoverAll(j, picked)
+		return true
+	case MisfireRunOnce:
+		if s.clock.Now().Sub(j.spec.Due(late.last)) > j.spec.Misfire.Deadline {
+			return false
+		}
 		if late.count > 1 {
 			rest := late
 			rest.count--
@@ -42,56 +82,17 @@ func (s *Scheduler) misfire(j *job, late lateRange, probe bool) {
 			s.logLate(name, rest, "older missed slots: run_once runs only the latest")
 		}
 		s.recover(j, late.last)
-		return
+		return true
 	}
-	if probe && !s.probeLate(j, late.last) {
-		return
-	}
-	note := "misfire policy skip"
-	if j.spec.Misfire.Policy.recovers() {
-		note = "older than the misfire deadline"
-	}
-	s.logLate(name, late, note)
+	return false
 }
 
-// probeLate claims missed slot t of j, as every replica that fired it
-// would have, and reports whether t is this replica's to log as skipped
-// late: then its claim is closed with the done marker and the history
-// entry skipped/late, which the reconciler finds. A slot that is done, or
-// claimed by a run going on, is not; nor is one whose claim was abandoned
-// (it is settled as such) or found on a minority of the stores, nor one
-// the stores cannot be asked about (its slots fire into no_quorum skips).
-func (s *Scheduler) probeLate(j *job, t time.Time) bool {
-	name, slot := j.name(), slotString(t)
-	until := s.clock.Now().Add(time.Second)
-	lease, err := s.acquire(name, history.SlotKey(name, t), retryPolicy{splitUntil: until, quorumUntil: until, claim: true})
-	if err != nil {
-		s.log.Debug("missed slot check: not taken", "event", evMisfireCheck, "job", name, "slot", slot,
-			"error", err.Error())
-		return false
+// lateNote is why slots that j's policy does not run are logged late.
+func lateNote(j *job) string {
+	if j.spec.Misfire.Policy.recovers() {
+		return "older than the misfire deadline"
 	}
-	if o := lease.Grant().Orphan; o != nil {
-		s.spawn(func() { s.settleOrphan(j, o) })
-	}
-	switch {
-	case lease.Grant().Abandoned != nil:
-		s.settleAbandoned(j, t, lease)
-		return false
-	case lease.Grant().Leftover:
-		s.endLease(name, slot, lease, 0, "")
-		s.log.Debug("missed slot check: a claim of the slot is on a minority of the stores", "event", evMisfireCheck,
-			"job", name, "slot", slot)
-		return false
-	case lease.Grant().Pause.Covers(j.spec.Due(t)):
-		s.endLease(name, slot, lease, 0, "")
-		s.pausedSlot(j, t, &locking.PausedError{Key: lease.Grant().Key, Pause: lease.Grant().Pause})
-		return false
-	case s.clock.Now().Sub(t) > s.markerSafe() && s.settledInHistory(j, t, lease):
-		return false
-	}
-	s.endHandled(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: string(history.ReasonLate), at: t,
-		history: &history.Entry{Slot: slot, Outcome: history.OutcomeSkipped, Reason: history.ReasonLate, Replica: s.cfg.Replica}}, j, t)
-	return true
+	return "misfire policy skip"
 }
 
 func (s *Scheduler) logLate(job string, late lateRange, note string) {
@@ -135,20 +136,80 @@ func (s *Scheduler) recover(j *job, t time.Time) {
 	// (job.doneTTL). The job's record is no help here: it holds only the
 	// latest handled slot, which this replica's own runs after t move past
 	// t.
-	s.attemptSlot(j, t, modeRecover)
+	s.attemptSlot(j, t, originRecovered, nil)
+}
+
+// recoverAll runs the slots picked (pickMissed), oldest first. One
+// recovery sequence at a time on this replica: a later one (this replica
+// paused again) starts with its oldest slot once this one is over, and
+// its slots that passed the deadline meanwhile are late.
+func (s *Scheduler) recoverAll(j *job, picked []time.Time) {
+	j.recovering.Lock()
+	defer j.recovering.Unlock()
+	for _, t := range picked {
+		if s.isStopping() {
+			return
+		}
+		s.recover(j, t)
+	}
+}
+
+// pickMissed returns the slots of late that run_all runs — those due no
+// longer than the deadline ago, the newest Max of them, oldest first —
+// and the slot of late just before the first of them (zero when none).
+func (s *Scheduler) pickMissed(j *job, late lateRange) (picked []time.Time, before time.Time) {
+	now := s.clock.Now()
+	sched, dl, n := j.spec.Schedule, j.spec.Misfire.Deadline, j.spec.Misfire.Max
+	// Due times are at most Jitter after their slots: no slot before this
+	// can be within the deadline.
+	from := now.Add(-dl - max(j.spec.Jitter, 0) - time.Second)
+	if f := late.first.Add(-time.Second); f.After(from) {
+		from = f
+	}
+	ring := make([]time.Time, 0, n)
+	head, total := 0, 0
+	for t := sched.Next(from); !t.IsZero() && !t.After(late.last) && total < maxCatchUp; t = sched.Next(t) {
+		if t.Before(late.first) || now.Sub(j.spec.Due(t)) > dl {
+			before = t
+			continue
+		}
+		total++
+		if len(ring) < n {
+			ring = append(ring, t)
+			continue
+		}
+		before = ring[head] // dropped: older than the newest n
+		ring[head] = t
+		head = (head + 1) % n
+	}
+	picked = append(append(picked, ring[head:]...), ring[:head]...)
+	if len(picked) > 0 && before.IsZero() && picked[0].After(late.first) {
+		// Slots of late before the walk's start: the one just before
+		// the first picked is the latest of them.
+		before = prevSlot(sched, picked[0].Add(-time.Second))
+	}
+	return picked, before
+}
+
+// noteOutage records that slot t of j was skipped for lack of a quorum.
+func (s *Scheduler) noteOutage(j *job, t time.Time) {
+	if j.spec.Misfire.Policy.recovers() {
+		j.mu.Lock()
+		if t.After(j.missed) {
+			j.missed = t
+		}
+		if j.missedFirst.IsZero() || t.Before(j.missedFirst) {
+			j.missedFirst = t
+		}
+		j.mu.Unlock()
+	}
+	s.markDown(t)
+	s.startProbe()
 }
 
 // missedKey is a job's record of the latest slot a replica skipped for
 // want of a quorum (noteMissed), Unix seconds.
 func missedKey(job string) locking.Key { return locking.Key{Family: job, Name: "missed"} }
-
-// noteMissed raises job j's record of the latest slot missed in an outage
-// to t.
-func (s *Scheduler) noteMissed(j *job, t time.Time) {
-	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-	defer cancel()
-	_ = s.cfg.Locker.AdvanceRecord(ctx, missedKey(j.name()), t.Unix())
-}
 
 // latestMissed reads j's record of the latest slot missed in an outage
 // (zero when never written or unreadable: then recover decides alone).
@@ -285,70 +346,6 @@ func (s *Scheduler) outageReadLimit(j *job, t time.Time, n int) int {
 
 // laterMissedScan bounds the slots laterMissed looks at.
 const laterMissedScan = 100
-
-// startupCheck looks, once per job at Run's start, for slots that passed
-// while no replica ran them: slots after the job's record that were due by
-// the start (the loop fires those due after it).
-// It hands them to the misfire policy once every replica that could still
-// fire one of them normally (clocks up to MaxClockSkew behind, up to
-// Lateness late) has tried it.
-func (s *Scheduler) startupCheck(j *job, start time.Time) {
-	name := j.name()
-	// Read the record now, before this replica's own runs move it.
-	rec, err := s.readRecord(name)
-	if err != nil {
-		s.log.Debug("missed slot check: record unreadable", "event", evMisfireCheck, "job", name, "error", err.Error())
-		return
-	}
-	if rec == 0 {
-		return // never ran: nothing can have been missed
-	}
-	last := j.spec.lastDueBy(start)
-	if last.IsZero() || last.Unix() <= rec {
-		return
-	}
-	late := countSlots(j.spec.Schedule, time.Unix(rec, 0), last)
-	if late.count == 0 {
-		return
-	}
-	// Decide only once every replica that could fire these slots normally
-	// has tried: the slot lock then tells handled from missed.
-	if !s.sleep(start.Add(s.recoverAfter()).Sub(s.clock.Now()), s.stopping) {
-		return
-	}
-	s.misfire(j, late, true)
-}
-
-// prevSlot returns the latest slot <= t, or zero when none in five years.
-func prevSlot(sched Schedule, t time.Time) time.Time {
-	for _, w := range []time.Duration{time.Minute, time.Hour, 25 * time.Hour, 32 * 24 * time.Hour,
-		367 * 24 * time.Hour, 5 * 367 * 24 * time.Hour} {
-		var last time.Time
-		n := 0
-		for x := sched.Next(t.Add(-w)); !x.IsZero() && !x.After(t) && n < 1_000_000; x = sched.Next(x) {
-			last = x
-			n++
-		}
-		if !last.IsZero() {
-			return last
-		}
-	}
-	return time.Time{}
-}
-
-// countSlots describes the slots in (after, upto]; upto must be a slot.
-func countSlots(sched Schedule, after, upto time.Time) lateRange {
-	var r lateRange
-	for x := sched.Next(after); !x.IsZero() && !x.After(upto); x = sched.Next(x) {
-		if r.count >= maxCatchUp {
-			r.atLeast = true
-			r.prev, r.last = time.Time{}, upto
-			break
-		}
-		r.add(x)
-	}
-	return r
-}
 
 // recoverAfter is how long after a slot's due time every replica that
 // could fire it normally has tried it.

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
-	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // outage tracks lock-store trouble: while it lasts one goroutine pings the
@@ -32,41 +31,6 @@ func (s *Scheduler) markDown(at time.Time) {
 	}
 	s.outage.mu.Unlock()
 	s.outage.down.Store(true)
-}
-
-// pendingEnd is a lease whose Release or MarkDone failed for lack of a
-// majority.
-type pendingEnd struct {
-	job, slot string
-	lease     *locking.Lease
-	doneTTL   time.Duration
-	note      string
-	then      func() // called once the stores accepted the end
-	// history, when set, is added to the job's history with the done
-	// marker, as the outcome of slot at.
-	history *history.Entry
-	at      time.Time
-	// jobLease, when set, is the run's job lease, released in the same
-	// call as lease is ended (locking.Lease.End); record, when set, the
-	// job whose pending record that call advances too (endHandled).
-	jobLease *locking.Lease
-	record   *job
-}
-
-// noteOutage records that slot t of j was skipped for lack of a quorum.
-func (s *Scheduler) noteOutage(j *job, t time.Time) {
-	if j.spec.Misfire.Policy.recovers() {
-		j.mu.Lock()
-		if t.After(j.missed) {
-			j.missed = t
-		}
-		if j.missedFirst.IsZero() || t.Before(j.missedFirst) {
-			j.missedFirst = t
-		}
-		j.mu.Unlock()
-	}
-	s.markDown(t)
-	s.startProbe()
 }
 
 func (s *Scheduler) retryEnd(p pendingEnd) {
@@ -162,4 +126,33 @@ func (s *Scheduler) flushPending(job string) {
 	for _, p := range ps {
 		s.endLeaseThen(p)
 	}
+}
+
+// recoverOutage recovers, when the stores answer again, the slots of j
+// that this replica skipped with no_quorum, first to last: run_once the
+// latest, run_all the range (without logging its older slots as late
+// again: each was logged with no_quorum).
+func (s *Scheduler) recoverOutage(j *job, first, last time.Time) {
+	if j.spec.Misfire.Policy == MisfireRunOnce {
+		// Replicas whose clocks differ end an outage with different latest
+		// missed slots (a slow clock has not fired the outage's last slot
+		// yet): each raises the job's record of the latest one, and
+		// recover runs a run_once slot only if none later was missed.
+		s.noteMissed(j, last)
+	}
+	if j.spec.Misfire.Policy == MisfireRunAll && !first.IsZero() {
+		if picked, _ := s.pickMissed(j, countSlots(j.spec.Schedule, first.Add(-time.Second), last)); len(picked) > 0 {
+			s.recoverAll(j, picked)
+			return
+		}
+	}
+	s.recover(j, last)
+}
+
+// noteMissed raises job j's record of the latest slot missed in an outage
+// to t.
+func (s *Scheduler) noteMissed(j *job, t time.Time) {
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	_ = s.cfg.Locker.AdvanceRecord(ctx, missedKey(j.name()), t.Unix())
 }

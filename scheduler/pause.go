@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -14,25 +13,9 @@ import (
 // refused by the lock stores in the same round trip (locking.ErrPaused):
 // every replica skips the slot with reason paused, and counts it as
 // handled, so that neither a misfire recovery nor a restarted replica's
-// start-up check takes a paused slot for a missed one. A manual trigger is
-// not paused.
-
-// pausedSlot logs slot t of j as skipped for a pause and moves the job's
-// record past it.
-func (s *Scheduler) pausedSlot(j *job, t time.Time, err error) {
-	var pe *locking.PausedError
-	errors.As(err, &pe)
-	s.quorumSeen()
-	s.notePause(j, pe.Pause)
-	s.skipped(j.name(), slotString(t), history.ReasonPaused, 1, pauseAttrs(pe.Pause, "pause_reason")...)
-	s.recordHandled(j, t)
-	if s.cfg.HistoryKeep > 0 {
-		// Every replica writes the same entry: the history keeps one.
-		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-		defer cancel()
-		_ = s.cfg.Locker.AppendLog(ctx, j.name(), locking.LogAppend{Entry: pausedEntry(t).LogEntry(t), Keep: s.cfg.HistoryKeep})
-	}
-}
+// start-up check takes a paused slot for a missed one (the attempt's
+// verdict paused, carried out by pausedSlot in end.go). A manual trigger
+// is not paused.
 
 // notePause tells the metrics, and the log once per change as this replica
 // sees it, whether j is paused (p.Paused) at its latest slot.

@@ -91,34 +91,3 @@ func entryOf(job string, log []locking.LogEntry, score int64) (history.Entry, bo
 	}
 	return out, found, nil
 }
-
-// settledInHistory is attemptSlot's history check, for a claim of slot t
-// won past markerSafe: when the history records t, or cannot tell, or
-// cannot be read, it ends the claim — a done marker when t is recorded,
-// else released — logs why t is not run here and returns true. false:
-// t has no entry, run it.
-func (s *Scheduler) settledInHistory(j *job, t time.Time, lease *locking.Lease) bool {
-	name, slot := j.name(), slotString(t)
-	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-	e, found, err := s.slotRecorded(ctx, name, t)
-	cancel()
-	switch {
-	case errors.Is(err, ErrNoHistory):
-		return false // the claim is all there is to go by (docs/concepts.md, "Jitter")
-	case err == nil && !found:
-		return false
-	case err == nil:
-		s.endLease(name, slot, lease, j.doneTTL, string(history.ReasonDone))
-		s.skipped(name, slot, history.ReasonDone, 1, "outcome", string(e.Outcome),
-			"note", "the slot history records it; its done marker had expired")
-		s.recordHandled(j, t)
-	case errors.Is(err, errHistoryShort):
-		s.endLease(name, slot, lease, 0, "")
-		s.skipped(name, slot, history.ReasonLate, 1,
-			"note", "its done marker may have expired and the slot history no longer reaches it: not run")
-	default:
-		s.endLease(name, slot, lease, 0, "")
-		s.lostSlot(j, t, err)
-	}
-	return true
-}

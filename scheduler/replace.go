@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
-	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // Overlap replace: a newer slot takes over from the run still going on,
@@ -91,19 +90,6 @@ func replaceKey(job string) locking.Key { return locking.Key{Family: job, Name: 
 // unrenewed lease expires within LockTTL; Lateness is the margin.
 func (s *Scheduler) replaceWait() time.Duration { return s.cfg.LockTTL + s.lateness }
 
-// nextMayFire is the earliest instant, on this replica's clock, at which
-// another replica may fire the first slot of j due after t: that due time
-// less MaxClockSkew (far in the future when the schedule has no slot
-// left). Due times are in slot order, so for t the due time of slot T it
-// is about T's next slot.
-func (s *Scheduler) nextMayFire(j *job, t time.Time) time.Time {
-	_, due := j.spec.NextDue(t)
-	if due.IsZero() {
-		return time.Unix(1<<40, 0)
-	}
-	return due.Add(-s.cfg.MaxClockSkew)
-}
-
 // requestReplace raises the job's replace record to slot t.
 func (s *Scheduler) requestReplace(job string, t time.Time) error {
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
@@ -137,24 +123,15 @@ func (s *Scheduler) newerSlot(ctx context.Context, job string, t time.Time) erro
 	return nil
 }
 
-// takeJobLease takes the job lease for slot t of j (overlap forbid or
-// replace), whose claim is claim: under forbid by acquire with p; under
-// replace by replaceJobLease, whose wait p's freshness does not bound.
-func (s *Scheduler) takeJobLease(j *job, t time.Time, claim *locking.Lease, p retryPolicy) (*locking.Lease, error) {
-	if j.spec.Overlap == OverlapReplace {
-		return s.replaceJobLease(j, t, claim, p)
-	}
-	return s.acquire(j.name(), runKey(j.name()), p)
-}
-
-// replaceJobLease takes the job lease for slot t of replace job j, whose
-// claim is claim (steps 1, 3 and 4 above). It returns the lease, or a
+// replaceJobLease takes the job lease for slot t of replace job name,
+// whose claim is claim (steps 1, 3 and 4 above); checkFrom is when
+// another replica may fire the next slot (before it, a first try that
+// wins needs no look at the record). It returns the lease, or a
 // *ReplacedError when a newer slot asked meanwhile, or the last error of
 // the wait: a *locking.HeldError when the lease was still held at the
 // bound, an error wrapping errStopping when the shutdown grace ended, one
 // wrapping locking.ErrLockLost when the claim could not be kept.
-func (s *Scheduler) replaceJobLease(j *job, t time.Time, claim *locking.Lease, p retryPolicy) (*locking.Lease, error) {
-	name := j.name()
+func (s *Scheduler) replaceJobLease(name string, t, checkFrom time.Time, claim *locking.Lease, trace context.Context) (*locking.Lease, error) {
 	requested := s.requestReplace(name, t) == nil
 	// The claim is renewed while we wait; kctx also ends with the grace.
 	kctx := claim.Keep(s.runCtx)
@@ -166,9 +143,9 @@ func (s *Scheduler) replaceJobLease(j *job, t time.Time, claim *locking.Lease, p
 		}
 		until := minTime(deadline, s.clock.Now().Add(replaceCheckEvery))
 		jl, err := s.acquire(name, runKey(name), retryPolicy{splitUntil: until, quorumUntil: until,
-			heldUntil: until, abort: kctx.Done(), trace: p.trace})
+			heldUntil: until, abort: kctx.Done(), trace: trace})
 		if err == nil {
-			if waited || !s.clock.Now().Before(s.nextMayFire(j, j.spec.Due(t))) {
+			if waited || !s.clock.Now().Before(checkFrom) {
 				if rerr := s.newerSlot(kctx, name, t); rerr != nil {
 					s.endLease(name, slotString(t), jl, 0, "")
 					return nil, rerr
@@ -213,40 +190,13 @@ func retryable(err error) bool {
 		errors.Is(err, locking.ErrSlowAcquire)
 }
 
-// replacedSlot handles slot t of j, won (claim) but replaced by a newer
-// slot before it started (err a *ReplacedError): skipped with reason
-// replaced, marked done with its history entry. It reports whether err
-// was one.
-func (s *Scheduler) replacedSlot(j *job, t time.Time, claim *locking.Lease, err error) bool {
-	by := replacedBy(err)
-	if by == "" {
-		return false
-	}
-	name, slot := j.name(), slotString(t)
-	s.skipped(name, slot, history.ReasonReplaced, 1, "by_slot", by)
-	s.endHandled(pendingEnd{job: name, slot: slot, lease: claim, doneTTL: j.doneTTL, note: string(history.ReasonReplaced), at: t,
-		history: &history.Entry{Slot: slot, Outcome: history.OutcomeSkipped, Reason: history.ReasonReplaced, BySlot: by, Replica: s.cfg.Replica}}, j, t)
-	return true
-}
-
-// watchReplace cancels run r of a replace job with a *ReplacedError once
-// the job's replace record names a slot later than r's — for a manual
-// run, a slot due after its start: a newer slot wants the job lease (step
-// 2 above). It returns when ctx, the run's context, ends.
-func (s *Scheduler) watchReplace(ctx context.Context, cancel context.CancelCauseFunc, r runSpec) {
-	name, slot := r.j.name(), r.slot
-	newer := func(by time.Time) bool { return by.After(slot) }
-	fastFrom := s.nextMayFire(r.j, r.j.spec.Due(slot))
-	if r.manual {
-		// A slot due at most MaxClockSkew before the manual run started
-		// may have been won on a replica whose clock is that much behind,
-		// and wait for the job lease the manual run took: it replaces the
-		// manual run too (a scheduled slot is not dropped for a manual
-		// run that started about when it was due).
-		started := s.clock.Now().Add(-s.cfg.MaxClockSkew)
-		newer = func(by time.Time) bool { return !by.IsZero() && r.j.spec.Due(by).After(started) }
-		fastFrom = s.nextMayFire(r.j, started)
-	}
+// watchReplace cancels the run of job name with a *ReplacedError once
+// the job's replace record names a slot that newer says replaces it (step
+// 2 above); it polls every replacePollEvery from fastFrom, when another
+// replica may fire the next slot, and less often before. It returns when
+// ctx, the run's context, ends.
+func (s *Scheduler) watchReplace(ctx context.Context, cancel context.CancelCauseFunc, name string, fastFrom time.Time,
+	newer func(by time.Time) bool) {
 	for {
 		wait := replacePollEvery
 		if now := s.clock.Now(); now.Before(fastFrom) {

@@ -2,6 +2,8 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/slotlock/slotlock/jobs"
@@ -9,16 +11,39 @@ import (
 	"github.com/slotlock/slotlock/scheduler/history"
 )
 
-// runSpec is one run to execute: a slot won (slot set) or a manual trigger.
-type runSpec struct {
-	j         *job
-	slot      time.Time // zero when manual
-	manual    bool
-	recovered bool
-	backfill  bool             // RunSlot: a past slot run on request
-	leases    []*locking.Lease // the fencing token is the last one's
-	parent    context.Context
-	trace     context.Context // the attempt's span, the run's span's parent (trace.go); nil: parent's
+// The run of a slot that every step let through (attempt.go): the plugin
+// under a context bound to the run's leases (kept alive by the watchdog),
+// the job's timeout, the replace watch, the stop grace and the replica's
+// shutdown, retried with exponential backoff; its life logged; its
+// outcome the slot's history entry.
+
+// run runs the slot the steps let through, and returns its outcome as
+// the verdict. The run's parent is the scheduler's, and for a backfill or
+// a manual run the caller's context too.
+func (a *attempt) run() verdict {
+	s := a.s
+	parent := s.runCtx
+	if a.caller != nil {
+		ctx, cancel := context.WithCancelCause(a.caller)
+		defer cancel(nil)
+		stop := context.AfterFunc(s.runCtx, func() { cancel(context.Cause(s.runCtx)) })
+		defer stop()
+		parent = ctx
+	}
+	h, runErr := a.execute(parent)
+	v := verdict{act: actRan, entry: &h}
+	if h.Outcome == history.OutcomeSucceeded || a.origin.fired() {
+		return v
+	}
+	if runErr == nil {
+		runErr = context.Cause(parent)
+	}
+	if a.origin == originManual {
+		v.err = fmt.Errorf("%w: %s %s: %v", ErrRunFailed, a.name, h.Outcome, runErr)
+	} else {
+		v.err = fmt.Errorf("%w: %s %s %s: %v", ErrRunFailed, a.name, a.slot, h.Outcome, runErr)
+	}
+	return v
 }
 
 // backoff is the wait after failed attempt n (1-based): Backoff * 2^(n-1),
@@ -35,141 +60,36 @@ func backoff(base time.Duration, n int) time.Duration {
 // execute runs the plugin under ctx = parent ∧ leases ∧ timeout, with
 // retries, and logs the run's life. It returns the outcome and the job's
 // last error. It does not end the leases.
-func (s *Scheduler) execute(r runSpec) (h history.Entry, runErr error) {
-	var outcome history.Outcome
-	name := r.j.name()
-	slot := SlotManual
-	if !r.manual {
-		slot = slotString(r.slot)
-	}
-	token := r.leases[len(r.leases)-1].Token()
+func (a *attempt) execute(parent context.Context) (history.Entry, error) {
+	s := a.s
+	leases := a.leases()
+	token := leases[len(leases)-1].Token()
 	// The run id is the first lease's id: a slot's claim carries it, so a
 	// run that is abandoned is reported under the id it started with.
-	runID := r.leases[0].Grant().ID
-	log := s.log.With("job", name, "slot", slot, "run_id", runID, "fencing_token", token)
-	if r.backfill {
-		log = log.With("backfill", true)
-	}
-	if r.recovered {
-		log.Warn("running a missed slot (misfire policy "+string(r.j.spec.Misfire.Policy)+")", "event", evMisfireRecovered,
-			"policy", string(r.j.spec.Misfire.Policy))
-	}
-	// Debug: run.started, a moment later, carries the same fields, and at
-	// the default level every byte goes to a billed log store.
-	log.Debug("slot acquired", "event", evSlotAcquired)
-
-	ctx, span := s.traceRun(r.parent, r, slot, runID, token)
-	for _, l := range r.leases {
-		ctx = l.Keep(ctx)
-	}
-	ctx, cancel := context.WithCancelCause(ctx)
+	runID := leases[0].Grant().ID
+	log := a.runLog(runID, token)
+	ctx, span := s.traceRun(parent, a.tctx, a.name, a.slot, a.origin, runID, token)
+	ctx, cancel := a.runContext(ctx, leases)
 	defer cancel(nil)
-	if t := r.j.spec.Timeout; t > 0 {
-		s.spawn(func() {
-			if s.sleep(t, ctx.Done()) {
-				cancel(ErrTimeout)
-			}
-		})
-	}
-	if r.j.spec.Overlap == OverlapReplace {
-		s.spawn(func() { s.watchReplace(ctx, cancel, r) })
-	}
-	s.watchGrace(ctx, cancel, r.j.spec.Job, r.leases)
 
 	started := s.clock.Now()
-	s.runStarted(history.RunInfo{Job: name, Slot: slot, RunID: runID, Token: token, Replica: s.cfg.Replica, Since: started.UTC()})
+	s.runStarted(history.RunInfo{Job: a.name, Slot: a.slot, RunID: runID, Token: token, Replica: s.cfg.Replica, Since: started.UTC()})
 	defer s.runEnded(runID)
-	startAttrs := []any{"event", evRunStarted, "attempt", 1}
-	if !r.manual && !r.recovered && !r.backfill {
-		// From the due time: with jitter the slot was meant to start then.
-		delay := started.Sub(r.j.spec.Due(r.slot))
-		s.metrics.StartDelay(name, delay)
-		startAttrs = append(startAttrs, "start_delay_ms", float64(delay.Microseconds())/1000)
-	}
-	if !r.manual && r.j.spec.Jitter > 0 {
-		startAttrs = append(startAttrs, "jitter_ms", jitterOffset(name, r.slot, r.j.spec.Jitter).Milliseconds())
-	}
-	log.Info("run started", startAttrs...)
-
+	a.logStarted(log, started)
 	// The body starts now: the claim's renewals confirm it on the stores
 	// from here on (within a second), so that a run that dies later is
 	// reported abandoned, never as one that may not have started.
-	r.leases[0].Start()
-	attempt := 1
-	for {
-		run := jobs.Run{
-			Job: name, Manual: r.manual, RunID: runID, Replica: s.cfg.Replica,
-			FencingToken: token, Attempt: attempt, Logger: log.With("attempt", attempt),
-		}
-		if !r.manual {
-			run.Slot = r.slot.UTC()
-		}
-		runErr = jobs.Execute(ctx, r.j.spec.Job, run)
-		if runErr == nil {
-			outcome = history.OutcomeSucceeded
-			break
-		}
-		if ctx.Err() != nil {
-			outcome = history.OutcomeCanceled
-			break
-		}
-		if attempt > r.j.spec.Retry.Max {
-			outcome = history.OutcomeFailed
-			break
-		}
-		wait := backoff(r.j.spec.Retry.Backoff, attempt)
-		span.retry(attempt, runErr, wait)
-		log.Warn("run attempt failed; retrying", "event", evRunRetrying, "attempt", attempt,
-			"error", s.scrub.String(runErr.Error()), "backoff", wait.String())
-		if !s.sleep(wait, ctx.Done()) {
-			outcome = history.OutcomeCanceled
-			break
-		}
-		attempt++
-	}
+	leases[0].Start()
+	outcome, attempt, runErr := a.attempts(ctx, log, span, runID, token)
 	dur := s.clock.Now().Sub(started)
-	// One lock.lost line per run, however many of its leases were lost
-	// (typically the slot lock and the job lease expire together): key
-	// names the first, lost_keys all of them when more than one.
-	var lostKeys []string
-	for _, l := range r.leases {
-		select {
-		case <-l.Lost():
-			lostKeys = append(lostKeys, l.Grant().Key.Name)
-		default:
-		}
+	a.logLost(log, leases, attempt)
+	logOutcome(ctx, log, s.scrub, outcome, attempt, dur, runErr)
+	s.metrics.RunFinished(a.name, outcome, dur)
+	if a.origin != originManual {
+		s.metrics.JobOutcome(a.name, outcome, s.clock.Now())
 	}
-	if len(lostKeys) > 0 {
-		s.metrics.LeaseLost(name)
-		attrs := []any{"event", evLockLost, "key", lostKeys[0], "attempt", attempt}
-		if len(lostKeys) > 1 {
-			attrs = append(attrs, "lost_keys", lostKeys)
-		}
-		log.Error("lease lost: could not renew it on a majority before it expired", attrs...)
-	}
-	switch outcome {
-	case history.OutcomeSucceeded:
-		log.Info("run succeeded", "event", evRunSucceeded, "attempt", attempt, "duration_ms", dur.Milliseconds())
-	case history.OutcomeFailed:
-		log.Error("run failed", "event", evRunFailed, "attempt", attempt, "duration_ms", dur.Milliseconds(),
-			"error", s.scrub.String(runErr.Error()), "error_class", errorClass(runErr))
-	case history.OutcomeCanceled:
-		attrs := []any{"event", evRunCanceled, "reason", string(cancelReason(context.Cause(ctx))),
-			"attempt", attempt, "duration_ms", dur.Milliseconds()}
-		if by := replacedBy(context.Cause(ctx)); by != "" {
-			attrs = append(attrs, "by_slot", by)
-		}
-		if runErr != nil {
-			attrs = append(attrs, "error", s.scrub.String(runErr.Error()))
-		}
-		log.Warn("run canceled", attrs...)
-	}
-	s.metrics.RunFinished(name, outcome, dur)
-	if !r.manual {
-		s.metrics.JobOutcome(name, outcome, s.clock.Now())
-	}
-	h = history.Entry{Slot: slot, Outcome: outcome, Replica: s.cfg.Replica, RunID: runID, Token: token, Recovered: r.recovered,
-		Attempts: attempt, DurationMS: dur.Milliseconds()}
+	h := history.Entry{Slot: a.slot, Outcome: outcome, Replica: s.cfg.Replica, RunID: runID, Token: token,
+		Recovered: a.origin == originRecovered, Attempts: attempt, DurationMS: dur.Milliseconds()}
 	switch outcome {
 	case history.OutcomeFailed:
 		h.ErrorClass = errorClass(runErr)
@@ -179,4 +99,154 @@ func (s *Scheduler) execute(r runSpec) (h history.Entry, runErr error) {
 	}
 	span.end(h, runErr)
 	return h, runErr
+}
+
+// runLog is the logger of the run's lines; it logs that the slot was
+// won (and, for a recovered slot, misfire.recovered).
+func (a *attempt) runLog(runID string, token uint64) *slog.Logger {
+	log := a.s.log.With("job", a.name, "slot", a.slot, "run_id", runID, "fencing_token", token)
+	switch a.origin {
+	case originBackfill:
+		log = log.With("backfill", true)
+	case originRecovered:
+		policy := string(a.j.spec.Misfire.Policy)
+		log.Warn("running a missed slot (misfire policy "+policy+")", "event", evMisfireRecovered, "policy", policy)
+	}
+	// Debug: run.started, a moment later, carries the same fields, and at
+	// the default level every byte goes to a billed log store.
+	log.Debug("slot acquired", "event", evSlotAcquired)
+	return log
+}
+
+// runContext is ctx bound to the leases (each kept alive), the job's
+// timeout, under overlap replace to a newer slot's request, and to the
+// leases' validity when the job has a stop grace (grace.go).
+func (a *attempt) runContext(ctx context.Context, leases []*locking.Lease) (context.Context, context.CancelCauseFunc) {
+	s := a.s
+	for _, l := range leases {
+		ctx = l.Keep(ctx)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	if t := a.j.spec.Timeout; t > 0 {
+		s.spawn(func() {
+			if s.sleep(t, ctx.Done()) {
+				cancel(ErrTimeout)
+			}
+		})
+	}
+	if a.j.spec.Overlap == OverlapReplace {
+		fastFrom, newer := a.replaceWatch()
+		s.spawn(func() { s.watchReplace(ctx, cancel, a.name, fastFrom, newer) })
+	}
+	s.watchGrace(ctx, cancel, a.j.spec.Job, leases)
+	return ctx, cancel
+}
+
+// replaceWatch is what the run of a replace job watches for (replace.go,
+// step 2): a slot later than its own, polled fast from when another
+// replica may fire the next one. A slot due at most MaxClockSkew before a
+// manual run started may have been won on a replica whose clock is that
+// much behind, and wait for the job lease the manual run took: it
+// replaces the manual run too (a scheduled slot is not dropped for a
+// manual run that started about when it was due).
+func (a *attempt) replaceWatch() (fastFrom time.Time, newer func(by time.Time) bool) {
+	s := a.s
+	if a.origin != originManual {
+		return s.nextMayFire(a.j, a.due), func(by time.Time) bool { return by.After(a.t) }
+	}
+	started := s.clock.Now().Add(-s.cfg.MaxClockSkew)
+	return s.nextMayFire(a.j, started), func(by time.Time) bool { return !by.IsZero() && a.j.spec.Due(by).After(started) }
+}
+
+// logStarted logs run.started: for a scheduled slot with its delay from
+// the due time (with jitter the slot was meant to start then).
+func (a *attempt) logStarted(log *slog.Logger, started time.Time) {
+	attrs := []any{"event", evRunStarted, "attempt", 1}
+	if a.origin == originScheduled {
+		delay := started.Sub(a.due)
+		a.s.metrics.StartDelay(a.name, delay)
+		attrs = append(attrs, "start_delay_ms", float64(delay.Microseconds())/1000)
+	}
+	if a.origin != originManual && a.j.spec.Jitter > 0 {
+		attrs = append(attrs, "jitter_ms", jitterOffset(a.name, a.t, a.j.spec.Jitter).Milliseconds())
+	}
+	log.Info("run started", attrs...)
+}
+
+// attempts runs the plugin until an attempt succeeds, the run is
+// canceled, or the retries are spent; it returns the outcome, the last
+// attempt's number and its error.
+func (a *attempt) attempts(ctx context.Context, log *slog.Logger, span *runSpan, runID string, token uint64) (history.Outcome, int, error) {
+	s, spec := a.s, a.j.spec
+	for attempt := 1; ; attempt++ {
+		run := jobs.Run{
+			Job: a.name, Manual: a.origin == originManual, RunID: runID, Replica: s.cfg.Replica,
+			FencingToken: token, Attempt: attempt, Logger: log.With("attempt", attempt),
+		}
+		if a.origin != originManual {
+			run.Slot = a.t.UTC()
+		}
+		runErr := jobs.Execute(ctx, spec.Job, run)
+		switch {
+		case runErr == nil:
+			return history.OutcomeSucceeded, attempt, nil
+		case ctx.Err() != nil:
+			return history.OutcomeCanceled, attempt, runErr
+		case attempt > spec.Retry.Max:
+			return history.OutcomeFailed, attempt, runErr
+		}
+		wait := backoff(spec.Retry.Backoff, attempt)
+		span.retry(attempt, runErr, wait)
+		log.Warn("run attempt failed; retrying", "event", evRunRetrying, "attempt", attempt,
+			"error", s.scrub.String(runErr.Error()), "backoff", wait.String())
+		if !s.sleep(wait, ctx.Done()) {
+			return history.OutcomeCanceled, attempt, runErr
+		}
+	}
+}
+
+// logLost logs one lock.lost line per run, however many of its leases
+// were lost (typically the slot lock and the job lease expire together):
+// key names the first, lost_keys all of them when more than one.
+func (a *attempt) logLost(log *slog.Logger, leases []*locking.Lease, attempt int) {
+	var lostKeys []string
+	for _, l := range leases {
+		select {
+		case <-l.Lost():
+			lostKeys = append(lostKeys, l.Grant().Key.Name)
+		default:
+		}
+	}
+	if len(lostKeys) == 0 {
+		return
+	}
+	a.s.metrics.LeaseLost(a.name)
+	attrs := []any{"event", evLockLost, "key", lostKeys[0], "attempt", attempt}
+	if len(lostKeys) > 1 {
+		attrs = append(attrs, "lost_keys", lostKeys)
+	}
+	log.Error("lease lost: could not renew it on a majority before it expired", attrs...)
+}
+
+// logOutcome logs the run's end: run.succeeded, run.failed or
+// run.canceled (with the cancel reason, and the slot that replaced it).
+func logOutcome(ctx context.Context, log *slog.Logger, scrub *jobs.Scrubber, outcome history.Outcome, attempt int, dur time.Duration,
+	runErr error) {
+	switch outcome {
+	case history.OutcomeSucceeded:
+		log.Info("run succeeded", "event", evRunSucceeded, "attempt", attempt, "duration_ms", dur.Milliseconds())
+	case history.OutcomeFailed:
+		log.Error("run failed", "event", evRunFailed, "attempt", attempt, "duration_ms", dur.Milliseconds(),
+			"error", scrub.String(runErr.Error()), "error_class", errorClass(runErr))
+	case history.OutcomeCanceled:
+		attrs := []any{"event", evRunCanceled, "reason", cancelReason(context.Cause(ctx)),
+			"attempt", attempt, "duration_ms", dur.Milliseconds()}
+		if by := replacedBy(context.Cause(ctx)); by != "" {
+			attrs = append(attrs, "by_slot", by)
+		}
+		if runErr != nil {
+			attrs = append(attrs, "error", scrub.String(runErr.Error()))
+		}
+		log.Warn("run canceled", attrs...)
+	}
 }

@@ -78,29 +78,25 @@ type slotSpan struct {
 	run     history.Entry // when ranRun (a copy: taking h's address would move it to the heap on the untraced path too)
 }
 
-// traceSlot starts the span of this replica's attempt at slot t of j. It
-// returns the context for the attempt's lock calls (never canceled) and
-// the span, or context.Background() and nil when tracing is off.
-func (s *Scheduler) traceSlot(j *job, t time.Time, mode slotMode) (context.Context, *slotSpan) {
-	if s.tracer == nil {
-		return context.Background(), nil
+// traceSlot starts the span of this replica's attempt at the slot of job
+// for origin o: a new root (slotlock.slot), or for a manual run
+// slotlock.trigger under caller's span, if any (the returned context
+// carries caller's values, not its cancellation); a backfill has none.
+// It returns the context for the attempt's lock calls (never canceled)
+// and the span, or nil and nil when tracing is off.
+func (s *Scheduler) traceSlot(caller context.Context, job, slot string, o origin) (context.Context, *slotSpan) {
+	if s.tracer == nil || o == originBackfill {
+		return nil, nil
 	}
-	attrs := []attribute.KeyValue{AttrJob.String(j.name()), AttrSlot.String(slotString(t)), AttrReplica.String(s.cfg.Replica)}
-	if mode == modeRecover {
+	attrs := []attribute.KeyValue{AttrJob.String(job), AttrSlot.String(slot), AttrReplica.String(s.cfg.Replica)}
+	if o == originManual {
+		ctx, sp := s.tracer.Start(context.WithoutCancel(caller), SpanTrigger, trace.WithAttributes(attrs...))
+		return ctx, &slotSpan{sp: sp}
+	}
+	if o == originRecovered {
 		attrs = append(attrs, AttrRecovered.Bool(true))
 	}
 	ctx, sp := s.tracer.Start(context.Background(), SpanSlot, trace.WithNewRoot(), trace.WithAttributes(attrs...))
-	return ctx, &slotSpan{sp: sp}
-}
-
-// traceTrigger starts the span of a manual run's attempt under ctx's span,
-// if any; the returned context carries ctx's values, not its cancellation.
-func (s *Scheduler) traceTrigger(ctx context.Context, job string) (context.Context, *slotSpan) {
-	if s.tracer == nil {
-		return nil, nil
-	}
-	ctx, sp := s.tracer.Start(context.WithoutCancel(ctx), SpanTrigger, trace.WithAttributes(
-		AttrJob.String(job), AttrSlot.String(SlotManual), AttrReplica.String(s.cfg.Replica)))
 	return ctx, &slotSpan{sp: sp}
 }
 
@@ -163,19 +159,20 @@ func warnSkip(reason history.Reason) bool {
 // runSpan is a run's span (nil when tracing is off).
 type runSpan struct{ sp trace.Span }
 
-// traceRun starts the span of run r under the span of r.trace (the
-// attempt's), else of ctx, and returns ctx (r's parent: its cancellation)
-// carrying it. With tracing off it returns ctx and nil.
-func (s *Scheduler) traceRun(ctx context.Context, r runSpec, slot, runID string, token uint64) (context.Context, *runSpan) {
+// traceRun starts the span of the run of job's slot for origin o under
+// the span of attempt (the attempt's), else of ctx, and returns ctx (the
+// run's parent: its cancellation) carrying it. With tracing off it
+// returns ctx and nil.
+func (s *Scheduler) traceRun(ctx, attempt context.Context, job, slot string, o origin, runID string, token uint64) (context.Context, *runSpan) {
 	if s.tracer == nil {
 		return ctx, nil
 	}
-	if r.trace != nil {
-		ctx = trace.ContextWithSpan(ctx, trace.SpanFromContext(r.trace))
+	if attempt != nil {
+		ctx = trace.ContextWithSpan(ctx, trace.SpanFromContext(attempt))
 	}
-	attrs := []attribute.KeyValue{AttrJob.String(r.j.name()), AttrSlot.String(slot), AttrReplica.String(s.cfg.Replica),
+	attrs := []attribute.KeyValue{AttrJob.String(job), AttrSlot.String(slot), AttrReplica.String(s.cfg.Replica),
 		AttrRunID.String(runID), AttrFencingToken.Int64(int64(token))}
-	if r.recovered {
+	if o == originRecovered {
 		attrs = append(attrs, AttrRecovered.Bool(true))
 	}
 	ctx, sp := s.tracer.Start(ctx, SpanRun, trace.WithAttributes(attrs...))

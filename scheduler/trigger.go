@@ -2,13 +2,9 @@ package scheduler
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"math/rand/v2"
-	"strconv"
 	"time"
 
-	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/scheduler/history"
 )
 
@@ -43,39 +39,5 @@ func (s *Scheduler) TriggerRun(ctx context.Context, name string) (*history.Entry
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	tctx, span := s.traceTrigger(ctx, name)
-	defer span.end()
-	key := runKey(name)
-	if j.spec.Overlap == OverlapAllow {
-		key = locking.Key{Family: name, Name: "manual:" + strconv.FormatUint(rand.Uint64(), 16)}
-	}
-	until := s.clock.Now().Add(time.Second)
-	lease, err := s.acquire(name, key, retryPolicy{splitUntil: until, quorumUntil: until, trace: tctx})
-	if err != nil {
-		if !isSplitVote(err) && errors.Is(err, locking.ErrNotAcquired) {
-			span.skip(history.ReasonOverlap)
-			s.skipped(name, SlotManual, history.ReasonOverlap, 1, heldAttrs(err)...)
-			return nil, fmt.Errorf("scheduler: trigger %s: another run of the job is going on: %w", name, err)
-		}
-		span.skip(history.ReasonNoQuorum)
-		s.skipped(name, SlotManual, history.ReasonNoQuorum, 1, "error", err.Error())
-		return nil, fmt.Errorf("scheduler: trigger %s: %w", name, err)
-	}
-	// The run ends with ctx or with the scheduler's shutdown.
-	parent, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	stop := context.AfterFunc(s.runCtx, func() { cancel(context.Cause(s.runCtx)) })
-	defer stop()
-
-	h, runErr := s.execute(runSpec{j: j, manual: true, leases: []*locking.Lease{lease}, parent: parent, trace: tctx})
-	span.ran(h)
-	outcome := h.Outcome
-	s.endLease(name, SlotManual, lease, 0, "")
-	if outcome != history.OutcomeSucceeded {
-		if runErr == nil {
-			runErr = context.Cause(parent)
-		}
-		return &h, fmt.Errorf("%w: %s %s: %v", ErrRunFailed, name, outcome, runErr)
-	}
-	return &h, nil
+	return s.attemptSlot(j, time.Time{}, originManual, ctx)
 }

@@ -13,10 +13,11 @@ import (
 // The programs of the world's processes: what the scheduler does with the
 // stores' answers, step by step, through the locking API only (Claim,
 // Lease.Start, Lease.Extend, Lease.End, Acquire, ReadLog, ReadClaims,
-// AppendLog). They follow scheduler/slot.go (attemptSlot: a slot fired on
-// time, overlap allow) and run.go (Start as the body begins),
-// scheduler/abandoned.go (settleAbandoned, settleUnconfirmed,
-// settleOrphan) and scheduler/reconcile.go (reconcile, pass.job, write);
+// AppendLog). They follow scheduler/attempt.go and guards.go (the steps of
+// a slot fired on time, overlap allow), run.go (Start as the body
+// begins), end.go (the exit; settleAbandoned, settleUnconfirmed),
+// abandoned.go (settleOrphan) and reconcile.go (reconcile, pass.job,
+// write);
 // where the scheduler changes what it does with an answer, this file
 // changes with it.
 //
@@ -251,7 +252,7 @@ func slotOf(k locking.Key) int {
 	return int(n[0] - '0')
 }
 
-// skipReason is the scheduler's reason for a refused claim (lostSlot).
+// skipReason is the scheduler's reason for a refused claim (attempt.lost).
 func skipReason(err error) string {
 	var he *locking.HeldError
 	switch {

@@ -1,0 +1,295 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/slotlock/slotlock/scheduler/history"
+
+	"github.com/slotlock/slotlock/locking"
+)
+
+// What a reconciler pass (reconcile.go) decides for one job: which of its
+// slots are old enough to judge and from where, and for each slot with
+// no entry in the history, whether it is still open, paused or missed,
+// and why.
+
+// firstStart is when the job definitions this replica runs were first
+// running, as far as the heartbeats tell (else since when this replica
+// runs them: its start, or its latest reload): a job's first pass judges
+// its slots from then on. So slots missed between a first deploy and the
+// first pass are judged, and a job added by a deploy is not judged from
+// before it existed.
+func (p *pass) firstStart(fleet history.Fleet) time.Time {
+	d := p.s.jobSet()
+	first := p.started
+	if !d.since.IsZero() {
+		first = d.since
+	}
+	for _, r := range fleet.Replicas {
+		if r.DefinitionsHash == d.hash && r.DefinitionsSinceOrStart().Before(first) {
+			first = r.DefinitionsSinceOrStart()
+		}
+	}
+	return first
+}
+
+// reconcileAfter is how old a slot of j must be before it is judged: past
+// every normal attempt at its due time and, under run_once and run_all,
+// past the recovery deadline.
+func (s *Scheduler) reconcileAfter(j *job) time.Duration {
+	d := max(s.cfg.ReconcileAfter, s.recoverAfter()+max(s.cfg.Spread, 0)+time.Second)
+	if j.spec.Misfire.Policy.recovers() {
+		d = max(d, j.spec.Misfire.Deadline+s.recoverAfter()+time.Second)
+	}
+	return d + j.spec.Jitter // a slot is due up to Jitter after its nominal time
+}
+
+// SettleAfter is how old a slot of the named job may be and still have no
+// history entry with nothing wrong: the reconciler judges a slot once it
+// is reconcileAfter old, at its next pass (the slot timeline's pending).
+// 0 for a job the scheduler does not have.
+func (s *Scheduler) SettleAfter(job string) time.Duration {
+	j, _ := s.job(job)
+	if j == nil {
+		return 0
+	}
+	return s.reconcileAfter(j) + max(s.cfg.ReconcileEvery, 0)
+}
+
+// job judges j's slots since the job's record, and moves the record past
+// the ones it judged.
+func (p *pass) job(ctx context.Context, j *job) error {
+	s := p.s
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	if err := p.own(ctx); err != nil {
+		return err
+	}
+	now := s.clock.Now()
+	from, err := p.from(ctx, j, now)
+	if err != nil {
+		return err
+	}
+	// At most half the history per pass, so that the entries the pass
+	// judges by are still there.
+	slots := slotsBetween(j.spec.Schedule, from, now.Add(-s.reconcileAfter(j)), max(1, s.cfg.HistoryKeep/2))
+	if len(slots) == 0 {
+		return nil
+	}
+	judged, err := p.judge(ctx, j, slots)
+	if !judged.IsZero() {
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+		_ = s.cfg.Locker.AdvanceRecord(actx, reconciledKey(j.name()), judged.Unix())
+		cancel()
+	}
+	return err
+}
+
+// reconciledKey is a job's record of the latest slot judged.
+func reconciledKey(job string) locking.Key { return locking.Key{Family: job, Name: reconciledName} }
+
+// from is where the pass starts judging j's slots at now: after the job's
+// record, else from when the job's definitions first ran, never before a
+// reload added or rescheduled the job here, nor more than a day back (the
+// slots it passes over are reported unjudged).
+func (p *pass) from(ctx context.Context, j *job, now time.Time) (time.Time, error) {
+	w, err := p.s.cfg.Locker.ReadRecord(ctx, reconciledKey(j.name()))
+	if err != nil {
+		return time.Time{}, err
+	}
+	from := time.Unix(w, 0)
+	if w == 0 {
+		fleet, err := p.readFleet(ctx)
+		if err != nil {
+			return time.Time{}, err
+		}
+		from = p.firstStart(fleet) // a replica takes part from the first slot after its start
+	}
+	// A job a reload added or rescheduled here has run as it is since then
+	// on this replica, which fires each of its slots after that: earlier
+	// ones are another definition's (docs/configuration.md, "Hot reload").
+	from = later(from, j.since)
+	if cut := now.Add(-history.Retention); from.Before(cut) {
+		if err := p.unjudged(ctx, j, from, cut); err != nil {
+			return time.Time{}, err
+		}
+		from = cut
+	}
+	return from, nil
+}
+
+// judge judges slots of j, oldest first, and returns the latest it
+// judged (zero when none): up to the first whose claim is still open.
+func (p *pass) judge(ctx context.Context, j *job, slots []time.Time) (time.Time, error) {
+	s, name := p.s, j.name()
+	log, err := s.cfg.Locker.ReadLog(ctx, name, slots[0].Unix(), s.cfg.HistoryKeep)
+	if err != nil {
+		return time.Time{}, err
+	}
+	have := make(map[int64]bool, len(log))
+	for _, e := range log {
+		have[e.Score] = true
+	}
+	p.noteOutcome(name, log)
+	// A full log may have dropped entries older than its oldest.
+	var oldest int64
+	if len(log) >= s.cfg.HistoryKeep {
+		oldest = log[len(log)-1].Score
+	}
+	if !slices.ContainsFunc(slots, func(t time.Time) bool { return !have[t.Unix()] && t.Unix() >= oldest }) {
+		return slots[len(slots)-1], nil // the common case: every slot has its entry
+	}
+	// Some slot has no entry. Its claim may be turning into one right now
+	// (a run ending, an abandoned run settled): read the claims, then the
+	// log again. A slot with neither, in that order, had no claim when the
+	// claims were read and no entry after — and nobody claims a slot this
+	// old any more.
+	claims, err := s.cfg.Locker.ReadClaims(ctx, name)
+	if err != nil {
+		return time.Time{}, err
+	}
+	open := history.ClaimedSlots(claims)
+	if log, err = s.cfg.Locker.ReadLog(ctx, name, slots[0].Unix(), s.cfg.HistoryKeep); err != nil {
+		return time.Time{}, err
+	}
+	for _, e := range log {
+		have[e.Score] = true
+	}
+	pause, err := s.cfg.Locker.ReadPause(ctx, name)
+	if err != nil {
+		return time.Time{}, err
+	}
+	var judged time.Time
+	for _, t := range slots {
+		u := t.Unix()
+		switch {
+		case have[u] || u < oldest:
+		case open[u]:
+			// A run going on, or abandoned: judged once it ended. An
+			// abandoned claim is settled now rather than when a later
+			// claim of the job is pointed to it, which may never come.
+			o := &locking.Abandoned{Key: history.SlotKey(name, t)}
+			s.spawn(func() { s.settleOrphan(j, o) })
+			return judged, nil
+		default:
+			if err := p.judgeMissing(ctx, j, t, pause); err != nil {
+				return judged, err
+			}
+		}
+		judged = t
+	}
+	return judged, nil
+}
+
+// judgeMissing writes the entry of slot t of j, which has none and no
+// open claim: paused when the job's pause covers it, else missed (and
+// reported: slot.missed) with why nobody ran it.
+func (p *pass) judgeMissing(ctx context.Context, j *job, t time.Time, pause locking.Pause) error {
+	s, name := p.s, j.name()
+	if pause.Covers(t) {
+		if err := p.write(ctx, j, pausedEntry(t), t); err != nil && !errors.Is(err, locking.ErrLogHasEntry) {
+			return err
+		}
+		return nil
+	}
+	fleet, err := p.readFleet(ctx)
+	if err != nil {
+		return err
+	}
+	reason := p.reason(fleet, t)
+	err = p.write(ctx, j, missedEntry(t, reason), t)
+	if errors.Is(err, locking.ErrLogHasEntry) {
+		return nil // another pass wrote the slot's entry meanwhile, and reports it
+	}
+	if err != nil {
+		return err
+	}
+	s.log.Warn("slot missed: it should have run and nobody ran it", "event", evSlotMissed,
+		"job", name, "slot", slotString(t), "reason", reason)
+	s.metrics.SlotMissed(name, reason)
+	s.metrics.JobOutcome(name, history.OutcomeMissed, t)
+	return nil
+}
+
+// unjudged reports, once, the slots of j in (from, cut] that fell out of
+// the window the reconciler judges (older than the fleet's records) before
+// they were judged — passes stalled that long behind a slot whose claim
+// stayed open, or none ran — and moves the job's record past them.
+func (p *pass) unjudged(ctx context.Context, j *job, from, cut time.Time) error {
+	slots := slotsBetween(j.spec.Schedule, from, cut, maxUnjudged+1)
+	if len(slots) == 0 {
+		return nil
+	}
+	first, last := slots[0], slots[len(slots)-1]
+	if len(slots) > maxUnjudged {
+		last = prevSlot(j.spec.Schedule, cut)
+	}
+	if err := p.own(ctx); err != nil {
+		return err
+	}
+	attrs := []any{"event", evSlotsUnjudged, "job", j.name(), "first_slot", slotString(first), "slot", slotString(last),
+		"count", min(len(slots), maxUnjudged)}
+	if len(slots) > maxUnjudged {
+		attrs = append(attrs, "count_at_least", true)
+	}
+	p.s.log.Warn("reconciler: slots older than a day were never judged; their outcome is what the history holds, if anything",
+		attrs...)
+	return p.s.cfg.Locker.AdvanceRecord(ctx, reconciledKey(j.name()), last.Unix())
+}
+
+// maxUnjudged bounds the slots unjudged counts.
+const maxUnjudged = 100_000
+
+// reason says why nobody ran slot t.
+func (p *pass) reason(fleet history.Fleet, t time.Time) history.Reason {
+	switch {
+	case fleet.DownAt(t, p.s.lateness+p.s.cfg.MaxClockSkew):
+		return history.ReasonNoQuorum
+	case !fleet.AliveAt(t):
+		return history.ReasonNoReplica
+	}
+	return history.ReasonUnknown
+}
+
+// noteOutcome tells the metrics the newest outcome in log (newest first).
+func (p *pass) noteOutcome(job string, log []locking.LogEntry) {
+	for _, le := range log {
+		e, ok := history.ParseEntry(le)
+		if !ok {
+			continue
+		}
+		end := time.Unix(le.Score, 0).Add(time.Duration(e.DurationMS) * time.Millisecond)
+		p.s.metrics.JobOutcome(job, e.Outcome, end)
+		return
+	}
+}
+
+// pausedEntry and missedEntry are the entries of a slot skipped for a
+// pause and of a missed slot: the same whoever writes them, so that
+// replicas and reconcilers writing one twice leave one.
+func pausedEntry(t time.Time) history.Entry {
+	return history.Entry{Slot: slotString(t), Outcome: history.OutcomeSkipped, Reason: history.ReasonPaused}
+}
+
+func missedEntry(t time.Time, reason history.Reason) history.Entry {
+	return history.Entry{Slot: slotString(t), Outcome: history.OutcomeMissed, Reason: reason}
+}
+
+// slotsBetween lists sched's slots in (from, to], at most n, oldest first.
+func slotsBetween(sched Schedule, from, to time.Time, n int) []time.Time {
+	var out []time.Time
+	for t := sched.Next(from); !t.IsZero() && !t.After(to) && len(out) < n; t = sched.Next(t) {
+		out = append(out, t)
+	}
+	return out
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
