@@ -160,8 +160,8 @@ type Config struct {
 	// replicas); negative means no delay.
 	Spread time.Duration
 	// MaxInFlight bounds the lock-store calls this replica has in flight at
-	// once: Acquire and record calls, and separately half as many Release
-	// and MarkDone (so ending a run never waits behind new acquisitions).
+	// once: Acquire and record calls, and separately half as many lease ends
+	// (so ending a run never waits behind new acquisitions).
 	// More wait in the scheduler, so that an overloaded replica sheds the
 	// slots that turned late before asking the stores. The Redis nodes send
 	// the calls in flight in pipelines (locking), so many in flight share

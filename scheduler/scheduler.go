@@ -101,7 +101,7 @@ type Scheduler struct {
 
 	outage outage
 	// inflight holds one token per Acquire or record call in flight
-	// (MaxInFlight), ending one per Release or MarkDone (MaxInFlight/2):
+	// (MaxInFlight), ending one per lease end (MaxInFlight/2):
 	// ending a run's leases never waits behind the next second's
 	// acquisitions.
 	inflight, ending chan struct{}

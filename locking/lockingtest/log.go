@@ -10,7 +10,7 @@ import (
 	"github.com/slotlock/slotlock/locking"
 )
 
-// MarkDoneLog adds its entry to the family's log where it sets the done
+// Lease.End with an Entry adds it to the family's log where it sets the done
 // marker, once even when retried; the log keeps its newest entries only,
 // and ReadLog returns them newest first from a score on.
 func testLog(t *testing.T, l locking.Backend) {

@@ -40,7 +40,7 @@ func testAppendLog(t *testing.T, l locking.Backend) {
 	add(locking.LogAppend{Entry: locking.LogEntry{Score: 45, Value: "c"}, Keep: 2})
 	require.Equal(t, []locking.LogEntry{{Score: 50, Value: "b"}, {Score: 45, Value: "c"}}, read(), "the newest 2")
 
-	// Entries added by MarkDoneLog and by AppendLog share the log.
+	// Entries added by a lease's End and by AppendLog share the log.
 	lease, err := l.Claim(ctx(t), locking.Key{Family: fam, Name: "slot:60"}, 5*time.Second)
 	require.NoError(t, err)
 	require.NoError(t, lease.End(ctx(t), locking.Ending{DoneTTL: time.Minute, Note: "succeeded", Entry: &locking.LogEntry{Score: 60, Value: "run"}, Keep: 10}).Err)
