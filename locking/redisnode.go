@@ -239,34 +239,7 @@ func parseReply(op Op, v any) (Result, error) {
 		if !ok || len(arr) < 2 {
 			return Result{}, fmt.Errorf("unexpected reply %T", v)
 		}
-		var r Result
-		r.Status, _ = arr[0].(int64)
-		switch op.Kind() {
-		case OpFence:
-			r.N, _ = arr[1].(int64)
-			return r, nil
-		case OpPause:
-			r.Value, _ = arr[1].(string)
-			return r, nil
-		}
-		r.Value, _ = arr[1].(string)
-		if len(arr) > 2 {
-			r.N, _ = arr[2].(int64)
-		}
-		if len(arr) > 4 {
-			r.Orphan, _ = arr[3].(string)
-			r.OrphanValue, _ = arr[4].(string)
-		}
-		if len(arr) > 5 {
-			r.Pause, _ = arr[5].(string)
-		}
-		if len(arr) > 6 {
-			r.AlsoStatus, _ = arr[6].(int64)
-		}
-		if len(arr) > 7 {
-			r.Claim, _ = arr[7].(string)
-		}
-		return r, nil
+		return parseArrayReply(op.Kind(), arr), nil
 	case OpClaims:
 		fields, ok := v.([]string)
 		if !ok {
@@ -281,28 +254,12 @@ func parseReply(op Op, v any) (Result, error) {
 		switch op.Kind() {
 		case OpMaxSet:
 			return Result{N: n}, nil
-		case OpLogAdd:
-			return Result{Status: n}, nil
 		case OpRelease:
 			return Result{Status: n & 1, AlsoStatus: n >> 1}, nil
 		}
 		return Result{Status: n}, nil
 	case OpLog:
-		arr, ok := v.([]any)
-		if !ok {
-			return Result{}, fmt.Errorf("unexpected reply %T", v)
-		}
-		var r Result
-		for i := 0; i+1 < len(arr); i += 2 {
-			val, _ := arr[i].(string)
-			sc, _ := arr[i+1].(string)
-			n, err := strconv.ParseFloat(sc, 64)
-			if err != nil {
-				return Result{}, fmt.Errorf("log score %q: %w", sc, err)
-			}
-			r.Log = append(r.Log, LogEntry{Score: int64(n), Value: val})
-		}
-		return r, nil
+		return parseLogReply(v)
 	case OpGet:
 		s, _ := v.(string)
 		n, err := strconv.ParseInt(s, 10, 64)
@@ -312,6 +269,58 @@ func parseReply(op Op, v any) (Result, error) {
 		return Result{N: n}, nil
 	}
 	return Result{}, nil
+}
+
+// parseArrayReply reads the array an acquire, fence or pause script
+// returns: its status first, then what the kind adds.
+func parseArrayReply(kind OpKind, arr []any) Result {
+	var r Result
+	r.Status, _ = arr[0].(int64)
+	switch kind {
+	case OpFence:
+		r.N, _ = arr[1].(int64)
+		return r
+	case OpPause:
+		r.Value, _ = arr[1].(string)
+		return r
+	}
+	r.Value, _ = arr[1].(string)
+	if len(arr) > 2 {
+		r.N, _ = arr[2].(int64)
+	}
+	if len(arr) > 4 {
+		r.Orphan, _ = arr[3].(string)
+		r.OrphanValue, _ = arr[4].(string)
+	}
+	if len(arr) > 5 {
+		r.Pause, _ = arr[5].(string)
+	}
+	if len(arr) > 6 {
+		r.AlsoStatus, _ = arr[6].(int64)
+	}
+	if len(arr) > 7 {
+		r.Claim, _ = arr[7].(string)
+	}
+	return r
+}
+
+// parseLogReply reads a log read's (value, score) pairs.
+func parseLogReply(v any) (Result, error) {
+	arr, ok := v.([]any)
+	if !ok {
+		return Result{}, fmt.Errorf("unexpected reply %T", v)
+	}
+	var r Result
+	for i := 0; i+1 < len(arr); i += 2 {
+		val, _ := arr[i].(string)
+		sc, _ := arr[i+1].(string)
+		n, err := strconv.ParseFloat(sc, 64)
+		if err != nil {
+			return Result{}, fmt.Errorf("log score %q: %w", sc, err)
+		}
+		r.Log = append(r.Log, LogEntry{Score: int64(n), Value: val})
+	}
+	return r, nil
 }
 
 func isRedirect(err error) bool {
