@@ -49,5 +49,5 @@ func (tv *timelineView) CellsHTML() template.HTML {
 		}
 		b.WriteString("></a>")
 	}
-	return template.HTML(b.String()) //nolint:gosec // every value escaped above, as the template would
+	return template.HTML(b.String()) // every value escaped above, as the template would
 }
