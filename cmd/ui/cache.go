@@ -70,7 +70,7 @@ func (c *answerCache) serve(w http.ResponseWriter, r *http.Request, now time.Tim
 
 	rec := &recorder{header: http.Header{}, code: http.StatusOK}
 	render(rec, r)
-	a.ok, a.header, a.body = rec.code == http.StatusOK, rec.header, rec.body.Bytes()
+	a.ok, a.header, a.body = rec.wrote && rec.code == http.StatusOK, rec.header, rec.body.Bytes()
 	c.mu.Lock()
 	if a.ok && c.size+len(a.body) <= maxCacheBytes {
 		c.size += len(a.body)

@@ -158,6 +158,10 @@ func (s *server) limited(h http.HandlerFunc) http.HandlerFunc {
 		select {
 		case s.busy <- struct{}{}:
 			defer func() { <-s.busy }()
+			if s.b.Yield != nil && s.b.Yield(r.Context()) != nil {
+				writeError(w, http.StatusServiceUnavailable, "the request ended before its answer was made")
+				return
+			}
 			h(w, r)
 		default:
 			refuse(w, r, http.StatusServiceUnavailable, "2", busyJSON)

@@ -16,7 +16,8 @@
 // together have a request rate (429 with Retry-After past it, decided
 // before the URL is parsed), an answer is served again to every request
 // for its URL for a second, and at most MaxConcurrent answers are made at
-// once (503 past it). See limits.go and cache.go.
+// once (503 past it), in the part of each second where no slot is due
+// (Backend.Yield). See limits.go, cache.go and phase.go.
 package ui
 
 import (
@@ -57,6 +58,11 @@ type Backend struct {
 	// CacheFor is how long an answer is served again to requests for the
 	// same URL (cache.go). 0: DefaultCacheFor; negative: no cache.
 	CacheFor time.Duration
+	// Yield, when not nil, is waited for before an answer is made, once
+	// it has its place among MaxConcurrent: it returns when the page may
+	// use the CPU, e.g. QuietPhase (phase.go); an error (the request
+	// ended) makes no answer. nil: at once.
+	Yield func(context.Context) error
 }
 
 // requestTimeout bounds the store reads of one request.
