@@ -175,7 +175,8 @@ func statusPage(r *replica) http.Handler {
 		return nil
 	}
 	return ui.Handler(ui.Backend{Locker: r.locker, Specs: r.cfg.JobSpecs(), Hash: r.cfg.DefinitionsHash(),
-		Now: r.clock.Now, SettleAfter: r.sched.SettleAfter, MaxSlots: r.cfg.History.Keep})
+		Now: r.clock.Now, SettleAfter: r.sched.SettleAfter, MaxSlots: r.cfg.History.Keep,
+		Yield: ui.QuietPhase(r.clock.Now, ui.DefaultQuietFrom, ui.DefaultQuietTo)})
 }
 
 // clockOffset reads SLOTLOCK_CLOCK_OFFSET, a testing aid.

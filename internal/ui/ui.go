@@ -10,6 +10,14 @@
 // in the binary; every answer carries a Content-Security-Policy that lets
 // the page load nothing but those two files, so even markup that escaped
 // escaping could run no script. Nothing here writes to the lock stores.
+//
+// The page shares its replica's CPU with the scheduler, so it is cheap to
+// refuse and bounded to serve: each client address and all clients
+// together have a request rate (429 with Retry-After past it, decided
+// before the URL is parsed), an answer is served again to every request
+// for its URL for a second, and at most MaxConcurrent answers are made at
+// once (503 past it), in the part of each second where no slot is due
+// (Backend.Yield). See limits.go, cache.go and phase.go.
 package ui
 
 import (
@@ -38,14 +46,25 @@ type Backend struct {
 	// have no entry to show); 0 or more than history.MaxWindowSlots:
 	// history.MaxWindowSlots.
 	MaxSlots int
-	// MaxConcurrent is how many page and API requests are served at once;
-	// more are answered 503 at once, so a storm of page loads cannot queue
-	// store reads behind the lock calls. 0: DefaultMaxConcurrent.
+	// MaxConcurrent is how many page and API requests are made at once
+	// (cache misses); more are answered 503 at once, so a storm of page
+	// loads cannot queue store reads behind the lock calls. 0:
+	// DefaultMaxConcurrent.
 	MaxConcurrent int
+	// ClientRate bounds the page and API requests of one client address,
+	// TotalRate those of all clients together; past either a request is
+	// answered 429 with Retry-After (limits.go). Zero:
+	// DefaultClientRate, DefaultTotalRate.
+	ClientRate, TotalRate Rate
+	// CacheFor is how long an answer is served again to requests for the
+	// same URL (cache.go). 0: DefaultCacheFor; negative: no cache.
+	CacheFor time.Duration
+	// Yield, when not nil, is waited for before an answer is made, once
+	// it has its place among MaxConcurrent: it returns when the page may
+	// use the CPU, e.g. QuietPhase (phase.go); an error (the request
+	// ended) makes no answer. nil: at once.
+	Yield func(context.Context) error
 }
-
-// DefaultMaxConcurrent is Backend.MaxConcurrent's default.
-const DefaultMaxConcurrent = 4
 
 // requestTimeout bounds the store reads of one request.
 const requestTimeout = 15 * time.Second
@@ -65,28 +84,35 @@ func Handler(b Backend) http.Handler {
 	if n <= 0 {
 		n = DefaultMaxConcurrent
 	}
-	s := &server{b: b, byName: make(map[string]scheduler.JobSpec, len(b.Specs)), busy: make(chan struct{}, n)}
+	cacheFor := b.CacheFor
+	if cacheFor == 0 {
+		cacheFor = DefaultCacheFor
+	}
+	s := &server{b: b, byName: make(map[string]scheduler.JobSpec, len(b.Specs)), busy: make(chan struct{}, n),
+		limits: newLimiter(b.ClientRate, b.TotalRate), cache: &answerCache{ttl: cacheFor, answers: map[string]*answer{}}}
 	for _, sp := range b.Specs {
 		s.byName[sp.Name] = sp
 	}
+	static := http.NewServeMux()
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /{$}", s.limited(s.page))
+	mux.HandleFunc("GET /{$}", s.page)
 	for _, a := range []struct{ name, ctype string }{{"style.css", "text/css; charset=utf-8"}, {"refresh.js", "text/javascript; charset=utf-8"}} {
 		body, err := assets.ReadFile("assets/" + a.name)
 		if err != nil {
 			panic(err) // embedded: cannot happen
 		}
-		mux.HandleFunc("GET /static/"+a.name, func(w http.ResponseWriter, r *http.Request) {
+		static.HandleFunc("GET /static/"+a.name, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", a.ctype)
 			w.Header().Set("Cache-Control", "max-age=300")
 			_, _ = w.Write(body)
 		})
 	}
-	mux.HandleFunc("GET /api/v1/jobs", s.limited(s.apiJobs))
-	mux.HandleFunc("GET /api/v1/jobs/{job}/slots", s.limited(s.apiSlots))
+	mux.HandleFunc("GET /api/v1/jobs", s.apiJobs)
+	mux.HandleFunc("GET /api/v1/jobs/{job}/slots", s.apiSlots)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint: "+r.URL.Path)
 	})
+	made := s.limited(mux.ServeHTTP)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Content-Security-Policy", csp)
@@ -94,30 +120,22 @@ func Handler(b Backend) http.Handler {
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("Cache-Control", "no-store")
-		mux.ServeHTTP(w, r)
+		if strings.HasPrefix(r.URL.Path, "/static/") {
+			static.ServeHTTP(w, r) // embedded bytes: nothing to bound
+			return
+		}
+		if s.admit(w, r) {
+			s.cache.serve(w, r, s.now(), made)
+		}
 	})
 }
 
 type server struct {
 	b      Backend
 	byName map[string]scheduler.JobSpec
-	busy   chan struct{} // one token per request being served (MaxConcurrent)
-}
-
-// limited serves h when fewer than MaxConcurrent requests are being
-// served, else answers 503 with Retry-After at once (no queue: a waiting
-// request would only hold its connection and read stale data later).
-func (s *server) limited(h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case s.busy <- struct{}{}:
-			defer func() { <-s.busy }()
-			h(w, r)
-		default:
-			w.Header().Set("Retry-After", "2")
-			writeError(w, http.StatusServiceUnavailable, "busy: too many status requests at once; retry shortly")
-		}
-	}
+	busy   chan struct{} // one token per request being made (MaxConcurrent)
+	limits *limiter
+	cache  *answerCache
 }
 
 // maxSlots is the most slots one window lists.

@@ -1,0 +1,203 @@
+package ui
+
+import (
+	"encoding/json"
+	"math"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// The page's limits. The page shares its replica's CPU with the
+// scheduler, so what a crowd of clients (or one script in a loop) can make
+// it do is bounded before it costs anything: each request first takes a
+// token from its client's bucket (keyed by the remote IP address) and from
+// the bucket of all clients together, else it is answered 429 with the
+// Retry-After the buckets need — from bytes prepared once, before the URL's
+// query is parsed or a store read; then, on a cache miss, a place among
+// MaxConcurrent, else 503 at once. What a refusal costs is a map lookup and
+// a small write, and a client that honours Retry-After comes back when a
+// token is there.
+
+// Rate is a token bucket: PerSecond tokens a second, at most Burst held.
+type Rate struct {
+	PerSecond float64
+	Burst     int
+}
+
+// The page's default limits. One person clicking through the page (a
+// burst of links, a reload every 15 s) stays well inside them; a script
+// that wants more reads `slotlock status --json` and `slotlock history`.
+var (
+	// DefaultClientRate is Backend.ClientRate's default: a request every
+	// two seconds per client address, ten at once.
+	DefaultClientRate = Rate{PerSecond: 0.5, Burst: 10}
+	// DefaultTotalRate is Backend.TotalRate's default: a request a second
+	// for all clients together, ten at once.
+	DefaultTotalRate = Rate{PerSecond: 1, Burst: 10}
+)
+
+// DefaultMaxConcurrent is Backend.MaxConcurrent's default.
+const DefaultMaxConcurrent = 2
+
+// maxClients bounds the client buckets held: past it, buckets that have
+// refilled (as good as new) are dropped, and while it is still full a new
+// address shares one overflow bucket.
+const maxClients = 1024
+
+func (r Rate) orDefault(def Rate) Rate {
+	if r.PerSecond <= 0 || r.Burst <= 0 {
+		return def
+	}
+	return r
+}
+
+// bucket is a token bucket's state.
+type bucket struct {
+	tokens float64
+	at     time.Time // of the last refill
+}
+
+// refill adds the tokens earned since the last refill.
+func (b *bucket) refill(now time.Time, r Rate) {
+	if now.After(b.at) {
+		b.tokens = min(float64(r.Burst), b.tokens+now.Sub(b.at).Seconds()*r.PerSecond)
+		b.at = now
+	}
+}
+
+// wait is how long until b holds a token.
+func (b *bucket) wait(r Rate) time.Duration {
+	if b.tokens >= 1 {
+		return 0
+	}
+	return time.Duration(math.Ceil((1 - b.tokens) / r.PerSecond * float64(time.Second)))
+}
+
+// limiter holds the client buckets and the total one.
+type limiter struct {
+	client, total Rate
+	mu            sync.Mutex
+	clients       map[string]*bucket
+	all           bucket
+}
+
+func newLimiter(client, total Rate) *limiter {
+	client, total = client.orDefault(DefaultClientRate), total.orDefault(DefaultTotalRate)
+	return &limiter{client: client, total: total, clients: map[string]*bucket{},
+		all: bucket{tokens: float64(total.Burst)}}
+}
+
+// take takes a token from key's bucket and the total one at now, or
+// returns how long until both hold one (and takes none).
+func (l *limiter) take(key string, now time.Time) (ok bool, retry time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := l.bucketOf(key, now)
+	b.refill(now, l.client)
+	l.all.refill(now, l.total)
+	if w := max(b.wait(l.client), l.all.wait(l.total)); w > 0 {
+		return false, w
+	}
+	b.tokens--
+	l.all.tokens--
+	return true, 0
+}
+
+// bucketOf is key's bucket, made full for a new key.
+func (l *limiter) bucketOf(key string, now time.Time) *bucket {
+	if b := l.clients[key]; b != nil {
+		return b
+	}
+	if len(l.clients) >= maxClients {
+		for k, b := range l.clients {
+			if b.refill(now, l.client); b.tokens >= float64(l.client.Burst) {
+				delete(l.clients, k)
+			}
+		}
+		if len(l.clients) >= maxClients {
+			key = "" // the overflow bucket
+			if b := l.clients[key]; b != nil {
+				return b
+			}
+		}
+	}
+	b := &bucket{tokens: float64(l.client.Burst), at: now}
+	l.clients[key] = b
+	return b
+}
+
+// clientKey is the address a request's tokens are counted against: its
+// remote IP (not a forwarded-for header, which the client writes).
+func clientKey(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// admit takes r's tokens, or answers 429 and returns false.
+func (s *server) admit(w http.ResponseWriter, r *http.Request) bool {
+	ok, wait := s.limits.take(clientKey(r), s.now())
+	if ok {
+		return true
+	}
+	secs := strconv.Itoa(max(1, int(math.Ceil(wait.Seconds()))))
+	refuse(w, r, http.StatusTooManyRequests, secs, tooManyJSON)
+	return false
+}
+
+// limited serves h when fewer than MaxConcurrent requests are being
+// served, else answers 503 with Retry-After at once (no queue: a waiting
+// request would only hold its connection and read stale data later).
+func (s *server) limited(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case s.busy <- struct{}{}:
+			defer func() { <-s.busy }()
+			if s.b.Yield != nil && s.b.Yield(r.Context()) != nil {
+				writeError(w, http.StatusServiceUnavailable, "the request ended before its answer was made")
+				return
+			}
+			h(w, r)
+		default:
+			refuse(w, r, http.StatusServiceUnavailable, "2", busyJSON)
+		}
+	}
+}
+
+// The refusals' bodies, encoded once.
+var (
+	tooManyJSON = errorJSON("too many requests: this client or all clients together asked more often than the status page answers; retry after the Retry-After seconds")
+	busyJSON    = errorJSON("busy: too many status requests at once; retry shortly")
+)
+
+func errorJSON(msg string) []byte {
+	b, err := json.MarshalIndent(struct {
+		Error string `json:"error"`
+	}{msg}, "", "  ")
+	if err != nil {
+		panic(err) // a string: cannot happen
+	}
+	return append(b, '\n')
+}
+
+// refuse answers code with Retry-After secs: the page itself gets a line
+// of HTML that reloads once that is over, the API body.
+func refuse(w http.ResponseWriter, r *http.Request, code int, secs string, body []byte) {
+	h := w.Header()
+	h.Set("Retry-After", secs)
+	if r.URL.Path == "/" {
+		h.Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(code)
+		_, _ = w.Write([]byte(`<!doctype html><meta http-equiv="refresh" content="` + secs +
+			`"><title>slotlock: busy</title><p>The status page is answering as often as it may; it reloads in ` + secs + ` s.</p>` + "\n"))
+		return
+	}
+	h.Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_, _ = w.Write(body)
+}

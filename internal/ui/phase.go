@@ -1,0 +1,50 @@
+package ui
+
+import (
+	"context"
+	"time"
+)
+
+// The page's answers are made in the quiet part of each second. Every
+// slot falls on a whole second (a schedule's finest field is the second),
+// and a replica claims its slots then: its lock calls, and the other
+// replicas' and the Redis nodes' work on the same CPUs, crowd the first
+// part of each second. A page answer made then (its store reads and its
+// rendering, tens of milliseconds for a week window) delays those claims
+// by as much; made after them, it delays nothing. So, once it has its
+// place among MaxConcurrent, a request waits until its replica's clock is
+// between QuietFrom and QuietTo past a second (at most 0.6 s by default),
+// and only then reads and renders. A person does not notice; the start
+// delay of the slots does not either (TestPageStorm).
+
+// The default quiet part of a second: from half a second past it, when a
+// replica's claims of the second's slots are done, to a tenth before the
+// next, so that an answer begun then ends before the next second's slots.
+const (
+	DefaultQuietFrom = 500 * time.Millisecond
+	DefaultQuietTo   = 900 * time.Millisecond
+)
+
+// QuietPhase returns a Backend.Yield that returns once now() is between
+// from and to past a whole second (at once when it is), or when ctx ends
+// with ctx's error.
+func QuietPhase(now func() time.Time, from, to time.Duration) func(context.Context) error {
+	return func(ctx context.Context) error {
+		frac := time.Duration(now().Nanosecond())
+		if frac >= from && frac < to {
+			return nil
+		}
+		wait := from - frac
+		if frac >= to {
+			wait += time.Second
+		}
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
