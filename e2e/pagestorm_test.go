@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -17,54 +18,127 @@ var (
 	stormFlag    = flag.Bool("pagestorm", false, "run the status page storm benchmark (TestPageStorm)")
 	stormJobs    = flag.Int("pagestorm.jobs", 300, "pagestorm: every-second log jobs")
 	stormClients = flag.Int("pagestorm.clients", 8, "pagestorm: clients loading week windows of the page and the slots API on one replica")
+	stormPeriod  = flag.Int("pagestorm.period", 5, "pagestorm: seconds of storm, then as many quiet, in turn over the window")
 )
 
 // TestPageStorm measures what a storm of status page loads does to the
-// locks: the same scale point (3 replicas x 3 nodes, every-second jobs)
-// once quiet and once with clients hammering replica r1's page and slots
-// API with week windows, in the same run. The clients come from as many
-// loopback addresses and ask again as soon as they are answered, or once
-// the Retry-After of a 429 (rate) or a 503 (busy) is over, as browsers
-// and polite scripts do; the log counts each answer. The storm must keep
-// the start delay's p99 within 1.1x of the quiet window's and add no
-// no_quorum or late slot. Run it alone: flock /tmp/slotlock-heavy.lock go
-// test ./e2e -run TestPageStorm -pagestorm -v.
+// locks: one scale point (3 replicas x 3 nodes, every-second jobs) whose
+// window alternates -pagestorm.period seconds of storm with as many quiet
+// ones, so that the host's own drift falls on both sides alike; the
+// first second after each switch is left out of both. In a storm second,
+// clients hammer replica r1's page and slots API with week windows. They
+// come from as many loopback addresses and ask again as soon as they are
+// answered, or once the Retry-After of a 429 (rate) or a 503 (busy) is
+// over, as browsers and polite scripts do; the log counts each answer.
+// The storm seconds' start delay p99 must stay within 1.1x of the quiet
+// seconds', with no more no_quorum or late slots. Run it alone, with a
+// window of several periods:
+//
+//	flock /tmp/slotlock-heavy.lock go test ./e2e -run TestPageStorm -pagestorm -scale.seconds 60 -v
 func TestPageStorm(t *testing.T) {
 	if !*stormFlag {
 		t.Skip("pagestorm: set -pagestorm to run the benchmark")
 	}
 	requireSuite(t)
+	if *stormPeriod < 2 || *scaleSeconds < 4**stormPeriod {
+		t.Fatalf("pagestorm: -pagestorm.period must be at least 2 and -scale.seconds at least 4 periods")
+	}
 	t.Log(HostLine())
 	p := ScalePoint{Jobs: *stormJobs, Replicas: 3, Nodes: 3, Overlap: "forbid"}
-	warmup, seconds := time.Duration(*scaleWarmup)*time.Second, *scaleSeconds
-	quiet := runScalePoint(t, p, warmup, seconds, func(*Cluster, <-chan struct{}) {})
+	period := time.Duration(*stormPeriod) * time.Second
 	var n stormCounts
-	storm := runScalePoint(t, p, warmup, seconds, func(c *Cluster, stop <-chan struct{}) {
-		base := "http://" + c.Replica("r1").HTTPAddr
-		var wg sync.WaitGroup
-		for i := range *stormClients {
-			wg.Go(func() { stormClient(stormHTTP(i), base, i, stop, &n) })
-		}
-		wg.Wait()
+	var from time.Time // the window's first slot: the phases count from it
+	res := runScalePoint(t, p, time.Duration(*scaleWarmup)*time.Second, *scaleSeconds, func(c *Cluster, stop <-chan struct{}) {
+		from = NextSecond(time.Now())
+		stormPhases(c, from, period, stop, &n)
 	})
-	t.Logf("\n%s\n%s\n%s", ScaleHeader, quiet.Row(), storm.Row())
-	q99, s99 := quiet.Tally.Percentile(99), storm.Tally.Percentile(99)
-	t.Logf("page storm: %d clients, %d requests: %d served, %d answered 429 too many, %d answered 503 busy, %d failed; "+
-		"start delay p99 %.1f ms quiet, %.1f ms in the storm (%.2fx); no_quorum %d -> %d, late %d -> %d",
-		*stormClients, n.served.Load()+n.tooMany.Load()+n.busy.Load()+n.failed.Load(), n.served.Load(), n.tooMany.Load(),
-		n.busy.Load(), n.failed.Load(), q99, s99, s99/max(q99, 0.001),
-		quiet.Tally.NotRun["no_quorum"], storm.Tally.NotRun["no_quorum"], quiet.Tally.NotRun["late"], storm.Tally.NotRun["late"])
+	quiet, storm := splitPhases(res.Tally, from, period)
+	t.Logf("\n%s\n%s", ScaleHeader, res.Row())
+	q99, s99 := quiet.percentile(99), storm.percentile(99)
+	t.Logf("page storm: %d clients, %d s on / %d s off; %d requests: %d served, %d answered 429 too many, %d answered 503 busy, "+
+		"%d failed; start delay p99 %.1f ms in %d quiet seconds, %.1f ms in %d storm seconds (%.2fx); no_quorum %d -> %d, late %d -> %d",
+		*stormClients, *stormPeriod, *stormPeriod, n.served.Load()+n.tooMany.Load()+n.busy.Load()+n.failed.Load(), n.served.Load(),
+		n.tooMany.Load(), n.busy.Load(), n.failed.Load(), q99, quiet.seconds, s99, storm.seconds, s99/max(q99, 0.001),
+		quiet.notRun["no_quorum"], storm.notRun["no_quorum"], quiet.notRun["late"], storm.notRun["late"])
 	if s99 > 1.1*q99 {
-		t.Errorf("page storm: start delay p99 %.1f ms > 1.1 x the quiet window's %.1f ms", s99, q99)
+		t.Errorf("page storm: start delay p99 %.1f ms > 1.1 x the quiet seconds' %.1f ms", s99, q99)
 	}
 	for _, r := range []string{"no_quorum", "late"} {
-		if storm.Tally.NotRun[r] > quiet.Tally.NotRun[r] {
-			t.Errorf("page storm: %d %s slots, %d without it", storm.Tally.NotRun[r], r, quiet.Tally.NotRun[r])
+		if storm.notRun[r] > quiet.notRun[r] {
+			t.Errorf("page storm: %d %s slots in the storm seconds, %d in the quiet ones", storm.notRun[r], r, quiet.notRun[r])
 		}
 	}
 	if n.served.Load() == 0 {
 		t.Error("page storm: no page was served: the storm did not reach the page")
 	}
+}
+
+// stormPhases runs the storm in the periods that start at from, from+2p,
+// from+4p, … and stays quiet in the others, until stop.
+func stormPhases(c *Cluster, from time.Time, period time.Duration, stop <-chan struct{}, n *stormCounts) {
+	base := "http://" + c.Replica("r1").HTTPAddr
+	for at := from; ; at = at.Add(2 * period) {
+		phase := make(chan struct{})
+		timer := time.AfterFunc(time.Until(at.Add(period)), func() { close(phase) })
+		var wg sync.WaitGroup
+		SleepUntil(at)
+		for i := range *stormClients {
+			wg.Go(func() { stormClient(stormHTTP(i), base, i, phase, n) })
+		}
+		select {
+		case <-stop:
+			if timer.Stop() {
+				close(phase) // else the timer closed it
+			}
+			wg.Wait()
+			return
+		case <-phase:
+		}
+		wg.Wait()
+		select {
+		case <-stop:
+			return
+		case <-time.After(time.Until(at.Add(2 * period))):
+		}
+	}
+}
+
+// phaseTally gathers the seconds of one kind (storm or quiet).
+type phaseTally struct {
+	seconds int
+	delays  []float64
+	notRun  map[string]int
+}
+
+func (p phaseTally) percentile(q float64) float64 {
+	return SlotTally{Delays: p.delays}.Percentile(q)
+}
+
+// splitPhases sorts the window's seconds into quiet and storm ones by
+// the phase they fell in, leaving out each phase's first second (the
+// switch: a storm's last answers, or its first).
+func splitPhases(tl SlotTally, from time.Time, period time.Duration) (quiet, storm phaseTally) {
+	quiet.notRun, storm.notRun = map[string]int{}, map[string]int{}
+	for sec := tl.From; sec.Before(tl.To); sec = sec.Add(time.Second) {
+		off := sec.Sub(from)
+		if off < 0 || off%period == 0 {
+			continue
+		}
+		into := &quiet
+		if (off/period)%2 == 0 {
+			into = &storm
+		}
+		into.seconds++
+		if st := tl.BySecond[sec.Unix()]; st != nil {
+			into.delays = append(into.delays, st.Delays...)
+			for r, k := range st.NotRun {
+				into.notRun[r] += k
+			}
+		}
+	}
+	slices.Sort(quiet.delays)
+	slices.Sort(storm.delays)
+	return quiet, storm
 }
 
 // stormCounts are the storm's answers by kind.

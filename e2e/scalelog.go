@@ -46,6 +46,17 @@ type SlotTally struct {
 	// time): with healthy nodes each is a false alarm from the replica's
 	// own queueing.
 	Unreachable int
+	// BySecond holds, per slot second (Unix) in the window, the start
+	// delays logged for it and the reasons its slots did not run: for
+	// comparing the seconds of one run that differ in a condition (a page
+	// storm on or off).
+	BySecond map[int64]*SecondTally
+}
+
+// SecondTally is what the logs say about the slots of one second.
+type SecondTally struct {
+	Delays []float64
+	NotRun map[string]int
 }
 
 // scaleLine is the part of a log line the tally reads.
@@ -99,6 +110,19 @@ func newTallier(jobs []string, from, to time.Time) *tallier {
 		t: SlotTally{From: from, To: to, Jobs: len(jobs), NotRun: map[string]int{}}}
 }
 
+// second is the tally of slot second t, made when first needed.
+func (tl *tallier) second(t time.Time) *SecondTally {
+	if tl.t.BySecond == nil {
+		tl.t.BySecond = map[int64]*SecondTally{}
+	}
+	sec := tl.t.BySecond[t.Unix()]
+	if sec == nil {
+		sec = &SecondTally{NotRun: map[string]int{}}
+		tl.t.BySecond[t.Unix()] = sec
+	}
+	return sec
+}
+
 func (tl *tallier) inWindow(t time.Time) bool { return !t.Before(tl.from) && t.Before(tl.to) }
 
 func slotKeyOf(job string, t time.Time) string { return fmt.Sprintf("%s\x00%d", job, t.Unix()) }
@@ -140,6 +164,8 @@ func (tl *tallier) read(r io.Reader) error {
 			tl.starts[slotKeyOf(l.Job, slot)]++
 			if l.DelayMs != nil {
 				tl.t.Delays = append(tl.t.Delays, *l.DelayMs)
+				sec := tl.second(slot)
+				sec.Delays = append(sec.Delays, *l.DelayMs)
 			}
 		case "slot.skipped":
 			// A late line may stand for a range of missed slots: every
@@ -181,9 +207,12 @@ func (tl *tallier) result() SlotTally {
 				}
 				continue
 			}
-			t.NotRun[pickReason(tl.skips[k])]++
+			r := pickReason(tl.skips[k])
+			t.NotRun[r]++
+			tl.second(s).NotRun[r]++
 		}
 	}
+	t.BySecond = tl.t.BySecond
 	for k, js := range tl.abandons {
 		if !tl.started[k] {
 			t.Phantoms = append(t.Phantoms, js)
@@ -192,6 +221,9 @@ func (tl *tallier) result() SlotTally {
 	sort.Strings(t.Duplicates)
 	sort.Strings(t.Phantoms)
 	slices.Sort(t.Delays)
+	for _, sec := range t.BySecond {
+		slices.Sort(sec.Delays)
+	}
 	return t
 }
 

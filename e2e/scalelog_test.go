@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -68,4 +69,22 @@ func TestTallySlots(t *testing.T) {
 	require.Contains(t, tl.Verdict(), "NO: 1 slots not run and not explained")
 	require.Equal(t, "17,000", thousands(17000))
 	require.Equal(t, "999", thousands(999))
+}
+
+// TestSplitPhases: with 2 s periods from the window's start, seconds 1
+// and 5 are storm seconds, 3 and 7 quiet ones; 0, 2, 4 and 6 start a
+// phase and count for neither; a second's delays and reasons go with it.
+func TestSplitPhases(t *testing.T) {
+	tl := SlotTally{From: at(0), To: at(8), BySecond: map[int64]*SecondTally{}}
+	for s := range 8 {
+		tl.BySecond[at(float64(s)).Unix()] = &SecondTally{Delays: []float64{float64(100 * s)}, NotRun: map[string]int{"late": s}}
+	}
+	quiet, storm := splitPhases(tl, at(0), 2*time.Second)
+	require.Equal(t, 2, quiet.seconds)
+	require.Equal(t, 2, storm.seconds)
+	require.Equal(t, []float64{300, 700}, quiet.delays)
+	require.Equal(t, []float64{100, 500}, storm.delays)
+	require.Equal(t, map[string]int{"late": 10}, quiet.notRun)
+	require.Equal(t, map[string]int{"late": 6}, storm.notRun)
+	require.Equal(t, 500.0, storm.percentile(99))
 }
