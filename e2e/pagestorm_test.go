@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -32,7 +33,8 @@ var (
 // over, as browsers and polite scripts do; the log counts each answer.
 // The storm seconds' start delay p99 must stay within 1.1x of the quiet
 // seconds', with no more no_quorum or late slots. Run it alone, with a
-// window of several periods:
+// window of several periods (-scale.base REV also runs an earlier
+// revision's binary first, for comparison only):
 //
 //	flock /tmp/slotlock-heavy.lock go test ./e2e -run TestPageStorm -pagestorm -scale.seconds 60 -v
 func TestPageStorm(t *testing.T) {
@@ -44,33 +46,48 @@ func TestPageStorm(t *testing.T) {
 		t.Fatalf("pagestorm: -pagestorm.period must be at least 2 and -scale.seconds at least 4 periods")
 	}
 	t.Log(HostLine())
+	for _, sb := range scaleBins(t) {
+		t.Run(strings.ReplaceAll(sb.label, " ", "_"), func(t *testing.T) {
+			quiet, storm, n := pageStorm(t, sb.bin)
+			q99, s99 := quiet.percentile(99), storm.percentile(99)
+			t.Logf("%s: page storm: %d clients, %d s on / %d s off; %d requests: %d served, %d answered 429 too many, "+
+				"%d answered 503 busy, %d failed; start delay p99 %.1f ms in %d quiet seconds, %.1f ms in %d storm seconds "+
+				"(%.2fx); no_quorum %d -> %d, late %d -> %d", sb.label,
+				*stormClients, *stormPeriod, *stormPeriod, n.served.Load()+n.tooMany.Load()+n.busy.Load()+n.failed.Load(),
+				n.served.Load(), n.tooMany.Load(), n.busy.Load(), n.failed.Load(), q99, quiet.seconds, s99, storm.seconds,
+				s99/max(q99, 0.001), quiet.notRun["no_quorum"], storm.notRun["no_quorum"], quiet.notRun["late"], storm.notRun["late"])
+			if sb.label != "new" {
+				return // the base revision's figures are for comparison only
+			}
+			if s99 > 1.1*q99 {
+				t.Errorf("page storm: start delay p99 %.1f ms > 1.1 x the quiet seconds' %.1f ms", s99, q99)
+			}
+			for _, r := range []string{"no_quorum", "late"} {
+				if storm.notRun[r] > quiet.notRun[r] {
+					t.Errorf("page storm: %d %s slots in the storm seconds, %d in the quiet ones", storm.notRun[r], r, quiet.notRun[r])
+				}
+			}
+			if n.served.Load() == 0 {
+				t.Error("page storm: no page was served: the storm did not reach the page")
+			}
+		})
+	}
+}
+
+// pageStorm runs one window of alternating storm and quiet periods with
+// the binaries bin and sorts its seconds.
+func pageStorm(t *testing.T, bin Binaries) (quiet, storm phaseTally, n *stormCounts) {
 	p := ScalePoint{Jobs: *stormJobs, Replicas: 3, Nodes: 3, Overlap: "forbid"}
 	period := time.Duration(*stormPeriod) * time.Second
-	var n stormCounts
+	n = &stormCounts{}
 	var from time.Time // the window's first slot: the phases count from it
-	res := runScalePoint(t, p, time.Duration(*scaleWarmup)*time.Second, *scaleSeconds, func(c *Cluster, stop <-chan struct{}) {
+	res := runScalePointWith(t, bin, p, time.Duration(*scaleWarmup)*time.Second, *scaleSeconds, func(c *Cluster, stop <-chan struct{}) {
 		from = NextSecond(time.Now())
-		stormPhases(c, from, period, stop, &n)
+		stormPhases(c, from, period, stop, n)
 	})
-	quiet, storm := splitPhases(res.Tally, from, period)
 	t.Logf("\n%s\n%s", ScaleHeader, res.Row())
-	q99, s99 := quiet.percentile(99), storm.percentile(99)
-	t.Logf("page storm: %d clients, %d s on / %d s off; %d requests: %d served, %d answered 429 too many, %d answered 503 busy, "+
-		"%d failed; start delay p99 %.1f ms in %d quiet seconds, %.1f ms in %d storm seconds (%.2fx); no_quorum %d -> %d, late %d -> %d",
-		*stormClients, *stormPeriod, *stormPeriod, n.served.Load()+n.tooMany.Load()+n.busy.Load()+n.failed.Load(), n.served.Load(),
-		n.tooMany.Load(), n.busy.Load(), n.failed.Load(), q99, quiet.seconds, s99, storm.seconds, s99/max(q99, 0.001),
-		quiet.notRun["no_quorum"], storm.notRun["no_quorum"], quiet.notRun["late"], storm.notRun["late"])
-	if s99 > 1.1*q99 {
-		t.Errorf("page storm: start delay p99 %.1f ms > 1.1 x the quiet seconds' %.1f ms", s99, q99)
-	}
-	for _, r := range []string{"no_quorum", "late"} {
-		if storm.notRun[r] > quiet.notRun[r] {
-			t.Errorf("page storm: %d %s slots in the storm seconds, %d in the quiet ones", storm.notRun[r], r, quiet.notRun[r])
-		}
-	}
-	if n.served.Load() == 0 {
-		t.Error("page storm: no page was served: the storm did not reach the page")
-	}
+	quiet, storm = splitPhases(res.Tally, from, period)
+	return quiet, storm, n
 }
 
 // stormPhases runs the storm in the periods that start at from, from+2p,
