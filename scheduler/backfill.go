@@ -90,7 +90,7 @@ func (s *Scheduler) PlanBackfill(ctx context.Context, name string, from, to time
 	if err := s.checkWindow(j, from, to); err != nil {
 		return nil, err
 	}
-	slots := slotsBetween(j.spec.Schedule, from.Add(-time.Nanosecond), to, MaxBackfillSlots+1)
+	slots := history.SlotsBetween(j.spec.Schedule, from.Add(-time.Nanosecond), to, MaxBackfillSlots+1)
 	if len(slots) > MaxBackfillSlots {
 		return nil, fmt.Errorf("%w: more than %d slots of %s in [%s, %s]; backfill a shorter window at a time",
 			ErrBackfillWindow, MaxBackfillSlots, name, slotString(from), slotString(to))

@@ -281,17 +281,14 @@ func (s *Scheduler) outageRecovered(j *job, t time.Time) (time.Time, string) {
 		return time.Time{}, ""
 	}
 	// The slots before t, newest first, and after t up to now.
-	var before, after []time.Time
+	var before []time.Time
 	for u := t; len(before) < laterMissedScan; {
 		if u = prevSlot(j.spec.Schedule, u.Add(-time.Second)); u.IsZero() {
 			break
 		}
 		before = append(before, u)
 	}
-	now := s.clock.Now()
-	for u := j.spec.Schedule.Next(t); !u.IsZero() && !u.After(now) && len(after) < laterMissedScan; u = j.spec.Schedule.Next(u) {
-		after = append(after, u)
-	}
+	after := history.SlotsBetween(j.spec.Schedule, t, s.clock.Now(), laterMissedScan)
 	from := t
 	if len(before) > 0 {
 		from = before[len(before)-1]

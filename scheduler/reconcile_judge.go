@@ -75,7 +75,7 @@ func (p *pass) job(ctx context.Context, j *job) error {
 	}
 	// At most half the history per pass, so that the entries the pass
 	// judges by are still there.
-	slots := slotsBetween(j.spec.Schedule, from, now.Add(-s.reconcileAfter(j)), max(1, s.cfg.HistoryKeep/2))
+	slots := history.SlotsBetween(j.spec.Schedule, from, now.Add(-s.reconcileAfter(j)), max(1, s.cfg.HistoryKeep/2))
 	if len(slots) == 0 {
 		return nil
 	}
@@ -219,7 +219,7 @@ func (p *pass) judgeMissing(ctx context.Context, j *job, t time.Time, pause lock
 // they were judged — passes stalled that long behind a slot whose claim
 // stayed open, or none ran — and moves the job's record past them.
 func (p *pass) unjudged(ctx context.Context, j *job, from, cut time.Time) error {
-	slots := slotsBetween(j.spec.Schedule, from, cut, maxUnjudged+1)
+	slots := history.SlotsBetween(j.spec.Schedule, from, cut, maxUnjudged+1)
 	if len(slots) == 0 {
 		return nil
 	}
@@ -276,15 +276,6 @@ func pausedEntry(t time.Time) history.Entry {
 
 func missedEntry(t time.Time, reason history.Reason) history.Entry {
 	return history.Entry{Slot: slotString(t), Outcome: history.OutcomeMissed, Reason: reason}
-}
-
-// slotsBetween lists sched's slots in (from, to], at most n, oldest first.
-func slotsBetween(sched Schedule, from, to time.Time, n int) []time.Time {
-	var out []time.Time
-	for t := sched.Next(from); !t.IsZero() && !t.After(to) && len(out) < n; t = sched.Next(t) {
-		out = append(out, t)
-	}
-	return out
 }
 
 func later(a, b time.Time) time.Time {

@@ -79,7 +79,7 @@ func ReadSlots(ctx context.Context, store Store, job Job, w SlotWindow) (Slots, 
 	}
 	// The log is read newest first from the window's first slot: entries
 	// after the window come first and count against the limit.
-	after := len(slotsBetween(spec.Schedule, w.Until, later(w.Now, w.Until), historyReadCeiling))
+	after := len(SlotsBetween(spec.Schedule, w.Until, later(w.Now, w.Until), historyReadCeiling))
 	entries, err := ReadEntries(ctx, store, spec.Name, slots[0], 2*len(slots)+after+100)
 	if err != nil {
 		return out, err
@@ -199,8 +199,8 @@ func newestIn(sched Schedule, since, until time.Time, n, limit int, ring []time.
 	return append(append(ordered, ring[head:]...), ring[:head]...), true
 }
 
-// slotsBetween lists sched's slots in (from, to], at most n, oldest first.
-func slotsBetween(sched Schedule, from, to time.Time, n int) []time.Time {
+// SlotsBetween lists sched's slots in (from, to], at most n, oldest first.
+func SlotsBetween(sched Schedule, from, to time.Time, n int) []time.Time {
 	var out []time.Time
 	for t := sched.Next(from); !t.IsZero() && !t.After(to) && len(out) < n; t = sched.Next(t) {
 		out = append(out, t)
