@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"testing"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/redistest"
 	"github.com/slotlock/slotlock/scheduler/history"
 )
 
@@ -49,24 +49,8 @@ func TestJobOutcomeGauges(t *testing.T) {
 // by its address: /metrics is open to whoever reaches the ops port.
 func TestNodeUpLabelledByIndex(t *testing.T) {
 	m := newMetrics()
-	// Two "nodes" that hang up on every connection (a refused dial would
-	// leave go-redis's background redial sleeping past the test).
-	var addrs []string
-	for range 2 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		defer ln.Close()
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				c.Close()
-			}
-		}()
-		addrs = append(addrs, ln.Addr().String())
-	}
+	// Two "nodes" that hang up on every connection.
+	addrs := []string{redistest.HangUp(t), redistest.HangUp(t)}
 	l, err := locking.NewRedlock(locking.RedisConfig{Nodes: addrs, OpTimeout: 50 * time.Millisecond},
 		locking.Options{Replica: "r1"})
 	require.NoError(t, err)

@@ -2,7 +2,6 @@ package ui
 
 import (
 	"encoding/json"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -12,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/redistest"
 	"github.com/slotlock/slotlock/scheduler"
 	"github.com/slotlock/slotlock/scheduler/history"
 )
@@ -77,21 +77,8 @@ func TestWindowCappedAtHistoryKeep(t *testing.T) {
 // text: no node address, no Redis message.
 func TestPageShowsNoRawStoreError(t *testing.T) {
 	// A "node" that hangs up on every connection: the reads fail, and
-	// their error names the node's address. (A refused dial would leave
-	// go-redis's background redial sleeping past the test.)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	addr := ln.Addr().String()
+	// their error names the node's address.
+	addr := redistest.HangUp(t)
 	l, err := locking.NewRedlock(locking.RedisConfig{Nodes: []string{addr}, OpTimeout: 50 * time.Millisecond},
 		locking.Options{Replica: "r1"})
 	require.NoError(t, err)
