@@ -40,6 +40,14 @@ var (
 	// did not add its entry on a majority: stores held an entry of its
 	// score already (another writer's, or this one's earlier attempt).
 	ErrLogHasEntry = errors.New("locking: the log already holds an entry of that score")
+	// ErrBusy reports a call that this replica did not send because its
+	// own queue to the nodes could not send it before the call's deadline:
+	// the replica is overloaded, no node is at fault (no "redis node
+	// unreachable" is logged for it). Nothing was done on the nodes it was
+	// not sent to; the caller sheds the work rather than retrying it.
+	// Acquire and Claim wrap it (as a *QuorumError's cause) when a
+	// majority was missed for that reason.
+	ErrBusy = errors.New("locking: not sent, this replica's queue to the nodes is full")
 )
 
 // SplitVoteError is the error of a split vote: errors.Is(err, ErrSplitVote)
