@@ -139,6 +139,11 @@ func scaleSweep(t *testing.T, sbs []scaleBin, points []ScalePoint) string {
 // one is measured beside the other's.
 func scaleCeilings(t *testing.T, sbs []scaleBin, points []ScalePoint) string {
 	lines := []string{"| point | " + labels(sbs) + " |", "|---|" + strings.Repeat("---|", len(sbs))}
+	factors, err := overloadFactors(*scaleOverload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var overloads []string
 	for _, p := range points {
 		searches := make([]*ceilingSearch, len(sbs))
 		for i := range sbs {
@@ -155,7 +160,11 @@ func scaleCeilings(t *testing.T, sbs []scaleBin, points []ScalePoint) string {
 				t.Run(fmt.Sprintf("ceiling/%s/%s", q, strings.ReplaceAll(sb.label, " ", "_")), func(t *testing.T) {
 					res := runScalePointWith(t, sb.bin, q, time.Duration(*scaleWarmup)*time.Second, *scaleSeconds, nil)
 					t.Logf("%s\n%s\n%s", sb.label, ScaleHeader, res.Row())
-					c.record(res.Tally.Missed() > 0, *scaleCeilMax)
+					shed := res.Tally.Missed() > 0
+					if !shed {
+						c.goodRate = figuresOf(res).runPerSec
+					}
+					c.record(shed, *scaleCeilMax)
 				})
 				if t.Failed() {
 					return strings.Join(lines, "\n")
@@ -174,8 +183,15 @@ func scaleCeilings(t *testing.T, sbs []scaleBin, points []ScalePoint) string {
 			cells = append(cells, cell)
 		}
 		lines = append(lines, "| "+strings.Join(cells, " | ")+" |")
+		if len(factors) > 0 {
+			overloads = append(overloads, scaleOverloads(t, sbs, p, factors, goods(searches), rates(searches)))
+		}
 	}
-	return "ceiling: the highest number of every-second jobs with no slot of the window shed\n\n" + strings.Join(lines, "\n")
+	out := "ceiling: the highest number of every-second jobs with no slot of the window shed\n\n" + strings.Join(lines, "\n")
+	for _, o := range overloads {
+		out += "\n\n" + o
+	}
+	return out
 }
 
 func labels(sbs []scaleBin) string {
@@ -184,6 +200,24 @@ func labels(sbs []scaleBin) string {
 		ls = append(ls, sb.label)
 	}
 	return strings.Join(ls, " | ")
+}
+
+// goods and rates are the searches' ceilings and the slots run per
+// second there.
+func goods(cs []*ceilingSearch) []int {
+	out := make([]int, len(cs))
+	for i, c := range cs {
+		out[i] = c.good
+	}
+	return out
+}
+
+func rates(cs []*ceilingSearch) []float64 {
+	out := make([]float64, len(cs))
+	for i, c := range cs {
+		out[i] = c.goodRate
+	}
+	return out
 }
 
 func allDone(cs []*ceilingSearch) bool {

@@ -144,6 +144,7 @@ func CompareRow(p ScalePoint, base, cur scaleFigures) string {
 // that sheds, then halving the gap down to a tenth of the good count.
 type ceilingSearch struct {
 	good, bad, next int
+	goodRate        float64 // slots run per second at good
 }
 
 func newCeilingSearch(from int) *ceilingSearch { return &ceilingSearch{next: from} }
