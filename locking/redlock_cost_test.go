@@ -1,0 +1,175 @@
+package locking_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/redistest"
+)
+
+// The Redis work of one call on the common path of a slot, counted on
+// real Redis: the commands each node runs for it, the EVALSHA included,
+// as INFO commandstats counts them. Every replica makes these calls for
+// every slot of every job on every node, so each command here is paid
+// thousands of times a second at scale (issue #23: a slot cost 41
+// commands per node). The bounds are what the scripts do now; a script
+// that grows past one fails here, where a slower TestScale would only
+// drift.
+func TestCommandsPerCall(t *testing.T) {
+	c := redistest.Start(t, 3)
+	l, err := locking.NewRedlock(locking.RedisConfig{Nodes: c.Addrs(), OpTimeout: 2 * time.Second},
+		locking.Options{Replica: "cost-1", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	ctx := context.Background()
+	m := &meter{t: t, nodes: c.Nodes()}
+	fam := "costjob"
+	run := locking.Key{Family: fam, Name: "run"}
+	last := locking.Key{Family: fam, Name: "last"}
+	slot := func(i int) locking.Key { return locking.Key{Family: fam, Name: "slot:" + strconv.Itoa(i)} }
+	end := func(i int, job *locking.Lease) locking.Ending {
+		entry := locking.LogEntry{Score: int64(i), Value: "slot " + strconv.Itoa(i) + " succeeded"}
+		return locking.Ending{DoneTTL: time.Minute, Note: "succeeded", Entry: &entry, Keep: 100,
+			Also: job, Record: last, RecordValue: int64(i)}
+	}
+
+	// One slot's cycle, twice: the first loads the scripts and opens the
+	// connections, the second is counted.
+	for i := 1; i <= 2; i++ {
+		counted := i == 2
+		var claim *locking.Lease
+		m.call(counted, "claim won, with the job lease", 9, func() {
+			claim, err = l.Claim(ctx, slot(i), 10*time.Second, locking.With(run))
+			require.NoError(t, err)
+		})
+		job := claim.Grant().Joined
+		require.NotNil(t, job)
+		m.call(counted, "claim refused by a live lease", 5, func() {
+			_, err := l.Claim(ctx, slot(i), 10*time.Second, locking.With(run))
+			requireHeld(t, err, false)
+		})
+		claim.Start()
+		m.call(counted, "start confirmation", 6, func() { require.NoError(t, claim.Extend(ctx)) })
+		m.call(counted, "end: done marker, log entry, job lease, record", 11, func() {
+			require.Equal(t, locking.EndResult{}, claim.End(ctx, end(i, job)))
+		})
+		m.call(counted, "claim refused by a done marker", 2, func() {
+			_, err := l.Claim(ctx, slot(i), 10*time.Second, locking.With(run))
+			requireHeld(t, err, true)
+		})
+		var alone *locking.Lease
+		m.call(counted, "claim won, alone", 8, func() {
+			alone, err = l.Claim(ctx, slot(100+i), 10*time.Second)
+			require.NoError(t, err)
+		})
+		m.call(counted, "end: done marker alone", 6, func() {
+			require.NoError(t, alone.End(ctx, locking.Ending{DoneTTL: time.Minute, Note: "succeeded"}).Err)
+		})
+		var plain *locking.Lease
+		m.call(counted, "plain Acquire", 4, func() {
+			plain, err = l.Acquire(ctx, run, 10*time.Second)
+			require.NoError(t, err)
+		})
+		m.call(counted, "plain Release", 3, func() { require.NoError(t, plain.End(ctx, locking.Ending{}).Err) })
+	}
+}
+
+// meter counts, per node, the commands one call makes Redis run.
+type meter struct {
+	t     *testing.T
+	nodes []*redistest.Node
+}
+
+// call runs f between a reset of the command statistics and a read of
+// them; counted, it fails the test where a node ran more than bound.
+func (m *meter) call(counted bool, name string, bound int, f func()) {
+	m.t.Helper()
+	ctx := context.Background()
+	for _, n := range m.nodes {
+		require.NoError(m.t, n.Client().ConfigResetStat(ctx).Err())
+	}
+	f()
+	if !counted {
+		return
+	}
+	for i, n := range m.nodes {
+		info, err := n.Client().Info(ctx, "commandstats").Result()
+		require.NoError(m.t, err)
+		total, by := commandCalls(info)
+		if i == 0 {
+			m.t.Logf("%s: %d commands %v", name, total, by)
+		}
+		if total > bound {
+			m.t.Errorf("node %d, %s: %d commands, want at most %d: %v", i, name, total, bound, by)
+		}
+	}
+}
+
+// commandCalls reads INFO commandstats, without the meter's own CONFIG
+// and INFO.
+func commandCalls(info string) (int, map[string]int) {
+	by := map[string]int{}
+	total := 0
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || !strings.HasPrefix(name, "cmdstat_") {
+			continue
+		}
+		name = strings.TrimPrefix(name, "cmdstat_")
+		if strings.HasPrefix(name, "config") || name == "info" {
+			continue
+		}
+		calls, _, _ := strings.Cut(strings.TrimPrefix(rest, "calls="), ",")
+		n, _ := strconv.Atoi(calls)
+		by[name] = n
+		total += n
+	}
+	return total, by
+}
+
+func requireHeld(t *testing.T, err error, done bool) {
+	t.Helper()
+	var he *locking.HeldError
+	require.True(t, errors.As(err, &he), "want a *HeldError, got %v", err)
+	require.Equal(t, done, he.Done)
+}
+
+// The acquire script reads the leases of a family's other claims in
+// batches of 256 (Lua's unpack is bounded): with more, each claim is
+// still judged by its own lease. Half the claims here are kept, half
+// abandoned; every orphan reported must be an abandoned one.
+func TestOrphanScanBatches(t *testing.T) {
+	c := redistest.Start(t, 3)
+	l, err := locking.NewRedlock(locking.RedisConfig{Nodes: c.Addrs(), OpTimeout: 2 * time.Second},
+		locking.Options{Replica: "orphans-1", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	ctx := context.Background()
+	key := func(name string) locking.Key { return locking.Key{Family: "manyclaims", Name: name} }
+	abandoned := map[string]bool{}
+	for i := range 300 {
+		_, err := l.Claim(ctx, key("kept:"+strconv.Itoa(i)), time.Minute)
+		require.NoError(t, err)
+		name := "dead:" + strconv.Itoa(i)
+		_, err = l.Claim(ctx, key(name), 100*time.Millisecond)
+		require.NoError(t, err)
+		abandoned[name] = true
+	}
+	time.Sleep(200 * time.Millisecond)
+	for i := range 20 {
+		ls, err := l.Claim(ctx, key("new:"+strconv.Itoa(i)), time.Minute)
+		require.NoError(t, err)
+		o := ls.Grant().Orphan
+		require.NotNil(t, o, "300 abandoned claims, none reported")
+		require.True(t, abandoned[o.Key.Name], "a kept claim reported abandoned: %s", o.Key)
+	}
+}
