@@ -136,7 +136,7 @@ func commandCalls(info string) (int, map[string]int) {
 	return total, by
 }
 
-func requireHeld(t *testing.T, err error, done bool) {
+func requireHeld(t testing.TB, err error, done bool) {
 	t.Helper()
 	var he *locking.HeldError
 	require.True(t, errors.As(err, &he), "want a *HeldError, got %v", err)
@@ -172,4 +172,76 @@ func TestOrphanScanBatches(t *testing.T) {
 		require.NotNil(t, o, "300 abandoned claims, none reported")
 		require.True(t, abandoned[o.Key.Name], "a kept claim reported abandoned: %s", o.Key)
 	}
+}
+
+// BenchmarkSlotRedisCost runs a 3-replica slot's lock calls on real Redis
+// (3 nodes): the winner's claim with its job lease, a loser refused by the
+// live lease, the end (done marker, log entry, job lease, record), a loser
+// refused by the done marker. It reports the Redis work per slot apart
+// from the host's other load: the nodes' CPU (INFO cpu, summed) and the
+// commands per node (INFO commandstats).
+//
+//	flock /tmp/slotlock-heavy.lock go test ./locking -run '^$' -bench SlotRedisCost -benchtime 3000x
+func BenchmarkSlotRedisCost(b *testing.B) {
+	c := redistest.Start(b, 3)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var ls [2]locking.Backend
+	for i := range ls {
+		l, err := locking.NewRedlock(locking.RedisConfig{Nodes: c.Addrs(), OpTimeout: 2 * time.Second},
+			locking.Options{Replica: "bench-" + strconv.Itoa(i), Logger: quiet})
+		require.NoError(b, err)
+		b.Cleanup(func() { _ = l.Close() })
+		ls[i] = l
+	}
+	ctx := context.Background()
+	run := locking.Key{Family: "benchjob", Name: "run"}
+	last := locking.Key{Family: "benchjob", Name: "last"}
+	slot := func(i int) {
+		key := locking.Key{Family: "benchjob", Name: "slot:" + strconv.Itoa(i)}
+		claim, err := ls[0].Claim(ctx, key, 10*time.Second, locking.With(run))
+		require.NoError(b, err)
+		_, err = ls[1].Claim(ctx, key, 10*time.Second, locking.With(run))
+		requireHeld(b, err, false)
+		entry := locking.LogEntry{Score: int64(i), Value: "slot " + strconv.Itoa(i) + " succeeded"}
+		require.Equal(b, locking.EndResult{}, claim.End(ctx, locking.Ending{DoneTTL: time.Minute, Note: "succeeded",
+			Entry: &entry, Keep: 100, Also: claim.Grant().Joined, Record: last, RecordValue: int64(i)}))
+		_, err = ls[1].Claim(ctx, key, 10*time.Second, locking.With(run))
+		requireHeld(b, err, true)
+	}
+	slot(0) // scripts loaded, connections open
+	cpu0, cmds0, script0 := redisWork(b, c.Nodes())
+	b.ResetTimer()
+	for i := 1; i <= b.N; i++ {
+		slot(i)
+	}
+	b.StopTimer()
+	cpu1, cmds1, script1 := redisWork(b, c.Nodes())
+	b.ReportMetric(float64((cpu1-cpu0).Microseconds())/float64(b.N), "redis-µs/slot")
+	b.ReportMetric(float64(cmds1-cmds0)/float64(b.N)/float64(len(c.Nodes())), "cmds/slot/node")
+	b.ReportMetric(float64(script1-script0)/float64(b.N), "script-µs/slot")
+}
+
+// redisWork is the nodes' CPU time, commands and time in scripts
+// (EVALSHA, microseconds) so far, summed.
+func redisWork(b *testing.B, nodes []*redistest.Node) (cpu time.Duration, cmds, scriptUS int) {
+	for _, n := range nodes {
+		info, err := n.Client().Info(context.Background(), "cpu", "commandstats").Result()
+		require.NoError(b, err)
+		for _, line := range strings.Split(info, "\n") {
+			k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
+			if k == "used_cpu_sys" || k == "used_cpu_user" {
+				s, _ := strconv.ParseFloat(v, 64)
+				cpu += time.Duration(s * float64(time.Second))
+			}
+			if k == "cmdstat_evalsha" {
+				_, us, _ := strings.Cut(v, "usec=")
+				us, _, _ = strings.Cut(us, ",")
+				n, _ := strconv.Atoi(us)
+				scriptUS += n
+			}
+		}
+		total, _ := commandCalls(info)
+		cmds += total
+	}
+	return cpu, cmds, scriptUS
 }
