@@ -23,30 +23,62 @@
 -- stored: "started:<value>" once their owner confirmed that its work
 -- began (the extend script). Refused by a live lease, the eighth element
 -- is the claim under that lease, whoever's lease it is ("" none).
-local fence = tonumber(redis.call('GET', KEYS[2]) or '0') or 0
-if redis.call('EXISTS', KEYS[#KEYS]) == 1 then
+--
+-- Every replica runs this for every slot on every node, so it reads what
+-- it needs in as few commands as it can (the commands, not the keys, are
+-- Redis's cost): the counter, tombstone, done marker and pause register
+-- in one MGET (a refusal by a done marker costs nothing more), the
+-- family's claims in one HGETALL (the slot's own claim and the others,
+-- for the orphan scan) and their leases in one HMGET. The replies and
+-- what is written are as they were, key for key.
+local field = ARGV[4]
+local got
+if field ~= '' then
+  got = redis.call('MGET', KEYS[2], KEYS[#KEYS], KEYS[1], KEYS[5])
+else
+  got = redis.call('MGET', KEYS[2], KEYS[#KEYS], KEYS[1])
+end
+local fence = tonumber(got[1] or '0') or 0
+if got[2] then
   -- Undone before it ran here (a request that queued on a frozen node):
   -- it changes nothing.
   return {0, '', fence, '', '', ''}
 end
 local status, found, orphan, orphanValue, pause, also = 1, '', '', '', '', 0
-local field = ARGV[4]
 if field ~= '' then
-  pause = redis.call('GET', KEYS[5]) or ''
-  local done = redis.call('GET', KEYS[1])
-  if done then
-    return {0, done, fence, '', '', pause}
+  pause = got[4] or ''
+  if got[3] then
+    return {0, got[3], fence, '', '', pause}
   end
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  local live = redis.call('HGET', KEYS[4], field)
+  -- The family's claims: this slot's own, and the others, whose leases
+  -- are read with this slot's in one HMGET.
+  local claims = redis.call('HGETALL', KEYS[3])
+  local claim, others, values = false, {}, {}
+  for i = 1, #claims, 2 do
+    if claims[i] == field then
+      claim = claims[i + 1]
+    else
+      others[#others + 1] = claims[i]
+      values[claims[i]] = claims[i + 1]
+    end
+  end
+  -- (In batches: unpack's stack is bounded; one batch in practice.)
+  local lives = redis.call('HMGET', KEYS[4], field, unpack(others, 1, math.min(#others, 256)))
+  for b = 257, #others, 256 do
+    local more = redis.call('HMGET', KEYS[4], unpack(others, b, math.min(#others, b + 255)))
+    for _, l in ipairs(more) do
+      lives[#lives + 1] = l
+    end
+  end
+  local live = lives[1]
   if live then
     local v, exp = string.match(live, '^(.*)|(%d+)$')
     if tonumber(exp) > now then
-      return {0, v, fence, '', '', pause, 0, redis.call('HGET', KEYS[3], field) or ''}
+      return {0, v, fence, '', '', pause, 0, claim or ''}
     end
   end
-  local claim = redis.call('HGET', KEYS[3], field)
   if claim then
     status, found = 2, claim
   else
@@ -60,15 +92,11 @@ if field ~= '' then
   -- Abandoned claims of other keys: one of them, picked by our random
   -- token so that callers spread over them, sorted so that every store
   -- picks alike.
-  local claims = redis.call('HGETALL', KEYS[3])
-  local orphans, values = {}, {}
-  for i = 1, #claims, 2 do
-    if claims[i] ~= field then
-      local l = redis.call('HGET', KEYS[4], claims[i])
-      if not l or tonumber(string.match(l, '|(%d+)$')) <= now then
-        orphans[#orphans + 1] = claims[i]
-        values[claims[i]] = claims[i + 1]
-      end
+  local orphans = {}
+  for i, o in ipairs(others) do
+    local l = lives[i + 1]
+    if not l or tonumber(string.match(l, '|(%d+)$')) <= now then
+      orphans[#orphans + 1] = o
     end
   end
   if #orphans > 0 then
@@ -76,8 +104,11 @@ if field ~= '' then
     orphan = orphans[(tonumber(string.sub(ARGV[1], 1, 6), 16) or 0) % #orphans + 1]
     orphanValue = values[orphan]
   end
+elseif got[3] then
+  return {0, got[3], fence}
 elseif not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  return {0, redis.call('GET', KEYS[1]), fence}
+  -- Not a string (MGET reads it as absent): held by nothing we set.
+  return {0, '', fence}
 end
 fence = math.max(fence + 1, tonumber(ARGV[3]))
 redis.call('SET', KEYS[2], string.format('%d', fence))

@@ -22,27 +22,42 @@
 -- restarted empty), so it blocks the slot on as many nodes as possible,
 -- and over an abandoned claim whose lease we took over; it never replaces
 -- a done marker or another holder's value.
+--
+-- Every slot's run ends here on every node, so it reads in as few
+-- commands as it can: the job lease, the record and the done marker in
+-- one MGET where the end has a job lease or record to settle, and the
+-- done marker not at all otherwise while the claim or its lease is ours
+-- (a retry's marker would have removed both); the clock only where it
+-- decides the reply. What it writes and returns is as it was.
 local doneTTL = tonumber(ARGV[3])
 local field = ARGV[4]
 if ARGV[10] and tonumber(ARGV[10]) > 0 then
   redis.call('SET', KEYS[#KEYS], '1', 'PX', ARGV[10])
 end
+local withAlso = field ~= '' and ARGV[8] and ARGV[8] ~= ''
+local withRecord = field ~= '' and ARGV[9] and ARGV[9] ~= '0'
+-- cur: the lock key's value where it was read (false: absent), nil
+-- where not read yet.
+local cur
 local also = 0
-if field ~= '' and ARGV[8] and ARGV[8] ~= '' and redis.call('GET', KEYS[5]) == ARGV[8] then
-  redis.call('DEL', KEYS[5])
-  also = 2
-end
-if field ~= '' and ARGV[9] and ARGV[9] ~= '0' then
-  local v = tonumber(ARGV[9])
-  if v > (tonumber(redis.call('GET', KEYS[6]) or '0') or 0) then
+if withAlso or withRecord then
+  local got = redis.call('MGET', KEYS[1], KEYS[5], KEYS[6])
+  cur = got[1]
+  if withAlso and got[2] == ARGV[8] then
+    redis.call('DEL', KEYS[5])
+    also = 2
+  end
+  if withRecord and tonumber(ARGV[9]) > (tonumber(got[3] or '0') or 0) then
     redis.call('SET', KEYS[6], ARGV[9])
   end
 end
-if doneTTL > 0 and redis.call('GET', KEYS[1]) == ARGV[2] then
-  return 1 + also
-end
 if field == '' then
-  local cur = redis.call('GET', KEYS[1])
+  if cur == nil then
+    cur = redis.call('GET', KEYS[1])
+  end
+  if doneTTL > 0 and cur == ARGV[2] then
+    return 1
+  end
   if cur == ARGV[1] then
     if doneTTL > 0 then
       redis.call('SET', KEYS[1], ARGV[2], 'PX', doneTTL)
@@ -58,17 +73,33 @@ if field == '' then
 end
 local claim = redis.call('HGET', KEYS[2], field)
 local live = redis.call('HGET', KEYS[3], field)
-local liveOurs = false
+-- Ours as written, or as its owner confirmed it started.
+local claimOurs = claim == ARGV[1] or claim == 'started:' .. ARGV[1]
+local v, exp
 if live then
-  local v, exp = string.match(live, '^(.*)|(%d+)$')
-  if v == ARGV[1] then
-    redis.call('HDEL', KEYS[3], field)
+  v, exp = string.match(live, '^(.*)|(%d+)$')
+end
+local liveMine = v == ARGV[1]
+if doneTTL > 0 and not claimOurs and not liveMine then
+  -- A retry whose first answer was lost: its done marker is here, and
+  -- neither the claim nor its lease is ours any more (that end removed
+  -- both, and no acquisition writes them past a done marker).
+  if cur == nil then
+    cur = redis.call('GET', KEYS[1])
+  end
+  if cur == ARGV[2] then
+    return 1 + also
+  end
+end
+local liveOurs = false
+if liveMine then
+  redis.call('HDEL', KEYS[3], field)
+  if not claimOurs then
+    -- Only here does the lease's expiry decide anything.
     local t = redis.call('TIME')
     liveOurs = tonumber(exp) > tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   end
 end
--- Ours as written, or as its owner confirmed it started.
-local claimOurs = claim == ARGV[1] or claim == 'started:' .. ARGV[1]
 if doneTTL > 0 then
   if claimOurs or not claim or liveOurs then
     if claim then
