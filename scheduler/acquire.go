@@ -95,7 +95,7 @@ func (s *Scheduler) acquire(job string, key locking.Key, p retryPolicy) (*lockin
 		now := s.clock.Now()
 		<-s.inflight
 		if !p.staleAfter.IsZero() {
-			s.admitDone(now.Sub(start), s.overloaded(err))
+			s.admitDone(now.Sub(start), overloaded(err))
 		}
 		s.metrics.LockAcquire(job, now.Sub(start), err)
 		last = err
@@ -168,16 +168,12 @@ func (s *Scheduler) startCall(p *retryPolicy) (time.Time, error) {
 	return start, err
 }
 
-// overloaded classifies a scheduled claim's answer for admission: the
-// replica's own overload (ErrBusy; a missing majority while no outage is
-// known, typically calls that waited in this replica's queue past
-// op_timeout), or an answer.
-func (s *Scheduler) overloaded(err error) admitSignal {
-	switch {
-	case errors.Is(err, locking.ErrBusy):
+// overloaded classifies a scheduled claim's answer for admission: not
+// sent for the replica's own overload (ErrBusy), or an answer (whatever
+// it says: its latency is the service time).
+func overloaded(err error) admitSignal {
+	if errors.Is(err, locking.ErrBusy) {
 		return admitBusy
-	case (errors.Is(err, locking.ErrNoQuorum) || errors.Is(err, locking.ErrSlowAcquire)) && !s.outage.down.Load():
-		return admitSlow
 	}
 	return admitAnswered
 }

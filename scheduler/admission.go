@@ -28,22 +28,26 @@ import (
 //   - A waiting slot is a heap entry, not a goroutine: its attempt starts
 //     (attemptSlot, on its own goroutine) once it is admitted, holding the
 //     admission for its first claim (ticket).
-//   - limit adapts (AIMD): a claim that failed for the replica's own
-//     overload (locking.ErrBusy) or for want of a majority (nodes that did
-//     not answer within op_timeout: typically this replica's own queue)
-//     cuts it by a third, at most once per service time; an answer grows it
-//     by one (several answers in a row double it per service time) when no
-//     cut came for a second, by admitGrow/limit otherwise, up to
-//     MaxInFlight. A real outage drives it to its floor, from which it
-//     doubles per round trip once the nodes answer.
+//   - limit adapts: a claim that the transport did not send for this
+//     replica's own overload (locking.ErrBusy) cuts it by a fifth, at most
+//     once per service time (the calls queued together fail together), to
+//     no less than an eighth of MaxInFlight; an answer grows it by one when
+//     no cut came for a second (several answers in a row double it per
+//     service time), by admitGrow/limit otherwise, up to MaxInFlight. A
+//     missing majority does not cut it: measured, cutting on the
+//     op_timeouts of a burst (at start, or a second of 2,000 slots) left
+//     the limit at its floor and shed most slots of healthy nodes, and a
+//     node's outage is not this replica's load. The calls pipeline per
+//     node (locking), so fewer in flight means fewer per round trip, not
+//     faster answers.
 //   - Retries of a claim (split vote, no majority) ask again, in the same
 //     queue and under the same budget, so an overloaded replica does not
 //     add its retries to the load; a claim that failed with ErrBusy is not
 //     retried (acquire.go).
 const (
-	admitMinLimit   = 4
+	admitMinLimit   = 4 // and at least an eighth of MaxInFlight
 	admitGrow       = 4
-	admitCut        = 0.67
+	admitCut        = 0.8
 	admitFastAfter  = time.Second
 	admitServiceMin = time.Millisecond
 	// admitServiceStart is the first estimate, before any claim answered.
@@ -65,7 +69,6 @@ type admitSignal int
 const (
 	admitUnsent   admitSignal = iota // not sent (its ticket unused, or shed after all): says nothing
 	admitAnswered                    // the stores answered (won, held, split...): its latency is the service time
-	admitSlow                        // no majority in time while no outage is known: queued past op_timeout
 	admitBusy                        // locking.ErrBusy: not sent, this replica's queue was full
 )
 
@@ -91,6 +94,7 @@ type admitted struct {
 type admission struct {
 	mu       sync.Mutex
 	max      float64
+	floor    float64
 	limit    float64
 	inflight int
 	service  time.Duration // EWMA of a claim call's latency
@@ -102,7 +106,7 @@ type admission struct {
 
 func newAdmission(maxInFlight int) *admission {
 	m := float64(max(maxInFlight, admitMinLimit))
-	return &admission{max: m, limit: m, service: admitServiceStart}
+	return &admission{max: m, floor: max(admitMinLimit, m/8), limit: m, service: admitServiceStart}
 }
 
 // enter asks for w's call at now: admitted or shed at once, or queued.
@@ -148,8 +152,6 @@ func (ad *admission) learn(now time.Time, d time.Duration, sig admitSignal) {
 	case admitBusy:
 		ad.cut(now) // not sent: its latency says nothing of the service time
 		return
-	case admitSlow:
-		ad.cut(now)
 	default:
 		if now.Sub(ad.lastCut) > admitFastAfter {
 			ad.limit = min(ad.max, ad.limit+1)
@@ -167,7 +169,7 @@ func (ad *admission) cut(now time.Time) {
 		return
 	}
 	ad.lastCut = now
-	ad.limit = max(admitMinLimit, ad.limit*admitCut)
+	ad.limit = max(ad.floor, ad.limit*admitCut)
 }
 
 // serve admits waiters in deadline order while there is room, shedding

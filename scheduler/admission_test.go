@@ -190,14 +190,16 @@ func TestAdmissionOrder(t *testing.T) {
 	})
 }
 
-// TestAdmissionLimit: a claim refused for the replica's own overload
-// (ErrBusy, or a missing majority while no outage is known) cuts the
-// limit, once for the calls that fail together; answers grow it back.
+// TestAdmissionLimit: claims the transport did not send for the
+// replica's own overload (ErrBusy) cut the limit, once for the calls
+// that fail together, never below an eighth of MaxInFlight; a missing
+// majority does not (a node's fault, or a burst's op_timeouts); answers
+// grow it back.
 func TestAdmissionLimit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ad := newAdmission(64)
 		now := time.Now()
-		for range 10 {
+		for range 40 {
 			ad.enter(&admitWaiter{deadline: now.Add(time.Hour)}, now)
 		}
 		ad.done(now, 0, admitBusy)
@@ -206,15 +208,21 @@ func TestAdmissionLimit(t *testing.T) {
 			t.Fatalf("limit %v after two calls refused together, want one cut to %v", ad.limit, 64*admitCut)
 		}
 		time.Sleep(time.Second)
-		ad.done(time.Now(), 10*time.Millisecond, admitSlow)
-		if want := 64 * admitCut * admitCut; math.Abs(ad.limit-want) > 1e-9 {
-			t.Fatalf("limit %v after a later missing majority, want %v", ad.limit, want)
+		ad.done(time.Now(), 10*time.Millisecond, overloaded(&locking.QuorumError{Op: "acquire", Need: 2}))
+		if want := 64*admitCut + admitGrow/(64*admitCut); math.Abs(ad.limit-want) > 1e-9 {
+			t.Fatalf("limit %v after a missing majority, want it grown to %v as after any answer", ad.limit, want)
 		}
-		before := ad.limit
+		for range 30 {
+			time.Sleep(time.Second)
+			ad.done(time.Now(), 0, overloaded(fmt.Errorf("x: %w", locking.ErrBusy)))
+		}
+		if ad.limit != 8 {
+			t.Fatalf("limit %v after many cuts, want the floor 8", ad.limit)
+		}
 		time.Sleep(2 * time.Second)
 		ad.done(time.Now(), 10*time.Millisecond, admitAnswered)
-		if ad.limit != before+1 {
-			t.Errorf("limit %v after an answer with no cut for a second, want %v", ad.limit, before+1)
+		if ad.limit != 9 {
+			t.Errorf("limit %v after an answer with no cut for a second, want 9", ad.limit)
 		}
 	})
 }
