@@ -144,6 +144,38 @@ func TestAdmissionBusyNotRetried(t *testing.T) {
 	})
 }
 
+// TestAdmissionStop: slots still waiting for their turn when the replica
+// stops are dropped as a stopping replica drops a slot it has not tried
+// (nothing logged, no call), and Run returns once the calls in flight do.
+func TestAdmissionStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sink, l := &logSink{}, newCountingLocker(2*time.Second)
+		var specs []JobSpec
+		for i := range 8 {
+			sp := cronSpec(t, fmt.Sprintf("job%02d", i), "0 * * * * *", &recorder{now: time.Now})
+			sp.Misfire = Misfire{Policy: MisfireSkip}
+			specs = append(specs, sp)
+		}
+		stop := running(t, admissionScheduler(t, sink, l, 100*time.Millisecond, specs...))
+		time.Sleep(time.Until(bubbleStart.Add(60*time.Second + 500*time.Millisecond)))
+		stop()
+
+		slot := bubbleStart.Add(60 * time.Second)
+		evs := sink.events(t)
+		calls := 0
+		for _, sp := range specs {
+			n, _ := l.claimsOf(history.SlotKey(sp.Name, slot))
+			calls += n
+			if late := where(evs, "slot.skipped", "job", sp.Name, "reason", string(history.ReasonLate)); len(late) != 0 {
+				t.Errorf("%s: late lines at shutdown: %v", sp.Name, late)
+			}
+		}
+		if calls != 4 {
+			t.Errorf("%d Claim calls: want the 4 admitted before the stop, none for the slots waiting", calls)
+		}
+	})
+}
+
 // TestAdmissionOrder: the waiting calls are served in deadline (due)
 // order whatever order they came in, each when a call in flight ends; one
 // whose answer would come after its deadline is shed when its turn comes,
