@@ -29,6 +29,9 @@ type retryPolicy struct {
 	// for the lock calls (MaxInFlight), an overloaded replica sheds the
 	// ones that turned late instead of acquiring and then dropping them.
 	staleAfter time.Time
+	// ticket (scheduled claims): the admission the attempt was started
+	// with, used by the first call; later calls wait for theirs.
+	ticket *ticket
 	// claim: take the key with Locker.Claim (a slot: at most one run, ever)
 	// instead of Acquire.
 	claim bool
@@ -62,31 +65,25 @@ const (
 // acquire takes key under policy p. A retry that would start after its
 // deadline is not made: the last error is returned. Shutdown aborts a
 // retry wait: the error then wraps both errStopping and the last error.
-// The in-flight slot (MaxInFlight) is held only during each Acquire call,
-// never while waiting to retry.
+// The in-flight slot (MaxInFlight), and for a scheduled claim its
+// admission (admission.go), are held only during each call, never while
+// waiting to retry; a retry that admission sheds is not made.
 func (s *Scheduler) acquire(job string, key locking.Key, p retryPolicy) (*locking.Lease, error) {
 	quorumWait, heldWait := quorumBackoffMin, heldBackoffMin
 	ctx := p.trace
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	var last error // the previous try's, returned when a retry is not admitted
 	for {
-		s.inflight <- struct{}{}
-		start := s.clock.Now()
-		if !p.staleAfter.IsZero() {
-			var err error
-			if start.After(p.staleAfter) {
-				err = errStale
-			} else if s.isStopping() {
-				err = errStopping
+		start, err := s.startCall(&p)
+		if err != nil {
+			if last != nil && errors.Is(err, errStale) {
+				return nil, last // a retry not admitted in time, as one past its deadline
 			}
-			if err != nil {
-				<-s.inflight
-				return nil, err
-			}
+			return nil, err
 		}
 		var l *locking.Lease
-		var err error
 		switch {
 		case p.claim && p.with.Name != "":
 			l, err = s.cfg.Locker.Claim(ctx, key, s.cfg.LockTTL, locking.With(p.with))
@@ -97,12 +94,24 @@ func (s *Scheduler) acquire(job string, key locking.Key, p retryPolicy) (*lockin
 		}
 		now := s.clock.Now()
 		<-s.inflight
+		if !p.staleAfter.IsZero() {
+			s.admitDone(now.Sub(start), overloaded(err))
+		}
 		s.metrics.LockAcquire(job, now.Sub(start), err)
+		last = err
 		var wait time.Duration
 		var until time.Time
 		switch {
 		case err == nil:
 			return l, nil
+		case errors.Is(err, locking.ErrBusy):
+			// Not sent: this replica's own queue could not send it in
+			// time. Retrying would add to the overload: the slot is shed
+			// (late) or the error returned.
+			if !p.staleAfter.IsZero() {
+				return nil, fmt.Errorf("%w: %w", errStale, err)
+			}
+			return nil, err
 		case isSplitVote(err):
 			wait, until = time.Millisecond+rand.N(4*time.Millisecond), p.splitUntil
 		case errors.Is(err, locking.ErrNoQuorum) || errors.Is(err, locking.ErrSlowAcquire):
@@ -128,6 +137,45 @@ func (s *Scheduler) acquire(job string, key locking.Key, p retryPolicy) (*lockin
 			return nil, fmt.Errorf("%w: %w", errStopping, err)
 		}
 	}
+}
+
+// startCall waits for the in-flight bound and, for a scheduled claim
+// (staleAfter set), for its admission first. It returns the call's start,
+// or errStale (shed: the slot would be late before its answer) or
+// errStopping without a call.
+func (s *Scheduler) startCall(p *retryPolicy) (time.Time, error) {
+	admitted := !p.staleAfter.IsZero()
+	if admitted && !p.ticket.take() {
+		if err := s.admitCall(p.staleAfter); err != nil {
+			return time.Time{}, err
+		}
+	}
+	s.inflight <- struct{}{}
+	start := s.clock.Now()
+	if !admitted {
+		return start, nil
+	}
+	var err error
+	if start.After(p.staleAfter) {
+		err = errStale
+	} else if s.isStopping() {
+		err = errStopping
+	}
+	if err != nil {
+		<-s.inflight
+		s.admitDone(0, admitUnsent)
+	}
+	return start, err
+}
+
+// overloaded classifies a scheduled claim's answer for admission: not
+// sent for the replica's own overload (ErrBusy), or an answer (whatever
+// it says: its latency is the service time).
+func overloaded(err error) admitSignal {
+	if errors.Is(err, locking.ErrBusy) {
+		return admitBusy
+	}
+	return admitAnswered
 }
 
 // isSplitVote reports an Acquire that nobody won because the votes split.

@@ -52,6 +52,7 @@ type attempt struct {
 	caller             context.Context // backfill and manual: the caller's; its end cancels the run
 	tctx               context.Context // the span's, for the lock calls and the run (nil: none)
 	span               *slotSpan
+	ticket             *ticket // the admission of its first claim call (scheduled slots; nil: none yet)
 
 	claim    *locking.Lease     // the slot's claim (manual: the run's lease)
 	joined   *locking.Lease     // the job lease taken with the claim, until takeJobLease takes it over
@@ -130,11 +131,17 @@ func (a *attempt) steps() []step {
 // backfill or manual run (nil otherwise). It returns the run's history
 // entry, nil when it did not run, and what RunSlot or Trigger returns.
 func (s *Scheduler) attemptSlot(j *job, t time.Time, o origin, caller context.Context) (*history.Entry, error) {
+	return s.attemptSlotWith(j, t, o, caller, nil)
+}
+
+// attemptSlotWith is attemptSlot for a slot admitted already (tk: its
+// first claim call is sent under that admission, admission.go).
+func (s *Scheduler) attemptSlotWith(j *job, t time.Time, o origin, caller context.Context, tk *ticket) (*history.Entry, error) {
 	if o.fired() && s.isStopping() {
 		return nil, nil // a replica that is shutting down acquires no new slot
 	}
 	a := s.newAttempt(j, t, o)
-	a.caller = caller
+	a.caller, a.ticket = caller, tk
 	a.tctx, a.span = s.traceSlot(caller, a.name, a.slot, o)
 	var v verdict
 	for _, st := range a.steps() {
@@ -175,14 +182,15 @@ func (s *Scheduler) newAttempt(j *job, t time.Time, o origin) *attempt {
 
 // claimPolicy is how long the slot's claim is tried: a fired slot while
 // it is fresh (a scheduled one is not even asked for once it is late, or
-// the replica stopping: an overloaded replica sheds the slots that turned
-// late), a backfill's for the lateness bound; under forbid a fired slot
+// the replica stopping, and each of its calls is admitted (admission.go):
+// an overloaded replica sheds the slots that cannot be answered before
+// they turn late, before any call), a backfill's for the lateness bound; under forbid a fired slot
 // takes the job lease in the same call, where it is free.
 func (a *attempt) claimPolicy() retryPolicy {
 	p := retryPolicy{splitUntil: a.fresh, quorumUntil: a.quorumUntil, claim: true, trace: a.tctx}
 	switch a.origin {
 	case originScheduled:
-		p.staleAfter = a.fresh
+		p.staleAfter, p.ticket = a.fresh, a.ticket
 	case originBackfill:
 		until := a.s.clock.Now().Add(a.s.lateness)
 		p.splitUntil, p.quorumUntil = until, until

@@ -163,7 +163,10 @@ type Config struct {
 	// once: Acquire and record calls, and separately half as many lease ends
 	// (so ending a run never waits behind new acquisitions).
 	// More wait in the scheduler, so that an overloaded replica sheds the
-	// slots that turned late before asking the stores. The Redis nodes send
+	// slots that turned late before asking the stores: a scheduled slot's
+	// claim waits its turn as a queue entry, served in due order, and is
+	// shed without a call once its answer is predicted after the slot
+	// turns late (admission.go). The Redis nodes send
 	// the calls in flight in pipelines (locking), so many in flight share
 	// one round trip per node. Default 64 × GOMAXPROCS.
 	MaxInFlight int

@@ -9,8 +9,9 @@ import (
 )
 
 // The loop: one goroutine owns every job's next slot, sleeps until the
-// earliest is due (at most heartbeatEvery), and hands each due slot to a
-// goroutine of its own (attempt.go) or, when late, to the misfire policy.
+// earliest is due (at most heartbeatEvery), and hands each due slot to
+// admission (admission.go: a goroutine of its own once its claim may be
+// sent, attempt.go) or, when late, to the misfire policy.
 
 // jobHeap orders the jobs by when their next slot is due.
 type jobHeap []*job
@@ -114,8 +115,9 @@ func (s *Scheduler) fireAt(j *job, t time.Time) time.Time {
 	return j.spec.Due(t).Add(s.spreadDelay(j.name(), t))
 }
 
-// fireDue hands every slot of j that is due at now to a goroutine: fresh
-// slots are attempted normally, late ones (more than the lateness bound
+// fireDue hands every slot of j that is due at now on: fresh slots to
+// admission, which attempts them on a goroutine each when their turn
+// comes, late ones (more than the lateness bound
 // after their due time) go to the misfire policy.
 func (s *Scheduler) fireDue(j *job, now time.Time) {
 	var late lateRange
@@ -131,8 +133,7 @@ func (s *Scheduler) fireDue(j *job, now time.Time) {
 		if now.Sub(j.spec.Due(t)) > s.lateness {
 			late.add(t)
 		} else {
-			slot := t
-			s.spawn(func() { s.attemptSlot(j, slot, originScheduled, nil) })
+			s.fireSlot(j, t) // admission.go: started, queued or shed
 		}
 		t = j.spec.Schedule.Next(t)
 	}

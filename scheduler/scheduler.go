@@ -105,6 +105,8 @@ type Scheduler struct {
 	// ending a run's leases never waits behind the next second's
 	// acquisitions.
 	inflight, ending chan struct{}
+	// admit decides which scheduled claims are sent, and when (admission.go).
+	admit *admission
 
 	orphansMu sync.Mutex
 	orphans   map[locking.Key]bool // abandoned claims being settled
@@ -201,6 +203,7 @@ func New(cfg Config) (*Scheduler, error) {
 		stopping: make(chan struct{}),
 		inflight: make(chan struct{}, c.MaxInFlight),
 		ending:   make(chan struct{}, max(1, c.MaxInFlight/2)),
+		admit:    newAdmission(c.MaxInFlight),
 		running:  map[string]history.RunInfo{},
 		scrub:    jobs.NewScrubber(c.Secrets...),
 	}
@@ -314,6 +317,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	<-loopDone
 	s.state.Store(stateStopping)
 	s.stopOnce.Do(func() { close(s.stopping) })
+	s.carryOut(s.admit.stop()) // the slots waiting for their turn are not tried
 	s.log.Info("scheduler stopping: no more slots; waiting for running runs", "grace", s.cfg.ShutdownGrace.String())
 
 	idle := make(chan struct{})

@@ -1,0 +1,316 @@
+package scheduler
+
+import (
+	"container/heap"
+	"sync"
+	"time"
+
+	"github.com/slotlock/slotlock/scheduler/history"
+)
+
+// Admission control of the scheduled claims (issue #23: no congestion
+// collapse). Past its capacity a replica used to start every due slot on a
+// goroutine of its own, all of them blocked on the in-flight bound; the
+// calls it sent queued in the transport until they passed op_timeout, the
+// slots they were for turned late anyway, and the no_quorum retries added
+// load: the more slots due, the fewer ran. Here a scheduled slot's claim
+// is sent only when its answer is predicted to come before the slot turns
+// late (its freshness); the others are shed at once, before any Redis
+// call, with their slot.skipped late line.
+//
+//   - The prediction: claims in flight are bounded by limit, and a claim
+//     takes about service (an EWMA of the latencies seen). A slot that
+//     finds a free place is predicted to be answered after service; one
+//     that waits behind n others after (1 + n/limit) × service.
+//   - Waiting slots are served in due order (earliest freshness first);
+//     one whose freshness would pass before its answer is shed when its
+//     turn comes, without a call.
+//   - A waiting slot is a heap entry, not a goroutine: its attempt starts
+//     (attemptSlot, on its own goroutine) once it is admitted, holding the
+//     admission for its first claim (ticket).
+//   - limit adapts: a claim that the transport did not send for this
+//     replica's own overload (locking.ErrBusy) cuts it by a fifth, at most
+//     once per service time (the calls queued together fail together), to
+//     no less than an eighth of MaxInFlight; an answer grows it by one when
+//     no cut came for a second (several answers in a row double it per
+//     service time), by admitGrow/limit otherwise, up to MaxInFlight. A
+//     missing majority does not cut it: measured, cutting on the
+//     op_timeouts of a burst (at start, or a second of 2,000 slots) left
+//     the limit at its floor and shed most slots of healthy nodes, and a
+//     node's outage is not this replica's load. The calls pipeline per
+//     node (locking), so fewer in flight means fewer per round trip, not
+//     faster answers.
+//   - Retries of a claim (split vote, no majority) ask again, in the same
+//     queue and under the same budget, so an overloaded replica does not
+//     add its retries to the load; a claim that failed with ErrBusy is not
+//     retried (acquire.go).
+const (
+	admitMinLimit   = 4 // and at least an eighth of MaxInFlight
+	admitGrow       = 4
+	admitCut        = 0.8
+	admitFastAfter  = time.Second
+	admitServiceMin = time.Millisecond
+	// admitServiceStart is the first estimate, before any claim answered.
+	admitServiceStart = 10 * time.Millisecond
+)
+
+// admitOutcome is what admission decides for one claim call.
+type admitOutcome int
+
+const (
+	admitGo   admitOutcome = iota // send it: the admission is held until the call returns (done)
+	admitShed                     // its answer would come after its deadline: not sent
+	admitStop                     // the replica is stopping: not sent
+)
+
+// admitSignal is what an admitted call tells admission of the load.
+type admitSignal int
+
+const (
+	admitUnsent   admitSignal = iota // not sent (its ticket unused, or shed after all): says nothing
+	admitAnswered                    // the stores answered (won, held, split...): its latency is the service time
+	admitBusy                        // locking.ErrBusy: not sent, this replica's queue was full
+)
+
+// admitWaiter is one claim call waiting for its turn: a slot not started
+// yet (j, t: no goroutine waits for it), or a started attempt's retry
+// (ch: its goroutine waits on it).
+type admitWaiter struct {
+	deadline time.Time // the slot's freshness: shed when the answer would come after it
+	seq      uint64    // arrival order among equal deadlines
+	j        *job
+	t        time.Time
+	ch       chan admitOutcome // 1-buffered; nil for a slot not started
+	idx      int
+}
+
+// admitted is a decision to carry out once the admission's lock is released.
+type admitted struct {
+	w *admitWaiter
+	o admitOutcome
+}
+
+// admission is a replica's admission control of its scheduled claims.
+type admission struct {
+	mu       sync.Mutex
+	max      float64
+	floor    float64
+	limit    float64
+	inflight int
+	service  time.Duration // EWMA of a claim call's latency
+	lastCut  time.Time
+	seq      uint64
+	q        admitQueue
+	stopped  bool
+}
+
+func newAdmission(maxInFlight int) *admission {
+	m := float64(max(maxInFlight, admitMinLimit))
+	return &admission{max: m, floor: max(admitMinLimit, m/8), limit: m, service: admitServiceStart}
+}
+
+// enter asks for w's call at now: admitted or shed at once, or queued.
+// The decisions are returned, to be carried out unlocked (s.carryOut).
+func (ad *admission) enter(w *admitWaiter, now time.Time) []admitted {
+	ad.mu.Lock()
+	defer ad.mu.Unlock()
+	switch {
+	case ad.stopped:
+		return []admitted{{w, admitStop}}
+	case len(ad.q) == 0 && float64(ad.inflight) < ad.limit:
+		if now.Add(ad.service).After(w.deadline) {
+			return []admitted{{w, admitShed}}
+		}
+		ad.inflight++
+		return []admitted{{w, admitGo}}
+	}
+	wait := time.Duration(float64(ad.service) * (1 + float64(len(ad.q)+1)/ad.limit))
+	if now.Add(wait).After(w.deadline) {
+		return []admitted{{w, admitShed}}
+	}
+	ad.seq++
+	w.seq = ad.seq
+	heap.Push(&ad.q, w)
+	return nil
+}
+
+// done ends an admitted call that took d and tells sig. It admits or
+// sheds the waiters it frees room for.
+func (ad *admission) done(now time.Time, d time.Duration, sig admitSignal) []admitted {
+	ad.mu.Lock()
+	defer ad.mu.Unlock()
+	ad.inflight--
+	ad.learn(now, d, sig)
+	return ad.serve(now)
+}
+
+// learn updates the service estimate and the limit from one call.
+func (ad *admission) learn(now time.Time, d time.Duration, sig admitSignal) {
+	switch sig {
+	case admitUnsent:
+		return
+	case admitBusy:
+		ad.cut(now) // not sent: its latency says nothing of the service time
+		return
+	default:
+		if now.Sub(ad.lastCut) > admitFastAfter {
+			ad.limit = min(ad.max, ad.limit+1)
+		} else {
+			ad.limit = min(ad.max, ad.limit+admitGrow/ad.limit)
+		}
+	}
+	ad.service = max(admitServiceMin, ad.service+(d-ad.service)/8)
+}
+
+// cut lowers the limit, at most once per service time: the calls in
+// flight when the queue overflowed all fail together, for one cause.
+func (ad *admission) cut(now time.Time) {
+	if now.Sub(ad.lastCut) < ad.service {
+		return
+	}
+	ad.lastCut = now
+	ad.limit = max(ad.floor, ad.limit*admitCut)
+}
+
+// serve admits waiters in deadline order while there is room, shedding
+// those that can no longer be answered in time.
+func (ad *admission) serve(now time.Time) []admitted {
+	var out []admitted
+	for len(ad.q) > 0 && float64(ad.inflight) < ad.limit {
+		w := heap.Pop(&ad.q).(*admitWaiter)
+		if now.Add(ad.service).After(w.deadline) {
+			out = append(out, admitted{w, admitShed})
+			continue
+		}
+		ad.inflight++
+		out = append(out, admitted{w, admitGo})
+	}
+	return out
+}
+
+// stop refuses every waiter and every later call: the replica is stopping.
+func (ad *admission) stop() []admitted {
+	ad.mu.Lock()
+	defer ad.mu.Unlock()
+	ad.stopped = true
+	out := make([]admitted, 0, len(ad.q))
+	for len(ad.q) > 0 {
+		out = append(out, admitted{heap.Pop(&ad.q).(*admitWaiter), admitStop})
+	}
+	return out
+}
+
+// admitQueue orders the waiters by deadline, then arrival.
+type admitQueue []*admitWaiter
+
+func (q admitQueue) Len() int { return len(q) }
+func (q admitQueue) Less(a, b int) bool {
+	if !q[a].deadline.Equal(q[b].deadline) {
+		return q[a].deadline.Before(q[b].deadline)
+	}
+	return q[a].seq < q[b].seq
+}
+func (q admitQueue) Swap(a, b int) {
+	q[a], q[b] = q[b], q[a]
+	q[a].idx, q[b].idx = a, b
+}
+func (q *admitQueue) Push(x any) { w := x.(*admitWaiter); w.idx = len(*q); *q = append(*q, w) }
+func (q *admitQueue) Pop() any {
+	old := *q
+	w := old[len(old)-1]
+	old[len(old)-1] = nil
+	*q = old[:len(old)-1]
+	return w
+}
+
+// ticket is the admission a slot's attempt was started with: its first
+// claim call is sent under it; one not used by the exit is given back.
+type ticket struct{ used bool }
+
+// take reports whether the ticket was there to use, and uses it.
+func (tk *ticket) take() bool {
+	if tk == nil || tk.used {
+		return false
+	}
+	tk.used = true
+	return true
+}
+
+// fireSlot hands scheduled slot t of j to admission: it starts at once,
+// waits for its turn (without a goroutine), or is shed as late.
+func (s *Scheduler) fireSlot(j *job, t time.Time) {
+	w := &admitWaiter{deadline: j.spec.Due(t).Add(s.lateness), j: j, t: t}
+	s.carryOut(s.admit.enter(w, s.clock.Now()))
+}
+
+// admitCall waits for an admitted claim call under deadline (a started
+// attempt's retry). It returns errStale when the call is shed, errStopping
+// when the replica stops.
+func (s *Scheduler) admitCall(deadline time.Time) error {
+	w := &admitWaiter{deadline: deadline, ch: make(chan admitOutcome, 1)}
+	s.carryOut(s.admit.enter(w, s.clock.Now()))
+	switch <-w.ch {
+	case admitShed:
+		return errStale
+	case admitStop:
+		return errStopping
+	}
+	return nil
+}
+
+// admitDone ends an admitted call that took d and told sig.
+func (s *Scheduler) admitDone(d time.Duration, sig admitSignal) {
+	s.carryOut(s.admit.done(s.clock.Now(), d, sig))
+}
+
+// carryOut carries out admission decisions: a waiting attempt is woken;
+// a slot not started is started holding its admission, shed through the
+// attempt's exit (slot.skipped late, or the misfire policy), or, when the
+// replica stops, dropped as attemptSlot drops it.
+func (s *Scheduler) carryOut(ds []admitted) {
+	for _, d := range ds {
+		w := d.w
+		if w.ch != nil {
+			w.ch <- d.o
+			continue
+		}
+		switch d.o {
+		case admitGo:
+			j, t := w.j, w.t
+			if !s.spawn(func() { s.attemptAdmitted(j, t) }) {
+				s.admitDone(0, admitUnsent)
+			}
+		case admitShed:
+			s.shedSlot(w.j, w.t)
+		}
+	}
+}
+
+// attemptAdmitted attempts scheduled slot t of j, admitted: its first
+// claim call is sent under the admission (the exit gives it back unused).
+func (s *Scheduler) attemptAdmitted(j *job, t time.Time) {
+	tk := &ticket{}
+	defer func() {
+		if tk.take() {
+			s.admitDone(0, admitUnsent)
+		}
+	}()
+	s.attemptSlotWith(j, t, originScheduled, nil, tk)
+}
+
+// shedSlot is the exit of a scheduled slot shed before any lock call: the
+// misfire policy decides it (under skip, its slot.skipped late line). A
+// policy that recovers waits for the slot's recovery time: on a goroutine
+// of its own, never the caller's (the loop, or a claim's).
+func (s *Scheduler) shedSlot(j *job, t time.Time) {
+	shed := func() {
+		a := s.newAttempt(j, t, originScheduled)
+		a.tctx, a.span = s.traceSlot(nil, a.name, a.slot, originScheduled)
+		a.exit(verdict{act: actMisfire, reason: history.ReasonLate})
+	}
+	if j.spec.Misfire.Policy.recovers() {
+		s.spawn(shed)
+		return
+	}
+	shed()
+}
