@@ -3,6 +3,7 @@ package locking
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -36,7 +37,7 @@ func isReadError(err error) bool {
 const readerPool = 2
 
 // isRead reports whether op is a pure read served by the reader.
-func isRead(op Op) bool { return op.Kind() == OpLog }
+func isRead(op Op) bool { return op.Kind() == OpLog || op.Kind() == OpDone }
 
 // newReader builds the node's reader client from the lock client's
 // options.
@@ -49,6 +50,9 @@ func newReader(uopt *redis.UniversalOptions) redis.UniversalClient {
 // read runs op on the reader connection, one read at a time per node,
 // with the same script and cluster handling as the pipeline.
 func (n *redisNode) read(ctx context.Context, op Op) (Result, error) {
+	if d, ok := op.(DoneOp); ok {
+		return n.readDone(ctx, d)
+	}
 	select {
 	case n.reading <- struct{}{}:
 	case <-ctx.Done():
@@ -72,6 +76,43 @@ func (n *redisNode) read(ctx context.Context, op Op) (Result, error) {
 	res, err := reply(op, v, err)
 	if err != nil {
 		return res, &readError{err}
+	}
+	return res, nil
+}
+
+// readDone answers a DoneOp with one pipeline of GETs on the reader. It
+// does not wait for the page reads' turn (reading): it is a few GETs,
+// asked by fallback replicas a second after their slots (the scheduler's
+// candidates), and a read that waited behind a page would come too late to
+// be of use. The reader's pool has a connection for it beside the page's.
+func (n *redisNode) readDone(ctx context.Context, op DoneOp) (Result, error) {
+	run := func() ([]*redis.StringCmd, error) {
+		p := n.reader.Load().c.Pipeline()
+		cmds := make([]*redis.StringCmd, len(op.Keys))
+		for i, k := range op.Keys {
+			cmds[i] = p.Get(ctx, k)
+		}
+		_, _ = p.Exec(ctx)
+		for _, c := range cmds { // an absent key answers redis.Nil
+			if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
+				return nil, err
+			}
+		}
+		return cmds, nil
+	}
+	cmds, err := run()
+	if err != nil && !n.cluster.Load() && isRedirect(err) {
+		n.switchToCluster()
+		cmds, err = run()
+	}
+	if err != nil {
+		return Result{}, &readError{err}
+	}
+	res := Result{Fields: make([]string, len(cmds))}
+	for i, c := range cmds {
+		if v := c.Val(); strings.HasPrefix(v, donePrefix) {
+			res.Fields[i] = v
+		}
 	}
 	return res, nil
 }
