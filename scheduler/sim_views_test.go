@@ -20,11 +20,11 @@ import (
 //
 //	go test ./scheduler -run SimulationViews -sim.hours 24
 func TestSimulationViews(t *testing.T) {
-	seeds := []uint64{424242}
+	seeds := []uint64{424242, 90501} // an even seed (ttl 8s) and an odd one (1.5s)
 	if *simSeed != 0 {
 		seeds = []uint64{*simSeed}
 	}
-	hours := time.Duration(min(*simHours, 12) * float64(time.Hour))
+	hours := time.Duration(*simHours * float64(time.Hour))
 	for _, seed := range seeds {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
 			simulate(t, simConfig{seed: seed, duration: hours, replicas: 4, stores: 3,
