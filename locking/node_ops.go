@@ -178,7 +178,7 @@ type ClaimsOp struct {
 // value of Keys[i] when it is one, else "". Unlike every other Op, its
 // keys may have different hash tags (the claims of many jobs): it is a
 // batch of plain reads, not one atomic step, and a Node may answer it key
-// by key (a Redis node pipelines one GET per key).
+// by key (a Redis node sends one MGET, or in a cluster one GET per key).
 type DoneOp struct {
 	Keys []string
 }

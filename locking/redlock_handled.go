@@ -10,8 +10,7 @@ import (
 // that takes longer than two op timeouts comes too late to save anything.
 const handledTries = 2
 
-// handled reads keys' done markers on one node (DoneOp: a GET per key, in
-// one pipeline), the next in turn that is not known to be down; when it
+// handled reads keys' done markers on one node (DoneOp: one MGET), the next in turn that is not known to be down; when it
 // does not answer, on the one after it. One node suffices: Handled is a
 // hint (store.go), and a marker written on a majority is on every node
 // but a minority.

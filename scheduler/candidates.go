@@ -46,17 +46,22 @@ type fleetView struct {
 	names []string
 }
 
-// viewLoop keeps the view of the fleet until the scheduler stops: read at
-// once, then after 1s, 2s, 4s… up to every Beat, so that replicas started
-// together see each other within seconds.
+// viewLoop keeps the view of the fleet until the scheduler stops: read
+// every second during the first beat, so that replicas started together
+// (a deploy, a scale-up) see each other's first heartbeats within a
+// second — a replica missing from a view makes more candidates, each an
+// extra claim per slot — then every Beat.
 func (s *Scheduler) viewLoop() {
-	wait := min(time.Second, s.cfg.Beat)
+	start := s.clock.Now()
 	for {
 		s.refreshView()
+		wait := s.cfg.Beat
+		if s.clock.Now().Sub(start) < s.cfg.Beat {
+			wait = min(time.Second, s.cfg.Beat)
+		}
 		if !s.sleep(wait, s.stopping) {
 			return
 		}
-		wait = min(2*wait, s.cfg.Beat)
 	}
 }
 
