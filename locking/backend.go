@@ -58,6 +58,8 @@ type backend interface {
 	// appendLog and readClaims implement Store.AppendLog and ReadClaims.
 	appendLog(ctx context.Context, family string, a LogAppend) error
 	readClaims(ctx context.Context, family string) ([]Key, error)
+	// handled implements Store.Handled.
+	handled(ctx context.Context, keys []Key) ([]bool, error)
 	// advanceRecord and readRecord implement the Store's record operations.
 	advanceRecord(ctx context.Context, key Key, v int64) error
 	readRecord(ctx context.Context, key Key) (int64, error)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -333,6 +334,21 @@ func (b *localBackend) readClaims(ctx context.Context, family string) ([]Key, er
 		names = append(names, f)
 	}
 	return claimKeys(family, names), nil
+}
+
+func (b *localBackend) handled(ctx context.Context, keys []Key) ([]bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	now := b.clock.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]bool, len(keys))
+	for i, k := range keys {
+		e, ok := b.live(k, now)
+		out[i] = ok && strings.HasPrefix(e.value, donePrefix)
+	}
+	return out, nil
 }
 
 func (b *localBackend) ping(ctx context.Context) ([]NodeStatus, error) {

@@ -24,9 +24,9 @@ type Node interface {
 }
 
 // An Op is one request to a Node: an AcquireOp, ExtendOp, ReleaseOp,
-// PauseOp, FenceOp, MaxSetOp, GetOp, PingOp, LogOp, LogAddOp or ClaimsOp
-// (node_ops.go), each a value. Keys in an Op are full store keys; all keys
-// of one Op share one hash tag. A Node that wraps another may rewrite an
+// PauseOp, FenceOp, MaxSetOp, GetOp, PingOp, LogOp, LogAddOp, ClaimsOp or
+// DoneOp (node_ops.go), each a value. Keys in an Op are full store keys;
+// all keys of one Op share one hash tag (except DoneOp's). A Node that wraps another may rewrite an
 // op by its type:
 //
 //	if r, ok := op.(locking.ReleaseOp); ok {
@@ -56,6 +56,7 @@ const (
 	OpLog                       // LogOp
 	OpLogAdd                    // LogAddOp
 	OpClaims                    // ClaimsOp
+	OpDone                      // DoneOp
 )
 
 // Result is a Node's answer to an Op; each Op says which fields it sets.
@@ -69,5 +70,5 @@ type Result struct {
 	AlsoStatus          int64  // AcquireOp, ReleaseOp with Also: 1 where Also was set / held AlsoValue
 	Claim               string // AcquireOp of a claim refused by a live lease: the claim under it
 	Log                 []LogEntry
-	Fields              []string // ClaimsOp
+	Fields              []string // ClaimsOp; DoneOp (one per key)
 }

@@ -173,6 +173,16 @@ type ClaimsOp struct {
 	Claims string
 }
 
+// DoneOp reads the string keys Keys and answers, per key in order,
+// whether it holds a done marker ("done|…"): Result.Fields[i] is the
+// value of Keys[i] when it is one, else "". Unlike every other Op, its
+// keys may have different hash tags (the claims of many jobs): it is a
+// batch of plain reads, not one atomic step, and a Node may answer it key
+// by key (a Redis node sends one MGET, or in a cluster one GET per key).
+type DoneOp struct {
+	Keys []string
+}
+
 func (AcquireOp) Kind() OpKind { return OpAcquire }
 func (ExtendOp) Kind() OpKind  { return OpExtend }
 func (ReleaseOp) Kind() OpKind { return OpRelease }
@@ -184,6 +194,7 @@ func (PingOp) Kind() OpKind    { return OpPing }
 func (LogOp) Kind() OpKind     { return OpLog }
 func (LogAddOp) Kind() OpKind  { return OpLogAdd }
 func (ClaimsOp) Kind() OpKind  { return OpClaims }
+func (DoneOp) Kind() OpKind    { return OpDone }
 
 func (AcquireOp) isOp() {}
 func (ExtendOp) isOp()  {}
@@ -196,3 +207,4 @@ func (PingOp) isOp()    {}
 func (LogOp) isOp()     {}
 func (LogAddOp) isOp()  {}
 func (ClaimsOp) isOp()  {}
+func (DoneOp) isOp()    {}

@@ -3,6 +3,7 @@ package locking
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -36,7 +37,7 @@ func isReadError(err error) bool {
 const readerPool = 2
 
 // isRead reports whether op is a pure read served by the reader.
-func isRead(op Op) bool { return op.Kind() == OpLog }
+func isRead(op Op) bool { return op.Kind() == OpLog || op.Kind() == OpDone }
 
 // newReader builds the node's reader client from the lock client's
 // options.
@@ -49,6 +50,9 @@ func newReader(uopt *redis.UniversalOptions) redis.UniversalClient {
 // read runs op on the reader connection, one read at a time per node,
 // with the same script and cluster handling as the pipeline.
 func (n *redisNode) read(ctx context.Context, op Op) (Result, error) {
+	if d, ok := op.(DoneOp); ok {
+		return n.readDone(ctx, d)
+	}
 	select {
 	case n.reading <- struct{}{}:
 	case <-ctx.Done():
@@ -74,4 +78,66 @@ func (n *redisNode) read(ctx context.Context, op Op) (Result, error) {
 		return res, &readError{err}
 	}
 	return res, nil
+}
+
+// readDone answers a DoneOp on the reader: one MGET on a node that is
+// not a cluster (one command, whatever the keys' hash tags), else one
+// pipeline of GETs (a cluster refuses an MGET across slots). It does not
+// wait for the page reads' turn (reading): asked by fallback replicas a
+// second after their slots (the scheduler's candidates), a read that
+// waited behind a page would come too late to be of use. The reader's
+// pool has a connection for it beside the page's.
+func (n *redisNode) readDone(ctx context.Context, op DoneOp) (Result, error) {
+	var vals []string
+	var err error
+	if !n.cluster.Load() {
+		vals, err = n.mgetDone(ctx, op.Keys)
+		if err != nil && (isRedirect(err) || redis.HasErrorPrefix(err, "CROSSSLOT")) {
+			n.switchToCluster()
+		}
+	}
+	if n.cluster.Load() {
+		vals, err = n.getsDone(ctx, op.Keys)
+	}
+	if err != nil {
+		return Result{}, &readError{err}
+	}
+	res := Result{Fields: make([]string, len(vals))}
+	for i, v := range vals {
+		if strings.HasPrefix(v, donePrefix) {
+			res.Fields[i] = v
+		}
+	}
+	return res, nil
+}
+
+// mgetDone reads keys with one MGET ("" where absent).
+func (n *redisNode) mgetDone(ctx context.Context, keys []string) ([]string, error) {
+	got, err := n.reader.Load().c.MGet(ctx, keys...).Result()
+	if err != nil {
+		return nil, err
+	}
+	vals := make([]string, len(keys))
+	for i := range min(len(got), len(keys)) {
+		vals[i], _ = got[i].(string)
+	}
+	return vals, nil
+}
+
+// getsDone reads keys with one pipeline of GETs ("" where absent).
+func (n *redisNode) getsDone(ctx context.Context, keys []string) ([]string, error) {
+	p := n.reader.Load().c.Pipeline()
+	cmds := make([]*redis.StringCmd, len(keys))
+	for i, k := range keys {
+		cmds[i] = p.Get(ctx, k)
+	}
+	_, _ = p.Exec(ctx)
+	vals := make([]string, len(keys))
+	for i, c := range cmds {
+		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) { // absent: redis.Nil
+			return nil, err
+		}
+		vals[i] = c.Val()
+	}
+	return vals, nil
 }

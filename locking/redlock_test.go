@@ -833,6 +833,28 @@ func TestRedlockClusterEndpoint(t *testing.T) {
 	if !l.(*locker).b.(*redlock).nodes[0].(*redisNode).cluster.Load() {
 		t.Fatal("node did not switch to a cluster client")
 	}
+	// Handled, as a fresh locker's first call, over keys of both shards:
+	// its MGET is refused across slots, and it reads them key by key.
+	claim, err := l.Claim(ctx, Key{Family: "job0", Name: "slot:2"}, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := claim.End(ctx, Ending{DoneTTL: time.Minute, Note: "succeeded"}).Err; err != nil {
+		t.Fatal(err)
+	}
+	l2 := newTestRedlock(t, []string{c.Node(0).Addr()}, "me2", func(cfg *RedisConfig) { cfg.OpTimeout = time.Second })
+	var keys []Key
+	for i := 0; i < 8; i++ {
+		keys = append(keys, Key{Family: fmt.Sprintf("job%d", i), Name: "slot:1"})
+	}
+	keys = append(keys, Key{Family: "job0", Name: "slot:2"})
+	got, err := l2.Handled(ctx, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []bool{false, false, false, false, false, false, false, false, true}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("Handled = %v, want %v", got, want)
+	}
 }
 
 // redisSlot is Redis Cluster's CRC16 key slot of a hash tag.

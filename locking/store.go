@@ -43,6 +43,17 @@ type Store interface {
 	// ReadClaims returns the keys of the family's open claims (Claim, not
 	// yet ended): the union of what a majority of the stores hold, sorted.
 	ReadClaims(ctx context.Context, family string) ([]Key, error)
+
+	// Handled reports, per key, whether one store holds a done marker
+	// there: the claim was ended as handled (Lease.End with a done note).
+	// Unlike every other read it asks a single store (the next reachable
+	// one, in turn, and another when it does not answer), one read per key
+	// in one round trip: it is a hint, for a caller that wants to skip
+	// work already done elsewhere before it tries a Claim, and the Claim
+	// remains the only proof. false means "not seen as handled": the key
+	// is absent, held by a live claim, or its marker is not (yet) on the
+	// store asked. An error (no store answered) tells nothing either.
+	Handled(ctx context.Context, keys []Key) ([]bool, error)
 }
 
 // Backend is a Locker and the Store on the same lock stores: what
@@ -166,4 +177,20 @@ func (l *locker) ReadClaims(ctx context.Context, family string) ([]Key, error) {
 	}
 	keys, err := l.b.readClaims(ctx, family)
 	return keys, ctxOr(ctx, err)
+}
+
+func (l *locker) Handled(ctx context.Context, keys []Key) ([]bool, error) {
+	for _, k := range keys {
+		if err := CheckKey(k); err != nil {
+			return nil, err
+		}
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	if l.closed.Load() {
+		return nil, ErrClosed
+	}
+	got, err := l.b.handled(ctx, keys)
+	return got, ctxOr(ctx, err)
 }

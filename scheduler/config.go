@@ -159,6 +159,22 @@ type Config struct {
 	// over replicas. Default 5ms (0.5ms on average for the first of three
 	// replicas); negative means no delay.
 	Spread time.Duration
+	// Candidates is how many replicas try each slot at its due time (k),
+	// chosen per slot by rendezvous hashing over the replicas alive in the
+	// heartbeats that run the same job definitions (candidates.go); the
+	// others check Fallback later whether it was handled (one read on one
+	// lock store), and try it only if not. The lock stores' work per slot
+	// is thus that of k replicas, whatever their number. The choice only
+	// moves work: exactly-once never depends on it. Default
+	// DefaultCandidates (2); negative: every replica tries every slot at
+	// its due time. Needs the heartbeat (Beat not negative).
+	Candidates int
+	// Fallback is how long after a slot's due time the replicas that are
+	// not its candidates check it; it bounds the delay of a slot whose
+	// candidates are all gone (dead, paused) but still in the view. It
+	// must be less than the lateness bound. Default DefaultFallback (1s),
+	// at most half the lateness bound.
+	Fallback time.Duration
 	// MaxInFlight bounds the lock-store calls this replica has in flight at
 	// once: Acquire and record calls, and separately half as many lease ends
 	// (so ending a run never waits behind new acquisitions).
@@ -263,6 +279,12 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if cfg.Lateness == 0 {
 		cfg.Lateness = cfg.MaxClockSkew + time.Second
+	}
+	if cfg.Candidates == 0 {
+		cfg.Candidates = DefaultCandidates
+	}
+	if cfg.Fallback == 0 {
+		cfg.Fallback = min(DefaultFallback, cfg.Lateness/2)
 	}
 	return cfg, nil
 }

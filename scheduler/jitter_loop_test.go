@@ -88,8 +88,11 @@ func TestJitterSkewedReplicasAgree(t *testing.T) {
 			clock := newJumpClock(off)
 			spy := newClaimSpy(e.locker, clock)
 			name := fmt.Sprintf("r%d", i)
+			// Every replica a candidate: each must try each slot at its
+			// due time on its own clock (the fallbacks' own timing is
+			// candidates_test.go's).
 			s, err := New(Config{Replica: name, Locker: spy, Clock: clock, Logger: e.sink.logger(name),
-				MaxClockSkew: 2 * time.Second, ShutdownGrace: 5 * time.Second, Jobs: []JobSpec{spec}})
+				MaxClockSkew: 2 * time.Second, ShutdownGrace: 5 * time.Second, Jobs: []JobSpec{spec}, Candidates: -1})
 			require.NoError(t, err)
 			spies = append(spies, spy)
 			stops = append(stops, running(t, s))

@@ -43,6 +43,10 @@ func TestRedisJitter(t *testing.T) {
 	}, func(cfg *Config) {
 		spy := newClaimSpy(cfg.Locker, cfg.Clock)
 		cfg.Locker = spy
+		// Every replica a candidate: each must claim each slot at its due
+		// time on its own clock (with clocks 1.6s apart, a fallback's
+		// check would often come before a slow candidate's claim).
+		cfg.Candidates = -1
 		mu.Lock()
 		spies[cfg.Replica] = spy
 		mu.Unlock()

@@ -61,15 +61,17 @@ func (s *Scheduler) loop(ctx context.Context, start time.Time) {
 	for {
 		now := s.clock.Now()
 		s.heartbeat.Store(now.UnixNano())
+		var checks []dueSlot // the fallbacks due now: checked together
 		for len(h) > 0 && !h[0].due.After(now) {
 			j := h[0]
-			s.fireDue(j, now)
+			checks = s.fireDue(j, now, checks)
 			if j.next.IsZero() {
 				heap.Pop(&h)
 			} else {
 				heap.Fix(&h, 0)
 			}
 		}
+		s.checkFallbacks(checks) // fallback.go
 		wait := heartbeatEvery
 		if len(h) > 0 {
 			wait = min(wait, h[0].due.Sub(now))
@@ -110,16 +112,18 @@ func (s *Scheduler) setNext(j *job, t time.Time) {
 }
 
 // fireAt is when this replica fires slot t of j: its due time plus this
-// replica's spread delay.
+// replica's delay for it (slotDelay: a candidate's, or the fallback's).
 func (s *Scheduler) fireAt(j *job, t time.Time) time.Time {
-	return j.spec.Due(t).Add(s.spreadDelay(j.name(), t))
+	d, _ := s.slotDelay(j.name(), t)
+	return j.spec.Due(t).Add(d)
 }
 
 // fireDue hands every slot of j that is due at now on: fresh slots to
 // admission, which attempts them on a goroutine each when their turn
-// comes, late ones (more than the lateness bound
-// after their due time) go to the misfire policy.
-func (s *Scheduler) fireDue(j *job, now time.Time) {
+// comes — those of which this replica is a fallback are added to checks,
+// and it returns checks — late ones (more than the lateness bound after
+// their due time) go to the misfire policy.
+func (s *Scheduler) fireDue(j *job, now time.Time, checks []dueSlot) []dueSlot {
 	var late lateRange
 	t := j.next
 	for n := 1; !t.IsZero() && !s.fireAt(j, t).After(now); n++ {
@@ -132,6 +136,8 @@ func (s *Scheduler) fireDue(j *job, now time.Time) {
 		}
 		if now.Sub(j.spec.Due(t)) > s.lateness {
 			late.add(t)
+		} else if _, fb := s.slotDelay(j.name(), t); fb {
+			checks = append(checks, dueSlot{j: j, t: t})
 		} else {
 			s.fireSlot(j, t) // admission.go: started, queued or shed
 		}
@@ -144,6 +150,7 @@ func (s *Scheduler) fireDue(j *job, now time.Time) {
 	if j.next.IsZero() {
 		s.log.Warn("job has no more slots", "event", evScheduleExhausted, "job", j.name(), "schedule", j.spec.Spec)
 	}
+	return checks
 }
 
 // spreadDelay is this replica's delay before trying slot t of job:

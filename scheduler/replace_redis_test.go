@@ -29,7 +29,10 @@ func startReplaceReplica(t *testing.T, nodes *redistest.Cluster, sink *logSink, 
 		t.Fatal(err)
 	}
 	s, err := New(Config{Replica: name, Locker: l, Clock: clock, Logger: sink.logger(name),
-		MaxClockSkew: itSkew, LockTTL: 10 * time.Second, ShutdownGrace: time.Second, Jobs: specs})
+		MaxClockSkew: itSkew, LockTTL: 10 * time.Second, ShutdownGrace: time.Second, Jobs: specs,
+		// Every replica a candidate: the test picks the winner of each
+		// slot by its clock (the one ahead tries first).
+		Candidates: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -113,6 +113,14 @@ type Scheduler struct {
 
 	runsMu  sync.Mutex
 	running map[string]history.RunInfo // runs going on, by run id (heartbeats)
+
+	// The view of the fleet that picks each slot's candidates
+	// (candidates.go): nil while unknown. viewAt is when it was read (the
+	// view loop's own); viewSource, when set (tests), replaces the read.
+	view       atomic.Pointer[fleetView]
+	viewAt     time.Time
+	viewSource func() []string
+	fallback   time.Duration // Config.Fallback, defaulted
 }
 
 const (
@@ -199,6 +207,7 @@ func New(cfg Config) (*Scheduler, error) {
 		metrics:  c.Metrics,
 		tracer:   tracerOf(c.TracerProvider),
 		lateness: c.Lateness,
+		fallback: c.Fallback,
 		reloads:  make(chan reloadReq),
 		stopping: make(chan struct{}),
 		inflight: make(chan struct{}, c.MaxInFlight),
@@ -310,6 +319,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 	if s.cfg.Beat > 0 {
 		s.spawn(func() { s.beatLoop(start) })
+		if s.candidates() > 0 {
+			s.spawn(s.viewLoop)
+		}
 	}
 	if s.cfg.ReconcileEvery > 0 {
 		s.spawn(func() { s.reconcileLoop(start) })

@@ -28,6 +28,10 @@ type simConfig struct {
 	faultGap time.Duration
 	// jobs are the simulated jobs (default simJobs).
 	jobs []simJobDef
+	// views: each replica's view of the fleet (its slots' candidates) is
+	// drawn at random at every refresh instead of read from the
+	// heartbeats (simView).
+	views bool
 }
 
 // world is the simulated fleet: replicas (processes that crash, restart,
@@ -199,6 +203,9 @@ func (w *world) process(name string, epoch int) *instance {
 	})
 	if err != nil {
 		w.t.Fatal(err)
+	}
+	if w.cfg.views {
+		scheduler.SetViewSource(s, w.simView)
 	}
 	in.sched, in.locker = s, locker
 	in.done = make(chan struct{})

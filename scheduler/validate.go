@@ -160,8 +160,19 @@ func (c Config) settingsProblems() []error {
 	if skew == 0 {
 		skew = DefaultMaxClockSkew
 	}
-	if maxLate := skew + time.Second; c.Lateness > maxLate {
+	maxLate := skew + time.Second
+	if c.Lateness > maxLate {
 		add("Lateness", fmt.Errorf("must be at most MaxClockSkew + 1s (%s), got %s", maxLate, c.Lateness))
+	}
+	add("Fallback", notNegative(c.Fallback))
+	late := c.Lateness
+	if late <= 0 {
+		late = maxLate
+	}
+	if c.Fallback > 0 && c.Fallback >= late {
+		// A fallback that fires past the lateness bound would find the
+		// slot late: a slot whose candidates are gone would be missed.
+		add("Fallback", fmt.Errorf("must be less than the lateness bound (%s), got %s", late, c.Fallback))
 	}
 	return errs
 }

@@ -76,6 +76,7 @@ var cases = []struct {
 	{"AppendLog", testAppendLog},
 	{"AppendLogFenced", testAppendLogFenced},
 	{"ReadClaims", testReadClaims},
+	{"Handled", testHandled},
 	{"TokensUnique", testTokensUnique},
 	{"BadKeys", testBadKeys},
 	{"EndTogether", testEndTogether},

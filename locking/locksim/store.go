@@ -254,6 +254,15 @@ func (s *Store) Apply(op locking.Op) (locking.Result, error) {
 		}
 		return locking.Result{Fields: fields}, nil
 
+	case locking.DoneOp:
+		fields := make([]string, len(op.Keys))
+		for i, k := range op.Keys {
+			if v, ok := s.getStr(k, now); ok && strings.HasPrefix(v, "done|") {
+				fields[i] = v
+			}
+		}
+		return locking.Result{Fields: fields}, nil
+
 	case locking.LogOp:
 		e, _ := s.get(op.Key, now)
 		return locking.Result{Log: newestFirst(e.zset, op.Since, int(op.Limit))}, nil

@@ -1,0 +1,177 @@
+package scheduler
+
+import (
+	"context"
+	"hash/fnv"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/slotlock/slotlock/scheduler/history"
+)
+
+// Candidates: of the N live replicas, only k (Config.Candidates) try each
+// slot at its due time; the others, the fallbacks, look Fallback later
+// whether it was handled — one read on one store — and try it only when
+// it was not. The Redis work per slot is thus that of k replicas, not N,
+// and the replicas no longer compete for every slot.
+//
+// Who is a candidate is rendezvous hashing of (job, slot) over this
+// replica's view of the fleet: the names of the replicas alive in the
+// heartbeats that run the same job definitions (history.ReadFleet), read
+// about once a beat, always with this replica in it. The views of two
+// replicas may differ (a heartbeat missed, a replica that just started or
+// died, a reload): that only moves work between candidates and fallbacks.
+// Exactly-once never depends on it: every replica that tries a slot goes
+// through its claim, and a slot whose candidates did not handle it (dead,
+// paused, wrongly chosen, or themselves convinced they are fallbacks) is
+// tried by the fallbacks Fallback after its due time, well inside the
+// lateness bound. An unknown view (at start, stores down) or Candidates
+// negative: every replica is a candidate, as before.
+
+// DefaultCandidates is how many replicas try each slot at its due time.
+const DefaultCandidates = 2
+
+// DefaultFallback is how long after a slot's due time the other replicas
+// check whether it was handled (at most half the lateness bound).
+const DefaultFallback = time.Second
+
+// noRank is the rank of every replica when the view is unknown: all are
+// candidates.
+const noRank = -1
+
+// fleetView is this replica's view of the live replicas: their names,
+// sorted, this replica's among them.
+type fleetView struct {
+	names []string
+}
+
+// viewLoop keeps the view of the fleet until the scheduler stops: read
+// every second during the first beat, so that replicas started together
+// (a deploy, a scale-up) see each other's first heartbeats within a
+// second — a replica missing from a view makes more candidates, each an
+// extra claim per slot — then every Beat.
+func (s *Scheduler) viewLoop() {
+	start := s.clock.Now()
+	for {
+		s.refreshView()
+		wait := s.cfg.Beat
+		if s.clock.Now().Sub(start) < s.cfg.Beat {
+			wait = min(time.Second, s.cfg.Beat)
+		}
+		if !s.sleep(wait, s.stopping) {
+			return
+		}
+	}
+}
+
+// refreshView reads the fleet and replaces the view; when the stores do
+// not answer, the view is kept while it is fresh (three beats), then
+// dropped (every replica a candidate again).
+func (s *Scheduler) refreshView() {
+	now := s.clock.Now()
+	names, err := s.readView(now)
+	if err != nil {
+		if v := s.view.Load(); v != nil && now.Sub(s.viewAt) > 3*s.cfg.Beat {
+			s.view.Store(nil)
+		}
+		s.log.Debug("fleet view not read", "error", err.Error())
+		return
+	}
+	if !slices.Contains(names, s.cfg.Replica) {
+		names = append(names, s.cfg.Replica)
+	}
+	slices.Sort(names)
+	s.view.Store(&fleetView{names: slices.Compact(names)})
+	s.viewAt = now
+}
+
+// readView returns the names of the replicas alive at now that run this
+// replica's job definitions: a replica with other definitions may not
+// have the job, and choosing it as a candidate would cost its slots the
+// fallback's delay.
+func (s *Scheduler) readView(now time.Time) ([]string, error) {
+	if s.viewSource != nil {
+		return s.viewSource(), nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	f, err := history.ReadFleet(ctx, s.cfg.Locker)
+	if err != nil {
+		return nil, err
+	}
+	hash := s.jobSet().hash
+	var names []string
+	for _, r := range f.Alive(now) {
+		if r.DefinitionsHash == hash {
+			names = append(names, r.Replica)
+		}
+	}
+	return names, nil
+}
+
+// slotRank is this replica's rank among the live replicas for slot t of
+// job: 0 for the one whose hash of (job, t, name) is highest. noRank when
+// there is no view.
+func (s *Scheduler) slotRank(job string, t time.Time) int {
+	v := s.view.Load()
+	if v == nil {
+		return noRank
+	}
+	mine := slotScore(job, t, s.cfg.Replica)
+	rank := 0
+	for _, n := range v.names {
+		if n == s.cfg.Replica {
+			continue
+		}
+		if sc := slotScore(job, t, n); sc > mine || (sc == mine && n < s.cfg.Replica) {
+			rank++
+		}
+	}
+	return rank
+}
+
+// slotScore is replica's rendezvous score for slot t of job.
+func slotScore(job string, t time.Time, replica string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(job))
+	h.Write([]byte{0})
+	h.Write(strconv.AppendInt(nil, t.Unix(), 10))
+	h.Write([]byte{0})
+	h.Write([]byte(replica))
+	return mix64(h.Sum64())
+}
+
+// mix64 spreads FNV's low-entropy high bits (a finalizer from
+// SplitMix64), so that ranks do not follow the replicas' names.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
+
+// slotDelay is when, after its due time, this replica tries slot t of
+// job, and whether as a fallback. Candidates go in rank order, Spread
+// apart in all (rank 0 at once): a deterministic order avoids split
+// votes better than a random one. Without a view, every replica is a
+// candidate with its random spread (spreadDelay).
+func (s *Scheduler) slotDelay(job string, t time.Time) (time.Duration, bool) {
+	rank := s.slotRank(job, t)
+	k := s.candidates()
+	switch {
+	case rank == noRank || k <= 0:
+		return s.spreadDelay(job, t), false
+	case rank >= k:
+		return s.fallback, true
+	case k == 1 || s.cfg.Spread <= 0:
+		return 0, false
+	}
+	return time.Duration(rank) * s.cfg.Spread / time.Duration(k-1), false
+}
+
+// candidates is k: Config.Candidates, or 0 when every replica is one.
+func (s *Scheduler) candidates() int {
+	return max(s.cfg.Candidates, 0)
+}

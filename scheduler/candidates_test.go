@@ -1,0 +1,215 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler/history"
+)
+
+// claimLog records which replicas claimed which keys, and how many
+// Handled calls they made.
+type claimLog struct {
+	mu      sync.Mutex
+	claims  map[string][]string // key -> replicas, in call order
+	handled int
+}
+
+// claimCounter is one replica's Backend, recording into log.
+type claimCounter struct {
+	locking.Backend
+	name string
+	log  *claimLog
+}
+
+func (c *claimCounter) Claim(ctx context.Context, key locking.Key, ttl time.Duration, opts ...locking.ClaimOption) (*locking.Lease, error) {
+	c.log.mu.Lock()
+	if c.log.claims == nil {
+		c.log.claims = map[string][]string{}
+	}
+	c.log.claims[key.String()] = append(c.log.claims[key.String()], c.name)
+	c.log.mu.Unlock()
+	return c.Backend.Claim(ctx, key, ttl, opts...)
+}
+
+func (c *claimCounter) Handled(ctx context.Context, keys []locking.Key) ([]bool, error) {
+	c.log.mu.Lock()
+	c.log.handled++
+	c.log.mu.Unlock()
+	return c.Backend.Handled(ctx, keys)
+}
+
+func (l *claimLog) claimers(job string, slot time.Time) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.claims[slotKeyString(job, slot)])
+}
+
+func slotKeyString(job string, slot time.Time) string {
+	return history.SlotKey(job, slot).String()
+}
+
+// candidateFleet starts n replicas r0..r(n-1) of an every-second job on
+// one store, recording their claims; view, when set, is every replica's
+// view of the fleet instead of the heartbeats.
+func candidateFleet(t *testing.T, e *env, n int, rec *recorder, view func() []string) ([]*Scheduler, *claimLog, func()) {
+	log := &claimLog{}
+	spec := everySecond(t, "tick", rec)
+	// Runs of slots may overlap: a slot run by its fallbacks (1s late)
+	// does not hold back the next one's start.
+	spec.Overlap = OverlapAllow
+	var scheds []*Scheduler
+	var stops []func()
+	for i := range n {
+		name := fmt.Sprintf("r%d", i)
+		s, err := New(Config{Replica: name, Locker: &claimCounter{Backend: e.locker, name: name, log: log},
+			Logger: e.sink.logger(name), MaxClockSkew: 2 * time.Second, ShutdownGrace: 5 * time.Second,
+			Jobs: []JobSpec{spec}})
+		require.NoError(t, err)
+		if view != nil {
+			s.viewSource = view
+		}
+		scheds = append(scheds, s)
+		stops = append(stops, running(t, s))
+	}
+	return scheds, log, func() {
+		for _, stop := range stops {
+			stop()
+		}
+	}
+}
+
+// Four replicas that see each other in the heartbeats agree on every
+// slot's ranks (one of each, 0 to 3); once the view formed, only the two
+// candidates claim a slot, rank 0 at its due time and rank 1 a Spread
+// after it, and the fallbacks, a second later, find it handled: one
+// Handled call each per instant, no claim.
+func TestCandidatesRanksAndTiming(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		rec := &recorder{d: 100 * time.Millisecond, now: time.Now}
+		scheds, log, stop := candidateFleet(t, e, 4, rec, nil)
+		time.Sleep(20 * time.Second)
+		stop()
+
+		runs := map[string][]record{}
+		for _, r := range rec.all() {
+			runs[slotString(r.Run.Slot)] = append(runs[slotString(r.Run.Slot)], r)
+		}
+		for sec := 5; sec <= 18; sec++ {
+			slot := bubbleStart.Add(time.Duration(sec) * time.Second)
+			var ranks []int
+			var cands []string
+			for _, s := range scheds {
+				rank, fb := s.SlotRank("tick", slot)
+				ranks = append(ranks, rank)
+				require.Equal(t, rank >= DefaultCandidates, fb, "%s rank %d", s.cfg.Replica, rank)
+				if !fb {
+					cands = append(cands, s.cfg.Replica)
+				}
+			}
+			slices.Sort(ranks)
+			require.Equal(t, []int{0, 1, 2, 3}, ranks, "slot %s", slotString(slot))
+			got := runs[slotString(slot)]
+			require.Len(t, got, 1, "slot %s runs", slotString(slot))
+			require.Contains(t, cands, got[0].Run.Replica, "slot %s ran on a candidate", slotString(slot))
+			d := got[0].Start.Sub(slot)
+			require.True(t, d >= 0 && d <= DefaultSpread, "slot %s started %v after its due time", slotString(slot), d)
+			claimers := log.claimers("tick", slot)
+			slices.Sort(claimers)
+			require.Equal(t, cands, claimers, "slot %s: only its candidates claim", slotString(slot))
+		}
+		log.mu.Lock()
+		defer log.mu.Unlock()
+		// Two fallbacks per slot, one call each per slot (one job: one
+		// slot per instant), at most 20 slots.
+		require.LessOrEqual(t, log.handled, 2*20)
+		require.Greater(t, log.handled, 0)
+	})
+}
+
+// A slot whose two candidates are dead but still in every view runs once,
+// by a fallback, Fallback after its due time; a slot with one live
+// candidate runs on time. Every replica's view lists r3 and r4, which
+// never run.
+func TestDeadCandidatesRunViaFallback(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		rec := &recorder{d: 100 * time.Millisecond, now: time.Now}
+		all := []string{"r0", "r1", "r2", "r3", "r4"}
+		_, _, stop := candidateFleet(t, e, 3, rec, func() []string { return all })
+		time.Sleep(61 * time.Second)
+		stop()
+
+		runs := map[string][]record{}
+		for _, r := range rec.all() {
+			runs[slotString(r.Run.Slot)] = append(runs[slotString(r.Run.Slot)], r)
+		}
+		viaFallback := 0
+		for sec := 1; sec <= 59; sec++ {
+			slot := bubbleStart.Add(time.Duration(sec) * time.Second)
+			got := runs[slotString(slot)]
+			require.Len(t, got, 1, "slot %s runs", slotString(slot))
+			top := rankedReplicas("tick", slot, all)[:DefaultCandidates]
+			d := got[0].Start.Sub(slot)
+			if slices.Contains(top, "r3") && slices.Contains(top, "r4") {
+				viaFallback++
+				require.True(t, d >= DefaultFallback && d <= DefaultFallback+DefaultSpread,
+					"slot %s (candidates %v, dead) started %v after its due time, want the fallback's %v", slotString(slot), top, d, DefaultFallback)
+				continue
+			}
+			require.True(t, d >= 0 && d <= DefaultSpread, "slot %s (candidates %v) started %v after its due time", slotString(slot), top, d)
+		}
+		require.Positive(t, viaFallback, "no slot had both dead replicas as candidates: pick other names")
+		for _, ev := range where(e.sink.events(t), "slot.skipped") {
+			require.Contains(t, []string{"held", "done"}, ev.str("reason"), "%v", ev)
+		}
+	})
+}
+
+// rankedReplicas orders names by their rendezvous score for slot t of job,
+// best first: the order slotRank counts.
+func rankedReplicas(job string, t time.Time, names []string) []string {
+	out := slices.Clone(names)
+	slices.SortFunc(out, func(a, b string) int {
+		sa, sb := slotScore(job, t, a), slotScore(job, t, b)
+		switch {
+		case sa > sb:
+			return -1
+		case sa < sb:
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	return out
+}
+
+// Fallback must leave room within the lateness bound.
+func TestValidateFallback(t *testing.T) {
+	l := locking.NewLocal(locking.Options{})
+	_, err := New(Config{Locker: l, Fallback: 3 * time.Second})
+	var fe *FieldError
+	require.True(t, errors.As(err, &fe) && fe.Field == "Fallback", "%v", err)
+	_, err = New(Config{Locker: l, Fallback: -time.Second})
+	require.True(t, errors.As(err, &fe) && fe.Field == "Fallback", "%v", err)
+	s, err := New(Config{Locker: l, MaxClockSkew: 100 * time.Millisecond})
+	require.NoError(t, err)
+	require.Equal(t, s.lateness/2, s.fallback, "the default is at most half the lateness bound")
+	s, err = New(Config{Locker: l})
+	require.NoError(t, err)
+	require.Equal(t, DefaultFallback, s.fallback)
+	require.Equal(t, DefaultCandidates, s.candidates())
+	s, err = New(Config{Locker: l, Candidates: -1})
+	require.NoError(t, err)
+	require.Equal(t, 0, s.candidates())
+}

@@ -1,0 +1,69 @@
+package scheduler
+
+import (
+	"context"
+	"time"
+
+	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler/history"
+)
+
+// The fallbacks (candidates.go): a replica that is not among a slot's
+// candidates fires it Fallback after its due time and first asks the
+// stores, cheaply, whether it was handled — a done marker on the claim,
+// read on one store (locking.Store.Handled) — before trying any claim.
+// Handled: nothing happens here (the slot's outcome is its winner's). Not
+// seen as handled, or the stores did not say: the slot goes through the
+// normal attempt, claim first, so a slot whose candidates died or were
+// wrongly chosen still runs once. The fallbacks that fall due at one
+// instant are checked in one call.
+
+// dueSlot is a slot of a job that the loop fires.
+type dueSlot struct {
+	j *job
+	t time.Time
+}
+
+// maxCheckBatch bounds the slots one Handled call asks about: a larger
+// batch is split, the parts checked in parallel.
+const maxCheckBatch = 256
+
+// checkFallbacks checks the fallback slots due now, in batches, each on
+// a goroutine of its own.
+func (s *Scheduler) checkFallbacks(checks []dueSlot) {
+	for len(checks) > 0 {
+		n := min(len(checks), maxCheckBatch)
+		batch := checks[:n:n]
+		checks = checks[n:]
+		s.spawn(func() { s.checkFallback(batch) })
+	}
+}
+
+// checkFallback attempts the slots of batch that the stores do not show
+// as handled. The check is bounded by half of what is left of the
+// lateness bound after the fallback's delay, so that the attempts that
+// follow it are still fresh.
+func (s *Scheduler) checkFallback(batch []dueSlot) {
+	keys := make([]locking.Key, len(batch))
+	for i, d := range batch {
+		keys[i] = history.SlotKey(d.j.name(), d.t)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), max((s.lateness-s.fallback)/2, time.Millisecond))
+	handled, err := s.cfg.Locker.Handled(ctx, keys)
+	cancel()
+	if err != nil {
+		s.log.Debug("fallback check failed; trying the slots", "slots", len(batch), "error", err.Error())
+		handled = nil
+	}
+	skipped := 0
+	for i, d := range batch {
+		if i < len(handled) && handled[i] {
+			skipped++
+			continue
+		}
+		s.fireSlot(d.j, d.t) // admission.go: started, queued or shed
+	}
+	if skipped > 0 {
+		s.log.Debug("fallback slots already handled", "slots", skipped, "of", len(batch))
+	}
+}
