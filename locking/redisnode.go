@@ -102,6 +102,7 @@ func newRedisNode(addr, host string, cfg RedisConfig) *redisNode {
 		uopt.TLSConfig = tc
 	}
 	n := &redisNode{addr: addr, opTimeout: cfg.OpTimeout, uopt: uopt, reading: make(chan struct{}, 1)}
+	n.batch.opTimeout = cfg.OpTimeout
 	n.client.Store(&clientBox{redis.NewUniversalClient(uopt)})
 	n.reader.Store(&clientBox{newReader(uopt)})
 	return n
@@ -133,6 +134,11 @@ func (n *redisNode) switchToCluster() {
 func (n *redisNode) Do(ctx context.Context, op Op) (Result, error) {
 	if isRead(op) {
 		return n.read(ctx, op)
+	}
+	if n.claim() {
+		c := n.batch.newCall(ctx, op)
+		n.sendOwn(c)
+		return c.wait()
 	}
 	return n.start(ctx, op).wait()
 }
