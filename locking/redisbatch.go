@@ -59,17 +59,27 @@ type nodeCall struct {
 	cmd   func() (any, error) // the queued command's reply, after Exec
 }
 
+// finish answers the call; whoever finishes it touches it no more (its
+// waiter may recycle it at once).
 func (c *nodeCall) finish(res Result, err error) {
 	c.res, c.err = res, err
-	close(c.done)
+	c.done <- struct{}{} // capacity 1, one answer per call
 }
+
+// callPool recycles the calls whose waiter took their answer (a call given
+// up may still be answered later: it is left to the collector), sparing
+// a call and its channel per node and round.
+var callPool = sync.Pool{New: func() any { return &nodeCall{done: make(chan struct{}, 1)} }}
 
 // wait returns the call's answer. When ctx ends first: ErrBusy if the
 // call was never written (and now never will be), else an *unansweredError.
 func (c *nodeCall) wait() (Result, error) {
 	select {
 	case <-c.done:
-		return c.res, c.err
+		res, err := c.res, c.err
+		*c = nodeCall{done: c.done}
+		callPool.Put(c)
+		return res, err
 	case <-c.ctx.Done():
 	}
 	if c.op.Kind() != OpRelease {
@@ -128,7 +138,9 @@ func monoNow() int64 { return int64(time.Since(epoch)) }
 
 // newCall is a queued call of op under ctx.
 func (b *batcher) newCall(ctx context.Context, op Op) *nodeCall {
-	return &nodeCall{ctx: ctx, op: op, b: b, done: make(chan struct{})}
+	c := callPool.Get().(*nodeCall)
+	c.ctx, c.op, c.b = ctx, op, b
+	return c
 }
 
 // call is a call of op under ctx, for sendOwn.
@@ -284,8 +296,10 @@ func (n *redisNode) exec(batch []*nodeCall) {
 	if len(live) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), n.opTimeout)
-	defer cancel()
+	// No deadline of its own: the client's read and write timeouts (the
+	// op timeout) bound the pipeline from its write, without a context
+	// and a timer per pipeline.
+	ctx := context.Background()
 	t0 := monoNow()
 	b.sentAt.Store(t0)
 	again, fault := n.pipe(ctx, live, false)

@@ -55,6 +55,9 @@ func (e *unansweredError) Unwrap() error { return e.err }
 // call this replica did not send, or stopped waiting for (its pipeline's
 // outcome is reported apart, by watch).
 func queueHeld(err error) bool {
+	if err == nil {
+		return false
+	}
 	if errors.Is(err, ErrBusy) {
 		return true
 	}
