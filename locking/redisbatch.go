@@ -56,7 +56,7 @@ type nodeCall struct {
 	err   error
 	state atomic.Uint32
 	done  chan struct{}
-	cmd   func() (any, error) // the queued command's reply, after Exec
+	cmd   redis.Cmder // the queued command, its reply read after Exec
 }
 
 // finish answers the call; whoever finishes it touches it no more (its
@@ -337,7 +337,9 @@ func inTime(ctx context.Context, now time.Time, need time.Duration) bool {
 // the pipeline's failure as a whole (no answer, a broken or refused
 // connection), nil when the node answered.
 func (n *redisNode) pipe(ctx context.Context, calls []*nodeCall, eval bool) (again []*nodeCall, fault error) {
-	p := n.c().Pipeline()
+	box := n.client.Load()
+	p := box.pipeline()
+	defer box.pipes.Put(p)
 	for _, c := range calls {
 		c.cmd = queueOp(ctx, p, c.op, eval)
 	}
@@ -353,7 +355,7 @@ func (n *redisNode) pipe(ctx context.Context, calls []*nodeCall, eval bool) (aga
 		}
 	}
 	for _, c := range calls {
-		v, err := c.cmd()
+		v, err := cmdReply(c.cmd)
 		if execErr != nil {
 			v, err = nil, execErr
 		}

@@ -63,7 +63,7 @@ type acquireTally struct {
 // tallyAcquire reads the answers of an acquire round.
 func tallyAcquire(res []Result, errs []error) acquireTally {
 	// The maps stay nil (no allocation) unless a claim is met.
-	var t acquireTally
+	t := acquireTally{pauses: make([]string, 0, len(res)), allPauses: make([]string, 0, len(res))}
 	for i, rep := range res {
 		if errs[i] != nil {
 			continue
