@@ -39,63 +39,6 @@ import (
 // the node back to back, and must answer well within the op timeout.
 const maxBatch = 256
 
-// The states of a nodeCall: queued until the sender writes it (sent) or
-// it is given up unsent (dropped), by its caller or by the sender.
-const (
-	callQueued uint32 = iota
-	callSent
-	callDropped
-)
-
-// nodeCall is one queued request and, once done is closed, its answer.
-type nodeCall struct {
-	ctx   context.Context
-	op    Op
-	b     *batcher
-	res   Result
-	err   error
-	state atomic.Uint32
-	done  chan struct{}
-	cmd   redis.Cmder // the queued command, its reply read after Exec
-}
-
-// finish answers the call; whoever finishes it touches it no more (its
-// waiter may recycle it at once).
-func (c *nodeCall) finish(res Result, err error) {
-	c.res, c.err = res, err
-	c.done <- struct{}{} // capacity 1, one answer per call
-}
-
-// callPool recycles the calls whose waiter took their answer (a call given
-// up may still be answered later: it is left to the collector), sparing
-// a call and its channel per node and round.
-var callPool = sync.Pool{New: func() any { return &nodeCall{done: make(chan struct{}, 1)} }}
-
-// wait returns the call's answer. When ctx ends first: ErrBusy if the
-// call was never written (and now never will be), else an *unansweredError.
-func (c *nodeCall) wait() (Result, error) {
-	select {
-	case <-c.done:
-		res, err := c.res, c.err
-		*c = nodeCall{done: c.done}
-		callPool.Put(c)
-		return res, err
-	case <-c.ctx.Done():
-	}
-	if c.op.Kind() != OpRelease {
-		c.state.CompareAndSwap(callQueued, callDropped)
-	}
-	if c.state.Load() == callDropped {
-		return Result{}, c.b.notSent(c.ctx)
-	}
-	select {
-	case <-c.done:
-		return c.res, c.err
-	default:
-	}
-	return Result{}, &unansweredError{err: c.ctx.Err()}
-}
-
 // batcher is a node's queue and the state of its sender goroutine.
 type batcher struct {
 	mu      sync.Mutex
@@ -136,21 +79,23 @@ var epoch = time.Now()
 // the injected Clock.
 func monoNow() int64 { return int64(time.Since(epoch)) }
 
-// newCall is a queued call of op under ctx.
-func (b *batcher) newCall(ctx context.Context, op Op) *nodeCall {
+// newCall is a call of op under ctx and, when set, until.
+func (b *batcher) newCall(ctx context.Context, until time.Time, op Op) *nodeCall {
 	c := callPool.Get().(*nodeCall)
-	c.ctx, c.op, c.b = ctx, op, b
+	c.ctx, c.until, c.op, c.b = ctx, until, op, b
 	return c
 }
 
-// call is a call of op under ctx, for sendOwn.
-func (n *redisNode) call(ctx context.Context, op Op) *nodeCall { return n.batch.newCall(ctx, op) }
+// call is a call of op under ctx and until, for sendOwn.
+func (n *redisNode) call(ctx context.Context, until time.Time, op Op) *nodeCall {
+	return n.batch.newCall(ctx, until, op)
+}
 
-// start queues op and returns its call; the sender goroutine starts with
-// the first call, so an unused node costs nothing.
-func (n *redisNode) start(ctx context.Context, op Op) *nodeCall {
+// start queues op, under ctx and until, and returns its call; the sender
+// goroutine starts with the first call, so an unused node costs nothing.
+func (n *redisNode) start(ctx context.Context, until time.Time, op Op) *nodeCall {
 	b := &n.batch
-	c := b.newCall(ctx, op)
+	c := b.newCall(ctx, until, op)
 	b.mu.Lock()
 	switch {
 	case b.closed:
@@ -283,9 +228,13 @@ func (n *redisNode) exec(batch []*nodeCall) {
 	now := time.Now()
 	live := batch[:0]
 	for _, c := range batch {
-		if c.op.Kind() != OpRelease && !inTime(c.ctx, now, need) {
+		if c.op.Kind() != OpRelease && !c.inTime(now, need) {
 			if c.state.CompareAndSwap(callQueued, callDropped) {
-				c.finish(Result{}, b.notSent(c.ctx))
+				over := c.over(now)
+				if over == nil {
+					over = context.DeadlineExceeded // too close to it
+				}
+				c.finish(Result{}, b.notSent(over))
 			}
 			continue
 		}
@@ -319,15 +268,6 @@ func (n *redisNode) exec(batch []*nodeCall) {
 	if w := b.watch.Load(); w != nil && !errors.Is(fault, redis.ErrClosed) {
 		(*w)(fault)
 	}
-}
-
-// inTime reports whether ctx leaves at least need after now.
-func inTime(ctx context.Context, now time.Time, need time.Duration) bool {
-	if ctx.Err() != nil {
-		return false
-	}
-	dl, ok := ctx.Deadline()
-	return !ok || dl.Sub(now) >= need
 }
 
 // pipe sends calls in one pipeline (scripts as EVAL when eval is set) and

@@ -33,7 +33,7 @@ func loggedRedlock(t *testing.T, addrs []string) (Backend, *syncBuf) {
 func holdSender(t *testing.T, n *redisNode) func() {
 	t.Helper()
 	require.Eventually(t, n.claim, time.Second, time.Millisecond, "node idle")
-	return func() { n.sendOwn(n.call(context.Background(), PingOp{})) }
+	return func() { n.sendOwn(n.call(context.Background(), time.Time{}, PingOp{})) }
 }
 
 // Calls that wait in the replica's own queue past their round's deadline

@@ -14,14 +14,15 @@ import (
 // stopped waiting (its pipeline reports the node), and a pipeline that
 // failed as a whole (the node's fault, reported through watchFaults).
 
-// notSent is the answer to a call that was never written: ErrBusy (this
-// replica's own queue), or the caller's own cancellation, or, when the
+// notSent is the answer to a call that was never written, its caller
+// no longer waiting for over: ErrBusy (this replica's own queue), or the
+// caller's own cancellation, or, when the
 // queue was held by a pipeline the node has left unanswered for over half
 // the op timeout, the node's stall — the node's fault, which the failing
 // pipeline reports (watch), not this replica's load.
-func (b *batcher) notSent(ctx context.Context) error {
-	if err := ctx.Err(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return err
+func (b *batcher) notSent(over error) error {
+	if !errors.Is(over, context.DeadlineExceeded) {
+		return over
 	}
 	if t := b.sentAt.Load(); t != 0 {
 		if d := time.Duration(monoNow() - t); d > b.opTimeout/2 {

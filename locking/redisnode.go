@@ -150,11 +150,11 @@ func (n *redisNode) Do(ctx context.Context, op Op) (Result, error) {
 		return n.read(ctx, op)
 	}
 	if n.claim() {
-		c := n.batch.newCall(ctx, op)
+		c := n.call(ctx, time.Time{}, op)
 		n.sendOwn(c)
-		return c.wait()
+		return c.wait(nil)
 	}
-	return n.start(ctx, op).wait()
+	return n.start(ctx, time.Time{}, op).wait(nil)
 }
 
 // queueOp adds op to the pipeline p, as its script (EVALSHA, or EVAL when
