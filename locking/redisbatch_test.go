@@ -145,3 +145,23 @@ func (n *redisNode) idle() bool {
 	defer n.batch.mu.Unlock()
 	return n.batch.owner == ownerNone && len(n.batch.queue) == 0
 }
+
+// A call left less time than the node's recent round trip is not sent:
+// ErrBusy at once, the node untouched. A call with time enough is sent.
+func TestDeadlineAwareSending(t *testing.T) {
+	c := redistest.Start(t, 1)
+	n := newRedisNode(c.Addrs()[0], "127.0.0.1", RedisConfig{}.withDefaults())
+	defer n.Close()
+	n.batch.rtt.Store(int64(40 * time.Millisecond)) // a slow node, lately
+	short, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := n.Do(short, FenceOp{Key: "aware:{a}:fence", N: 7})
+	require.ErrorIs(t, err, ErrBusy)
+	require.Less(t, time.Since(start), 20*time.Millisecond, "answered at once, not at the deadline")
+	require.Zero(t, c.Node(0).Client().Exists(context.Background(), "aware:{a}:fence").Val(), "not sent")
+
+	res, err := n.Do(tctx(t, time.Second), FenceOp{Key: "aware:{a}:fence", N: 7})
+	require.NoError(t, err)
+	require.EqualValues(t, 7, res.N)
+}
