@@ -244,9 +244,16 @@
 // per node takes whatever calls have queued and sends them as one write,
 // their answers read back in one go. An idle node sends a call at once;
 // calls that arrive while a pipeline is in flight form the next one (at
-// most 256). Each call is still its own atomic script, answered alone; a
-// call whose caller has given up by the time its batch goes out is not
-// sent.
+// most 256). Each call is still its own atomic script, answered alone. A
+// lone caller, the node idle, sends its own call without the hop to the
+// sender. A call this replica could not send before its deadline (its
+// caller gave up while it queued, or too little time is left for the
+// node's recent round trip) is not sent and is answered ErrBusy: this
+// replica's overload, not a node fault, so "redis node unreachable" is
+// only logged when a pipeline that was written fails or goes unanswered
+// for an op timeout from its write. A round that missed its majority for
+// ErrBusy says so (errors.Is(err, ErrBusy)), and nothing is undone where
+// nothing was sent.
 //
 // # Fencing tokens: a quorum register
 //

@@ -74,6 +74,9 @@ func formatPause(p Pause) string {
 
 // parsePause reads a register's value; "" (never set) is not paused.
 func parsePause(v string) Pause {
+	if v == "" {
+		return Pause{} // the common case, without splitting
+	}
 	f := strings.SplitN(v, "|", 5)
 	if len(f) < 5 {
 		return Pause{}

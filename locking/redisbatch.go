@@ -2,7 +2,9 @@ package locking
 
 import (
 	"context"
+	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -19,87 +21,149 @@ import (
 // own script or command, atomic on the node and answered alone; batching
 // changes the cost of a call, not what it does.
 //
-// A call whose context ended before its batch was sent is not sent, but
-// for a release (it only ends what holds its own value; an undo must reach
-// a node that may still run the acquisition it undoes). A batch's deadline
-// is the latest of its live calls' (at most OpTimeout from now); each
-// caller stops waiting at its own deadline, as before.
+// A lone caller (the node idle: nothing queued, no pipeline in flight)
+// sends its own call on its own goroutine (sendOwn), sparing the hop to
+// the sender and back; calls that arrive meanwhile queue for the sender.
+//
+// Honest failures. A call that was never written (its deadline passed in
+// the queue, or was too close to let the node answer: deadline-aware
+// sending, below its recent round trip) is answered ErrBusy — this
+// replica's overload, nothing done on the node, no node fault. A call that
+// was written is the node's to answer: its pipeline has OpTimeout from its
+// write, and when that pipeline fails the node is reported (watch) —
+// not when a caller who queued long stops waiting for it. A release is
+// sent however late (it only ends what holds its own value; an undo must
+// reach a node that may still run the acquisition it undoes).
 
 // maxBatch bounds the calls of one pipeline: a batch of scripts runs on
 // the node back to back, and must answer well within the op timeout.
 const maxBatch = 256
 
-// nodeCall is one queued request and, once done is closed, its answer.
-type nodeCall struct {
-	ctx  context.Context
-	op   Op
-	res  Result
-	err  error
-	done chan struct{}
-	cmd  func() (any, error) // the queued command's reply, after Exec
-}
-
-func (c *nodeCall) finish(res Result, err error) {
-	c.res, c.err = res, err
-	close(c.done)
-}
-
-// wait returns the call's answer, or ctx.Err() when ctx ends first.
-func (c *nodeCall) wait() (Result, error) {
-	select {
-	case <-c.done:
-		return c.res, c.err
-	case <-c.ctx.Done():
-		return Result{}, c.ctx.Err()
-	}
-}
-
 // batcher is a node's queue and the state of its sender goroutine.
 type batcher struct {
-	mu      sync.RWMutex // held for reading while a call is queued
-	queue   chan *nodeCall
+	mu      sync.Mutex
+	queue   []*nodeCall
+	owner   owner         // who sends the node's next pipeline
+	wake    chan struct{} // tells the sender the queue has calls (capacity 1)
 	stop    chan struct{}
 	started bool
 	closed  bool
 	wg      sync.WaitGroup
+
+	opTimeout time.Duration
+	rtt       atomic.Int64 // recent pipeline round trip (ns, moving average)
+	sentAt    atomic.Int64 // when the pipeline in flight was written (monoNow), 0 when none
+	watch     atomic.Pointer[func(error)]
 }
 
-// queueDepth is how many calls may wait for a node's sender; a caller
-// beyond it waits (under its own deadline) for room.
+// owner says who is sending a node's pipelines: nobody (the node is
+// idle), its sender goroutine (woken for the queued calls), or a lone
+// caller sending its own call (sendOwn).
+type owner uint8
+
+const (
+	ownerNone owner = iota
+	ownerSender
+	ownerCaller
+)
+
+// queueDepth is how many calls may wait for a node's sender: a caller
+// beyond it is answered ErrBusy at once (nothing sent).
 const queueDepth = 4 * maxBatch
 
-// start queues op and returns its call; the sender goroutine starts with
-// the first call, so an unused node costs nothing.
-func (n *redisNode) start(ctx context.Context, op Op) *nodeCall {
-	c := &nodeCall{ctx: ctx, op: op, done: make(chan struct{})}
+// epoch anchors monoNow.
+var epoch = time.Now()
+
+// monoNow is monotonic nanoseconds for round trips and stalls. Network
+// deadlines are wall-clock (a socket's), so these use the real time, not
+// the injected Clock.
+func monoNow() int64 { return int64(time.Since(epoch)) }
+
+// newCall is a call of op under ctx and, when set, until.
+func (b *batcher) newCall(ctx context.Context, until time.Time, op Op) *nodeCall {
+	c := callPool.Get().(*nodeCall)
+	c.ctx, c.until, c.op, c.b = ctx, until, op, b
+	return c
+}
+
+// call is a call of op under ctx and until, for sendOwn.
+func (n *redisNode) call(ctx context.Context, until time.Time, op Op) *nodeCall {
+	return n.batch.newCall(ctx, until, op)
+}
+
+// start queues op, under ctx and until, and returns its call; the sender
+// goroutine starts with the first call, so an unused node costs nothing.
+func (n *redisNode) start(ctx context.Context, until time.Time, op Op) *nodeCall {
 	b := &n.batch
-	b.mu.RLock()
-	if !b.started && !b.closed {
-		b.mu.RUnlock()
-		b.mu.Lock()
-		if !b.started && !b.closed {
-			b.started = true
-			b.queue = make(chan *nodeCall, queueDepth)
-			b.stop = make(chan struct{})
-			b.wg.Add(1)
-			go n.send()
-		}
+	c := b.newCall(ctx, until, op)
+	b.mu.Lock()
+	switch {
+	case b.closed:
 		b.mu.Unlock()
-		b.mu.RLock()
-	}
-	// The read lock is held while queuing, so that closeBatch, which takes
-	// the write lock, never leaves a call in the queue unanswered.
-	defer b.mu.RUnlock()
-	if b.closed {
 		c.finish(Result{}, redis.ErrClosed)
 		return c
+	case len(b.queue) >= queueDepth && op.Kind() != OpRelease:
+		b.mu.Unlock()
+		c.state.Store(callDropped)
+		c.finish(Result{}, ErrBusy)
+		return c
 	}
-	select {
-	case b.queue <- c:
-	case <-ctx.Done():
-		c.finish(Result{}, ctx.Err())
+	if !b.started {
+		b.started = true
+		b.wake = make(chan struct{}, 1)
+		b.stop = make(chan struct{})
+		b.wg.Add(1)
+		go n.send()
+	}
+	b.queue = append(b.queue, c)
+	wake := b.owner == ownerNone
+	if wake {
+		b.owner = ownerSender
+	}
+	b.mu.Unlock()
+	if wake {
+		b.wakeSender()
 	}
 	return c
+}
+
+// wakeSender tells the sender that calls are queued (a wake-up already
+// pending does as well).
+func (b *batcher) wakeSender() {
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+}
+
+// claim makes the calling goroutine the node's sender for one call of its
+// own, when the node is idle; it then must call sendOwn.
+func (n *redisNode) claim() bool {
+	b := &n.batch
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed || b.owner != ownerNone || len(b.queue) > 0 {
+		return false
+	}
+	b.owner = ownerCaller
+	return true
+}
+
+// sendOwn sends c, a call of the goroutine that claimed the node, on that
+// goroutine, then hands the calls that queued meanwhile to the sender.
+func (n *redisNode) sendOwn(c *nodeCall) {
+	n.exec([]*nodeCall{c})
+	b := &n.batch
+	b.mu.Lock()
+	wake := len(b.queue) > 0
+	b.owner = ownerNone
+	if wake {
+		b.owner = ownerSender
+	}
+	b.mu.Unlock()
+	if wake {
+		b.wakeSender()
+	}
 }
 
 // send is the node's sender: it takes the queued calls in batches and
@@ -110,103 +174,117 @@ func (n *redisNode) send() {
 	batch := make([]*nodeCall, 0, maxBatch)
 	for {
 		select {
-		case c := <-b.queue:
-			batch = append(batch[:0], c)
+		case <-b.wake:
 		case <-b.stop:
 			n.drain()
 			return
 		}
-	fill:
-		for len(batch) < maxBatch {
-			select {
-			case c := <-b.queue:
-				batch = append(batch, c)
-			default:
-				break fill
+		for {
+			b.mu.Lock()
+			k := min(len(b.queue), maxBatch)
+			if k == 0 {
+				if b.owner == ownerSender {
+					b.owner = ownerNone
+				}
+				b.mu.Unlock()
+				break
 			}
+			batch = append(batch[:0], b.queue[:k]...)
+			rest := copy(b.queue, b.queue[k:])
+			clear(b.queue[rest:])
+			b.queue = b.queue[:rest]
+			b.mu.Unlock()
+			n.exec(batch)
+			clear(batch)
 		}
-		n.exec(batch)
-		clear(batch)
 	}
 }
 
 // drain answers the calls still queued when the node closes.
 func (n *redisNode) drain() {
-	for {
-		select {
-		case c := <-n.batch.queue:
+	b := &n.batch
+	b.mu.Lock()
+	q := b.queue
+	b.queue = nil
+	b.mu.Unlock()
+	for _, c := range q {
+		if c.state.CompareAndSwap(callQueued, callDropped) {
 			c.finish(Result{}, redis.ErrClosed)
-		default:
-			return
 		}
 	}
 }
 
-// exec sends the live calls of batch as one pipeline and answers each.
+// exec writes the calls of batch that are still wanted as one pipeline and
+// answers each. A call not sent is answered ErrBusy: its caller gave up,
+// or too little of its deadline is left for the node to answer (less than
+// the node's recent round trip, capped at half the op timeout so that a
+// fresh call always goes out and the estimate cannot lock the node out).
 // Calls refused for a missing script are sent again with the script's
 // source (EVAL); calls redirected by a cluster endpoint switch the node to
 // its cluster client and are sent again there. Neither was executed.
 func (n *redisNode) exec(batch []*nodeCall) {
-	live, late := batch[:0:0], batch[:0:0]
-	var deadline time.Time
+	b := &n.batch
+	need := time.Duration(min(b.rtt.Load(), int64(n.opTimeout/2)))
+	now := time.Now()
+	live := batch[:0]
 	for _, c := range batch {
-		if err := c.ctx.Err(); err != nil {
-			if c.op.Kind() != OpRelease {
-				c.finish(Result{}, err) // its sender gave up: never send it late
-				continue
+		if c.op.Kind() != OpRelease && !c.inTime(now, need) {
+			if c.state.CompareAndSwap(callQueued, callDropped) {
+				over := c.over(now)
+				if over == nil {
+					over = context.DeadlineExceeded // too close to it
+				}
+				c.finish(Result{}, b.notSent(over))
 			}
-			// A release is sent however late: it only ends what holds its
-			// own value, and an undo must reach a node that may still run
-			// the acquisition it undoes (redlock's undo).
-			late = append(late, c)
 			continue
 		}
-		if d, ok := c.ctx.Deadline(); ok && d.After(deadline) {
-			deadline = d
+		if c.state.CompareAndSwap(callQueued, callSent) {
+			live = append(live, c)
 		}
-		live = append(live, c)
 	}
-	// Late releases first, in a pipeline of their own with a whole
-	// OpTimeout (a short deadline of a live call must not keep them off
-	// the wire), then the live calls, no later than the last caller waits.
-	if len(late) > 0 {
-		n.execBy(late, time.Time{})
+	if len(live) == 0 {
+		return
 	}
-	if len(live) > 0 {
-		n.execBy(live, deadline)
-	}
-}
-
-// execBy sends calls as one pipeline within OpTimeout from now and, when
-// deadline is set, by deadline, and answers each.
-func (n *redisNode) execBy(calls []*nodeCall, deadline time.Time) {
-	ctx, cancel := context.WithTimeout(context.Background(), n.opTimeout)
-	defer cancel()
-	if !deadline.IsZero() {
-		var cancelAt context.CancelFunc
-		ctx, cancelAt = context.WithDeadline(ctx, deadline)
-		defer cancelAt()
-	}
-	again := n.pipe(ctx, calls, false)
+	// No deadline of its own: the client's read and write timeouts (the
+	// op timeout) bound the pipeline from its write, without a context
+	// and a timer per pipeline.
+	ctx := context.Background()
+	t0 := monoNow()
+	b.sentAt.Store(t0)
+	again, fault := n.pipe(ctx, live, false)
 	if len(again) > 0 {
-		again = n.pipe(ctx, again, true)
+		again, fault = n.pipe(ctx, again, true)
 	}
 	if len(again) > 0 && !n.cluster.Load() {
 		n.switchToCluster()
-		n.pipe(ctx, again, true)
+		_, fault = n.pipe(ctx, again, true)
+	}
+	d := monoNow() - t0
+	b.sentAt.Store(0)
+	if fault == nil {
+		old := b.rtt.Load()
+		b.rtt.Store(old + (d-old)/8)
+	}
+	if w := b.watch.Load(); w != nil && !errors.Is(fault, redis.ErrClosed) {
+		(*w)(fault)
 	}
 }
 
 // pipe sends calls in one pipeline (scripts as EVAL when eval is set) and
 // answers them, except those it returns: refused unexecuted for a missing
 // script (when !eval) or redirected to another cluster node (when the node
-// is not yet a cluster client), for the caller to send again.
-func (n *redisNode) pipe(ctx context.Context, calls []*nodeCall, eval bool) (again []*nodeCall) {
-	p := n.c().Pipeline()
+// is not yet a cluster client), for the caller to send again. fault is
+// the pipeline's failure as a whole (no answer, a broken or refused
+// connection), nil when the node answered.
+func (n *redisNode) pipe(ctx context.Context, calls []*nodeCall, eval bool) (again []*nodeCall, fault error) {
+	box := n.client.Load()
+	p := box.pipeline()
+	defer box.pipes.Put(p)
 	for _, c := range calls {
 		c.cmd = queueOp(ctx, p, c.op, eval)
 	}
 	cmds, execErr := p.Exec(ctx)
+	fault = pipeFault(execErr)
 	// Exec's error is the first command's error, or, when no command
 	// carries one, the connection's (a refused AUTH is not stamped on the
 	// commands): then none of them ran.
@@ -217,7 +295,7 @@ func (n *redisNode) pipe(ctx context.Context, calls []*nodeCall, eval bool) (aga
 		}
 	}
 	for _, c := range calls {
-		v, err := c.cmd()
+		v, err := cmdReply(c.cmd)
 		if execErr != nil {
 			v, err = nil, execErr
 		}
@@ -231,7 +309,7 @@ func (n *redisNode) pipe(ctx context.Context, calls []*nodeCall, eval bool) (aga
 		}
 		c.finish(reply(c.op, v, err))
 	}
-	return again
+	return again, fault
 }
 
 // closeBatch stops the sender and answers what is still queued.

@@ -17,28 +17,28 @@ import (
 var (
 	//go:embed redlock_acquire.lua
 	acquireLua    string
-	acquireScript = redis.NewScript(acquireLua)
+	acquireScript = newScript(acquireLua)
 	//go:embed redlock_log.lua
 	logLua    string
-	logScript = redis.NewScript(logLua)
+	logScript = newScript(logLua)
 	//go:embed redlock_logadd.lua
 	logAddLua    string
-	logAddScript = redis.NewScript(logAddLua)
+	logAddScript = newScript(logAddLua)
 	//go:embed redlock_pause.lua
 	pauseLua    string
-	pauseScript = redis.NewScript(pauseLua)
+	pauseScript = newScript(pauseLua)
 	//go:embed redlock_fence.lua
 	fenceLua    string
-	fenceScript = redis.NewScript(fenceLua)
+	fenceScript = newScript(fenceLua)
 	//go:embed redlock_maxset.lua
 	maxsetLua    string
-	maxsetScript = redis.NewScript(maxsetLua)
+	maxsetScript = newScript(maxsetLua)
 	//go:embed redlock_extend.lua
 	extendLua    string
-	extendScript = redis.NewScript(extendLua)
+	extendScript = newScript(extendLua)
 	//go:embed redlock_release.lua
 	releaseLua    string
-	releaseScript = redis.NewScript(releaseLua)
+	releaseScript = newScript(releaseLua)
 )
 
 // redisNode is one configured Redis. It starts as a plain client and
@@ -57,7 +57,21 @@ type redisNode struct {
 	cluster   atomic.Bool
 }
 
-type clientBox struct{ c redis.UniversalClient }
+// clientBox is a client and its pipelines, reused: a pipeline is empty
+// again after Exec.
+type clientBox struct {
+	c     redis.UniversalClient
+	pipes sync.Pool
+}
+
+// pipeline returns an empty pipeline of b's client, for putPipeline
+// once executed.
+func (b *clientBox) pipeline() redis.Pipeliner {
+	if p, ok := b.pipes.Get().(redis.Pipeliner); ok {
+		return p
+	}
+	return b.c.Pipeline()
+}
 
 func newRedisNode(addr, host string, cfg RedisConfig) *redisNode {
 	uopt := &redis.UniversalOptions{
@@ -102,8 +116,9 @@ func newRedisNode(addr, host string, cfg RedisConfig) *redisNode {
 		uopt.TLSConfig = tc
 	}
 	n := &redisNode{addr: addr, opTimeout: cfg.OpTimeout, uopt: uopt, reading: make(chan struct{}, 1)}
-	n.client.Store(&clientBox{redis.NewUniversalClient(uopt)})
-	n.reader.Store(&clientBox{newReader(uopt)})
+	n.batch.opTimeout = cfg.OpTimeout
+	n.client.Store(&clientBox{c: redis.NewUniversalClient(uopt)})
+	n.reader.Store(&clientBox{c: newReader(uopt)})
 	return n
 }
 
@@ -122,8 +137,8 @@ func (n *redisNode) switchToCluster() {
 	o := *n.uopt
 	o.IsClusterMode = true
 	n.old = append(n.old, n.c(), n.reader.Load().c)
-	n.client.Store(&clientBox{redis.NewUniversalClient(&o)})
-	n.reader.Store(&clientBox{newReader(&o)})
+	n.client.Store(&clientBox{c: redis.NewUniversalClient(&o)})
+	n.reader.Store(&clientBox{c: newReader(&o)})
 	n.cluster.Store(true)
 }
 
@@ -134,45 +149,49 @@ func (n *redisNode) Do(ctx context.Context, op Op) (Result, error) {
 	if isRead(op) {
 		return n.read(ctx, op)
 	}
-	return n.start(ctx, op).wait()
+	if n.claim() {
+		c := n.call(ctx, time.Time{}, op)
+		n.sendOwn(c)
+		return c.wait(nil)
+	}
+	return n.start(ctx, time.Time{}, op).wait(nil)
 }
 
 // queueOp adds op to the pipeline p, as its script (EVALSHA, or EVAL when
-// eval is set) or command, and returns how to read its reply after Exec.
-func queueOp(ctx context.Context, p redis.Pipeliner, op Op, eval bool) func() (any, error) {
-	script := func(s *redis.Script, keys []string, args ...any) func() (any, error) {
-		var cmd *redis.Cmd
-		if eval {
-			cmd = s.Eval(ctx, p, keys, args...)
-		} else {
-			cmd = s.EvalSha(ctx, p, keys, args...)
-		}
-		return cmd.Result
-	}
+// eval is set) or command, and returns the command, to read after Exec.
+// A script's arguments are built in one list (no key slice, variadic
+// copy or reply closure per call).
+func queueOp(ctx context.Context, p redis.Pipeliner, op Op, eval bool) redis.Cmder {
+	var a []any
 	switch op := op.(type) {
 	case AcquireOp:
-		keys := []string{op.Key, op.Fence}
+		a = scriptArgs(acquireScript, eval, 14)
+		a = append(a, op.Key, op.Fence)
 		if op.Field != "" {
 			also := op.Key // unused: stands in, with the call's hash tag
 			if op.AlsoValue != "" {
 				also = op.Also
 			}
-			keys = append(keys, op.Claims, op.Lives, op.Pause, also)
+			a = append(a, op.Claims, op.Lives, op.Pause, also)
 		}
-		keys = append(keys, op.Tomb)
-		return script(acquireScript, keys, op.Value, op.TTL, op.N, op.Field, op.AlsoValue, op.SentMS, op.FreshMS)
+		a = append(a, op.Tomb)
+		a[2] = len(a) - 3
+		a = append(a, op.Value, op.TTL, op.N, op.Field, op.AlsoValue, op.SentMS, op.FreshMS)
 	case ExtendOp:
-		keys := []string{op.Key}
+		a = scriptArgs(extendScript, eval, 7)
+		a = append(a, op.Key)
 		start := "0"
 		if op.Field != "" {
-			keys = append(keys, op.Lives, op.Claims)
+			a = append(a, op.Lives, op.Claims)
 			if op.Start {
 				start = "1"
 			}
 		}
-		return script(extendScript, keys, op.Value, op.TTL, op.Field, start)
+		a[2] = len(a) - 3
+		a = append(a, op.Value, op.TTL, op.Field, start)
 	case ReleaseOp:
-		keys := []string{op.Key}
+		a = scriptArgs(releaseScript, eval, 17)
+		a = append(a, op.Key)
 		if op.Field != "" {
 			// Unused optional keys stand in as the lock key itself: every
 			// key of one call shares its hash tag.
@@ -183,14 +202,16 @@ func queueOp(ctx context.Context, p redis.Pipeliner, op Op, eval bool) func() (a
 			if op.RecordN != 0 {
 				record = op.Record
 			}
-			keys = append(keys, op.Claims, op.Lives, op.Log, also, record)
+			a = append(a, op.Claims, op.Lives, op.Log, also, record)
 		}
 		if op.TombTTL > 0 {
-			keys = append(keys, op.Tomb)
+			a = append(a, op.Tomb)
 		}
-		return script(releaseScript, keys, op.Value, op.Done, op.DoneTTL, op.Field, op.Entry, op.N, op.Keep, op.AlsoValue, op.RecordN, op.TombTTL)
+		a[2] = len(a) - 3
+		a = append(a, op.Value, op.Done, op.DoneTTL, op.Field, op.Entry, op.N, op.Keep, op.AlsoValue, op.RecordN, op.TombTTL)
 	case LogOp:
-		return script(logScript, []string{op.Key}, op.Since, op.Limit)
+		a = append(scriptArgs(logScript, eval, 3), op.Key, op.Since, op.Limit)
+		a[2] = 1
 	case LogAddOp:
 		fence, absent := op.Key, 0 // unused: stands in, with the call's hash tag
 		if op.RecordN != 0 {
@@ -199,25 +220,66 @@ func queueOp(ctx context.Context, p redis.Pipeliner, op Op, eval bool) func() (a
 		if op.IfAbsent {
 			absent = 1
 		}
-		return script(logAddScript, []string{op.Key, fence}, op.Entry, op.N, op.Value, op.Keep, op.Floor, op.RecordN, absent)
+		a = append(scriptArgs(logAddScript, eval, 9), op.Key, fence, op.Entry, op.N, op.Value, op.Keep, op.Floor, op.RecordN, absent)
+		a[2] = 2
 	case ClaimsOp:
-		cmd := p.HKeys(ctx, op.Claims)
-		return func() (any, error) { return cmd.Result() }
+		return p.HKeys(ctx, op.Claims)
 	case PauseOp:
-		return script(pauseScript, []string{op.Key}, op.Value, op.N)
+		a = append(scriptArgs(pauseScript, eval, 3), op.Key, op.Value, op.N)
+		a[2] = 1
 	case FenceOp:
-		return script(fenceScript, []string{op.Key}, op.N)
+		a = append(scriptArgs(fenceScript, eval, 2), op.Key, op.N)
+		a[2] = 1
 	case MaxSetOp:
-		return script(maxsetScript, []string{op.Key}, op.N)
+		a = append(scriptArgs(maxsetScript, eval, 2), op.Key, op.N)
+		a[2] = 1
 	case GetOp:
-		cmd := p.Get(ctx, op.Key)
-		return func() (any, error) { return cmd.Result() }
+		return p.Get(ctx, op.Key)
 	case PingOp:
-		cmd := p.Ping(ctx)
-		return func() (any, error) { return cmd.Result() }
+		return p.Ping(ctx)
+	default:
+		cmd := redis.NewCmd(ctx)
+		cmd.SetErr(fmt.Errorf("locking: unknown op %T", op))
+		return cmd
 	}
-	err := fmt.Errorf("locking: unknown op %T", op)
-	return func() (any, error) { return nil, err }
+	cmd := redis.NewCmd(ctx, a...)
+	_ = p.Process(ctx, cmd)
+	return cmd
+}
+
+// luaScript is a script's source and SHA1, boxed once for the argument
+// lists of its calls.
+type luaScript struct{ src, sha any }
+
+func newScript(src string) *luaScript {
+	return &luaScript{src: src, sha: redis.NewScript(src).Hash()}
+}
+
+// scriptArgs starts the argument list of a call of s ("EVALSHA sha
+// numkeys", or EVAL with the source), room for n keys and arguments more;
+// the caller sets numkeys (a[2]) once the keys are in.
+func scriptArgs(s *luaScript, eval bool, n int) []any {
+	a := make([]any, 3, 3+n)
+	a[0], a[1] = "evalsha", s.sha
+	if eval {
+		a[0], a[1] = "eval", s.src
+	}
+	return a
+}
+
+// cmdReply is a queued command's reply, after Exec.
+func cmdReply(cmd redis.Cmder) (any, error) {
+	switch c := cmd.(type) {
+	case *redis.Cmd:
+		return c.Result()
+	case *redis.StringSliceCmd:
+		return c.Result()
+	case *redis.StringCmd:
+		return c.Result()
+	case *redis.StatusCmd:
+		return c.Result()
+	}
+	return nil, cmd.Err()
 }
 
 // reply turns a command's reply into op's Result.

@@ -63,7 +63,7 @@ func (n *redisNode) read(ctx context.Context, op Op) (Result, error) {
 		p := n.reader.Load().c.Pipeline()
 		cmd := queueOp(ctx, p, op, eval)
 		_, _ = p.Exec(ctx)
-		return cmd()
+		return cmdReply(cmd)
 	}
 	v, err := run(false)
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {

@@ -144,6 +144,11 @@ func NewRedlockNodes(nodes []Node, prefix string, opTimeout time.Duration, opt O
 		clock:     opt.Clock,
 		quit:      make(chan struct{}),
 	}
+	for i, n := range nodes {
+		if q, ok := n.(queuingNode); ok {
+			q.watchFaults(func(err error) { r.observe(context.Background(), i, err) })
+		}
+	}
 	r.modeStr = fmt.Sprintf("redlock(%d nodes)", len(nodes))
 	if len(nodes) == 1 {
 		r.modeStr = "redlock(1 node)"
@@ -179,8 +184,10 @@ type redlock struct {
 }
 
 // observe logs a node's transitions between reachable and unreachable,
-// once each way. Errors caused by the caller's own context are not the
-// node's fault and are ignored.
+// once each way. Errors caused by the caller's own context, or by this
+// replica's own queue (ErrBusy), are not the node's fault and are
+// ignored. A queuing node also reports each pipeline's outcome here
+// (watchFaults), timed from its write.
 func (r *redlock) observe(parent context.Context, i int, err error) {
 	if err == nil {
 		if r.down[i].Swap(false) {
@@ -188,7 +195,8 @@ func (r *redlock) observe(parent context.Context, i int, err error) {
 		}
 		return
 	}
-	if parent.Err() != nil || isReadError(err) {
+	// ErrBusy is this replica's load: the call was not sent.
+	if parent.Err() != nil || isReadError(err) || errors.Is(err, ErrBusy) {
 		return
 	}
 	if !r.down[i].Swap(true) {
@@ -209,22 +217,36 @@ func (r *redlock) fenceKey(family string) string {
 // false for a node to leave out. Answers go to res and errs, indexed by
 // node; node errors are observed. Nodes that queue their calls (Redis
 // nodes: redisbatch.go) get them all queued before the first answer is
-// awaited, without a goroutine each; others are called on goroutines of
-// their own (the first on the calling goroutine).
+// awaited, without a goroutine each, and the first of them found idle is
+// sent on the calling goroutine (no hop to its sender); others are called
+// on goroutines of their own (the first on the calling goroutine).
 func (r *redlock) round(ctx context.Context, op func(i int) (Op, bool), res []Result, errs []error) {
-	rctx, cancel := context.WithTimeout(ctx, r.opTimeout)
-	defer cancel()
+	// The deadline is real time, as the sockets' are. Queued calls carry
+	// it and share one pooled timer; a context of its own is made only
+	// for nodes called through Do.
+	until := time.Now().Add(r.opTimeout)
+	var rctx context.Context
 	var calls [maxQueuedNodes]*nodeCall
 	var wg sync.WaitGroup
-	first, firstOp := -1, Op(nil)
+	first, firstOp, own, queued := -1, Op(nil), -1, false
 	for i := range r.nodes {
 		o, ok := op(i)
 		if !ok {
 			continue
 		}
 		if q, isQ := r.nodes[i].(queuingNode); isQ && i < maxQueuedNodes && !isRead(o) {
-			calls[i] = q.start(rctx, o)
+			queued = true
+			if own < 0 && q.claim() {
+				own, calls[i] = i, q.call(ctx, until, o)
+				continue
+			}
+			calls[i] = q.start(ctx, until, o)
 			continue
+		}
+		if rctx == nil {
+			var cancel context.CancelFunc
+			rctx, cancel = context.WithDeadline(ctx, until)
+			defer cancel()
 		}
 		if first < 0 {
 			first, firstOp = i, o
@@ -237,23 +259,73 @@ func (r *redlock) round(ctx context.Context, op func(i int) (Op, bool), res []Re
 			r.observe(ctx, i, errs[i])
 		}()
 	}
+	if own >= 0 {
+		r.nodes[own].(queuingNode).sendOwn(calls[own])
+	}
 	if first >= 0 {
 		res[first], errs[first] = r.nodes[first].Do(rctx, firstOp)
 		r.observe(ctx, first, errs[first])
 	}
-	for i, c := range calls[:min(len(r.nodes), maxQueuedNodes)] {
-		if c != nil {
-			res[i], errs[i] = c.wait()
-			r.observe(ctx, i, errs[i])
-		}
+	if queued {
+		r.awaitQueued(ctx, until, calls[:min(len(r.nodes), maxQueuedNodes)], res, errs)
 	}
 	wg.Wait()
 }
 
+// awaitQueued waits for the queued calls' answers, until the round's
+// deadline, and observes what they say of their nodes.
+func (r *redlock) awaitQueued(ctx context.Context, until time.Time, calls []*nodeCall, res []Result, errs []error) {
+	timer := getTimer(time.Until(until))
+	defer putTimer(timer)
+	expire := timer.C
+	for i, c := range calls {
+		if c == nil {
+			continue
+		}
+		res[i], errs[i] = c.wait(expire)
+		if !time.Now().Before(until) {
+			expire = expired // the timer's tick may have been taken
+		}
+		if !queueHeld(errs[i]) {
+			r.observe(ctx, i, errs[i])
+		}
+	}
+}
+
+// timers are the rounds' deadline timers, reused (a stopped timer
+// delivers no stale tick since Go 1.23).
+var timers sync.Pool
+
+func getTimer(d time.Duration) *time.Timer {
+	if t, ok := timers.Get().(*time.Timer); ok {
+		t.Reset(d)
+		return t
+	}
+	return time.NewTimer(d)
+}
+
+func putTimer(t *time.Timer) {
+	t.Stop()
+	timers.Put(t)
+}
+
+// expired is a channel that is always ready: a deadline already passed.
+var expired = func() <-chan time.Time {
+	c := make(chan time.Time)
+	close(c)
+	return c
+}()
+
 // queuingNode is a Node that queues a call and answers it later
-// (redisNode), so that a round needs no goroutine per node.
+// (redisNode), so that a round needs no goroutine per node. claim makes
+// the caller the node's sender when it is idle: the caller then sends its
+// own call (sendOwn) instead of queuing it (start).
 type queuingNode interface {
-	start(ctx context.Context, op Op) *nodeCall
+	start(ctx context.Context, until time.Time, op Op) *nodeCall
+	claim() bool
+	call(ctx context.Context, until time.Time, op Op) *nodeCall
+	sendOwn(c *nodeCall)
+	watchFaults(f func(error))
 }
 
 // maxQueuedNodes bounds the nodes whose calls a round queues at once (a

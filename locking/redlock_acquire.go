@@ -62,7 +62,8 @@ type acquireTally struct {
 
 // tallyAcquire reads the answers of an acquire round.
 func tallyAcquire(res []Result, errs []error) acquireTally {
-	t := acquireTally{tookBy: map[string]int{}, underBy: map[string]int{}, ownBy: map[string]int{}, started: map[string]bool{}}
+	// The maps stay nil (no allocation) unless a claim is met.
+	t := acquireTally{pauses: make([]string, 0, len(res)), allPauses: make([]string, 0, len(res))}
 	for i, rep := range res {
 		if errs[i] != nil {
 			continue
@@ -76,8 +77,7 @@ func tallyAcquire(res []Result, errs []error) acquireTally {
 			t.top = max(t.top, uint64(rep.N))
 			if rep.Status == 2 {
 				v, st := claimOf(rep.Value)
-				t.tookBy[v]++
-				t.started[v] = t.started[v] || st
+				t.meet(&t.tookBy, v, st)
 			}
 			t.pauses = append(t.pauses, rep.Pause)
 			if rep.Orphan != "" && t.orphan.Orphan == "" {
@@ -88,14 +88,25 @@ func tallyAcquire(res []Result, errs []error) acquireTally {
 		case rep.Claim != "":
 			v, st := claimOf(rep.Claim)
 			if v == rep.Value {
-				t.ownBy[v]++
+				t.meet(&t.ownBy, v, st)
 			} else {
-				t.underBy[v]++
+				t.meet(&t.underBy, v, st)
 			}
-			t.started[v] = t.started[v] || st
 		}
 	}
 	return t
+}
+
+// meet counts claim v, started or not, in by.
+func (t *acquireTally) meet(by *map[string]int, v string, started bool) {
+	if *by == nil {
+		*by = map[string]int{}
+	}
+	(*by)[v]++
+	if t.started == nil {
+		t.started = map[string]bool{}
+	}
+	t.started[v] = t.started[v] || started
 }
 
 // grantWon turns a round won on a majority into a grant, or refuses it

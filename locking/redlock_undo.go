@@ -2,6 +2,7 @@ package locking
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 )
@@ -35,16 +36,21 @@ func (r *redlock) undo(ctx context.Context, s leaseSpec, mask []bool, unanswered
 	tomb.Tomb, tomb.TombTTL = r.tombKey(s), msec(s.ttl)
 	res := make([]Result, len(r.nodes))
 	errs := make([]error, len(r.nodes))
+	// A node the acquisition was never sent to (ErrBusy) holds nothing
+	// of it: there is nothing to undo.
+	masked := func(i int) bool {
+		return (mask == nil || mask[i]) && (unanswered == nil || !errors.Is(unanswered[i], ErrBusy))
+	}
 	r.round(context.WithoutCancel(ctx), func(i int) (Op, bool) {
 		if unanswered != nil && unanswered[i] != nil {
-			return tomb, mask == nil || mask[i]
+			return tomb, masked(i)
 		}
-		return op, mask == nil || mask[i]
+		return op, masked(i)
 	}, res, errs)
 	maybe, pending := 0, make([]bool, len(r.nodes))
 	anyPending := false
 	for i := range r.nodes {
-		if mask == nil || mask[i] {
+		if masked(i) {
 			maybe++
 			pending[i] = errs[i] != nil
 			anyPending = anyPending || pending[i]
@@ -126,7 +132,7 @@ func (r *redlock) joint(ctx context.Context, s leaseSpec, g *grant, res []Result
 		if errs[i] == nil && rep.AlsoStatus == 1 {
 			won++
 		}
-		touched = touched || errs[i] != nil || rep.AlsoStatus == 1
+		touched = touched || (errs[i] != nil && !errors.Is(errs[i], ErrBusy)) || rep.AlsoStatus == 1
 	}
 	if won >= r.quorum && g.abandoned == nil && !g.leftover {
 		g.joined = true
@@ -145,7 +151,7 @@ func (r *redlock) joint(ctx context.Context, s leaseSpec, g *grant, res []Result
 	uerrs := make([]error, len(r.nodes))
 	r.round(context.WithoutCancel(ctx), func(i int) (Op, bool) {
 		if errs[i] != nil {
-			return tomb, true
+			return tomb, !errors.Is(errs[i], ErrBusy)
 		}
 		return op, res[i].AlsoStatus == 1
 	}, ures, uerrs)

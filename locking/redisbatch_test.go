@@ -1,0 +1,167 @@
+package locking
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/slotlock/slotlock/locking/redistest"
+)
+
+// loggedRedlock is a Redlock over addrs whose log goes to the returned
+// buffer.
+func loggedRedlock(t *testing.T, addrs []string) (Backend, *syncBuf) {
+	t.Helper()
+	var buf syncBuf
+	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	l, err := NewRedlock(RedisConfig{Nodes: addrs, OpTimeout: testOpTimeout, KeyPrefix: "t"}, Options{Replica: "me", Logger: logger})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	return l, &buf
+}
+
+// holdSender makes node busy as a replica's own sender is under load:
+// calls queue behind a pipeline of this goroutine's that is not sent
+// until the returned func runs.
+func holdSender(t *testing.T, n *redisNode) func() {
+	t.Helper()
+	require.Eventually(t, n.claim, time.Second, time.Millisecond, "node idle")
+	return func() { n.sendOwn(n.call(context.Background(), time.Time{}, PingOp{})) }
+}
+
+// Calls that wait in the replica's own queue past their round's deadline
+// are ErrBusy, not a node fault: nothing is logged, no node is marked down,
+// nothing was sent (no undo either), and an acquisition that missed its
+// majority for it says so.
+func TestQueueOverloadIsBusyNotUnreachable(t *testing.T) {
+	c := redistest.Start(t, 3)
+	l, buf := loggedRedlock(t, c.Addrs())
+	r := l.(*locker).b.(*redlock)
+	ctx := tctx(t, 10*time.Second)
+
+	// One node's queue held: the acquisition wins on the other two.
+	free := holdSender(t, r.nodes[0].(*redisNode))
+	lease, err := l.Acquire(ctx, Key{Family: "busy", Name: "a"}, 5*time.Second)
+	require.NoError(t, err)
+	require.NoError(t, lease.End(ctx, Ending{}).Err)
+	free()
+
+	// Two held: no majority, because of this replica's queue alone.
+	free0 := holdSender(t, r.nodes[0].(*redisNode))
+	free1 := holdSender(t, r.nodes[1].(*redisNode))
+	_, err = l.Acquire(ctx, Key{Family: "held", Name: "b"}, 5*time.Second)
+	require.ErrorIs(t, err, ErrBusy)
+	require.ErrorIs(t, err, ErrNoQuorum)
+	_, err = l.Claim(ctx, Key{Family: "held", Name: "c"}, 5*time.Second)
+	require.ErrorIs(t, err, ErrBusy)
+	free0()
+	free1()
+
+	require.NotContains(t, buf.String(), "redis node unreachable")
+	for i := range r.nodes {
+		require.False(t, r.down[i].Load(), "node %d taken for down", i)
+	}
+	// Nothing reached the held nodes: neither the acquisitions nor undos
+	// (a tombstone) of them.
+	for i := range 2 {
+		cl := c.Node(i).Client()
+		require.Eventually(t, r.nodes[i].(*redisNode).idle, time.Second, time.Millisecond)
+		keys, err := cl.Keys(ctx, "t:{held}:*").Result()
+		require.NoError(t, err)
+		require.Empty(t, keys, "node %d", i)
+	}
+}
+
+// A real flood: far more calls than the node's sender can send before
+// their deadlines. Those that expire in the queue (or are too close to
+// their deadline to be answered) are ErrBusy, every other call is
+// answered, and the node is never reported down.
+func TestQueueFloodIsBusy(t *testing.T) {
+	c := redistest.Start(t, 1)
+	n := newRedisNode(c.Addrs()[0], "127.0.0.1", RedisConfig{OpTimeout: time.Second, DialTimeout: time.Second}.withDefaults())
+	defer n.Close()
+	var faults atomic.Int32
+	n.watchFaults(func(err error) {
+		if err != nil {
+			faults.Add(1)
+		}
+	})
+	var busy, ok, other atomic.Int32
+	var wg sync.WaitGroup
+	for range 4000 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Millisecond)
+			defer cancel()
+			_, err := n.Do(ctx, FenceOp{Key: "flood:{f}:fence", N: 1})
+			switch {
+			case err == nil:
+				ok.Add(1)
+			case errors.Is(err, ErrBusy):
+				busy.Add(1)
+			case queueHeld(err):
+				// written, its caller gone before the answer: not ErrBusy
+			default:
+				other.Add(1)
+				t.Errorf("call: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	require.Positive(t, busy.Load(), "some calls expire in the queue (ok %d)", ok.Load())
+	require.Zero(t, other.Load())
+	require.Zero(t, faults.Load(), "the node answered every pipeline")
+}
+
+// A frozen node is still the node's fault: its pipeline, unanswered for an
+// op timeout from its write, reports it.
+func TestFrozenNodeIsUnreachable(t *testing.T) {
+	c := redistest.Start(t, 3)
+	l, buf := loggedRedlock(t, c.Addrs())
+	ctx := tctx(t, 10*time.Second)
+	frozen := c.Node(1)
+	require.NoError(t, frozen.Pause())
+	defer func() { _ = frozen.Resume() }()
+	lease, err := l.Acquire(ctx, Key{Family: "frozen", Name: "a"}, 5*time.Second)
+	require.NoError(t, err, "the other two are a majority")
+	require.NoError(t, lease.End(ctx, Ending{}).Err)
+	require.Eventually(t, func() bool {
+		s := buf.String()
+		return strings.Contains(s, "redis node unreachable") && strings.Contains(s, frozen.Addr())
+	}, 5*time.Second, 10*time.Millisecond, "log:\n%s", buf.String())
+}
+
+// idle reports a node with nothing queued and nobody sending.
+func (n *redisNode) idle() bool {
+	n.batch.mu.Lock()
+	defer n.batch.mu.Unlock()
+	return n.batch.owner == ownerNone && len(n.batch.queue) == 0
+}
+
+// A call left less time than the node's recent round trip is not sent:
+// ErrBusy at once, the node untouched. A call with time enough is sent.
+func TestDeadlineAwareSending(t *testing.T) {
+	c := redistest.Start(t, 1)
+	n := newRedisNode(c.Addrs()[0], "127.0.0.1", RedisConfig{}.withDefaults())
+	defer n.Close()
+	n.batch.rtt.Store(int64(40 * time.Millisecond)) // a slow node, lately
+	short, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := n.Do(short, FenceOp{Key: "aware:{a}:fence", N: 7})
+	require.ErrorIs(t, err, ErrBusy)
+	require.Less(t, time.Since(start), 20*time.Millisecond, "answered at once, not at the deadline")
+	require.Zero(t, c.Node(0).Client().Exists(context.Background(), "aware:{a}:fence").Val(), "not sent")
+
+	res, err := n.Do(tctx(t, time.Second), FenceOp{Key: "aware:{a}:fence", N: 7})
+	require.NoError(t, err)
+	require.EqualValues(t, 7, res.N)
+}

@@ -1,0 +1,85 @@
+package locking
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// How a Redis node's calls fail, told apart so that "redis node
+// unreachable" means the node: a call this replica never sent (ErrBusy, or
+// held behind the node's stalled pipeline), a call written whose caller
+// stopped waiting (its pipeline reports the node), and a pipeline that
+// failed as a whole (the node's fault, reported through watchFaults).
+
+// notSent is the answer to a call that was never written, its caller
+// no longer waiting for over: ErrBusy (this replica's own queue), or the
+// caller's own cancellation, or, when the
+// queue was held by a pipeline the node has left unanswered for over half
+// the op timeout, the node's stall — the node's fault, which the failing
+// pipeline reports (watch), not this replica's load.
+func (b *batcher) notSent(over error) error {
+	if !errors.Is(over, context.DeadlineExceeded) {
+		return over
+	}
+	if t := b.sentAt.Load(); t != 0 {
+		if d := time.Duration(monoNow() - t); d > b.opTimeout/2 {
+			return &stalledError{waited: d}
+		}
+	}
+	return ErrBusy
+}
+
+// stalledError answers a call not sent because the node left the pipeline
+// ahead of it unanswered. errors.Is(err, context.DeadlineExceeded) holds.
+type stalledError struct{ waited time.Duration }
+
+func (e *stalledError) Error() string {
+	return "not sent: the node has left the pipeline ahead unanswered for " + e.waited.Round(time.Millisecond).String()
+}
+
+func (e *stalledError) Unwrap() error { return context.DeadlineExceeded }
+
+// unansweredError answers a call that was written (or, a release, will
+// be) when its caller stopped waiting: it may yet run on the node. Whether
+// the node is at fault is for its pipeline to tell (watch), measured from
+// its write, not from when the caller queued.
+type unansweredError struct{ err error }
+
+func (e *unansweredError) Error() string { return e.err.Error() + " (sent, not answered yet)" }
+
+func (e *unansweredError) Unwrap() error { return e.err }
+
+// queueHeld reports an error that says nothing of the node by itself: a
+// call this replica did not send, or stopped waiting for (its pipeline's
+// outcome is reported apart, by watch).
+func queueHeld(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, ErrBusy) {
+		return true
+	}
+	var ue *unansweredError
+	var se *stalledError
+	return errors.As(err, &ue) || errors.As(err, &se)
+}
+
+// pipeFault is a pipeline's failure as a whole: Exec's error unless the
+// node answered it (a reply error such as NOSCRIPT or MOVED).
+func pipeFault(err error) error {
+	if err == nil {
+		return nil
+	}
+	var re redis.Error
+	if errors.As(err, &re) {
+		return nil
+	}
+	return err
+}
+
+// watchFaults makes f hear the outcome of each pipeline the node sends:
+// nil when the node answered, else its fault (redlock's observe).
+func (n *redisNode) watchFaults(f func(error)) { n.batch.watch.Store(&f) }
