@@ -74,13 +74,17 @@ func (c *Cluster) StartReplica(name string, offset time.Duration) *Replica {
 	}
 	c.replicas[name] = r
 	c.mu.Unlock()
-	deadline := time.Now().Add(5 * time.Second)
+	// Its first line comes once the config is loaded and validated: with
+	// thousands of jobs, on a host its peers already load past its
+	// capacity (the scale benchmark's overload points), that takes longer.
+	wait := 5*time.Second + time.Duration(len(c.spec.Jobs))*2*time.Millisecond
+	deadline := time.Now().Add(wait)
 	for fileSize(logPath) == before {
 		if !p.running() {
 			c.t.Fatalf("replica %s exited with %d at start:\n%s", name, p.exitCode(), tail(logPath, 20))
 		}
 		if time.Now().After(deadline) {
-			c.t.Fatalf("replica %s logged nothing within 5s", name)
+			c.t.Fatalf("replica %s logged nothing within %v", name, wait)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
