@@ -188,6 +188,14 @@ func (ad *admission) serve(now time.Time) []admitted {
 	return out
 }
 
+// busy reports a replica past its capacity: claims wait for their turn,
+// or every place is taken.
+func (ad *admission) busy() bool {
+	ad.mu.Lock()
+	defer ad.mu.Unlock()
+	return len(ad.q) > 0 || float64(ad.inflight) >= ad.limit
+}
+
 // stop refuses every waiter and every later call: the replica is stopping.
 func (ad *admission) stop() []admitted {
 	ad.mu.Lock()

@@ -213,3 +213,38 @@ func TestValidateFallback(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 0, s.candidates())
 }
+
+// A replica past its capacity (admission full) drops its fallback slots
+// without any store call: no Handled read, no claim. With room again, the
+// same batch is checked (one Handled call).
+func TestBusyReplicaDropsFallbacks(t *testing.T) {
+	e := newEnv(t)
+	log := &claimLog{}
+	spec := everySecond(t, "tick", &recorder{now: time.Now})
+	s, err := New(Config{Replica: "r0", Locker: &claimCounter{Backend: e.locker, name: "r0", log: log},
+		Logger: e.sink.logger("r0"), Jobs: []JobSpec{spec}})
+	require.NoError(t, err)
+	j := s.jobList()[0]
+	slot := time.Now().Truncate(time.Second)
+	batch := []dueSlot{{j: j, t: slot}, {j: j, t: slot.Add(time.Second)}}
+
+	s.admit.mu.Lock()
+	s.admit.inflight = int(s.admit.limit)
+	s.admit.mu.Unlock()
+	require.True(t, s.admit.busy())
+	s.checkFallback(batch)
+	log.mu.Lock()
+	require.Zero(t, log.handled, "a busy replica read the stores for its fallbacks")
+	require.Empty(t, log.claims, "a busy replica claimed a fallback slot")
+	log.mu.Unlock()
+
+	s.admit.mu.Lock()
+	s.admit.inflight = 0
+	s.admit.mu.Unlock()
+	require.False(t, s.admit.busy())
+	s.checkFallback(batch[:0:0])
+	s.checkFallback(batch)
+	log.mu.Lock()
+	require.Equal(t, 1, log.handled, "with room, the fallbacks are checked in one call")
+	log.mu.Unlock()
+}

@@ -43,7 +43,21 @@ func (s *Scheduler) checkFallbacks(checks []dueSlot) {
 // as handled. The check is bounded by half of what is left of the
 // lateness bound after the fallback's delay, so that the attempts that
 // follow it are still fresh.
+//
+// A replica past its capacity (its own claims wait in admission) drops its
+// fallback slots without a call: under overload the candidates are late
+// too, so a fallback would find most slots not yet handled and add its
+// claims to theirs — the load that turns an overload into a collapse.
+// Each such slot is the candidates' to run or shed with their own line
+// (or, were they all gone, the reconciler's to report missed).
 func (s *Scheduler) checkFallback(batch []dueSlot) {
+	if len(batch) == 0 {
+		return
+	}
+	if s.admit.busy() {
+		s.log.Debug("fallback slots dropped: this replica is past its capacity", "slots", len(batch))
+		return
+	}
 	keys := make([]locking.Key, len(batch))
 	for i, d := range batch {
 		keys[i] = history.SlotKey(d.j.name(), d.t)
