@@ -171,6 +171,22 @@ func (s *Scheduler) slotDelay(job string, t time.Time) (time.Duration, bool) {
 	return time.Duration(rank) * s.cfg.Spread / time.Duration(k-1), false
 }
 
+// fallbackDelay is how long after slot t's due time a fallback tries it:
+// Fallback, but at most half the time to the job's next slot. A slot its
+// candidates left (dead, but still in the views: a rolling restart) is
+// then claimed, and takes its fencing token, before the next slot's
+// candidates claim theirs, so the job's runs start in token order even
+// where they may overlap (overlap allow): with a whole second, an
+// every-second job's fallback run of slot T started just after slot
+// T+1's run, with the lower token — a fenced write of it refused.
+func (s *Scheduler) fallbackDelay(j *job, t time.Time) time.Duration {
+	d := s.fallback
+	if next := j.spec.Schedule.Next(t); !next.IsZero() {
+		d = min(d, next.Sub(t)/2)
+	}
+	return d
+}
+
 // candidates is k: Config.Candidates, or 0 when every replica is one.
 func (s *Scheduler) candidates() int {
 	return max(s.cfg.Candidates, 0)

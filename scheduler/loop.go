@@ -114,7 +114,10 @@ func (s *Scheduler) setNext(j *job, t time.Time) {
 // fireAt is when this replica fires slot t of j: its due time plus this
 // replica's delay for it (slotDelay: a candidate's, or the fallback's).
 func (s *Scheduler) fireAt(j *job, t time.Time) time.Time {
-	d, _ := s.slotDelay(j.name(), t)
+	d, fb := s.slotDelay(j.name(), t)
+	if fb {
+		d = s.fallbackDelay(j, t)
+	}
 	return j.spec.Due(t).Add(d)
 }
 
