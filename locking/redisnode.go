@@ -165,50 +165,11 @@ func queueOp(ctx context.Context, p redis.Pipeliner, op Op, eval bool) redis.Cmd
 	var a []any
 	switch op := op.(type) {
 	case AcquireOp:
-		a = scriptArgs(acquireScript, eval, 14)
-		a = append(a, op.Key, op.Fence)
-		if op.Field != "" {
-			also := op.Key // unused: stands in, with the call's hash tag
-			if op.AlsoValue != "" {
-				also = op.Also
-			}
-			a = append(a, op.Claims, op.Lives, op.Pause, also)
-		}
-		a = append(a, op.Tomb)
-		a[2] = len(a) - 3
-		a = append(a, op.Value, op.TTL, op.N, op.Field, op.AlsoValue, op.SentMS, op.FreshMS)
+		a = acquireArgs(op, eval)
 	case ExtendOp:
-		a = scriptArgs(extendScript, eval, 7)
-		a = append(a, op.Key)
-		start := "0"
-		if op.Field != "" {
-			a = append(a, op.Lives, op.Claims)
-			if op.Start {
-				start = "1"
-			}
-		}
-		a[2] = len(a) - 3
-		a = append(a, op.Value, op.TTL, op.Field, start)
+		a = extendArgs(op, eval)
 	case ReleaseOp:
-		a = scriptArgs(releaseScript, eval, 17)
-		a = append(a, op.Key)
-		if op.Field != "" {
-			// Unused optional keys stand in as the lock key itself: every
-			// key of one call shares its hash tag.
-			also, record := op.Key, op.Key
-			if op.AlsoValue != "" {
-				also = op.Also
-			}
-			if op.RecordN != 0 {
-				record = op.Record
-			}
-			a = append(a, op.Claims, op.Lives, op.Log, also, record)
-		}
-		if op.TombTTL > 0 {
-			a = append(a, op.Tomb)
-		}
-		a[2] = len(a) - 3
-		a = append(a, op.Value, op.Done, op.DoneTTL, op.Field, op.Entry, op.N, op.Keep, op.AlsoValue, op.RecordN, op.TombTTL)
+		a = releaseArgs(op, eval)
 	case LogOp:
 		a = append(scriptArgs(logScript, eval, 3), op.Key, op.Since, op.Limit)
 		a[2] = 1
@@ -245,6 +206,60 @@ func queueOp(ctx context.Context, p redis.Pipeliner, op Op, eval bool) redis.Cmd
 	cmd := redis.NewCmd(ctx, a...)
 	_ = p.Process(ctx, cmd)
 	return cmd
+}
+
+// acquireArgs, extendArgs and releaseArgs are the EVALSHA (EVAL when
+// eval) arguments of the lease scripts' calls: keys, their count at
+// a[2], then the arguments.
+func acquireArgs(op AcquireOp, eval bool) []any {
+	a := scriptArgs(acquireScript, eval, 14)
+	a = append(a, op.Key, op.Fence)
+	if op.Field != "" {
+		also := op.Key // unused: stands in, with the call's hash tag
+		if op.AlsoValue != "" {
+			also = op.Also
+		}
+		a = append(a, op.Claims, op.Lives, op.Pause, also)
+	}
+	a = append(a, op.Tomb)
+	a[2] = len(a) - 3
+	return append(a, op.Value, op.TTL, op.N, op.Field, op.AlsoValue, op.SentMS, op.FreshMS)
+}
+
+func extendArgs(op ExtendOp, eval bool) []any {
+	a := scriptArgs(extendScript, eval, 7)
+	a = append(a, op.Key)
+	start := "0"
+	if op.Field != "" {
+		a = append(a, op.Lives, op.Claims)
+		if op.Start {
+			start = "1"
+		}
+	}
+	a[2] = len(a) - 3
+	return append(a, op.Value, op.TTL, op.Field, start)
+}
+
+func releaseArgs(op ReleaseOp, eval bool) []any {
+	a := scriptArgs(releaseScript, eval, 17)
+	a = append(a, op.Key)
+	if op.Field != "" {
+		// Unused optional keys stand in as the lock key itself: every
+		// key of one call shares its hash tag.
+		also, record := op.Key, op.Key
+		if op.AlsoValue != "" {
+			also = op.Also
+		}
+		if op.RecordN != 0 {
+			record = op.Record
+		}
+		a = append(a, op.Claims, op.Lives, op.Log, also, record)
+	}
+	if op.TombTTL > 0 {
+		a = append(a, op.Tomb)
+	}
+	a[2] = len(a) - 3
+	return append(a, op.Value, op.Done, op.DoneTTL, op.Field, op.Entry, op.N, op.Keep, op.AlsoValue, op.RecordN, op.TombTTL)
 }
 
 // luaScript is a script's source and SHA1, boxed once for the argument
