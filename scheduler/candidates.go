@@ -103,7 +103,7 @@ func (s *Scheduler) readView(now time.Time) ([]string, error) {
 	hash := s.jobSet().hash
 	var names []string
 	for _, r := range f.Alive(now) {
-		if r.DefinitionsHash == hash {
+		if r.DefinitionsHash == hash && r.Stopped.IsZero() {
 			names = append(names, r.Replica)
 		}
 	}

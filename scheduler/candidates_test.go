@@ -257,3 +257,32 @@ func TestBusyReplicaDropsFallbacks(t *testing.T) {
 	require.Equal(t, 1, log.handled, "with room, the fallbacks are checked in one call")
 	log.mu.Unlock()
 }
+
+// A replica that stops says so in a last heartbeat, and the others drop
+// it from their view at their next look, not three beats later.
+func TestStoppedReplicaLeavesTheView(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		rec := &recorder{d: 10 * time.Millisecond, now: time.Now}
+		spec := everySecond(t, "tick", rec)
+		var scheds []*Scheduler
+		var stops []func()
+		for i := range 3 {
+			name := fmt.Sprintf("r%d", i)
+			s, err := New(Config{Replica: name, Locker: e.locker, Logger: e.sink.logger(name),
+				ShutdownGrace: time.Second, Jobs: []JobSpec{spec}})
+			require.NoError(t, err)
+			scheds = append(scheds, s)
+			stops = append(stops, running(t, s))
+		}
+		time.Sleep(5 * time.Second)
+		view := func() []string { return scheds[0].view.Load().names }
+		require.Equal(t, []string{"r0", "r1", "r2"}, view())
+
+		stops[2]()
+		scheds[0].refreshView()
+		require.Equal(t, []string{"r0", "r1"}, view(), "a stopped replica is still a candidate")
+		stops[1]()
+		stops[0]()
+	})
+}

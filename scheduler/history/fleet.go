@@ -64,6 +64,11 @@ type ReplicaInfo struct {
 	// going on (at most 50; RunningCount of them in all).
 	Running      []RunInfo `json:"running,omitempty"`
 	RunningCount int       `json:"running_count,omitempty"`
+	// Stopped, in a replica's last heartbeat, is when it began to stop:
+	// it fires no more slots (its runs may still be finishing), so the
+	// others stop counting it among a slot's candidates at once instead
+	// of three beats later. Older readers ignore the field.
+	Stopped time.Time `json:"stopped,omitzero"`
 }
 
 // runsEntry is a process's list of runs going on (RunsFamily).
