@@ -96,13 +96,17 @@ func (s *Scheduler) readView(now time.Time) ([]string, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
-	f, err := history.ReadFleet(ctx, s.cfg.Locker)
+	// Heartbeats older than three beats (of ours, or the default if
+	// longer) name nobody alive: a replica beating slower than that only
+	// falls out of the view, which costs its slots the fallback's delay.
+	since := now.Add(-3 * max(s.cfg.Beat, history.DefaultBeat))
+	alive, err := history.ReadAlive(ctx, s.cfg.Locker, since, now)
 	if err != nil {
 		return nil, err
 	}
 	hash := s.jobSet().hash
 	var names []string
-	for _, r := range f.Alive(now) {
+	for _, r := range alive {
 		if r.DefinitionsHash == hash && r.Stopped.IsZero() {
 			names = append(names, r.Replica)
 		}

@@ -199,6 +199,30 @@ func ReadFleet(ctx context.Context, store Store) (Fleet, error) {
 	return f, readRuns(ctx, store, &f, seen)
 }
 
+// ReadAlive returns the replicas alive at now (Fleet.Alive) among those
+// whose last heartbeat is scored since or later: ReadFleet's replicas
+// without the rest of the fleet log (up to 10,000 entries of outages,
+// controls and a day of heartbeats) or the runs going on — what every
+// replica reads once a beat for its slots' candidates.
+func ReadAlive(ctx context.Context, store Store, since, now time.Time) ([]ReplicaInfo, error) {
+	entries, err := store.ReadLog(ctx, FleetFamily, since.Unix(), fleetKeep)
+	if err != nil {
+		return nil, err
+	}
+	var f Fleet
+	seen := map[string]bool{}
+	for _, e := range entries { // newest first
+		var ri ReplicaInfo
+		if json.Unmarshal([]byte(e.Value), &ri) != nil || ri.Kind != kindReplica || seen[ri.Instance] {
+			continue
+		}
+		seen[ri.Instance] = true
+		ri.Seen = time.Unix(e.Score, 0)
+		f.Replicas = append(f.Replicas, ri)
+	}
+	return f.Alive(now), nil
+}
+
 // readRuns adds to f's replicas (by instance: seen) the runs going on
 // that each listed last.
 func readRuns(ctx context.Context, store Store, f *Fleet, seen map[string]int) error {

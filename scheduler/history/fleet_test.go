@@ -1,8 +1,11 @@
 package history
 
 import (
+	"context"
 	"testing"
 	"time"
+
+	"github.com/slotlock/slotlock/locking"
 )
 
 // The reconciler's reasons come from the fleet's records: a slot is
@@ -45,5 +48,36 @@ func TestFleetAliveAndDown(t *testing.T) {
 	}
 	if got := f.Alive(at(331)); len(got) != 0 {
 		t.Errorf("Alive(331) = %v, want none (three beats passed)", got)
+	}
+}
+
+// ReadAlive reads the heartbeats scored since or later, keeps each
+// instance's newest, and answers Fleet.Alive of them; outages and older
+// heartbeats are left out.
+func TestReadAlive(t *testing.T) {
+	ctx := context.Background()
+	store := locking.NewLocal(locking.Options{})
+	t.Cleanup(func() { _ = store.Close() })
+	now := time.Unix(1_000_000, 0)
+	beat := func(instance string, ago time.Duration) {
+		ri := ReplicaInfo{Replica: "r-" + instance, Instance: instance, Beat: "10s"}
+		if err := store.AppendLog(ctx, FleetFamily, ri.Append(now.Add(-ago))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	beat("old", 5*time.Minute) // long gone
+	beat("b", 25*time.Second)
+	beat("b", 5*time.Second) // b's newest
+	beat("c", 40*time.Second)
+	o := Outage{Replica: "r-b", From: now.Add(-20 * time.Second), To: now.Add(-15 * time.Second)}
+	if err := store.AppendLog(ctx, FleetFamily, o.Append(now.Add(-14*time.Second))); err != nil {
+		t.Fatal(err)
+	}
+	alive, err := ReadAlive(ctx, store, now.Add(-30*time.Second), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(alive) != 1 || alive[0].Instance != "b" || !alive[0].Seen.Equal(now.Add(-5*time.Second)) {
+		t.Fatalf("ReadAlive = %+v, want b seen 5s ago", alive)
 	}
 }
