@@ -259,7 +259,7 @@ func TestBusyReplicaDropsFallbacks(t *testing.T) {
 }
 
 // A replica that stops says so in a last heartbeat, and the others drop
-// it from their view at their next look, not three beats later.
+// it from their view at their next look (a beat), not three beats later.
 func TestStoppedReplicaLeavesTheView(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
@@ -280,7 +280,7 @@ func TestStoppedReplicaLeavesTheView(t *testing.T) {
 		require.Equal(t, []string{"r0", "r1", "r2"}, view())
 
 		stops[2]()
-		scheds[0].refreshView()
+		time.Sleep(DefaultBeat + time.Second) // r0's next look at the fleet
 		require.Equal(t, []string{"r0", "r1"}, view(), "a stopped replica is still a candidate")
 		stops[1]()
 		stops[0]()
