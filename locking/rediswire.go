@@ -1,0 +1,285 @@
+package locking
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The wire form of the node ops: how an Op becomes the Redis command or
+// Lua script call a pipeline sends (queueOp), and how its reply becomes a
+// Result (reply). The scripts are the .lua files beside this one.
+
+var (
+	//go:embed redlock_acquire.lua
+	acquireLua    string
+	acquireScript = newScript(acquireLua)
+	//go:embed redlock_log.lua
+	logLua    string
+	logScript = newScript(logLua)
+	//go:embed redlock_logadd.lua
+	logAddLua    string
+	logAddScript = newScript(logAddLua)
+	//go:embed redlock_pause.lua
+	pauseLua    string
+	pauseScript = newScript(pauseLua)
+	//go:embed redlock_fence.lua
+	fenceLua    string
+	fenceScript = newScript(fenceLua)
+	//go:embed redlock_maxset.lua
+	maxsetLua    string
+	maxsetScript = newScript(maxsetLua)
+	//go:embed redlock_extend.lua
+	extendLua    string
+	extendScript = newScript(extendLua)
+	//go:embed redlock_release.lua
+	releaseLua    string
+	releaseScript = newScript(releaseLua)
+)
+
+// queueOp adds op to the pipeline p, as its script (EVALSHA, or EVAL when
+// eval is set) or command, and returns the command, to read after Exec.
+// A script's arguments are built in one list (no key slice, variadic
+// copy or reply closure per call).
+func queueOp(ctx context.Context, p redis.Pipeliner, op Op, eval bool) redis.Cmder {
+	var a []any
+	switch op := op.(type) {
+	case AcquireOp:
+		a = acquireArgs(op, eval)
+	case ExtendOp:
+		a = extendArgs(op, eval)
+	case ReleaseOp:
+		a = releaseArgs(op, eval)
+	case LogOp:
+		a = append(scriptArgs(logScript, eval, 3), op.Key, op.Since, op.Limit)
+		a[2] = 1
+	case LogAddOp:
+		fence, absent := op.Key, 0 // unused: stands in, with the call's hash tag
+		if op.RecordN != 0 {
+			fence = op.Record
+		}
+		if op.IfAbsent {
+			absent = 1
+		}
+		a = append(scriptArgs(logAddScript, eval, 9), op.Key, fence, op.Entry, op.N, op.Value, op.Keep, op.Floor, op.RecordN, absent)
+		a[2] = 2
+	case ClaimsOp:
+		return p.HKeys(ctx, op.Claims)
+	case PauseOp:
+		a = append(scriptArgs(pauseScript, eval, 3), op.Key, op.Value, op.N)
+		a[2] = 1
+	case FenceOp:
+		a = append(scriptArgs(fenceScript, eval, 2), op.Key, op.N)
+		a[2] = 1
+	case MaxSetOp:
+		a = append(scriptArgs(maxsetScript, eval, 2), op.Key, op.N)
+		a[2] = 1
+	case GetOp:
+		return p.Get(ctx, op.Key)
+	case PingOp:
+		return p.Ping(ctx)
+	default:
+		cmd := redis.NewCmd(ctx)
+		cmd.SetErr(fmt.Errorf("locking: unknown op %T", op))
+		return cmd
+	}
+	cmd := redis.NewCmd(ctx, a...)
+	_ = p.Process(ctx, cmd)
+	return cmd
+}
+
+// acquireArgs, extendArgs and releaseArgs are the EVALSHA (EVAL when
+// eval) arguments of the lease scripts' calls: keys, their count at
+// a[2], then the arguments.
+func acquireArgs(op AcquireOp, eval bool) []any {
+	a := scriptArgs(acquireScript, eval, 14)
+	a = append(a, op.Key, op.Fence)
+	if op.Field != "" {
+		also := op.Key // unused: stands in, with the call's hash tag
+		if op.AlsoValue != "" {
+			also = op.Also
+		}
+		a = append(a, op.Claims, op.Lives, op.Pause, also)
+	}
+	a = append(a, op.Tomb)
+	a[2] = len(a) - 3
+	return append(a, op.Value, op.TTL, op.N, op.Field, op.AlsoValue, op.SentMS, op.FreshMS)
+}
+
+func extendArgs(op ExtendOp, eval bool) []any {
+	a := scriptArgs(extendScript, eval, 7)
+	a = append(a, op.Key)
+	start := "0"
+	if op.Field != "" {
+		a = append(a, op.Lives, op.Claims)
+		if op.Start {
+			start = "1"
+		}
+	}
+	a[2] = len(a) - 3
+	return append(a, op.Value, op.TTL, op.Field, start)
+}
+
+func releaseArgs(op ReleaseOp, eval bool) []any {
+	a := scriptArgs(releaseScript, eval, 17)
+	a = append(a, op.Key)
+	if op.Field != "" {
+		// Unused optional keys stand in as the lock key itself: every
+		// key of one call shares its hash tag.
+		also, record := op.Key, op.Key
+		if op.AlsoValue != "" {
+			also = op.Also
+		}
+		if op.RecordN != 0 {
+			record = op.Record
+		}
+		a = append(a, op.Claims, op.Lives, op.Log, also, record)
+	}
+	if op.TombTTL > 0 {
+		a = append(a, op.Tomb)
+	}
+	a[2] = len(a) - 3
+	return append(a, op.Value, op.Done, op.DoneTTL, op.Field, op.Entry, op.N, op.Keep, op.AlsoValue, op.RecordN, op.TombTTL)
+}
+
+// luaScript is a script's source and SHA1, boxed once for the argument
+// lists of its calls.
+type luaScript struct{ src, sha any }
+
+func newScript(src string) *luaScript {
+	return &luaScript{src: src, sha: redis.NewScript(src).Hash()}
+}
+
+// scriptArgs starts the argument list of a call of s ("EVALSHA sha
+// numkeys", or EVAL with the source), room for n keys and arguments more;
+// the caller sets numkeys (a[2]) once the keys are in.
+func scriptArgs(s *luaScript, eval bool, n int) []any {
+	a := make([]any, 3, 3+n)
+	a[0], a[1] = "evalsha", s.sha
+	if eval {
+		a[0], a[1] = "eval", s.src
+	}
+	return a
+}
+
+// cmdReply is a queued command's reply, after Exec.
+func cmdReply(cmd redis.Cmder) (any, error) {
+	switch c := cmd.(type) {
+	case *redis.Cmd:
+		return c.Result()
+	case *redis.StringSliceCmd:
+		return c.Result()
+	case *redis.StringCmd:
+		return c.Result()
+	case *redis.StatusCmd:
+		return c.Result()
+	}
+	return nil, cmd.Err()
+}
+
+// reply turns a command's reply into op's Result.
+func reply(op Op, v any, err error) (Result, error) {
+	if op.Kind() == OpGet && errors.Is(err, redis.Nil) {
+		return Result{Nil: true}, nil
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	return parseReply(op, v)
+}
+
+// parseReply turns a script's or command's reply into a Result.
+func parseReply(op Op, v any) (Result, error) {
+	switch op.Kind() {
+	case OpAcquire, OpFence, OpPause:
+		arr, ok := v.([]any)
+		if !ok || len(arr) < 2 {
+			return Result{}, fmt.Errorf("unexpected reply %T", v)
+		}
+		return parseArrayReply(op.Kind(), arr), nil
+	case OpClaims:
+		fields, ok := v.([]string)
+		if !ok {
+			return Result{}, fmt.Errorf("unexpected reply %T", v)
+		}
+		return Result{Fields: fields}, nil
+	case OpExtend, OpRelease, OpMaxSet, OpLogAdd:
+		n, ok := v.(int64)
+		if !ok {
+			return Result{}, fmt.Errorf("unexpected reply %T", v)
+		}
+		switch op.Kind() {
+		case OpMaxSet:
+			return Result{N: n}, nil
+		case OpRelease:
+			return Result{Status: n & 1, AlsoStatus: n >> 1}, nil
+		}
+		return Result{Status: n}, nil
+	case OpLog:
+		return parseLogReply(v)
+	case OpGet:
+		s, _ := v.(string)
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return Result{}, fmt.Errorf("record %q: %w", s, err)
+		}
+		return Result{N: n}, nil
+	}
+	return Result{}, nil
+}
+
+// parseArrayReply reads the array an acquire, fence or pause script
+// returns: its status first, then what the kind adds.
+func parseArrayReply(kind OpKind, arr []any) Result {
+	var r Result
+	r.Status, _ = arr[0].(int64)
+	switch kind {
+	case OpFence:
+		r.N, _ = arr[1].(int64)
+		return r
+	case OpPause:
+		r.Value, _ = arr[1].(string)
+		return r
+	}
+	r.Value, _ = arr[1].(string)
+	if len(arr) > 2 {
+		r.N, _ = arr[2].(int64)
+	}
+	if len(arr) > 4 {
+		r.Orphan, _ = arr[3].(string)
+		r.OrphanValue, _ = arr[4].(string)
+	}
+	if len(arr) > 5 {
+		r.Pause, _ = arr[5].(string)
+	}
+	if len(arr) > 6 {
+		r.AlsoStatus, _ = arr[6].(int64)
+	}
+	if len(arr) > 7 {
+		r.Claim, _ = arr[7].(string)
+	}
+	return r
+}
+
+// parseLogReply reads a log read's (value, score) pairs.
+func parseLogReply(v any) (Result, error) {
+	arr, ok := v.([]any)
+	if !ok {
+		return Result{}, fmt.Errorf("unexpected reply %T", v)
+	}
+	var r Result
+	for i := 0; i+1 < len(arr); i += 2 {
+		val, _ := arr[i].(string)
+		sc, _ := arr[i+1].(string)
+		n, err := strconv.ParseFloat(sc, 64)
+		if err != nil {
+			return Result{}, fmt.Errorf("log score %q: %w", sc, err)
+		}
+		r.Log = append(r.Log, LogEntry{Score: int64(n), Value: val})
+	}
+	return r, nil
+}
