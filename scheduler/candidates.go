@@ -5,6 +5,7 @@ import (
 	"hash/fnv"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/slotlock/slotlock/scheduler/history"
@@ -39,6 +40,15 @@ const DefaultFallback = time.Second
 // noRank is the rank of every replica when the view is unknown: all are
 // candidates.
 const noRank = -1
+
+// candidateView is the scheduler's view of the fleet that picks each
+// slot's candidates: nil while unknown. viewAt is when it was read (the
+// view loop's own); viewSource, when set (tests), replaces the read.
+type candidateView struct {
+	view       atomic.Pointer[fleetView]
+	viewAt     time.Time
+	viewSource func() []string
+}
 
 // fleetView is this replica's view of the live replicas: their names,
 // sorted, this replica's among them.
@@ -137,13 +147,20 @@ func (s *Scheduler) slotRank(job string, t time.Time) int {
 
 // slotScore is replica's rendezvous score for slot t of job.
 func slotScore(job string, t time.Time, replica string) uint64 {
+	return mix64(slotHash(job, t, replica))
+}
+
+// slotHash is the FNV-1a hash of (job, slot t, replica) that both a
+// candidate's rank (slotScore) and a replica's spread (spreadDelay) come
+// from.
+func slotHash(job string, t time.Time, replica string) uint64 {
 	h := fnv.New64a()
 	h.Write([]byte(job))
 	h.Write([]byte{0})
 	h.Write(strconv.AppendInt(nil, t.Unix(), 10))
 	h.Write([]byte{0})
 	h.Write([]byte(replica))
-	return mix64(h.Sum64())
+	return h.Sum64()
 }
 
 // mix64 spreads FNV's low-entropy high bits (a finalizer from

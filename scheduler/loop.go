@@ -3,8 +3,6 @@ package scheduler
 import (
 	"container/heap"
 	"context"
-	"hash/fnv"
-	"strconv"
 	"time"
 )
 
@@ -114,11 +112,18 @@ func (s *Scheduler) setNext(j *job, t time.Time) {
 // fireAt is when this replica fires slot t of j: its due time plus this
 // replica's delay for it (slotDelay: a candidate's, or the fallback's).
 func (s *Scheduler) fireAt(j *job, t time.Time) time.Time {
+	at, _ := s.fireTime(j, t)
+	return at
+}
+
+// fireTime is fireAt, and whether this replica is one of slot t's
+// fallbacks (candidates.go).
+func (s *Scheduler) fireTime(j *job, t time.Time) (time.Time, bool) {
 	d, fb := s.slotDelay(j.name(), t)
 	if fb {
 		d = s.fallbackDelay(j, t)
 	}
-	return j.spec.Due(t).Add(d)
+	return j.spec.Due(t).Add(d), fb
 }
 
 // fireDue hands every slot of j that is due at now on: fresh slots to
@@ -129,7 +134,11 @@ func (s *Scheduler) fireAt(j *job, t time.Time) time.Time {
 func (s *Scheduler) fireDue(j *job, now time.Time, checks []dueSlot) []dueSlot {
 	var late lateRange
 	t := j.next
-	for n := 1; !t.IsZero() && !s.fireAt(j, t).After(now); n++ {
+	for n := 1; !t.IsZero(); n++ {
+		at, fallback := s.fireTime(j, t)
+		if at.After(now) {
+			break
+		}
 		if n > maxCatchUp {
 			// Paused for very long: stop counting, resume from the slots
 			// that are still fresh.
@@ -139,7 +148,7 @@ func (s *Scheduler) fireDue(j *job, now time.Time, checks []dueSlot) []dueSlot {
 		}
 		if now.Sub(j.spec.Due(t)) > s.lateness {
 			late.add(t)
-		} else if _, fb := s.slotDelay(j.name(), t); fb {
+		} else if fallback {
 			checks = append(checks, dueSlot{j: j, t: t})
 		} else {
 			s.fireSlot(j, t) // admission.go: started, queued or shed
@@ -166,12 +175,6 @@ func (s *Scheduler) spreadDelay(job string, t time.Time) time.Duration {
 	if s.cfg.Spread <= 0 {
 		return 0
 	}
-	h := fnv.New64a()
-	h.Write([]byte(job))
-	h.Write([]byte{0})
-	h.Write(strconv.AppendInt(nil, t.Unix(), 10))
-	h.Write([]byte{0})
-	h.Write([]byte(s.cfg.Replica))
-	u := float64(h.Sum64()>>11) / (1 << 53) // uniform in [0, 1)
+	u := float64(slotHash(job, t, s.cfg.Replica)>>11) / (1 << 53) // uniform in [0, 1)
 	return time.Duration(u * u * float64(s.cfg.Spread))
 }

@@ -114,13 +114,8 @@ type Scheduler struct {
 	runsMu  sync.Mutex
 	running map[string]history.RunInfo // runs going on, by run id (heartbeats)
 
-	// The view of the fleet that picks each slot's candidates
-	// (candidates.go): nil while unknown. viewAt is when it was read (the
-	// view loop's own); viewSource, when set (tests), replaces the read.
-	view       atomic.Pointer[fleetView]
-	viewAt     time.Time
-	viewSource func() []string
-	fallback   time.Duration // Config.Fallback, defaulted
+	candidateView               // candidates.go
+	fallback      time.Duration // Config.Fallback, defaulted
 }
 
 const (
