@@ -78,6 +78,12 @@ func (s *Scheduler) applyReload(h *jobHeap, req reloadReq) {
 	now := s.clock.Now()
 	old, next := s.jobSet(), req.defs
 	next.since = now
+	// The view of the fleet names the replicas that ran the old
+	// definitions (candidates.go): until it is read again, every replica
+	// is a candidate, so that no slot of the new ones waits for a
+	// fallback — one that, a second late, could start after a slot of
+	// the old schedule that another replica runs, with a lower token.
+	s.view.Store(nil)
 	var res ReloadResult
 	for _, j := range next.order {
 		prev := old.byName[j.name()]
