@@ -34,8 +34,14 @@ import (
 const DefaultCandidates = 2
 
 // DefaultFallback is how long after a slot's due time the other replicas
-// check whether it was handled (at most half the lateness bound).
-const DefaultFallback = time.Second
+// check whether it was handled (at most half the lateness bound). Half a
+// second keeps a fallback's claim half a second from any slot's due time
+// (whole seconds): during a reload that changes a job's schedule, the
+// replicas still on the old one may count those on the new one among a
+// slot's candidates (their view is a beat old), and a fallback claim at a
+// whole second raced the new schedule's slot due then, the old slot taking
+// the higher token but starting first (the e2e reload scenario).
+const DefaultFallback = 500 * time.Millisecond
 
 // noRank is the rank of every replica when the view is unknown: all are
 // candidates.

@@ -211,8 +211,9 @@ func TestValidateFallback(t *testing.T) {
 	require.True(t, errors.As(err, &fe) && fe.Field == "Fallback", "%v", err)
 	_, err = New(Config{Locker: l, Fallback: -time.Second})
 	require.True(t, errors.As(err, &fe) && fe.Field == "Fallback", "%v", err)
-	s, err := New(Config{Locker: l, MaxClockSkew: 100 * time.Millisecond})
+	s, err := New(Config{Locker: l, MaxClockSkew: 100 * time.Millisecond, Lateness: 600 * time.Millisecond})
 	require.NoError(t, err)
+	require.Less(t, s.lateness/2, DefaultFallback)
 	require.Equal(t, s.lateness/2, s.fallback, "the default is at most half the lateness bound")
 	s, err = New(Config{Locker: l})
 	require.NoError(t, err)
@@ -284,5 +285,59 @@ func TestStoppedReplicaLeavesTheView(t *testing.T) {
 		require.Equal(t, []string{"r0", "r1"}, view(), "a stopped replica is still a candidate")
 		stops[1]()
 		stops[0]()
+	})
+}
+
+// During a reload that changes a job's schedule, the replicas run two
+// definitions of it, and one that has not reloaded still counts the
+// others among its candidates (its view is read once a beat). r0 runs the
+// old */2 schedule and sees r0, r1, r2; r1 runs the new */3 one with a
+// view of its own; r2 is gone. r0's slots that r1 and r2 outrank go to
+// r0's fallback, whose claim must not land at a whole second — the due
+// time of the other definition's next slot — where the two claims race
+// and the old slot can take the higher token but start first (the e2e
+// reload scenario: token 8 for slot :50 started 2 ms before token 7 for
+// slot :51). So the runs start at distinct instants, in token order.
+func TestFallbackDuringAReloadKeepsTokenOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		rec := &recorder{d: 100 * time.Millisecond, now: time.Now}
+		var stops []func()
+		for _, r := range []struct{ name, spec string }{{"r0", "*/2 * * * * *"}, {"r1", "*/3 * * * * *"}} {
+			sched, err := ParseSchedule(r.spec, time.UTC)
+			require.NoError(t, err)
+			spec := JobSpec{Name: "resched", Spec: r.spec, Schedule: sched, Job: rec, Plugin: "test", Overlap: OverlapAllow}
+			s, err := New(Config{Replica: r.name, Locker: e.locker, Logger: e.sink.logger(r.name),
+				MaxClockSkew: 2 * time.Second, ShutdownGrace: 5 * time.Second, Jobs: []JobSpec{spec}})
+			require.NoError(t, err)
+			view := []string{r.name}
+			if r.name == "r0" {
+				view = []string{"r0", "r1", "r2"}
+			}
+			s.viewSource = func() []string { return view }
+			stops = append(stops, running(t, s))
+		}
+		time.Sleep(61 * time.Second)
+		for _, stop := range stops {
+			stop()
+		}
+
+		raced := 0
+		for sec := 2; sec <= 58; sec += 2 {
+			slot := bubbleStart.Add(time.Duration(sec) * time.Second)
+			if rankedReplicas("resched", slot, []string{"r0", "r1", "r2"})[2] == "r0" && (sec+1)%3 == 0 {
+				raced++ // r0's fallback and r1's next slot, a second apart at most
+			}
+		}
+		require.Positive(t, raced, "no old slot had its fallback near a new slot: pick other names")
+		started := rec.all()
+		slices.SortFunc(started, func(a, b record) int { return a.Start.Compare(b.Start) })
+		for i := 1; i < len(started); i++ {
+			a, b := started[i-1], started[i]
+			require.True(t, b.Start.After(a.Start), "slots %s and %s started at the same instant, their claims racing",
+				slotString(a.Run.Slot), slotString(b.Run.Slot))
+			require.Greater(t, b.Run.FencingToken, a.Run.FencingToken,
+				"slot %s started after slot %s with a lower token", slotString(b.Run.Slot), slotString(a.Run.Slot))
+		}
 	})
 }

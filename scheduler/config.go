@@ -172,8 +172,9 @@ type Config struct {
 	// Fallback is how long after a slot's due time the replicas that are
 	// not its candidates check it; it bounds the delay of a slot whose
 	// candidates are all gone (dead, paused) but still in the view. It
-	// must be less than the lateness bound. Default DefaultFallback (1s),
-	// at most half the lateness bound.
+	// must be less than the lateness bound. Default DefaultFallback
+	// (500ms), at most half the lateness bound. Keep it off whole seconds
+	// (DefaultFallback says why).
 	Fallback time.Duration
 	// MaxInFlight bounds the lock-store calls this replica has in flight at
 	// once: Acquire and record calls, and separately half as many lease ends
