@@ -3,7 +3,9 @@
 //
 //	go test ./e2e -run TestScale -scale ... -scale.out FILE
 //
-// writes, kept under docs/data/. No figure in a chart is typed by hand. Its
+// writes, kept under docs/data/ (scale-*.md), and the overload chart from
+// the side-by-side runs of -scale.base (round*-*.md: each binary's tables
+// and the overload table). No figure in a chart is typed by hand. Its
 // test fails when docs/images/*.svg differ from what the data gives;
 //
 //	go test ./internal/scaleplot -update

@@ -87,3 +87,50 @@ func TestParse(t *testing.T) {
 		})
 	}
 }
+
+// The overload chart is what the side-by-side runs' data give.
+func TestOverloadChartMatchesTheData(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(dataDir, "round*-*.md"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files, "no side-by-side data under docs/data")
+	var ms []Measured
+	for _, f := range files {
+		fh, err := os.Open(f)
+		require.NoError(t, err)
+		got, err := ParseSideBySide(fh)
+		fh.Close()
+		require.NoError(t, err, f)
+		ms = append(ms, got...)
+	}
+	chart := OverloadChart(ms, "3 × 3 forbid")
+	require.GreaterOrEqual(t, len(chart.Series), 3, "want a line per binary and the offered rate")
+	path := filepath.Join(imagesDir, "overload.svg")
+	if *update {
+		require.NoError(t, os.WriteFile(path, []byte(chart.SVG()), 0o644))
+		return
+	}
+	got, err := os.ReadFile(path)
+	require.NoError(t, err, "run go test ./internal/scaleplot -update")
+	require.Equal(t, chart.SVG(), string(got), "%s is stale: run go test ./internal/scaleplot -update", path)
+}
+
+func TestParseSideBySide(t *testing.T) {
+	in := "ceiling: x\n\n| point | base r1 | new |\n|---|---|---|\n| 3 × 3 forbid | 2,800 jobs | 2,800 jobs |\n\n" +
+		"| 3 × 3 forbid | base r1: jobs | slots run / s | share of its ceiling's | p99 | new: jobs | slots run / s | share of its ceiling's | p99 |\n" +
+		"|---|---|---|---|---|---|---|---|---|\n" +
+		"| 1× the ceiling | 2,800 | 2,790 | 1.00 | 1098 ms | 2,800 | 2,800 | 1.00 | 578 ms |\n" +
+		"| 2× the ceiling | 5,600 | 610 | 0.22 | 3991 ms | 0 | 0 | 0.00 | 0 ms |\n\n" +
+		"base r1:\n\n| jobs | replicas × nodes | overlap | slots run / s | start delay p50 / p99 |\n|---|---|---|---|---|\n" +
+		"| 4,200 | 3 × 3 | forbid | 1,208 | 1.8 / 4.0 s |\n\n" +
+		"side by side:\n\n| point | slots run / s |\n|---|---|\n| jobs=4200 | 1 → 2 |\n\n" +
+		"| jobs | replicas × nodes | overlap | slots run / s | start delay p50 / p99 |\n|---|---|---|---|---|\n" +
+		"| 9 | 3 × 3 | forbid | 9 | 1 / 2 ms |\n"
+	got, err := ParseSideBySide(strings.NewReader(in))
+	require.NoError(t, err)
+	require.Equal(t, []Measured{
+		{Binary: "base r1", Setup: "3 × 3 forbid", Jobs: 2800, RunPerS: 2790},
+		{Binary: "new", Setup: "3 × 3 forbid", Jobs: 2800, RunPerS: 2800},
+		{Binary: "base r1", Setup: "3 × 3 forbid", Jobs: 5600, RunPerS: 610},
+		{Binary: "base r1", Setup: "3 × 3 forbid", Jobs: 4200, RunPerS: 1208},
+	}, got, "the 0-job cell is not a point; a table with no name above it is not a binary's")
+}
