@@ -63,6 +63,9 @@ jobs:
 	require.Contains(t, actions, history.ControlPause)
 	require.Equal(t, "maintenance", actions[history.ControlPause].Detail)
 	require.Contains(t, actions, history.ControlResume)
+	require.Contains(t, actions, history.ControlBackfill)
+	require.Contains(t, actions[history.ControlBackfill].Detail, "2026-01-01T00:00:00Z to 2026-01-01T01:00:00Z",
+		"the backfill's window")
 	trig := actions[history.ControlTrigger]
 	require.NotNil(t, trig.Run, "the manual run's history entry")
 	require.Equal(t, history.OutcomeSucceeded, trig.Run.Outcome)

@@ -1,11 +1,13 @@
 package ui
 
 import (
+	"os"
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/slotlock/slotlock/internal/secrettest"
 )
 
-// TestMain fails the package when a goroutine is still running after its
-// tests ended.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain fails the package when a fake credential reached a page or an
+// API answer that a test captured (secrettest), or when a goroutine is
+// still running after its tests ended.
+func TestMain(m *testing.M) { os.Exit(secrettest.AfterTests(m.Run())) }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/slotlock/slotlock/internal/secrettest"
 	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/locking/redistest"
 	"github.com/slotlock/slotlock/scheduler"
@@ -74,19 +75,21 @@ func TestWindowCappedAtHistoryKeep(t *testing.T) {
 }
 
 // When the stores do not answer the page says so, without the error's
-// text: no node address, no Redis message.
+// text: no node address, no Redis message, no credential (the answers go
+// to the package's secrets scan).
 func TestPageShowsNoRawStoreError(t *testing.T) {
 	// A "node" that hangs up on every connection: the reads fail, and
 	// their error names the node's address.
 	addr := redistest.HangUp(t)
-	l, err := locking.NewRedlock(locking.RedisConfig{Nodes: []string{addr}, OpTimeout: 50 * time.Millisecond},
-		locking.Options{Replica: "r1"})
+	l, err := locking.NewRedlock(locking.RedisConfig{Nodes: []string{addr}, OpTimeout: 50 * time.Millisecond,
+		Username: secrettest.URLUser, Password: secrettest.RedisPass}, locking.Options{Replica: "r1"})
 	require.NoError(t, err)
 	defer l.Close()
 	h := Handler(Backend{Locker: l, Specs: []scheduler.JobSpec{everySecond(t, "beat")}})
 	for _, path := range []string{"/", "/?job=beat&since=1m", "/api/v1/jobs"} {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		secrettest.Capture(rec.Body.Bytes())
 		require.Equal(t, http.StatusServiceUnavailable, rec.Code, path)
 		require.NotContains(t, rec.Body.String(), addr, path)
 		require.NotContains(t, rec.Body.String(), "EOF", path)

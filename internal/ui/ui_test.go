@@ -122,3 +122,52 @@ func everySecond(t testing.TB, name string) scheduler.JobSpec {
 	require.NoError(t, err)
 	return scheduler.JobSpec{Name: name, Spec: "* * * * * *", Schedule: sched, Location: time.UTC}
 }
+
+// The control audit reaches the page: each trigger, pause, resume and
+// backfill recorded in the fleet log is a row naming the action, the job,
+// who (OS user, host, replica) and when; an action on a job the page does
+// not run is not shown, and none at all reads "none".
+func TestPageShowsTheControlAudit(t *testing.T) {
+	l := locking.NewLocal(locking.Options{Replica: "r1"})
+	defer l.Close()
+	now := time.Now().Truncate(time.Second).Add(500 * time.Millisecond)
+	ctx := context.Background()
+	specs := []scheduler.JobSpec{everySecond(t, "beat"), everySecond(t, "other")}
+	h := Handler(Backend{Locker: l, Specs: specs, Hash: "h1", Now: func() time.Time { return now },
+		SettleAfter: func(string) time.Duration { return time.Minute }, CacheFor: -1})
+	controls := func() string {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+		require.Equal(t, 200, rec.Code)
+		page := rec.Body.String()
+		from := strings.Index(page, `<section id="controls">`)
+		require.Positive(t, from, "the page has no control section")
+		return page[from : from+strings.Index(page[from:], "</section>")]
+	}
+	require.Contains(t, controls(), `<td colspan="5">none</td>`)
+
+	for i, c := range []history.Control{
+		{Action: history.ControlTrigger, Job: "beat", User: "alice", Host: "ops-1", Replica: "cli", Detail: "succeeded"},
+		{Action: history.ControlPause, Job: "other", User: "bob", Host: "ops-2", Detail: "maintenance " + hostile},
+		{Action: history.ControlResume, Job: "other", User: "bob", Host: "ops-2"},
+		{Action: history.ControlBackfill, Job: "beat", User: "carol", Host: "ops-3", Replica: "ops-3", Detail: "10:00..11:00"},
+		{Action: history.ControlPause, Job: "gone", User: "dave", Host: "ops-4"},
+	} {
+		at := now.Add(time.Duration(i-10) * time.Second)
+		require.NoError(t, history.RecordControl(ctx, l, c, at))
+	}
+	got := controls()
+	for _, want := range []string{
+		"<td>trigger</td><td>beat</td><td>alice@ops-1 (cli)</td>",
+		"<td>pause</td><td>other</td><td>bob@ops-2</td>",
+		"<td>resume</td><td>other</td><td>bob@ops-2</td>",
+		"<td>backfill</td><td>beat</td><td>carol@ops-3</td>",
+		"<td>10:00..11:00</td>", "<td>succeeded</td>",
+		now.Add(-7 * time.Second).UTC().Format(time.RFC3339),
+		"maintenance &lt;script&gt;",
+	} {
+		require.Contains(t, got, want)
+	}
+	require.NotContains(t, got, "dave", "an action on a job the page does not run")
+	require.NotContains(t, got, "none</td>")
+}
