@@ -2,6 +2,7 @@ package scaleplot
 
 import (
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,31 +20,44 @@ const (
 
 // The charts on the performance page are what the data files give.
 func TestChartsMatchTheData(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join(dataDir, "scale-*.md"))
+	points := parseData(t, "scale-*.md", Parse)
+	for name, chart := range Charts(points) {
+		golden(t, name, chart.SVG())
+	}
+}
+
+// parseData parses every file of docs/data matching pattern, each with at
+// least one point.
+func parseData[T any](t *testing.T, pattern string, parse func(io.Reader) ([]T, error)) []T {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dataDir, pattern))
 	require.NoError(t, err)
-	require.NotEmpty(t, files, "no scale data under docs/data")
-	var points []Point
+	require.NotEmpty(t, files, "no %s under docs/data", pattern)
+	var all []T
 	for _, f := range files {
 		fh, err := os.Open(f)
 		require.NoError(t, err)
-		pts, err := Parse(fh)
+		got, err := parse(fh)
 		fh.Close()
 		require.NoError(t, err, f)
-		require.NotEmpty(t, pts, "%s has no scale table", f)
-		points = append(points, pts...)
+		require.NotEmpty(t, got, "%s has no table the charts read", f)
+		all = append(all, got...)
 	}
-	for name, chart := range Charts(points) {
-		path := filepath.Join(imagesDir, name)
-		want := chart.SVG()
-		if *update {
-			require.NoError(t, os.MkdirAll(imagesDir, 0o755))
-			require.NoError(t, os.WriteFile(path, []byte(want), 0o644))
-			continue
-		}
-		got, err := os.ReadFile(path)
-		require.NoError(t, err, "run go test ./internal/scaleplot -update")
-		require.Equal(t, want, string(got), "%s is stale: run go test ./internal/scaleplot -update", path)
+	return all
+}
+
+// golden compares docs/images/name with want, or writes it (-update).
+func golden(t *testing.T, name, want string) {
+	t.Helper()
+	path := filepath.Join(imagesDir, name)
+	if *update {
+		require.NoError(t, os.MkdirAll(imagesDir, 0o755))
+		require.NoError(t, os.WriteFile(path, []byte(want), 0o644))
+		return
 	}
+	got, err := os.ReadFile(path)
+	require.NoError(t, err, "run go test ./internal/scaleplot -update")
+	require.Equal(t, want, string(got), "%s is stale: run go test ./internal/scaleplot -update", path)
 }
 
 func TestParse(t *testing.T) {
@@ -90,28 +104,9 @@ func TestParse(t *testing.T) {
 
 // The overload chart is what the side-by-side runs' data give.
 func TestOverloadChartMatchesTheData(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join(dataDir, "round*-*.md"))
-	require.NoError(t, err)
-	require.NotEmpty(t, files, "no side-by-side data under docs/data")
-	var ms []Measured
-	for _, f := range files {
-		fh, err := os.Open(f)
-		require.NoError(t, err)
-		got, err := ParseSideBySide(fh)
-		fh.Close()
-		require.NoError(t, err, f)
-		ms = append(ms, got...)
-	}
-	chart := OverloadChart(ms, "3 × 3 forbid")
+	chart := OverloadChart(parseData(t, "round*-*.md", ParseSideBySide), "3 × 3 forbid")
 	require.GreaterOrEqual(t, len(chart.Series), 3, "want a line per binary and the offered rate")
-	path := filepath.Join(imagesDir, "overload.svg")
-	if *update {
-		require.NoError(t, os.WriteFile(path, []byte(chart.SVG()), 0o644))
-		return
-	}
-	got, err := os.ReadFile(path)
-	require.NoError(t, err, "run go test ./internal/scaleplot -update")
-	require.Equal(t, chart.SVG(), string(got), "%s is stale: run go test ./internal/scaleplot -update", path)
+	golden(t, "overload.svg", chart.SVG())
 }
 
 func TestParseSideBySide(t *testing.T) {
