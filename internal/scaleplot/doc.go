@@ -3,7 +3,8 @@
 //
 //	go test ./e2e -run TestScale -scale ... -scale.out FILE
 //
-// writes, kept under docs/data/ (scale-*.md), and the overload chart from
+// writes, kept under docs/data/ (scale-DATE-*.md; the charts show the newest
+// DATE's alone, one sitting never mixed with another), and the overload chart from
 // the side-by-side runs of -scale.base (round*-*.md: each binary's tables
 // and the overload table). No figure in a chart is typed by hand. Its
 // test fails when docs/images/*.svg differ from what the data gives;
