@@ -35,8 +35,13 @@ func (r *redlock) acquire(ctx context.Context, s leaseSpec) (grant, error) {
 	t := tallyAcquire(res, errs)
 	// A done marker on any node means the work already ran, even when a
 	// majority let us in (the marker may have expired early or been lost
-	// on the others): the acquisition is refused.
-	if t.won >= r.quorum && !t.sawDone && ctx.Err() == nil {
+	// on the others): the acquisition is refused — unless it took over
+	// an abandoned claim on a majority. Then the marker is an end that
+	// reached a minority before its sender lost its lease (a settler's,
+	// or the run's own): the claim on the others would stay open, pointed
+	// to by every later claim and refused to each, and its run never
+	// reported. This lease settles it (Grant.Abandoned: never run).
+	if t.won >= r.quorum && (!t.sawDone || t.settles(r.quorum)) && ctx.Err() == nil {
 		if g, decided, err := r.grantWon(ctx, s, op.Fence, &t, res, errs); decided {
 			return g, err
 		}
@@ -95,6 +100,18 @@ func tallyAcquire(res []Result, errs []error) acquireTally {
 		}
 	}
 	return t
+}
+
+// settles reports whether this round took a claim over on a quorum of
+// nodes, counted as claimMet counts it: then the grant can only be that
+// claim's abandonment, settled and never run.
+func (t *acquireTally) settles(quorum int) bool {
+	for v, n := range t.tookBy {
+		if n+t.underBy[v]+t.ownBy[v] >= quorum {
+			return true
+		}
+	}
+	return false
 }
 
 // meet counts claim v, started or not, in by.
