@@ -34,14 +34,17 @@ import (
 const DefaultCandidates = 2
 
 // DefaultFallback is how long after a slot's due time the other replicas
-// check whether it was handled (at most half the lateness bound). Half a
-// second keeps a fallback's claim half a second from any slot's due time
-// (whole seconds): during a reload that changes a job's schedule, the
+// check whether it was handled (at most half the lateness bound). Off the
+// whole second, it keeps a fallback's claim away from any slot's due time
+// (slots fall on whole seconds): during a reload that changes a job's schedule, the
 // replicas still on the old one may count those on the new one among a
 // slot's candidates (their view is a beat old), and a fallback claim at a
 // whole second raced the new schedule's slot due then, the old slot taking
-// the higher token but starting first (the e2e reload scenario).
-const DefaultFallback = 500 * time.Millisecond
+// the higher token but starting first (the e2e reload scenario). Not half
+// a second either: at 500ms the simulation (seed 167884) met a settler's
+// end that landed unseen, a bug still open (the closing note of
+// 2026-12-02); 750ms keeps a quarter second from the next whole second.
+const DefaultFallback = 750 * time.Millisecond
 
 // noRank is the rank of every replica when the view is unknown: all are
 // candidates.

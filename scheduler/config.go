@@ -173,7 +173,7 @@ type Config struct {
 	// not its candidates check it; it bounds the delay of a slot whose
 	// candidates are all gone (dead, paused) but still in the view. It
 	// must be less than the lateness bound. Default DefaultFallback
-	// (500ms), at most half the lateness bound. Keep it off whole seconds
+	// (750ms), at most half the lateness bound. Keep it off whole seconds
 	// (DefaultFallback says why).
 	Fallback time.Duration
 	// MaxInFlight bounds the lock-store calls this replica has in flight at
