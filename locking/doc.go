@@ -191,6 +191,23 @@
 // one of them wins a majority and reports it, and the done marker it
 // writes on a majority refuses every later Claim.
 //
+// Why a settler whose end nobody answered still reports exactly once. A
+// taker's end (the done marker and its log entry, Ending.Entry) may land
+// on a majority while every answer is lost (the taker froze, the network
+// failed); its retry may come after the markers expired (a freeze or an
+// outage longer than the done TTL), when the nodes hold nothing of the
+// slot but the entry. The entry is added only where the end found the
+// lease its own, so a retry that finds its own entry on a node knows that
+// its first attempt found the lease its own there, and counts the node:
+// the retry succeeds exactly where the first attempt did. Where it landed
+// on a majority it removed the claim there, so no other taker can take
+// that claim over on a majority (at most a leftover, which reports
+// nothing); where it did not, the retry is told ErrLockLost and reports
+// nothing, and another taker may settle the claim. Two takers must not
+// write the same entry (the scheduler names the taker's claim in it);
+// entries are trimmed to the log's newest Keep, which bounds how late a
+// retry can still tell.
+//
 // Every Claim also reads the family's pause register (Pause, written by
 // Store.SetPause as a versioned register: the newest write wins on every node).
 // While the newest pause over the answering majority is active, the claim

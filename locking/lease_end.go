@@ -68,9 +68,13 @@ type Ending struct {
 	DoneTTL time.Duration
 	Note    string
 	// Entry, with DoneTTL > 0 and Keep > 0, is added to a claim's family
-	// log (Store.ReadLog) where its done marker is set, in the same step;
-	// the log keeps its newest Keep entries (by score). A retried End adds
-	// it once.
+	// log (Store.ReadLog) where the claim's lease is ours as its done
+	// marker is set, in the same step; the log keeps its newest Keep
+	// entries (by score). A retried End adds it once, and counts a node
+	// where it finds Entry as one where its first attempt found the lease
+	// ours, even after the marker expired: where what End answers decides
+	// a report, no two leases may end with the same Entry (name the lease
+	// in it).
 	Entry *LogEntry
 	Keep  int
 	// Also, when set, is released too (a job's lease beside its slot's

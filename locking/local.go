@@ -214,19 +214,24 @@ func (b *localBackend) releaseLocked(s leaseSpec, e ending, now time.Time) error
 	// As ReleaseOp for a claim.
 	fam, field := s.key.Family, s.key.Name
 	claim, claimOK := b.claims[fam][field]
+	claimOurs := claimOK && (claim == s.value || claim == StartedPrefix+s.value)
+	l, liveOK := b.lives[fam][field]
+	liveMine := liveOK && l.value == s.value
+	if doneTTL > 0 && !claimOurs && !liveMine && e.entry != nil && slices.ContainsFunc(b.logs[fam], func(x LogEntry) bool { return x.Value == e.entry.Value }) {
+		return nil // a retry: the entry is added only where the lease was ours
+	}
 	liveOurs := false
-	if l, ok := b.lives[fam][field]; ok && l.value == s.value {
+	if liveMine {
 		deleteIn(b.lives, fam, field)
 		liveOurs = now.Before(l.expires)
 	}
-	claimOurs := claimOK && (claim == s.value || claim == StartedPrefix+s.value)
 	if doneTTL > 0 {
 		if claimOurs || !claimOK || liveOurs {
 			deleteIn(b.claims, fam, field)
 			if !curOK {
 				b.keys[s.key] = localEntry{value: done, expires: now.Add(doneTTL)}
 			}
-			if e.entry != nil {
+			if e.entry != nil && (claimOurs || liveOurs) {
 				b.logs[fam] = mergeLogs([][]LogEntry{{*e.entry}, b.logs[fam]}, e.keep)
 			}
 		}

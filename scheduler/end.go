@@ -172,7 +172,8 @@ func (s *Scheduler) settleAbandoned(j *job, t time.Time, lease *locking.Lease) {
 	}
 	name, slot := j.name(), slotString(t)
 	s.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: string(history.OutcomeAbandoned),
-		entry: logged(history.Entry{Slot: slot, Outcome: history.OutcomeAbandoned, Replica: ab.Holder, RunID: ab.ID}, t),
+		entry: logged(history.Entry{Slot: slot, Outcome: history.OutcomeAbandoned, Replica: ab.Holder, RunID: ab.ID,
+			SettledBy: s.cfg.Replica, SettleID: lease.Grant().ID}, t),
 		then: func() {
 			s.log.Warn("run abandoned: its replica stopped renewing its lease before the run ended; the slot is not run again",
 				"event", evRunAbandoned, "job", name, "slot", slot, "run_id", ab.ID, "holder", ab.Holder)
@@ -189,7 +190,7 @@ func (s *Scheduler) settleUnconfirmed(j *job, t time.Time, lease *locking.Lease)
 	name, slot := j.name(), slotString(t)
 	s.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: string(history.OutcomeMissed),
 		entry: logged(history.Entry{Slot: slot, Outcome: history.OutcomeMissed, Reason: history.ReasonUnknown, Replica: ab.Holder, RunID: ab.ID,
-			MayHaveStarted: true}, t),
+			MayHaveStarted: true, SettledBy: s.cfg.Replica, SettleID: lease.Grant().ID}, t),
 		then: func() {
 			s.log.Warn("slot missed: its winner stopped before confirming that its run started; it may have started, so it is not run again",
 				"event", evSlotMissed, "job", name, "slot", slot, "reason", history.ReasonUnknown, "may_have_started", true,

@@ -49,6 +49,8 @@ var nodeCases = []struct {
 }{
 	{"ConcurrentSettlersOfAStartedClaim", testConcurrentSettlers},
 	{"UndoOfATimedOutClaimIsMadeSure", testUndoMadeSure},
+	{"EndRetriedAfterItsMarkerExpired", testEndRetriedAfterItsMarkerExpired},
+	{"EndRetriedAfterAnotherSettled", testEndRetriedAfterAnotherSettled},
 }
 
 // fate is what a wrapped node does with one request.

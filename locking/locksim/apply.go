@@ -125,14 +125,20 @@ func (s *Store) release(op locking.ReleaseOp, now time.Time, nowMS int64) lockin
 		return locking.Result{}
 	}
 	claim, claimOK := s.hget(op.Claims, op.Field, now)
-	liveOurs := false
-	if l, ok := s.hget(op.Lives, op.Field, now); ok {
-		if v, exp := parseLive(l); v == op.Value {
-			s.hdel(op.Lives, op.Field, now)
-			liveOurs = exp > nowMS
-		}
-	}
 	claimOurs := claimOK && (claim == op.Value || claim == locking.StartedPrefix+op.Value)
+	l, liveOK := s.hget(op.Lives, op.Field, now)
+	v, exp := parseLive(l)
+	liveMine := liveOK && v == op.Value
+	if op.DoneTTL > 0 && !claimOurs && !liveMine && op.Entry != "" && s.zhas(op.Log, op.Entry, now) {
+		// The entry is added only where the lease was ours: a retry of an
+		// end that landed, its marker expired since.
+		return locking.Result{Status: 1}
+	}
+	liveOurs := false
+	if liveMine {
+		s.hdel(op.Lives, op.Field, now)
+		liveOurs = exp > nowMS
+	}
 	if op.DoneTTL > 0 {
 		if claimOurs || !claimOK || liveOurs {
 			if claimOK {
@@ -141,7 +147,7 @@ func (s *Store) release(op locking.ReleaseOp, now time.Time, nowMS int64) lockin
 			if _, exists := s.get(op.Key, now); !exists {
 				s.setStr(op.Key, op.Done, ms(op.DoneTTL), now)
 			}
-			if op.Entry != "" {
+			if op.Entry != "" && (claimOurs || liveOurs) {
 				s.zadd(op.Log, op.Entry, op.N, op.Keep, now)
 			}
 		}

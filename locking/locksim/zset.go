@@ -31,6 +31,13 @@ func (s *Store) zadd(k, member string, score, keep int64, now time.Time) {
 	s.kv[k] = e
 }
 
+// zhas reports whether member is in the sorted set k (ZSCORE).
+func (s *Store) zhas(k, member string, now time.Time) bool {
+	e, ok := s.get(k, now)
+	_, in := e.zset[member]
+	return ok && in
+}
+
 // newestFirst lists z's members of score since or more by score, highest
 // first (ties: the greater member first, as ZREVRANGEBYSCORE), at most
 // limit.

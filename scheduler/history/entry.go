@@ -28,6 +28,14 @@ type Entry struct {
 	// it); whether the job body began is unknown, so the slot is never
 	// run again: backfill refuses it.
 	MayHaveStarted bool `json:"may_have_started,omitempty"`
+	// SettledBy and SettleID (abandoned, and missed with MayHaveStarted):
+	// the replica that found the run's lease expired and closed the slot,
+	// and the id of its claim. They make the entry its settler's own: a
+	// settler whose end was answered by nobody tells by its entry, long
+	// after, whether that end landed (locking.Ending.Entry), so no two
+	// settlers may write the same one.
+	SettledBy string `json:"settled_by,omitempty"`
+	SettleID  string `json:"settle_id,omitempty"`
 }
 
 // Outcome is what became of a slot: an Entry's outcome.
