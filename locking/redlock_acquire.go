@@ -103,15 +103,37 @@ func tallyAcquire(res []Result, errs []error) acquireTally {
 }
 
 // settles reports whether this round took a claim over on a quorum of
-// nodes, counted as claimMet counts it: then the grant can only be that
-// claim's abandonment, settled and never run.
+// nodes, as claimMet counts it: then the grant can only be that claim's
+// abandonment, settled and never run.
 func (t *acquireTally) settles(quorum int) bool {
-	for v, n := range t.tookBy {
-		if n+t.underBy[v]+t.ownBy[v] >= quorum {
-			return true
+	_, n := t.mostTaken()
+	return n >= quorum
+}
+
+// mostTaken is the claim this round met on the most nodes, and on how
+// many. A claim counts on the nodes where this round took its lease over,
+// on those that refused because another lease lives over it (a
+// concurrent takeover won there: the claim is still there under it), and,
+// where it counts on one of those, on those that refused because its
+// holder's lease still lives there (the holder renewed on them only: its
+// lease is lost, not its claim). A claim under its own live lease alone
+// is a live claim of a racing acquirer: it does not count against our
+// win. Ties go to the lower value, so every caller picks the same.
+func (t *acquireTally) mostTaken() (took string, tookN int) {
+	count := func(v string, n int) {
+		if n += t.ownBy[v]; n > tookN || (n == tookN && v < took) {
+			took, tookN = v, n
 		}
 	}
-	return false
+	for v, n := range t.tookBy {
+		count(v, n+t.underBy[v])
+	}
+	for v, n := range t.underBy {
+		if t.tookBy[v] == 0 {
+			count(v, n)
+		}
+	}
+	return took, tookN
 }
 
 // meet counts claim v, started or not, in by.
@@ -182,28 +204,7 @@ func (r *redlock) grantWon(ctx context.Context, s leaseSpec, fence string, t *ac
 // g: an abandoned claim taken over, a leftover covered, or a refusal (a
 // *HeldError with Claimed) after undoing the round.
 func (r *redlock) claimMet(ctx context.Context, s leaseSpec, t *acquireTally, errs []error, g *grant) error {
-	// A claim counts on the nodes where this round took its lease over,
-	// on those that refused because another lease lives over it (a
-	// concurrent takeover won there: the claim is still there under
-	// it), and, where it counts on one of those, on those that refused
-	// because its holder's lease still lives there (the holder renewed
-	// on them only: its lease is lost, not its claim). A claim under
-	// its own live lease alone is a live claim of a racing acquirer:
-	// it does not count against our win.
-	took, tookN := "", 0
-	count := func(v string, n int) {
-		if n += t.ownBy[v]; n > tookN || (n == tookN && v < took) {
-			took, tookN = v, n
-		}
-	}
-	for v, n := range t.tookBy {
-		count(v, n+t.underBy[v])
-	}
-	for v, n := range t.underBy {
-		if t.tookBy[v] == 0 {
-			count(v, n)
-		}
-	}
+	took, tookN := t.mostTaken()
 	// A claim that started work was written, with one value, on a
 	// majority. Found on a majority, it is abandoned. Found on fewer
 	// nodes while every node answered, it is a leftover: a node that

@@ -40,10 +40,11 @@ const DefaultCandidates = 2
 // replicas still on the old one may count those on the new one among a
 // slot's candidates (their view is a beat old), and a fallback claim at a
 // whole second raced the new schedule's slot due then, the old slot taking
-// the higher token but starting first (the e2e reload scenario). Not half
-// a second either: at 500ms the simulation (seed 167884) met a settler's
-// end that landed unseen, a bug still open (the closing note of
-// 2026-12-02); 750ms keeps a quarter second from the next whole second.
+// the higher token but starting first (the e2e reload scenario). 750ms
+// keeps a quarter second from the next whole second. (At 500ms the
+// simulation's seed 167884 met a settler's end that landed unanswered and
+// went unreported; that was a bug of the end's retry, fixed in locking —
+// the seed passes at 500ms too — not a reason for this value.)
 const DefaultFallback = 750 * time.Millisecond
 
 // noRank is the rank of every replica when the view is unknown: all are

@@ -81,7 +81,7 @@ func (s *Scheduler) applyReload(h *jobHeap, req reloadReq) {
 	// The view of the fleet names the replicas that ran the old
 	// definitions (candidates.go): until it is read again, every replica
 	// is a candidate, so that no slot of the new ones waits for a
-	// fallback — one that, a second late, could start after a slot of
+	// fallback — one that, Fallback late, could start after a slot of
 	// the old schedule that another replica runs, with a lower token.
 	s.view.Store(nil)
 	var res ReloadResult
