@@ -101,3 +101,43 @@ func probeClaimedSlot(t *testing.T, live bool) {
 		fail("logged skipped late, but the history says %+v", entries[0])
 	}
 }
+
+// TestStartupProbeOfAPausedSlot: the whole fleet is down when a slot of
+// a paused job falls due (the simulation, seed 309538: every replica
+// crashed around it). A replica starting afterwards probes the missed
+// slot while the pause still holds: the claim is refused by the pause
+// that covers the slot, and the slot must be logged skipped paused, with
+// its history entry — as the replicas that fired it would have — not
+// dropped with a debug line, leaving a slot with no outcome at all (the
+// reconciler never reports a paused slot missed).
+func TestStartupProbeOfAPausedSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		ctx := context.Background()
+		spec := cronSpec(t, "minutely", "0 * * * * *", &recorder{now: time.Now})
+		spec.Misfire = Misfire{Policy: MisfireSkip}
+		stop0 := running(t, e.scheduler("r0", nil, spec))
+		time.Sleep(70 * time.Second) // r0 runs slot 60; the record says 60
+		stop0()
+		time.Sleep(time.Until(bubbleStart.Add(110 * time.Second)))
+		if _, err := e.locker.SetPause(ctx, "minutely", locking.Pause{Paused: true, Until: bubbleStart.Add(300 * time.Second), By: "ops"}); err != nil {
+			t.Fatal(err)
+		}
+		slot := bubbleStart.Add(120 * time.Second) // nobody is up
+		time.Sleep(time.Until(bubbleStart.Add(125 * time.Second)))
+		stop1 := running(t, e.scheduler("r1", nil, spec))
+		time.Sleep(time.Until(bubbleStart.Add(150 * time.Second))) // the probe came at about 131 s
+		stop1()
+
+		evs := e.sink.events(t)
+		skips := where(evs, "slot.skipped", "slot", slotString(slot), "reason", string(history.ReasonPaused))
+		hist, err := history.ReadEntries(ctx, e.locker, "minutely", slot, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(skips) != 1 || len(hist) == 0 || hist[len(hist)-1].Slot != slotString(slot) || hist[len(hist)-1].Reason != history.ReasonPaused {
+			e.sink.dump(t)
+			t.Fatalf("slot 120 s: %d slot.skipped paused lines, history %+v; want one, and its paused entry", len(skips), hist)
+		}
+	})
+}

@@ -1,8 +1,10 @@
 package scheduler
 
 import (
+	"errors"
 	"time"
 
+	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/scheduler/history"
 )
 
@@ -90,6 +92,13 @@ func (s *Scheduler) probeLate(j *job, t time.Time) bool {
 	name, slot := j.name(), slotString(t)
 	until := s.clock.Now().Add(time.Second)
 	lease, err := s.acquire(name, history.SlotKey(name, t), retryPolicy{splitUntil: until, quorumUntil: until, claim: true})
+	if pe := (*locking.PausedError)(nil); errors.As(err, &pe) && pe.Pause.Covers(j.spec.Due(t)) {
+		// Refused by the pause that covers the slot: skipped paused, as the
+		// replicas that fired it would have logged it had any been up (a
+		// pause that began after the slot leaves it to the reconciler).
+		s.pausedSlot(j, t, pe.Pause)
+		return false
+	}
 	if err != nil {
 		s.log.Debug("missed slot check: not taken", "event", evMisfireCheck, "job", name, "slot", slot,
 			"error", err.Error())
