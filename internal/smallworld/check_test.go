@@ -65,7 +65,7 @@ func (w *world) checkSlot(slot int) []violation {
 		out = append(out, violation{"two-outcomes", fmt.Sprintf("slot %d has %d entries of the same precedence, the history merge cannot pick one: %q", slot, len(top), entries)})
 	}
 	for _, e := range entries {
-		if v, bad := w.checkEntry(slot, e, runs, len(top) == 1 && e == top[0]); bad {
+		if v, bad := w.checkEntry(slot, e, runs, len(top) == 1 && sameOutcome(e, top[0])); bad {
 			out = append(out, v)
 		}
 	}
@@ -75,18 +75,36 @@ func (w *world) checkSlot(slot int) []violation {
 // merged is the entries that the read model (scheduler/history's
 // ReadEntries and ReadSlots, by Entry.Overrules) ranks first: one
 // outcome where the merge is decided.
+// Two settlers' entries for one run's outcome (each names its settler)
+// are one outcome.
 func merged(entries []string) []string {
 	var top []string
 	best := -1
 	for _, e := range entries {
-		switch p := precedence(strings.SplitN(e, "|", 3)[1]); {
+		switch p := precedence(entryField(e, 1)); {
 		case p > best:
 			top, best = []string{e}, p
-		case p == best:
+		case p == best && !slices.ContainsFunc(top, func(x string) bool { return sameOutcome(x, e) }):
 			top = append(top, e)
 		}
 	}
 	return top
+}
+
+// entryField is field i of entry e: 0 the slot, 1 the outcome, 2 the
+// run's id, 3 the settler's (settlers' entries only).
+func entryField(e string, i int) string {
+	f := strings.Split(e, "|")
+	if i < len(f) {
+		return f[i]
+	}
+	return ""
+}
+
+// sameOutcome reports whether entries a and b give one outcome of one
+// run, whoever wrote them.
+func sameOutcome(a, b string) bool {
+	return entryField(a, 0) == entryField(b, 0) && entryField(a, 1) == entryField(b, 1) && entryField(a, 2) == entryField(b, 2)
 }
 
 // precedence is scheduler/history's Entry.Overrules: a run's own end
@@ -108,8 +126,7 @@ func precedence(outcome string) int {
 // one (final) must also agree with what the jobs saw: missed only for a
 // slot whose body never started.
 func (w *world) checkEntry(slot int, e string, runs []runRec, final bool) (violation, bool) {
-	f := strings.SplitN(e, "|", 3)
-	outcome, id := f[1], f[2]
+	outcome, id := entryField(e, 1), entryField(e, 2)
 	ran := slices.ContainsFunc(runs, func(r runRec) bool { return r.id == id })
 	switch outcome {
 	case outSucceeded:

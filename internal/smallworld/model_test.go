@@ -21,8 +21,9 @@ import (
 // where the scheduler changes what it does with an answer, this file
 // changes with it.
 //
-// Outcomes, as history entries "<slot>|<outcome>|<run id>"; the outcome
-// carries the entry's reason and flag where the scheduler writes them.
+// Outcomes, as history entries "<slot>|<outcome>|<run id>", a settler's
+// with "|<its claim's id>"; the outcome carries the entry's reason and
+// flag where the scheduler writes them.
 const (
 	outSucceeded = "succeeded"
 	outAbandoned = "abandoned"
@@ -145,7 +146,10 @@ func (a *actor) settleAbandoned(slot int, lease *locking.Lease) {
 	if !ab.Started {
 		outcome, note, event = outMayHaveStarted, outMissed, "slot.missed"
 	}
+	// The entry names its settler (history.Entry.SettleID): a settler's
+	// retried end counts the stores holding its own entry.
 	e := entry(slot, outcome, ab.ID)
+	e.Value += "|" + lease.Grant().ID
 	if a.endRetried(lease, locking.Ending{DoneTTL: doneTTL, Note: note, Entry: &e, Keep: keep}) {
 		a.w.report(a, event, slot, ab.ID)
 	}
