@@ -34,14 +34,22 @@ func TestStartupProbeRespectsClaims(t *testing.T) {
 	}
 }
 
-func probeClaimedSlot(t *testing.T, live bool) {
+// afterOneRun is the probe tests' start: a job every minute under misfire
+// skip, whose slot 60 s r0 ran before the whole fleet stopped (the job's
+// record says 60).
+func afterOneRun(t *testing.T) (*env, JobSpec) {
 	e := newEnv(t)
-	ctx := context.Background()
 	spec := cronSpec(t, "minutely", "0 * * * * *", &recorder{now: time.Now})
 	spec.Misfire = Misfire{Policy: MisfireSkip}
 	stop0 := running(t, e.scheduler("r0", nil, spec))
-	time.Sleep(70 * time.Second) // r0 runs slot 60; the record says 60
+	time.Sleep(70 * time.Second)
 	stop0()
+	return e, spec
+}
+
+func probeClaimedSlot(t *testing.T, live bool) {
+	e, spec := afterOneRun(t)
+	ctx := context.Background()
 
 	slot := bubbleStart.Add(120 * time.Second)
 	time.Sleep(time.Until(slot.Add(-500 * time.Millisecond)))
@@ -112,13 +120,8 @@ func probeClaimedSlot(t *testing.T, live bool) {
 // reconciler never reports a paused slot missed).
 func TestStartupProbeOfAPausedSlot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e := newEnv(t)
+		e, spec := afterOneRun(t)
 		ctx := context.Background()
-		spec := cronSpec(t, "minutely", "0 * * * * *", &recorder{now: time.Now})
-		spec.Misfire = Misfire{Policy: MisfireSkip}
-		stop0 := running(t, e.scheduler("r0", nil, spec))
-		time.Sleep(70 * time.Second) // r0 runs slot 60; the record says 60
-		stop0()
 		time.Sleep(time.Until(bubbleStart.Add(110 * time.Second)))
 		if _, err := e.locker.SetPause(ctx, "minutely", locking.Pause{Paused: true, Until: bubbleStart.Add(300 * time.Second), By: "ops"}); err != nil {
 			t.Fatal(err)
