@@ -69,14 +69,17 @@ func admissionScheduler(t *testing.T, sink *logSink, l locking.Backend, service 
 }
 
 // TestAdmissionShedsBeforeAnyCall: 16 jobs due at the same second, claims
-// admitted four at a time, each taking a second, the slots fresh for three:
+// admitted four at a time, each taking 1.1 s, the slots fresh for three:
 // the replica can answer only some of them in time. Those it cannot are
 // shed — at once or when their turn comes — with their slot.skipped late
 // line and no Claim at all; every claim it sends is answered before its
-// slot turns late, and every slot has exactly one outcome.
+// slot turns late, and every slot has exactly one outcome. (With claims of
+// exactly a second, the third batch's answer fell on the deadline itself,
+// and microseconds of a candidate's spread decided the count.)
 func TestAdmissionShedsBeforeAnyCall(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		sink, l := &logSink{}, newCountingLocker(time.Second)
+		const service = 1100 * time.Millisecond
+		sink, l := &logSink{}, newCountingLocker(service)
 		rec := &recorder{now: time.Now}
 		var specs []JobSpec
 		for i := range 16 {
@@ -84,7 +87,7 @@ func TestAdmissionShedsBeforeAnyCall(t *testing.T) {
 			sp.Misfire = Misfire{Policy: MisfireSkip}
 			specs = append(specs, sp)
 		}
-		stop := running(t, admissionScheduler(t, sink, l, time.Second, specs...))
+		stop := running(t, admissionScheduler(t, sink, l, service, specs...))
 		time.Sleep(time.Until(bubbleStart.Add(70 * time.Second)))
 		stop()
 
@@ -108,8 +111,9 @@ func TestAdmissionShedsBeforeAnyCall(t *testing.T) {
 			ran += len(starts)
 			shed += len(late)
 		}
-		// Four at 60 s, four at 61 s; those due at 62 s would be answered
-		// at 63 s and a few milliseconds of spread: late.
+		// Six wait (a seventh would be answered after 1.1 × (1 + 7/4) s >
+		// 3 s), the rest are shed at once; four are sent at 60 s, four at
+		// 61.1 s; the two left at 62.2 s would be answered at 63.3 s: late.
 		if ran != 8 || shed != 8 {
 			t.Errorf("%d ran, %d shed: want 8 and 8", ran, shed)
 		}
