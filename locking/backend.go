@@ -13,6 +13,10 @@ type ending struct {
 	doneTTL time.Duration
 	entry   *LogEntry
 	keep    int
+	// taken: the lease took another's claim over (Grant.Abandoned): its
+	// entry is added only where the lease is ours, and a retry counts a
+	// store holding it as one where the first attempt landed.
+	taken bool
 	// also, when set, is a plain lease of the claim's family (its job
 	// lease) released in the same step on each store (Lease.End).
 	also *leaseSpec

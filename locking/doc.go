@@ -196,9 +196,11 @@
 // on a majority while every answer is lost (the taker froze, the network
 // failed); its retry may come after the markers expired (a freeze or an
 // outage longer than the done TTL), when the nodes hold nothing of the
-// slot but the entry. The entry is added only where the end found the
-// lease its own, so a retry that finds its own entry on a node knows that
-// its first attempt found the lease its own there, and counts the node:
+// slot but the entry. A taker's entry is added only where its end found
+// the lease its own (ReleaseOp.Taken; a run's own end adds its outcome
+// also where a taker already closed its claim, beside the taker's), so a
+// taker's retry that finds its own entry on a node knows that its first
+// attempt found the lease its own there, and counts the node:
 // the retry succeeds exactly where the first attempt did. Where it landed
 // on a majority it removed the claim there, so no other taker can take
 // that claim over on a majority (at most a leftover, which reports

@@ -68,13 +68,15 @@ type Ending struct {
 	DoneTTL time.Duration
 	Note    string
 	// Entry, with DoneTTL > 0 and Keep > 0, is added to a claim's family
-	// log (Store.ReadLog) where the claim's lease is ours as its done
-	// marker is set, in the same step; the log keeps its newest Keep
-	// entries (by score). A retried End adds it once, and counts a node
-	// where it finds Entry as one where its first attempt found the lease
-	// ours, even after the marker expired: where what End answers decides
-	// a report, no two leases may end with the same Entry (name the lease
-	// in it).
+	// log (Store.ReadLog) where its done marker is set, in the same step
+	// (so a run's own end that comes after another settled its claim
+	// still leaves its outcome); the log keeps its newest Keep entries (by
+	// score). A retried End adds it once. For a lease that took an
+	// abandoned claim over (Grant.Abandoned), Entry is added only where
+	// the lease is ours, and a retried End counts a store where it finds
+	// Entry as one where its first attempt found the lease ours, even
+	// after the marker expired: two such leases must not end with the
+	// same Entry (name the lease in it).
 	Entry *LogEntry
 	Keep  int
 	// Also, when set, is released too (a job's lease beside its slot's
@@ -113,7 +115,7 @@ func (ls *Lease) End(ctx context.Context, e Ending) EndResult {
 	if e.DoneTTL > 0 {
 		in.done, in.doneTTL = doneValue(ls.lk.opt.Replica, e.Note, ls.grant.ID), e.DoneTTL
 		if e.Entry != nil && e.Keep > 0 && ls.spec.claim {
-			in.entry, in.keep = e.Entry, e.Keep
+			in.entry, in.keep, in.taken = e.Entry, e.Keep, ls.grant.Abandoned != nil
 		}
 	}
 	record := e.Record.Name != "" && e.RecordValue != 0

@@ -217,7 +217,7 @@ func (b *localBackend) releaseLocked(s leaseSpec, e ending, now time.Time) error
 	claimOurs := claimOK && (claim == s.value || claim == StartedPrefix+s.value)
 	l, liveOK := b.lives[fam][field]
 	liveMine := liveOK && l.value == s.value
-	if doneTTL > 0 && !claimOurs && !liveMine && e.entry != nil && slices.ContainsFunc(b.logs[fam], func(x LogEntry) bool { return x.Value == e.entry.Value }) {
+	if doneTTL > 0 && e.taken && !claimOurs && !liveMine && e.entry != nil && slices.ContainsFunc(b.logs[fam], func(x LogEntry) bool { return x.Value == e.entry.Value }) {
 		return nil // a retry: the entry is added only where the lease was ours
 	}
 	liveOurs := false
@@ -231,7 +231,7 @@ func (b *localBackend) releaseLocked(s leaseSpec, e ending, now time.Time) error
 			if !curOK {
 				b.keys[s.key] = localEntry{value: done, expires: now.Add(doneTTL)}
 			}
-			if e.entry != nil && (claimOurs || liveOurs) {
+			if e.entry != nil && (claimOurs || liveOurs || !e.taken) {
 				b.logs[fam] = mergeLogs([][]LogEntry{{*e.entry}, b.logs[fam]}, e.keep)
 			}
 		}

@@ -70,9 +70,9 @@ type ExtendOp struct {
 
 // ReleaseOp ends a lease. Where DoneTTL > 0 and Key already holds Done (a
 // retry whose first answer was lost), nothing changes and Status is 1; so
-// too, for a claim, where neither Claims[Field] nor Lives[Field] is ours
-// and Entry is in Log (the first attempt found the lease ours and added
-// it; its marker has expired since).
+// too, for a Taken claim, where neither Claims[Field] nor Lives[Field] is
+// ours and Entry is in Log (the first attempt found the lease ours and
+// added it; its marker has expired since).
 // Otherwise, for a plain lease: with DoneTTL == 0 delete Key where it
 // holds Value; with DoneTTL > 0 set Key := Done PX DoneTTL where Key holds
 // Value or is absent. Status 1 where Key held Value, else 0.
@@ -83,9 +83,9 @@ type ExtendOp struct {
 // deleted where it is Value. With DoneTTL > 0, where the claim is ours,
 // absent, or another claim whose lease we hold (one we took over),
 // Claims[Field] is deleted and Key := Done PX DoneTTL unless Key exists;
-// where the lease is ours, Entry (when set) is added to the family's log
-// (the sorted set Log) with score N, and the log keeps its newest Keep
-// entries.
+// there Entry (when set) is added to the family's log (the sorted set
+// Log) with score N — for a Taken claim only where the lease is ours —
+// and the log keeps its newest Keep entries.
 //
 // For a claim, in the same step whatever else happens: Also (when
 // AlsoValue is set) is a plain lease of the same family (a job lease),
@@ -109,6 +109,10 @@ type ReleaseOp struct {
 	AlsoValue     string
 	Record        string // claims only: a record raised to RecordN with it
 	RecordN       int64
+	// Taken (claims only): the lease took another's claim over (a
+	// settler's end). Its Entry is then added only where the lease is
+	// ours, and a retry counts a node holding that Entry as its own.
+	Taken bool
 }
 
 // PauseOp reads or writes a family's pause register at Key, which holds

@@ -125,7 +125,7 @@ func extendArgs(op ExtendOp, eval bool) []any {
 }
 
 func releaseArgs(op ReleaseOp, eval bool) []any {
-	a := scriptArgs(releaseScript, eval, 17)
+	a := scriptArgs(releaseScript, eval, 18)
 	a = append(a, op.Key)
 	if op.Field != "" {
 		// Unused optional keys stand in as the lock key itself: every
@@ -143,7 +143,11 @@ func releaseArgs(op ReleaseOp, eval bool) []any {
 		a = append(a, op.Tomb)
 	}
 	a[2] = len(a) - 3
-	return append(a, op.Value, op.Done, op.DoneTTL, op.Field, op.Entry, op.N, op.Keep, op.AlsoValue, op.RecordN, op.TombTTL)
+	taken := "0"
+	if op.Taken {
+		taken = "1"
+	}
+	return append(a, op.Value, op.Done, op.DoneTTL, op.Field, op.Entry, op.N, op.Keep, op.AlsoValue, op.RecordN, op.TombTTL, taken)
 }
 
 // luaScript is a script's source and SHA1, boxed once for the argument

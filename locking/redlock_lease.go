@@ -111,7 +111,7 @@ func (r *redlock) release(ctx context.Context, s leaseSpec, e ending) released {
 		op.Done, op.DoneTTL = e.done, msec(e.doneTTL)
 	}
 	if s.claim && e.entry != nil {
-		op.Entry, op.N, op.Keep = e.entry.Value, e.entry.Score, int64(e.keep)
+		op.Entry, op.N, op.Keep, op.Taken = e.entry.Value, e.entry.Score, int64(e.keep), e.taken
 	}
 	if !s.claim || (e.also == nil && e.recordN == 0) {
 		return released{err: r.compareAct(ctx, "release", s.key, op)}

@@ -14,12 +14,14 @@
 -- raised to ARGV[9] unless it holds more (as OpMaxSet), in the same step;
 -- ARGV[10] > 0: first set the last key (an undo's tombstone of this value,
 -- which the acquire script honours) for ARGV[10] milliseconds.
+-- ARGV[11] "1": the lease took another's claim over (a settler's end):
+-- its entry is added only where the lease is ours.
 -- Returns (plus 2 when the KEYS[5] lease was ours and is deleted) 1 when
 -- the lease was ours here, or the key already holds this very done marker
--- or the log this very entry (a retry whose first answer was lost: the
--- entry is added only where the lease was ours, so it tells that the
--- first attempt found it ours even after the marker expired), 0
--- otherwise. A done marker is
+-- or, for a settler's end, the log this very entry (a retry whose first
+-- answer was lost: its entry is added only where the lease was ours, so
+-- it tells that the first attempt found it ours even after the marker
+-- expired), 0 otherwise. A done marker is
 -- also set where the lease or claim is absent (expired, or the node
 -- restarted empty), so it blocks the slot on as many nodes as possible,
 -- and over an abandoned claim whose lease we took over; it never replaces
@@ -33,6 +35,7 @@
 -- decides the reply. What it writes and returns is as it was.
 local doneTTL = tonumber(ARGV[3])
 local field = ARGV[4]
+local taken = ARGV[11] == '1'
 if ARGV[10] and tonumber(ARGV[10]) > 0 then
   redis.call('SET', KEYS[#KEYS], '1', 'PX', ARGV[10])
 end
@@ -95,7 +98,7 @@ if doneTTL > 0 and not claimOurs and not liveMine then
   -- Or its marker expired since (a retry long after, as of a replica
   -- paused past the done TTL): its log entry, which only an end that
   -- found the lease ours adds, stays.
-  if ARGV[5] and ARGV[5] ~= '' and redis.call('ZSCORE', KEYS[4], ARGV[5]) then
+  if taken and ARGV[5] ~= '' and redis.call('ZSCORE', KEYS[4], ARGV[5]) then
     return 1 + also
   end
 end
@@ -114,7 +117,7 @@ if doneTTL > 0 then
       redis.call('HDEL', KEYS[2], field)
     end
     redis.call('SET', KEYS[1], ARGV[2], 'PX', doneTTL, 'NX')
-    if (claimOurs or liveOurs) and ARGV[5] and ARGV[5] ~= '' then
+    if (claimOurs or liveOurs or not taken) and ARGV[5] and ARGV[5] ~= '' then
       redis.call('ZADD', KEYS[4], ARGV[6], ARGV[5])
       redis.call('ZREMRANGEBYRANK', KEYS[4], 0, -tonumber(ARGV[7]) - 1)
     end

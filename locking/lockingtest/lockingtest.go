@@ -73,6 +73,7 @@ var cases = []struct {
 	{"ClaimStarted", testClaimStarted},
 	{"Pause", testPause},
 	{"Log", testLog},
+	{"LogOwnEndAfterASettle", testLogOwnEndAfterASettle},
 	{"AppendLog", testAppendLog},
 	{"AppendLogFenced", testAppendLogFenced},
 	{"ReadClaims", testReadClaims},

@@ -45,3 +45,40 @@ func testLog(t *testing.T, l locking.Backend) {
 	require.NoError(t, err)
 	require.Len(t, got, 3)
 }
+
+// A run whose lease expired while it went on (its replica froze) is
+// settled by another lease, which takes its claim over and ends it with
+// its own entry; the run's own end, coming after, is told ErrLockLost but
+// still leaves its outcome in the log beside the settler's (the history
+// shows the run's own end over "abandoned"). A settler's end, by
+// contrast, adds its entry only where its lease is its own: a settler
+// frozen past its lease, whose claim a second settler took over and
+// settled, adds nothing when it wakes, so that the history holds one
+// settler's entry (and a retry counting its own entry cannot be fooled).
+func testLogOwnEndAfterASettle(t *testing.T, l locking.Backend) {
+	key := locking.Key{Family: family(t), Name: "slot:1"}
+	const ttl = 400 * time.Millisecond
+	run, err := l.Claim(ctx(t), key, ttl)
+	require.NoError(t, err)
+	run.Start()
+	require.NoError(t, run.Extend(ctx(t)), "the renewal that confirms the start")
+	time.Sleep(ttl + 200*time.Millisecond) // frozen past its lease
+
+	late, err := l.Claim(ctx(t), key, ttl)
+	require.NoError(t, err)
+	require.NotNil(t, late.Grant().Abandoned)
+	time.Sleep(ttl + 200*time.Millisecond) // the first settler freezes too
+	settler, err := l.Claim(ctx(t), key, 10*time.Second)
+	require.NoError(t, err)
+	require.NotNil(t, settler.Grant().Abandoned, "the claim is still the run's")
+	abandoned := locking.LogEntry{Score: 1, Value: "abandoned, settled by " + settler.Grant().ID}
+	require.NoError(t, settler.End(ctx(t), locking.Ending{DoneTTL: time.Minute, Note: "abandoned", Entry: &abandoned, Keep: 10}).Err)
+
+	lateEntry := locking.LogEntry{Score: 1, Value: "abandoned, settled by " + late.Grant().ID}
+	require.ErrorIs(t, late.End(ctx(t), locking.Ending{DoneTTL: time.Minute, Note: "abandoned", Entry: &lateEntry, Keep: 10}).Err, locking.ErrLockLost)
+	succeeded := locking.LogEntry{Score: 1, Value: "succeeded " + run.Grant().ID}
+	require.ErrorIs(t, run.End(ctx(t), locking.Ending{DoneTTL: time.Minute, Note: "succeeded", Entry: &succeeded, Keep: 10}).Err, locking.ErrLockLost)
+	got, err := l.ReadLog(ctx(t), key.Family, 0, 10)
+	require.NoError(t, err)
+	require.ElementsMatch(t, []locking.LogEntry{abandoned, succeeded}, got, "the run's own outcome beside its one settler's")
+}

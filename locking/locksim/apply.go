@@ -129,9 +129,9 @@ func (s *Store) release(op locking.ReleaseOp, now time.Time, nowMS int64) lockin
 	l, liveOK := s.hget(op.Lives, op.Field, now)
 	v, exp := parseLive(l)
 	liveMine := liveOK && v == op.Value
-	if op.DoneTTL > 0 && !claimOurs && !liveMine && op.Entry != "" && s.zhas(op.Log, op.Entry, now) {
-		// The entry is added only where the lease was ours: a retry of an
-		// end that landed, its marker expired since.
+	if op.DoneTTL > 0 && op.Taken && !claimOurs && !liveMine && op.Entry != "" && s.zhas(op.Log, op.Entry, now) {
+		// A settler's entry is added only where its lease was ours: a
+		// retry of an end that landed, its marker expired since.
 		return locking.Result{Status: 1}
 	}
 	liveOurs := false
@@ -147,7 +147,7 @@ func (s *Store) release(op locking.ReleaseOp, now time.Time, nowMS int64) lockin
 			if _, exists := s.get(op.Key, now); !exists {
 				s.setStr(op.Key, op.Done, ms(op.DoneTTL), now)
 			}
-			if op.Entry != "" && (claimOurs || liveOurs) {
+			if op.Entry != "" && (claimOurs || liveOurs || !op.Taken) {
 				s.zadd(op.Log, op.Entry, op.N, op.Keep, now)
 			}
 		}
