@@ -95,9 +95,9 @@ if doneTTL > 0 and not claimOurs and not liveMine then
   if cur == ARGV[2] then
     return 1 + also
   end
-  -- Or its marker expired since (a retry long after, as of a replica
-  -- paused past the done TTL): its log entry, which only an end that
-  -- found the lease ours adds, stays.
+  -- Or, a settler's retry long after (its replica paused past the done
+  -- TTL), its marker expired since: its log entry, which a settler's end
+  -- adds only where it found the lease ours, stays.
   if taken and ARGV[5] ~= '' and redis.call('ZSCORE', KEYS[4], ARGV[5]) then
     return 1 + also
   end

@@ -36,8 +36,8 @@ const DefaultCandidates = 2
 // DefaultFallback is how long after a slot's due time the other replicas
 // check whether it was handled (at most half the lateness bound). Off the
 // whole second, it keeps a fallback's claim away from any slot's due time
-// (slots fall on whole seconds): during a reload that changes a job's schedule, the
-// replicas still on the old one may count those on the new one among a
+// (slots fall on whole seconds): during a reload that changes a job's
+// schedule, the replicas still on the old one may count those on the new one among a
 // slot's candidates (their view is a beat old), and a fallback claim at a
 // whole second raced the new schedule's slot due then, the old slot taking
 // the higher token but starting first (the e2e reload scenario). 750ms

@@ -102,9 +102,10 @@ func entryField(e string, i int) string {
 }
 
 // sameOutcome reports whether entries a and b give one outcome of one
-// run, whoever wrote them.
+// run, whoever wrote them: the same slot, outcome and run id.
 func sameOutcome(a, b string) bool {
-	return entryField(a, 0) == entryField(b, 0) && entryField(a, 1) == entryField(b, 1) && entryField(a, 2) == entryField(b, 2)
+	fa, fb := strings.SplitN(a, "|", 4), strings.SplitN(b, "|", 4)
+	return slices.Equal(fa[:min(3, len(fa))], fb[:min(3, len(fb))])
 }
 
 // precedence is scheduler/history's Entry.Overrules: a run's own end

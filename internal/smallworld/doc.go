@@ -87,8 +87,8 @@
 // and one missed reason (unknown); an end that did not settle is retried
 // once, before any done marker can expire (a retry after its markers
 // expired, told by its own history entry, is locking's interleaving
-// check EndRetriedAfterItsMarkerExpired); settlers start whether or not a claim points to them; time passes
-// only at ticks, so a background undo's timer fires and its requests
+// check EndRetriedAfterItsMarkerExpired); settlers start whether or not
+// a claim points to them; time passes only at ticks, so a background undo's timer fires and its requests
 // time out only then (they stay in flight, to be delivered later); and
 // the fencing-token order is checked along each explored order of events
 // (states that differ only in which claim began first are one).
