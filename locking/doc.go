@@ -20,8 +20,10 @@
 //		// Not this caller's work to do: report it, then end it with a done marker.
 //	}
 //	work := lease.Keep(ctx) // renewed every TTL/3; canceled with cause ErrLockLost if lost
-//	lease.Start()           // the work begins now (see "Started, not started, unknown")
-//	err = run(work, lease.Token())
+//	if err := lease.Start(); err != nil {
+//		return err // ErrLockLost: paused past the lease since the claim; do not start
+//	}
+//	err = run(work, lease.Token()) // the work begins now (see "Started, not started, unknown")
 //	res := lease.End(ctx, locking.Ending{DoneTTL: time.Hour, Note: "succeeded"})
 //
 // A Lease says what it holds and what the claim found (Grant), gives a
@@ -136,6 +138,10 @@
 //     "started:<value>" on that node (ExtendOp with Start). A run that
 //     ends sooner is confirmed by its end, which replaces the claim by the
 //     done marker and the history entry: short runs make no extra call.
+//     Start refuses (ErrLockLost) a lease whose validity has passed on the
+//     owner's clock — an owner paused between the claim and the work, whose
+//     claim another may have taken over and reported as one that may have
+//     started: work begun then would contradict that report.
 //   - A failed acquisition's undo is made sure of: sent to every node
 //     where the claim may be, with a tombstone where the acquisition went
 //     unanswered, and sent again to the nodes that did not answer it while

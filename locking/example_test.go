@@ -37,7 +37,9 @@ func ExampleLocker_Claim() {
 	fmt.Println(errors.Is(err, locking.ErrNotAcquired), err)
 
 	work := lease.Keep(ctx)
-	lease.Start()
+	if err := lease.Start(); err != nil {
+		log.Fatal(err) // ErrLockLost: paused past the lease since the claim: the work must not start
+	}
 	_ = work // run the job under work, with lease.Token()
 
 	// The work is over: the claim becomes a done marker for an hour.

@@ -219,20 +219,35 @@ const confirmAfter = time.Second
 // started, the first within min(TTL/3, 1s). A claim whose holder dies
 // after that is taken over with Abandoned.Started set; one whose holder
 // dies before has Started false: the work may or may not have begun.
-// Start on a plain lease does nothing.
-func (ls *Lease) Start() {
-	if !ls.spec.claim {
-		return
-	}
+//
+// Start returns ErrLockLost, and declares nothing, when the lease is lost
+// or its validity has passed on the locker's clock — a process paused
+// between the grant and the work, whose key another holder may have taken
+// over and reported by now: the work must not start. Call it on every
+// lease the work holds (on a plain lease it only checks this).
+func (ls *Lease) Start() error {
 	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	if !ls.started && ls.kick != nil {
-		select {
-		case ls.kick <- struct{}{}:
-		default:
-		}
+	lost := !ls.lk.opt.Clock.Now().Before(ls.validUntil)
+	select {
+	case <-ls.lost:
+		lost = true
+	default:
 	}
-	ls.started = true
+	if !lost && ls.spec.claim {
+		if !ls.started && ls.kick != nil {
+			select {
+			case ls.kick <- struct{}{}:
+			default:
+			}
+		}
+		ls.started = true
+	}
+	ls.mu.Unlock()
+	if lost {
+		ls.markLost() // as the watchdog does as soon as it runs
+		return ErrLockLost
+	}
+	return nil
 }
 
 // firstEvery is the watchdog's wait before a renewal while the start of

@@ -55,3 +55,45 @@ func TestKeepLateStillRenews(t *testing.T) {
 		}
 	})
 }
+
+// A process paused between a claim's grant and the start of its work
+// (found by the simulation, seed 127942: a replica frozen 55 s there
+// started the job on a claim another replica had taken over and reported
+// as one that may have started): Start refuses a lease past ValidUntil,
+// marks it lost, and declares nothing; a valid claim is declared started.
+func TestStartAfterPauseRefuses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		clock := &jumpClock{}
+		l := NewLocal(Options{Replica: "a", Clock: clock})
+		ttl := 300 * time.Millisecond
+		fresh, err := l.Claim(ctx, Key{"job", "slot-1"}, ttl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := fresh.Start(); err != nil {
+			t.Fatalf("Start of a valid claim: %v", err)
+		}
+		paused, err := l.Claim(ctx, Key{"job", "slot-2"}, ttl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clock.offset.Store(int64(2 * ttl)) // "slept" through the lease before the work
+		if err := paused.Start(); !errors.Is(err, ErrLockLost) {
+			t.Fatalf("Start after a pause past ValidUntil = %v, want ErrLockLost", err)
+		}
+		select {
+		case <-paused.Lost():
+		default:
+			t.Fatal("a lease Start refused is not marked lost")
+		}
+		paused.mu.Lock()
+		started := paused.started
+		paused.mu.Unlock()
+		if started {
+			t.Fatal("a claim Start refused was declared started: its renewals would confirm work that never began")
+		}
+		fresh.End(ctx, Ending{})
+		paused.End(ctx, Ending{})
+	})
+}

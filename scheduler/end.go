@@ -94,10 +94,14 @@ func (a *attempt) end(p pendingEnd) {
 	a.s.endLeaseThen(p)
 }
 
-// release hands the claim back, if won: the slot is not handled here.
+// release hands the claim back, if won, and the job lease, if taken: the
+// slot is not handled here.
 func (a *attempt) release() {
 	if a.claim != nil {
 		a.s.endLease(a.name, a.slot, a.claim, 0, "")
+	}
+	if a.jobLease != nil {
+		a.s.endLease(a.name, a.slot, a.jobLease, 0, "")
 	}
 }
 

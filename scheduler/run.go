@@ -30,6 +30,9 @@ func (a *attempt) run() verdict {
 		defer stop()
 		parent = ctx
 	}
+	if v, ok := a.start(); !ok {
+		return v
+	}
 	h, runErr := a.execute(parent)
 	v := verdict{act: actRan, entry: &h}
 	if h.Outcome == history.OutcomeSucceeded || a.origin.fired() {
@@ -44,6 +47,31 @@ func (a *attempt) run() verdict {
 		v.err = fmt.Errorf("%w: %s %s %s: %v", ErrRunFailed, a.name, a.slot, h.Outcome, runErr)
 	}
 	return v
+}
+
+// start declares the run's start on its leases (Lease.Start: the claim's
+// renewals confirm it on the stores from here on, within a second, so
+// that a run that dies later is reported abandoned, never as one that
+// may not have started). A lease whose validity passed before the body
+// could start — the replica was paused between the claim and now — may
+// have been taken over and its slot reported by another replica by now:
+// the body does not start, no run line is logged, only lock.lost, and
+// the claim is released where it is still ours; the slot's outcome is
+// whoever settles it (the claim was never confirmed started, so it is
+// reported as one that may have started, or recovered as not run).
+func (a *attempt) start() (verdict, bool) {
+	leases := a.leases()
+	// The job lease first: a claim is declared started only when the
+	// whole run may start.
+	for i := len(leases) - 1; i >= 0; i-- {
+		if err := leases[i].Start(); err != nil {
+			log := a.s.log.With("job", a.name, "slot", a.slot, "run_id", leases[0].Grant().ID,
+				"fencing_token", leases[len(leases)-1].Token())
+			a.logLost(log, leases, 0)
+			return verdict{act: actRelease, err: fmt.Errorf("scheduler: %s %s: %w before the run started", a.name, a.slot, err)}, false
+		}
+	}
+	return verdict{}, true
 }
 
 // backoff is the wait after failed attempt n (1-based): Backoff * 2^(n-1),
@@ -76,10 +104,6 @@ func (a *attempt) execute(parent context.Context) (history.Entry, error) {
 	s.runStarted(history.RunInfo{Job: a.name, Slot: a.slot, RunID: runID, Token: token, Replica: s.cfg.Replica, Since: started.UTC()})
 	defer s.runEnded(runID)
 	a.logStarted(log, started)
-	// The body starts now: the claim's renewals confirm it on the stores
-	// from here on (within a second), so that a run that dies later is
-	// reported abandoned, never as one that may not have started.
-	leases[0].Start()
 	outcome, attempt, runErr := a.attempts(ctx, log, span, runID, token)
 	dur := s.clock.Now().Sub(started)
 	a.logLost(log, leases, attempt)

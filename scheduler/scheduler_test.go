@@ -426,6 +426,73 @@ func TestLockLost(t *testing.T) {
 	})
 }
 
+// pauseAfterJobLease models a replica paused after every guard of slot
+// at passed, just before the run: its clock (the locker's and the
+// scheduler's) jumps by d right after the job lease is granted. Claims
+// are taken without the joint job lease (as when it was held at the
+// claim), so the scheduler takes it by its own Acquire, the last call
+// before the run.
+type pauseAfterJobLease struct {
+	locking.Backend
+	clock *jumpClock
+	at    time.Time
+	d     time.Duration
+	armed atomic.Bool
+}
+
+func (p *pauseAfterJobLease) Claim(ctx context.Context, key locking.Key, ttl time.Duration, _ ...locking.ClaimOption) (*locking.Lease, error) {
+	l, err := p.Backend.Claim(ctx, key, ttl)
+	if err == nil && key == history.SlotKey(key.Family, p.at) {
+		p.armed.Store(true)
+	}
+	return l, err
+}
+
+func (p *pauseAfterJobLease) Acquire(ctx context.Context, key locking.Key, ttl time.Duration) (*locking.Lease, error) {
+	l, err := p.Backend.Acquire(ctx, key, ttl)
+	if err == nil && key == runKey(key.Family) && p.armed.CompareAndSwap(true, false) {
+		p.clock.jump(p.d)
+	}
+	return l, err
+}
+
+// TestLeaseLapsedBeforeTheRunStarts: a replica paused past its leases
+// after its last guard and before the body's start (the simulation, seed 127942:
+// another replica had reported the slot as one that may have started
+// meanwhile) never starts the body: no run.started, no run line, one
+// lock.lost; the next slot runs as usual.
+func TestLeaseLapsedBeforeTheRunStarts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		clock := newJumpClock(0)
+		slot := bubbleStart.Add(time.Hour)
+		e.locker = &pauseAfterJobLease{Backend: locking.NewLocal(locking.Options{Replica: "local", Clock: clock}),
+			clock: clock, at: slot, d: time.Minute}
+		rec := &recorder{now: time.Now}
+		sched, _ := ParseSchedule("@every 1h", time.UTC)
+		s := e.scheduler("r1", clock, JobSpec{Name: "victim", Schedule: sched, Job: rec})
+		stop := running(t, s)
+		time.Sleep(2*time.Hour + 5*time.Second)
+		stop()
+		runs := rec.all()
+		if len(runs) != 1 || !runs[0].Run.Slot.Equal(slot.Add(time.Hour)) || runs[0].Err != nil {
+			e.sink.dump(t)
+			t.Fatalf("runs: %+v; want only the next slot's, %v", runs, slot.Add(time.Hour))
+		}
+		evs := e.sink.events(t)
+		if started := where(evs, "run.started", "slot", slotString(slot)); len(started) != 0 {
+			t.Errorf("run.started for the slot whose leases lapsed before its start: %v", started)
+		}
+		lost := where(evs, "lock.lost", "slot", slotString(slot))
+		if len(lost) != 1 || lost[0].str("level") != "ERROR" || lost[0].str("run_id") == "" {
+			t.Errorf("lock.lost for slot %s: want one line, got %v", slotString(slot), lost)
+		}
+		if n := len(where(evs, "run.succeeded")); n != 1 {
+			t.Errorf("%d run.succeeded, want the next slot's", n)
+		}
+	})
+}
+
 // TestShutdownLetsRunFinish: a run going on when Run's ctx ends finishes
 // within the grace; no new slot is fired; the job lease is free afterwards.
 func TestShutdownLetsRunFinish(t *testing.T) {
