@@ -19,9 +19,20 @@ func (r *Replica) Kill() {
 // Freeze SIGSTOPs the replica's process group and its jobs for d, then
 // continues them, and records the freeze. It blocks for d.
 func (r *Replica) Freeze(d time.Duration) Freeze {
+	return r.FreezeUntil(d, d, func() bool { return true })
+}
+
+// FreezeUntil is Freeze for at least least, and then until cond holds
+// (polled every 100 ms) or most has passed since the freeze began: for a
+// scenario that needs something to happen elsewhere while the replica is
+// frozen, however slow a loaded host makes it.
+func (r *Replica) FreezeUntil(least, most time.Duration, cond func() bool) Freeze {
 	f := Freeze{Replica: r.Name, From: time.Now()}
 	r.p.freeze()
-	time.Sleep(d)
+	time.Sleep(least)
+	for deadline := f.From.Add(most); !cond() && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+	}
 	r.p.thaw()
 	f.To = time.Now()
 	r.c.mu.Lock()

@@ -137,8 +137,19 @@ func scenarioFencedWrite(t *testing.T, store string, params map[string]any, effe
 		time.Sleep(50 * time.Millisecond)
 	}
 	// Past the lease (TTL), then long enough for the next run to start
-	// on another replica (a slot each second), work and write.
-	f := c.Replica(stale.Replica).Freeze(2*c.spec.TTL + work + time.Second)
+	// on another replica (a slot each second), work and write — and on
+	// until such a newer run has succeeded, if a loaded host made its
+	// write slower (a CI run once saw a 6 s POST): the overlap is what
+	// the scenario is about.
+	newerSucceeded := func() bool {
+		for _, r := range c.Runs() {
+			if r.Token > stale.Token && r.Outcome == "ok" {
+				return true
+			}
+		}
+		return false
+	}
+	f := c.Replica(stale.Replica).FreezeUntil(2*c.spec.TTL+work+time.Second, 2*c.spec.TTL+work+15*time.Second, newerSucceeded)
 	c.Legit(c.FaultStart(f.From), f.To.Add(c.spec.TTL+time.Second), "replica "+stale.Replica+" frozen")
 	to := time.Now().Add(4 * time.Second).Truncate(time.Second)
 	SleepUntil(to.Add(2 * time.Second))
