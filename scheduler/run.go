@@ -55,10 +55,12 @@ func (a *attempt) run() verdict {
 // may not have started). A lease whose validity passed before the body
 // could start — the replica was paused between the claim and now — may
 // have been taken over and its slot reported by another replica by now:
-// the body does not start, no run line is logged, only lock.lost, and
-// the claim is released where it is still ours; the slot's outcome is
-// whoever settles it (the claim was never confirmed started, so it is
-// reported as one that may have started, or recovered as not run).
+// the body does not start, no run line is logged, only lock.lost and
+// slot.skipped (slow_lock, as for an acquisition that left the lease no
+// validity), and the claim is released where it is still ours. The
+// slot's history is whoever settles it: the claim was never confirmed
+// started, so it is reported as one that may have started, or, released
+// here, missed or recovered as not run.
 func (a *attempt) start() (verdict, bool) {
 	leases := a.leases()
 	// The job lease first: a claim is declared started only when the
@@ -68,7 +70,9 @@ func (a *attempt) start() (verdict, bool) {
 			log := a.s.log.With("job", a.name, "slot", a.slot, "run_id", leases[0].Grant().ID,
 				"fencing_token", leases[len(leases)-1].Token())
 			a.logLost(log, leases, 0)
-			return verdict{act: actRelease, err: fmt.Errorf("scheduler: %s %s: %w before the run started", a.name, a.slot, err)}, false
+			return verdict{act: actRelease, reason: history.ReasonSlowLock,
+				attrs: []any{"note", "its leases lapsed before the run could start (the replica was paused or starved): not run here"},
+				err:   fmt.Errorf("scheduler: %s %s: %w before the run started", a.name, a.slot, err)}, false
 		}
 	}
 	return verdict{}, true

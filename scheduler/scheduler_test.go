@@ -460,7 +460,7 @@ func (p *pauseAfterJobLease) Acquire(ctx context.Context, key locking.Key, ttl t
 // after its last guard and before the body's start (the simulation, seed 127942:
 // another replica had reported the slot as one that may have started
 // meanwhile) never starts the body: no run.started, no run line, one
-// lock.lost; the next slot runs as usual.
+// lock.lost and one slot.skipped slow_lock; the next slot runs as usual.
 func TestLeaseLapsedBeforeTheRunStarts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
@@ -486,6 +486,10 @@ func TestLeaseLapsedBeforeTheRunStarts(t *testing.T) {
 		lost := where(evs, "lock.lost", "slot", slotString(slot))
 		if len(lost) != 1 || lost[0].str("level") != "ERROR" || lost[0].str("run_id") == "" {
 			t.Errorf("lock.lost for slot %s: want one line, got %v", slotString(slot), lost)
+		}
+		skip := where(evs, "slot.skipped", "slot", slotString(slot))
+		if len(skip) != 1 || skip[0].str("reason") != string(history.ReasonSlowLock) || skip[0].str("level") != "WARN" {
+			t.Errorf("slot.skipped for slot %s: want one, reason slow_lock at warn (the slot is explained here), got %v", slotString(slot), skip)
 		}
 		if n := len(where(evs, "run.succeeded")); n != 1 {
 			t.Errorf("%d run.succeeded, want the next slot's", n)
