@@ -67,6 +67,7 @@ var faultKinds = []struct {
 }{
 	{"crash", 4},     // a replica dies at any instant, and restarts 0.5–90 s later
 	{"pause", 3},     // a replica freezes for 1–4 lock TTLs
+	{"stall", 2},     // a replica freezes for 2 % to 100 % of a lock TTL (a GC pause, a starved CPU): around its renewals and its checks of validity
 	{"store", 2},     // a store refuses connections for 1–60 s, then comes back with its data
 	{"partition", 2}, // a replica loses one or two stores for 1–60 s
 	{"slow", 2},      // a store answers 50–400 ms late (past op_timeout) for 1–30 s
@@ -128,18 +129,22 @@ func (w *world) inject(kind string) {
 	switch kind {
 	case "crash":
 		w.crash(w.reps[w.pick(len(w.reps))], w.between(500*time.Millisecond, 90*time.Second))
-	case "pause":
+	case "pause", "stall":
 		rep := w.reps[w.pick(len(w.reps))]
 		in := w.current(rep)
 		if in == nil || in.gate.Paused() {
 			return
+		}
+		d := w.between(w.cfg.ttl, 4*w.cfg.ttl)
+		if kind == "stall" {
+			d = w.between(w.cfg.ttl/50, w.cfg.ttl)
 		}
 		f := w.faults.open(kind, rep.name)
 		in.mu.Lock()
 		in.pauses = append(in.pauses, [2]time.Time{time.Now()})
 		in.mu.Unlock()
 		in.gate.Pause()
-		w.after(w.between(w.cfg.ttl, 4*w.cfg.ttl), func() {
+		w.after(d, func() {
 			in.mu.Lock()
 			in.pauses[len(in.pauses)-1][1] = time.Now()
 			in.mu.Unlock()
