@@ -17,9 +17,11 @@ import (
 // the stores simulated behind locking.Node (locking/locksim, which passes
 // the same conformance suite as real Redis) and a fault plan drawn from a
 // seed: replica crashes at any instant and restarts, pauses longer than the
-// lock TTL, stores down, partitions, slow stores, lost requests and
-// requests executed after their sender gave up, clock offsets within
-// max_clock_skew, and `trigger` runs from fresh processes. The invariants
+// lock TTL and stalls shorter than it, stores down, frozen stores that
+// replay their queue in any order, partitions, slow stores, lost requests
+// and requests executed after their sender gave up, clock offsets within
+// max_clock_skew, reloads, job pauses and `trigger` runs from fresh
+// processes (sim_faults_test.go lists them with their weights). The invariants
 // (sim_check_test.go) are checked after every simulated hour.
 //
 //	go test ./scheduler -run Simulation                          # the default: 2 fixed seeds × 24 h
