@@ -30,7 +30,7 @@ func (a *attempt) run() verdict {
 		defer stop()
 		parent = ctx
 	}
-	if v, ok := a.start(); !ok {
+	if v := a.start(); v.act != actNext {
 		return v
 	}
 	h, runErr := a.execute(parent)
@@ -61,21 +61,26 @@ func (a *attempt) run() verdict {
 // slot's history is whoever settles it: the claim was never confirmed
 // started, so it is reported as one that may have started, or, released
 // here, missed or recovered as not run.
-func (a *attempt) start() (verdict, bool) {
+func (a *attempt) start() verdict {
 	leases := a.leases()
 	// The job lease first: a claim is declared started only when the
 	// whole run may start.
 	for i := len(leases) - 1; i >= 0; i-- {
 		if err := leases[i].Start(); err != nil {
-			log := a.s.log.With("job", a.name, "slot", a.slot, "run_id", leases[0].Grant().ID,
-				"fencing_token", leases[len(leases)-1].Token())
-			a.logLost(log, leases, 0)
+			a.logLost(a.runFields(runIdentity(leases)), leases, 0)
 			return verdict{act: actRelease, reason: history.ReasonSlowLock,
 				attrs: []any{"note", "its leases lapsed before the run could start (the replica was paused or starved): not run here"},
-				err:   fmt.Errorf("scheduler: %s %s: %w before the run started", a.name, a.slot, err)}, false
+				err:   fmt.Errorf("scheduler: %s %s: %w before the run started", a.name, a.slot, err)}
 		}
 	}
-	return verdict{}, true
+	return goOn
+}
+
+// runIdentity is the run's id and fencing token. The id is the first
+// lease's: a slot's claim carries it, so a run that is abandoned is
+// reported under the id it started with; the token is the last lease's.
+func runIdentity(leases []*locking.Lease) (runID string, token uint64) {
+	return leases[0].Grant().ID, leases[len(leases)-1].Token()
 }
 
 // backoff is the wait after failed attempt n (1-based): Backoff * 2^(n-1),
@@ -95,10 +100,7 @@ func backoff(base time.Duration, n int) time.Duration {
 func (a *attempt) execute(parent context.Context) (history.Entry, error) {
 	s := a.s
 	leases := a.leases()
-	token := leases[len(leases)-1].Token()
-	// The run id is the first lease's id: a slot's claim carries it, so a
-	// run that is abandoned is reported under the id it started with.
-	runID := leases[0].Grant().ID
+	runID, token := runIdentity(leases)
 	log := a.runLog(runID, token)
 	ctx, span := s.traceRun(parent, a.tctx, a.name, a.slot, a.origin, runID, token)
 	ctx, cancel := a.runContext(ctx, leases)
@@ -129,10 +131,15 @@ func (a *attempt) execute(parent context.Context) (history.Entry, error) {
 	return h, runErr
 }
 
+// runFields is the logger of the lines about run runID with token.
+func (a *attempt) runFields(runID string, token uint64) *slog.Logger {
+	return a.s.log.With("job", a.name, "slot", a.slot, "run_id", runID, "fencing_token", token)
+}
+
 // runLog is the logger of the run's lines; it logs that the slot was
 // won (and, for a recovered slot, misfire.recovered).
 func (a *attempt) runLog(runID string, token uint64) *slog.Logger {
-	log := a.s.log.With("job", a.name, "slot", a.slot, "run_id", runID, "fencing_token", token)
+	log := a.runFields(runID, token)
 	switch a.origin {
 	case originBackfill:
 		log = log.With("backfill", true)
