@@ -73,6 +73,48 @@ type Abandoned struct {
 	Started bool   // the holder confirmed that the work began
 }
 
+// Grant describes a lease as it was granted: the key, the lease's
+// identity, and, for a claim (Locker.Claim), what the claim found beside
+// the key — its side outcomes, which the caller must act on before it
+// does the work (see the package documentation, "Claims").
+type Grant struct {
+	// Key is the key the lease holds.
+	Key Key
+	// ID is a short random identifier of the lease (16 hex characters),
+	// stored in the lock's value: a claim taken over after its holder died
+	// names it (Abandoned.ID).
+	ID string
+	// Holder is the replica name stored in the lock's value
+	// (Options.Replica).
+	Holder string
+	// TTL is the length the lease is renewed to.
+	TTL time.Duration
+
+	// Abandoned is non-nil when Claim took over a claim whose holder never
+	// ended it (see Locker.Claim): the work it stands for must not be done
+	// again.
+	Abandoned *Abandoned
+	// Leftover reports that the Claim took over, on a minority of the
+	// stores, another claim of its key (one a store kept after missing its
+	// end, or one a late request left): the lease holds the key, but the
+	// claim is not the lease's on a majority, so the work must not be done
+	// under it. End it with a done marker (Ending.DoneTTL) to clear the
+	// leftover, or release it.
+	Leftover bool
+	// Orphan is non-nil when, during the Claim, a store held another claim
+	// of the same family whose lease had expired: work abandoned by its
+	// holder. Claim its key to take it over and report it (Abandoned).
+	Orphan *Abandoned
+	// Pause is the newest pause state of the claim's family that the
+	// stores held when it was claimed — not active then (Claim refuses
+	// while a pause is active), but it may have covered the work's due
+	// time (Pause.Covers).
+	Pause Pause
+	// Joined is the lease taken together with the claim (With), with the
+	// same token; nil when it was not taken.
+	Joined *Lease
+}
+
 // StartedPrefix starts a claim's stored value once its owner confirmed
 // that the work began (Lease.Start; ExtendOp with Start).
 const StartedPrefix = "started:"

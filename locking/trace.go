@@ -155,3 +155,21 @@ func quorumOf(b backend) (nodes, quorum int) {
 	}
 	return 1, 1
 }
+
+// startEndSpan starts the span of an end (trace.go).
+func (ls *Lease) startEndSpan(ctx context.Context, e ending) (context.Context, trace.Span) {
+	name := SpanRelease
+	if e.doneTTL > 0 {
+		name = SpanMarkDone
+	}
+	return ls.lk.startSpan(ctx, name, ls.spec.key, ls.trace.acq)
+}
+
+// endAttrs are the attributes of an end's span.
+func (ls *Lease) endAttrs(e ending) []attribute.KeyValue {
+	attrs := []attribute.KeyValue{AttrFencingToken.Int64(int64(ls.token))}
+	if e.doneTTL > 0 {
+		attrs = append(attrs, AttrDoneTTLMS.Int64(e.doneTTL.Milliseconds()))
+	}
+	return attrs
+}

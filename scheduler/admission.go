@@ -43,7 +43,7 @@ import (
 //   - Retries of a claim (split vote, no majority) ask again, in the same
 //     queue and under the same budget, so an overloaded replica does not
 //     add its retries to the load; a claim that failed with ErrBusy is not
-//     retried (acquire.go).
+//     retried (acquire, attempt.go).
 const (
 	admitMinLimit   = 4 // and at least an eighth of MaxInFlight
 	admitGrow       = 4

@@ -161,7 +161,7 @@ type Config struct {
 	Spread time.Duration
 	// Candidates is how many replicas try each slot at its due time (k),
 	// chosen per slot by rendezvous hashing over the replicas alive in the
-	// heartbeats that run the same job definitions (candidates.go); the
+	// heartbeats that run the same job definitions (loop.go, fleetview.go); the
 	// others check Fallback later whether it was handled (one read on one
 	// lock store), and try it only if not. The lock stores' work per slot
 	// is thus that of k replicas, whatever their number. The choice only

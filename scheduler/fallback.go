@@ -8,7 +8,7 @@ import (
 	"github.com/slotlock/slotlock/scheduler/history"
 )
 
-// The fallbacks (candidates.go): a replica that is not among a slot's
+// The fallbacks (loop.go, fleetview.go): a replica that is not among a slot's
 // candidates fires it Fallback after its due time and first asks the
 // stores, cheaply, whether it was handled — a done marker on the claim,
 // read on one store (locking.Store.Handled) — before trying any claim.

@@ -33,7 +33,7 @@ func (s *Scheduler) beatLoop(started time.Time) {
 		prevRuns = s.beat(info, prevRuns)
 		if !s.sleep(s.cfg.Beat, s.stopping) {
 			// A last heartbeat says it: the others drop this replica from
-			// their candidates (candidates.go) at their next look.
+			// their candidates (loop.go, fleetview.go) at their next look.
 			info.Stopped = s.clock.Now().UTC()
 			s.beat(info, prevRuns)
 			return

@@ -79,7 +79,7 @@ func (s *Scheduler) applyReload(h *jobHeap, req reloadReq) {
 	old, next := s.jobSet(), req.defs
 	next.since = now
 	// The view of the fleet names the replicas that ran the old
-	// definitions (candidates.go): until it is read again, every replica
+	// definitions (loop.go, fleetview.go): until it is read again, every replica
 	// is a candidate, so that no slot of the new ones waits for a
 	// fallback — one that, Fallback late, could start after a slot of
 	// the old schedule that another replica runs, with a lower token.

@@ -114,7 +114,7 @@ type Scheduler struct {
 	runsMu  sync.Mutex
 	running map[string]history.RunInfo // runs going on, by run id (heartbeats)
 
-	candidateView               // candidates.go
+	candidateView               // fleetview.go
 	fallback      time.Duration // Config.Fallback, defaulted
 }
 
