@@ -364,4 +364,6 @@ func (b *localBackend) ping(ctx context.Context) ([]NodeStatus, error) {
 }
 
 func (b *localBackend) mode() string { return "local" }
-func (b *localBackend) close() error { return nil }
+
+func (b *localBackend) size() (nodes, quorum int) { return 1, 1 }
+func (b *localBackend) close() error              { return nil }

@@ -66,7 +66,7 @@ type locker struct {
 
 func newLocker(b backend, opt Options) *locker {
 	l := &locker{b: b, opt: opt.withDefaults(), tracer: tracerOf(opt.TracerProvider)}
-	l.nodes, l.quorum = quorumOf(b)
+	l.nodes, l.quorum = b.size()
 	return l
 }
 

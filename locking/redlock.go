@@ -348,6 +348,8 @@ func (r *redlock) nodeErrs(errs []error) error {
 
 func (r *redlock) mode() string { return r.modeStr }
 
+func (r *redlock) size() (nodes, quorum int) { return len(r.nodes), r.quorum }
+
 func (r *redlock) close() error {
 	close(r.quit)
 	r.bg.Wait()

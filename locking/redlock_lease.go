@@ -5,27 +5,6 @@ import (
 	"time"
 )
 
-// leaseSpec is what the backends need to act on a lease.
-type leaseSpec struct {
-	key   Key
-	value string // "<token>|<replica>"
-	ttl   time.Duration
-	claim bool // a claim (Locker.Claim): work to be done at most once
-	// also (claims only) is a plain lease of the family taken in the same
-	// step (Claim With); its ttl is the claim's.
-	also *leaseSpec
-}
-
-// grant is a successful acquisition.
-type grant struct {
-	token     uint64
-	abandoned *Abandoned // a claim taken over: its holder never ended it
-	orphan    *Abandoned // another claim of the family seen abandoned
-	pause     Pause      // a claim's family's newest pause state, ended or not
-	leftover  bool       // a claim on a minority was taken over (see acquire)
-	joined    bool       // leaseSpec.also was taken too, with the same token
-}
-
 func msec(d time.Duration) int64 { return max(d.Milliseconds(), 1) }
 
 // claimKeys are the claims hash, the lives hash and the field of s, a

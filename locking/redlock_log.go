@@ -2,7 +2,6 @@ package locking
 
 import (
 	"context"
-	"slices"
 )
 
 // readLog reads the family's log on every node and merges what a majority
@@ -26,34 +25,6 @@ func (r *redlock) readLog(ctx context.Context, family string, since int64, limit
 		}
 	}
 	return mergeLogs(logs, limit), nil
-}
-
-// mergeLogs is the union of logs, newest first (ties by value), at most
-// limit.
-func mergeLogs(logs [][]LogEntry, limit int) []LogEntry {
-	seen := map[LogEntry]bool{}
-	var out []LogEntry
-	for _, l := range logs {
-		for _, e := range l {
-			if !seen[e] {
-				seen[e] = true
-				out = append(out, e)
-			}
-		}
-	}
-	slices.SortFunc(out, func(a, b LogEntry) int {
-		if a.Score != b.Score {
-			return int(b.Score - a.Score)
-		}
-		if a.Value < b.Value {
-			return 1
-		}
-		if a.Value > b.Value {
-			return -1
-		}
-		return 0
-	})
-	return out[:min(len(out), limit)]
 }
 
 // appendLog adds a.Entry to the family's log on a majority.
@@ -126,29 +97,4 @@ func (r *redlock) readClaims(ctx context.Context, family string) ([]Key, error) 
 		}
 	}
 	return claimKeys(family, names), nil
-}
-
-// claimKeys turns claim fields (key names) into sorted, distinct keys.
-func claimKeys(family string, names []string) []Key {
-	slices.Sort(names)
-	names = slices.Compact(names)
-	out := make([]Key, 0, len(names))
-	for _, n := range names {
-		out = append(out, Key{Family: family, Name: n})
-	}
-	return out
-}
-
-// trimLog applies a's bounds to a log held newest first.
-func trimLog(log []LogEntry, a LogAppend) []LogEntry {
-	out := log[:0]
-	for _, e := range log {
-		if a.Floor == 0 || e.Score >= a.Floor {
-			out = append(out, e)
-		}
-	}
-	if a.Keep > 0 && len(out) > a.Keep {
-		out = out[:a.Keep]
-	}
-	return out
 }

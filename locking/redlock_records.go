@@ -2,23 +2,7 @@ package locking
 
 import (
 	"context"
-	"fmt"
 )
-
-// maxRecord bounds record and token values: the Lua scripts compare
-// numbers as doubles, which are exact up to 2^53.
-const maxRecord = 1 << 53
-
-// checkRecord reports whether v can be written to the record key.
-func checkRecord(key Key, v int64) error {
-	if err := CheckKey(key); err != nil {
-		return err
-	}
-	if v > maxRecord || v < -maxRecord {
-		return fmt.Errorf("locking: record %s: value %d out of range (|v| <= 2^53)", key, v)
-	}
-	return nil
-}
 
 func (r *redlock) advanceRecord(ctx context.Context, key Key, v int64) error {
 	if err := checkRecord(key, v); err != nil {

@@ -3,6 +3,7 @@ package locking
 import (
 	"context"
 	"fmt"
+	"slices"
 )
 
 // Store is the state a fleet of replicas shares beside its locks, kept in
@@ -193,4 +194,72 @@ func (l *locker) Handled(ctx context.Context, keys []Key) ([]bool, error) {
 	}
 	got, err := l.b.handled(ctx, keys)
 	return got, ctxOr(ctx, err)
+}
+
+// mergeLogs is the union of logs, newest first (ties by value), at most
+// limit.
+func mergeLogs(logs [][]LogEntry, limit int) []LogEntry {
+	seen := map[LogEntry]bool{}
+	var out []LogEntry
+	for _, l := range logs {
+		for _, e := range l {
+			if !seen[e] {
+				seen[e] = true
+				out = append(out, e)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b LogEntry) int {
+		if a.Score != b.Score {
+			return int(b.Score - a.Score)
+		}
+		if a.Value < b.Value {
+			return 1
+		}
+		if a.Value > b.Value {
+			return -1
+		}
+		return 0
+	})
+	return out[:min(len(out), limit)]
+}
+
+// claimKeys turns claim fields (key names) into sorted, distinct keys.
+func claimKeys(family string, names []string) []Key {
+	slices.Sort(names)
+	names = slices.Compact(names)
+	out := make([]Key, 0, len(names))
+	for _, n := range names {
+		out = append(out, Key{Family: family, Name: n})
+	}
+	return out
+}
+
+// trimLog applies a's bounds to a log held newest first.
+func trimLog(log []LogEntry, a LogAppend) []LogEntry {
+	out := log[:0]
+	for _, e := range log {
+		if a.Floor == 0 || e.Score >= a.Floor {
+			out = append(out, e)
+		}
+	}
+	if a.Keep > 0 && len(out) > a.Keep {
+		out = out[:a.Keep]
+	}
+	return out
+}
+
+// maxRecord bounds record and token values: the Lua scripts compare
+// numbers as doubles, which are exact up to 2^53.
+const maxRecord = 1 << 53
+
+// checkRecord reports whether v can be written to the record key.
+func checkRecord(key Key, v int64) error {
+	if err := CheckKey(key); err != nil {
+		return err
+	}
+	if v > maxRecord || v < -maxRecord {
+		return fmt.Errorf("locking: record %s: value %d out of range (|v| <= 2^53)", key, v)
+	}
+	return nil
 }

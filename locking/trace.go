@@ -148,14 +148,6 @@ func (t *leaseTrace) parent(mu *sync.Mutex) trace.SpanContext {
 	return t.acq
 }
 
-// quorumOf is the node count and quorum a backend's rounds use.
-func quorumOf(b backend) (nodes, quorum int) {
-	if r, ok := b.(*redlock); ok {
-		return len(r.nodes), r.quorum
-	}
-	return 1, 1
-}
-
 // startEndSpan starts the span of an end (trace.go).
 func (ls *Lease) startEndSpan(ctx context.Context, e ending) (context.Context, trace.Span) {
 	name := SpanRelease
