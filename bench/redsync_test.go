@@ -18,6 +18,7 @@ import (
 
 	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/locking/redistest"
+	"github.com/slotlock/slotlock/locking/redlock"
 )
 
 // BenchmarkCompare runs acquire+release on 3 independent nodes with 1, 8
@@ -31,7 +32,7 @@ func BenchmarkCompare(b *testing.B) {
 	const nodes = 3
 	c := redistest.Start(b, nodes)
 
-	l, err := locking.NewRedlock(locking.RedisConfig{Nodes: c.Addrs(), OpTimeout: time.Second},
+	l, err := redlock.New(redlock.Config{Nodes: c.Addrs(), OpTimeout: time.Second},
 		locking.Options{Replica: "bench", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		b.Fatal(err)

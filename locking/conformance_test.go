@@ -9,6 +9,7 @@ import (
 	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/locking/lockingtest"
 	"github.com/slotlock/slotlock/locking/redistest"
+	"github.com/slotlock/slotlock/locking/redlock"
 )
 
 func TestConformanceLocal(t *testing.T) {
@@ -22,7 +23,7 @@ func TestConformanceLocal(t *testing.T) {
 func TestConformanceRedlock(t *testing.T) {
 	c := redistest.Start(t, 3)
 	lockingtest.Run(t, func(t *testing.T) locking.Backend {
-		l, err := locking.NewRedlock(locking.RedisConfig{Nodes: c.Addrs(), OpTimeout: 500 * time.Millisecond},
+		l, err := redlock.New(redlock.Config{Nodes: c.Addrs(), OpTimeout: 500 * time.Millisecond},
 			locking.Options{Replica: "redlock-1", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		if err != nil {
 			t.Fatal(err)
@@ -37,7 +38,7 @@ func TestInterleavingsRedlock(t *testing.T) {
 	c := redistest.Start(t, 3)
 	lockingtest.RunNodes(t, func(t *testing.T) lockingtest.World {
 		return func(string) []locking.Node {
-			nodes, err := locking.NewRedisNodes(locking.RedisConfig{Nodes: c.Addrs(), OpTimeout: 500 * time.Millisecond})
+			nodes, err := redlock.RedisNodes(redlock.Config{Nodes: c.Addrs(), OpTimeout: 500 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -3,11 +3,12 @@
 //
 // # Using it
 //
-// NewRedlock (many replicas over N independent Redis nodes) and NewLocal
-// (one replica, in process) return a Backend: a Locker, which hands out
-// leases, and the Store on the same lock stores, which keeps what a fleet
-// shares beside its locks. Both pass the same conformance suite
-// (locking/lockingtest), so a caller cannot tell them apart.
+// NewLocal (one replica, in process) and the Redis driver's New (package
+// locking/redlock: many replicas over N independent Redis nodes) return a
+// Backend: a Locker, which hands out leases, and the Store on the same
+// lock stores, which keeps what a fleet shares beside its locks. Both pass
+// the same conformance suite (locking/lockingtest), so a caller cannot
+// tell them apart.
 //
 // A Key is a Family (one per job) and a Name. Acquire takes a key for a
 // TTL; Claim takes it for work that must be done at most once (a slot):
@@ -61,38 +62,17 @@
 // command on Redis, and the same operations in Go on the simulated stores of
 // locking/locksim, which the conformance suite checks alike.
 //
-// # Algorithm (Redlock)
+// # Drivers
 //
-// Acquire(key, ttl) draws a fresh 128-bit random token and stores the value
-// "<token-hex>|<replica>". It runs ONE Lua script on every node in
-// parallel: if the key is absent, SET it with PX ttl and return the
-// family's fencing counter; otherwise return the value found. Each node has
-// OpTimeout (default 100ms) for this, go-redis retries are off, so a dead
-// or frozen node costs one OpTimeout, never a TTL.
-//
-//   - Success needs a majority (N/2+1) of "set" answers and no done marker
-//     anywhere, and validity = ttl − elapsed − drift must still be
-//     positive, with drift = ttl/100 + 2ms. The lease is valid until
-//     start + ttl − drift on the locker's Clock: the time was measured from
-//     before the first request, so the keys on the nodes outlive that
-//     point by at least the drift.
-//   - On failure the value is deleted (compare-and-delete) on every node
-//     that said yes or did not answer, even when the caller's context was
-//     canceled; an answer that never came may still have been applied.
-//     Where it did not answer, the undo also leaves a tombstone that
-//     refuses the acquisition should it run there later; and where the
-//     acquisition may have landed on a majority, the undo is sent again,
-//     in the background, to every node that has not answered it, until
-//     each has (at most 4 TTLs; Close stops it): see "Started, not
-//     started, unknown" below.
-//   - The error tells why: a *HeldError naming the holder read from the
-//     value; HeldError{Done: true} when any node holds a done marker
-//     "done|<replica>|<note>"; a *SplitVoteError (errors.Is ErrSplitVote,
-//     also a *HeldError) when the nodes that answered were split between
-//     would-be holders and none reached a majority, so nobody holds the key
-//     and a retry after a short random delay is likely to win; a
-//     *QuorumError joining one *NodeError per failed node when fewer than a
-//     majority answered; ctx.Err() when the context ended.
+// The front end (Locker, Lease, Store: locker.go, lease.go, store.go)
+// makes values, measures validity and runs the watchdog; a Driver does
+// each step's calls on the lock stores. NewLocal's driver is an in-process
+// map; locking/redlock's is the Redlock quorum over Redis nodes, whose
+// package documentation gives the algorithm, the fencing tokens' proof and
+// how calls are pipelined. A driver applies the Node ops' semantics
+// (node_ops.go) to its stores; the conformance suite (locking/lockingtest)
+// checks every driver alike, and the simulated stores of locking/locksim
+// run under the Redlock driver in the simulation.
 //
 // # Claims: work done at most once
 //
@@ -262,81 +242,6 @@
 //
 // The joint steps change how many calls a slot costs, never what any key
 // holds afterwards: the conformance suite checks them on every store.
-//
-// # Calls in pipelines
-//
-// A Redis node sends its calls in pipelines (redisbatch.go): one sender
-// per node takes whatever calls have queued and sends them as one write,
-// their answers read back in one go. An idle node sends a call at once;
-// calls that arrive while a pipeline is in flight form the next one (at
-// most 256). Each call is still its own atomic script, answered alone. A
-// lone caller, the node idle, sends its own call without the hop to the
-// sender. A call this replica could not send before its deadline (its
-// caller gave up while it queued, or too little time is left for the
-// node's recent round trip) is not sent and is answered ErrBusy: this
-// replica's overload, not a node fault, so "redis node unreachable" is
-// only logged when a pipeline that was written fails or goes unanswered
-// for an op timeout from its write. A round that missed its majority for
-// ErrBusy says so (errors.Is(err, ErrBusy)), and nothing is undone where
-// nothing was sent.
-//
-// # Fencing tokens: a quorum register
-//
-// Every successful acquisition gets a token strictly greater than the token
-// of every acquisition in the same family that completed before it began,
-// and different from every other acquisition's. The family's counter
-// <prefix>:{<family>}:fence lives on every node and is only ever raised.
-//
-// The acquire script also reads that counter and, where it sets the key,
-// raises it to max(counter + 1, P) — P = (the highest token this locker has
-// seen or proposed in the family) + 1 — returning it as raised. Every lease
-// set on a node thus moves that node's counter up, so nodes that saw the
-// same acquisitions hold the same counter. With the values the winning
-// majority returned:
-//
-//   - T on a majority of the winners (the usual case: all agree; one node
-//     that missed acquisitions does not matter): the counter went from
-//     below T to T on a majority in this round, so T is the token and
-//     Acquire needs no further round trip — two round trips for acquire +
-//     release, like the bare SET NX + DEL floor, whichever replica
-//     acquired last.
-//   - no value on a majority of the winners (nodes missed acquisitions,
-//     e.g. while down): the token is claimed by a compare-and-set round:
-//     set the counter to T = the highest of them where it is lower, and
-//     succeed if that happened on a majority; otherwise try again with one
-//     more than the highest counter met (at most 16 rounds, then a
-//     retryable split vote).
-//
-// Why it is monotone: the previous token T0 was on some majority M1 before
-// its Acquire returned, and any two majorities of the same N nodes
-// intersect. A value T that a majority of the next winners raised their
-// counters to was raised on a node of M1, which held T0 or more: T > T0;
-// and the highest raised value is at least T. Why it is unique: a
-// token is handed out only when the counter went from below it to it on a
-// majority; two acquisitions with the same token would both have done that
-// on the node their majorities share, and the second found it already
-// there. Counters are never lowered, so neither concurrent nor late writes
-// undo this; a counter raised on some nodes by an attempt that then failed
-// only makes later tokens larger. Replicas running the earlier script
-// (raise to P where lower, return the counter as found; P the token when
-// above every winner's) keep both properties beside these ones, so a
-// rolling upgrade is safe: each hands out a token only after moving it
-// from below to it on a majority.
-//
-// Records (Store.AdvanceRecord / ReadRecord) use the same register: max-assign on
-// a majority, read the maximum over a majority, and write a value seen on
-// only part of that majority back to a majority before returning it.
-//
-// What breaks it: a node that restarts without persistence comes back with
-// no counter, no locks and no claims, so it no longer intersects the
-// majorities that wrote to it; with one such node of three the next majority may consist of
-// it and a node that missed the last write. Likewise a Redis replica
-// promoted after a failover may lack the last acknowledged write. Run the
-// nodes with an append-only file (appendfsync always for certainty;
-// everysec can lose the last second on a crash). Keeping a restarted empty
-// node out for one TTL protects the locks but not the counters. Never count
-// two nodes that replicate each other as two nodes. Safety then rests on
-// the majority that kept its data.
 //
 // # Guarantees and limits
 //

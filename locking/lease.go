@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/slotlock/slotlock/locking/internal/wire"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -30,7 +31,7 @@ import (
 // return nil.
 type Lease struct {
 	lk    *locker
-	spec  leaseSpec
+	spec  LeaseSpec
 	token uint64
 	grant Grant
 	// trace is set only with tracing on (trace.go): a pointer, so that a
@@ -57,13 +58,13 @@ type Lease struct {
 	wg      sync.WaitGroup
 }
 
-func newLease(lk *locker, spec leaseSpec, g grant, validUntil time.Time) *Lease {
+func newLease(lk *locker, spec LeaseSpec, g Granted, validUntil time.Time) *Lease {
 	stopped, stop := context.WithCancel(context.Background())
 	return &Lease{
-		lk: lk, spec: spec, token: g.token,
+		lk: lk, spec: spec, token: g.Token,
 		grant: Grant{
-			Key: spec.key, ID: leaseID(spec.value), Holder: lk.opt.Replica, TTL: spec.ttl,
-			Abandoned: g.abandoned, Leftover: g.leftover, Orphan: g.orphan, Pause: g.pause,
+			Key: spec.Key, ID: leaseID(spec.Value), Holder: lk.opt.Replica, TTL: spec.TTL,
+			Abandoned: g.Abandoned, Leftover: g.Leftover, Orphan: g.Orphan, Pause: g.Pause,
 		},
 		validUntil: validUntil,
 		lost:       make(chan struct{}),
@@ -103,7 +104,7 @@ func (ls *Lease) Lost() <-chan struct{} { return ls.lost }
 func (ls *Lease) Extend(ctx context.Context) (err error) {
 	if ls.lk.tracer != nil {
 		var sp trace.Span
-		ctx, sp = ls.lk.startSpan(ctx, SpanExtend, ls.spec.key, ls.trace.parent(&ls.mu))
+		ctx, sp = ls.lk.startSpan(ctx, SpanExtend, ls.spec.Key, ls.trace.parent(&ls.mu))
 		defer func() { endSpan(sp, err, AttrFencingToken.Int64(int64(ls.token))) }()
 	}
 	start := ls.lk.opt.Clock.Now()
@@ -118,11 +119,11 @@ func (ls *Lease) Extend(ctx context.Context) (err error) {
 	}
 	started := ls.started
 	ls.mu.Unlock()
-	if err := ctxOr(ctx, ls.lk.b.extend(ctx, ls.spec, started)); err != nil {
+	if err := ctxOr(ctx, ls.lk.b.Extend(ctx, ls.spec, started)); err != nil {
 		return err
 	}
 	ls.mu.Lock()
-	if v := start.Add(ls.spec.ttl - drift(ls.spec.ttl)); v.After(ls.validUntil) {
+	if v := start.Add(ls.spec.TTL - drift(ls.spec.TTL)); v.After(ls.validUntil) {
 		ls.validUntil = v
 	}
 	ls.mu.Unlock()
@@ -196,7 +197,7 @@ func (ls *Lease) Start() error {
 		lost = true
 	default:
 	}
-	if !lost && ls.spec.claim {
+	if !lost && ls.spec.Claim {
 		if !ls.started && ls.kick != nil {
 			select {
 			case ls.kick <- struct{}{}:
@@ -226,7 +227,7 @@ func (ls *Lease) firstEvery(interval time.Duration) time.Duration {
 
 // retryEvery is how soon the watchdog tries again after a failed renewal.
 func (ls *Lease) retryEvery() time.Duration {
-	return max(ls.spec.ttl/10, 10*time.Millisecond)
+	return max(ls.spec.TTL/10, 10*time.Millisecond)
 }
 
 // nextTry is the wait before the watchdog's next renewal: at most every,
@@ -243,7 +244,7 @@ func (ls *Lease) nextTry(every time.Duration) time.Duration {
 func (ls *Lease) watch(kick <-chan struct{}) {
 	defer ls.wg.Done()
 	clock := ls.lk.opt.Clock
-	interval := ls.spec.ttl / 3
+	interval := ls.spec.TTL / 3
 	// The process may have been paused between Acquire and this goroutine
 	// arming its timer (a run starting just before a freeze): then the
 	// first tick would come only TTL/3 after waking, and the run would go on
@@ -318,7 +319,7 @@ func (ls *Lease) markLost() {
 // lease and a record in one step where it can.
 
 // end ends the lease alone, as e says (End's parts that are not one step).
-func (ls *Lease) end(ctx context.Context, e ending) (err error) {
+func (ls *Lease) end(ctx context.Context, e EndSpec) (err error) {
 	if ls.lk.tracer != nil {
 		var sp trace.Span
 		ctx, sp = ls.startEndSpan(ctx, e)
@@ -332,7 +333,7 @@ func (ls *Lease) end(ctx context.Context, e ending) (err error) {
 	ls.halt()
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
-	err = ls.lk.b.release(rctx, ls.spec, e).err
+	err = ls.lk.b.Release(rctx, ls.spec, e).Err
 	ls.settle(err)
 	return err
 }
@@ -417,16 +418,16 @@ type EndResult struct {
 // no longer this lease's, a later End does nothing and reports nil. A
 // record raised twice stays raised.
 func (ls *Lease) End(ctx context.Context, e Ending) EndResult {
-	in := ending{}
+	in := EndSpec{}
 	if e.DoneTTL > 0 {
-		in.done, in.doneTTL = doneValue(ls.lk.opt.Replica, e.Note, ls.grant.ID), e.DoneTTL
-		if e.Entry != nil && e.Keep > 0 && ls.spec.claim {
-			in.entry, in.keep, in.taken = e.Entry, e.Keep, ls.grant.Abandoned != nil
+		in.Done, in.DoneTTL = wire.DoneValue(ls.lk.opt.Replica, e.Note, ls.grant.ID), e.DoneTTL
+		if e.Entry != nil && e.Keep > 0 && ls.spec.Claim {
+			in.Entry, in.Keep, in.Taken = e.Entry, e.Keep, ls.grant.Abandoned != nil
 		}
 	}
 	record := e.Record.Name != "" && e.RecordValue != 0
-	joint := ls.spec.claim && (e.Also == nil || ls.joins(e.Also)) &&
-		(!record || (e.Record.Family == ls.spec.key.Family && checkRecord(e.Record, e.RecordValue) == nil))
+	joint := ls.spec.Claim && (e.Also == nil || ls.joins(e.Also)) &&
+		(!record || (e.Record.Family == ls.spec.Key.Family && CheckRecord(e.Record, e.RecordValue) == nil))
 	if joint {
 		if res, ok := ls.endJoint(ctx, in, e, record); ok {
 			return res
@@ -434,7 +435,7 @@ func (ls *Lease) End(ctx context.Context, e Ending) EndResult {
 	}
 	var res EndResult
 	if e.Also != nil {
-		res.Also = e.Also.end(ctx, ending{})
+		res.Also = e.Also.end(ctx, EndSpec{})
 	}
 	res.Err = ls.end(ctx, in)
 	if record {
@@ -446,12 +447,12 @@ func (ls *Lease) End(ctx context.Context, e Ending) EndResult {
 // joins reports whether other can be ended in ls's step: a plain lease of
 // ls's family from the same locker.
 func (ls *Lease) joins(other *Lease) bool {
-	return other.lk == ls.lk && !other.spec.claim && other.spec.key.Family == ls.spec.key.Family && other != ls
+	return other.lk == ls.lk && !other.spec.Claim && other.spec.Key.Family == ls.spec.Key.Family && other != ls
 }
 
 // endJoint is End in one step; ok is false, and nothing was done, when ls
 // was already settled (End then does the rest by separate calls).
-func (ls *Lease) endJoint(ctx context.Context, in ending, e Ending, record bool) (res EndResult, ok bool) {
+func (ls *Lease) endJoint(ctx context.Context, in EndSpec, e Ending, record bool) (res EndResult, ok bool) {
 	// Lock order: the claim, then the other lease (no method ends a claim
 	// from its job lease).
 	ls.endMu.Lock()
@@ -470,12 +471,12 @@ func (ls *Lease) endJoint(ctx context.Context, in ending, e Ending, record bool)
 	if ls.lk.tracer != nil {
 		var sp, osp trace.Span
 		if also != nil {
-			_, osp = also.startEndSpan(ctx, ending{})
+			_, osp = also.startEndSpan(ctx, EndSpec{})
 		}
 		ctx, sp = ls.startEndSpan(ctx, in)
 		defer func() {
 			if osp != nil {
-				endSpan(osp, res.Also, also.endAttrs(ending{})...)
+				endSpan(osp, res.Also, also.endAttrs(EndSpec{})...)
 			}
 			endSpan(sp, res.Err, ls.endAttrs(in)...)
 		}()
@@ -483,20 +484,20 @@ func (ls *Lease) endJoint(ctx context.Context, in ending, e Ending, record bool)
 	// The other lease first: the job's next run may start at once.
 	if also != nil {
 		also.halt()
-		in.also = &also.spec
+		in.Also = &also.spec
 	}
 	ls.halt()
 	if record {
-		in.record, in.recordN = e.Record, e.RecordValue
+		in.Record, in.RecordN = e.Record, e.RecordValue
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
-	r := ls.lk.b.release(rctx, ls.spec, in)
-	ls.settle(r.err)
-	res.Err, res.Record = r.err, r.record
+	r := ls.lk.b.Release(rctx, ls.spec, in)
+	ls.settle(r.Err)
+	res.Err, res.Record = r.Err, r.Record
 	if also != nil {
-		also.settle(r.also)
-		res.Also = r.also
+		also.settle(r.Also)
+		res.Also = r.Also
 	}
 	return res, true
 }

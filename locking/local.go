@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/slotlock/slotlock/locking/internal/wire"
 )
 
 // NewLocal returns a Backend that keeps its locks in this process. It has
@@ -15,7 +17,7 @@ import (
 // coordinates nothing beyond this process: it is for a single replica with
 // no Redis. Its state is lost when the process exits.
 func NewLocal(opt Options) Backend {
-	opt = opt.withDefaults()
+	opt = opt.WithDefaults()
 	return newLocker(&localBackend{
 		clock:   opt.Clock,
 		keys:    make(map[Key]localEntry),
@@ -71,34 +73,34 @@ func (b *localBackend) sweep(now time.Time) {
 	b.sweepAt = max(localSweepMin, 2*len(b.keys))
 }
 
-func (b *localBackend) acquire(ctx context.Context, s leaseSpec) (grant, error) {
+func (b *localBackend) Acquire(ctx context.Context, s LeaseSpec) (Granted, error) {
 	if err := ctx.Err(); err != nil {
-		return grant{}, err
+		return Granted{}, err
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.clock.Now()
 	b.sweep(now)
-	if e, ok := b.live(s.key, now); ok {
-		return grant{}, parseHeld(s.key, e.value) // held, or a done marker
+	if e, ok := b.live(s.Key, now); ok {
+		return Granted{}, ParseHeld(s.Key, e.value) // held, or a done marker
 	}
-	var g grant
-	if s.claim {
+	var g Granted
+	if s.Claim {
 		// As AcquireOp for a claim.
-		fam, field := s.key.Family, s.key.Name
+		fam, field := s.Key.Family, s.Key.Name
 		if p := b.pauses[fam]; p.ActiveAt(now) {
-			return grant{}, &PausedError{Key: s.key, Pause: p}
+			return Granted{}, &PausedError{Key: s.Key, Pause: p}
 		}
-		g.pause = b.pauses[fam]
+		g.Pause = b.pauses[fam]
 		if l, ok := b.lives[fam][field]; ok && now.Before(l.expires) {
-			return grant{}, parseHeld(s.key, l.value)
+			return Granted{}, ParseHeld(s.Key, l.value)
 		}
 		if c, ok := b.claims[fam][field]; ok {
-			g.abandoned = parseAbandoned(s.key, c)
+			g.Abandoned = ParseAbandoned(s.Key, c)
 		} else {
-			setIn(b.claims, fam, field, s.value)
+			setIn(b.claims, fam, field, s.Value)
 		}
-		setIn(b.lives, fam, field, localEntry{value: s.value, expires: now.Add(s.ttl)})
+		setIn(b.lives, fam, field, localEntry{value: s.Value, expires: now.Add(s.TTL)})
 		var orphans []string
 		for f := range b.claims[fam] {
 			if l, ok := b.lives[fam][f]; f != field && (!ok || !now.Before(l.expires)) {
@@ -108,22 +110,22 @@ func (b *localBackend) acquire(ctx context.Context, s leaseSpec) (grant, error) 
 		if len(orphans) > 0 {
 			// As the script: sorted, picked by the token.
 			slices.Sort(orphans)
-			n, _ := strconv.ParseUint(s.value[:6], 16, 64)
+			n, _ := strconv.ParseUint(s.Value[:6], 16, 64)
 			f := orphans[n%uint64(len(orphans))]
-			g.orphan = parseAbandoned(Key{Family: fam, Name: f}, b.claims[fam][f])
+			g.Orphan = ParseAbandoned(Key{Family: fam, Name: f}, b.claims[fam][f])
 		}
-		if s.also != nil && g.abandoned == nil {
+		if s.Also != nil && g.Abandoned == nil {
 			// As AcquireOp with Also: taken with a claim of our own.
-			if _, held := b.live(s.also.key, now); !held {
-				b.keys[s.also.key] = localEntry{value: s.also.value, expires: now.Add(s.ttl)}
-				g.joined = true
+			if _, held := b.live(s.Also.Key, now); !held {
+				b.keys[s.Also.Key] = localEntry{value: s.Also.Value, expires: now.Add(s.TTL)}
+				g.Joined = true
 			}
 		}
 	} else {
-		b.keys[s.key] = localEntry{value: s.value, expires: now.Add(s.ttl)}
+		b.keys[s.Key] = localEntry{value: s.Value, expires: now.Add(s.TTL)}
 	}
-	b.fences[s.key.Family]++
-	g.token = b.fences[s.key.Family]
+	b.fences[s.Key.Family]++
+	g.Token = b.fences[s.Key.Family]
 	return g, nil
 }
 
@@ -143,68 +145,68 @@ func deleteIn[V any](m map[string]map[string]V, a, b string) {
 	}
 }
 
-func (b *localBackend) extend(ctx context.Context, s leaseSpec, start bool) error {
+func (b *localBackend) Extend(ctx context.Context, s LeaseSpec, start bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.clock.Now()
-	if s.claim {
-		l, ok := b.lives[s.key.Family][s.key.Name]
-		if !ok || l.value != s.value || !now.Before(l.expires) {
+	if s.Claim {
+		l, ok := b.lives[s.Key.Family][s.Key.Name]
+		if !ok || l.value != s.Value || !now.Before(l.expires) {
 			return ErrLockLost
 		}
-		setIn(b.lives, s.key.Family, s.key.Name, localEntry{value: s.value, expires: now.Add(s.ttl)})
-		if c := b.claims[s.key.Family][s.key.Name]; start && c == s.value {
-			b.claims[s.key.Family][s.key.Name] = StartedPrefix + s.value
+		setIn(b.lives, s.Key.Family, s.Key.Name, localEntry{value: s.Value, expires: now.Add(s.TTL)})
+		if c := b.claims[s.Key.Family][s.Key.Name]; start && c == s.Value {
+			b.claims[s.Key.Family][s.Key.Name] = wire.StartedPrefix + s.Value
 		}
 		return nil
 	}
-	if e, ok := b.live(s.key, now); !ok || e.value != s.value {
+	if e, ok := b.live(s.Key, now); !ok || e.value != s.Value {
 		return ErrLockLost
 	}
-	b.keys[s.key] = localEntry{value: s.value, expires: now.Add(s.ttl)}
+	b.keys[s.Key] = localEntry{value: s.Value, expires: now.Add(s.TTL)}
 	return nil
 }
 
-// undoAcquired is release: one store, nothing left unanswered.
-func (b *localBackend) undoAcquired(ctx context.Context, s leaseSpec) {
-	_ = b.release(context.WithoutCancel(ctx), s, ending{also: s.also})
+// UndoAcquired is release: one store, nothing left unanswered.
+func (b *localBackend) UndoAcquired(ctx context.Context, s LeaseSpec) {
+	_ = b.Release(context.WithoutCancel(ctx), s, EndSpec{Also: s.Also})
 }
 
-func (b *localBackend) release(ctx context.Context, s leaseSpec, e ending) (r released) {
+func (b *localBackend) Release(ctx context.Context, s LeaseSpec, e EndSpec) (r Released) {
 	if err := ctx.Err(); err != nil {
-		return released{err, err, err}
+		return Released{err, err, err}
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.clock.Now()
-	if s.claim && e.also != nil {
-		r.also = b.releaseLocked(*e.also, ending{}, now)
+	if s.Claim && e.Also != nil {
+		r.Also = b.releaseLocked(*e.Also, EndSpec{}, now)
 	}
-	if s.claim && e.recordN != 0 && e.recordN > b.records[e.record] {
-		b.records[e.record] = e.recordN
+	if s.Claim && e.RecordN != 0 && e.RecordN > b.records[e.Record] {
+		b.records[e.Record] = e.RecordN
 	}
-	r.err = b.releaseLocked(s, e, now)
+	r.Err = b.releaseLocked(s, e, now)
 	return r
 }
 
 // releaseLocked is release of s alone, with b.mu held.
-func (b *localBackend) releaseLocked(s leaseSpec, e ending, now time.Time) error {
-	done, doneTTL := e.done, e.doneTTL
-	cur, curOK := b.live(s.key, now)
+func (b *localBackend) releaseLocked(s LeaseSpec, e EndSpec, now time.Time) error {
+	done, doneTTL := e.Done, e.DoneTTL
+	cur, curOK := b.live(s.Key, now)
 	if doneTTL > 0 && curOK && cur.value == done {
 		return nil // a retry: the marker is already this one
 	}
-	if !s.claim {
+	if !s.Claim {
 		// As ReleaseOp for a plain lease.
-		ours := curOK && cur.value == s.value
+		ours := curOK && cur.value == s.Value
 		switch {
 		case doneTTL > 0 && (ours || !curOK):
-			b.keys[s.key] = localEntry{value: done, expires: now.Add(doneTTL)}
+			b.keys[s.Key] = localEntry{value: done, expires: now.Add(doneTTL)}
 		case ours:
-			delete(b.keys, s.key)
+			delete(b.keys, s.Key)
 		}
 		if !ours {
 			return ErrLockLost
@@ -212,12 +214,12 @@ func (b *localBackend) releaseLocked(s leaseSpec, e ending, now time.Time) error
 		return nil
 	}
 	// As ReleaseOp for a claim.
-	fam, field := s.key.Family, s.key.Name
+	fam, field := s.Key.Family, s.Key.Name
 	claim, claimOK := b.claims[fam][field]
-	claimOurs := claimOK && (claim == s.value || claim == StartedPrefix+s.value)
+	claimOurs := claimOK && (claim == s.Value || claim == wire.StartedPrefix+s.Value)
 	l, liveOK := b.lives[fam][field]
-	liveMine := liveOK && l.value == s.value
-	if doneTTL > 0 && e.taken && !claimOurs && !liveMine && e.entry != nil && slices.ContainsFunc(b.logs[fam], func(x LogEntry) bool { return x.Value == e.entry.Value }) {
+	liveMine := liveOK && l.value == s.Value
+	if doneTTL > 0 && e.Taken && !claimOurs && !liveMine && e.Entry != nil && slices.ContainsFunc(b.logs[fam], func(x LogEntry) bool { return x.Value == e.Entry.Value }) {
 		return nil // a retry: the entry is added only where the lease was ours
 	}
 	liveOurs := false
@@ -229,10 +231,10 @@ func (b *localBackend) releaseLocked(s leaseSpec, e ending, now time.Time) error
 		if claimOurs || !claimOK || liveOurs {
 			deleteIn(b.claims, fam, field)
 			if !curOK {
-				b.keys[s.key] = localEntry{value: done, expires: now.Add(doneTTL)}
+				b.keys[s.Key] = localEntry{value: done, expires: now.Add(doneTTL)}
 			}
-			if e.entry != nil && (claimOurs || liveOurs || !e.taken) {
-				b.logs[fam] = mergeLogs([][]LogEntry{{*e.entry}, b.logs[fam]}, e.keep)
+			if e.Entry != nil && (claimOurs || liveOurs || !e.Taken) {
+				b.logs[fam] = MergeLogs([][]LogEntry{{*e.Entry}, b.logs[fam]}, e.Keep)
 			}
 		}
 	} else if claimOurs {
@@ -244,7 +246,7 @@ func (b *localBackend) releaseLocked(s leaseSpec, e ending, now time.Time) error
 	return nil
 }
 
-func (b *localBackend) advanceRecord(ctx context.Context, key Key, v int64) error {
+func (b *localBackend) AdvanceRecord(ctx context.Context, key Key, v int64) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -256,7 +258,7 @@ func (b *localBackend) advanceRecord(ctx context.Context, key Key, v int64) erro
 	return nil
 }
 
-func (b *localBackend) readRecord(ctx context.Context, key Key) (int64, error) {
+func (b *localBackend) ReadRecord(ctx context.Context, key Key) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -265,7 +267,7 @@ func (b *localBackend) readRecord(ctx context.Context, key Key) (int64, error) {
 	return b.records[key], nil
 }
 
-func (b *localBackend) setPause(ctx context.Context, family string, p Pause) (Pause, error) {
+func (b *localBackend) SetPause(ctx context.Context, family string, p Pause) (Pause, error) {
 	if err := ctx.Err(); err != nil {
 		return Pause{}, err
 	}
@@ -276,7 +278,7 @@ func (b *localBackend) setPause(ctx context.Context, family string, p Pause) (Pa
 	return p, nil
 }
 
-func (b *localBackend) readPause(ctx context.Context, family string) (Pause, error) {
+func (b *localBackend) ReadPause(ctx context.Context, family string) (Pause, error) {
 	if err := ctx.Err(); err != nil {
 		return Pause{}, err
 	}
@@ -285,7 +287,7 @@ func (b *localBackend) readPause(ctx context.Context, family string) (Pause, err
 	return b.pauses[family], nil
 }
 
-func (b *localBackend) readLog(ctx context.Context, family string, since int64, limit int) ([]LogEntry, error) {
+func (b *localBackend) ReadLog(ctx context.Context, family string, since int64, limit int) ([]LogEntry, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -300,7 +302,7 @@ func (b *localBackend) readLog(ctx context.Context, family string, since int64, 
 	return out, nil
 }
 
-func (b *localBackend) appendLog(ctx context.Context, family string, a LogAppend) error {
+func (b *localBackend) AppendLog(ctx context.Context, family string, a LogAppend) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -323,12 +325,12 @@ func (b *localBackend) appendLog(ctx context.Context, family string, a LogAppend
 	}
 	// One entry per value, as in a sorted set: the new score wins.
 	log = slices.DeleteFunc(log, func(e LogEntry) bool { return e.Value == a.Entry.Value })
-	log = mergeLogs([][]LogEntry{{a.Entry}, log}, len(log)+1)
+	log = MergeLogs([][]LogEntry{{a.Entry}, log}, len(log)+1)
 	b.logs[family] = trimLog(log, a)
 	return nil
 }
 
-func (b *localBackend) readClaims(ctx context.Context, family string) ([]Key, error) {
+func (b *localBackend) ReadClaims(ctx context.Context, family string) ([]Key, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -338,10 +340,10 @@ func (b *localBackend) readClaims(ctx context.Context, family string) ([]Key, er
 	for f := range b.claims[family] {
 		names = append(names, f)
 	}
-	return claimKeys(family, names), nil
+	return ClaimKeys(family, names), nil
 }
 
-func (b *localBackend) handled(ctx context.Context, keys []Key) ([]bool, error) {
+func (b *localBackend) Handled(ctx context.Context, keys []Key) ([]bool, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -351,19 +353,19 @@ func (b *localBackend) handled(ctx context.Context, keys []Key) ([]bool, error) 
 	out := make([]bool, len(keys))
 	for i, k := range keys {
 		e, ok := b.live(k, now)
-		out[i] = ok && strings.HasPrefix(e.value, donePrefix)
+		out[i] = ok && strings.HasPrefix(e.value, wire.DonePrefix)
 	}
 	return out, nil
 }
 
-func (b *localBackend) ping(ctx context.Context) ([]NodeStatus, error) {
+func (b *localBackend) Ping(ctx context.Context) ([]NodeStatus, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	return []NodeStatus{{Addr: "local", Up: true}}, nil
 }
 
-func (b *localBackend) mode() string { return "local" }
+func (b *localBackend) Mode() string { return "local" }
 
-func (b *localBackend) size() (nodes, quorum int) { return 1, 1 }
-func (b *localBackend) close() error              { return nil }
+func (b *localBackend) Size() (nodes, quorum int) { return 1, 1 }
+func (b *localBackend) Close() error              { return nil }

@@ -53,7 +53,7 @@ func TestLocalHeldDoneAndExpiry(t *testing.T) {
 		if err := la.End(ctx, Ending{}).Err; err != nil {
 			t.Fatalf("second release of an ended lease must be a no-op: %v", err)
 		}
-		stale := newLease(a.(*locker), la.spec, grant{token: la.token}, time.Now().Add(time.Second))
+		stale := newLease(a.(*locker), la.spec, Granted{Token: la.token}, time.Now().Add(time.Second))
 		if err := stale.Extend(ctx); !errors.Is(err, ErrLockLost) {
 			t.Fatalf("stale extend: %v", err)
 		}

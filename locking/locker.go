@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/slotlock/slotlock/locking/internal/wire"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -31,7 +32,7 @@ type Options struct {
 	TracerProvider trace.TracerProvider
 }
 
-func (o Options) withDefaults() Options {
+func (o Options) WithDefaults() Options {
 	if o.Replica == "" {
 		o.Replica, _ = os.Hostname()
 	}
@@ -56,7 +57,7 @@ func drift(ttl time.Duration) time.Duration { return ttl/100 + 2*time.Millisecon
 // locker is the front end shared by Redlock and Local: it makes values,
 // computes validity and hands out Leases; the backend does the storage.
 type locker struct {
-	b      backend
+	b      Driver
 	opt    Options
 	closed atomic.Bool
 
@@ -64,23 +65,23 @@ type locker struct {
 	nodes, quorum int          // span attributes
 }
 
-func newLocker(b backend, opt Options) *locker {
-	l := &locker{b: b, opt: opt.withDefaults(), tracer: tracerOf(opt.TracerProvider)}
-	l.nodes, l.quorum = b.size()
+func newLocker(b Driver, opt Options) *locker {
+	l := &locker{b: b, opt: opt.WithDefaults(), tracer: tracerOf(opt.TracerProvider)}
+	l.nodes, l.quorum = b.Size()
 	return l
 }
 
 func (l *locker) Acquire(ctx context.Context, key Key, ttl time.Duration) (*Lease, error) {
-	return l.acquire(ctx, leaseSpec{key: key, ttl: ttl})
+	return l.acquire(ctx, LeaseSpec{Key: key, TTL: ttl})
 }
 
 func (l *locker) Claim(ctx context.Context, key Key, ttl time.Duration, opts ...ClaimOption) (*Lease, error) {
-	s := leaseSpec{key: key, ttl: ttl, claim: true}
+	s := LeaseSpec{Key: key, TTL: ttl, Claim: true}
 	for _, o := range opts {
 		if o.with == (Key{}) {
 			continue
 		}
-		if s.also != nil {
+		if s.Also != nil {
 			return nil, fmt.Errorf("locking: claim %s: more than one With", key)
 		}
 		if err := CheckKey(o.with); err != nil {
@@ -89,7 +90,7 @@ func (l *locker) Claim(ctx context.Context, key Key, ttl time.Duration, opts ...
 		if o.with.Family != key.Family || o.with == key {
 			return nil, fmt.Errorf("locking: claim %s with %s: not another key of the same family", key, o.with)
 		}
-		s.also = &leaseSpec{key: o.with, ttl: ttl}
+		s.Also = &LeaseSpec{Key: o.with, TTL: ttl}
 	}
 	return l.acquire(ctx, s)
 }
@@ -111,15 +112,15 @@ type ClaimOption struct {
 // (Ending.Also). A zero Key adds nothing; at most one With per Claim.
 func With(also Key) ClaimOption { return ClaimOption{with: also} }
 
-func (l *locker) acquire(ctx context.Context, s leaseSpec) (ls *Lease, err error) {
+func (l *locker) acquire(ctx context.Context, s LeaseSpec) (ls *Lease, err error) {
 	var parent trace.SpanContext
 	if l.tracer != nil {
 		parent = trace.SpanContextFromContext(ctx)
 		name := SpanAcquire
-		if s.claim {
+		if s.Claim {
 			name = SpanClaim
 		}
-		if s.also != nil {
+		if s.Also != nil {
 			// Once the claim is granted, the lease tried with it has its
 			// Acquire span too (taken or held), when that is decided.
 			actx := ctx
@@ -127,22 +128,22 @@ func (l *locker) acquire(ctx context.Context, s leaseSpec) (ls *Lease, err error
 				if ls == nil {
 					return // never tried: the claim was refused
 				}
-				_, asp := l.startSpan(actx, SpanAcquire, s.also.key, trace.SpanContext{})
+				_, asp := l.startSpan(actx, SpanAcquire, s.Also.Key, trace.SpanContext{})
 				var jerr error
 				if ls.grant.Joined == nil {
-					jerr = &HeldError{Key: s.also.key}
+					jerr = &HeldError{Key: s.Also.Key}
 				}
 				endAcquireSpan(asp, ls.grant.Joined, jerr)
 			}()
 		}
 		var sp trace.Span
-		ctx, sp = l.startSpan(ctx, name, s.key, trace.SpanContext{})
+		ctx, sp = l.startSpan(ctx, name, s.Key, trace.SpanContext{})
 		defer func() { endAcquireSpan(sp, ls, err) }()
 	}
-	if s.ttl <= drift(s.ttl) {
-		return nil, fmt.Errorf("locking: acquire %s: ttl %v is too short", s.key, s.ttl)
+	if s.TTL <= drift(s.TTL) {
+		return nil, fmt.Errorf("locking: acquire %s: ttl %v is too short", s.Key, s.TTL)
 	}
-	if err := CheckKey(s.key); err != nil {
+	if err := CheckKey(s.Key); err != nil {
 		return nil, err
 	}
 	if l.closed.Load() {
@@ -151,30 +152,30 @@ func (l *locker) acquire(ctx context.Context, s leaseSpec) (ls *Lease, err error
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	s.value = newToken() + "|" + l.opt.Replica
-	if s.also != nil {
-		also := *s.also
-		also.value = newToken() + "|" + l.opt.Replica
-		s.also = &also
+	s.Value = newToken() + "|" + l.opt.Replica
+	if s.Also != nil {
+		also := *s.Also
+		also.Value = newToken() + "|" + l.opt.Replica
+		s.Also = &also
 	}
 	start := l.opt.Clock.Now()
-	g, err := l.b.acquire(ctx, s)
+	g, err := l.b.Acquire(ctx, s)
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, ctxErr
 		}
 		return nil, err
 	}
-	validUntil := start.Add(s.ttl - drift(s.ttl))
+	validUntil := start.Add(s.TTL - drift(s.TTL))
 	if !l.opt.Clock.Now().Before(validUntil) {
 		// The acquisition took longer than the lease lasts: nothing is held
 		// any more that could be relied on. Undo and report.
-		l.b.undoAcquired(ctx, s)
-		return nil, &slowAcquireError{key: s.key}
+		l.b.UndoAcquired(ctx, s)
+		return nil, &slowAcquireError{key: s.Key}
 	}
 	ls = newLease(l, s, g, validUntil)
-	if g.joined {
-		ls.grant.Joined = newLease(l, *s.also, grant{token: g.token}, validUntil)
+	if g.Joined {
+		ls.grant.Joined = newLease(l, *s.Also, Granted{Token: g.Token}, validUntil)
 	}
 	if l.tracer != nil {
 		ls.trace = &leaseTrace{acq: parent}
@@ -189,17 +190,17 @@ func (l *locker) Ping(ctx context.Context) ([]NodeStatus, error) {
 	if l.closed.Load() {
 		return nil, ErrClosed
 	}
-	st, err := l.b.ping(ctx)
+	st, err := l.b.Ping(ctx)
 	return st, ctxOr(ctx, err)
 }
 
-func (l *locker) Mode() string { return l.b.mode() }
+func (l *locker) Mode() string { return l.b.Mode() }
 
 func (l *locker) Close() error {
 	if l.closed.Swap(true) {
 		return nil
 	}
-	return l.b.close()
+	return l.b.Close()
 }
 
 // ctxOr returns ctx.Err() in place of err when ctx has ended, so callers
@@ -222,21 +223,12 @@ func newToken() string {
 	return hex.EncodeToString(b[:])
 }
 
-const donePrefix = "done|"
-
-// doneValue is the value of a done marker left by Lease.End: the replica,
-// the note and the lease's id, so that an End retried after an answer
-// was lost recognises its own marker.
-func doneValue(replica, note, id string) string {
-	return donePrefix + replica + "|" + note + "|" + id
-}
-
-// parseHeld turns the value found in a key into the error Acquire reports:
+// ParseHeld turns the value found in a key into the error Acquire reports:
 // "<token>|<replica>" for a held key, "done|<replica>|<note>" for a done
 // marker. Unknown formats give a HeldError with no holder.
-func parseHeld(key Key, value string) *HeldError {
+func ParseHeld(key Key, value string) *HeldError {
 	e := &HeldError{Key: key}
-	if rest, ok := strings.CutPrefix(value, donePrefix); ok {
+	if rest, ok := strings.CutPrefix(value, wire.DonePrefix); ok {
 		e.Done = true
 		e.Holder, e.Note, _ = strings.Cut(rest, "|")
 		e.Note, _, _ = strings.Cut(e.Note, "|") // the lease id follows

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/slotlock/slotlock/locking/internal/wire"
 )
 
 // Key names one lock. Family groups the keys whose fencing tokens must be
@@ -19,24 +21,9 @@ type Key struct {
 
 func (k Key) String() string { return k.Family + ":" + k.Name }
 
-// Reserved key names of a family: its fencing counter, and the hashes of
-// its open claims and of their leases.
-const (
-	fenceName  = "fence"
-	claimsName = "claims"
-	livesName  = "lives"
-)
-
-// logName is the reserved name of a family's log (Lease.End).
-const logName = "log"
-
-// tombPrefix starts the reserved names of tombstones left by undone
-// acquisitions (redlock's undo).
-const tombPrefix = "undone:"
-
 func reservedName(n string) bool {
-	return n == fenceName || n == claimsName || n == livesName || n == pauseName || n == logName ||
-		strings.HasPrefix(n, tombPrefix)
+	return n == wire.FenceName || n == wire.ClaimsName || n == wire.LivesName || n == wire.PauseName || n == wire.LogName ||
+		strings.HasPrefix(n, wire.TombPrefix)
 }
 
 // CheckKey reports whether k can be used: a non-empty family without
@@ -50,7 +37,7 @@ func CheckKey(k Key) error {
 	case strings.ContainsAny(k.Family, "{} \t\r\n"):
 		return fmt.Errorf("locking: key %q: family must not contain braces or white space", k)
 	case k.Name == "" || reservedName(k.Name):
-		return fmt.Errorf("locking: key %q: name must be non-empty and not %q, %q, %q, %q or %q", k, fenceName, claimsName, livesName, pauseName, logName)
+		return fmt.Errorf("locking: key %q: name must be non-empty and not %q, %q, %q, %q or %q", k, wire.FenceName, wire.ClaimsName, wire.LivesName, wire.PauseName, wire.LogName)
 	}
 	return nil
 }
@@ -115,19 +102,9 @@ type Grant struct {
 	Joined *Lease
 }
 
-// StartedPrefix starts a claim's stored value once its owner confirmed
-// that the work began (Lease.Start; ExtendOp with Start).
-const StartedPrefix = "started:"
-
-// claimOf splits a claim as stored into the lease value and whether its
-// work was confirmed started.
-func claimOf(stored string) (value string, started bool) {
-	v, ok := strings.CutPrefix(stored, StartedPrefix)
-	return v, ok
-}
-
-func parseAbandoned(k Key, stored string) *Abandoned {
-	value, started := claimOf(stored)
+// ParseAbandoned describes the claim stored in k, whose lease expired.
+func ParseAbandoned(k Key, stored string) *Abandoned {
+	value, started := wire.ClaimOf(stored)
 	tok, holder, _ := strings.Cut(value, "|")
 	return &Abandoned{Key: k, Holder: holder, ID: leaseID(tok), Started: started}
 }

@@ -3,9 +3,9 @@ package locking
 import "context"
 
 // A Node is one lock store as the Redlock client sees it: it applies one
-// Op atomically and answers with a Result. NewRedlock talks to Redis
+// Op atomically and answers with a Result. redlock.New talks to Redis
 // nodes through the Lua scripts beside this file (redisNode);
-// NewRedlockNodes takes any implementation, such as the simulated nodes of
+// redlock.OnNodes takes any implementation, such as the simulated nodes of
 // locking/locksim, which must keep exactly these semantics: the
 // conformance suite in locking/lockingtest runs against both.
 //

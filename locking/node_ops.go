@@ -40,7 +40,7 @@ package locking
 // exists (an undone acquisition's tombstone: redlock's undo).
 //
 // Claims are compared and returned as stored: wherever an op compares
-// Claims[Field] with Value, StartedPrefix + Value counts as Value (the
+// Claims[Field] with Value, "started:" + Value counts as Value (the
 // claim is the lease's own either way), and a claim returned (Value of
 // Status 2, Claim, OrphanValue) keeps its prefix.
 type AcquireOp struct {
@@ -59,7 +59,7 @@ type AcquireOp struct {
 // ExtendOp renews a lease: where it holds Value and has not expired
 // (Lives[Field] for a claim, else Key), reset its expiry to TTL from now.
 // Status 1 when it did, else 0. For a claim with Start set, where it did
-// and Claims[Field] == Value, Claims[Field] := StartedPrefix + Value: the
+// and Claims[Field] == Value, Claims[Field] := "started:" + Value: the
 // claim's owner confirms that its work began.
 type ExtendOp struct {
 	Key, Value           string

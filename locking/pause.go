@@ -56,11 +56,8 @@ func (e *PausedError) Error() string {
 
 func (e *PausedError) Is(target error) bool { return target == ErrPaused }
 
-// pauseName is the reserved name of a family's pause register.
-const pauseName = "pause"
-
-// formatPause is the register's value: "<version>|<p or r>|<until ms>|<by>|<reason>".
-func formatPause(p Pause) string {
+// FormatPause is the register's value: "<version>|<p or r>|<until ms>|<by>|<reason>".
+func FormatPause(p Pause) string {
 	state, until := "r", int64(0)
 	if p.Paused {
 		state = "p"
@@ -90,8 +87,8 @@ func parsePause(v string) Pause {
 	return p
 }
 
-// newestPause is the pause of highest version among values.
-func newestPause(values []string) Pause {
+// NewestPause is the pause of highest version among values.
+func NewestPause(values []string) Pause {
 	var best Pause
 	for _, v := range values {
 		if p := parsePause(v); p.Version > best.Version {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+
+	"github.com/slotlock/slotlock/locking/internal/wire"
 )
 
 // Store is the state a fleet of replicas shares beside its locks, kept in
@@ -58,7 +60,7 @@ type Store interface {
 }
 
 // Backend is a Locker and the Store on the same lock stores: what
-// NewRedlock and NewLocal return. They belong together: a claim reads
+// redlock.New and NewLocal return. They belong together: a claim reads
 // its family's pause register (Grant.Pause) and Lease.End writes its log
 // and records in the same step on each store.
 type Backend interface {
@@ -104,41 +106,41 @@ func (l *locker) AdvanceRecord(ctx context.Context, key Key, v int64) error {
 	if l.closed.Load() {
 		return ErrClosed
 	}
-	return ctxOr(ctx, l.b.advanceRecord(ctx, key, v))
+	return ctxOr(ctx, l.b.AdvanceRecord(ctx, key, v))
 }
 
 func (l *locker) ReadRecord(ctx context.Context, key Key) (int64, error) {
 	if l.closed.Load() {
 		return 0, ErrClosed
 	}
-	v, err := l.b.readRecord(ctx, key)
+	v, err := l.b.ReadRecord(ctx, key)
 	return v, ctxOr(ctx, err)
 }
 
 func (l *locker) SetPause(ctx context.Context, family string, p Pause) (Pause, error) {
-	if err := CheckKey(Key{Family: family, Name: pauseName + "-check"}); err != nil {
+	if err := CheckKey(Key{Family: family, Name: wire.PauseName + "-check"}); err != nil {
 		return Pause{}, err
 	}
 	if l.closed.Load() {
 		return Pause{}, ErrClosed
 	}
-	got, err := l.b.setPause(ctx, family, p)
+	got, err := l.b.SetPause(ctx, family, p)
 	return got, ctxOr(ctx, err)
 }
 
 func (l *locker) ReadPause(ctx context.Context, family string) (Pause, error) {
-	if err := CheckKey(Key{Family: family, Name: pauseName + "-check"}); err != nil {
+	if err := CheckKey(Key{Family: family, Name: wire.PauseName + "-check"}); err != nil {
 		return Pause{}, err
 	}
 	if l.closed.Load() {
 		return Pause{}, ErrClosed
 	}
-	got, err := l.b.readPause(ctx, family)
+	got, err := l.b.ReadPause(ctx, family)
 	return got, ctxOr(ctx, err)
 }
 
 func (l *locker) ReadLog(ctx context.Context, family string, since int64, limit int) ([]LogEntry, error) {
-	if err := CheckKey(Key{Family: family, Name: logName + "-check"}); err != nil {
+	if err := CheckKey(Key{Family: family, Name: wire.LogName + "-check"}); err != nil {
 		return nil, err
 	}
 	if limit <= 0 {
@@ -147,36 +149,36 @@ func (l *locker) ReadLog(ctx context.Context, family string, since int64, limit 
 	if l.closed.Load() {
 		return nil, ErrClosed
 	}
-	entries, err := l.b.readLog(ctx, family, since, limit)
+	entries, err := l.b.ReadLog(ctx, family, since, limit)
 	return entries, ctxOr(ctx, err)
 }
 
 func (l *locker) AppendLog(ctx context.Context, family string, a LogAppend) error {
-	if err := CheckKey(Key{Family: family, Name: logName + "-check"}); err != nil {
+	if err := CheckKey(Key{Family: family, Name: wire.LogName + "-check"}); err != nil {
 		return err
 	}
 	if a.Keep < 0 {
 		return fmt.Errorf("locking: append to the log of %s: keep %d is negative", family, a.Keep)
 	}
 	if a.Token != 0 {
-		if err := checkRecord(Key{Family: family, Name: a.Fence}, int64(min(a.Token, maxRecord+1))); err != nil {
+		if err := CheckRecord(Key{Family: family, Name: a.Fence}, int64(min(a.Token, wire.MaxRecord+1))); err != nil {
 			return fmt.Errorf("locking: append to the log of %s: fence: %w", family, err)
 		}
 	}
 	if l.closed.Load() {
 		return ErrClosed
 	}
-	return ctxOr(ctx, l.b.appendLog(ctx, family, a))
+	return ctxOr(ctx, l.b.AppendLog(ctx, family, a))
 }
 
 func (l *locker) ReadClaims(ctx context.Context, family string) ([]Key, error) {
-	if err := CheckKey(Key{Family: family, Name: claimsName + "-check"}); err != nil {
+	if err := CheckKey(Key{Family: family, Name: wire.ClaimsName + "-check"}); err != nil {
 		return nil, err
 	}
 	if l.closed.Load() {
 		return nil, ErrClosed
 	}
-	keys, err := l.b.readClaims(ctx, family)
+	keys, err := l.b.ReadClaims(ctx, family)
 	return keys, ctxOr(ctx, err)
 }
 
@@ -192,13 +194,13 @@ func (l *locker) Handled(ctx context.Context, keys []Key) ([]bool, error) {
 	if l.closed.Load() {
 		return nil, ErrClosed
 	}
-	got, err := l.b.handled(ctx, keys)
+	got, err := l.b.Handled(ctx, keys)
 	return got, ctxOr(ctx, err)
 }
 
-// mergeLogs is the union of logs, newest first (ties by value), at most
+// MergeLogs is the union of logs, newest first (ties by value), at most
 // limit.
-func mergeLogs(logs [][]LogEntry, limit int) []LogEntry {
+func MergeLogs(logs [][]LogEntry, limit int) []LogEntry {
 	seen := map[LogEntry]bool{}
 	var out []LogEntry
 	for _, l := range logs {
@@ -224,8 +226,8 @@ func mergeLogs(logs [][]LogEntry, limit int) []LogEntry {
 	return out[:min(len(out), limit)]
 }
 
-// claimKeys turns claim fields (key names) into sorted, distinct keys.
-func claimKeys(family string, names []string) []Key {
+// ClaimKeys turns claim fields (key names) into sorted, distinct keys.
+func ClaimKeys(family string, names []string) []Key {
 	slices.Sort(names)
 	names = slices.Compact(names)
 	out := make([]Key, 0, len(names))
@@ -249,16 +251,12 @@ func trimLog(log []LogEntry, a LogAppend) []LogEntry {
 	return out
 }
 
-// maxRecord bounds record and token values: the Lua scripts compare
-// numbers as doubles, which are exact up to 2^53.
-const maxRecord = 1 << 53
-
-// checkRecord reports whether v can be written to the record key.
-func checkRecord(key Key, v int64) error {
+// CheckRecord reports whether v can be written to the record key.
+func CheckRecord(key Key, v int64) error {
 	if err := CheckKey(key); err != nil {
 		return err
 	}
-	if v > maxRecord || v < -maxRecord {
+	if v > wire.MaxRecord || v < -wire.MaxRecord {
 		return fmt.Errorf("locking: record %s: value %d out of range (|v| <= 2^53)", key, v)
 	}
 	return nil

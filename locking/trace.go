@@ -149,19 +149,19 @@ func (t *leaseTrace) parent(mu *sync.Mutex) trace.SpanContext {
 }
 
 // startEndSpan starts the span of an end (trace.go).
-func (ls *Lease) startEndSpan(ctx context.Context, e ending) (context.Context, trace.Span) {
+func (ls *Lease) startEndSpan(ctx context.Context, e EndSpec) (context.Context, trace.Span) {
 	name := SpanRelease
-	if e.doneTTL > 0 {
+	if e.DoneTTL > 0 {
 		name = SpanMarkDone
 	}
-	return ls.lk.startSpan(ctx, name, ls.spec.key, ls.trace.acq)
+	return ls.lk.startSpan(ctx, name, ls.spec.Key, ls.trace.acq)
 }
 
 // endAttrs are the attributes of an end's span.
-func (ls *Lease) endAttrs(e ending) []attribute.KeyValue {
+func (ls *Lease) endAttrs(e EndSpec) []attribute.KeyValue {
 	attrs := []attribute.KeyValue{AttrFencingToken.Int64(int64(ls.token))}
-	if e.doneTTL > 0 {
-		attrs = append(attrs, AttrDoneTTLMS.Int64(e.doneTTL.Milliseconds()))
+	if e.DoneTTL > 0 {
+		attrs = append(attrs, AttrDoneTTLMS.Int64(e.DoneTTL.Milliseconds()))
 	}
 	return attrs
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/locking/redistest"
+	"github.com/slotlock/slotlock/locking/redlock"
 )
 
 // recordingProvider is an SDK TracerProvider that keeps every ended span.
@@ -55,7 +56,7 @@ func spansNamed(rec *tracetest.SpanRecorder, name string) []sdktrace.ReadOnlySpa
 func TestLockSpans(t *testing.T) {
 	nodes := redistest.Start(t, 3)
 	tp, rec := recordingProvider(t)
-	l, err := locking.NewRedlock(locking.RedisConfig{Nodes: nodes.Addrs(), OpTimeout: time.Second},
+	l, err := redlock.New(redlock.Config{Nodes: nodes.Addrs(), OpTimeout: time.Second},
 		locking.Options{Replica: "r1", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), TracerProvider: tp})
 	require.NoError(t, err)
 	defer l.Close()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/slotlock/slotlock/jobs"
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/redlock"
 	"github.com/slotlock/slotlock/scheduler/history"
 )
 
@@ -43,7 +44,7 @@ func TestRedisBackfillRunSlot(t *testing.T) {
 		return nil
 	})
 	mk := func(name string) (*Scheduler, locking.Backend) {
-		l, err := locking.NewRedlock(locking.RedisConfig{Nodes: nodes.Addrs()}, locking.Options{Replica: name, Logger: sink.logger(name)})
+		l, err := redlock.New(redlock.Config{Nodes: nodes.Addrs()}, locking.Options{Replica: name, Logger: sink.logger(name)})
 		if err != nil {
 			t.Fatal(err)
 		}

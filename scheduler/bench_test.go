@@ -22,6 +22,7 @@ import (
 	"github.com/slotlock/slotlock/jobs"
 	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/locking/redistest"
+	"github.com/slotlock/slotlock/locking/redlock"
 	"github.com/slotlock/slotlock/scheduler/history"
 )
 
@@ -124,7 +125,7 @@ func startBench(b *testing.B, nodes *redistest.Cluster, n int, overlap Overlap, 
 	quiet := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	for r := range 3 {
 		name := fmt.Sprintf("replica-%d", r)
-		l, err := locking.NewRedlock(locking.RedisConfig{Nodes: nodes.Addrs()},
+		l, err := redlock.New(redlock.Config{Nodes: nodes.Addrs()},
 			locking.Options{Replica: name, Logger: quiet})
 		if err != nil {
 			b.Fatal(err)
@@ -310,7 +311,7 @@ func measureFloor(b *testing.B, nodes *redistest.Cluster, n int, every time.Dura
 		defer c.Close()
 		clients = append(clients, c)
 	}
-	l, err := locking.NewRedlock(locking.RedisConfig{Nodes: nodes.Addrs()},
+	l, err := redlock.New(redlock.Config{Nodes: nodes.Addrs()},
 		locking.Options{Replica: "floor", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		b.Error(err)

@@ -132,7 +132,7 @@ type Config struct {
 	Secrets []string
 	// Locker is the lock stores: the slots' claims and the job leases
 	// (locking.Locker) and the fleet's shared state beside them — pause
-	// registers, history, records (locking.Store) — as NewRedlock and
+	// registers, history, records (locking.Store) — as redlock.New and
 	// NewLocal return them. Required.
 	Locker locking.Backend
 	Clock  locking.Clock // default locking.SystemClock(0)

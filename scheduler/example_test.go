@@ -13,7 +13,7 @@ import (
 )
 
 // A single replica with the in-process locker runs a job every second.
-// With locking.NewRedlock over shared Redis nodes instead, any number of
+// With redlock.New over shared Redis nodes instead, any number of
 // replicas run the same configuration and each slot still runs once.
 func Example() {
 	lk := locking.NewLocal(locking.Options{Replica: "replica-a"})

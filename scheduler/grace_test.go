@@ -12,6 +12,7 @@ import (
 	"github.com/slotlock/slotlock/jobs"
 	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/locking/locksim"
+	"github.com/slotlock/slotlock/locking/redlock"
 )
 
 // graceJob runs until canceled, then goes on for its grace, as an exec
@@ -60,7 +61,7 @@ func TestGraceEndsBeforeTheLeaseExpires(t *testing.T) {
 		sink := &logSink{}
 		start := func(name string) func() {
 			gate := locksim.NewGate(1)
-			l, err := locking.NewRedlockNodes(net.Nodes(name, gate), "g", 100*time.Millisecond,
+			l, err := redlock.OnNodes(net.Nodes(name, gate), "g", 100*time.Millisecond,
 				locking.Options{Replica: name, Logger: sink.logger(name)})
 			require.NoError(t, err)
 			s, err := New(Config{Replica: name, Locker: l, Logger: sink.logger(name), LockTTL: 6 * time.Second,

@@ -7,6 +7,7 @@ import (
 
 	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/locking/redistest"
+	"github.com/slotlock/slotlock/locking/redlock"
 	"github.com/slotlock/slotlock/scheduler/history"
 )
 
@@ -20,7 +21,7 @@ func TestRedisHistoryEveryOutcomeKind(t *testing.T) {
 	nodes := redistest.Start(t, 3)
 	sink := &logSink{}
 	newLocker := func(replica string) locking.Backend {
-		l, err := locking.NewRedlock(locking.RedisConfig{Nodes: nodes.Addrs()}, locking.Options{Replica: replica})
+		l, err := redlock.New(redlock.Config{Nodes: nodes.Addrs()}, locking.Options{Replica: replica})
 		if err != nil {
 			t.Fatal(err)
 		}

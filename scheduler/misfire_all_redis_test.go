@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/redlock"
 )
 
 // noRecord is a lock store node that never advances a record, alone
@@ -32,14 +33,14 @@ func (n noRecord) Do(ctx context.Context, op locking.Op) (locking.Result, error)
 // (noRecord).
 func noRecordRedlock(t *testing.T, addrs []string, opt locking.Options) locking.Backend {
 	t.Helper()
-	nodes, err := locking.NewRedisNodes(locking.RedisConfig{Nodes: addrs})
+	nodes, err := redlock.RedisNodes(redlock.Config{Nodes: addrs})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, n := range nodes {
 		nodes[i] = noRecord{n}
 	}
-	l, err := locking.NewRedlockNodes(nodes, "", 0, opt)
+	l, err := redlock.OnNodes(nodes, "", 0, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +62,7 @@ func TestRedisRunAll(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	direct, err := locking.NewRedlock(locking.RedisConfig{Nodes: nodes.Addrs()}, locking.Options{Replica: "test"})
+	direct, err := redlock.New(redlock.Config{Nodes: nodes.Addrs()}, locking.Options{Replica: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/locking/redistest"
+	"github.com/slotlock/slotlock/locking/redlock"
 	"github.com/slotlock/slotlock/scheduler/history"
 )
 
@@ -30,7 +31,7 @@ func TestRedisReconcileAccountsForEverySlot(t *testing.T) {
 		var stops []func()
 		for i := range 3 {
 			replica := fmt.Sprintf("g%d-replica-%d", gen, i)
-			l, err := locking.NewRedlock(locking.RedisConfig{Nodes: nodes.Addrs()},
+			l, err := redlock.New(redlock.Config{Nodes: nodes.Addrs()},
 				locking.Options{Replica: replica, Logger: sink.logger(replica)})
 			if err != nil {
 				t.Fatal(err)
@@ -51,7 +52,7 @@ func TestRedisReconcileAccountsForEverySlot(t *testing.T) {
 			}
 		}
 	}
-	admin, err := locking.NewRedlock(locking.RedisConfig{Nodes: nodes.Addrs()}, locking.Options{Replica: "admin"})
+	admin, err := redlock.New(redlock.Config{Nodes: nodes.Addrs()}, locking.Options{Replica: "admin"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/slotlock/slotlock/jobs"
 	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/locking/redistest"
+	"github.com/slotlock/slotlock/locking/redlock"
 )
 
 // Integration tests: three real redis-server nodes (locking/redistest),
@@ -64,7 +65,7 @@ func startCluster(t *testing.T, mkSpecs func() []JobSpec, tweak func(*Config)) *
 	for i, off := range itOffsets {
 		name := fmt.Sprintf("replica-%d", i)
 		clock := locking.SystemClock(off)
-		l, err := locking.NewRedlock(locking.RedisConfig{Nodes: c.nodes.Addrs()},
+		l, err := redlock.New(redlock.Config{Nodes: c.nodes.Addrs()},
 			locking.Options{Replica: name, Clock: clock, Logger: c.sink.logger(name)})
 		if err != nil {
 			t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/locking/redistest"
+	"github.com/slotlock/slotlock/locking/redlock"
 	"github.com/slotlock/slotlock/scheduler/history"
 )
 
@@ -23,7 +24,7 @@ import (
 func startReplaceReplica(t *testing.T, nodes *redistest.Cluster, sink *logSink, name string, off time.Duration, specs ...JobSpec) *replica {
 	t.Helper()
 	clock := locking.SystemClock(off)
-	l, err := locking.NewRedlock(locking.RedisConfig{Nodes: nodes.Addrs()},
+	l, err := redlock.New(redlock.Config{Nodes: nodes.Addrs()},
 		locking.Options{Replica: name, Clock: clock, Logger: sink.logger(name)})
 	if err != nil {
 		t.Fatal(err)
@@ -165,7 +166,7 @@ func TestRedisReplaceDeadHolder(t *testing.T) {
 		startReplaceReplica(t, nodes, sink, []string{"behind", "mid", "ahead"}[i], off,
 			replaceJobSpec(t, "orphaned", "*/10 * * * * *", job))
 	}
-	dead, err := locking.NewRedlock(locking.RedisConfig{Nodes: nodes.Addrs()},
+	dead, err := redlock.New(redlock.Config{Nodes: nodes.Addrs()},
 		locking.Options{Replica: "dead", Logger: sink.logger("dead")})
 	if err != nil {
 		t.Fatal(err)

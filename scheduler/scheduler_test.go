@@ -12,6 +12,7 @@ import (
 	"github.com/slotlock/slotlock/jobs"
 	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/locking/locksim"
+	"github.com/slotlock/slotlock/locking/redlock"
 	"github.com/slotlock/slotlock/scheduler/history"
 )
 
@@ -792,7 +793,7 @@ func TestRecordLagBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
 		f := &countingRecords{Store: locksim.NewStore("s0")}
-		l, err := locking.NewRedlockNodes([]locking.Node{f}, "", 0, locking.Options{Replica: "local"})
+		l, err := redlock.OnNodes([]locking.Node{f}, "", 0, locking.Options{Replica: "local"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/locking/locksim"
+	"github.com/slotlock/slotlock/locking/redlock"
 	"github.com/slotlock/slotlock/scheduler"
 	"github.com/slotlock/slotlock/scheduler/history"
 )
@@ -24,7 +25,7 @@ const accountedSettle = 40 * time.Minute
 // start is never succeeded, failed or canceled).
 func (w *world) checkAccounted(from time.Time) (viol []string) {
 	gate := locksim.NewGate(1)
-	l, err := locking.NewRedlockNodes(w.net.Nodes("auditor", gate), "sim", time.Second,
+	l, err := redlock.OnNodes(w.net.Nodes("auditor", gate), "sim", time.Second,
 		locking.Options{Replica: "auditor", Clock: &locksim.Clock{Gate: gate}, Logger: discard})
 	if err != nil {
 		return []string{fmt.Sprintf("accounted: auditor: %v", err)}

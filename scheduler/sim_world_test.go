@@ -14,6 +14,7 @@ import (
 
 	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/locking/locksim"
+	"github.com/slotlock/slotlock/locking/redlock"
 	"github.com/slotlock/slotlock/scheduler"
 )
 
@@ -186,7 +187,7 @@ func (w *world) process(name string, epoch int) *instance {
 	off := time.Duration(w.rng.Int64N(int64(w.cfg.skew)+1)) - w.cfg.skew/2
 	w.mu.Unlock()
 	in.clock.SetOffset(off)
-	locker, err := locking.NewRedlockNodes(w.net.Nodes(name, gate), "sim", 100*time.Millisecond,
+	locker, err := redlock.OnNodes(w.net.Nodes(name, gate), "sim", 100*time.Millisecond,
 		locking.Options{Replica: name, Clock: in.clock, Logger: discard})
 	if err != nil {
 		w.t.Fatal(err)

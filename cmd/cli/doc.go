@@ -24,7 +24,7 @@
 //
 // A Go service that wants exactly-once scheduled functions in its own
 // process needs no binary and no configuration file: it builds a
-// [scheduler.Config] with a [locking.Locker] ([locking.NewRedlock] over
+// [scheduler.Config] with a [locking.Locker] ([redlock.New] over
 // independent Redis nodes) and jobs ([scheduler.JobSpec]) whose Job is a
 // jobs.Func, then hands it to [NewOps] instead of [scheduler.New]:
 //

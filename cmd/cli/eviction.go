@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/redlock"
 )
 
 // evictionCheckTimeout bounds the start-up check of the nodes' eviction
@@ -17,12 +17,12 @@ const evictionCheckTimeout = 10 * time.Second
 // Redis node runs with maxmemory-policy noeviction, and warns — never
 // fails — about each that does not and, once, about those where the
 // policy cannot be read (managed Redis refuses CONFIG).
-func warnEviction(ctx context.Context, l locking.Locker, log *slog.Logger) {
+func warnEviction(ctx context.Context, rc redlock.Config, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(ctx, evictionCheckTimeout)
 	defer cancel()
 	var unread []string
 	var firstErr error
-	for _, p := range locking.CheckEviction(ctx, l) {
+	for _, p := range redlock.CheckEviction(ctx, rc) {
 		switch {
 		case p.Err != nil:
 			unread = append(unread, p.Addr)

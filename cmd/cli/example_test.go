@@ -14,7 +14,7 @@ import (
 )
 
 // A service runs a function of its own every minute, exactly once across
-// its replicas (locking.NewRedlock over shared Redis nodes; in-process
+// its replicas (redlock.New over shared Redis nodes; in-process
 // locks here, for one replica), and mounts the probes, the metrics and the
 // status page on its own mux. examples/embed is the whole service.
 func ExampleNewOps() {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/locking/redistest"
+	"github.com/slotlock/slotlock/locking/redlock"
 	"github.com/slotlock/slotlock/scheduler/history"
 )
 
@@ -51,7 +52,7 @@ func TestNodeUpLabelledByIndex(t *testing.T) {
 	m := newMetrics()
 	// Two "nodes" that hang up on every connection.
 	addrs := []string{redistest.HangUp(t), redistest.HangUp(t)}
-	l, err := locking.NewRedlock(locking.RedisConfig{Nodes: addrs, OpTimeout: 50 * time.Millisecond},
+	l, err := redlock.New(redlock.Config{Nodes: addrs, OpTimeout: 50 * time.Millisecond},
 		locking.Options{Replica: "r1"})
 	require.NoError(t, err)
 	defer l.Close()

@@ -6,15 +6,15 @@ import (
 	"log/slog"
 
 	"github.com/slotlock/slotlock/internal/config"
-	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/locking/entraauth"
+	"github.com/slotlock/slotlock/locking/redlock"
 )
 
 // redisConfig turns the redis section into the lock layer's settings. With
 // redis.auth: entra it fetches the first Microsoft Entra ID token from the
 // managed identity now, so a replica without an identity fails at start
 // with a clear error; the returned func stops the token refresher.
-func redisConfig(ctx context.Context, cfg *config.Config, log *slog.Logger) (locking.RedisConfig, func(), error) {
+func redisConfig(ctx context.Context, cfg *config.Config, log *slog.Logger) (redlock.Config, func(), error) {
 	rc := cfg.LockingConfig()
 	if cfg.Redis.Auth != config.AuthEntra {
 		return rc, nil, nil

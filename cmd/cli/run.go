@@ -12,6 +12,7 @@ import (
 	"github.com/slotlock/slotlock/internal/config"
 	"github.com/slotlock/slotlock/internal/ui"
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/redlock"
 	"github.com/slotlock/slotlock/scheduler"
 )
 
@@ -23,6 +24,7 @@ type replica struct {
 	log     *slog.Logger
 	clock   locking.Clock
 	locker  locking.Backend
+	redis   *redlock.Config // the Redis nodes' settings; nil in local mode
 	metrics *metrics
 	sched   *scheduler.Scheduler
 	closers []func()
@@ -94,13 +96,13 @@ func build(ctx context.Context, cfg *config.Config, env cmdEnv) (*replica, error
 		if closeCreds != nil {
 			r.closers = append(r.closers, closeCreds)
 		}
-		locking.RouteRedisLog(log) // go-redis's own messages: this log, at debug
-		l, err := locking.NewRedlock(rc, opts)
+		redlock.RouteRedisLog(log) // go-redis's own messages: this log, at debug
+		l, err := redlock.New(rc, opts)
 		if err != nil {
 			r.close()
 			return nil, err
 		}
-		r.locker = l
+		r.locker, r.redis = l, &rc
 	}
 	r.closers = append(r.closers, func() { _ = r.locker.Close() })
 	r.metrics = newMetrics()
@@ -225,7 +227,9 @@ func cmdRun(ctx context.Context, args []string, env cmdEnv) int {
 	}
 	ready := newReadiness(r.locker, r.metrics, r.log, time.Second)
 	wg.Go(func() { ready.run(bg) })
-	wg.Go(func() { warnEviction(bg, r.locker, r.log) })
+	if r.redis != nil {
+		wg.Go(func() { warnEviction(bg, *r.redis, r.log) })
+	}
 	reload := newReloader(r, f.configPath(env), env, data)
 	if addr := cfg.HTTP.Addr; addr != "" {
 		srv, err := newOpsServer(addr, opsMux(r.sched.Healthy, ready, r.metrics, reload.statusPage()))

@@ -31,6 +31,7 @@ import (
 	"github.com/slotlock/slotlock/cmd/cli"
 	"github.com/slotlock/slotlock/jobs"
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/redlock"
 	"github.com/slotlock/slotlock/scheduler"
 )
 
@@ -70,7 +71,7 @@ type service struct {
 // API and the ops endpoints.
 func serve(ctx context.Context, svc service) error {
 	logger := slog.Default().With("replica", svc.replica)
-	lk, err := locking.NewRedlock(locking.RedisConfig{Nodes: svc.nodes},
+	lk, err := redlock.New(redlock.Config{Nodes: svc.nodes},
 		locking.Options{Replica: svc.replica, Logger: logger})
 	if err != nil {
 		return err

@@ -3,7 +3,7 @@ package config
 import (
 	"time"
 
-	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/redlock"
 	"github.com/slotlock/slotlock/scheduler"
 )
 
@@ -51,12 +51,12 @@ func spread(r Redis) time.Duration {
 // CredentialsProvider) to an Entra ID token provider (locking/entraauth, as
 // the cli does); this conversion leaves both nil, and validation has
 // already refused a password with entra.
-func (c *Config) LockingConfig() locking.RedisConfig {
+func (c *Config) LockingConfig() redlock.Config {
 	nodes := make([]string, len(c.Redis.Nodes))
 	for i, n := range c.Redis.Nodes {
 		nodes[i] = n.Addr
 	}
-	return locking.RedisConfig{
+	return redlock.Config{
 		Nodes:       nodes,
 		Username:    c.Redis.Username,
 		Password:    c.Redis.Password,

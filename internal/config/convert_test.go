@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/redlock"
 	"github.com/slotlock/slotlock/scheduler"
 )
 
@@ -17,7 +18,7 @@ func TestLockingConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := cfg.LockingConfig()
-	want := locking.RedisConfig{
+	want := redlock.Config{
 		Nodes:    []string{"10.0.0.1:6379", "10.0.0.2:6379", "10.0.0.3:6379"},
 		Username: "slotlock", Password: "hunter2", TLS: true, KeyPrefix: "prod",
 		DialTimeout: 500 * time.Millisecond, OpTimeout: 50 * time.Millisecond,

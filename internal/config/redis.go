@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/redlock"
 )
 
 // Redis auth modes.
@@ -43,10 +43,10 @@ type Node struct {
 
 func defaultRedis() Redis {
 	return Redis{
-		KeyPrefix:   locking.DefaultKeyPrefix,
+		KeyPrefix:   redlock.DefaultKeyPrefix,
 		Auth:        AuthPassword,
-		DialTimeout: locking.DefaultDialTimeout,
-		OpTimeout:   locking.DefaultOpTimeout,
+		DialTimeout: redlock.DefaultDialTimeout,
+		OpTimeout:   redlock.DefaultOpTimeout,
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/redlock"
 )
 
 // An actor is one process of the world: a goroutine running a program
@@ -58,7 +59,7 @@ func (w *world) newActor(name string) *actor {
 	for i := range nodes {
 		nodes[i] = &node{w: w, a: a, store: i}
 	}
-	l, err := locking.NewRedlockNodes(nodes, "sw", opTimeout, locking.Options{Replica: name, Clock: locking.SystemClock(0), Logger: discard})
+	l, err := redlock.OnNodes(nodes, "sw", opTimeout, locking.Options{Replica: name, Clock: locking.SystemClock(0), Logger: discard})
 	if err != nil {
 		panic(err)
 	}

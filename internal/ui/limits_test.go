@@ -13,6 +13,7 @@ import (
 	"github.com/slotlock/slotlock/internal/secrettest"
 	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/locking/redistest"
+	"github.com/slotlock/slotlock/locking/redlock"
 	"github.com/slotlock/slotlock/scheduler"
 	"github.com/slotlock/slotlock/scheduler/history"
 )
@@ -81,7 +82,7 @@ func TestPageShowsNoRawStoreError(t *testing.T) {
 	// A "node" that hangs up on every connection: the reads fail, and
 	// their error names the node's address.
 	addr := redistest.HangUp(t)
-	l, err := locking.NewRedlock(locking.RedisConfig{Nodes: []string{addr}, OpTimeout: 50 * time.Millisecond,
+	l, err := redlock.New(redlock.Config{Nodes: []string{addr}, OpTimeout: 50 * time.Millisecond,
 		Username: secrettest.URLUser, Password: secrettest.RedisPass}, locking.Options{Replica: "r1"})
 	require.NoError(t, err)
 	defer l.Close()

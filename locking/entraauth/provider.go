@@ -92,7 +92,7 @@ func (o *Options) defaults() error {
 
 // Provider publishes Entra ID credentials to Redis connections. It
 // implements auth.StreamingCredentialsProvider; Credentials has the shape of
-// locking.RedisConfig.CredentialsProvider for clients that only
+// redlock.Config.CredentialsProvider for clients that only
 // authenticate new connections. A Provider is safe for concurrent use.
 type Provider struct {
 	src  TokenSource
@@ -177,7 +177,7 @@ func (p *Provider) Subscribe(listener auth.CredentialsListener) (auth.Credential
 
 // Credentials returns the current username and token, or the last refresh
 // error when the held token has expired. It matches
-// locking.RedisConfig.CredentialsProvider, which authenticates new
+// redlock.Config.CredentialsProvider, which authenticates new
 // connections only (no re-authentication of open ones).
 func (p *Provider) Credentials(context.Context) (username, password string, err error) {
 	p.mu.Lock()

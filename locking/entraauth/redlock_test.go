@@ -10,10 +10,11 @@ import (
 
 	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/locking/redistest"
+	"github.com/slotlock/slotlock/locking/redlock"
 )
 
 // Through the lock layer: a Redlock over three TLS nodes that authenticates
-// with the provider (RedisConfig.StreamingCredentials) keeps working across a
+// with the provider (redlock.Config.StreamingCredentials) keeps working across a
 // token rotation, and every connection it had open re-authenticates with the
 // new token before the old one is withdrawn on the nodes.
 func TestRedlockConnectionsReauthenticateOnRotation(t *testing.T) {
@@ -43,7 +44,7 @@ func TestRedlockConnectionsReauthenticateOnRotation(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	lk, err := locking.NewRedlock(locking.RedisConfig{
+	lk, err := redlock.New(redlock.Config{
 		Nodes:                c.Addrs(),
 		TLSConfig:            c.ClientTLS(),
 		StreamingCredentials: p,

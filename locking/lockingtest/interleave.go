@@ -13,11 +13,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/redlock"
 )
 
 // Interleavings: checks that need each store's requests ordered, lost or
 // answered one by one, so they run on the stores of a Redlock (real Redis
-// nodes, simulated ones) through NewRedlockNodes, each replica over its
+// nodes, simulated ones) through redlock.OnNodes, each replica over its
 // own wrapped nodes. A single in-process store (NewLocal) has no such
 // interleavings.
 
@@ -128,7 +129,7 @@ func newReplica(t *testing.T, w World, name string) *replica {
 		r.nodes = append(r.nodes, wn)
 		nodes = append(nodes, wn)
 	}
-	l, err := locking.NewRedlockNodes(nodes, "lockingtest", nodeOpTimeout,
+	l, err := redlock.OnNodes(nodes, "lockingtest", nodeOpTimeout,
 		locking.Options{Replica: name, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/internal/wire"
 )
 
 // The lease ops as Store.Apply runs them, with the store's lock held.
@@ -62,7 +63,7 @@ func (s *Store) extend(op locking.ExtendOp, now time.Time, nowMS int64) locking.
 		}
 		s.hset(op.Lives, op.Field, op.Value+"|"+strconv.FormatInt(nowMS+op.TTL, 10), now)
 		if c, _ := s.hget(op.Claims, op.Field, now); op.Start && c == op.Value {
-			s.hset(op.Claims, op.Field, locking.StartedPrefix+op.Value, now)
+			s.hset(op.Claims, op.Field, wire.StartedPrefix+op.Value, now)
 		}
 		return locking.Result{Status: 1}
 	}
@@ -125,7 +126,7 @@ func (s *Store) release(op locking.ReleaseOp, now time.Time, nowMS int64) lockin
 		return locking.Result{}
 	}
 	claim, claimOK := s.hget(op.Claims, op.Field, now)
-	claimOurs := claimOK && (claim == op.Value || claim == locking.StartedPrefix+op.Value)
+	claimOurs := claimOK && (claim == op.Value || claim == wire.StartedPrefix+op.Value)
 	l, liveOK := s.hget(op.Lives, op.Field, now)
 	v, exp := parseLive(l)
 	liveMine := liveOK && v == op.Value

@@ -12,6 +12,7 @@ import (
 
 	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/locking/locksim"
+	"github.com/slotlock/slotlock/locking/redlock"
 )
 
 // Found by the simulation (seed 543067): a claim written on stores 0 and 1
@@ -51,7 +52,7 @@ func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, ni
 // and round), closed with the test.
 func simLocker(t *testing.T, net *locksim.Net, name string) locking.Backend {
 	t.Helper()
-	l, err := locking.NewRedlockNodes(net.Nodes(name, locksim.NewGate(0)), "t", 100*time.Millisecond,
+	l, err := redlock.OnNodes(net.Nodes(name, locksim.NewGate(0)), "t", 100*time.Millisecond,
 		locking.Options{Replica: name, Logger: discard()})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })

@@ -9,6 +9,7 @@ import (
 	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/locking/lockingtest"
 	"github.com/slotlock/slotlock/locking/locksim"
+	"github.com/slotlock/slotlock/locking/redlock"
 )
 
 // The simulated stores must behave as real Redis does under the scripts:
@@ -17,7 +18,7 @@ import (
 func TestConformanceSimulated(t *testing.T) {
 	lockingtest.RunSynctest(t, func(t *testing.T) locking.Backend {
 		net := locksim.NewNet(1, locksim.NewStore("sim-a"), locksim.NewStore("sim-b"), locksim.NewStore("sim-c"))
-		l, err := locking.NewRedlockNodes(net.Nodes("sim-1", locksim.NewGate(0)), "t", 100*time.Millisecond,
+		l, err := redlock.OnNodes(net.Nodes("sim-1", locksim.NewGate(0)), "t", 100*time.Millisecond,
 			locking.Options{Replica: "sim-1", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		if err != nil {
 			t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/internal/wire"
 )
 
 // Store is one simulated Redis node's data.
@@ -153,8 +154,6 @@ func (s *Store) num(k string, now time.Time) int64 {
 	return n
 }
 
-const donePrefix = "done|"
-
 // live parses a lives-hash value "<value>|<expiry ms>".
 func parseLive(v string) (string, int64) {
 	i := strings.LastIndexByte(v, '|')
@@ -257,7 +256,7 @@ func (s *Store) Apply(op locking.Op) (locking.Result, error) {
 	case locking.DoneOp:
 		fields := make([]string, len(op.Keys))
 		for i, k := range op.Keys {
-			if v, ok := s.getStr(k, now); ok && strings.HasPrefix(v, "done|") {
+			if v, ok := s.getStr(k, now); ok && strings.HasPrefix(v, wire.DonePrefix) {
 				fields[i] = v
 			}
 		}

@@ -1,4 +1,4 @@
-package locking
+package redlock
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/slotlock/slotlock/locking"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -43,7 +45,7 @@ func (b *clientBox) pipeline() redis.Pipeliner {
 	return b.c.Pipeline()
 }
 
-func newRedisNode(addr, host string, cfg RedisConfig) *redisNode {
+func newRedisNode(addr, host string, cfg Config) *redisNode {
 	uopt := &redis.UniversalOptions{
 		Addrs:    []string{addr},
 		Username: cfg.Username,
@@ -115,7 +117,7 @@ func (n *redisNode) switchToCluster() {
 // Do runs op as its script (EVALSHA, falling back to EVAL when the node
 // lost its script cache) or command, following a cluster redirection once.
 // It is sent in the node's next pipeline (redisbatch.go).
-func (n *redisNode) Do(ctx context.Context, op Op) (Result, error) {
+func (n *redisNode) Do(ctx context.Context, op locking.Op) (locking.Result, error) {
 	if isRead(op) {
 		return n.read(ctx, op)
 	}

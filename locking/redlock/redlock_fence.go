@@ -1,8 +1,11 @@
-package locking
+package redlock
 
 import (
 	"context"
 	"errors"
+
+	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/internal/wire"
 )
 
 // maxFenceRounds bounds the write-back rounds of one acquisition that
@@ -17,18 +20,18 @@ const maxFenceRounds = 16
 // finds t already), so tokens are unique; any acquisition that completed
 // before this one began left its token on a majority, which this one's
 // majority meets, so tokens increase in that order.
-func (r *redlock) claimToken(ctx context.Context, key Key, fenceKey string, t uint64, acqErrs []error) (uint64, error) {
-	res := make([]Result, len(r.nodes))
+func (r *redlock) claimToken(ctx context.Context, key locking.Key, fenceKey string, t uint64, acqErrs []error) (uint64, error) {
+	res := make([]locking.Result, len(r.nodes))
 	errs := make([]error, len(r.nodes))
 	for range maxFenceRounds {
 		if r.hookBeforeFence != nil {
 			r.hookBeforeFence(key)
 		}
-		if t > maxRecord {
+		if t > wire.MaxRecord {
 			return 0, errors.New("locking: fencing token out of range (2^53)")
 		}
-		op := FenceOp{Key: fenceKey, N: int64(t)}
-		r.round(ctx, func(i int) (Op, bool) { return op, acqErrs[i] == nil }, res, errs)
+		op := locking.FenceOp{Key: fenceKey, N: int64(t)}
+		r.round(ctx, func(i int) (locking.Op, bool) { return op, acqErrs[i] == nil }, res, errs)
 		if err := ctx.Err(); err != nil {
 			return 0, err
 		}
@@ -52,14 +55,14 @@ func (r *redlock) claimToken(ctx context.Context, key Key, fenceKey string, t ui
 					errs[i] = acqErrs[i]
 				}
 			}
-			return 0, &QuorumError{Op: "acquire", Key: key, Need: r.quorum, Got: answered, Err: r.nodeErrs(errs)}
+			return 0, &locking.QuorumError{Op: "acquire", Key: key, Need: r.quorum, Got: answered, Err: r.nodeErrs(errs)}
 		}
 		r.learnToken(key.Family, top)
 		t = top + 1
 	}
 	// Contended for maxFenceRounds rounds: nobody may hold this lease;
 	// the caller retries like after a split vote.
-	return 0, &SplitVoteError{Held: &HeldError{Key: key}}
+	return 0, &locking.SplitVoteError{Held: &locking.HeldError{Key: key}}
 }
 
 // propose returns this locker's proposal for the next token in family:

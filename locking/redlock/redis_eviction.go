@@ -1,4 +1,4 @@
-package locking
+package redlock
 
 import (
 	"context"
@@ -24,31 +24,26 @@ type EvictionPolicy struct {
 // Safe reports whether the node is known to run with NoEviction.
 func (p EvictionPolicy) Safe() bool { return p.Err == nil && p.Policy == NoEviction }
 
-// CheckEviction reads maxmemory-policy (CONFIG GET) on every Redis node of
-// l, a Locker from NewRedlock, in parallel, in configuration order; nil for
-// any other Locker. It changes nothing on the nodes.
-func CheckEviction(ctx context.Context, l Locker) []EvictionPolicy {
-	lk, ok := l.(*locker)
-	if !ok {
+// CheckEviction reads maxmemory-policy (CONFIG GET) on every node of cfg,
+// in parallel, in configuration order, over connections of its own that
+// it closes before it returns; nil when cfg is not valid (New reports
+// why). It changes nothing on the nodes.
+func CheckEviction(ctx context.Context, cfg Config) []EvictionPolicy {
+	nodes, err := RedisNodes(cfg)
+	if err != nil {
 		return nil
-	}
-	r, ok := lk.b.(*redlock)
-	if !ok {
-		return nil
-	}
-	var nodes []*redisNode
-	for _, n := range r.nodes {
-		if rn, ok := n.(*redisNode); ok {
-			nodes = append(nodes, rn)
-		}
 	}
 	out := make([]EvictionPolicy, len(nodes))
 	var wg sync.WaitGroup
 	for i, n := range nodes {
-		out[i].Addr = n.addr
-		wg.Go(func() { out[i].Policy, out[i].Err = n.evictionPolicy(ctx) })
+		rn := n.(*redisNode)
+		out[i].Addr = rn.addr
+		wg.Go(func() { out[i].Policy, out[i].Err = rn.evictionPolicy(ctx) })
 	}
 	wg.Wait()
+	for _, n := range nodes {
+		_ = n.Close()
+	}
 	return out
 }
 

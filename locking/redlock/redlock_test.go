@@ -1,7 +1,9 @@
-package locking
+package redlock
 
 import (
 	"context"
+	crand "crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -13,20 +15,42 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotlock/slotlock/locking"
+
 	"github.com/slotlock/slotlock/locking/redistest"
 )
 
 const testOpTimeout = 100 * time.Millisecond
 
+// drivers maps each Backend that newBackend made to its Redlock driver.
+var drivers sync.Map
+
+// newBackend is New, remembering the driver for driverOf.
+func newBackend(cfg Config, opt locking.Options) (locking.Backend, error) {
+	r, err := newDriver(cfg, opt)
+	if err != nil {
+		return nil, err
+	}
+	l := locking.NewLocker(r, opt.WithDefaults())
+	drivers.Store(l, r)
+	return l, nil
+}
+
+// driverOf is the Redlock driver under l, a Backend from newBackend.
+func driverOf(l locking.Backend) *redlock {
+	r, _ := drivers.Load(l)
+	return r.(*redlock)
+}
+
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func newTestRedlock(t testing.TB, addrs []string, replica string, mod ...func(*RedisConfig)) Backend {
+func newTestRedlock(t testing.TB, addrs []string, replica string, mod ...func(*Config)) locking.Backend {
 	t.Helper()
-	cfg := RedisConfig{Nodes: addrs, OpTimeout: testOpTimeout, KeyPrefix: "t"}
+	cfg := Config{Nodes: addrs, OpTimeout: testOpTimeout, KeyPrefix: "t"}
 	for _, m := range mod {
 		m(&cfg)
 	}
-	l, err := NewRedlock(cfg, Options{Replica: replica, Logger: quietLogger()})
+	l, err := newBackend(cfg, locking.Options{Replica: replica, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +65,18 @@ func tctx(t testing.TB, d time.Duration) context.Context {
 }
 
 // rkey is the Redis key of k under the test prefix.
-func rkey(k Key) string { return "t:{" + k.Family + "}:" + k.Name }
+func rkey(k locking.Key) string { return "t:{" + k.Family + "}:" + k.Name }
+
+// storedValue is the value l, just acquired, holds on c's first node
+// ("<token>|<replica>": its Grant's ID starts the token).
+func storedValue(t *testing.T, c *redistest.Cluster, k locking.Key, l *locking.Lease) string {
+	t.Helper()
+	v := c.Node(0).Client().Get(context.Background(), rkey(k)).Val()
+	if g := l.Grant(); !strings.HasPrefix(v, g.ID) || !strings.HasSuffix(v, "|"+g.Holder) {
+		t.Fatalf("node %s holds %q, not the lease %s of %s", c.Node(0).Addr(), v, g.ID, g.Holder)
+	}
+	return v
+}
 
 func TestRedlockAcquireReleaseAndHolder(t *testing.T) {
 	c := redistest.Start(t, 3)
@@ -51,7 +86,7 @@ func TestRedlockAcquireReleaseAndHolder(t *testing.T) {
 	if got := a.Mode(); got != "redlock(3 nodes)" {
 		t.Fatalf("Mode = %q", got)
 	}
-	key := Key{Family: "job", Name: "slot:1"}
+	key := locking.Key{Family: "job", Name: "slot:1"}
 	la, err := a.Acquire(ctx, key, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -70,11 +105,11 @@ func TestRedlockAcquireReleaseAndHolder(t *testing.T) {
 		}
 	}
 	_, err = b.Acquire(ctx, key, time.Second)
-	var held *HeldError
-	if !errors.As(err, &held) || held.Holder != "replica-a" || held.Done || errors.Is(err, ErrSplitVote) {
+	var held *locking.HeldError
+	if !errors.As(err, &held) || held.Holder != "replica-a" || held.Done || errors.Is(err, locking.ErrSplitVote) {
 		t.Fatalf("b: %v", err)
 	}
-	if err := la.End(ctx, Ending{}).Err; err != nil {
+	if err := la.End(ctx, locking.Ending{}).Err; err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range c.Nodes() {
@@ -89,7 +124,7 @@ func TestRedlockAcquireReleaseAndHolder(t *testing.T) {
 	if lb.Token() <= la.Token() {
 		t.Fatalf("token %d after %d", lb.Token(), la.Token())
 	}
-	if err := lb.End(ctx, Ending{DoneTTL: 5 * time.Second, Note: "succeeded"}).Err; err != nil {
+	if err := lb.End(ctx, locking.Ending{DoneTTL: 5 * time.Second, Note: "succeeded"}).Err; err != nil {
 		t.Fatal(err)
 	}
 	_, err = a.Acquire(ctx, key, time.Second)
@@ -103,13 +138,13 @@ func TestRedlockAcquireReleaseAndHolder(t *testing.T) {
 func TestRedlockContention(t *testing.T) {
 	c := redistest.Start(t, 3)
 	ctx := tctx(t, 30*time.Second)
-	lockers := make([]Backend, 5)
+	lockers := make([]locking.Backend, 5)
 	for i := range lockers {
 		// A loaded 2-core machine under -race can stall a round past
 		// 100ms; a lost round is retried, it is not what this test checks.
-		lockers[i] = newTestRedlock(t, c.Addrs(), fmt.Sprintf("r%d", i), func(cfg *RedisConfig) { cfg.OpTimeout = time.Second })
+		lockers[i] = newTestRedlock(t, c.Addrs(), fmt.Sprintf("r%d", i), func(cfg *Config) { cfg.OpTimeout = time.Second })
 	}
-	key := Key{Family: "contend", Name: "k"}
+	key := locking.Key{Family: "contend", Name: "k"}
 	var (
 		inside    atomic.Int32
 		wins      atomic.Int32
@@ -129,7 +164,7 @@ func TestRedlockContention(t *testing.T) {
 			for time.Now().Before(deadline) && wins.Load() < enough {
 				lease, err := l.Acquire(ctx, key, 2*time.Second)
 				if err != nil {
-					if !errors.Is(err, ErrNotAcquired) && !errors.Is(err, ErrNoQuorum) {
+					if !errors.Is(err, locking.ErrNotAcquired) && !errors.Is(err, locking.ErrNoQuorum) {
 						failures <- err.Error()
 						return
 					}
@@ -147,7 +182,7 @@ func TestRedlockContention(t *testing.T) {
 				wins.Add(1)
 				time.Sleep(200 * time.Microsecond)
 				inside.Add(-1)
-				if err := lease.End(ctx, Ending{}).Err; err != nil {
+				if err := lease.End(ctx, locking.Ending{}).Err; err != nil {
 					failures <- "release: " + err.Error()
 				}
 			}
@@ -169,7 +204,7 @@ func TestRedlockMinorityRolledBack(t *testing.T) {
 	c := redistest.Start(t, 3)
 	ctx := tctx(t, 10*time.Second)
 	l := newTestRedlock(t, c.Addrs(), "me")
-	key := Key{Family: "job", Name: "minority"}
+	key := locking.Key{Family: "job", Name: "minority"}
 
 	// Node 1 is held by "other", node 2 is down: we can win node 0 only.
 	if err := c.Node(1).Client().Set(ctx, rkey(key), "0123|other", time.Minute).Err(); err != nil {
@@ -182,7 +217,7 @@ func TestRedlockMinorityRolledBack(t *testing.T) {
 	if err == nil {
 		t.Fatal("acquired with one node of three")
 	}
-	if errors.Is(err, ErrNoQuorum) == errors.Is(err, ErrNotAcquired) {
+	if errors.Is(err, locking.ErrNoQuorum) == errors.Is(err, locking.ErrNotAcquired) {
 		t.Fatalf("want exactly one of no-quorum or not-acquired: %v", err)
 	}
 	if n := c.Node(0).Client().Exists(ctx, rkey(key)).Val(); n != 0 {
@@ -211,12 +246,12 @@ func TestRedlockSplitVote(t *testing.T) {
 	c := redistest.Start(t, 3)
 	ctx := tctx(t, 10*time.Second)
 	l := newTestRedlock(t, c.Addrs(), "me")
-	key := Key{Family: "job", Name: "split"}
+	key := locking.Key{Family: "job", Name: "split"}
 	c.Node(1).Client().Set(ctx, rkey(key), "aaaa|r1", time.Minute)
 	c.Node(2).Client().Set(ctx, rkey(key), "bbbb|r2", time.Minute)
 	_, err := l.Acquire(ctx, key, 5*time.Second)
-	var held *HeldError
-	if !errors.Is(err, ErrSplitVote) || !errors.Is(err, ErrNotAcquired) || !errors.As(err, &held) {
+	var held *locking.HeldError
+	if !errors.Is(err, locking.ErrSplitVote) || !errors.Is(err, locking.ErrNotAcquired) || !errors.As(err, &held) {
 		t.Fatalf("want a split vote, got %v", err)
 	}
 	if held.Holder != "r1" || held.Done {
@@ -228,7 +263,7 @@ func TestRedlockSplitVote(t *testing.T) {
 	// When one holder has a majority, it is a plain HeldError.
 	c.Node(0).Client().Set(ctx, rkey(key), "bbbb|r2", time.Minute)
 	_, err = l.Acquire(ctx, key, 5*time.Second)
-	if !errors.As(err, &held) || errors.Is(err, ErrSplitVote) || held.Holder != "r2" {
+	if !errors.As(err, &held) || errors.Is(err, locking.ErrSplitVote) || held.Holder != "r2" {
 		t.Fatalf("majority holder: %v", err)
 	}
 }
@@ -239,10 +274,10 @@ func TestRedlockDoneMarkerOnOneNode(t *testing.T) {
 	c := redistest.Start(t, 3)
 	ctx := tctx(t, 10*time.Second)
 	l := newTestRedlock(t, c.Addrs(), "me")
-	key := Key{Family: "job", Name: "slot:9"}
+	key := locking.Key{Family: "job", Name: "slot:9"}
 	c.Node(2).Client().Set(ctx, rkey(key), "done|r7|failed", time.Minute)
 	_, err := l.Acquire(ctx, key, 5*time.Second)
-	var held *HeldError
+	var held *locking.HeldError
 	if !errors.As(err, &held) || !held.Done || held.Holder != "r7" || held.Note != "failed" {
 		t.Fatalf("got %v", err)
 	}
@@ -260,14 +295,14 @@ func TestRedlockOneNodeDownStillLocks(t *testing.T) {
 	if err := c.Node(1).Kill(); err != nil {
 		t.Fatal(err)
 	}
-	lease, err := l.Acquire(ctx, Key{Family: "job", Name: "x"}, 5*time.Second)
+	lease, err := l.Acquire(ctx, locking.Key{Family: "job", Name: "x"}, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := lease.Extend(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := lease.End(ctx, Ending{}).Err; err != nil {
+	if err := lease.End(ctx, locking.Ending{}).Err; err != nil {
 		t.Fatal(err)
 	}
 	st, err := l.Ping(ctx)
@@ -287,14 +322,14 @@ func TestRedlockOneNodeDownStillLocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	lease, err = l.Acquire(ctx, Key{Family: "job", Name: "y"}, 30*time.Second)
+	lease, err = l.Acquire(ctx, locking.Key{Family: "job", Name: "y"}, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if took := time.Since(start); took > 5*testOpTimeout {
 		t.Fatalf("acquire with a frozen node took %v", took)
 	}
-	if err := lease.End(ctx, Ending{}).Err; err != nil {
+	if err := lease.End(ctx, locking.Ending{}).Err; err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Node(2).Resume(); err != nil {
@@ -324,10 +359,10 @@ func TestRedlockTwoNodesDownFailsFast(t *testing.T) {
 				}
 			}
 			start := time.Now()
-			_, err := l.Acquire(ctx, Key{Family: "job", Name: "x"}, 10*time.Second)
+			_, err := l.Acquire(ctx, locking.Key{Family: "job", Name: "x"}, 10*time.Second)
 			took := time.Since(start)
-			var qe *QuorumError
-			if !errors.As(err, &qe) || !errors.Is(err, ErrNoQuorum) || qe.Need != 2 || qe.Got != 1 || qe.Op != "acquire" {
+			var qe *locking.QuorumError
+			if !errors.As(err, &qe) || !errors.Is(err, locking.ErrNoQuorum) || qe.Need != 2 || qe.Got != 1 || qe.Op != "acquire" {
 				t.Fatalf("got %v", err)
 			}
 			for _, i := range []int{1, 2} {
@@ -335,7 +370,7 @@ func TestRedlockTwoNodesDownFailsFast(t *testing.T) {
 					t.Fatalf("error does not name %s: %v", c.Node(i).Addr(), err)
 				}
 			}
-			var ne *NodeError
+			var ne *locking.NodeError
 			if !errors.As(err, &ne) {
 				t.Fatalf("no NodeError in %v", err)
 			}
@@ -347,14 +382,14 @@ func TestRedlockTwoNodesDownFailsFast(t *testing.T) {
 			if c.Node(0).Client().Exists(ctx, "t:{job}:x").Val() != 0 {
 				t.Fatal("node 0 kept the write")
 			}
-			if _, err := l.Ping(ctx); !errors.Is(err, ErrNoQuorum) {
+			if _, err := l.Ping(ctx); !errors.Is(err, locking.ErrNoQuorum) {
 				t.Fatalf("ping: %v", err)
 			}
 		})
 	}
 }
 
-// NewRedlock does not fail while the nodes are down; it works once they
+// New does not fail while the nodes are down; it works once they
 // are up.
 func TestRedlockStartsDuringOutage(t *testing.T) {
 	c := redistest.Start(t, 3)
@@ -365,7 +400,7 @@ func TestRedlockStartsDuringOutage(t *testing.T) {
 	}
 	ctx := tctx(t, 15*time.Second)
 	l := newTestRedlock(t, c.Addrs(), "me")
-	if _, err := l.Acquire(ctx, Key{Family: "f", Name: "n"}, time.Second); !errors.Is(err, ErrNoQuorum) {
+	if _, err := l.Acquire(ctx, locking.Key{Family: "f", Name: "n"}, time.Second); !errors.Is(err, locking.ErrNoQuorum) {
 		t.Fatalf("during outage: %v", err)
 	}
 	for _, n := range c.Nodes() {
@@ -375,9 +410,9 @@ func TestRedlockStartsDuringOutage(t *testing.T) {
 	}
 	var err error
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		var lease *Lease
-		if lease, err = l.Acquire(ctx, Key{Family: "f", Name: "n"}, time.Second); err == nil {
-			lease.End(ctx, Ending{})
+		var lease *locking.Lease
+		if lease, err = l.Acquire(ctx, locking.Key{Family: "f", Name: "n"}, time.Second); err == nil {
+			lease.End(ctx, locking.Ending{})
 			return
 		}
 	}
@@ -391,10 +426,10 @@ func TestRedlockWatchdogHolds(t *testing.T) {
 	ctx := tctx(t, 20*time.Second)
 	// Renewals get 250ms each: a loaded CI machine must not turn a slow
 	// renewal into a lost lease; the point here is the watchdog's cadence.
-	slow := func(cfg *RedisConfig) { cfg.OpTimeout = 250 * time.Millisecond }
+	slow := func(cfg *Config) { cfg.OpTimeout = 250 * time.Millisecond }
 	a := newTestRedlock(t, c.Addrs(), "a", slow)
 	b := newTestRedlock(t, c.Addrs(), "b", slow)
-	key := Key{Family: "job", Name: "long"}
+	key := locking.Key{Family: "job", Name: "long"}
 	const ttl = 600 * time.Millisecond
 	lease, err := a.Acquire(ctx, key, ttl)
 	if err != nil {
@@ -403,7 +438,7 @@ func TestRedlockWatchdogHolds(t *testing.T) {
 	kctx := lease.Keep(ctx)
 	end := time.Now().Add(5 * ttl)
 	for time.Now().Before(end) {
-		if _, err := b.Acquire(ctx, key, ttl); !errors.Is(err, ErrNotAcquired) {
+		if _, err := b.Acquire(ctx, key, ttl); !errors.Is(err, locking.ErrNotAcquired) {
 			t.Fatalf("b during a's work: %v", err)
 		}
 		select {
@@ -414,7 +449,7 @@ func TestRedlockWatchdogHolds(t *testing.T) {
 		case <-time.After(ttl / 4):
 		}
 	}
-	if err := lease.End(ctx, Ending{}).Err; err != nil {
+	if err := lease.End(ctx, locking.Ending{}).Err; err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.Acquire(ctx, key, ttl); err != nil {
@@ -429,7 +464,7 @@ func TestRedlockPausedNodesLoseLease(t *testing.T) {
 	ctx := tctx(t, 20*time.Second)
 	l := newTestRedlock(t, c.Addrs(), "a")
 	const ttl = 500 * time.Millisecond
-	lease, err := l.Acquire(ctx, Key{Family: "job", Name: "paused"}, ttl)
+	lease, err := l.Acquire(ctx, locking.Key{Family: "job", Name: "paused"}, ttl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -444,7 +479,7 @@ func TestRedlockPausedNodesLoseLease(t *testing.T) {
 	case <-time.After(5 * ttl):
 		t.Fatal("lease not lost while a majority is paused")
 	}
-	if !errors.Is(context.Cause(kctx), ErrLockLost) {
+	if !errors.Is(context.Cause(kctx), locking.ErrLockLost) {
 		t.Fatalf("cause: %v", context.Cause(kctx))
 	}
 	select {
@@ -464,7 +499,7 @@ func TestRedlockPausedNodesLoseLease(t *testing.T) {
 	// expire on the nodes, so Release may still find them (nil) or find
 	// them expired (ErrLockLost); either way it leaves nothing behind, not
 	// even the copy the watchdog kept alive on node 1.
-	if err := lease.End(ctx, Ending{}).Err; err != nil && !errors.Is(err, ErrLockLost) {
+	if err := lease.End(ctx, locking.Ending{}).Err; err != nil && !errors.Is(err, locking.ErrLockLost) {
 		t.Fatalf("release after loss: %v", err)
 	}
 	for _, n := range c.Nodes() {
@@ -481,43 +516,45 @@ func TestRedlockStaleTokenCannotReleaseOrExtend(t *testing.T) {
 	ctx := tctx(t, 10*time.Second)
 	a := newTestRedlock(t, c.Addrs(), "a")
 	b := newTestRedlock(t, c.Addrs(), "b")
-	key := Key{Family: "job", Name: "stale"}
+	key := locking.Key{Family: "job", Name: "stale"}
 	la, err := a.Acquire(ctx, key, 300*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
+	stale := locking.LeaseSpec{Key: key, Value: storedValue(t, c, key, la), TTL: 300 * time.Millisecond}
 	time.Sleep(400 * time.Millisecond)
 	lb, err := b.Acquire(ctx, key, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
+	vb := storedValue(t, c, key, lb)
 	// Ask the nodes directly with the stale value: the front end would
 	// refuse before asking, as a's ValidUntil has passed.
-	ab := a.(*locker).b
-	if err := ab.extend(ctx, leaseSpec{key: key, value: la.spec.value, ttl: time.Minute}, false); !errors.Is(err, ErrLockLost) {
+	ab := driverOf(a)
+	if err := ab.Extend(ctx, locking.LeaseSpec{Key: key, Value: stale.Value, TTL: time.Minute}, false); !errors.Is(err, locking.ErrLockLost) {
 		t.Fatalf("stale extend: %v", err)
 	}
-	if err := ab.release(ctx, la.spec, ending{}).err; !errors.Is(err, ErrLockLost) {
+	if err := ab.Release(ctx, stale, locking.EndSpec{}).Err; !errors.Is(err, locking.ErrLockLost) {
 		t.Fatalf("stale release: %v", err)
 	}
-	if err := ab.release(ctx, la.spec, ending{done: "done|a|x", doneTTL: time.Minute}).err; !errors.Is(err, ErrLockLost) {
+	if err := ab.Release(ctx, stale, locking.EndSpec{Done: "done|a|x", DoneTTL: time.Minute}).Err; !errors.Is(err, locking.ErrLockLost) {
 		t.Fatalf("stale mark done: %v", err)
 	}
-	if err := la.Extend(ctx); !errors.Is(err, ErrLockLost) {
+	if err := la.Extend(ctx); !errors.Is(err, locking.ErrLockLost) {
 		t.Fatalf("stale lease Extend: %v", err)
 	}
-	if err := la.End(ctx, Ending{}).Err; !errors.Is(err, ErrLockLost) {
+	if err := la.End(ctx, locking.Ending{}).Err; !errors.Is(err, locking.ErrLockLost) {
 		t.Fatalf("stale lease Release: %v", err)
 	}
 	for _, n := range c.Nodes() {
-		if v := n.Client().Get(ctx, rkey(key)).Val(); v != lb.spec.value {
+		if v := n.Client().Get(ctx, rkey(key)).Val(); v != vb {
 			t.Fatalf("node %s: %q, want b's value", n.Addr(), v)
 		}
 		if ttl := n.Client().PTTL(ctx, rkey(key)).Val(); ttl > 10*time.Second {
 			t.Fatalf("node %s: ttl %v was extended by the stale holder", n.Addr(), ttl)
 		}
 	}
-	if err := lb.End(ctx, Ending{}).Err; err != nil {
+	if err := lb.End(ctx, locking.Ending{}).Err; err != nil {
 		t.Fatal(err)
 	}
 }
@@ -531,11 +568,11 @@ func TestRedlockFencingAcrossRestart(t *testing.T) {
 	}
 	c := redistest.Start(t, 3, redistest.AppendOnlyOn(0))
 	ctx := tctx(t, 60*time.Second)
-	lockers := make([]Backend, 4)
+	lockers := make([]locking.Backend, 4)
 	for i := range lockers {
 		lockers[i] = newTestRedlock(t, c.Addrs(), fmt.Sprintf("r%d", i))
 	}
-	key := Key{Family: "fence", Name: "run"}
+	key := locking.Key{Family: "fence", Name: "run"}
 	var (
 		mu       sync.Mutex
 		tokens   []uint64
@@ -552,7 +589,7 @@ func TestRedlockFencingAcrossRestart(t *testing.T) {
 			for wins.Load() < int32(n) && ctx.Err() == nil {
 				lease, err := l.Acquire(ctx, key, 2*time.Second)
 				if err != nil {
-					if !errors.Is(err, ErrNotAcquired) && !errors.Is(err, ErrNoQuorum) {
+					if !errors.Is(err, locking.ErrNotAcquired) && !errors.Is(err, locking.ErrNoQuorum) {
 						failures <- err.Error()
 						return
 					}
@@ -566,7 +603,7 @@ func TestRedlockFencingAcrossRestart(t *testing.T) {
 				tokens = append(tokens, lease.Token())
 				mu.Unlock()
 				wins.Add(1)
-				if err := lease.End(ctx, Ending{}).Err; err != nil && !errors.Is(err, ErrNoQuorum) {
+				if err := lease.End(ctx, locking.Ending{}).Err; err != nil && !errors.Is(err, locking.ErrNoQuorum) {
 					failures <- "release: " + err.Error()
 				}
 			}
@@ -625,7 +662,7 @@ func TestRedlockRecords(t *testing.T) {
 	c := redistest.Start(t, 3)
 	ctx := tctx(t, 10*time.Second)
 	l := newTestRedlock(t, c.Addrs(), "me")
-	key := Key{Family: "job", Name: "last"}
+	key := locking.Key{Family: "job", Name: "last"}
 	if v, err := l.ReadRecord(ctx, key); err != nil || v != 0 {
 		t.Fatalf("unwritten record: %d, %v", v, err)
 	}
@@ -652,16 +689,16 @@ func TestRedlockRecords(t *testing.T) {
 	if err := l.AdvanceRecord(ctx, key, 1<<60); err == nil {
 		t.Fatal("a value above 2^53 was accepted")
 	}
-	if err := l.AdvanceRecord(ctx, Key{Family: "job", Name: "fence"}, 1); err == nil {
+	if err := l.AdvanceRecord(ctx, locking.Key{Family: "job", Name: "fence"}, 1); err == nil {
 		t.Fatal("the reserved fence name was accepted")
 	}
 	// With two nodes down, records fail with a quorum error.
 	_ = c.Node(0).Kill()
 	_ = c.Node(1).Kill()
-	if err := l.AdvanceRecord(ctx, key, 200); !errors.Is(err, ErrNoQuorum) {
+	if err := l.AdvanceRecord(ctx, key, 200); !errors.Is(err, locking.ErrNoQuorum) {
 		t.Fatalf("advance without quorum: %v", err)
 	}
-	if _, err := l.ReadRecord(ctx, key); !errors.Is(err, ErrNoQuorum) {
+	if _, err := l.ReadRecord(ctx, key); !errors.Is(err, locking.ErrNoQuorum) {
 		t.Fatalf("read without quorum: %v", err)
 	}
 }
@@ -671,7 +708,7 @@ func TestRedlockCanceledContext(t *testing.T) {
 	l := newTestRedlock(t, c.Addrs(), "me")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := l.Acquire(ctx, Key{Family: "f", Name: "n"}, time.Second); !errors.Is(err, context.Canceled) {
+	if _, err := l.Acquire(ctx, locking.Key{Family: "f", Name: "n"}, time.Second); !errors.Is(err, context.Canceled) {
 		t.Fatalf("acquire: %v", err)
 	}
 	// Canceled while waiting on paused nodes: ctx.Err(), and nothing left
@@ -681,7 +718,7 @@ func TestRedlockCanceledContext(t *testing.T) {
 	}
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel2()
-	if _, err := l.Acquire(ctx2, Key{Family: "f", Name: "n"}, time.Second); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := l.Acquire(ctx2, locking.Key{Family: "f", Name: "n"}, time.Second); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("acquire: %v", err)
 	}
 	if c.Node(0).Client().Exists(context.Background(), "t:{f}:n").Val() != 0 {
@@ -693,35 +730,35 @@ func TestRedlockTLSAndAuth(t *testing.T) {
 	t.Run("tls+password", func(t *testing.T) {
 		c := redistest.Start(t, 3, redistest.TLS(), redistest.Password("pw-s3cret"))
 		ctx := tctx(t, 10*time.Second)
-		l := newTestRedlock(t, c.Addrs(), "me", func(cfg *RedisConfig) {
+		l := newTestRedlock(t, c.Addrs(), "me", func(cfg *Config) {
 			cfg.TLS = true
 			cfg.TLSConfig = c.ClientTLS()
 			cfg.TLSConfig.ServerName = "" // filled from the address
 			cfg.Password = "pw-s3cret"
 		})
-		lease, err := l.Acquire(ctx, Key{Family: "f", Name: "n"}, time.Second)
+		lease, err := l.Acquire(ctx, locking.Key{Family: "f", Name: "n"}, time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := lease.End(ctx, Ending{}).Err; err != nil {
+		if err := lease.End(ctx, locking.Ending{}).Err; err != nil {
 			t.Fatal(err)
 		}
 		// System roots do not trust the throwaway CA: every node refuses.
-		sys := newTestRedlock(t, c.Addrs(), "me", func(cfg *RedisConfig) {
+		sys := newTestRedlock(t, c.Addrs(), "me", func(cfg *Config) {
 			// Generous: a TLS handshake under -race on a busy machine
 			// must fail on the certificate, not on the clock — the dial
 			// too (its 250 ms default ran out in a full suite's run).
 			cfg.TLS, cfg.Password, cfg.OpTimeout, cfg.DialTimeout = true, "pw-s3cret", 5*time.Second, 5*time.Second
 		})
-		if _, err := sys.Acquire(ctx, Key{Family: "f", Name: "n"}, time.Second); !errors.Is(err, ErrNoQuorum) || !strings.Contains(err.Error(), "certificate") {
+		if _, err := sys.Acquire(ctx, locking.Key{Family: "f", Name: "n"}, time.Second); !errors.Is(err, locking.ErrNoQuorum) || !strings.Contains(err.Error(), "certificate") {
 			t.Fatalf("untrusted CA: %v", err)
 		}
 		// A wrong password fails, and no password appears in the error.
-		bad := newTestRedlock(t, c.Addrs(), "me", func(cfg *RedisConfig) {
+		bad := newTestRedlock(t, c.Addrs(), "me", func(cfg *Config) {
 			cfg.TLSConfig, cfg.Password = c.ClientTLS(), "wrong-pw"
 		})
-		_, err = bad.Acquire(ctx, Key{Family: "f", Name: "n"}, time.Second)
-		if !errors.Is(err, ErrNoQuorum) || strings.Contains(err.Error(), "wrong-pw") || strings.Contains(err.Error(), "pw-s3cret") {
+		_, err = bad.Acquire(ctx, locking.Key{Family: "f", Name: "n"}, time.Second)
+		if !errors.Is(err, locking.ErrNoQuorum) || strings.Contains(err.Error(), "wrong-pw") || strings.Contains(err.Error(), "pw-s3cret") {
 			t.Fatalf("wrong password: %v", err)
 		}
 	})
@@ -729,17 +766,17 @@ func TestRedlockTLSAndAuth(t *testing.T) {
 		c := redistest.Start(t, 3, redistest.User("svc", "tok-1"))
 		ctx := tctx(t, 10*time.Second)
 		var calls atomic.Int32
-		l := newTestRedlock(t, c.Addrs(), "me", func(cfg *RedisConfig) {
+		l := newTestRedlock(t, c.Addrs(), "me", func(cfg *Config) {
 			cfg.CredentialsProvider = func(context.Context) (string, string, error) {
 				calls.Add(1)
 				return "svc", "tok-1", nil
 			}
 		})
-		lease, err := l.Acquire(ctx, Key{Family: "f", Name: "n"}, time.Second)
+		lease, err := l.Acquire(ctx, locking.Key{Family: "f", Name: "n"}, time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := lease.End(ctx, Ending{}).Err; err != nil {
+		if err := lease.End(ctx, locking.Ending{}).Err; err != nil {
 			t.Fatal(err)
 		}
 		if calls.Load() == 0 {
@@ -749,17 +786,17 @@ func TestRedlockTLSAndAuth(t *testing.T) {
 }
 
 func TestNewRedlockConfigErrors(t *testing.T) {
-	for _, cfg := range []RedisConfig{
+	for _, cfg := range []Config{
 		{},
 		{Nodes: []string{"no-port"}},
 		{Nodes: []string{"a:1", "a:1"}},
 		{Nodes: []string{"a:1"}, KeyPrefix: "x{y}"},
 	} {
-		if _, err := NewRedlock(cfg, Options{}); err == nil {
+		if _, err := newBackend(cfg, locking.Options{}); err == nil {
 			t.Errorf("%+v: no error", cfg)
 		}
 	}
-	l, err := NewRedlock(RedisConfig{Nodes: []string{"127.0.0.1:1"}}, Options{Logger: quietLogger()})
+	l, err := newBackend(Config{Nodes: []string{"127.0.0.1:1"}}, locking.Options{Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -767,11 +804,11 @@ func TestNewRedlockConfigErrors(t *testing.T) {
 	if l.Mode() != "redlock(1 node)" {
 		t.Fatal(l.Mode())
 	}
-	rl := l.(*locker).b.(*redlock)
+	rl := driverOf(l)
 	if rl.opTimeout != DefaultOpTimeout || rl.prefix != DefaultKeyPrefix {
 		t.Fatalf("defaults: %v %q", rl.opTimeout, rl.prefix)
 	}
-	if _, err := l.Acquire(context.Background(), Key{Name: "x"}, time.Second); err == nil {
+	if _, err := l.Acquire(context.Background(), locking.Key{Name: "x"}, time.Second); err == nil {
 		t.Fatal("empty family accepted")
 	}
 }
@@ -803,51 +840,51 @@ func TestRedlockClusterEndpoint(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	// One Redlock "node" = the cluster, reached through node 0's address.
-	l := newTestRedlock(t, []string{c.Node(0).Addr()}, "me", func(cfg *RedisConfig) { cfg.OpTimeout = time.Second })
+	l := newTestRedlock(t, []string{c.Node(0).Addr()}, "me", func(cfg *Config) { cfg.OpTimeout = time.Second })
 	onB := 0
 	for i := 0; i < 8; i++ {
 		fam := fmt.Sprintf("job%d", i)
 		if redisSlot(fam) >= 8192 {
 			onB++
 		}
-		lease, err := l.Acquire(ctx, Key{Family: fam, Name: "slot:1"}, 5*time.Second)
+		lease, err := l.Acquire(ctx, locking.Key{Family: fam, Name: "slot:1"}, 5*time.Second)
 		if err != nil {
 			t.Fatalf("family %s (slot %d): %v", fam, redisSlot(fam), err)
 		}
 		if err := lease.Extend(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if err := l.AdvanceRecord(ctx, Key{Family: fam, Name: "last"}, 7); err != nil {
+		if err := l.AdvanceRecord(ctx, locking.Key{Family: fam, Name: "last"}, 7); err != nil {
 			t.Fatal(err)
 		}
-		if v, err := l.ReadRecord(ctx, Key{Family: fam, Name: "last"}); err != nil || v != 7 {
+		if v, err := l.ReadRecord(ctx, locking.Key{Family: fam, Name: "last"}); err != nil || v != 7 {
 			t.Fatalf("record: %d %v", v, err)
 		}
-		if err := lease.End(ctx, Ending{}).Err; err != nil {
+		if err := lease.End(ctx, locking.Ending{}).Err; err != nil {
 			t.Fatal(err)
 		}
 	}
 	if onB == 0 {
 		t.Fatal("no family hashed to the second shard; the test proves nothing")
 	}
-	if !l.(*locker).b.(*redlock).nodes[0].(*redisNode).cluster.Load() {
+	if !driverOf(l).nodes[0].(*redisNode).cluster.Load() {
 		t.Fatal("node did not switch to a cluster client")
 	}
 	// Handled, as a fresh locker's first call, over keys of both shards:
 	// its MGET is refused across slots, and it reads them key by key.
-	claim, err := l.Claim(ctx, Key{Family: "job0", Name: "slot:2"}, 5*time.Second)
+	claim, err := l.Claim(ctx, locking.Key{Family: "job0", Name: "slot:2"}, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := claim.End(ctx, Ending{DoneTTL: time.Minute, Note: "succeeded"}).Err; err != nil {
+	if err := claim.End(ctx, locking.Ending{DoneTTL: time.Minute, Note: "succeeded"}).Err; err != nil {
 		t.Fatal(err)
 	}
-	l2 := newTestRedlock(t, []string{c.Node(0).Addr()}, "me2", func(cfg *RedisConfig) { cfg.OpTimeout = time.Second })
-	var keys []Key
+	l2 := newTestRedlock(t, []string{c.Node(0).Addr()}, "me2", func(cfg *Config) { cfg.OpTimeout = time.Second })
+	var keys []locking.Key
 	for i := 0; i < 8; i++ {
-		keys = append(keys, Key{Family: fmt.Sprintf("job%d", i), Name: "slot:1"})
+		keys = append(keys, locking.Key{Family: fmt.Sprintf("job%d", i), Name: "slot:1"})
 	}
-	keys = append(keys, Key{Family: "job0", Name: "slot:2"})
+	keys = append(keys, locking.Key{Family: "job0", Name: "slot:2"})
 	got, err := l2.Handled(ctx, keys)
 	if err != nil {
 		t.Fatal(err)
@@ -878,14 +915,14 @@ func redisSlot(tag string) int {
 func TestRedlockTokenHintsAndFallback(t *testing.T) {
 	c := redistest.Start(t, 3)
 	ctx := tctx(t, 10*time.Second)
-	ls := []Backend{
+	ls := []locking.Backend{
 		newTestRedlock(t, c.Addrs(), "a"),
 		newTestRedlock(t, c.Addrs(), "b"),
 		newTestRedlock(t, c.Addrs(), "c"),
 	}
 	var last uint64
 	for i := 0; i < 30; i++ {
-		lease, err := ls[i%3].Acquire(ctx, Key{Family: "hint", Name: fmt.Sprintf("slot:%d", i%4)}, 5*time.Second)
+		lease, err := ls[i%3].Acquire(ctx, locking.Key{Family: "hint", Name: fmt.Sprintf("slot:%d", i%4)}, 5*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -893,7 +930,7 @@ func TestRedlockTokenHintsAndFallback(t *testing.T) {
 			t.Fatalf("acquisition %d: token %d after %d", i, lease.Token(), last)
 		}
 		last = lease.Token()
-		if err := lease.End(ctx, Ending{}).Err; err != nil {
+		if err := lease.End(ctx, locking.Ending{}).Err; err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -902,7 +939,7 @@ func TestRedlockTokenHintsAndFallback(t *testing.T) {
 	// highest, written back to the others before it is returned.
 	c.Node(1).Client().Set(ctx, "t:{hint}:fence", 500, 0)
 	c.Node(2).Client().Set(ctx, "t:{hint}:fence", 1000, 0)
-	lease, err := ls[0].Acquire(ctx, Key{Family: "hint", Name: "x"}, 5*time.Second)
+	lease, err := ls[0].Acquire(ctx, locking.Key{Family: "hint", Name: "x"}, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -918,8 +955,8 @@ func TestRedlockTokenHintsAndFallback(t *testing.T) {
 	// agree, so the token needs no write-back round.
 	c.Node(0).Client().Del(ctx, "t:{hint}:fence")
 	writeBacks := 0
-	ls[1].(*locker).b.(*redlock).hookBeforeFence = func(Key) { writeBacks++ }
-	lease, err = ls[1].Acquire(ctx, Key{Family: "hint", Name: "y"}, 5*time.Second)
+	driverOf(ls[1]).hookBeforeFence = func(locking.Key) { writeBacks++ }
+	lease, err = ls[1].Acquire(ctx, locking.Key{Family: "hint", Name: "y"}, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -935,7 +972,7 @@ func TestRedlockLogsNodeTransitions(t *testing.T) {
 	ctx := tctx(t, 15*time.Second)
 	var buf syncBuf
 	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	l, err := NewRedlock(RedisConfig{Nodes: c.Addrs(), Password: "hunter2-secret", OpTimeout: testOpTimeout}, Options{Replica: "me", Logger: logger})
+	l, err := newBackend(Config{Nodes: c.Addrs(), Password: "hunter2-secret", OpTimeout: testOpTimeout}, locking.Options{Replica: "me", Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -945,11 +982,11 @@ func TestRedlockLogsNodeTransitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < 3; i++ {
-		lease, err := l.Acquire(ctx, Key{Family: "log", Name: "k"}, time.Second)
+		lease, err := l.Acquire(ctx, locking.Key{Family: "log", Name: "k"}, time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
-		lease.End(ctx, Ending{})
+		lease.End(ctx, locking.Ending{})
 	}
 	if n := strings.Count(buf.String(), "redis node unreachable"); n != 1 {
 		t.Fatalf("unreachable logged %d times:\n%s", n, buf.String())
@@ -998,20 +1035,20 @@ func (s *syncBuf) String() string {
 func TestRedlockLimitRestartWithoutPersistence(t *testing.T) {
 	c := redistest.Start(t, 3)
 	ctx := tctx(t, 15*time.Second)
-	key := Key{Family: "limit", Name: "run"}
+	key := locking.Key{Family: "limit", Name: "run"}
 	a := newTestRedlock(t, c.Addrs(), "a")
 	// Node 2 misses the acquisitions (down); the token is durable on 0+1.
 	if err := c.Node(2).Kill(); err != nil {
 		t.Fatal(err)
 	}
-	var first *Lease
+	var first *locking.Lease
 	for i := 0; i < 5; i++ {
 		l, err := a.Acquire(ctx, key, time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
 		first = l
-		if err := l.End(ctx, Ending{}).Err; err != nil {
+		if err := l.End(ctx, locking.Ending{}).Err; err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -1027,7 +1064,7 @@ func TestRedlockLimitRestartWithoutPersistence(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := newTestRedlock(t, c.Addrs(), "b") // no token hint of its own
-	var second *Lease
+	var second *locking.Lease
 	var err error
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if second, err = b.Acquire(ctx, key, time.Second); err == nil {
@@ -1053,11 +1090,11 @@ func TestRedlockRacingWriteBacksGetDistinctTokens(t *testing.T) {
 	ctx := tctx(t, 10*time.Second)
 	warm := newTestRedlock(t, c.Addrs(), "warm")
 	for i := range 5 { // the family's counter is 5; a and b know nothing of it
-		lease, err := warm.Acquire(ctx, Key{Family: "race", Name: fmt.Sprintf("w%d", i)}, 5*time.Second)
+		lease, err := warm.Acquire(ctx, locking.Key{Family: "race", Name: fmt.Sprintf("w%d", i)}, 5*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
-		lease.End(ctx, Ending{})
+		lease.End(ctx, locking.Ending{})
 	}
 	// Two nodes carry higher counters (7 and 9, writes that reached each
 	// alone): no majority of the winners of either acquisition agrees, so
@@ -1068,20 +1105,20 @@ func TestRedlockRacingWriteBacksGetDistinctTokens(t *testing.T) {
 	b := newTestRedlock(t, c.Addrs(), "b")
 	paused, resume := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	a.(*locker).b.(*redlock).hookBeforeFence = func(Key) {
+	driverOf(a).hookBeforeFence = func(locking.Key) {
 		once.Do(func() { close(paused); <-resume })
 	}
 	type res struct {
-		lease *Lease
+		lease *locking.Lease
 		err   error
 	}
 	aDone := make(chan res, 1)
 	go func() {
-		l, err := a.Acquire(ctx, Key{Family: "race", Name: "slot:1"}, 5*time.Second)
+		l, err := a.Acquire(ctx, locking.Key{Family: "race", Name: "slot:1"}, 5*time.Second)
 		aDone <- res{l, err}
 	}()
 	<-paused // a has won its key (counters 6, 8, 10); it would write 10 back
-	lb, err := b.Acquire(ctx, Key{Family: "race", Name: "slot:2"}, 5*time.Second)
+	lb, err := b.Acquire(ctx, locking.Key{Family: "race", Name: "slot:2"}, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1109,17 +1146,17 @@ func TestRedlockSlowAcquireHasItsOwnError(t *testing.T) {
 	c := redistest.Start(t, 3)
 	ctx := tctx(t, 10*time.Second)
 	l := newTestRedlock(t, c.Addrs(), "a")
-	l.(*locker).b.(*redlock).hookBeforeFence = func(Key) { time.Sleep(300 * time.Millisecond) }
+	driverOf(l).hookBeforeFence = func(locking.Key) { time.Sleep(300 * time.Millisecond) }
 	// Counters that differ between the nodes force the write-back round,
 	// which the hook slows past the 200ms TTL.
 	c.Node(1).Client().Set(ctx, "t:{slow}:fence", 3, 0)
 	c.Node(2).Client().Set(ctx, "t:{slow}:fence", 5, 0)
-	_, err := l.Acquire(ctx, Key{Family: "slow", Name: "k"}, 200*time.Millisecond)
-	if !errors.Is(err, ErrSlowAcquire) || errors.Is(err, ErrNoQuorum) {
+	_, err := l.Acquire(ctx, locking.Key{Family: "slow", Name: "k"}, 200*time.Millisecond)
+	if !errors.Is(err, locking.ErrSlowAcquire) || errors.Is(err, locking.ErrNoQuorum) {
 		t.Fatalf("err = %v, want ErrSlowAcquire", err)
 	}
 	for _, n := range c.Nodes() {
-		if v := n.Client().Get(ctx, rkey(Key{Family: "slow", Name: "k"})).Val(); v != "" {
+		if v := n.Client().Get(ctx, rkey(locking.Key{Family: "slow", Name: "k"})).Val(); v != "" {
 			t.Fatalf("node %s kept %q after the undone acquisition", n.Addr(), v)
 		}
 	}
@@ -1131,9 +1168,9 @@ func TestRedlockSlowAcquireHasItsOwnError(t *testing.T) {
 func TestRedlockRefusedAuthFailsEveryCall(t *testing.T) {
 	c := redistest.Start(t, 3, redistest.Password("right-pw"))
 	ctx := tctx(t, 10*time.Second)
-	l := newTestRedlock(t, c.Addrs(), "a", func(cfg *RedisConfig) { cfg.Password = "wrong-pw" })
+	l := newTestRedlock(t, c.Addrs(), "a", func(cfg *Config) { cfg.Password = "wrong-pw" })
 	st, err := l.Ping(ctx)
-	if !errors.Is(err, ErrNoQuorum) {
+	if !errors.Is(err, locking.ErrNoQuorum) {
 		t.Fatalf("Ping: %v, want ErrNoQuorum", err)
 	}
 	for _, s := range st {
@@ -1146,7 +1183,7 @@ func TestRedlockRefusedAuthFailsEveryCall(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := l.Acquire(ctx, Key{Family: "auth", Name: fmt.Sprint(i)}, time.Second); !errors.Is(err, ErrNoQuorum) {
+			if _, err := l.Acquire(ctx, locking.Key{Family: "auth", Name: fmt.Sprint(i)}, time.Second); !errors.Is(err, locking.ErrNoQuorum) {
 				t.Errorf("Acquire %d: %v, want ErrNoQuorum", i, err)
 			}
 		}()
@@ -1163,7 +1200,7 @@ func TestRedlockUndoTombstoneRefusesALateAcquire(t *testing.T) {
 	c := redistest.Start(t, 3)
 	ctx := tctx(t, 10*time.Second)
 	l := newTestRedlock(t, c.Addrs(), "a")
-	r := l.(*locker).b.(*redlock)
+	r := driverOf(l)
 	s := jointSpec("tomb")
 	silent := errors.New("no answer")
 	r.undo(ctx, s, nil, []error{silent, silent, silent})
@@ -1176,13 +1213,13 @@ func TestRedlockUndoTombstoneRefusesALateAcquire(t *testing.T) {
 	}
 	// Nothing was left: another replica claims the slot with the job lease.
 	b := newTestRedlock(t, c.Addrs(), "b")
-	lease, err := b.Claim(ctx, s.key, 5*time.Second, With(s.also.key))
+	lease, err := b.Claim(ctx, s.Key, 5*time.Second, locking.With(s.Also.Key))
 	if err != nil || lease.Grant().Abandoned != nil || lease.Grant().Leftover || lease.Grant().Joined == nil {
 		t.Fatalf("claim after the late acquisition: %v, %v", lease, err)
 	}
 	// Without the tombstone the same late acquisition takes the keys.
 	s2 := s
-	s2.key, s2.value = Key{Family: "tomb", Name: "slot:2"}, newToken()+"|a"
+	s2.Key, s2.Value = locking.Key{Family: "tomb", Name: "slot:2"}, testToken()+"|a"
 	r.undo(ctx, s2, nil, nil)
 	op2 := jointOp(r, s2)
 	if res, err := r.nodes[0].Do(ctx, op2); err != nil || res.Status != 1 {
@@ -1199,7 +1236,7 @@ func TestRedlockLateJointAcquireTakesNoJobLease(t *testing.T) {
 	c := redistest.Start(t, 1)
 	ctx := tctx(t, 10*time.Second)
 	l := newTestRedlock(t, c.Addrs(), "a")
-	r := l.(*locker).b.(*redlock)
+	r := driverOf(l)
 	s := jointSpec("late")
 	op := jointOp(r, s)
 	op.SentMS, op.FreshMS = time.Now().Add(-3*time.Second).UnixMilli(), 1100
@@ -1207,10 +1244,10 @@ func TestRedlockLateJointAcquireTakesNoJobLease(t *testing.T) {
 	if err != nil || res.Status != 1 || res.AlsoStatus != 0 {
 		t.Fatalf("late joint acquisition: %+v, %v; want the claim without the job lease", res, err)
 	}
-	if v := c.Node(0).Client().Get(ctx, r.key(s.also.key)).Val(); v != "" {
+	if v := c.Node(0).Client().Get(ctx, r.key(s.Also.Key)).Val(); v != "" {
 		t.Fatalf("job lease %q set by a late request", v)
 	}
-	op.Field, op.Key = "slot:2", r.key(Key{Family: "late", Name: "slot:2"})
+	op.Field, op.Key = "slot:2", r.key(locking.Key{Family: "late", Name: "slot:2"})
 	op.SentMS = time.Now().UnixMilli()
 	if res, err := r.nodes[0].Do(ctx, op); err != nil || res.Status != 1 || res.AlsoStatus != 1 {
 		t.Fatalf("fresh joint acquisition: %+v, %v; want both", res, err)
@@ -1218,16 +1255,23 @@ func TestRedlockLateJointAcquireTakesNoJobLease(t *testing.T) {
 }
 
 // jointSpec is a joint claim of slot:1 with the job lease run in family.
-func jointSpec(family string) leaseSpec {
-	return leaseSpec{key: Key{Family: family, Name: "slot:1"}, value: newToken() + "|a", ttl: 5 * time.Second, claim: true,
-		also: &leaseSpec{key: Key{Family: family, Name: "run"}, value: newToken() + "|a", ttl: 5 * time.Second}}
+func jointSpec(family string) locking.LeaseSpec {
+	return locking.LeaseSpec{Key: locking.Key{Family: family, Name: "slot:1"}, Value: testToken() + "|a", TTL: 5 * time.Second, Claim: true,
+		Also: &locking.LeaseSpec{Key: locking.Key{Family: family, Name: "run"}, Value: testToken() + "|a", TTL: 5 * time.Second}}
 }
 
 // jointOp is the acquire op of s as the acquisition sends it, sent now.
-func jointOp(r *redlock, s leaseSpec) AcquireOp {
+func jointOp(r *redlock, s locking.LeaseSpec) locking.AcquireOp {
 	op := r.acquireOp(s)
-	op.Fence, op.N, op.Tomb = r.fenceKey(s.key.Family), 1, r.tombKey(s)
-	op.Also, op.AlsoValue = r.key(s.also.key), s.also.value
+	op.Fence, op.N, op.Tomb = r.fenceKey(s.Key.Family), 1, r.tombKey(s)
+	op.Also, op.AlsoValue = r.key(s.Also.Key), s.Also.Value
 	op.SentMS, op.FreshMS = time.Now().UnixMilli(), 1100
 	return op
+}
+
+// testToken is a fresh random token, as the front end draws one per lease.
+func testToken() string {
+	var b [16]byte
+	crand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }

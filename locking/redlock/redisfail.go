@@ -1,9 +1,11 @@
-package locking
+package redlock
 
 import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/slotlock/slotlock/locking"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -29,7 +31,7 @@ func (b *batcher) notSent(over error) error {
 			return &stalledError{waited: d}
 		}
 	}
-	return ErrBusy
+	return locking.ErrBusy
 }
 
 // stalledError answers a call not sent because the node left the pipeline
@@ -59,7 +61,7 @@ func queueHeld(err error) bool {
 	if err == nil {
 		return false
 	}
-	if errors.Is(err, ErrBusy) {
+	if errors.Is(err, locking.ErrBusy) {
 		return true
 	}
 	var ue *unansweredError

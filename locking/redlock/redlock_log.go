@@ -1,47 +1,50 @@
-package locking
+package redlock
 
 import (
 	"context"
+
+	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/internal/wire"
 )
 
-// readLog reads the family's log on every node and merges what a majority
+// ReadLog reads the family's log on every node and merges what a majority
 // answered: an entry written with a done marker that reached a majority is
 // on at least one of them.
-func (r *redlock) readLog(ctx context.Context, family string, since int64, limit int) ([]LogEntry, error) {
-	res := make([]Result, len(r.nodes))
+func (r *redlock) ReadLog(ctx context.Context, family string, since int64, limit int) ([]locking.LogEntry, error) {
+	res := make([]locking.Result, len(r.nodes))
 	errs := make([]error, len(r.nodes))
-	op := LogOp{Key: r.key(Key{Family: family, Name: logName}), Since: since, Limit: int64(limit)}
+	op := locking.LogOp{Key: r.key(locking.Key{Family: family, Name: wire.LogName}), Since: since, Limit: int64(limit)}
 	r.round(ctx, all(op), res, errs)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if got := r.answered(errs); got < r.quorum {
-		return nil, &QuorumError{Op: "log", Need: r.quorum, Got: got, Err: r.nodeErrs(errs)}
+		return nil, &locking.QuorumError{Op: "log", Need: r.quorum, Got: got, Err: r.nodeErrs(errs)}
 	}
-	var logs [][]LogEntry
+	var logs [][]locking.LogEntry
 	for i, rep := range res {
 		if errs[i] == nil {
 			logs = append(logs, rep.Log)
 		}
 	}
-	return mergeLogs(logs, limit), nil
+	return locking.MergeLogs(logs, limit), nil
 }
 
-// appendLog adds a.Entry to the family's log on a majority.
-func (r *redlock) appendLog(ctx context.Context, family string, a LogAppend) error {
-	res := make([]Result, len(r.nodes))
+// AppendLog adds a.Entry to the family's log on a majority.
+func (r *redlock) AppendLog(ctx context.Context, family string, a locking.LogAppend) error {
+	res := make([]locking.Result, len(r.nodes))
 	errs := make([]error, len(r.nodes))
-	op := LogAddOp{Key: r.key(Key{Family: family, Name: logName}), Entry: a.Entry.Value, N: a.Entry.Score,
+	op := locking.LogAddOp{Key: r.key(locking.Key{Family: family, Name: wire.LogName}), Entry: a.Entry.Value, N: a.Entry.Score,
 		Value: a.Replace, Keep: int64(a.Keep), Floor: a.Floor, IfAbsent: a.IfAbsent}
 	if a.Token != 0 {
-		op.Record, op.RecordN = r.key(Key{Family: family, Name: a.Fence}), int64(a.Token)
+		op.Record, op.RecordN = r.key(locking.Key{Family: family, Name: a.Fence}), int64(a.Token)
 	}
 	r.round(ctx, all(op), res, errs)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if got := r.answered(errs); got < r.quorum {
-		return &QuorumError{Op: "log", Need: r.quorum, Got: got, Err: r.nodeErrs(errs)}
+		return &locking.QuorumError{Op: "log", Need: r.quorum, Got: got, Err: r.nodeErrs(errs)}
 	}
 	var made, fenced int
 	for i, rep := range res {
@@ -72,23 +75,23 @@ func appendVerdict(made, fenced, quorum int) error {
 	case made >= quorum:
 		return nil
 	case fenced > 0:
-		return ErrStaleToken
+		return locking.ErrStaleToken
 	}
-	return ErrLogHasEntry
+	return locking.ErrLogHasEntry
 }
 
-// readClaims lists the family's open claims on every node and returns the
+// ReadClaims lists the family's open claims on every node and returns the
 // union of what a majority answered.
-func (r *redlock) readClaims(ctx context.Context, family string) ([]Key, error) {
-	res := make([]Result, len(r.nodes))
+func (r *redlock) ReadClaims(ctx context.Context, family string) ([]locking.Key, error) {
+	res := make([]locking.Result, len(r.nodes))
 	errs := make([]error, len(r.nodes))
-	op := ClaimsOp{Claims: r.key(Key{Family: family, Name: claimsName})}
+	op := locking.ClaimsOp{Claims: r.key(locking.Key{Family: family, Name: wire.ClaimsName})}
 	r.round(ctx, all(op), res, errs)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if got := r.answered(errs); got < r.quorum {
-		return nil, &QuorumError{Op: "claims", Need: r.quorum, Got: got, Err: r.nodeErrs(errs)}
+		return nil, &locking.QuorumError{Op: "claims", Need: r.quorum, Got: got, Err: r.nodeErrs(errs)}
 	}
 	var names []string
 	for i, rep := range res {
@@ -96,5 +99,5 @@ func (r *redlock) readClaims(ctx context.Context, family string) ([]Key, error) 
 			names = append(names, rep.Fields...)
 		}
 	}
-	return claimKeys(family, names), nil
+	return locking.ClaimKeys(family, names), nil
 }

@@ -1,4 +1,4 @@
-package locking_test
+package redlock_test
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/locking/redistest"
+	"github.com/slotlock/slotlock/locking/redlock"
 )
 
 // The benchmarks compare Acquire+Release with the floor: one SET NX PX and
@@ -35,7 +36,7 @@ var benchGoroutines = []int{1, 8, 64}
 func BenchmarkAcquireRelease(b *testing.B) {
 	for _, nodes := range []int{1, 3} {
 		c := redistest.Start(b, nodes)
-		l, err := locking.NewRedlock(locking.RedisConfig{Nodes: c.Addrs(), OpTimeout: time.Second},
+		l, err := redlock.New(redlock.Config{Nodes: c.Addrs(), OpTimeout: time.Second},
 			locking.Options{Replica: "bench", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		if err != nil {
 			b.Fatal(err)

@@ -1,4 +1,4 @@
-package locking
+package redlock
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/slotlock/slotlock/locking"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -45,19 +47,19 @@ var (
 // eval is set) or command, and returns the command, to read after Exec.
 // A script's arguments are built in one list (no key slice, variadic
 // copy or reply closure per call).
-func queueOp(ctx context.Context, p redis.Pipeliner, op Op, eval bool) redis.Cmder {
+func queueOp(ctx context.Context, p redis.Pipeliner, op locking.Op, eval bool) redis.Cmder {
 	var a []any
 	switch op := op.(type) {
-	case AcquireOp:
+	case locking.AcquireOp:
 		a = acquireArgs(op, eval)
-	case ExtendOp:
+	case locking.ExtendOp:
 		a = extendArgs(op, eval)
-	case ReleaseOp:
+	case locking.ReleaseOp:
 		a = releaseArgs(op, eval)
-	case LogOp:
+	case locking.LogOp:
 		a = append(scriptArgs(logScript, eval, 3), op.Key, op.Since, op.Limit)
 		a[2] = 1
-	case LogAddOp:
+	case locking.LogAddOp:
 		fence, absent := op.Key, 0 // unused: stands in, with the call's hash tag
 		if op.RecordN != 0 {
 			fence = op.Record
@@ -67,20 +69,20 @@ func queueOp(ctx context.Context, p redis.Pipeliner, op Op, eval bool) redis.Cmd
 		}
 		a = append(scriptArgs(logAddScript, eval, 9), op.Key, fence, op.Entry, op.N, op.Value, op.Keep, op.Floor, op.RecordN, absent)
 		a[2] = 2
-	case ClaimsOp:
+	case locking.ClaimsOp:
 		return p.HKeys(ctx, op.Claims)
-	case PauseOp:
+	case locking.PauseOp:
 		a = append(scriptArgs(pauseScript, eval, 3), op.Key, op.Value, op.N)
 		a[2] = 1
-	case FenceOp:
+	case locking.FenceOp:
 		a = append(scriptArgs(fenceScript, eval, 2), op.Key, op.N)
 		a[2] = 1
-	case MaxSetOp:
+	case locking.MaxSetOp:
 		a = append(scriptArgs(maxsetScript, eval, 2), op.Key, op.N)
 		a[2] = 1
-	case GetOp:
+	case locking.GetOp:
 		return p.Get(ctx, op.Key)
-	case PingOp:
+	case locking.PingOp:
 		return p.Ping(ctx)
 	default:
 		cmd := redis.NewCmd(ctx)
@@ -95,7 +97,7 @@ func queueOp(ctx context.Context, p redis.Pipeliner, op Op, eval bool) redis.Cmd
 // acquireArgs, extendArgs and releaseArgs are the EVALSHA (EVAL when
 // eval) arguments of the lease scripts' calls: keys, their count at
 // a[2], then the arguments.
-func acquireArgs(op AcquireOp, eval bool) []any {
+func acquireArgs(op locking.AcquireOp, eval bool) []any {
 	a := scriptArgs(acquireScript, eval, 14)
 	a = append(a, op.Key, op.Fence)
 	if op.Field != "" {
@@ -110,7 +112,7 @@ func acquireArgs(op AcquireOp, eval bool) []any {
 	return append(a, op.Value, op.TTL, op.N, op.Field, op.AlsoValue, op.SentMS, op.FreshMS)
 }
 
-func extendArgs(op ExtendOp, eval bool) []any {
+func extendArgs(op locking.ExtendOp, eval bool) []any {
 	a := scriptArgs(extendScript, eval, 7)
 	a = append(a, op.Key)
 	start := "0"
@@ -124,7 +126,7 @@ func extendArgs(op ExtendOp, eval bool) []any {
 	return append(a, op.Value, op.TTL, op.Field, start)
 }
 
-func releaseArgs(op ReleaseOp, eval bool) []any {
+func releaseArgs(op locking.ReleaseOp, eval bool) []any {
 	a := scriptArgs(releaseScript, eval, 18)
 	a = append(a, op.Key)
 	if op.Field != "" {
@@ -186,66 +188,66 @@ func cmdReply(cmd redis.Cmder) (any, error) {
 }
 
 // reply turns a command's reply into op's Result.
-func reply(op Op, v any, err error) (Result, error) {
-	if op.Kind() == OpGet && errors.Is(err, redis.Nil) {
-		return Result{Nil: true}, nil
+func reply(op locking.Op, v any, err error) (locking.Result, error) {
+	if op.Kind() == locking.OpGet && errors.Is(err, redis.Nil) {
+		return locking.Result{Nil: true}, nil
 	}
 	if err != nil {
-		return Result{}, err
+		return locking.Result{}, err
 	}
 	return parseReply(op, v)
 }
 
 // parseReply turns a script's or command's reply into a Result.
-func parseReply(op Op, v any) (Result, error) {
+func parseReply(op locking.Op, v any) (locking.Result, error) {
 	switch op.Kind() {
-	case OpAcquire, OpFence, OpPause:
+	case locking.OpAcquire, locking.OpFence, locking.OpPause:
 		arr, ok := v.([]any)
 		if !ok || len(arr) < 2 {
-			return Result{}, fmt.Errorf("unexpected reply %T", v)
+			return locking.Result{}, fmt.Errorf("unexpected reply %T", v)
 		}
 		return parseArrayReply(op.Kind(), arr), nil
-	case OpClaims:
+	case locking.OpClaims:
 		fields, ok := v.([]string)
 		if !ok {
-			return Result{}, fmt.Errorf("unexpected reply %T", v)
+			return locking.Result{}, fmt.Errorf("unexpected reply %T", v)
 		}
-		return Result{Fields: fields}, nil
-	case OpExtend, OpRelease, OpMaxSet, OpLogAdd:
+		return locking.Result{Fields: fields}, nil
+	case locking.OpExtend, locking.OpRelease, locking.OpMaxSet, locking.OpLogAdd:
 		n, ok := v.(int64)
 		if !ok {
-			return Result{}, fmt.Errorf("unexpected reply %T", v)
+			return locking.Result{}, fmt.Errorf("unexpected reply %T", v)
 		}
 		switch op.Kind() {
-		case OpMaxSet:
-			return Result{N: n}, nil
-		case OpRelease:
-			return Result{Status: n & 1, AlsoStatus: n >> 1}, nil
+		case locking.OpMaxSet:
+			return locking.Result{N: n}, nil
+		case locking.OpRelease:
+			return locking.Result{Status: n & 1, AlsoStatus: n >> 1}, nil
 		}
-		return Result{Status: n}, nil
-	case OpLog:
+		return locking.Result{Status: n}, nil
+	case locking.OpLog:
 		return parseLogReply(v)
-	case OpGet:
+	case locking.OpGet:
 		s, _ := v.(string)
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
-			return Result{}, fmt.Errorf("record %q: %w", s, err)
+			return locking.Result{}, fmt.Errorf("record %q: %w", s, err)
 		}
-		return Result{N: n}, nil
+		return locking.Result{N: n}, nil
 	}
-	return Result{}, nil
+	return locking.Result{}, nil
 }
 
 // parseArrayReply reads the array an acquire, fence or pause script
 // returns: its status first, then what the kind adds.
-func parseArrayReply(kind OpKind, arr []any) Result {
-	var r Result
+func parseArrayReply(kind locking.OpKind, arr []any) locking.Result {
+	var r locking.Result
 	r.Status, _ = arr[0].(int64)
 	switch kind {
-	case OpFence:
+	case locking.OpFence:
 		r.N, _ = arr[1].(int64)
 		return r
-	case OpPause:
+	case locking.OpPause:
 		r.Value, _ = arr[1].(string)
 		return r
 	}
@@ -270,20 +272,20 @@ func parseArrayReply(kind OpKind, arr []any) Result {
 }
 
 // parseLogReply reads a log read's (value, score) pairs.
-func parseLogReply(v any) (Result, error) {
+func parseLogReply(v any) (locking.Result, error) {
 	arr, ok := v.([]any)
 	if !ok {
-		return Result{}, fmt.Errorf("unexpected reply %T", v)
+		return locking.Result{}, fmt.Errorf("unexpected reply %T", v)
 	}
-	var r Result
+	var r locking.Result
 	for i := 0; i+1 < len(arr); i += 2 {
 		val, _ := arr[i].(string)
 		sc, _ := arr[i+1].(string)
 		n, err := strconv.ParseFloat(sc, 64)
 		if err != nil {
-			return Result{}, fmt.Errorf("log score %q: %w", sc, err)
+			return locking.Result{}, fmt.Errorf("log score %q: %w", sc, err)
 		}
-		r.Log = append(r.Log, LogEntry{Score: int64(n), Value: val})
+		r.Log = append(r.Log, locking.LogEntry{Score: int64(n), Value: val})
 	}
 	return r, nil
 }

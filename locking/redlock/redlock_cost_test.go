@@ -1,4 +1,4 @@
-package locking_test
+package redlock_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/locking/redistest"
+	"github.com/slotlock/slotlock/locking/redlock"
 )
 
 // The Redis work of one call on the common path of a slot, counted on
@@ -26,7 +27,7 @@ import (
 // drift.
 func TestCommandsPerCall(t *testing.T) {
 	c := redistest.Start(t, 3)
-	l, err := locking.NewRedlock(locking.RedisConfig{Nodes: c.Addrs(), OpTimeout: 2 * time.Second},
+	l, err := redlock.New(redlock.Config{Nodes: c.Addrs(), OpTimeout: 2 * time.Second},
 		locking.Options{Replica: "cost-1", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
@@ -150,7 +151,7 @@ func requireHeld(t testing.TB, err error, done bool) {
 // abandoned; every orphan reported must be an abandoned one.
 func TestOrphanScanBatches(t *testing.T) {
 	c := redistest.Start(t, 3)
-	l, err := locking.NewRedlock(locking.RedisConfig{Nodes: c.Addrs(), OpTimeout: 2 * time.Second},
+	l, err := redlock.New(redlock.Config{Nodes: c.Addrs(), OpTimeout: 2 * time.Second},
 		locking.Options{Replica: "orphans-1", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
@@ -182,13 +183,13 @@ func TestOrphanScanBatches(t *testing.T) {
 // from the host's other load: the nodes' CPU (INFO cpu, summed) and the
 // commands per node (INFO commandstats).
 //
-//	flock /tmp/slotlock-heavy.lock go test ./locking -run '^$' -bench SlotRedisCost -benchtime 3000x
+//	flock /tmp/slotlock-heavy.lock go test ./locking/redlock -run '^$' -bench SlotRedisCost -benchtime 3000x
 func BenchmarkSlotRedisCost(b *testing.B) {
 	c := redistest.Start(b, 3)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var ls [2]locking.Backend
 	for i := range ls {
-		l, err := locking.NewRedlock(locking.RedisConfig{Nodes: c.Addrs(), OpTimeout: 2 * time.Second},
+		l, err := redlock.New(redlock.Config{Nodes: c.Addrs(), OpTimeout: 2 * time.Second},
 			locking.Options{Replica: "bench-" + strconv.Itoa(i), Logger: quiet})
 		require.NoError(b, err)
 		b.Cleanup(func() { _ = l.Close() })

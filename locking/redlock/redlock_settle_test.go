@@ -1,12 +1,15 @@
-package locking
+package redlock
 
 import (
 	"errors"
 	"testing"
 	"time"
 
+	"github.com/slotlock/slotlock/locking"
+
 	"github.com/stretchr/testify/require"
 
+	"github.com/slotlock/slotlock/locking/internal/wire"
 	"github.com/slotlock/slotlock/locking/redistest"
 )
 
@@ -22,14 +25,14 @@ func TestRedlockSettlementThatReachedOneNode(t *testing.T) {
 	c := redistest.Start(t, 3)
 	ctx := tctx(t, 10*time.Second)
 	run := newTestRedlock(t, c.Addrs(), "r1")
-	key := Key{Family: "job", Name: "slot:20"}
+	key := locking.Key{Family: "job", Name: "slot:20"}
 	lease, err := run.Claim(ctx, key, 300*time.Millisecond)
 	require.NoError(t, err)
 	lease.Start()
 	require.NoError(t, lease.Extend(ctx)) // confirmed started on every node
 	// r1 dies; a settler's end lands on node 2 alone.
-	c.Node(2).Client().Set(ctx, rkey(key), doneValue("r0", "abandoned", "x"), time.Minute)
-	c.Node(2).Client().HDel(ctx, rkey(Key{Family: "job", Name: claimsName}), key.Name)
+	c.Node(2).Client().Set(ctx, rkey(key), wire.DoneValue("r0", "abandoned", "x"), time.Minute)
+	c.Node(2).Client().HDel(ctx, rkey(locking.Key{Family: "job", Name: wire.ClaimsName}), key.Name)
 	time.Sleep(400 * time.Millisecond) // the run's lease expires
 
 	settler := newTestRedlock(t, c.Addrs(), "r2")
@@ -39,17 +42,17 @@ func TestRedlockSettlementThatReachedOneNode(t *testing.T) {
 	require.NotNil(t, ab, "granted only as the claim's abandonment")
 	require.True(t, ab.Started)
 	require.Equal(t, "r1", ab.Holder)
-	require.NoError(t, got.End(ctx, Ending{DoneTTL: time.Minute, Note: "abandoned"}).Err)
+	require.NoError(t, got.End(ctx, locking.Ending{DoneTTL: time.Minute, Note: "abandoned"}).Err)
 	for i := range 3 {
-		require.Zero(t, c.Node(i).Client().HExists(ctx, rkey(Key{Family: "job", Name: claimsName}), key.Name).Val(),
+		require.Zero(t, c.Node(i).Client().HExists(ctx, rkey(locking.Key{Family: "job", Name: wire.ClaimsName}), key.Name).Val(),
 			"node %d still holds the claim", i)
 		require.NotZero(t, c.Node(i).Client().Exists(ctx, rkey(key)).Val(), "node %d has no done marker", i)
 	}
 
 	// A marker on one node with no claim taken over still refuses.
-	key2 := Key{Family: "job", Name: "slot:9"}
+	key2 := locking.Key{Family: "job", Name: "slot:9"}
 	c.Node(2).Client().Set(ctx, rkey(key2), "done|r7|failed", time.Minute)
 	_, err = settler.Claim(ctx, key2, 5*time.Second)
-	var held *HeldError
+	var held *locking.HeldError
 	require.True(t, errors.As(err, &held) && held.Done, "got %v", err)
 }

@@ -1,21 +1,23 @@
-package locking
+package redlock
 
 import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/slotlock/slotlock/locking"
 )
 
 // handledTries is how many nodes Handled asks before it gives up: a hint
 // that takes longer than two op timeouts comes too late to save anything.
 const handledTries = 2
 
-// handled reads keys' done markers on one node (DoneOp: one MGET), the next in turn that is not known to be down; when it
+// Handled reads keys' done markers on one node (DoneOp: one MGET), the next in turn that is not known to be down; when it
 // does not answer, on the one after it. One node suffices: Handled is a
 // hint (store.go), and a marker written on a majority is on every node
 // but a minority.
-func (r *redlock) handled(ctx context.Context, keys []Key) ([]bool, error) {
-	op := DoneOp{Keys: make([]string, len(keys))}
+func (r *redlock) Handled(ctx context.Context, keys []locking.Key) ([]bool, error) {
+	op := locking.DoneOp{Keys: make([]string, len(keys))}
 	for i, k := range keys {
 		op.Keys[i] = r.key(k)
 	}
@@ -37,7 +39,7 @@ func (r *redlock) handled(ctx context.Context, keys []Key) ([]bool, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		errs = append(errs, &NodeError{Addr: r.nodes[i].Addr(), Err: err})
+		errs = append(errs, &locking.NodeError{Addr: r.nodes[i].Addr(), Err: err})
 	}
 	return nil, errors.Join(errs...)
 }

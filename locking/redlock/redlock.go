@@ -1,4 +1,4 @@
-package locking
+package redlock
 
 import (
 	"context"
@@ -12,14 +12,17 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/internal/wire"
+
 	"github.com/redis/go-redis/v9/auth"
 )
 
-// RedisConfig is how NewRedlock reaches its nodes. Each entry of Nodes is
+// Config is how New reaches its nodes. Each entry of Nodes is
 // an independent Redis: a standalone server or a Redis Cluster endpoint
 // (the client follows MOVED/ASK redirections by switching that node to a
 // cluster client). The nodes must not replicate to each other.
-type RedisConfig struct {
+type Config struct {
 	// Nodes are "host:port" addresses, one per independent Redis.
 	Nodes []string
 	// Username and Password authenticate every node (ACL user, or the
@@ -50,14 +53,14 @@ type RedisConfig struct {
 	StreamingCredentials auth.StreamingCredentialsProvider
 }
 
-// Defaults for RedisConfig's zero fields.
+// Defaults for Config's zero fields.
 const (
 	DefaultKeyPrefix   = "slotlock"
 	DefaultDialTimeout = 250 * time.Millisecond
 	DefaultOpTimeout   = 100 * time.Millisecond
 )
 
-func (c RedisConfig) withDefaults() RedisConfig {
+func (c Config) withDefaults() Config {
 	if c.KeyPrefix == "" {
 		c.KeyPrefix = DefaultKeyPrefix
 	}
@@ -70,35 +73,44 @@ func (c RedisConfig) withDefaults() RedisConfig {
 	return c
 }
 
-// NewRedlock returns a Backend over cfg.Nodes. It does not connect: nodes
+// New returns a Backend over cfg.Nodes. It does not connect: nodes
 // that are unreachable now (a replica starting during an outage) are tried
-// again on every operation, so NewRedlock fails only on a configuration
+// again on every operation, so New fails only on a configuration
 // error. Operations need a majority (len(Nodes)/2+1) of the nodes.
-func NewRedlock(cfg RedisConfig, opt Options) (Backend, error) {
-	cfg = cfg.withDefaults()
-	nodes, err := NewRedisNodes(cfg)
+func New(cfg Config, opt locking.Options) (locking.Backend, error) {
+	r, err := newDriver(cfg, opt)
 	if err != nil {
 		return nil, err
 	}
-	l, err := NewRedlockNodes(nodes, cfg.KeyPrefix, cfg.OpTimeout, opt)
+	return locking.NewLocker(r, opt.WithDefaults()), nil
+}
+
+// newDriver is the Redlock driver New runs the front end over.
+func newDriver(cfg Config, opt locking.Options) (*redlock, error) {
+	cfg, opt = cfg.withDefaults(), opt.WithDefaults()
+	nodes, err := RedisNodes(cfg)
+	if err != nil {
+		return nil, err
+	}
+	r, err := onNodes(nodes, cfg.KeyPrefix, cfg.OpTimeout, opt)
 	if err != nil {
 		for _, n := range nodes {
 			_ = n.Close()
 		}
 		return nil, err
 	}
-	return l, nil
+	return r, nil
 }
 
-// NewRedisNodes returns the Nodes that NewRedlock runs on, one per entry
-// of cfg.Nodes, for NewRedlockNodes (which a test may give wrapped
+// RedisNodes returns the Nodes that New runs on, one per entry
+// of cfg.Nodes, for OnNodes (which a test may give wrapped
 // nodes, to order or lose their requests). Close each when done.
-func NewRedisNodes(cfg RedisConfig) ([]Node, error) {
+func RedisNodes(cfg Config) ([]locking.Node, error) {
 	cfg = cfg.withDefaults()
 	if len(cfg.Nodes) == 0 {
 		return nil, errors.New("locking: redlock: no nodes configured")
 	}
-	var nodes []Node
+	var nodes []locking.Node
 	seen := map[string]bool{}
 	for _, addr := range cfg.Nodes {
 		host, _, err := net.SplitHostPort(addr)
@@ -114,12 +126,22 @@ func NewRedisNodes(cfg RedisConfig) ([]Node, error) {
 	return nodes, nil
 }
 
-// NewRedlockNodes returns a Backend running the Redlock algorithm over
+// OnNodes returns a Backend running the Redlock algorithm over
 // nodes, with keys under prefix and opTimeout per node and round (defaults
-// as in RedisConfig). NewRedlock uses it with Redis nodes; the simulation
+// as in Config). New uses it with Redis nodes; the simulation
 // (locking/locksim) with simulated ones.
-func NewRedlockNodes(nodes []Node, prefix string, opTimeout time.Duration, opt Options) (Backend, error) {
-	opt = opt.withDefaults()
+func OnNodes(nodes []locking.Node, prefix string, opTimeout time.Duration, opt locking.Options) (locking.Backend, error) {
+	opt = opt.WithDefaults()
+	r, err := onNodes(nodes, prefix, opTimeout, opt)
+	if err != nil {
+		return nil, err
+	}
+	return locking.NewLocker(r, opt), nil
+}
+
+// onNodes is the driver OnNodes runs the front end over.
+func onNodes(nodes []locking.Node, prefix string, opTimeout time.Duration, opt locking.Options) (*redlock, error) {
+	opt = opt.WithDefaults()
 	if prefix == "" {
 		prefix = DefaultKeyPrefix
 	}
@@ -153,18 +175,18 @@ func NewRedlockNodes(nodes []Node, prefix string, opTimeout time.Duration, opt O
 	if len(nodes) == 1 {
 		r.modeStr = "redlock(1 node)"
 	}
-	return newLocker(r, opt), nil
+	return r, nil
 }
 
 // redlock is the backend over N independent nodes.
 type redlock struct {
-	nodes     []Node
+	nodes     []locking.Node
 	down      []atomic.Bool // per node: last seen unreachable
 	quorum    int
 	prefix    string
 	opTimeout time.Duration
 	log       *slog.Logger
-	clock     Clock
+	clock     locking.Clock
 	modeStr   string
 
 	tokMu  sync.Mutex
@@ -175,7 +197,7 @@ type redlock struct {
 
 	// hookBeforeFence, when set (tests), runs before each fencing-token
 	// write-back round.
-	hookBeforeFence func(Key)
+	hookBeforeFence func(locking.Key)
 
 	// Undos sent again in the background (undoLater): quit stops them
 	// at close, which waits for them.
@@ -196,7 +218,7 @@ func (r *redlock) observe(parent context.Context, i int, err error) {
 		return
 	}
 	// ErrBusy is this replica's load: the call was not sent.
-	if parent.Err() != nil || isReadError(err) || errors.Is(err, ErrBusy) {
+	if parent.Err() != nil || isReadError(err) || errors.Is(err, locking.ErrBusy) {
 		return
 	}
 	if !r.down[i].Swap(true) {
@@ -204,12 +226,12 @@ func (r *redlock) observe(parent context.Context, i int, err error) {
 	}
 }
 
-func (r *redlock) key(k Key) string {
+func (r *redlock) key(k locking.Key) string {
 	return r.prefix + ":{" + k.Family + "}:" + k.Name
 }
 
 func (r *redlock) fenceKey(family string) string {
-	return r.prefix + ":{" + family + "}:" + fenceName
+	return r.prefix + ":{" + family + "}:" + wire.FenceName
 }
 
 // round applies one op per node, in parallel, under one OpTimeout
@@ -220,7 +242,7 @@ func (r *redlock) fenceKey(family string) string {
 // awaited, without a goroutine each, and the first of them found idle is
 // sent on the calling goroutine (no hop to its sender); others are called
 // on goroutines of their own (the first on the calling goroutine).
-func (r *redlock) round(ctx context.Context, op func(i int) (Op, bool), res []Result, errs []error) {
+func (r *redlock) round(ctx context.Context, op func(i int) (locking.Op, bool), res []locking.Result, errs []error) {
 	// The deadline is real time, as the sockets' are. Queued calls carry
 	// it and share one pooled timer; a context of its own is made only
 	// for nodes called through Do.
@@ -228,7 +250,7 @@ func (r *redlock) round(ctx context.Context, op func(i int) (Op, bool), res []Re
 	var rctx context.Context
 	var calls [maxQueuedNodes]*nodeCall
 	var wg sync.WaitGroup
-	first, firstOp, own, queued := -1, Op(nil), -1, false
+	first, firstOp, own, queued := -1, locking.Op(nil), -1, false
 	for i := range r.nodes {
 		o, ok := op(i)
 		if !ok {
@@ -274,7 +296,7 @@ func (r *redlock) round(ctx context.Context, op func(i int) (Op, bool), res []Re
 
 // awaitQueued waits for the queued calls' answers, until the round's
 // deadline, and observes what they say of their nodes.
-func (r *redlock) awaitQueued(ctx context.Context, until time.Time, calls []*nodeCall, res []Result, errs []error) {
+func (r *redlock) awaitQueued(ctx context.Context, until time.Time, calls []*nodeCall, res []locking.Result, errs []error) {
 	timer := getTimer(time.Until(until))
 	defer putTimer(timer)
 	expire := timer.C
@@ -321,9 +343,9 @@ var expired = func() <-chan time.Time {
 // the caller the node's sender when it is idle: the caller then sends its
 // own call (sendOwn) instead of queuing it (start).
 type queuingNode interface {
-	start(ctx context.Context, until time.Time, op Op) *nodeCall
+	start(ctx context.Context, until time.Time, op locking.Op) *nodeCall
 	claim() bool
-	call(ctx context.Context, until time.Time, op Op) *nodeCall
+	call(ctx context.Context, until time.Time, op locking.Op) *nodeCall
 	sendOwn(c *nodeCall)
 	watchFaults(f func(error))
 }
@@ -333,30 +355,32 @@ type queuingNode interface {
 const maxQueuedNodes = 16
 
 // all is a round's op selector for the same op on every node.
-func all(o Op) func(int) (Op, bool) { return func(int) (Op, bool) { return o, true } }
+func all(o locking.Op) func(int) (locking.Op, bool) {
+	return func(int) (locking.Op, bool) { return o, true }
+}
 
 // nodeErrs turns per-node errors into one errors.Join of *NodeError.
 func (r *redlock) nodeErrs(errs []error) error {
 	var out []error
 	for i, err := range errs {
 		if err != nil {
-			out = append(out, &NodeError{Addr: r.nodes[i].Addr(), Err: err})
+			out = append(out, &locking.NodeError{Addr: r.nodes[i].Addr(), Err: err})
 		}
 	}
 	return errors.Join(out...)
 }
 
-func (r *redlock) mode() string { return r.modeStr }
+func (r *redlock) Mode() string { return r.modeStr }
 
-func (r *redlock) size() (nodes, quorum int) { return len(r.nodes), r.quorum }
+func (r *redlock) Size() (nodes, quorum int) { return len(r.nodes), r.quorum }
 
-func (r *redlock) close() error {
+func (r *redlock) Close() error {
 	close(r.quit)
 	r.bg.Wait()
 	var errs []error
 	for _, n := range r.nodes {
 		if err := n.Close(); err != nil {
-			errs = append(errs, &NodeError{Addr: n.Addr(), Err: err})
+			errs = append(errs, &locking.NodeError{Addr: n.Addr(), Err: err})
 		}
 	}
 	return errors.Join(errs...)

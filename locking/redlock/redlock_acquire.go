@@ -1,34 +1,37 @@
-package locking
+package redlock
 
 import (
 	"context"
 	"errors"
 	"strings"
+
+	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/internal/wire"
 )
 
 // The Redlock acquisition: one round on every node, read by tallyAcquire,
 // then granted (grantWon, claimMet) or undone (acquireLost).
 
-func (r *redlock) acquire(ctx context.Context, s leaseSpec) (grant, error) {
-	if err := CheckKey(s.key); err != nil {
-		return grant{}, err
+func (r *redlock) Acquire(ctx context.Context, s locking.LeaseSpec) (locking.Granted, error) {
+	if err := locking.CheckKey(s.Key); err != nil {
+		return locking.Granted{}, err
 	}
-	family := s.key.Family
+	family := s.Key.Family
 	proposal := r.propose(family)
 	op := r.acquireOp(s)
 	op.Fence = r.fenceKey(family)
 	op.N = int64(proposal)
-	if s.claim && s.also != nil {
+	if s.Claim && s.Also != nil {
 		// A frozen node may run a request long after its sender gave up
 		// (and after its undo: the undo may never reach it). A job lease
 		// so left on a majority would keep the job's next runs out for a
 		// ttl, so a node takes it only while the request is fresh by its
 		// own clock: sent at most jointFresh ago.
-		op.Also, op.AlsoValue = r.key(s.also.key), s.also.value
+		op.Also, op.AlsoValue = r.key(s.Also.Key), s.Also.Value
 		op.SentMS, op.FreshMS = r.clock.Now().UnixMilli(), (r.opTimeout + jointFresh).Milliseconds()
 	}
 	op.Tomb = r.tombKey(s)
-	res := make([]Result, len(r.nodes))
+	res := make([]locking.Result, len(r.nodes))
 	errs := make([]error, len(r.nodes))
 	r.round(ctx, all(op), res, errs)
 
@@ -46,7 +49,7 @@ func (r *redlock) acquire(ctx context.Context, s leaseSpec) (grant, error) {
 			return g, err
 		}
 	}
-	return grant{}, r.acquireLost(ctx, s, &t, res, errs)
+	return locking.Granted{}, r.acquireLost(ctx, s, &t, res, errs)
 }
 
 // acquireTally is what the answers to one acquire round say.
@@ -61,12 +64,12 @@ type acquireTally struct {
 	// takeover of it going on), found under its own live lease.
 	tookBy, underBy, ownBy map[string]int
 	started                map[string]bool // a copy met is confirmed started
-	orphan                 Result
+	orphan                 locking.Result
 	seen, top              uint64 // highest counter seen anywhere / raised by a winner
 }
 
 // tallyAcquire reads the answers of an acquire round.
-func tallyAcquire(res []Result, errs []error) acquireTally {
+func tallyAcquire(res []locking.Result, errs []error) acquireTally {
 	// The maps stay nil (no allocation) unless a claim is met.
 	t := acquireTally{pauses: make([]string, 0, len(res)), allPauses: make([]string, 0, len(res))}
 	for i, rep := range res {
@@ -81,17 +84,17 @@ func tallyAcquire(res []Result, errs []error) acquireTally {
 			t.won++
 			t.top = max(t.top, uint64(rep.N))
 			if rep.Status == 2 {
-				v, st := claimOf(rep.Value)
+				v, st := wire.ClaimOf(rep.Value)
 				t.meet(&t.tookBy, v, st)
 			}
 			t.pauses = append(t.pauses, rep.Pause)
 			if rep.Orphan != "" && t.orphan.Orphan == "" {
 				t.orphan = rep
 			}
-		case strings.HasPrefix(rep.Value, donePrefix):
+		case strings.HasPrefix(rep.Value, wire.DonePrefix):
 			t.sawDone = true
 		case rep.Claim != "":
-			v, st := claimOf(rep.Claim)
+			v, st := wire.ClaimOf(rep.Claim)
 			if v == rep.Value {
 				t.meet(&t.ownBy, v, st)
 			} else {
@@ -152,21 +155,21 @@ func (t *acquireTally) meet(by *map[string]int, v string, started bool) {
 // (paused, a claim met that forbids it); decided is false, and nothing
 // was undone, when the token could not be settled before ctx ended (the
 // caller then treats the round as failed).
-func (r *redlock) grantWon(ctx context.Context, s leaseSpec, fence string, t *acquireTally, res []Result, errs []error) (g grant, decided bool, err error) {
-	family := s.key.Family
+func (r *redlock) grantWon(ctx context.Context, s locking.LeaseSpec, fence string, t *acquireTally, res []locking.Result, errs []error) (g locking.Granted, decided bool, err error) {
+	family := s.Key.Family
 	// The winners are a majority: they hold the newest pause written to
 	// a majority.
-	p := newestPause(t.pauses)
-	if s.claim && p.ActiveAt(r.clock.Now()) {
+	p := locking.NewestPause(t.pauses)
+	if s.Claim && p.ActiveAt(r.clock.Now()) {
 		r.undo(ctx, s, nil, errs)
-		return grant{}, true, &PausedError{Key: s.key, Pause: p}
+		return locking.Granted{}, true, &locking.PausedError{Key: s.Key, Pause: p}
 	}
-	g = grant{pause: p}
+	g = locking.Granted{Pause: p}
 	if err := r.claimMet(ctx, s, t, errs, &g); err != nil {
-		return grant{}, true, err
+		return locking.Granted{}, true, err
 	}
 	if t.orphan.Orphan != "" {
-		g.orphan = parseAbandoned(Key{Family: family, Name: t.orphan.Orphan}, t.orphan.OrphanValue)
+		g.Orphan = locking.ParseAbandoned(locking.Key{Family: family, Name: t.orphan.Orphan}, t.orphan.OrphanValue)
 	}
 	// Quorum register. Each winner raised its counter to at least one
 	// above what it held. Where a majority of winners raised it to the
@@ -179,31 +182,31 @@ func (r *redlock) grantWon(ctx context.Context, s leaseSpec, fence string, t *ac
 	// one node that missed some does not change it.
 	if tok, ok := r.agreed(res, errs); ok {
 		r.learnToken(family, tok)
-		g.token = tok
+		g.Token = tok
 		r.joint(ctx, s, &g, res, errs)
 		return g, true, nil
 	}
 	// No majority of winners agreed (nodes missed acquisitions):
 	// claim the highest raised value on a majority (it is above every
 	// earlier token for the same reason), or one above what is met.
-	token, err := r.claimToken(ctx, s.key, fence, t.top, errs)
+	token, err := r.claimToken(ctx, s.Key, fence, t.top, errs)
 	if err == nil {
 		r.learnToken(family, token)
-		g.token = token
+		g.Token = token
 		r.joint(ctx, s, &g, res, errs)
 		return g, true, nil
 	}
 	if ctx.Err() == nil {
 		r.undo(ctx, s, nil, errs)
-		return grant{}, true, err
+		return locking.Granted{}, true, err
 	}
-	return grant{}, false, nil
+	return locking.Granted{}, false, nil
 }
 
 // claimMet decides, for a claim, what the claims this round met mean for
 // g: an abandoned claim taken over, a leftover covered, or a refusal (a
 // *HeldError with Claimed) after undoing the round.
-func (r *redlock) claimMet(ctx context.Context, s leaseSpec, t *acquireTally, errs []error, g *grant) error {
+func (r *redlock) claimMet(ctx context.Context, s locking.LeaseSpec, t *acquireTally, errs []error, g *locking.Granted) error {
 	took, tookN := t.mostTaken()
 	// A claim that started work was written, with one value, on a
 	// majority. Found on a majority, it is abandoned. Found on fewer
@@ -217,13 +220,13 @@ func (r *redlock) claimMet(ctx context.Context, s leaseSpec, t *acquireTally, er
 	// are on the silent nodes: refused (Claimed).
 	switch {
 	case tookN >= r.quorum:
-		g.abandoned = parseAbandoned(s.key, took)
-		g.abandoned.Started = t.started[took]
+		g.Abandoned = locking.ParseAbandoned(s.Key, took)
+		g.Abandoned.Started = t.started[took]
 	case tookN > 0 && t.answered == len(r.nodes):
-		g.leftover = true
+		g.Leftover = true
 	case tookN > 0:
 		r.undo(ctx, s, nil, errs)
-		he := parseHeld(s.key, took)
+		he := locking.ParseHeld(s.Key, took)
 		he.Claimed = true
 		return he
 	}
@@ -232,8 +235,8 @@ func (r *redlock) claimMet(ctx context.Context, s leaseSpec, t *acquireTally, er
 
 // acquireLost ends a round that was not won: it leaves nothing behind
 // where it wrote or may have written, and says why.
-func (r *redlock) acquireLost(ctx context.Context, s leaseSpec, t *acquireTally, res []Result, errs []error) error {
-	r.learnToken(s.key.Family, t.seen)
+func (r *redlock) acquireLost(ctx context.Context, s locking.LeaseSpec, t *acquireTally, res []locking.Result, errs []error) error {
+	r.learnToken(s.Key.Family, t.seen)
 	// Failed: leave nothing behind where we wrote or may have written.
 	// (A counter raised to our proposal on some nodes stays raised: that
 	// only makes later tokens larger, never smaller.)
@@ -245,20 +248,20 @@ func (r *redlock) acquireLost(ctx context.Context, s leaseSpec, t *acquireTally,
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	err := r.acquireFailure(s.key, res, errs)
-	var held *HeldError
+	err := r.acquireFailure(s.Key, res, errs)
+	var held *locking.HeldError
 	done := errors.As(err, &held) && held.Done
-	if p := newestPause(t.allPauses); s.claim && t.answered >= r.quorum && !done && p.ActiveAt(r.clock.Now()) {
+	if p := locking.NewestPause(t.allPauses); s.Claim && t.answered >= r.quorum && !done && p.ActiveAt(r.clock.Now()) {
 		// Refused while paused (another replica's attempt held the key
 		// for a moment): say so, as the winner of the race hears it.
-		return &PausedError{Key: s.key, Pause: p}
+		return &locking.PausedError{Key: s.Key, Pause: p}
 	}
 	return err
 }
 
 // agreed returns the counter value that a majority of the round's
 // winners (Status 1 or 2) raised their counters to, if there is one.
-func (r *redlock) agreed(res []Result, errs []error) (uint64, bool) {
+func (r *redlock) agreed(res []locking.Result, errs []error) (uint64, bool) {
 	for i, a := range res {
 		if errs[i] != nil || (a.Status != 1 && a.Status != 2) {
 			continue
@@ -277,10 +280,10 @@ func (r *redlock) agreed(res []Result, errs []error) (uint64, bool) {
 }
 
 // acquireFailure classifies a failed acquisition.
-func (r *redlock) acquireFailure(key Key, res []Result, errs []error) error {
+func (r *redlock) acquireFailure(key locking.Key, res []locking.Result, errs []error) error {
 	counts := map[string]int{}
 	answered := 0
-	var done *HeldError
+	var done *locking.HeldError
 	for i, rep := range res {
 		if errs[i] != nil {
 			continue
@@ -290,8 +293,8 @@ func (r *redlock) acquireFailure(key Key, res []Result, errs []error) error {
 			continue
 		}
 		counts[rep.Value]++
-		if done == nil && strings.HasPrefix(rep.Value, donePrefix) {
-			done = parseHeld(key, rep.Value)
+		if done == nil && strings.HasPrefix(rep.Value, wire.DonePrefix) {
+			done = locking.ParseHeld(key, rep.Value)
 		}
 	}
 	if done != nil {
@@ -299,7 +302,7 @@ func (r *redlock) acquireFailure(key Key, res []Result, errs []error) error {
 		return done
 	}
 	if answered < r.quorum || len(counts) == 0 {
-		return &QuorumError{Op: "acquire", Key: key, Need: r.quorum, Got: answered, Err: r.nodeErrs(errs)}
+		return &locking.QuorumError{Op: "acquire", Key: key, Need: r.quorum, Got: answered, Err: r.nodeErrs(errs)}
 	}
 	top, topN := "", 0
 	for v, c := range counts {
@@ -307,9 +310,9 @@ func (r *redlock) acquireFailure(key Key, res []Result, errs []error) error {
 			top, topN = v, c
 		}
 	}
-	held := parseHeld(key, top)
+	held := locking.ParseHeld(key, top)
 	if topN >= r.quorum {
 		return held
 	}
-	return &SplitVoteError{Held: held}
+	return &locking.SplitVoteError{Held: held}
 }

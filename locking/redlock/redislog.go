@@ -1,4 +1,4 @@
-package locking
+package redlock
 
 import (
 	"context"

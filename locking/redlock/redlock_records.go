@@ -1,26 +1,28 @@
-package locking
+package redlock
 
 import (
 	"context"
+
+	"github.com/slotlock/slotlock/locking"
 )
 
-func (r *redlock) advanceRecord(ctx context.Context, key Key, v int64) error {
-	if err := checkRecord(key, v); err != nil {
+func (r *redlock) AdvanceRecord(ctx context.Context, key locking.Key, v int64) error {
+	if err := locking.CheckRecord(key, v); err != nil {
 		return err
 	}
 	return r.maxSet(ctx, key, v)
 }
 
 // maxSet raises the record key to at least v on a majority of all nodes.
-func (r *redlock) maxSet(ctx context.Context, key Key, v int64) error {
-	res := make([]Result, len(r.nodes))
+func (r *redlock) maxSet(ctx context.Context, key locking.Key, v int64) error {
+	res := make([]locking.Result, len(r.nodes))
 	errs := make([]error, len(r.nodes))
-	r.round(ctx, all(MaxSetOp{Key: r.key(key), N: v}), res, errs)
+	r.round(ctx, all(locking.MaxSetOp{Key: r.key(key), N: v}), res, errs)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if got := r.answered(errs); got < r.quorum {
-		return &QuorumError{Op: "record", Key: key, Need: r.quorum, Got: got, Err: r.nodeErrs(errs)}
+		return &locking.QuorumError{Op: "record", Key: key, Need: r.quorum, Got: got, Err: r.nodeErrs(errs)}
 	}
 	return nil
 }
@@ -35,13 +37,13 @@ func (r *redlock) answered(errs []error) int {
 	return n
 }
 
-func (r *redlock) readRecord(ctx context.Context, key Key) (int64, error) {
-	if err := CheckKey(key); err != nil {
+func (r *redlock) ReadRecord(ctx context.Context, key locking.Key) (int64, error) {
+	if err := locking.CheckKey(key); err != nil {
 		return 0, err
 	}
-	res := make([]Result, len(r.nodes))
+	res := make([]locking.Result, len(r.nodes))
 	errs := make([]error, len(r.nodes))
-	r.round(ctx, all(GetOp{Key: r.key(key)}), res, errs)
+	r.round(ctx, all(locking.GetOp{Key: r.key(key)}), res, errs)
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -60,7 +62,7 @@ func (r *redlock) readRecord(ctx context.Context, key Key) (int64, error) {
 		answered++
 	}
 	if answered < r.quorum {
-		return 0, &QuorumError{Op: "record", Key: key, Need: r.quorum, Got: answered, Err: r.nodeErrs(errs)}
+		return 0, &locking.QuorumError{Op: "record", Key: key, Need: r.quorum, Got: answered, Err: r.nodeErrs(errs)}
 	}
 	if differ {
 		// Read repair: a value seen on only part of the majority is made
@@ -73,19 +75,19 @@ func (r *redlock) readRecord(ctx context.Context, key Key) (int64, error) {
 	return max(best, 0), nil
 }
 
-func (r *redlock) ping(ctx context.Context) ([]NodeStatus, error) {
-	res := make([]Result, len(r.nodes))
+func (r *redlock) Ping(ctx context.Context) ([]locking.NodeStatus, error) {
+	res := make([]locking.Result, len(r.nodes))
 	errs := make([]error, len(r.nodes))
-	r.round(ctx, all(PingOp{}), res, errs)
-	st := make([]NodeStatus, len(r.nodes))
+	r.round(ctx, all(locking.PingOp{}), res, errs)
+	st := make([]locking.NodeStatus, len(r.nodes))
 	for i, n := range r.nodes {
-		st[i] = NodeStatus{Addr: n.Addr(), Up: errs[i] == nil, Err: errs[i]}
+		st[i] = locking.NodeStatus{Addr: n.Addr(), Up: errs[i] == nil, Err: errs[i]}
 	}
 	if err := ctx.Err(); err != nil {
 		return st, err
 	}
 	if up := r.answered(errs); up < r.quorum {
-		return st, &QuorumError{Op: "ping", Need: r.quorum, Got: up, Err: r.nodeErrs(errs)}
+		return st, &locking.QuorumError{Op: "ping", Need: r.quorum, Got: up, Err: r.nodeErrs(errs)}
 	}
 	return st, nil
 }

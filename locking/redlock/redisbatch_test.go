@@ -1,4 +1,4 @@
-package locking
+package redlock
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotlock/slotlock/locking"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotlock/slotlock/locking/redistest"
@@ -17,11 +19,11 @@ import (
 
 // loggedRedlock is a Redlock over addrs whose log goes to the returned
 // buffer.
-func loggedRedlock(t *testing.T, addrs []string) (Backend, *syncBuf) {
+func loggedRedlock(t *testing.T, addrs []string) (locking.Backend, *syncBuf) {
 	t.Helper()
 	var buf syncBuf
 	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	l, err := NewRedlock(RedisConfig{Nodes: addrs, OpTimeout: testOpTimeout, KeyPrefix: "t"}, Options{Replica: "me", Logger: logger})
+	l, err := newBackend(Config{Nodes: addrs, OpTimeout: testOpTimeout, KeyPrefix: "t"}, locking.Options{Replica: "me", Logger: logger})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
 	return l, &buf
@@ -33,7 +35,7 @@ func loggedRedlock(t *testing.T, addrs []string) (Backend, *syncBuf) {
 func holdSender(t *testing.T, n *redisNode) func() {
 	t.Helper()
 	require.Eventually(t, n.claim, time.Second, time.Millisecond, "node idle")
-	return func() { n.sendOwn(n.call(context.Background(), time.Time{}, PingOp{})) }
+	return func() { n.sendOwn(n.call(context.Background(), time.Time{}, locking.PingOp{})) }
 }
 
 // Calls that wait in the replica's own queue past their round's deadline
@@ -43,24 +45,24 @@ func holdSender(t *testing.T, n *redisNode) func() {
 func TestQueueOverloadIsBusyNotUnreachable(t *testing.T) {
 	c := redistest.Start(t, 3)
 	l, buf := loggedRedlock(t, c.Addrs())
-	r := l.(*locker).b.(*redlock)
+	r := driverOf(l)
 	ctx := tctx(t, 10*time.Second)
 
 	// One node's queue held: the acquisition wins on the other two.
 	free := holdSender(t, r.nodes[0].(*redisNode))
-	lease, err := l.Acquire(ctx, Key{Family: "busy", Name: "a"}, 5*time.Second)
+	lease, err := l.Acquire(ctx, locking.Key{Family: "busy", Name: "a"}, 5*time.Second)
 	require.NoError(t, err)
-	require.NoError(t, lease.End(ctx, Ending{}).Err)
+	require.NoError(t, lease.End(ctx, locking.Ending{}).Err)
 	free()
 
 	// Two held: no majority, because of this replica's queue alone.
 	free0 := holdSender(t, r.nodes[0].(*redisNode))
 	free1 := holdSender(t, r.nodes[1].(*redisNode))
-	_, err = l.Acquire(ctx, Key{Family: "held", Name: "b"}, 5*time.Second)
-	require.ErrorIs(t, err, ErrBusy)
-	require.ErrorIs(t, err, ErrNoQuorum)
-	_, err = l.Claim(ctx, Key{Family: "held", Name: "c"}, 5*time.Second)
-	require.ErrorIs(t, err, ErrBusy)
+	_, err = l.Acquire(ctx, locking.Key{Family: "held", Name: "b"}, 5*time.Second)
+	require.ErrorIs(t, err, locking.ErrBusy)
+	require.ErrorIs(t, err, locking.ErrNoQuorum)
+	_, err = l.Claim(ctx, locking.Key{Family: "held", Name: "c"}, 5*time.Second)
+	require.ErrorIs(t, err, locking.ErrBusy)
 	free0()
 	free1()
 
@@ -85,7 +87,7 @@ func TestQueueOverloadIsBusyNotUnreachable(t *testing.T) {
 // answered, and the node is never reported down.
 func TestQueueFloodIsBusy(t *testing.T) {
 	c := redistest.Start(t, 1)
-	n := newRedisNode(c.Addrs()[0], "127.0.0.1", RedisConfig{OpTimeout: time.Second, DialTimeout: time.Second}.withDefaults())
+	n := newRedisNode(c.Addrs()[0], "127.0.0.1", Config{OpTimeout: time.Second, DialTimeout: time.Second}.withDefaults())
 	defer n.Close()
 	var faults atomic.Int32
 	n.watchFaults(func(err error) {
@@ -101,11 +103,11 @@ func TestQueueFloodIsBusy(t *testing.T) {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Millisecond)
 			defer cancel()
-			_, err := n.Do(ctx, FenceOp{Key: "flood:{f}:fence", N: 1})
+			_, err := n.Do(ctx, locking.FenceOp{Key: "flood:{f}:fence", N: 1})
 			switch {
 			case err == nil:
 				ok.Add(1)
-			case errors.Is(err, ErrBusy):
+			case errors.Is(err, locking.ErrBusy):
 				busy.Add(1)
 			case queueHeld(err):
 				// written, its caller gone before the answer: not ErrBusy
@@ -130,9 +132,9 @@ func TestFrozenNodeIsUnreachable(t *testing.T) {
 	frozen := c.Node(1)
 	require.NoError(t, frozen.Pause())
 	defer func() { _ = frozen.Resume() }()
-	lease, err := l.Acquire(ctx, Key{Family: "frozen", Name: "a"}, 5*time.Second)
+	lease, err := l.Acquire(ctx, locking.Key{Family: "frozen", Name: "a"}, 5*time.Second)
 	require.NoError(t, err, "the other two are a majority")
-	require.NoError(t, lease.End(ctx, Ending{}).Err)
+	require.NoError(t, lease.End(ctx, locking.Ending{}).Err)
 	require.Eventually(t, func() bool {
 		s := buf.String()
 		return strings.Contains(s, "redis node unreachable") && strings.Contains(s, frozen.Addr())
@@ -150,18 +152,18 @@ func (n *redisNode) idle() bool {
 // ErrBusy at once, the node untouched. A call with time enough is sent.
 func TestDeadlineAwareSending(t *testing.T) {
 	c := redistest.Start(t, 1)
-	n := newRedisNode(c.Addrs()[0], "127.0.0.1", RedisConfig{}.withDefaults())
+	n := newRedisNode(c.Addrs()[0], "127.0.0.1", Config{}.withDefaults())
 	defer n.Close()
 	n.batch.rtt.Store(int64(40 * time.Millisecond)) // a slow node, lately
 	short, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := n.Do(short, FenceOp{Key: "aware:{a}:fence", N: 7})
-	require.ErrorIs(t, err, ErrBusy)
+	_, err := n.Do(short, locking.FenceOp{Key: "aware:{a}:fence", N: 7})
+	require.ErrorIs(t, err, locking.ErrBusy)
 	require.Less(t, time.Since(start), 20*time.Millisecond, "answered at once, not at the deadline")
 	require.Zero(t, c.Node(0).Client().Exists(context.Background(), "aware:{a}:fence").Val(), "not sent")
 
-	res, err := n.Do(tctx(t, time.Second), FenceOp{Key: "aware:{a}:fence", N: 7})
+	res, err := n.Do(tctx(t, time.Second), locking.FenceOp{Key: "aware:{a}:fence", N: 7})
 	require.NoError(t, err)
 	require.EqualValues(t, 7, res.N)
 }

@@ -1,4 +1,4 @@
-package locking
+package redlock
 
 import (
 	"testing"
@@ -16,7 +16,7 @@ func TestCheckEviction(t *testing.T) {
 	if err := c.Node(1).Client().ConfigSet(ctx, "maxmemory-policy", "volatile-lru").Err(); err != nil {
 		t.Fatal(err)
 	}
-	got := CheckEviction(ctx, newTestRedlock(t, c.Addrs(), "me"))
+	got := CheckEviction(ctx, Config{Nodes: c.Addrs()})
 	if len(got) != 3 {
 		t.Fatalf("%d answers, want 3: %+v", len(got), got)
 	}
@@ -27,11 +27,11 @@ func TestCheckEviction(t *testing.T) {
 	}
 
 	refusing := redistest.Start(t, 1, redistest.Args("--rename-command", "CONFIG", ""))
-	got = CheckEviction(ctx, newTestRedlock(t, refusing.Addrs(), "me"))
+	got = CheckEviction(ctx, Config{Nodes: refusing.Addrs()})
 	if len(got) != 1 || got[0].Err == nil || got[0].Safe() {
 		t.Errorf("CONFIG refused: %+v, want an unread policy", got)
 	}
-	if CheckEviction(ctx, NewLocal(Options{})) != nil {
-		t.Error("a local Locker has no Redis nodes to check")
+	if CheckEviction(ctx, Config{}) != nil {
+		t.Error("no nodes configured: nothing to check")
 	}
 }

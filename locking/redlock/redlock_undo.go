@@ -1,10 +1,13 @@
-package locking
+package redlock
 
 import (
 	"context"
 	"errors"
 	"strings"
 	"time"
+
+	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/internal/wire"
 )
 
 // Undoing what an acquisition set: a failed acquisition everywhere it
@@ -27,21 +30,21 @@ import (
 // have started. So where the acquisition may have landed on a majority,
 // the undo is sent again, in the background, to every node that did not
 // answer it, until each has.
-func (r *redlock) undo(ctx context.Context, s leaseSpec, mask []bool, unanswered []error) {
+func (r *redlock) undo(ctx context.Context, s locking.LeaseSpec, mask []bool, unanswered []error) {
 	op := r.releaseOp(s)
-	if s.claim && s.also != nil {
-		op.Also, op.AlsoValue = r.key(s.also.key), s.also.value
+	if s.Claim && s.Also != nil {
+		op.Also, op.AlsoValue = r.key(s.Also.Key), s.Also.Value
 	}
 	tomb := op
-	tomb.Tomb, tomb.TombTTL = r.tombKey(s), msec(s.ttl)
-	res := make([]Result, len(r.nodes))
+	tomb.Tomb, tomb.TombTTL = r.tombKey(s), msec(s.TTL)
+	res := make([]locking.Result, len(r.nodes))
 	errs := make([]error, len(r.nodes))
 	// A node the acquisition was never sent to (ErrBusy) holds nothing
 	// of it: there is nothing to undo.
 	masked := func(i int) bool {
-		return (mask == nil || mask[i]) && (unanswered == nil || !errors.Is(unanswered[i], ErrBusy))
+		return (mask == nil || mask[i]) && (unanswered == nil || !errors.Is(unanswered[i], locking.ErrBusy))
 	}
-	r.round(context.WithoutCancel(ctx), func(i int) (Op, bool) {
+	r.round(context.WithoutCancel(ctx), func(i int) (locking.Op, bool) {
 		if unanswered != nil && unanswered[i] != nil {
 			return tomb, masked(i)
 		}
@@ -58,7 +61,7 @@ func (r *redlock) undo(ctx context.Context, s leaseSpec, mask []bool, unanswered
 	}
 	// A claim that cannot have landed on a majority can never be taken
 	// for a started run (at most a leftover); others are made sure of.
-	if s.claim && anyPending && maybe >= r.quorum {
+	if s.Claim && anyPending && maybe >= r.quorum {
 		r.undoLater(s, tomb, pending)
 	}
 }
@@ -73,15 +76,15 @@ const undoFor = 4
 // nodes, with a backoff from twice the op timeout up to one second, until
 // each has answered, undoFor TTLs have passed, or the locker closes. It
 // runs in the background: the failed acquisition returns at once.
-func (r *redlock) undoLater(s leaseSpec, tomb Op, pending []bool) {
+func (r *redlock) undoLater(s locking.LeaseSpec, tomb locking.Op, pending []bool) {
 	r.bg.Add(1)
 	go func() {
 		defer r.bg.Done()
-		until := r.clock.Now().Add(undoFor * s.ttl)
+		until := r.clock.Now().Add(undoFor * s.TTL)
 		wait := 2 * r.opTimeout
 		timer := r.clock.NewTimer(wait)
 		defer timer.Stop()
-		res := make([]Result, len(r.nodes))
+		res := make([]locking.Result, len(r.nodes))
 		errs := make([]error, len(r.nodes))
 		for {
 			select {
@@ -90,7 +93,7 @@ func (r *redlock) undoLater(s leaseSpec, tomb Op, pending []bool) {
 			case <-timer.C():
 			}
 			clear(errs)
-			r.round(context.Background(), func(i int) (Op, bool) { return tomb, pending[i] }, res, errs)
+			r.round(context.Background(), func(i int) (locking.Op, bool) { return tomb, pending[i] }, res, errs)
 			left := false
 			for i := range pending {
 				pending[i] = pending[i] && errs[i] != nil
@@ -107,9 +110,9 @@ func (r *redlock) undoLater(s leaseSpec, tomb Op, pending []bool) {
 
 // tombKey is where an undo leaves s's tombstone: under s's family, named
 // by its value's random token.
-func (r *redlock) tombKey(s leaseSpec) string {
-	tok, _, _ := strings.Cut(s.value, "|")
-	return r.key(Key{Family: s.key.Family, Name: tombPrefix + tok})
+func (r *redlock) tombKey(s locking.LeaseSpec) string {
+	tok, _, _ := strings.Cut(s.Value, "|")
+	return r.key(locking.Key{Family: s.Key.Family, Name: wire.TombPrefix + tok})
 }
 
 // jointFresh is the allowance, beyond the op timeout, for the clocks of
@@ -123,8 +126,8 @@ const jointFresh = time.Second
 // step: it is g's too, with g's token, where it was set on a majority and
 // the claim is this lease's own (not taken over); otherwise it is undone
 // wherever it was set or may have been, and the caller takes it alone.
-func (r *redlock) joint(ctx context.Context, s leaseSpec, g *grant, res []Result, errs []error) {
-	if s.also == nil {
+func (r *redlock) joint(ctx context.Context, s locking.LeaseSpec, g *locking.Granted, res []locking.Result, errs []error) {
+	if s.Also == nil {
 		return
 	}
 	won, touched := 0, false
@@ -132,10 +135,10 @@ func (r *redlock) joint(ctx context.Context, s leaseSpec, g *grant, res []Result
 		if errs[i] == nil && rep.AlsoStatus == 1 {
 			won++
 		}
-		touched = touched || (errs[i] != nil && !errors.Is(errs[i], ErrBusy)) || rep.AlsoStatus == 1
+		touched = touched || (errs[i] != nil && !errors.Is(errs[i], locking.ErrBusy)) || rep.AlsoStatus == 1
 	}
-	if won >= r.quorum && g.abandoned == nil && !g.leftover {
-		g.joined = true
+	if won >= r.quorum && g.Abandoned == nil && !g.Leftover {
+		g.Joined = true
 		return
 	}
 	if !touched {
@@ -144,22 +147,22 @@ func (r *redlock) joint(ctx context.Context, s leaseSpec, g *grant, res []Result
 	// The claim stays; only the lease taken with it is undone, with a
 	// tombstone of the claim's value where the acquisition went
 	// unanswered (undo), so that a late run of it sets nothing.
-	op := r.releaseOp(*s.also)
+	op := r.releaseOp(*s.Also)
 	tomb := op
-	tomb.Tomb, tomb.TombTTL = r.tombKey(s), msec(s.ttl)
-	ures := make([]Result, len(r.nodes))
+	tomb.Tomb, tomb.TombTTL = r.tombKey(s), msec(s.TTL)
+	ures := make([]locking.Result, len(r.nodes))
 	uerrs := make([]error, len(r.nodes))
-	r.round(context.WithoutCancel(ctx), func(i int) (Op, bool) {
+	r.round(context.WithoutCancel(ctx), func(i int) (locking.Op, bool) {
 		if errs[i] != nil {
-			return tomb, !errors.Is(errs[i], ErrBusy)
+			return tomb, !errors.Is(errs[i], locking.ErrBusy)
 		}
 		return op, res[i].AlsoStatus == 1
 	}, ures, uerrs)
 }
 
-// undoAcquired ends s, a granted acquisition that is not handed out (it
+// UndoAcquired ends s, a granted acquisition that is not handed out (it
 // took longer than its lease lasts), as a failed one is: everywhere, made
 // sure of.
-func (r *redlock) undoAcquired(ctx context.Context, s leaseSpec) {
+func (r *redlock) UndoAcquired(ctx context.Context, s locking.LeaseSpec) {
 	r.undo(ctx, s, nil, nil)
 }

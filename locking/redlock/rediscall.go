@@ -1,10 +1,12 @@
-package locking
+package redlock
 
 import (
 	"context"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/slotlock/slotlock/locking"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -21,9 +23,9 @@ const (
 type nodeCall struct {
 	ctx   context.Context
 	until time.Time // the round's deadline (zero: ctx's own alone)
-	op    Op
+	op    locking.Op
 	b     *batcher
-	res   Result
+	res   locking.Result
 	err   error
 	state atomic.Uint32
 	done  chan struct{}
@@ -32,7 +34,7 @@ type nodeCall struct {
 
 // finish answers the call; whoever finishes it touches it no more (its
 // waiter may recycle it at once).
-func (c *nodeCall) finish(res Result, err error) {
+func (c *nodeCall) finish(res locking.Result, err error) {
 	c.res, c.err = res, err
 	c.done <- struct{}{} // capacity 1, one answer per call
 }
@@ -46,7 +48,7 @@ var callPool = sync.Pool{New: func() any { return &nodeCall{done: make(chan stru
 // (ctx ends, or expire fires at the round's deadline): ErrBusy if the
 // call was never written (and now never will be), else an
 // *unansweredError.
-func (c *nodeCall) wait(expire <-chan time.Time) (Result, error) {
+func (c *nodeCall) wait(expire <-chan time.Time) (locking.Result, error) {
 	select {
 	case <-c.done:
 		res, err := c.res, c.err
@@ -60,18 +62,18 @@ func (c *nodeCall) wait(expire <-chan time.Time) (Result, error) {
 	if over == nil {
 		over = context.DeadlineExceeded // expire fired
 	}
-	if c.op.Kind() != OpRelease {
+	if c.op.Kind() != locking.OpRelease {
 		c.state.CompareAndSwap(callQueued, callDropped)
 	}
 	if c.state.Load() == callDropped {
-		return Result{}, c.b.notSent(over)
+		return locking.Result{}, c.b.notSent(over)
 	}
 	select {
 	case <-c.done:
 		return c.res, c.err
 	default:
 	}
-	return Result{}, &unansweredError{err: over}
+	return locking.Result{}, &unansweredError{err: over}
 }
 
 // over is why the call's caller no longer waits at now (its context's

@@ -1,8 +1,10 @@
-package locking
+package redlock
 
 import (
 	"testing"
 	"time"
+
+	"github.com/slotlock/slotlock/locking"
 
 	"github.com/stretchr/testify/require"
 
@@ -16,15 +18,15 @@ import (
 func TestReadsDoNotQueueWithLockCalls(t *testing.T) {
 	c := redistest.Start(t, 3)
 	l := newTestRedlock(t, c.Addrs(), "r1")
-	r := l.(*locker).b.(*redlock)
-	k := Key{Family: "job", Name: "slot:1"}
+	r := driverOf(l)
+	k := locking.Key{Family: "job", Name: "slot:1"}
 	for _, n := range r.nodes {
 		n.(*redisNode).reading <- struct{}{} // a read in flight on every node
 	}
 	start := time.Now()
 	lease, err := l.Acquire(tctx(t, 2*time.Second), k, 10*time.Second)
 	require.NoError(t, err, "a lock call does not wait for the reads")
-	require.NoError(t, lease.End(tctx(t, 2*time.Second), Ending{}).Err)
+	require.NoError(t, lease.End(tctx(t, 2*time.Second), locking.Ending{}).Err)
 	require.Less(t, time.Since(start), testOpTimeout*4)
 
 	_, err = l.ReadLog(tctx(t, 2*time.Second), "job", 0, 10)

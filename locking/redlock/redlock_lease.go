@@ -1,0 +1,124 @@
+package redlock
+
+import (
+	"context"
+	"time"
+
+	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/internal/wire"
+)
+
+func msec(d time.Duration) int64 { return max(d.Milliseconds(), 1) }
+
+// claimKeys are the claims hash, the lives hash and the field of s, a
+// claim; "" for a plain lease.
+func (r *redlock) claimKeys(s locking.LeaseSpec) (claims, lives, field string) {
+	if !s.Claim {
+		return "", "", ""
+	}
+	return r.key(locking.Key{Family: s.Key.Family, Name: wire.ClaimsName}), r.key(locking.Key{Family: s.Key.Family, Name: wire.LivesName}), s.Key.Name
+}
+
+// acquireOp is the AcquireOp of s, its lease keys filled in.
+func (r *redlock) acquireOp(s locking.LeaseSpec) locking.AcquireOp {
+	op := locking.AcquireOp{Key: r.key(s.Key), Value: s.Value, TTL: msec(s.TTL)}
+	op.Claims, op.Lives, op.Field = r.claimKeys(s)
+	if s.Claim {
+		op.Pause = r.pauseKey(s.Key.Family)
+	}
+	return op
+}
+
+// extendOp is the ExtendOp of s.
+func (r *redlock) extendOp(s locking.LeaseSpec) locking.ExtendOp {
+	op := locking.ExtendOp{Key: r.key(s.Key), Value: s.Value, TTL: msec(s.TTL)}
+	op.Claims, op.Lives, op.Field = r.claimKeys(s)
+	return op
+}
+
+// releaseOp is the ReleaseOp of s, its lease keys filled in.
+func (r *redlock) releaseOp(s locking.LeaseSpec) locking.ReleaseOp {
+	op := locking.ReleaseOp{Key: r.key(s.Key), Value: s.Value}
+	op.Claims, op.Lives, op.Field = r.claimKeys(s)
+	if s.Claim {
+		op.Log = r.key(locking.Key{Family: s.Key.Family, Name: wire.LogName})
+	}
+	return op
+}
+
+// compareAct runs a compare-and-act op on every node and classifies the
+// answers (verdict).
+func (r *redlock) compareAct(ctx context.Context, name string, key locking.Key, op locking.Op) error {
+	res := make([]locking.Result, len(r.nodes))
+	errs := make([]error, len(r.nodes))
+	r.round(ctx, all(op), res, errs)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return r.verdict(name, key, res, errs, func(rep locking.Result) bool { return rep.Status == 1 })
+}
+
+// verdict classifies a compare-and-act round: nil on a majority of nodes
+// where ours holds, ErrLockLost when so many nodes answered otherwise
+// that such a majority is impossible, else a *QuorumError.
+func (r *redlock) verdict(name string, key locking.Key, res []locking.Result, errs []error, ours func(locking.Result) bool) error {
+	ok, notOurs := 0, 0
+	for i, rep := range res {
+		switch {
+		case errs[i] != nil:
+		case ours(rep):
+			ok++
+		default:
+			notOurs++
+		}
+	}
+	if ok >= r.quorum {
+		return nil
+	}
+	if len(r.nodes)-notOurs < r.quorum {
+		return locking.ErrLockLost
+	}
+	return &locking.QuorumError{Op: name, Key: key, Need: r.quorum, Got: ok, Err: r.nodeErrs(errs)}
+}
+
+func (r *redlock) Extend(ctx context.Context, s locking.LeaseSpec, start bool) error {
+	op := r.extendOp(s)
+	op.Start = start && s.Claim
+	return r.compareAct(ctx, "extend", s.Key, op)
+}
+
+func (r *redlock) Release(ctx context.Context, s locking.LeaseSpec, e locking.EndSpec) locking.Released {
+	op := r.releaseOp(s)
+	if e.DoneTTL > 0 {
+		op.Done, op.DoneTTL = e.Done, msec(e.DoneTTL)
+	}
+	if s.Claim && e.Entry != nil {
+		op.Entry, op.N, op.Keep, op.Taken = e.Entry.Value, e.Entry.Score, int64(e.Keep), e.Taken
+	}
+	if !s.Claim || (e.Also == nil && e.RecordN == 0) {
+		return locking.Released{Err: r.compareAct(ctx, "release", s.Key, op)}
+	}
+	if e.Also != nil {
+		op.Also, op.AlsoValue = r.key(e.Also.Key), e.Also.Value
+	}
+	if e.RecordN != 0 {
+		op.Record, op.RecordN = r.key(e.Record), e.RecordN
+	}
+	res := make([]locking.Result, len(r.nodes))
+	errs := make([]error, len(r.nodes))
+	r.round(ctx, all(op), res, errs)
+	if err := ctx.Err(); err != nil {
+		return locking.Released{Err: err, Also: err, Record: err}
+	}
+	out := locking.Released{Err: r.verdict("release", s.Key, res, errs, func(rep locking.Result) bool { return rep.Status == 1 })}
+	if e.Also != nil {
+		out.Also = r.verdict("release", e.Also.Key, res, errs, func(rep locking.Result) bool { return rep.AlsoStatus == 1 })
+	}
+	if e.RecordN != 0 {
+		// Max-assign is done wherever the script ran.
+		if got := r.answered(errs); got < r.quorum {
+			out.Record = &locking.QuorumError{Op: "record", Key: e.Record, Need: r.quorum, Got: got, Err: r.nodeErrs(errs)}
+		}
+	}
+	return out
+}
