@@ -17,28 +17,28 @@ import (
 // Result (reply). The scripts are the .lua files beside this one.
 
 var (
-	//go:embed redlock_acquire.lua
+	//go:embed acquire.lua
 	acquireLua    string
 	acquireScript = newScript(acquireLua)
-	//go:embed redlock_log.lua
+	//go:embed log.lua
 	logLua    string
 	logScript = newScript(logLua)
-	//go:embed redlock_logadd.lua
+	//go:embed logadd.lua
 	logAddLua    string
 	logAddScript = newScript(logAddLua)
-	//go:embed redlock_pause.lua
+	//go:embed pause.lua
 	pauseLua    string
 	pauseScript = newScript(pauseLua)
-	//go:embed redlock_fence.lua
+	//go:embed fence.lua
 	fenceLua    string
 	fenceScript = newScript(fenceLua)
-	//go:embed redlock_maxset.lua
+	//go:embed maxset.lua
 	maxsetLua    string
 	maxsetScript = newScript(maxsetLua)
-	//go:embed redlock_extend.lua
+	//go:embed extend.lua
 	extendLua    string
 	extendScript = newScript(extendLua)
-	//go:embed redlock_release.lua
+	//go:embed release.lua
 	releaseLua    string
 	releaseScript = newScript(releaseLua)
 )

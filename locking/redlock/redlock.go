@@ -192,7 +192,7 @@ type redlock struct {
 	tokMu  sync.Mutex
 	tokens map[string]uint64 // family -> highest token seen or proposed (a hint)
 
-	// nextRead turns Handled's reads round the nodes (redlock_handled.go).
+	// nextRead turns Handled's reads round the nodes (handled.go).
 	nextRead atomic.Uint32
 
 	// hookBeforeFence, when set (tests), runs before each fencing-token
