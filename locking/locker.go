@@ -55,7 +55,7 @@ const releaseTimeout = 5 * time.Second
 func drift(ttl time.Duration) time.Duration { return ttl/100 + 2*time.Millisecond }
 
 // locker is the front end shared by Redlock and Local: it makes values,
-// computes validity and hands out Leases; the backend does the storage.
+// computes validity and hands out Leases; the driver does the storage.
 type locker struct {
 	b      Driver
 	opt    Options
