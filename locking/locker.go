@@ -32,6 +32,9 @@ type Options struct {
 	TracerProvider trace.TracerProvider
 }
 
+// WithDefaults is o with its zero fields set to their defaults: the
+// host name as Replica, the system clock, slog's default logger. A
+// driver's constructor takes its clock and logger from it.
 func (o Options) WithDefaults() Options {
 	if o.Replica == "" {
 		o.Replica, _ = os.Hostname()

@@ -29,16 +29,15 @@ func (p EvictionPolicy) Safe() bool { return p.Err == nil && p.Policy == NoEvict
 // it closes before it returns; nil when cfg is not valid (New reports
 // why). It changes nothing on the nodes.
 func CheckEviction(ctx context.Context, cfg Config) []EvictionPolicy {
-	nodes, err := RedisNodes(cfg)
+	nodes, err := redisNodes(cfg.withDefaults())
 	if err != nil {
 		return nil
 	}
 	out := make([]EvictionPolicy, len(nodes))
 	var wg sync.WaitGroup
 	for i, n := range nodes {
-		rn := n.(*redisNode)
-		out[i].Addr = rn.addr
-		wg.Go(func() { out[i].Policy, out[i].Err = rn.evictionPolicy(ctx) })
+		out[i].Addr = n.addr
+		wg.Go(func() { out[i].Policy, out[i].Err = n.evictionPolicy(ctx) })
 	}
 	wg.Wait()
 	for _, n := range nodes {

@@ -78,39 +78,49 @@ func (c Config) withDefaults() Config {
 // again on every operation, so New fails only on a configuration
 // error. Operations need a majority (len(Nodes)/2+1) of the nodes.
 func New(cfg Config, opt locking.Options) (locking.Backend, error) {
-	r, err := newDriver(cfg, opt)
-	if err != nil {
-		return nil, err
-	}
-	return locking.NewLocker(r, opt.WithDefaults()), nil
+	l, _, err := newWithDriver(cfg, opt)
+	return l, err
 }
 
-// newDriver is the Redlock driver New runs the front end over.
-func newDriver(cfg Config, opt locking.Options) (*redlock, error) {
+// newWithDriver is New, and the Redlock driver under the Backend.
+func newWithDriver(cfg Config, opt locking.Options) (locking.Backend, *redlock, error) {
 	cfg, opt = cfg.withDefaults(), opt.WithDefaults()
 	nodes, err := RedisNodes(cfg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	r, err := onNodes(nodes, cfg.KeyPrefix, cfg.OpTimeout, opt)
 	if err != nil {
 		for _, n := range nodes {
 			_ = n.Close()
 		}
-		return nil, err
+		return nil, nil, err
 	}
-	return r, nil
+	return locking.NewLocker(r, opt), r, nil
 }
 
 // RedisNodes returns the Nodes that New runs on, one per entry
 // of cfg.Nodes, for OnNodes (which a test may give wrapped
 // nodes, to order or lose their requests). Close each when done.
 func RedisNodes(cfg Config) ([]locking.Node, error) {
-	cfg = cfg.withDefaults()
+	nodes, err := redisNodes(cfg.withDefaults())
+	if err != nil {
+		return nil, err
+	}
+	ns := make([]locking.Node, len(nodes))
+	for i, n := range nodes {
+		ns[i] = n
+	}
+	return ns, nil
+}
+
+// redisNodes is RedisNodes for cfg with its defaults, as the nodes' own
+// type (CheckEviction asks them more than a Node does).
+func redisNodes(cfg Config) ([]*redisNode, error) {
 	if len(cfg.Nodes) == 0 {
 		return nil, errors.New("locking: redlock: no nodes configured")
 	}
-	var nodes []locking.Node
+	var nodes []*redisNode
 	seen := map[string]bool{}
 	for _, addr := range cfg.Nodes {
 		host, _, err := net.SplitHostPort(addr)
@@ -139,9 +149,9 @@ func OnNodes(nodes []locking.Node, prefix string, opTimeout time.Duration, opt l
 	return locking.NewLocker(r, opt), nil
 }
 
-// onNodes is the driver OnNodes runs the front end over.
+// onNodes is the driver OnNodes runs the front end over; opt has its
+// defaults.
 func onNodes(nodes []locking.Node, prefix string, opTimeout time.Duration, opt locking.Options) (*redlock, error) {
-	opt = opt.WithDefaults()
 	if prefix == "" {
 		prefix = DefaultKeyPrefix
 	}

@@ -27,11 +27,10 @@ var drivers sync.Map
 
 // newBackend is New, remembering the driver for driverOf.
 func newBackend(cfg Config, opt locking.Options) (locking.Backend, error) {
-	r, err := newDriver(cfg, opt)
+	l, r, err := newWithDriver(cfg, opt)
 	if err != nil {
 		return nil, err
 	}
-	l := locking.NewLocker(r, opt.WithDefaults())
 	drivers.Store(l, r)
 	return l, nil
 }
