@@ -144,3 +144,64 @@ func TestPlanBackfillBeyondHistory(t *testing.T) {
 		}
 	})
 }
+
+// TestBackfillRefusesASlotThatMayHaveRun: a slot whose history holds a
+// settler's "missed, may have started" beside a reconciler's plain missed
+// or a start-up probe's skipped late — whatever order the stores return
+// them in — is refused by the plan and by RunSlot, which name that entry.
+// (A killed backfill's slot was backfilled again: the first of equal
+// precedence decided, and the stores sort the reconciler's shorter entry
+// first.)
+func TestBackfillRefusesASlotThatMayHaveRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, s, rec := backfillEnv(t, OverlapForbid, 50)
+		ctx := context.Background()
+		base := time.Now().Add(-40 * time.Second).Truncate(time.Second)
+		settled := func(at time.Time) history.Entry {
+			return history.Entry{Slot: slotString(at), Outcome: history.OutcomeMissed, Reason: history.ReasonUnknown,
+				Replica: "bf-killed", RunID: "run-1", MayHaveStarted: true, SettledBy: "r2", SettleID: "c-9"}
+		}
+		cases := [][]history.Entry{
+			{missedEntry(base, history.ReasonUnknown), settled(base)},
+			{settled(base.Add(time.Second)), missedEntry(base.Add(time.Second), history.ReasonUnknown)},
+			{{Slot: slotString(base.Add(2 * time.Second)), Outcome: history.OutcomeSkipped, Reason: history.ReasonLate, Replica: "r1"},
+				settled(base.Add(2 * time.Second))},
+			{missedEntry(base.Add(3*time.Second), history.ReasonNoReplica),
+				{Slot: slotString(base.Add(3 * time.Second)), Outcome: history.OutcomeSkipped, Reason: history.ReasonPaused}},
+		}
+		for _, entries := range cases {
+			for _, h := range entries {
+				at, _ := time.Parse(time.RFC3339, h.Slot)
+				if err := e.locker.AppendLog(ctx, "bf", locking.LogAppend{Entry: h.LogEntry(at), Keep: 50}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		plan, err := s.PlanBackfill(ctx, "bf", base, base.Add(3*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, b := range plan {
+			want := "missed (unknown, may have started)"
+			if i == 3 {
+				want = "skipped (paused)"
+			}
+			if b.Run || b.Why != want || b.Entry == nil {
+				t.Errorf("slot +%d: run=%v %q, want refused: %q", i, b.Run, b.Why, want)
+				continue
+			}
+			if i < 3 && (b.Entry.Evidence() != history.MayHaveRun || b.Entry.Source() != "run run-1, replica bf-killed, settled by r2") {
+				t.Errorf("slot +%d: decided by %+v (%s)", i, *b.Entry, b.Entry.Source())
+			}
+		}
+		for i := range 4 {
+			var he *HandledError
+			if _, err := s.RunSlot(ctx, "bf", base.Add(time.Duration(i)*time.Second)); !errors.As(err, &he) || he.Entry == nil {
+				t.Errorf("RunSlot +%d: %v, want refused by its entry", i, err)
+			}
+		}
+		if n := len(rec.all()); n != 0 {
+			t.Errorf("%d runs of slots that may have run or were paused", n)
+		}
+	})
+}
