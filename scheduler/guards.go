@@ -83,11 +83,15 @@ func (a *attempt) claimRefused(err error) verdict {
 }
 
 // lost is the verdict on a slot this replica does not run for err: held
-// by another replica (held, done, claimed), or no majority (slow_lock,
-// no_quorum: the exit notes the outage).
+// by another replica (held, done, claimed), this replica's own overload
+// (late, handed to the misfire policy: the nodes are healthy, so it is
+// no outage), or no majority (slow_lock, no_quorum: the exit notes the
+// outage).
 func (a *attempt) lost(err error) verdict {
 	var he *locking.HeldError
 	switch {
+	case ownOverload(err):
+		return verdict{act: actMisfire, reason: history.ReasonLate, attrs: []any{"error", err.Error()}}
 	case !isSplitVote(err) && errors.As(err, &he):
 		a.s.quorumSeen()
 		reason := history.ReasonHeld
