@@ -110,13 +110,9 @@ func (s *Scheduler) PlanBackfill(ctx context.Context, name string, from, to time
 	if err != nil {
 		return nil, err
 	}
-	// A log that held HistoryKeep entries from the window on may have
-	// dropped older ones: slots up to its oldest entry read cannot be
-	// told (that one's slot may have more entries than were read).
-	reach := slots[0].Unix()
-	if len(log) >= keep {
-		reach = log[len(log)-1].Score + 1
-	}
+	// A slot with history.keep entries as new or newer may have had its
+	// own trimmed: it cannot be told (historyReach).
+	reach := historyReach(log, keep)
 	claims, err := s.cfg.Locker.ReadClaims(ctx, name)
 	if err != nil {
 		return nil, err

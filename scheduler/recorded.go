@@ -82,6 +82,18 @@ func (s *Scheduler) slotRecorded(ctx context.Context, job string, t time.Time) (
 // of several may hold a few more.
 func historyReadLimit(keep int) int { return 2*keep + historyReadSlack }
 
+// historyReach is the oldest slot score whose lack of an entry a log read
+// from some score on (newest first) can tell: 0 when it tells them all.
+// Each node keeps its newest keep entries, so a slot that keep entries
+// read are as new as or newer than may have had its entry trimmed on the
+// node a reader's majority shares with the writer's.
+func historyReach(log []locking.LogEntry, keep int) int64 {
+	if len(log) < keep {
+		return 0
+	}
+	return log[keep-1].Score + 1
+}
+
 // historyReadSlack: the entries a union of nodes holds beyond 2×keep.
 const historyReadSlack = 64
 
