@@ -205,3 +205,43 @@ func TestBackfillRefusesASlotThatMayHaveRun(t *testing.T) {
 		}
 	})
 }
+
+// TestBackfillOfAReplaceJob: a backfilled slot of an overlap replace job
+// runs under the job lease (never beside a run going on) and is not
+// canceled as replaced by the record that every scheduled slot raises —
+// it names a slot later than any backfilled one, and canceled the run at
+// its first poll, so the slot was lost and never backfilled again. A slot
+// due after the backfill started still replaces it.
+func TestBackfillOfAReplaceJob(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, s, rec := backfillEnv(t, OverlapReplace, 50)
+		rec.d = 3 * time.Second
+		ctx := context.Background()
+		now := time.Now().Truncate(time.Second)
+		if err := e.locker.AdvanceRecord(ctx, replaceKey("bf"), now.Add(-2*time.Second).Unix()); err != nil {
+			t.Fatal(err)
+		}
+		slot := now.Add(-30 * time.Second)
+		held, err := e.locker.Acquire(ctx, runKey("bf"), 2*time.Second) // a run going on
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		var h history.Entry
+		go func() {
+			defer close(done)
+			h, err = s.RunSlot(ctx, "bf", slot)
+		}()
+		time.Sleep(time.Second)
+		if n := len(rec.all()); n != 0 {
+			t.Fatalf("the backfill ran beside a run holding the job lease (%d runs)", n)
+		}
+		if err := held.End(ctx, locking.Ending{}).Err; err != nil {
+			t.Fatal(err)
+		}
+		<-done
+		if err != nil || h.Outcome != history.OutcomeSucceeded {
+			t.Fatalf("backfill of a replace job: %+v %v, want succeeded", h, err)
+		}
+	})
+}

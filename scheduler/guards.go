@@ -262,10 +262,11 @@ func (a *attempt) takeJobLease() verdict {
 	return a.lost(err)
 }
 
-// backfillJobLease takes the job lease of a backfill under forbid. Held,
+// backfillJobLease takes the job lease of a backfill under forbid and
+// replace (a backfill replaces no run: it waits as under forbid). Held,
 // the slot is not run: a later backfill may run it.
 func (a *attempt) backfillJobLease() verdict {
-	if a.j.spec.Overlap != OverlapForbid {
+	if a.j.spec.Overlap == OverlapAllow {
 		return goOn
 	}
 	jl, err := a.s.acquire(a.name, runKey(a.name), a.jobLeasePolicy())
