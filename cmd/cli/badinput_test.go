@@ -61,6 +61,8 @@ jobs:
 			[]string{"slotlock pause: --reason: at most 1000 bytes, got 100000"}},
 		{"history --outcome bogus", nil, []string{"history", "--config", withNodes, "--outcome", "bogus", "beat"},
 			[]string{`--outcome "bogus": unknown outcome; want one of succeeded, failed, canceled, abandoned, skipped, missed`}},
+		{"history --since the zero time", nil, []string{"history", "--config", withNodes, "--since", "0001-01-01T00:00:00Z", "beat"},
+			[]string{`--since: "0001-01-01T00:00:00Z": before 1970-01-01T00:00:00Z`}},
 		{"backfill --from the zero time", nil, []string{"backfill", "--config", withNodes, "--from", "0001-01-01T00:00:00Z", "--to", "2026-01-01T00:00:00Z", "beat"},
 			[]string{`--from "0001-01-01T00:00:00Z": before 1970-01-01T00:00:00Z`}},
 		{"trigger: 70 KB job name", nil, []string{"trigger", "--config", withNodes, longName},

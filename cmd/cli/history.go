@@ -34,6 +34,12 @@ func cmdHistory(ctx context.Context, args []string, env cmdEnv) int {
 		fmt.Fprintf(env.Stderr, "slotlock history: --outcome %s: unknown outcome; want one of %s\n", quoteArg(*outcome), outcomeList())
 		return exitConfig
 	}
+	// Judged before the stores are asked (the clock that places a
+	// duration comes with them: parsed again below).
+	if _, err := parseSince(*since, time.Now()); err != nil {
+		fmt.Fprintf(env.Stderr, "slotlock history: --since: %v\n", err)
+		return exitConfig
+	}
 	r, code := startOnStores(ctx, "history", "the history", cfg, env)
 	if r == nil {
 		return code
