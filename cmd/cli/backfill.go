@@ -148,6 +148,9 @@ func parseTime(flag, v string) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, fmt.Errorf("%s %q: want an RFC 3339 time, e.g. 2026-11-29T10:00:00Z", flag, v)
 	}
+	if err := history.CheckTime(t); err != nil {
+		return time.Time{}, fmt.Errorf("%s %q: %w", flag, v, err)
+	}
 	return t, nil
 }
 

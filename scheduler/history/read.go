@@ -2,6 +2,7 @@ package history
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -80,5 +81,19 @@ func ParseSince(s string, now time.Time) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, fmt.Errorf("%q: want a duration (24h) or an RFC 3339 time", s)
 	}
+	if err := CheckTime(t); err != nil {
+		return time.Time{}, fmt.Errorf("%q: %w", s, err)
+	}
 	return t, nil
+}
+
+// CheckTime refuses a time given as a window's bound that is before 1970
+// (the Unix epoch): no slot is that old, and the zero time
+// (0001-01-01T00:00:00Z), which Go code reads as "unset", must not pass
+// for "no bound" when it was written.
+func CheckTime(t time.Time) error {
+	if t.Before(time.Unix(0, 0)) {
+		return errors.New("before 1970-01-01T00:00:00Z: no slot is that old")
+	}
+	return nil
 }
