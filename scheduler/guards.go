@@ -76,6 +76,12 @@ func (a *attempt) claimRefused(err error) verdict {
 	case errors.Is(err, locking.ErrPaused):
 		var pe *locking.PausedError
 		errors.As(err, &pe)
+		if pe.Refusal != nil && !pe.Pause.Covers(a.due) {
+			// Paused after the slot was due, and the key is held: a run
+			// of the slot going on since before the pause, not a paused
+			// slot (a paused entry would stand beside its outcome).
+			return a.lost(pe.Refusal)
+		}
 		a.pause = pe.Pause
 		return verdict{act: actPaused, reason: history.ReasonPaused}
 	}

@@ -49,3 +49,33 @@ func TestOwnOverloadIsNotAnOutage(t *testing.T) {
 		})
 	}
 }
+
+// TestPausedAfterTheSlotWasDueIsHeld: a claim refused while paused, whose
+// key another lease holds since before the pause began (a run of the slot
+// going on), is that run's slot — skipped held, no paused entry beside
+// its outcome; refused by a pause that covers the slot, it is paused.
+func TestPausedAfterTheSlotWasDueIsHeld(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, s, _ := backfillEnv(t, OverlapAllow, 10)
+		j, _ := s.job("bf")
+		due := time.Now().Add(-2 * time.Second).Truncate(time.Second)
+		key := history.SlotKey("bf", due)
+		held := locking.ParseHeld(key, "tok|r2")
+		for _, c := range []struct {
+			name   string
+			since  time.Time
+			act    act
+			reason history.Reason
+		}{
+			{"paused after it was due", due.Add(time.Second), actRelease, history.ReasonHeld},
+			{"paused before it was due", due.Add(-time.Minute), actPaused, history.ReasonPaused},
+		} {
+			p := locking.Pause{Paused: true, Version: c.since.UnixMilli(), By: "ops"}
+			a := s.newAttempt(j, due, originScheduled)
+			v := a.claimRefused(&locking.PausedError{Key: key, Pause: p, Refusal: held})
+			if v.act != c.act || v.reason != c.reason || v.entry != nil {
+				t.Errorf("%s: act %v reason %s entry %v, want act %v reason %s and no entry", c.name, v.act, v.reason, v.entry, c.act, c.reason)
+			}
+		}
+	})
+}

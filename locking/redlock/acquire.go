@@ -257,8 +257,10 @@ func (r *redlock) acquireLost(ctx context.Context, s locking.LeaseSpec, t *acqui
 	done := errors.As(err, &held) && held.Done
 	if p := locking.NewestPause(t.allPauses); s.Claim && t.answered >= r.quorum && !done && p.ActiveAt(r.clock.Now()) {
 		// Refused while paused (another replica's attempt held the key
-		// for a moment): say so, as the winner of the race hears it.
-		return &locking.PausedError{Key: s.Key, Pause: p}
+		// for a moment): say so, as the winner of the race hears it —
+		// with the refusal, for a lease that holds the key since before
+		// the pause began.
+		return &locking.PausedError{Key: s.Key, Pause: p, Refusal: err}
 	}
 	return err
 }
