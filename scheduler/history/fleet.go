@@ -118,13 +118,15 @@ func (f Fleet) Alive(now time.Time) []ReplicaInfo {
 }
 
 // AliveAt reports whether some replica may have been alive at t: started
-// by then, and t no later than a beat (and a second, for the score's
-// rounding) after its last heartbeat — a live replica writes one every
-// beat. (A replica that could not write its beats for want of a quorum
-// makes the reason no_quorum, which is asked first.)
+// by then, not stopping yet (its last heartbeat's Stopped: after a clean
+// stop it fires no slot), and t no later than a beat (and a second, for
+// the score's rounding) after its last heartbeat — a live replica writes
+// one every beat. (A replica that could not write its beats for want of a
+// quorum makes the reason no_quorum, which is asked first.)
 func (f Fleet) AliveAt(t time.Time) bool {
 	for _, r := range f.Replicas {
-		if !r.Started.After(t) && !t.After(r.Seen.Add(r.beat()+time.Second)) {
+		stopped := !r.Stopped.IsZero() && !t.Before(r.Stopped)
+		if !r.Started.After(t) && !stopped && !t.After(r.Seen.Add(r.beat()+time.Second)) {
 			return true
 		}
 	}

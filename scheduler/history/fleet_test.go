@@ -81,3 +81,19 @@ func TestReadAlive(t *testing.T) {
 		t.Fatalf("ReadAlive = %+v, want b seen 5s ago", alive)
 	}
 }
+
+// A replica that stopped cleanly says so in its last heartbeat (Stopped):
+// from then on it fires no slot, so a slot after it is no replica's —
+// not unknown for the beat its heartbeat would otherwise still cover (the
+// first slots after a clean stop of the whole fleet read missed/unknown,
+// later ones no_replica).
+func TestFleetAliveAtAfterACleanStop(t *testing.T) {
+	start := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(sec int) time.Time { return start.Add(time.Duration(sec) * time.Second) }
+	f := Fleet{Replicas: []ReplicaInfo{{Instance: "c", Started: at(0), Seen: at(100), Beat: "10s", Stopped: at(100)}}}
+	for sec, want := range map[int]bool{99: true, 100: false, 105: false, 111: false} {
+		if got := f.AliveAt(at(sec)); got != want {
+			t.Errorf("AliveAt(%d) = %v, want %v", sec, got, want)
+		}
+	}
+}
