@@ -89,7 +89,7 @@ func cmdHistory(ctx context.Context, args []string, env cmdEnv) int {
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SLOT\tOUTCOME\tREASON\tREPLICA\tRUN ID\tTOKEN\tATTEMPTS\tDURATION\tERROR CLASS")
 	for _, e := range out {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Slot, e.Outcome, dash(string(e.Reason)), dash(e.Replica),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Slot, e.Outcome, reasonText(e), dash(e.Replica),
 			dash(e.RunID), dashN(int64(e.Token)), dashN(int64(e.Attempts)),
 			dashD(time.Duration(e.DurationMS)*time.Millisecond, e.Attempts), dash(e.ErrorClass))
 	}
@@ -112,6 +112,15 @@ func outcomeList() string {
 // parseSince reads --since: "" (everything), a duration back from now, or
 // an RFC 3339 time.
 func parseSince(s string, now time.Time) (time.Time, error) { return history.ParseSince(s, now) }
+
+// reasonText is an entry's reason for the table, one word: a missed
+// slot whose run may have started says so (backfill refuses it).
+func reasonText(e history.Entry) string {
+	if e.MayHaveStarted {
+		return dash(string(e.Reason)) + ",may_have_started"
+	}
+	return dash(string(e.Reason))
+}
 
 func dash(s string) string {
 	if s == "" {
