@@ -99,15 +99,20 @@ func (j JobSpec) problems(now time.Time) []error {
 }
 
 // schedule returns the job's schedule: Schedule, else Spec parsed in
-// Location (nil when it does not parse, or there is none).
+// Location (nil when it does not parse, or there is none), without the
+// slots its Calendar excludes.
 func (j JobSpec) schedule() (Schedule, error) {
 	switch {
 	case j.Schedule != nil:
-		return j.Schedule, nil
+		return WithCalendar(j.Schedule, j.Calendar, j.Location), nil
 	case strings.TrimSpace(j.Spec) == "":
 		return nil, errors.New("required: Spec (the schedule's text) or Schedule")
 	}
-	return ParseSchedule(j.Spec, j.Location)
+	s, err := ParseSchedule(j.Spec, j.Location)
+	if err != nil {
+		return nil, err
+	}
+	return WithCalendar(s, j.Calendar, j.Location), nil
 }
 
 // Validate reports every problem of the configuration — its own settings,
