@@ -197,6 +197,10 @@ func checkPauseHistory(j JobSpec, keep int) error {
 var jobName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
 
 // checkJobName reports whether name can name a job.
+// CheckName checks a name under the job names' rule; the configuration's
+// other names (calendars) follow it too.
+func CheckName(name string) error { return checkJobName(name) }
+
 func checkJobName(name string) error {
 	if name == "" {
 		return errors.New("required")
