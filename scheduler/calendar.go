@@ -142,6 +142,12 @@ func (s *calendarSchedule) Next(t time.Time) time.Time {
 	return time.Time{}
 }
 
+// CalendarName names the calendar (the status shows it).
+func (s *calendarSchedule) CalendarName() string { return s.cal.Name() }
+
+// NextExcluded is NextExcluded(s, t).
+func (s *calendarSchedule) NextExcluded(t time.Time) time.Time { return NextExcluded(s, t) }
+
 func (s *calendarSchedule) String() string {
 	if st, ok := s.base.(interface{ String() string }); ok {
 		return st.String()
