@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -108,6 +109,13 @@ jobs:
 	berlin, _ := time.LoadLocation("Europe/Berlin")
 	next := specs[0].Schedule.Next(time.Date(2026, 12, 24, 12, 0, 0, 0, berlin))
 	require.Equal(t, time.Date(2026, 12, 27, 9, 0, 0, 0, berlin), next, "25, 26 December excluded")
+
+	// A job's calendar can be set by the environment, like any job key.
+	cfg, err = Load(path, []string{"SLOTLOCK_JOBS__plain__CALENDAR=bridge.days"})
+	require.NoError(t, err)
+	require.Equal(t, "bridge.days", cfg.JobSpecs()[1].Calendar.Name())
+	_, err = Load(path, []string{"SLOTLOCK_JOBS__plain__CALENDAR=nope"})
+	require.ErrorContains(t, err, `jobs[1] "plain": calendar "nope": not defined; calendars: holidays-de, bridge.days (jobs[1].calendar, env SLOTLOCK_JOBS__plain__CALENDAR)`)
 }
 
 // TestCalendarErrors: every problem at once, each naming its key path and
@@ -250,4 +258,63 @@ jobs:
 	require.NoError(t, err)
 	sum := sha256.Sum256(raw)
 	require.Equal(t, hex.EncodeToString(sum[:6]), plain.DefinitionsHash())
+}
+
+// TestICSEventDates: how an event's DTSTART, DTEND, DURATION and RRULE
+// become dates.
+func TestICSEventDates(t *testing.T) {
+	for name, c := range map[string]struct {
+		props string
+		want  []string
+	}{
+		"all-day, no end":          {"DTSTART;VALUE=DATE:20261225", []string{"2026-12-25"}},
+		"all-day, DTEND exclusive": {"DTSTART;VALUE=DATE:20261224\nDTEND;VALUE=DATE:20261226", []string{"2026-12-24", "2026-12-25"}},
+		"all-day, DURATION":        {"DTSTART;VALUE=DATE:20261231\nDURATION:P2D", []string{"2026-12-31", "2027-01-01"}},
+		"timed, ends at midnight":  {"DTSTART:20261224T120000Z\nDTEND:20261226T000000Z", []string{"2026-12-24", "2026-12-25"}},
+		"timed, same day":          {"DTSTART:20261224T090000\nDTEND:20261224T170000", []string{"2026-12-24"}},
+		"timed, DURATION":          {"DTSTART:20261224T180000\nDURATION:P1D", []string{"2026-12-24", "2026-12-25"}},
+		"yearly leap day":          {"DTSTART;VALUE=DATE:20240229\nRRULE:FREQ=YEARLY;UNTIL=20321231", []string{"2024-02-29", "2028-02-29", "2032-02-29"}},
+		"every other year, count":  {"DTSTART;VALUE=DATE:20260101\nRRULE:FREQ=YEARLY;INTERVAL=2;COUNT=3", []string{"2026-01-01", "2028-01-01", "2030-01-01"}},
+		"folded property":          {"DTSTART;VALUE=DATE:2026\n 1225", []string{"2026-12-25"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ics := "BEGIN:VCALENDAR\nBEGIN:VEVENT\n" + c.props + "\nEND:VEVENT\nEND:VCALENDAR\n"
+			dates, errs := parseICS("x.ics", []byte(ics))
+			require.Empty(t, errs)
+			var got []string
+			for _, d := range dates {
+				got = append(got, d.Format(time.DateOnly))
+			}
+			require.Equal(t, c.want, got)
+		})
+	}
+	for name, c := range map[string]struct{ props, want string }{
+		"DTEND and DURATION": {"DTSTART;VALUE=DATE:20261224\nDTEND;VALUE=DATE:20261226\nDURATION:P1D", "x.ics:5: DTEND and DURATION together"},
+		"hours":              {"DTSTART:20261224T090000\nDURATION:PT8H", `x.ics:4: DURATION "PT8H": only whole days or weeks`},
+		"monthly":            {"DTSTART;VALUE=DATE:20261224\nRRULE:FREQ=MONTHLY", "x.ics:4: RRULE \"FREQ=MONTHLY\": only FREQ=YEARLY"},
+		"RDATE":              {"DTSTART;VALUE=DATE:20261224\nRDATE;VALUE=DATE:20261231", "x.ics:4: RDATE is not supported"},
+		"too long":           {"DTSTART;VALUE=DATE:20260101\nDTEND;VALUE=DATE:20280101", "x.ics:3: the event spans 730 days, at most 366"},
+		"mismatched END":     {"DTSTART;VALUE=DATE:20261224\nEND:VTODO", "x.ics:4: END:VTODO does not close the open component"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ics := "BEGIN:VCALENDAR\nBEGIN:VEVENT\n" + c.props + "\nEND:VEVENT\nEND:VCALENDAR\n"
+			_, errs := parseICS("x.ics", []byte(ics))
+			require.NotEmpty(t, errs)
+			require.Contains(t, errs[0].Error(), c.want)
+		})
+	}
+}
+
+// TestICSDatesBounded: yearly rules that would expand to more dates than
+// a calendar holds are refused, not expanded.
+func TestICSDatesBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("BEGIN:VCALENDAR\n")
+	for i := range 1000 {
+		fmt.Fprintf(&b, "BEGIN:VEVENT\nDTSTART;VALUE=DATE:%d0101\nRRULE:FREQ=YEARLY\nEND:VEVENT\n", 1000+i)
+	}
+	b.WriteString("END:VCALENDAR\n")
+	_, errs := parseICS("x.ics", []byte(b.String()))
+	require.Len(t, errs, 1)
+	require.Contains(t, errs[0].Error(), "more than 100000 dates")
 }

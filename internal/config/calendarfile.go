@@ -65,6 +65,10 @@ const icsRepeatUntil = 2199
 // maxEventDays bounds one event's span.
 const maxEventDays = 366
 
+// maxCalendarDates bounds the dates one file expands to (yearly rules
+// repeat through icsRepeatUntil), and so the memory a calendar takes.
+const maxCalendarDates = 100_000
+
 // icsLine is one unfolded content line and the file line it starts on.
 type icsLine struct {
 	n      int
@@ -136,6 +140,10 @@ func parseICS(path string, b []byte) ([]time.Time, []error) {
 				dates = append(dates, got...)
 				errs = append(errs, evErrs...)
 				ev = nil
+				if len(dates) > maxCalendarDates {
+					bad(ln.n, "more than %d dates; split the calendar or bound its yearly rules (COUNT, UNTIL)", maxCalendarDates)
+					return nil, errs
+				}
 			}
 			continue
 		}
