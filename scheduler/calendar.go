@@ -106,20 +106,30 @@ type calendarSchedule struct {
 const calendarHorizon = 5
 
 // WithCalendar returns s without the slots that cal excludes, their dates
-// read in loc (nil: UTC). A nil cal returns s itself; s already wrapped
-// with cal is returned as it is.
+// read in loc (nil: the zone ParseSchedule gave s, else UTC). A nil cal
+// returns s itself; s already wrapped with cal is returned as it is.
 func WithCalendar(s Schedule, cal *Calendar, loc *time.Location) Schedule {
 	if cal == nil || s == nil {
 		return s
 	}
 	if loc == nil {
 		loc = time.UTC
+		if z, ok := s.(zoned); ok {
+			loc = z.zone()
+		}
 	}
 	if cs, ok := s.(*calendarSchedule); ok && cs.cal == cal && cs.loc.String() == loc.String() {
 		return s
 	}
 	return &calendarSchedule{base: s, cal: cal, loc: loc}
 }
+
+// zoned is a schedule that knows its zone (ParseSchedule's).
+type zoned interface{ zone() *time.Location }
+
+func (s *specSchedule) zone() *time.Location     { return s.loc }
+func (s *everySchedule) zone() *time.Location    { return s.loc }
+func (s *calendarSchedule) zone() *time.Location { return s.loc }
 
 // Next returns the first slot strictly after t on a date the calendar
 // keeps; zero when none within five years of t.

@@ -168,8 +168,15 @@ func TestCalendarNextExcluded(t *testing.T) {
 	if CalendarOf(s).Name() != "c" || CalendarOf(plain) != nil {
 		t.Error("CalendarOf")
 	}
-	if WithCalendar(s, CalendarOf(s), mustLoc(t, "Europe/Berlin")) != s {
+	if WithCalendar(s, CalendarOf(s), mustLoc(t, "Europe/Berlin")) != s || WithCalendar(s, CalendarOf(s), nil) != s {
 		t.Error("wrapping twice with the same calendar made a new schedule")
+	}
+	// Without a zone of its own, the calendar reads dates in the zone the
+	// schedule was parsed in: a JobSpec may leave Location out.
+	berlin, _ := ParseSchedule("0 30 0 * * *", mustLoc(t, "Europe/Berlin"))
+	xmas := WithCalendar(berlin, NewCalendar("x", false, days("2026-12-25")), nil)
+	if got := xmas.Next(utc("2026-12-24T12:00:00Z")); !got.Equal(utc("2026-12-25T23:30:00Z")) {
+		t.Errorf("Next = %s, want 26 Dec 00:30 CET", got)
 	}
 }
 

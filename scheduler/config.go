@@ -79,8 +79,8 @@ type JobSpec struct {
 	Spec     string
 	Schedule Schedule       // nil: New parses Spec
 	Location *time.Location // the schedule's zone: Spec is parsed in it (nil: UTC); a Schedule already carries it
-	// Calendar removes the slots on its dates, read in Location
-	// (WithCalendar): they are no slots at all. nil: none.
+	// Calendar removes the slots on its dates, read in the schedule's
+	// zone (WithCalendar): they are no slots at all. nil: none.
 	Calendar *Calendar
 	Plugin   string // the plugin that built Job (logs and errors only)
 	Job      jobs.Job
