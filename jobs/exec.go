@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"slices"
@@ -11,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/slotlock/slotlock/internal/strictdecode"
 )
 
 // The exec plugin runs a program directly (no shell) in its own process
@@ -102,10 +106,25 @@ func newExecJob(params map[string]any) (Job, error) {
 	case p.Command[0] == "":
 		errs = append(errs, errors.New("command[0]: the program must not be empty"))
 	}
-	for k := range p.Env {
+	for i, a := range p.Command {
+		if strings.ContainsRune(a, 0) {
+			// Not quoted: an argument may be a secret.
+			errs = append(errs, &strictdecode.FieldError{Path: "command[" + strconv.Itoa(i) + "]",
+				Err: errors.New("contains a NUL byte, which no program argument can hold")})
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(p.Env)) {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
 			errs = append(errs, fmt.Errorf("env.%s: invalid variable name", k))
+			continue
 		}
+		if strings.ContainsRune(p.Env[k], 0) {
+			errs = append(errs, &strictdecode.FieldError{Path: "env." + k,
+				Err: errors.New("the value contains a NUL byte, which no environment variable can hold")})
+		}
+	}
+	if err := checkDir(p.Dir); err != nil {
+		errs = append(errs, &strictdecode.FieldError{Path: "dir", Err: err})
 	}
 	for i, k := range p.InheritEnv {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
@@ -246,9 +265,36 @@ func (j *execJob) command(ctx context.Context, run Run) (*exec.Cmd, *Scrubber) {
 	return cmd, NewScrubber(secrets...)
 }
 
+// checkDir reports a working directory that cannot be one: a NUL in it,
+// nothing at the path, or not a directory. A path that cannot be looked at
+// (permissions: run_as_uid may see more) is left to the run.
+func checkDir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	if strings.ContainsRune(dir, 0) {
+		return errors.New("contains a NUL byte")
+	}
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("no such directory: %s", dir)
+	case err != nil:
+		return nil
+	case !fi.IsDir():
+		return fmt.Errorf("not a directory: %s", dir)
+	}
+	return nil
+}
+
 // startError says why the program did not start.
 func (j *execJob) startError(err error) error {
 	argv0 := j.p.Command[0]
+	if dirErr := checkDir(j.p.Dir); dirErr != nil {
+		// The start fails the same way for a missing program and a
+		// missing working directory; name the one that is missing.
+		return fmt.Errorf("exec: start %q: working directory (params.dir): %w", argv0, dirErr)
+	}
 	if j.p.RunAsUID != nil && errors.Is(err, syscall.EPERM) {
 		return fmt.Errorf("exec: start %q as uid %d: %w (run_as_uid needs slotlock to run as root or with CAP_SETUID and CAP_SETGID)",
 			argv0, *j.p.RunAsUID, err)

@@ -114,9 +114,19 @@ func TestExecStartFailure(t *testing.T) {
 	if err := j.Run(context.Background(), run); err == nil || !strings.Contains(err.Error(), "/nonexistent/program") {
 		t.Fatalf("missing program: %v", err)
 	}
-	j = mustJob(t, "exec", map[string]any{"command": []any{os.Args[0]}, "dir": "/nonexistent/dir"})
-	if err := j.Run(context.Background(), run); err == nil {
-		t.Fatal("missing dir did not fail")
+	// A dir that is gone is refused by the factory (TestExecFactoryErrors);
+	// one removed after validation fails the run, naming the directory,
+	// not the program.
+	dir := filepath.Join(t.TempDir(), "work")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	j = mustJob(t, "exec", map[string]any{"command": []any{os.Args[0]}, "dir": dir})
+	if err := os.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Run(context.Background(), run); err == nil || !strings.Contains(err.Error(), "working directory (params.dir): no such directory: "+dir) {
+		t.Fatalf("missing dir: %v", err)
 	}
 }
 
@@ -254,6 +264,13 @@ func TestExecFactoryErrors(t *testing.T) {
 		{map[string]any{"command": []any{"ls", "-l"}, "show_args": []any{2}}, []string{"show_args[0]: 2 is not the position"}},
 		{map[string]any{"command": []any{"ls"}, "show_env": []any{"X"}}, []string{`show_env[0]: "X" is not a variable of env`}},
 		{map[string]any{"commnd": []any{"ls"}, "dir": 1}, []string{`commnd: unknown key (did you mean "command"?)`, "dir: expected a string"}},
+		// Found at validation, not at the first run.
+		{map[string]any{"command": []any{"ls", "a\x00b"}}, []string{"command[1]: contains a NUL byte"}},
+		{map[string]any{"command": []any{"l\x00s"}}, []string{"command[0]: contains a NUL byte"}},
+		{map[string]any{"command": []any{"ls"}, "env": map[string]any{"K": "a\x00b"}}, []string{"env.K: the value contains a NUL byte"}},
+		{map[string]any{"command": []any{"ls"}, "dir": "/nonexistent/dir"}, []string{"dir: no such directory: /nonexistent/dir"}},
+		{map[string]any{"command": []any{"ls"}, "dir": os.Args[0]}, []string{"dir: not a directory: " + os.Args[0]}},
+		{map[string]any{"command": []any{"ls"}, "dir": "/tm\x00p"}, []string{"dir: contains a NUL byte"}},
 	}
 	for _, tc := range cases {
 		_, err := f(tc.params)

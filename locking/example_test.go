@@ -30,7 +30,7 @@ func ExampleLocker_Claim() {
 		lease.End(ctx, locking.Ending{DoneTTL: time.Hour, Note: "abandoned"})
 		return
 	}
-	fmt.Println("claimed", g.Key, "fencing token", lease.Token())
+	fmt.Println("claimed", g.Key, "with a fencing token:", lease.Token() > 0)
 
 	// While the lease is held, nobody else gets the slot.
 	_, err = lk.Claim(ctx, slot, 30*time.Second)
@@ -61,13 +61,14 @@ func ExampleLocker_Claim() {
 		log.Fatal(err)
 	}
 	job := next.Grant().Joined
-	fmt.Println("next slot's token", next.Token(), "job lease", job.Grant().Key, job.Token())
+	fmt.Println("next slot's token is larger:", next.Token() > lease.Token(), "job lease", job.Grant().Key,
+		"same token:", job.Token() == next.Token())
 	next.End(ctx, locking.Ending{Also: job})
 	// Output:
-	// claimed nightly-report:slot:1795860000 fencing token 1
+	// claimed nightly-report:slot:1795860000 with a fencing token: true
 	// true locking: nightly-report:slot:1795860000 not acquired: held by replica-a
 	// done: true note: succeeded by: replica-a
-	// next slot's token 2 job lease nightly-report:run 2
+	// next slot's token is larger: true job lease nightly-report:run same token: true
 }
 
 // Keep starts the watchdog that renews the lease every TTL/3 and returns

@@ -124,8 +124,14 @@ func (b *localBackend) Acquire(ctx context.Context, s LeaseSpec) (Granted, error
 	} else {
 		b.keys[s.Key] = localEntry{value: s.Value, expires: now.Add(s.TTL)}
 	}
-	b.fences[s.Key.Family]++
-	g.Token = b.fences[s.Key.Family]
+	// Tokens rise with the clock's microseconds as well as by one: the
+	// state is lost when the process exits, and a restarted process that
+	// counted from 1 again would hand out tokens below those a fence
+	// guard already keeps — refused, every write of the restarted run.
+	// (Below 2^53 until the year 2255: they stay exact in JSON.)
+	f := s.Key.Family
+	b.fences[f] = max(b.fences[f]+1, uint64(max(now.UnixMicro(), 0)))
+	g.Token = b.fences[f]
 	return g, nil
 }
 

@@ -193,3 +193,35 @@ func TestLocalMarkDoneAfterExpiryLeavesMarker(t *testing.T) {
 		}
 	})
 }
+
+// TestLocalTokensRiseAcrossRestarts: the in-process store's state dies
+// with its process; the tokens a restarted one hands out are still above
+// those of the process before it (a fence guard keeps the highest it saw,
+// and refused every write of a restart that counted from 1 again).
+func TestLocalTokensRiseAcrossRestarts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		key := Key{Family: "job", Name: "slot:1"}
+		var last uint64
+		for restart := range 3 {
+			l := NewLocal(Options{Replica: "only"})
+			for range 5 {
+				lease, err := l.Acquire(ctx, key, time.Second)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if lease.Token() <= last {
+					t.Fatalf("restart %d: token %d after %d", restart, lease.Token(), last)
+				}
+				last = lease.Token()
+				if err := lease.End(ctx, Ending{}).Err; err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(time.Millisecond) // the process restarts
+		}
+	})
+}

@@ -44,6 +44,11 @@ var ErrPaused = errors.New("locking: paused")
 type PausedError struct {
 	Key   Key
 	Pause Pause
+	// Refusal, when set, is what else refused the claim in the same
+	// round: another lease holds the key (a *HeldError). A pause that
+	// began after the work was due (Pause.Covers is false) did not stop
+	// that lease's work: the key is held, not paused.
+	Refusal error
 }
 
 func (e *PausedError) Error() string {

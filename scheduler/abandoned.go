@@ -1,6 +1,9 @@
 package scheduler
 
 import (
+	"context"
+	"time"
+
 	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/scheduler/history"
 )
@@ -66,11 +69,47 @@ func (s *Scheduler) settleOrphan(j *job, o *locking.Abandoned) {
 		return
 	}
 	if lease.Grant().Abandoned == nil {
-		// A leftover on a minority of the stores, or settled meanwhile
-		// with its marker gone: claiming it must not run it. Close it, so
-		// that no store points to it again.
+		// A leftover on a minority of the stores that no store shows
+		// started (a started one is granted as abandoned), or settled
+		// meanwhile with its marker gone: claiming it must not run it.
+		// Close it, so that no store points to it again.
 		s.endLease(j.name(), slotString(t), lease, j.doneTTL, string(history.OutcomeAbandoned))
+		s.log.Debug("abandoned claim closed without an entry: no store shows it started, and it holds no majority "+
+			"(a node that missed a run's end, or a request run after its acquisition failed)",
+			"event", evMisfireCheck, "job", j.name(), "slot", slotString(t))
 		return
 	}
 	s.settleAbandoned(j, t, lease)
+}
+
+// closeRecorded closes the claim lease took over from ab without a
+// second report when the slot history already records ab's run at least
+// as strongly as settling it would (its own end, or a settler's verdict):
+// a claim left on some stores after its outcome was written — an end, or
+// a settler's end, that missed them — is closed, not reported again. The
+// recorded entry goes with the end, so that it stands on a majority
+// (it may have reached a minority only). False, and nothing done, when
+// the history says less or cannot tell: the caller settles the claim.
+func (s *Scheduler) closeRecorded(j *job, t time.Time, lease *locking.Lease, ab *locking.Abandoned) bool {
+	if s.cfg.HistoryKeep <= 0 {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	e, found, err := s.slotRecorded(ctx, j.name(), t)
+	cancel()
+	settled := history.MayHaveRun
+	if ab.Started {
+		settled = history.RanUnfinished
+	}
+	if err != nil || !found || e.RunID != ab.ID || e.Evidence() < settled {
+		return false
+	}
+	name, slot := j.name(), slotString(t)
+	s.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: string(e.Outcome),
+		entry: logged(e, t), then: func() {
+			s.log.Debug("abandoned claim closed: the slot history already records its run", "event", evMisfireCheck,
+				"job", name, "slot", slot, "run_id", ab.ID, "holder", ab.Holder, "outcome", e.Outcome)
+			s.recordHandled(j, t)
+		}})
+	return true
 }

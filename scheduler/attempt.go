@@ -352,7 +352,7 @@ func (s *Scheduler) acquire(job string, key locking.Key, p retryPolicy) (*lockin
 		switch {
 		case err == nil:
 			return l, nil
-		case errors.Is(err, locking.ErrBusy):
+		case ownOverload(err):
 			// Not sent: this replica's own queue could not send it in
 			// time. Retrying would add to the overload: the slot is shed
 			// (late) or the error returned.
@@ -420,10 +420,35 @@ func (s *Scheduler) startCall(p *retryPolicy) (time.Time, error) {
 // sent for the replica's own overload (ErrBusy), or an answer (whatever
 // it says: its latency is the service time).
 func overloaded(err error) admitSignal {
-	if errors.Is(err, locking.ErrBusy) {
+	if ownOverload(err) {
 		return admitBusy
 	}
 	return admitAnswered
+}
+
+// ownOverload reports a lock call that failed for this replica's own
+// overload alone: every node it missed, it missed because its queue did
+// not send the request (locking.ErrBusy). errors.Is(err, ErrBusy) holds
+// as soon as one node was busy; a call that also met a node that timed
+// out or refused is an outage, retried and reported as one.
+func ownOverload(err error) bool {
+	if !errors.Is(err, locking.ErrBusy) {
+		return false
+	}
+	var qe *locking.QuorumError
+	if !errors.As(err, &qe) {
+		return true
+	}
+	joined, ok := qe.Err.(interface{ Unwrap() []error })
+	if !ok {
+		return true
+	}
+	for _, e := range joined.Unwrap() {
+		if !errors.Is(e, locking.ErrBusy) {
+			return false
+		}
+	}
+	return true
 }
 
 // isSplitVote reports an Acquire that nobody won because the votes split.

@@ -16,11 +16,13 @@ import (
 // done marker stands, or the history records it) and, under forbid, the
 // job lease. PlanBackfill says which; RunSlot runs one.
 //
-// "No outcome" means no entry, or an entry that says nobody ran the slot
-// and no policy chose not to: missed (the reconciler's verdict) or skipped
-// with reason late (a misfire the skip policy dropped). A slot that ran
-// (succeeded, failed, canceled, abandoned), was skipped for overlap or for
-// a pause, or whose claim is open (a run going on) is never run.
+// "No outcome" means no entry, or entries whose join (history.Join) says
+// nobody ran the slot and no rule chose not to: missed (the reconciler's
+// verdict) or skipped with reason late (a misfire the skip policy
+// dropped). A slot any of whose entries says its body ran or may have run
+// (succeeded, failed, canceled, abandoned, missed may_have_started), that
+// was skipped by a rule (overlap, a pause, replace), or whose claim is
+// open (a run going on) is never run.
 
 // Errors of a backfill's window; each is a usage error.
 var (
@@ -52,12 +54,11 @@ func (e *HandledError) Error() string {
 
 func (e *HandledError) Unwrap() error { return ErrSlotHandled }
 
-// backfillable reports whether a slot whose history entry is e (nil: none)
-// may be run by a backfill: no entry, missed (unless its run may have
-// started), or skipped with reason late.
+// backfillable reports whether a slot whose outcome (the join of its
+// history entries) is e (nil: none) may be run by a backfill: no entry,
+// or evidence that it plainly did not run (history.Entry.Backfillable).
 func backfillable(e *history.Entry) bool {
-	return e == nil || (e.Outcome == history.OutcomeMissed && !e.MayHaveStarted) ||
-		(e.Outcome == history.OutcomeSkipped && e.Reason == history.ReasonLate)
+	return e == nil || e.Backfillable()
 }
 
 // BackfillSlot is one slot of a backfill window and what a backfill does
@@ -69,7 +70,10 @@ type BackfillSlot struct {
 	// skipped) and reason; for one skipped, its entry's outcome and
 	// reason, "running" (open claim) or "beyond history" (older than the
 	// history reaches: it cannot tell whether the slot ran).
-	Why   string
+	Why string
+	// Entry is the slot's outcome in the history, the join of its
+	// entries: for a refused slot, the entry that decided it
+	// (history.Entry.Source names who wrote it).
 	Entry *history.Entry
 }
 
@@ -101,19 +105,14 @@ func (s *Scheduler) PlanBackfill(ctx context.Context, name string, from, to time
 	// Every entry from the window's first slot on (the ones after the
 	// window come first); the stores keep HistoryKeep each, and the union
 	// of a majority may hold a few more.
-	const slack = 64
 	keep := s.cfg.HistoryKeep
-	log, err := s.cfg.Locker.ReadLog(ctx, name, slots[0].Unix(), 2*keep+slack)
+	log, err := s.cfg.Locker.ReadLog(ctx, name, slots[0].Unix(), historyReadLimit(keep))
 	if err != nil {
 		return nil, err
 	}
-	// A log that held HistoryKeep entries from the window on may have
-	// dropped older ones: slots up to its oldest entry read cannot be
-	// told (that one's slot may have more entries than were read).
-	reach := slots[0].Unix()
-	if len(log) >= keep {
-		reach = log[len(log)-1].Score + 1
-	}
+	// A slot with history.keep entries as new or newer may have had its
+	// own trimmed: it cannot be told (historyReach).
+	reach := historyReach(log, keep)
 	claims, err := s.cfg.Locker.ReadClaims(ctx, name)
 	if err != nil {
 		return nil, err

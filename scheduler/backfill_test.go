@@ -144,3 +144,104 @@ func TestPlanBackfillBeyondHistory(t *testing.T) {
 		}
 	})
 }
+
+// TestBackfillRefusesASlotThatMayHaveRun: a slot whose history holds a
+// settler's "missed, may have started" beside a reconciler's plain missed
+// or a start-up probe's skipped late — whatever order the stores return
+// them in — is refused by the plan and by RunSlot, which name that entry.
+// (A killed backfill's slot was backfilled again: the first of equal
+// precedence decided, and the stores sort the reconciler's shorter entry
+// first.)
+func TestBackfillRefusesASlotThatMayHaveRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, s, rec := backfillEnv(t, OverlapForbid, 50)
+		ctx := context.Background()
+		base := time.Now().Add(-40 * time.Second).Truncate(time.Second)
+		settled := func(at time.Time) history.Entry {
+			return history.Entry{Slot: slotString(at), Outcome: history.OutcomeMissed, Reason: history.ReasonUnknown,
+				Replica: "bf-killed", RunID: "run-1", MayHaveStarted: true, SettledBy: "r2", SettleID: "c-9"}
+		}
+		cases := [][]history.Entry{
+			{missedEntry(base, history.ReasonUnknown), settled(base)},
+			{settled(base.Add(time.Second)), missedEntry(base.Add(time.Second), history.ReasonUnknown)},
+			{{Slot: slotString(base.Add(2 * time.Second)), Outcome: history.OutcomeSkipped, Reason: history.ReasonLate, Replica: "r1"},
+				settled(base.Add(2 * time.Second))},
+			{missedEntry(base.Add(3*time.Second), history.ReasonNoReplica),
+				{Slot: slotString(base.Add(3 * time.Second)), Outcome: history.OutcomeSkipped, Reason: history.ReasonPaused}},
+		}
+		for _, entries := range cases {
+			for _, h := range entries {
+				at, _ := time.Parse(time.RFC3339, h.Slot)
+				if err := e.locker.AppendLog(ctx, "bf", locking.LogAppend{Entry: h.LogEntry(at), Keep: 50}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		plan, err := s.PlanBackfill(ctx, "bf", base, base.Add(3*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, b := range plan {
+			want := "missed (unknown, may have started)"
+			if i == 3 {
+				want = "skipped (paused)"
+			}
+			if b.Run || b.Why != want || b.Entry == nil {
+				t.Errorf("slot +%d: run=%v %q, want refused: %q", i, b.Run, b.Why, want)
+				continue
+			}
+			if i < 3 && (b.Entry.Evidence() != history.MayHaveRun || b.Entry.Source() != "run run-1, replica bf-killed, settled by r2") {
+				t.Errorf("slot +%d: decided by %+v (%s)", i, *b.Entry, b.Entry.Source())
+			}
+		}
+		for i := range 4 {
+			var he *HandledError
+			if _, err := s.RunSlot(ctx, "bf", base.Add(time.Duration(i)*time.Second)); !errors.As(err, &he) || he.Entry == nil {
+				t.Errorf("RunSlot +%d: %v, want refused by its entry", i, err)
+			}
+		}
+		if n := len(rec.all()); n != 0 {
+			t.Errorf("%d runs of slots that may have run or were paused", n)
+		}
+	})
+}
+
+// TestBackfillOfAReplaceJob: a backfilled slot of an overlap replace job
+// runs under the job lease (never beside a run going on) and is not
+// canceled as replaced by the record that every scheduled slot raises —
+// it names a slot later than any backfilled one, and canceled the run at
+// its first poll, so the slot was lost and never backfilled again. A slot
+// due after the backfill started still replaces it.
+func TestBackfillOfAReplaceJob(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, s, rec := backfillEnv(t, OverlapReplace, 50)
+		rec.d = 3 * time.Second
+		ctx := context.Background()
+		now := time.Now().Truncate(time.Second)
+		if err := e.locker.AdvanceRecord(ctx, replaceKey("bf"), now.Add(-2*time.Second).Unix()); err != nil {
+			t.Fatal(err)
+		}
+		slot := now.Add(-30 * time.Second)
+		held, err := e.locker.Acquire(ctx, runKey("bf"), 2*time.Second) // a run going on
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		var h history.Entry
+		go func() {
+			defer close(done)
+			h, err = s.RunSlot(ctx, "bf", slot)
+		}()
+		time.Sleep(time.Second)
+		if n := len(rec.all()); n != 0 {
+			t.Fatalf("the backfill ran beside a run holding the job lease (%d runs)", n)
+		}
+		if err := held.End(ctx, locking.Ending{}).Err; err != nil {
+			t.Fatal(err)
+		}
+		<-done
+		if err != nil || h.Outcome != history.OutcomeSucceeded {
+			t.Fatalf("backfill of a replace job: %+v %v, want succeeded", h, err)
+		}
+	})
+}

@@ -170,6 +170,9 @@ func (s *Scheduler) pausedSlot(j *job, t time.Time, p locking.Pause) {
 // next replica pointed to the claim settles it instead.
 func (s *Scheduler) settleAbandoned(j *job, t time.Time, lease *locking.Lease) {
 	ab := lease.Grant().Abandoned
+	if s.closeRecorded(j, t, lease, ab) {
+		return
+	}
 	if !ab.Started {
 		s.settleUnconfirmed(j, t, lease)
 		return

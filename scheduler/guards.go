@@ -76,6 +76,12 @@ func (a *attempt) claimRefused(err error) verdict {
 	case errors.Is(err, locking.ErrPaused):
 		var pe *locking.PausedError
 		errors.As(err, &pe)
+		if pe.Refusal != nil && !pe.Pause.Covers(a.due) {
+			// Paused after the slot was due, and the key is held: a run
+			// of the slot going on since before the pause, not a paused
+			// slot (a paused entry would stand beside its outcome).
+			return a.lost(pe.Refusal)
+		}
 		a.pause = pe.Pause
 		return verdict{act: actPaused, reason: history.ReasonPaused}
 	}
@@ -83,11 +89,15 @@ func (a *attempt) claimRefused(err error) verdict {
 }
 
 // lost is the verdict on a slot this replica does not run for err: held
-// by another replica (held, done, claimed), or no majority (slow_lock,
-// no_quorum: the exit notes the outage).
+// by another replica (held, done, claimed), this replica's own overload
+// (late, handed to the misfire policy: the nodes are healthy, so it is
+// no outage), or no majority (slow_lock, no_quorum: the exit notes the
+// outage).
 func (a *attempt) lost(err error) verdict {
 	var he *locking.HeldError
 	switch {
+	case ownOverload(err):
+		return verdict{act: actMisfire, reason: history.ReasonLate, attrs: []any{"error", err.Error()}}
 	case !isSplitVote(err) && errors.As(err, &he):
 		a.s.quorumSeen()
 		reason := history.ReasonHeld
@@ -258,10 +268,11 @@ func (a *attempt) takeJobLease() verdict {
 	return a.lost(err)
 }
 
-// backfillJobLease takes the job lease of a backfill under forbid. Held,
+// backfillJobLease takes the job lease of a backfill under forbid and
+// replace (a backfill replaces no run: it waits as under forbid). Held,
 // the slot is not run: a later backfill may run it.
 func (a *attempt) backfillJobLease() verdict {
-	if a.j.spec.Overlap != OverlapForbid {
+	if a.j.spec.Overlap == OverlapAllow {
 		return goOn
 	}
 	jl, err := a.s.acquire(a.name, runKey(a.name), a.jobLeasePolicy())

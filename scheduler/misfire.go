@@ -322,7 +322,7 @@ func recoveredIn(job string, log []locking.LogEntry, slots []time.Time) time.Tim
 			return time.Time{}
 		case ok && e.Recovered:
 			return u
-		case ok && e.Outcome != history.OutcomeSkipped && e.Outcome != history.OutcomeMissed:
+		case ok && e.Evidence() >= history.RanUnfinished:
 			return time.Time{}
 		}
 	}

@@ -125,7 +125,8 @@ func (p *pass) from(ctx context.Context, j *job, now time.Time) (time.Time, erro
 // judged (zero when none): up to the first whose claim is still open.
 func (p *pass) judge(ctx context.Context, j *job, slots []time.Time) (time.Time, error) {
 	s, name := p.s, j.name()
-	log, err := s.cfg.Locker.ReadLog(ctx, name, slots[0].Unix(), s.cfg.HistoryKeep)
+	limit := historyReadLimit(s.cfg.HistoryKeep)
+	log, err := s.cfg.Locker.ReadLog(ctx, name, slots[0].Unix(), limit)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -134,12 +135,11 @@ func (p *pass) judge(ctx context.Context, j *job, slots []time.Time) (time.Time,
 		have[e.Score] = true
 	}
 	p.noteOutcome(name, log)
-	// A full log may have dropped entries older than its oldest.
-	var oldest int64
-	if len(log) >= s.cfg.HistoryKeep {
-		oldest = log[len(log)-1].Score
-	}
-	if !slices.ContainsFunc(slots, func(t time.Time) bool { return !have[t.Unix()] && t.Unix() >= oldest }) {
+	// A slot with history.keep entries as new or newer may have had its
+	// own trimmed: older than reach, a slot without one is not judged,
+	// and said so (beyond).
+	reach := historyReach(log, s.cfg.HistoryKeep)
+	if !slices.ContainsFunc(slots, func(t time.Time) bool { return !have[t.Unix()] }) {
 		return slots[len(slots)-1], nil // the common case: every slot has its entry
 	}
 	// Some slot has no entry. Its claim may be turning into one right now
@@ -152,12 +152,13 @@ func (p *pass) judge(ctx context.Context, j *job, slots []time.Time) (time.Time,
 		return time.Time{}, err
 	}
 	open := history.ClaimedSlots(claims)
-	if log, err = s.cfg.Locker.ReadLog(ctx, name, slots[0].Unix(), s.cfg.HistoryKeep); err != nil {
+	if log, err = s.cfg.Locker.ReadLog(ctx, name, slots[0].Unix(), limit); err != nil {
 		return time.Time{}, err
 	}
 	for _, e := range log {
 		have[e.Score] = true
 	}
+	var beyond []time.Time
 	pause, err := s.cfg.Locker.ReadPause(ctx, name)
 	if err != nil {
 		return time.Time{}, err
@@ -166,13 +167,16 @@ func (p *pass) judge(ctx context.Context, j *job, slots []time.Time) (time.Time,
 	for _, t := range slots {
 		u := t.Unix()
 		switch {
-		case have[u] || u < oldest:
+		case have[u]:
+		case u < reach:
+			beyond = append(beyond, t)
 		case open[u]:
 			// A run going on, or abandoned: judged once it ended. An
 			// abandoned claim is settled now rather than when a later
 			// claim of the job is pointed to it, which may never come.
 			o := &locking.Abandoned{Key: history.SlotKey(name, t)}
 			s.spawn(func() { s.settleOrphan(j, o) })
+			p.beyondHistory(j, beyond)
 			return judged, nil
 		default:
 			if err := p.judgeMissing(ctx, j, t, pause); err != nil {
@@ -181,7 +185,23 @@ func (p *pass) judge(ctx context.Context, j *job, slots []time.Time) (time.Time,
 		}
 		judged = t
 	}
+	p.beyondHistory(j, beyond)
 	return judged, nil
+}
+
+// beyondHistory reports the slots of j a pass passed over without an
+// entry because the history no longer reaches them (historyReach): more
+// than history.keep entries are newer — a pass that fell far behind, or
+// slots with several entries each. Their outcome is what the history
+// held, if anything; they are not reported missed (their entries may
+// have said they ran) and not silently counted as judged either.
+func (p *pass) beyondHistory(j *job, slots []time.Time) {
+	if len(slots) == 0 {
+		return
+	}
+	p.s.log.Warn("reconciler: slots beyond the reach of the slot history were never judged; raise history.keep, "+
+		"or see why passes fell behind", "event", evSlotsUnjudged, "job", j.name(),
+		"first_slot", slotString(slots[0]), "slot", slotString(slots[len(slots)-1]), "count", len(slots))
 }
 
 // judgeMissing writes the entry of slot t of j, which has none and no

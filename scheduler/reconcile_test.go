@@ -187,3 +187,42 @@ func TestReconcilerNeverDropsASlotSilently(t *testing.T) {
 		}
 	})
 }
+
+// TestReconcilerReportsSlotsBeyondTheHistory: a pass that judges slots
+// older than the history can tell (history.keep entries are newer: their
+// own may have been trimmed) neither reports them missed nor counts them
+// judged in silence: one reconcile.unjudged line names them. (They were
+// counted as judged without a look: an every-second job whose passes fell
+// ~400 s behind lost slots with no line.)
+func TestReconcilerReportsSlotsBeyondTheHistory(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, s, _ := backfillEnv(t, OverlapAllow, 5)
+		ctx := context.Background()
+		j, _ := s.job("bf")
+		base := time.Now().Add(-40 * time.Second).Truncate(time.Second)
+		var slots []time.Time
+		for i := range 20 {
+			at := base.Add(time.Duration(i) * time.Second)
+			slots = append(slots, at)
+			if i >= 10 {
+				if err := e.locker.AppendLog(ctx, "bf", locking.LogAppend{
+					Entry: history.Entry{Slot: slotString(at), Outcome: history.OutcomeSucceeded}.LogEntry(at), Keep: 5}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		p := &pass{s: s}
+		judged, err := p.judge(ctx, j, slots)
+		if err != nil || !judged.Equal(slots[19]) {
+			t.Fatalf("judged up to %v (%v), want %v", judged, err, slots[19])
+		}
+		evs := e.sink.events(t)
+		unjudged := where(evs, "reconcile.unjudged", "job", "bf")
+		if len(unjudged) != 1 || unjudged[0].str("first_slot") != slotString(base) || unjudged[0].num("count") != 15 {
+			t.Errorf("reconcile.unjudged lines %v, want one naming the 15 slots before the history's reach", unjudged)
+		}
+		if n := len(where(evs, evSlotMissed)); n != 0 {
+			t.Errorf("%d slots reported missed beyond the history's reach", n)
+		}
+	})
+}

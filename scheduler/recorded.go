@@ -40,43 +40,67 @@ func (s *Scheduler) markerSafe() time.Duration {
 	return s.doneTTL - s.cfg.MaxClockSkew - acquireSlack
 }
 
-// slotRecorded returns the history entry of slot t of job (the one that
-// takes precedence when it has several), found false when it has none. It
-// reads the log from t's score on, newest first: a few entries first (the
-// slot is recent: the common case), more while the entries read are all
-// newer than t. errHistoryShort when the log holds HistoryKeep entries or
-// more from t on and none of t: t's may have been trimmed.
+// slotRecorded returns the outcome of slot t of job in the history (the
+// join of its entries), found false when it has none. It reads the log
+// from t's score on, newest first: a few entries first (the slot is
+// recent: the common case), more while the read was cut short — t's
+// entries are the oldest read, so a read that returned as many as it
+// asked may have left some of them out, and the join of the ones read is
+// not the slot's. errHistoryShort when the log holds HistoryKeep entries
+// or more from t on and none of t: t's may have been trimmed.
 func (s *Scheduler) slotRecorded(ctx context.Context, job string, t time.Time) (history.Entry, bool, error) {
 	keep := s.cfg.HistoryKeep
 	if keep <= 0 {
 		return history.Entry{}, false, ErrNoHistory
 	}
 	score := t.Unix()
-	for n := min(8, keep+1); ; n = min(8*n, keep+1) {
+	limit := historyReadLimit(keep)
+	for n := min(8, limit); ; n = min(8*n, limit) {
 		s.inflight <- struct{}{}
 		log, err := s.cfg.Locker.ReadLog(ctx, job, score, n)
 		<-s.inflight
 		if err != nil {
 			return history.Entry{}, false, err
 		}
+		complete := len(log) < n // every entry from t on was read
 		e, found, err := entryOf(job, log, score)
-		if err != nil || found {
-			return e, found, err
-		}
-		if len(log) >= keep {
+		switch {
+		case err != nil:
+			return history.Entry{}, false, err
+		case found && (complete || n == limit):
+			return e, true, nil
+		case !found && len(log) >= keep:
 			return history.Entry{}, false, errHistoryShort
-		}
-		if len(log) < n {
-			return history.Entry{}, false, nil // every entry from t on was read
+		case complete:
+			return history.Entry{}, false, nil
 		}
 	}
 }
 
-// entryOf returns the entry of the slot with the given score in log (one
-// per slot, by history.Entry.Overrules).
+// historyReadLimit is how many entries a read of a job's log may ask for
+// to see all that a majority holds: each node keeps keep, and the union
+// of several may hold a few more.
+func historyReadLimit(keep int) int { return 2*keep + historyReadSlack }
+
+// historyReach is the oldest slot score whose lack of an entry a log read
+// from some score on (newest first) can tell: 0 when it tells them all.
+// Each node keeps its newest keep entries, so a slot that keep entries
+// read are as new as or newer than may have had its entry trimmed on the
+// node a reader's majority shares with the writer's.
+func historyReach(log []locking.LogEntry, keep int) int64 {
+	if len(log) < keep {
+		return 0
+	}
+	return log[keep-1].Score + 1
+}
+
+// historyReadSlack: the entries a union of nodes holds beyond 2×keep.
+const historyReadSlack = 64
+
+// entryOf returns the outcome of the slot with the given score in log:
+// the join of its entries (history.JoinAll).
 func entryOf(job string, log []locking.LogEntry, score int64) (history.Entry, bool, error) {
-	var out history.Entry
-	found := false
+	var entries []history.Entry
 	for _, le := range log {
 		if le.Score != score {
 			continue
@@ -85,9 +109,8 @@ func entryOf(job string, log []locking.LogEntry, score int64) (history.Entry, bo
 		if !ok {
 			return history.Entry{}, false, fmt.Errorf("scheduler: history of %s: entry %q is not a slot outcome", job, le.Value)
 		}
-		if !found || e.Overrules(out) {
-			out, found = e, true
-		}
+		entries = append(entries, e)
 	}
-	return out, found, nil
+	e, found := history.JoinAll(entries)
+	return e, found, nil
 }

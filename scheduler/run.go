@@ -179,14 +179,17 @@ func (a *attempt) runContext(ctx context.Context, leases []*locking.Lease) (cont
 
 // replaceWatch is what the run of a replace job watches for (replace.go,
 // step 2): a slot later than its own, polled fast from when another
-// replica may fire the next one. A slot due at most MaxClockSkew before a
-// manual run started may have been won on a replica whose clock is that
-// much behind, and wait for the job lease the manual run took: it
-// replaces the manual run too (a scheduled slot is not dropped for a
-// manual run that started about when it was due).
+// replica may fire the next one. A manual run or a backfill, started now
+// whatever its slot, is replaced by a slot due after it started: the
+// record always names a slot later than a backfilled one, which would
+// cancel it at its first poll. A slot due at most MaxClockSkew before it
+// started may have been won on a replica whose clock is that much
+// behind, and wait for the job lease it took: it replaces it too (a
+// scheduled slot is not dropped for a run that started about when it was
+// due).
 func (a *attempt) replaceWatch() (fastFrom time.Time, newer func(by time.Time) bool) {
 	s := a.s
-	if a.origin != originManual {
+	if a.origin != originManual && a.origin != originBackfill {
 		return s.nextMayFire(a.j, a.due), func(by time.Time) bool { return by.After(a.t) }
 	}
 	started := s.clock.Now().Add(-s.cfg.MaxClockSkew)

@@ -65,7 +65,7 @@ func cmdBackfill(ctx context.Context, args []string, env cmdEnv) int {
 	why := make([]string, len(plan))
 	toRun := 0
 	for i, b := range plan {
-		results[i], why[i] = "skip", b.Why
+		results[i], why[i] = "skip", refusal(b.Why, b.Entry)
 		if b.Run {
 			results[i] = "run"
 			toRun++
@@ -121,7 +121,7 @@ func runBackfill(ctx context.Context, r *replica, job string, plan []scheduler.B
 		case errors.As(err, &he):
 			// Handled since the plan was made (by a replica, or another
 			// backfill): nothing to do for it.
-			results[i], why[i] = "skipped", he.Reason
+			results[i], why[i] = "skipped", refusal(he.Reason, he.Entry)
 		case errors.Is(err, scheduler.ErrRunFailed):
 			ran++
 			code = exitFailure
@@ -148,10 +148,28 @@ func parseTime(flag, v string) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, fmt.Errorf("%s %q: want an RFC 3339 time, e.g. 2026-11-29T10:00:00Z", flag, v)
 	}
+	if err := history.CheckTime(t); err != nil {
+		return time.Time{}, fmt.Errorf("%s %q: %w", flag, v, err)
+	}
 	return t, nil
 }
 
 func slotText(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// refusal says why a slot is not run and, when the slot history decided
+// it, which entry did: what it says of the body and who wrote it — the
+// join of the slot's entries (history.Join), so an operator sees the
+// evidence a refusal stands on.
+func refusal(why string, e *history.Entry) string {
+	if e == nil {
+		return why
+	}
+	why += " — " + e.Evidence().String()
+	if src := e.Source(); src != "" {
+		why += "; entry of " + src
+	}
+	return why
+}
 
 // describeRun sums up a backfilled run for the table.
 func describeRun(h history.Entry) string {

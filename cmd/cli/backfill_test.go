@@ -27,7 +27,10 @@ func backfillTable(t *testing.T, out string) (map[string][2]string, string) {
 		if len(f) < 3 {
 			t.Fatalf("row %q", l)
 		}
-		rows[f[0]] = [2]string{f[1], strings.Join(f[2:], " ")}
+		// The why, without the evidence and source of the entry that
+		// decided a refusal (after " — "; TestBackfillNamesTheDecidingEntry).
+		why, _, _ := strings.Cut(strings.Join(f[2:], " "), " — ")
+		rows[f[0]] = [2]string{f[1], why}
 	}
 	return rows, lines[len(lines)-1]
 }
@@ -110,6 +113,11 @@ jobs:
 	}
 	t.Logf("dry run:\n%s", out)
 	plan, summary := backfillTable(t, out)
+	// A refusal names the entry that decided it: what it says of the body
+	// and who wrote it.
+	if !strings.Contains(out, "succeeded — ran; entry of run ") || !strings.Contains(out, ", replica r1") {
+		t.Errorf("dry run: refused slots do not name their deciding entry:\n%s", out)
+	}
 	var gap []string
 	for slot, row := range plan {
 		want := [2]string{"run", "no outcome"}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -19,13 +21,23 @@ func cmdHistory(ctx context.Context, args []string, env cmdEnv) int {
 	asJSON := f.Bool("json", false, "one JSON document on stdout")
 	since := f.String("since", "", "only slots from then on: a duration back from now (24h) or an RFC 3339 time")
 	limit := f.Int("limit", 100, "at most this many entries, newest first")
-	outcome := f.String("outcome", "", "only this outcome (succeeded, failed, canceled, abandoned, skipped)")
+	outcome := f.String("outcome", "", "only this outcome ("+outcomeList()+")")
 	cfg, job, ok := loadForJob(f, args, env, "[--json] [--since DUR|TIME] [--limit N] [--outcome O] ")
 	if !ok {
 		return exitConfig
 	}
 	if *limit < 1 {
 		fmt.Fprintln(env.Stderr, "slotlock history: --limit must be at least 1")
+		return exitConfig
+	}
+	if *outcome != "" && !slices.Contains(history.Outcomes, history.Outcome(*outcome)) {
+		fmt.Fprintf(env.Stderr, "slotlock history: --outcome %s: unknown outcome; want one of %s\n", quoteArg(*outcome), outcomeList())
+		return exitConfig
+	}
+	// Judged before the stores are asked (the clock that places a
+	// duration comes with them: parsed again below).
+	if _, err := parseSince(*since, time.Now()); err != nil {
+		fmt.Fprintf(env.Stderr, "slotlock history: --since: %v\n", err)
 		return exitConfig
 	}
 	r, code := startOnStores(ctx, "history", "the history", cfg, env)
@@ -86,6 +98,15 @@ func cmdHistory(ctx context.Context, args []string, env cmdEnv) int {
 		return exitFailure
 	}
 	return exitOK
+}
+
+// outcomeList is the outcomes --outcome takes, comma-separated.
+func outcomeList() string {
+	s := make([]string, len(history.Outcomes))
+	for i, o := range history.Outcomes {
+		s[i] = string(o)
+	}
+	return strings.Join(s, ", ")
 }
 
 // parseSince reads --since: "" (everything), a duration back from now, or

@@ -5,8 +5,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/lmittmann/tint"
 )
@@ -25,10 +28,10 @@ func newLogger(w io.Writer, format, level, replica string) (*slog.Logger, error)
 	case "json":
 		h = slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lv})
 	case "text":
-		h = tint.NewHandler(w, &tint.Options{Level: lv, NoColor: true, TimeFormat: time.RFC3339Nano})
+		h = tint.NewHandler(w, &tint.Options{Level: lv, NoColor: true, TimeFormat: time.RFC3339Nano, ReplaceAttr: safeMessage})
 	case "auto", "":
 		if isTerminal(w) {
-			h = tint.NewHandler(w, &tint.Options{Level: lv, TimeFormat: time.TimeOnly})
+			h = tint.NewHandler(w, &tint.Options{Level: lv, TimeFormat: time.TimeOnly, ReplaceAttr: safeMessage})
 		} else {
 			h = slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lv})
 		}
@@ -36,6 +39,32 @@ func newLogger(w io.Writer, format, level, replica string) (*slog.Logger, error)
 		return nil, fmt.Errorf("log.format %q: want auto, json or text", format)
 	}
 	return slog.New(h).With("replica", replica), nil
+}
+
+// safeMessage quotes a text line's message when it holds a control
+// character, an invalid byte or a rune that does not print. tint writes
+// the message as it is (its attribute values it quotes itself), and a
+// message can come from the configuration (the log plugin's message) or a
+// job: a "\n" in it would forge a whole log line, an escape sequence
+// would reach the operator's terminal. JSON lines escape all of it.
+func safeMessage(groups []string, a slog.Attr) slog.Attr {
+	if len(groups) == 0 && a.Key == slog.MessageKey && a.Value.Kind() == slog.KindString {
+		if s := a.Value.String(); !printable(s) {
+			a.Value = slog.StringValue(strconv.Quote(s))
+		}
+	}
+	return a
+}
+
+// printable reports whether s is valid UTF-8 of printable runes and
+// spaces only (no control character, no other white space).
+func printable(s string) bool {
+	for _, r := range s {
+		if r == utf8.RuneError || (r != ' ' && !unicode.IsPrint(r)) {
+			return false
+		}
+	}
+	return true
 }
 
 // isTerminal reports whether w is a character device (a terminal).

@@ -104,7 +104,7 @@ func cmdNext(args []string, env cmdEnv) int {
 	}
 	found := len(specs) > 0
 	if len(pos) == 1 && !found {
-		fmt.Fprintf(env.Stderr, "slotlock next: no job named %q in the configuration\n", pos[0])
+		fmt.Fprintf(env.Stderr, "slotlock next: no job named %s in the configuration\n", quoteArg(pos[0]))
 		return exitConfig
 	}
 	if err := tw.Flush(); err != nil {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"strings"
 	"time"
@@ -13,15 +14,30 @@ import (
 // pauseTimeout bounds the command's round trips to the lock stores.
 const pauseTimeout = 10 * time.Second
 
+// maxPauseReason bounds --reason: it is stored in the lock stores, logged
+// by every replica and shown by status.
+const maxPauseReason = 1000
+
 func cmdPause(ctx context.Context, args []string, env cmdEnv) int {
 	f := newFlags("pause", env)
 	forDur := f.Duration("for", 0, "end the pause by itself after this long (default: until resumed)")
 	reason := f.String("reason", "", "why, for the logs and status")
-	return pauseOrResume(ctx, f, args, env, func(now time.Time) (locking.Pause, bool) {
-		if *forDur < 0 {
-			fmt.Fprintln(env.Stderr, "slotlock pause: --for must not be negative")
-			return locking.Pause{}, false
+	check := func() bool {
+		// --for 0s would store a pause without an end: the same as no
+		// --for, which is surely not what was meant.
+		forSet := false
+		f.Visit(func(fl *flag.Flag) { forSet = forSet || fl.Name == "for" })
+		if forSet && *forDur <= 0 {
+			fmt.Fprintf(env.Stderr, "slotlock pause: --for %s: must be positive (leave --for out to pause until resume)\n", *forDur)
+			return false
 		}
+		if len(*reason) > maxPauseReason {
+			fmt.Fprintf(env.Stderr, "slotlock pause: --reason: at most %d bytes, got %d\n", maxPauseReason, len(*reason))
+			return false
+		}
+		return true
+	}
+	return pauseOrResume(ctx, f, args, env, check, func(now time.Time) (locking.Pause, bool) {
 		p := locking.Pause{Paused: true, Reason: *reason}
 		if *forDur > 0 {
 			p.Until = now.Add(*forDur)
@@ -32,17 +48,18 @@ func cmdPause(ctx context.Context, args []string, env cmdEnv) int {
 
 func cmdResume(ctx context.Context, args []string, env cmdEnv) int {
 	f := newFlags("resume", env)
-	return pauseOrResume(ctx, f, args, env, func(time.Time) (locking.Pause, bool) {
+	return pauseOrResume(ctx, f, args, env, func() bool { return true }, func(time.Time) (locking.Pause, bool) {
 		return locking.Pause{}, true
 	})
 }
 
 // pauseOrResume writes the pause state that state builds for the one job
 // named in args to the lock stores, and logs job.paused or job.resumed.
-func pauseOrResume(ctx context.Context, f *flags, args []string, env cmdEnv, state func(time.Time) (locking.Pause, bool)) int {
+// check judges the flags before anything is started.
+func pauseOrResume(ctx context.Context, f *flags, args []string, env cmdEnv, check func() bool, state func(time.Time) (locking.Pause, bool)) int {
 	name := f.Name()
 	cfg, job, ok := loadForJob(f, args, env, map[string]string{"pause": "[--for DUR] [--reason TEXT] "}[name])
-	if !ok {
+	if !ok || !check() {
 		return exitConfig
 	}
 	if len(cfg.Redis.Nodes) == 0 {

@@ -52,10 +52,14 @@ func notifySIGHUP() (<-chan os.Signal, func()) {
 // loadRunConfig is loadConfig keeping the file's contents, which a reload
 // compares the file with.
 func loadRunConfig(path string, env cmdEnv) (*config.Config, []byte, bool) {
-	data, err := os.ReadFile(path)
+	data, err := config.ReadFile(path)
 	if err != nil {
-		cfg, ok := loadConfig(path, env) // reports the error as Load does
-		return cfg, nil, ok
+		printErrors(env, config.Errors{&config.Error{Index: -1, Err: err}})
+		return nil, nil, false
+	}
+	if config.IsEmpty(data) {
+		printErrors(env, config.Errors{&config.Error{Index: -1, Where: path, Err: errEmptyConfig}})
+		return nil, nil, false
 	}
 	cfg, err := config.LoadData(path, data, env.Environ)
 	if err != nil {
@@ -122,9 +126,9 @@ func (rl *reloader) start(ctx context.Context, wg *sync.WaitGroup, hup <-chan os
 // reload loads the file and, if it is valid, puts its jobs in force.
 func (rl *reloader) reload(ctx context.Context, trigger string) {
 	log := rl.r.log
-	data, err := os.ReadFile(rl.path)
+	data, err := config.ReadFile(rl.path)
 	if err != nil {
-		rl.reject(trigger, config.Errors{&config.Error{Index: -1, Err: fmt.Errorf("cannot read configuration: %w", err)}})
+		rl.reject(trigger, config.Errors{&config.Error{Index: -1, Err: err}})
 		return
 	}
 	if trigger == triggerFile && bytes.Equal(data, rl.data) {
@@ -132,11 +136,11 @@ func (rl *reloader) reload(ctx context.Context, trigger string) {
 		return
 	}
 	rl.data = data
-	if len(bytes.TrimSpace(data)) == 0 {
-		// A file being rewritten in place, caught between its truncation
-		// and its new contents; an empty configuration would remove
-		// every job.
-		rl.reject(trigger, errors.New("the configuration file is empty (being written?); keeping the jobs in force"))
+	if config.IsEmpty(data) {
+		// Most often a file being rewritten in place, caught between its
+		// truncation and its new contents; as at start (errEmptyConfig),
+		// an empty file is refused.
+		rl.reject(trigger, fmt.Errorf("%w; keeping the jobs in force", errEmptyConfig))
 		return
 	}
 	next, err := config.LoadData(rl.path, data, rl.environ)

@@ -38,13 +38,17 @@ func (r *replica) close() {
 
 // loadConfig loads path and prints every error, one per line, to stderr.
 func loadConfig(path string, env cmdEnv) (*config.Config, bool) {
-	cfg, err := config.Load(path, env.Environ)
-	if err != nil {
-		printErrors(env, err)
-		return nil, false
-	}
-	return cfg, true
+	cfg, _, ok := loadRunConfig(path, env)
+	return cfg, ok
 }
+
+// errEmptyConfig refuses a configuration file that holds no setting, at
+// start as on reload: on reload such a file is most often one caught
+// between its truncation and its new contents, and taking it would remove
+// every job; at start it would run a replica with no job on the defaults
+// (the ops server on every interface). One rule for both.
+var errEmptyConfig = errors.New("the configuration file is empty (no setting, only blanks or comments): " +
+	"write at least one section (jobs:, redis:, ...); slotlock refuses an empty file at start and on reload")
 
 func printErrors(env cmdEnv, err error) {
 	if errs, ok := err.(config.Errors); ok {
@@ -81,7 +85,8 @@ func build(ctx context.Context, cfg *config.Config, env cmdEnv) (*replica, error
 	opts := locking.Options{Replica: r.name, Clock: r.clock, Logger: log, TracerProvider: tr.provider()}
 	if len(cfg.Redis.Nodes) == 0 {
 		r.locker = locking.NewLocal(opts)
-		log.Warn("no redis.nodes configured: using in-process locks, which are safe for ONE replica only")
+		log.Warn("no redis.nodes configured: using in-process locks, which are safe for ONE replica only: " +
+			"every replica started this way runs every slot, and none can see the others")
 	} else {
 		if rd := cfg.Redis; rd.Password != "" && !rd.TLS && rd.Auth == config.AuthPassword {
 			// Load accepted it only because redis.allow_insecure is true.

@@ -41,7 +41,7 @@ func cmdStatus(ctx context.Context, args []string, env cmdEnv) int {
 			}
 		}
 		if len(one) == 0 {
-			fmt.Fprintf(env.Stderr, "slotlock status: no job named %q in the configuration\n", pos[0])
+			fmt.Fprintf(env.Stderr, "slotlock status: no job named %s in the configuration\n", quoteArg(pos[0]))
 			return exitConfig
 		}
 		specs = one

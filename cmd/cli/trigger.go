@@ -60,7 +60,7 @@ func loadForJob(f *flags, args []string, env cmdEnv, flagsUsage string) (*config
 		return nil, "", false
 	}
 	if !slices.ContainsFunc(cfg.Jobs, func(j config.Job) bool { return j.Name == job }) {
-		fmt.Fprintf(env.Stderr, "slotlock %s: no job named %q in the configuration\n", f.Name(), job)
+		fmt.Fprintf(env.Stderr, "slotlock %s: no job named %s in the configuration\n", f.Name(), quoteArg(job))
 		return nil, "", false
 	}
 	return cfg, job, true

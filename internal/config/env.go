@@ -64,6 +64,10 @@ func (l *loader) envKey(name, value string) (string, any) {
 			}
 		}
 		if nodes == nil {
+			// Fail closed: the node list is what makes the locks shared;
+			// an override that leaves none is reported by load, never read
+			// as "in-process locks".
+			l.emptyNodesEnv = name
 			nodes = []any{}
 		}
 		return path, nodes

@@ -44,7 +44,7 @@ func (e *Error) Error() string {
 	if e.Index >= 0 {
 		b.WriteString("jobs[" + strconv.Itoa(e.Index) + "]")
 		if e.Job != "" {
-			b.WriteString(" " + strconv.Quote(e.Job))
+			b.WriteString(" " + echo(e.Job))
 		}
 		field = strings.TrimPrefix(strings.TrimPrefix(e.Path, "jobs["+strconv.Itoa(e.Index)+"]"), ".")
 	}
@@ -68,7 +68,7 @@ func (e *Error) Error() string {
 			b.WriteString(field)
 		}
 		if e.Value != "" {
-			b.WriteString(" " + strconv.Quote(e.Value))
+			b.WriteString(" " + echo(e.Value))
 		}
 		if b.Len() > 0 {
 			b.WriteString(": ")

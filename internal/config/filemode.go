@@ -40,13 +40,16 @@ func checkConfigMode(path string) error {
 	return nil
 }
 
-// checkPasswordFileMode refuses a password file that every user may read.
-func checkPasswordFileMode(path string) error {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil // reading it reports the problem
+// passwordFileMode returns the check that refuses a password file that
+// every user may read; readRegular applies it before reading a byte.
+func passwordFileMode(path string) func(fs.FileMode) error {
+	return func(mode fs.FileMode) error {
+		return checkPasswordMode(path, mode)
 	}
-	if m := fi.Mode().Perm(); m&0o004 != 0 {
+}
+
+func checkPasswordMode(path string, mode fs.FileMode) error {
+	if m := mode.Perm(); m&0o004 != 0 {
 		return fmt.Errorf("readable by every user (mode %04o): chmod o-r %s (e.g. 0600, or 0640 with slotlock's group; "+
 			"a Kubernetes secret volume: defaultMode 0440)", m, path)
 	}

@@ -117,6 +117,8 @@ func (l *loader) validateJob(c *Config, i int, j *Job, seen map[string]int) {
 	}
 	if j.Timeout <= 0 {
 		add("timeout", "", fmt.Errorf("must be positive, got %s", j.Timeout))
+	} else if j.Timeout > MaxJobTimeout {
+		add("timeout", "", fmt.Errorf("must be at most %s (a week), got %s", MaxJobTimeout, j.Timeout))
 	}
 	// The file fills in every default, so a zero here was written: where
 	// the scheduler reads zero as "the default", the file refuses it.
@@ -131,8 +133,16 @@ func (l *loader) validateJob(c *Config, i int, j *Job, seen map[string]int) {
 			add(field, err.Value, err.Err)
 		}
 	}
-	if j.Retry.Backoff <= 0 {
-		add("retry.backoff", "", fmt.Errorf("must be positive, got %s", j.Retry.Backoff))
+	if j.Retry.Max > MaxRetries {
+		add("retry.max", "", fmt.Errorf("must be at most %d, got %d (every attempt runs under the slot's lease)", MaxRetries, j.Retry.Max))
+	}
+	switch b := j.Retry.Backoff; {
+	case b <= 0:
+		add("retry.backoff", "", fmt.Errorf("must be positive, got %s", b))
+	case b < MinBackoff:
+		add("retry.backoff", "", fmt.Errorf("must be at least %s (retries must wait, not spin), got %s", MinBackoff, b))
+	case b > MaxBackoff:
+		add("retry.backoff", "", fmt.Errorf("must be at most %s, got %s", MaxBackoff, b))
 	}
 	if j.PauseOnFailure < 0 || j.PauseOnFailure > maxHistoryKeep {
 		add("pause_on_failure", "", fmt.Errorf("must be between 0 and %d, got %d", maxHistoryKeep, j.PauseOnFailure))

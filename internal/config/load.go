@@ -3,7 +3,6 @@ package config
 import (
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 
 	"github.com/knadh/koanf/providers/confmap"
@@ -30,9 +29,9 @@ func Load(path string, environ []string) (*Config, error) {
 	if path == "" {
 		return load("", nil, environ)
 	}
-	b, err := os.ReadFile(path)
+	b, err := ReadFile(path)
 	if err != nil {
-		return nil, Errors{&Error{Index: -1, Err: fmt.Errorf("cannot read configuration: %w", err)}}
+		return nil, Errors{&Error{Index: -1, Err: err}}
 	}
 	return load(path, b, environ)
 }
@@ -67,6 +66,11 @@ type loader struct {
 	// undecodable holds the paths whose values did not decode; validation
 	// does not pile a second error on them.
 	undecodable map[string]bool
+	// emptyNodesEnv is the SLOTLOCK_REDIS__NODES variable when it names no
+	// node (empty, blanks or commas only).
+	emptyNodesEnv string
+	// fileNodes is how many redis.nodes the file names.
+	fileNodes int
 }
 
 // add records a problem at path outside the jobs (validateJob records its
@@ -98,6 +102,7 @@ func (l *loader) load(data []byte, environ []string) *Config {
 		if !ok {
 			return nil // a file that does not parse: its errors are all there is to say
 		}
+		l.fileNodes = countFileNodes(m)
 		if err := k.Load(confmap.Provider(m, ""), nil); err != nil {
 			l.add("", fmt.Errorf("%s: %w", l.path, err))
 			return nil
@@ -113,6 +118,8 @@ func (l *loader) load(data []byte, environ []string) *Config {
 			l.add("", fmt.Errorf("environment: %w", err))
 		}
 	}
+
+	l.checkEmptyNodesOverride()
 
 	raw := k.Raw()
 	jobsRaw, hasJobs := raw["jobs"]
@@ -169,4 +176,33 @@ func errIndex(err error) int {
 		return e.Index
 	}
 	return -1
+}
+
+// countFileNodes is the length of the file's redis.nodes list (0 when it
+// has none, or not a list: decoding reports that).
+func countFileNodes(m map[string]any) int {
+	r, _ := m["redis"].(map[string]any)
+	nodes, _ := r["nodes"].([]any)
+	return len(nodes)
+}
+
+// checkEmptyNodesOverride fails closed on a SLOTLOCK_REDIS__NODES that
+// names no node. Read as "no nodes", it would put the replica on
+// in-process locks, and a fleet started that way runs every slot on every
+// replica; in-process locks are only for a configuration that names no
+// Redis node at all.
+func (l *loader) checkEmptyNodesOverride() {
+	name := l.emptyNodesEnv
+	if name == "" {
+		return
+	}
+	var err error
+	if l.fileNodes > 0 {
+		err = fmt.Errorf("%s names no node (it is empty, blank or only commas) and would drop the %d node(s) the file names, "+
+			"leaving this replica on in-process locks: set it to host:port,host:port,... or unset it to keep the file's nodes", name, l.fileNodes)
+	} else {
+		err = fmt.Errorf("%s names no node (it is empty, blank or only commas): set it to host:port,host:port,..., "+
+			"or unset it for in-process locks (one replica only)", name)
+	}
+	l.errs = append(l.errs, &Error{Path: "redis.nodes", Index: -1, Err: err, Where: "env " + name})
 }

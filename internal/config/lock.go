@@ -18,6 +18,7 @@ func defaultLock() Lock {
 
 func (l *loader) validateLock(c *Config) {
 	positive(l, "lock.ttl", c.Lock.TTL)
+	atMost(l, "lock.ttl", c.Lock.TTL, MaxLockTTL, "a replica that dies holding a lease keeps its job locked this long")
 	if fe, bad := fieldErrors(scheduler.Config{MaxClockSkew: c.Lock.MaxClockSkew}.Validate())["MaxClockSkew"]; bad {
 		l.add("lock.max_clock_skew", fe.Err)
 	}

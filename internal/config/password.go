@@ -3,7 +3,6 @@ package config
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 )
 
@@ -16,12 +15,15 @@ func (l *loader) readPasswordFile(r *Redis) {
 		l.add("redis.password_file", errors.New("set either redis.password or redis.password_file, not both"))
 		return
 	}
-	if err := checkPasswordFileMode(r.PasswordFile); err != nil {
-		l.add("redis.password_file", err)
+	// Regular file, mode and size are judged before a byte is read; see
+	// readRegular.
+	b, err := readRegular(r.PasswordFile, MaxPasswordSize, passwordFileMode(r.PasswordFile))
+	var refused *refusedError
+	switch {
+	case errors.As(err, &refused):
+		l.add("redis.password_file", refused.err)
 		return
-	}
-	b, err := os.ReadFile(r.PasswordFile)
-	if err != nil {
+	case err != nil:
 		l.add("redis.password_file", fmt.Errorf("cannot read the password: %w", err))
 		return
 	}

@@ -178,3 +178,31 @@ func nodeKind(n *yaml.Node) string {
 	}
 	return "something else"
 }
+
+// IsEmpty reports whether data, a configuration file's contents, holds no
+// setting: nothing, blanks, comments, document markers or a null
+// document. Load takes such a file as the defaults; the command refuses
+// it (a file caught mid-rewrite must not remove every job).
+func IsEmpty(data []byte) bool {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for {
+		var doc yaml.Node
+		err := dec.Decode(&doc)
+		if errors.Is(err, io.EOF) {
+			return true
+		}
+		if err != nil {
+			return false // Load reports it
+		}
+		root := &doc
+		if root.Kind == yaml.DocumentNode {
+			if len(root.Content) == 0 {
+				continue
+			}
+			root = root.Content[0]
+		}
+		if !(root.Kind == yaml.ScalarNode && root.Tag == "!!null") {
+			return false
+		}
+	}
+}

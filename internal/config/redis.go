@@ -59,9 +59,16 @@ func (l *loader) validateRedis(c *Config) {
 		l.add("redis.key_prefix", errors.New("must not be empty"))
 	case strings.ContainsAny(r.KeyPrefix, "{} \t\r\n"):
 		l.addValue("redis.key_prefix", r.KeyPrefix, errors.New("must not contain braces or spaces (braces would break the per-job hash tag)"))
+	case len(r.KeyPrefix) > MaxKeyPrefix:
+		l.addValue("redis.key_prefix", r.KeyPrefix, fmt.Errorf("too long: at most %d characters, got %d (it starts every key on every node)",
+			MaxKeyPrefix, len(r.KeyPrefix)))
+	case !keyPrefixForm.MatchString(r.KeyPrefix):
+		l.addValue("redis.key_prefix", r.KeyPrefix, errors.New("may hold only letters, digits and . _ : / -"))
 	}
 	positive(l, "redis.dial_timeout", r.DialTimeout)
+	atMost(l, "redis.dial_timeout", r.DialTimeout, MaxDialTimeout, "a node that does not answer holds every claim up this long")
 	positive(l, "redis.op_timeout", r.OpTimeout)
+	atMost(l, "redis.op_timeout", r.OpTimeout, MaxOpTimeout, "a node that does not answer holds every claim up this long")
 }
 
 func (l *loader) validateNodes(nodes []Node) {

@@ -15,4 +15,5 @@ func defaultShutdown() Shutdown { return Shutdown{Grace: scheduler.DefaultShutdo
 
 func (l *loader) validateShutdown(c *Config) {
 	notNegative(l, "shutdown.grace", c.Shutdown.Grace)
+	atMost(l, "shutdown.grace", c.Shutdown.Grace, MaxShutdownGrace, "how long SIGTERM may wait for the runs")
 }

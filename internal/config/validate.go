@@ -59,6 +59,13 @@ func positive(l *loader, path string, d time.Duration) {
 	}
 }
 
+// atMost reports d above limit; why says what the limit protects.
+func atMost(l *loader, path string, d, limit time.Duration, why string) {
+	if d > limit {
+		l.addf(path, "must be at most %s (%s), got %s", limit, why, d)
+	}
+}
+
 func notNegative(l *loader, path string, d time.Duration) {
 	if d < 0 {
 		l.addf(path, "must not be negative, got %s", d)

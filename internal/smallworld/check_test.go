@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // violation is one broken invariant in a terminal state: its class (the
@@ -73,8 +75,8 @@ func (w *world) checkSlot(slot int) []violation {
 }
 
 // merged is the entries that the read model (scheduler/history's
-// ReadEntries and ReadSlots, by Entry.Overrules) ranks first: one
-// outcome where the merge is decided.
+// join) ranks first by their evidence: one outcome where the evidence
+// decides it.
 // Two settlers' entries for one run's outcome (each names its settler)
 // are one outcome.
 func merged(entries []string) []string {
@@ -108,17 +110,15 @@ func sameOutcome(a, b string) bool {
 	return slices.Equal(fa[:min(3, len(fa))], fb[:min(3, len(fb))])
 }
 
-// precedence is scheduler/history's Entry.Overrules: a run's own end
-// is the fact; abandoned a verdict on a run that may have ended after it;
-// missed (with any reason) a verdict on a slot nobody ran.
+// precedence ranks an entry's outcome as scheduler/history's join does
+// (history.Entry.Evidence), so that the checker's "final outcome" is the
+// one every reader of the history computes.
 func precedence(outcome string) int {
-	switch outcome {
-	case outSucceeded:
-		return 3
-	case outAbandoned:
-		return 2
+	e := history.Entry{Outcome: history.Outcome(outcome)}
+	if outcome == outMayHaveStarted {
+		e = history.Entry{Outcome: history.OutcomeMissed, Reason: history.ReasonUnknown, MayHaveStarted: true}
 	}
-	return 0
+	return int(e.Evidence())
 }
 
 // checkEntry checks one history entry of slot against what the jobs saw.

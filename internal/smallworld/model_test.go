@@ -139,12 +139,21 @@ func (a *actor) settleOrphan(slot int) {
 // stores accepted it.
 func (a *actor) settleAbandoned(slot int, lease *locking.Lease) {
 	ab := lease.Grant().Abandoned
-	if !a.step("settle-end") {
-		return
-	}
 	outcome, note, event := outAbandoned, outAbandoned, "run.abandoned"
 	if !ab.Started {
 		outcome, note, event = outMayHaveStarted, outMissed, "slot.missed"
+	}
+	if rec, ok := a.recorded(slot, ab.ID, precedence(outcome)); ok {
+		// closeRecorded: the history records the run at least as
+		// strongly; closed with that entry, not reported again.
+		if a.step("close-recorded") {
+			le := locking.LogEntry{Score: int64(slot + 1), Value: rec}
+			a.endRetried(lease, locking.Ending{DoneTTL: doneTTL, Note: entryField(rec, 1), Entry: &le, Keep: keep})
+		}
+		return
+	}
+	if !a.step("settle-end") {
+		return
 	}
 	// The entry names its settler (history.Entry.SettleID): a settler's
 	// retried end counts the stores holding its own entry.
@@ -236,6 +245,23 @@ func finalRead(a *actor) {
 		a.w.open[slot] = slices.Contains(claims, slotKey(slot))
 		a.w.mu.Unlock()
 	}
+}
+
+// recorded is scheduler.closeRecorded's read: the join of slot's entries
+// when it is of run id and ranks at least at (precedence).
+func (a *actor) recorded(slot int, id string, at int) (string, bool) {
+	if !a.step("settle-read") {
+		return "", false
+	}
+	got, err := a.readLog(slot)
+	if err != nil || len(got) == 0 {
+		return "", false
+	}
+	top := merged(got)
+	if len(top) != 1 || entryField(top[0], 2) != id || precedence(entryField(top[0], 1)) < at {
+		return "", false
+	}
+	return top[0], true
 }
 
 // readLog returns slot's history entries.

@@ -210,16 +210,20 @@ func (r *redlock) claimMet(ctx context.Context, s locking.LeaseSpec, t *acquireT
 	took, tookN := t.mostTaken()
 	// A claim that started work was written, with one value, on a
 	// majority. Found on a majority, it is abandoned. Found on fewer
-	// nodes while every node answered, it is a leftover: a node that
-	// missed the end of a run long settled, or a request executed after
-	// its acquisition had failed; this lease covers it (Grant.Leftover),
-	// so that its caller can end it — but not run under it: where it
-	// took a leftover over, the claim is still the leftover's, so the
-	// lease is not one claim on a majority. Found on fewer while some
-	// node did not answer, it may be a started run's whose other copies
-	// are on the silent nodes: refused (Claimed).
+	// nodes, confirmed started on any of them, it is abandoned too: one
+	// started copy proves the body was invoked (its other copies ended
+	// or expired where its end or its settler reached), and that
+	// evidence is settled and reported, never closed silently. Found on
+	// fewer, not started, while every node answered, it is a leftover: a
+	// node that missed the end of a run long settled, or a request
+	// executed after its acquisition had failed; this lease covers it
+	// (Grant.Leftover), so that its caller can end it — but not run under
+	// it: where it took a leftover over, the claim is still the
+	// leftover's, so the lease is not one claim on a majority. Found on
+	// fewer while some node did not answer, it may be a started run's
+	// whose other copies are on the silent nodes: refused (Claimed).
 	switch {
-	case tookN >= r.quorum:
+	case tookN >= r.quorum || (tookN > 0 && t.started[took] && t.answered == len(r.nodes)):
 		g.Abandoned = locking.ParseAbandoned(s.Key, took)
 		g.Abandoned.Started = t.started[took]
 	case tookN > 0 && t.answered == len(r.nodes):
@@ -253,8 +257,10 @@ func (r *redlock) acquireLost(ctx context.Context, s locking.LeaseSpec, t *acqui
 	done := errors.As(err, &held) && held.Done
 	if p := locking.NewestPause(t.allPauses); s.Claim && t.answered >= r.quorum && !done && p.ActiveAt(r.clock.Now()) {
 		// Refused while paused (another replica's attempt held the key
-		// for a moment): say so, as the winner of the race hears it.
-		return &locking.PausedError{Key: s.Key, Pause: p}
+		// for a moment): say so, as the winner of the race hears it —
+		// with the refusal, for a lease that holds the key since before
+		// the pause began.
+		return &locking.PausedError{Key: s.Key, Pause: p, Refusal: err}
 	}
 	return err
 }

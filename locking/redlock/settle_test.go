@@ -56,3 +56,43 @@ func TestRedlockSettlementThatReachedOneNode(t *testing.T) {
 	var held *locking.HeldError
 	require.True(t, errors.As(err, &held) && held.Done, "got %v", err)
 }
+
+// A started claim left on a bare minority — the claim reached nodes 0 and
+// 1 (node 2 slow), the run confirmed its start there, its end reached node
+// 1 alone and its replica died; node 1's marker has since expired — is
+// the claim of a run whose body was invoked: one copy is proof. With every
+// node answering, the next claim is granted as its abandonment, Started,
+// to be settled and reported; it must not be closed as a silent leftover
+// (the slot's only record would then be node 1's entry, and a read that
+// misses node 1 would let a backfill run the slot again).
+func TestRedlockStartedClaimOnAMinorityIsAbandoned(t *testing.T) {
+	c := redistest.Start(t, 3)
+	ctx := tctx(t, 10*time.Second)
+	run := newTestRedlock(t, c.Addrs(), "r1")
+	key := locking.Key{Family: "job", Name: "slot:30"}
+	claims := rkey(locking.Key{Family: "job", Name: wire.ClaimsName})
+	lease, err := run.Claim(ctx, key, 300*time.Millisecond)
+	require.NoError(t, err)
+	lease.Start()
+	require.NoError(t, lease.Extend(ctx)) // confirmed started
+	// Node 2 never had the claim; node 1's end marker expired; node 0
+	// keeps the started claim.
+	for _, i := range []int{1, 2} {
+		c.Node(i).Client().Del(ctx, rkey(key))
+		c.Node(i).Client().HDel(ctx, claims, key.Name)
+	}
+	time.Sleep(400 * time.Millisecond) // the run's lease expires
+
+	settler := newTestRedlock(t, c.Addrs(), "r2")
+	got, err := settler.Claim(ctx, key, 5*time.Second)
+	require.NoError(t, err)
+	require.False(t, got.Grant().Leftover, "a started claim is never a silent leftover")
+	ab := got.Grant().Abandoned
+	require.NotNil(t, ab, "granted as the started claim's abandonment")
+	require.True(t, ab.Started)
+	require.Equal(t, "r1", ab.Holder)
+	require.NoError(t, got.End(ctx, locking.Ending{DoneTTL: time.Minute, Note: "abandoned"}).Err)
+	for i := range 3 {
+		require.Zero(t, c.Node(i).Client().HExists(ctx, claims, key.Name).Val(), "node %d still holds the claim", i)
+	}
+}

@@ -135,26 +135,5 @@ func ParseEntry(le locking.LogEntry) (Entry, bool) {
 	return e, true
 }
 
-// Overrules reports whether e, an entry of the same slot as old, is the
-// one to show when a slot has two: a run's own end is the fact; abandoned
-// is a verdict on a run that may still have ended after it (a replica
-// that froze past its lease and woke); skipped and missed are verdicts on
-// a slot nobody ran, which a claim that turns up later overrules.
-func (e Entry) Overrules(old Entry) bool {
-	return precedence(e.Outcome) > precedence(old.Outcome)
-}
-
-func precedence(outcome Outcome) int {
-	switch outcome {
-	case OutcomeSucceeded, OutcomeFailed, OutcomeCanceled:
-		return 3
-	case OutcomeAbandoned:
-		return 2
-	case OutcomeSkipped:
-		return 1
-	}
-	return 0
-}
-
 // slotString formats a slot as the contract wants (jobs.SlotString).
 func slotString(t time.Time) string { return jobs.SlotString(t) }
