@@ -3,8 +3,6 @@ package config
 import (
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -156,17 +154,11 @@ func readCalendarFile(path string) ([]time.Time, []error) {
 	if ext != ".ics" && ext != ".yaml" && ext != ".yml" {
 		return nil, []error{fmt.Errorf("%s: want an iCalendar file (.ics) or a YAML list of dates (.yaml, .yml)", path)}
 	}
-	f, err := os.Open(path)
+	// A regular file only, bounded: a FIFO would block the load, a device
+	// never end.
+	b, err := readRegular(path, maxCalendarFile, nil)
 	if err != nil {
 		return nil, []error{fmt.Errorf("cannot read calendar file: %w", err)}
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxCalendarFile+1))
-	if err != nil {
-		return nil, []error{fmt.Errorf("cannot read calendar file %s: %w", path, err)}
-	}
-	if len(b) > maxCalendarFile {
-		return nil, []error{fmt.Errorf("%s: larger than %d KiB; a calendar file lists dates only", path, maxCalendarFile>>10)}
 	}
 	var dates []time.Time
 	var errs []error

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -196,7 +197,7 @@ jobs:
 // iCalendar file, or one left open, is refused naming the file.
 func TestCalendarFileBounds(t *testing.T) {
 	for name, c := range map[string]struct{ file, body, want string }{
-		"too large":  {"big.yaml", strings.Repeat("- 2026-12-24\n", maxCalendarFile/13+1), "big.yaml: larger than 1024 KiB"},
+		"too large":  {"big.yaml", strings.Repeat("- 2026-12-24\n", maxCalendarFile/13+1), "big.yaml is larger than the limit of 1 MiB"},
 		"not ics":    {"x.ics", "hello\n", "x.ics:1: not an iCalendar file: want BEGIN:VCALENDAR first"},
 		"left open":  {"open.ics", "BEGIN:VCALENDAR\nBEGIN:VEVENT\nDTSTART:20261224\n", "open.ics:3: BEGIN:VEVENT is never closed"},
 		"missing":    {"", "", "cannot read calendar file"},
@@ -317,4 +318,14 @@ func TestICSDatesBounded(t *testing.T) {
 	_, errs := parseICS("x.ics", []byte(b.String()))
 	require.Len(t, errs, 1)
 	require.Contains(t, errs[0].Error(), "more than 100000 dates")
+}
+
+// TestCalendarFileNotRegular: a named pipe as a calendar file is refused
+// at once, not waited on for a writer.
+func TestCalendarFileNotRegular(t *testing.T) {
+	path := writeFiles(t, map[string]string{"config.yaml": "calendars: [{name: c, exclude: {file: pipe.ics}}]\n"})
+	require.NoError(t, syscall.Mkfifo(filepath.Join(filepath.Dir(path), "pipe.ics"), 0o600))
+	_, err := Load(path, nil)
+	require.ErrorContains(t, err, "calendars[0].exclude.file: cannot read calendar file: ")
+	require.ErrorContains(t, err, "not a regular file")
 }
