@@ -329,3 +329,16 @@ func TestCalendarFileNotRegular(t *testing.T) {
 	require.ErrorContains(t, err, "calendars[0].exclude.file: cannot read calendar file: ")
 	require.ErrorContains(t, err, "not a regular file")
 }
+
+// TestCalendarFileErrorsEchoBounded: a huge value in a calendar file is
+// quoted cut, as every echo of the loader is.
+func TestCalendarFileErrorsEchoBounded(t *testing.T) {
+	long := strings.Repeat("9", 10_000)
+	_, errs := parseICS("x.ics", []byte("BEGIN:VCALENDAR\nBEGIN:VEVENT\nDTSTART:"+long+"\nRRULE:FREQ=YEARLY;"+long+"=1\nEND:VEVENT\nEND:VCALENDAR\n"))
+	require.Len(t, errs, 1)
+	require.Less(t, len(errs[0].Error()), 300)
+	require.Contains(t, errs[0].Error(), "(10000 bytes)")
+	_, errs = parseDateList("x.yaml", []byte("- "+long+"\n"))
+	require.Len(t, errs, 1)
+	require.Less(t, len(errs[0].Error()), 300)
+}

@@ -50,7 +50,7 @@ func parseDateList(path string, b []byte) ([]time.Time, []error) {
 		}
 		d, err := parseDate(item.Value)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s:%d: %q: %w", path, item.Line, item.Value, err))
+			errs = append(errs, fmt.Errorf("%s:%d: %s: %w", path, item.Line, echo(item.Value), err))
 			continue
 		}
 		dates = append(dates, d)
@@ -131,7 +131,7 @@ func parseICS(path string, b []byte) ([]time.Time, []error) {
 		case "END":
 			comp := strings.ToUpper(ln.value)
 			if len(stack) == 0 || stack[len(stack)-1] != comp {
-				bad(ln.n, "END:%s does not close the open component", comp)
+				bad(ln.n, "END:%s does not close the open component", short(comp))
 				return dates, errs
 			}
 			stack = stack[:len(stack)-1]
@@ -154,7 +154,7 @@ func parseICS(path string, b []byte) ([]time.Time, []error) {
 		case "DTSTART", "DTEND":
 			t, err := parseICSTime(ln)
 			if err != nil {
-				bad(ln.n, "%s %q: %v", ln.name, ln.value, err)
+				bad(ln.n, "%s %s: %v", ln.name, echo(ln.value), err)
 				continue
 			}
 			if ln.name == "DTSTART" {
@@ -165,7 +165,7 @@ func parseICS(path string, b []byte) ([]time.Time, []error) {
 		case "DURATION":
 			d, err := parseICSDuration(ln.value)
 			if err != nil {
-				bad(ln.n, "DURATION %q: %v", ln.value, err)
+				bad(ln.n, "DURATION %s: %v", echo(ln.value), err)
 				continue
 			}
 			ev.duration, ev.durationLine = d, ln.n
@@ -175,7 +175,7 @@ func parseICS(path string, b []byte) ([]time.Time, []error) {
 			for _, v := range strings.Split(ln.value, ",") {
 				t, err := parseICSTime(icsLine{params: ln.params, value: v})
 				if err != nil {
-					bad(ln.n, "EXDATE %q: %v", v, err)
+					bad(ln.n, "EXDATE %s: %v", echo(v), err)
 					continue
 				}
 				if ev.exdates == nil {
@@ -190,7 +190,8 @@ func parseICS(path string, b []byte) ([]time.Time, []error) {
 		}
 	}
 	if len(stack) > 0 {
-		bad(lines[len(lines)-1].n, "BEGIN:%s is never closed (END:%s)", stack[len(stack)-1], stack[len(stack)-1])
+		open := short(stack[len(stack)-1])
+		bad(lines[len(lines)-1].n, "BEGIN:%s is never closed (END:%s)", open, open)
 	}
 	return dates, errs
 }
@@ -338,7 +339,7 @@ func (ev *icsEvent) dates(path string) ([]time.Time, []error) {
 	if ev.rrule != "" {
 		var err error
 		if starts, err = yearly(ev.rrule, ev.start.date); err != nil {
-			return nil, bad(ev.rruleLine, "RRULE %q: %v", ev.rrule, err)
+			return nil, bad(ev.rruleLine, "RRULE %s: %v", echo(ev.rrule), err)
 		}
 	}
 	var out []time.Time
@@ -400,7 +401,7 @@ func yearly(rule string, start time.Time) ([]time.Time, error) {
 			}
 		case "WKST":
 		default:
-			return nil, fmt.Errorf("%s is not supported (only FREQ=YEARLY on DTSTART's date, with INTERVAL, COUNT or UNTIL); list the dates", k)
+			return nil, fmt.Errorf("%s is not supported (only FREQ=YEARLY on DTSTART's date, with INTERVAL, COUNT or UNTIL); list the dates", short(k))
 		}
 	}
 	if !freq {
@@ -415,4 +416,13 @@ func yearly(rule string, start time.Time) ([]time.Time, error) {
 		out = append(out, d)
 	}
 	return out, nil
+}
+
+// short is a name from the file as an error shows it: as it is, or, when
+// longer than an echo, cut and quoted (echo).
+func short(s string) string {
+	if len(s) <= maxEcho {
+		return s
+	}
+	return echo(s)
 }
