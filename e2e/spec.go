@@ -36,6 +36,11 @@ type JobDef struct {
 	Misfire  string        // skip (default) | run_once
 	Deadline time.Duration // misfire deadline; default 10m
 	Timeout  time.Duration // default 1m
+	Timezone string        // default UTC
+	// Calendar names an entry of Spec.Calendars. The checker expects no
+	// slot of such a job (Cluster.Input leaves it out): its scenario
+	// checks what the calendar left.
+	Calendar string
 }
 
 // Spec is the cluster a scenario runs on.
@@ -55,6 +60,8 @@ type Spec struct {
 	// history.reconcile_after when not 0.
 	ReconcileEvery, ReconcileAfter time.Duration
 	Jobs                           []JobDef
+	// Calendars is the configuration's calendars list, as written there.
+	Calendars []map[string]any
 	// ConfigPerReplica gives every replica a configuration file of its own
 	// (<name>.yaml, a copy of config.yaml made at its first start), so a
 	// new job file can be rolled out one replica at a time (reload.go).
@@ -88,6 +95,9 @@ func (c *Cluster) configJSON(addrs []string) []byte {
 		"lock":     map[string]any{"ttl": c.spec.TTL.String(), "max_clock_skew": c.spec.Skew.String()},
 		"shutdown": map[string]any{"grace": c.spec.Grace.String()},
 		"jobs":     jobs,
+	}
+	if len(c.spec.Calendars) > 0 {
+		cfg["calendars"] = c.spec.Calendars
 	}
 	if c.spec.UI {
 		cfg["http"] = map[string]any{"addr": "", "ui": true} // the address: SLOTLOCK_HTTP__ADDR, one per replica
@@ -142,10 +152,14 @@ func (c *Cluster) jobConfig(j JobDef) map[string]any {
 			params[k] = v
 		}
 	}
-	return map[string]any{
+	zone := j.Timezone
+	if zone == "" {
+		zone = "UTC"
+	}
+	m := map[string]any{
 		"name":     j.Name,
 		"schedule": j.Schedule,
-		"timezone": "UTC",
+		"timezone": zone,
 		"plugin":   plugin,
 		"enabled":  true,
 		"timeout":  timeout.String(),
@@ -154,4 +168,8 @@ func (c *Cluster) jobConfig(j JobDef) map[string]any {
 		"retry":    map[string]any{"max": 0, "backoff": "1s"},
 		"params":   params,
 	}
+	if j.Calendar != "" {
+		m["calendar"] = j.Calendar
+	}
+	return m
 }

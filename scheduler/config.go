@@ -79,7 +79,10 @@ type JobSpec struct {
 	Spec     string
 	Schedule Schedule       // nil: New parses Spec
 	Location *time.Location // the schedule's zone: Spec is parsed in it (nil: UTC); a Schedule already carries it
-	Plugin   string         // the plugin that built Job (logs and errors only)
+	// Calendar removes the slots on its dates, read in the schedule's
+	// zone (WithCalendar): they are no slots at all. nil: none.
+	Calendar *Calendar
+	Plugin   string // the plugin that built Job (logs and errors only)
 	Job      jobs.Job
 	Disabled bool          // a disabled job never fires; Trigger still runs it
 	Timeout  time.Duration // a run (all its attempts and backoffs) is canceled after this; 0 means no timeout
@@ -291,12 +294,11 @@ func (c *Config) withDefaults() (Config, error) {
 }
 
 // withDefaults fills in the spec's defaults, parsing Spec when Schedule
-// is nil; the spec must be valid (problems).
+// is nil and wrapping it with the Calendar; the spec must be valid
+// (problems).
 func (j *JobSpec) withDefaults() JobSpec {
 	spec := *j
-	if spec.Schedule == nil {
-		spec.Schedule, _ = spec.schedule()
-	}
+	spec.Schedule, _ = spec.schedule() // parsed when nil, and without its calendar's dates
 	if spec.Overlap == "" {
 		spec.Overlap = OverlapForbid
 	}

@@ -149,7 +149,7 @@ func (s *Scheduler) applyReload(h *jobHeap, req reloadReq) {
 // sameSlots reports whether a and b fire the same slots at the same times.
 func sameSlots(a, b *JobSpec) bool {
 	return a.Spec == b.Spec && locationName(a.Location) == locationName(b.Location) &&
-		a.Jitter == b.Jitter && a.Disabled == b.Disabled
+		a.Jitter == b.Jitter && a.Disabled == b.Disabled && a.Calendar.Equal(b.Calendar)
 }
 
 func locationName(l *time.Location) string {

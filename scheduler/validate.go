@@ -99,15 +99,20 @@ func (j JobSpec) problems(now time.Time) []error {
 }
 
 // schedule returns the job's schedule: Schedule, else Spec parsed in
-// Location (nil when it does not parse, or there is none).
+// Location (nil when it does not parse, or there is none), without the
+// slots its Calendar excludes.
 func (j JobSpec) schedule() (Schedule, error) {
 	switch {
 	case j.Schedule != nil:
-		return j.Schedule, nil
+		return WithCalendar(j.Schedule, j.Calendar, j.Location), nil
 	case strings.TrimSpace(j.Spec) == "":
 		return nil, errors.New("required: Spec (the schedule's text) or Schedule")
 	}
-	return ParseSchedule(j.Spec, j.Location)
+	s, err := ParseSchedule(j.Spec, j.Location)
+	if err != nil {
+		return nil, err
+	}
+	return WithCalendar(s, j.Calendar, j.Location), nil
 }
 
 // Validate reports every problem of the configuration — its own settings,
@@ -192,6 +197,10 @@ func checkPauseHistory(j JobSpec, keep int) error {
 var jobName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
 
 // checkJobName reports whether name can name a job.
+// CheckName checks a name under the job names' rule; the configuration's
+// other names (calendars) follow it too.
+func CheckName(name string) error { return checkJobName(name) }
+
 func checkJobName(name string) error {
 	if name == "" {
 		return errors.New("required")

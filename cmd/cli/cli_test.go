@@ -174,6 +174,59 @@ jobs:
 	}
 }
 
+// With a calendar, next adds the CALENDAR column: the next N real slots,
+// and between them one row per excluded local date (its first slot),
+// marked excluded; the dates are the job's zone's. A job whose every slot
+// is excluded has no further slots.
+func TestNextMarksExcludedSlots(t *testing.T) {
+	cfg := writeConfig(t, `
+calendars:
+  - name: holidays-de
+    exclude: {dates: [2026-12-24, 2026-12-25], weekdays_only: true}
+jobs:
+  - name: report
+    schedule: "0 30 0 * * *"
+    timezone: Europe/Berlin
+    plugin: log
+    params: {message: report}
+    calendar: holidays-de
+  - name: weekend
+    schedule: "0 0 12 * * SAT"
+    plugin: log
+    params: {message: weekend}
+    calendar: holidays-de
+`)
+	berlin, _ := time.LoadLocation("Europe/Berlin")
+	fake := time.Date(2026, 12, 23, 12, 0, 0, 0, berlin) // a Wednesday
+	env := []string{fmt.Sprintf("SLOTLOCK_CLOCK_OFFSET=%dms", time.Until(fake).Milliseconds())}
+	out, errOut, code := slotlock(t, env, "next", "--config", cfg, "-n", "2")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	want := [][]string{
+		{"JOB", "SCHEDULE", "ZONE", "TIME", "UTC", "CALENDAR"},
+		// 24 Dec 00:30 CET is 23 Dec 23:30 UTC: excluded by its Berlin date.
+		{"report", "0", "30", "0", "*", "*", "*", "2026-12-24", "00:30:00", "CET", "+01:00", "2026-12-23T23:30:00Z", "excluded", "(holidays-de:", "2026-12-24)"},
+		{"report", "0", "30", "0", "*", "*", "*", "2026-12-25", "00:30:00", "CET", "+01:00", "2026-12-24T23:30:00Z", "excluded", "(holidays-de:", "2026-12-25)"},
+		{"report", "0", "30", "0", "*", "*", "*", "2026-12-26", "00:30:00", "CET", "+01:00", "2026-12-25T23:30:00Z", "excluded", "(holidays-de:", "2026-12-26)"},
+		{"report", "0", "30", "0", "*", "*", "*", "2026-12-27", "00:30:00", "CET", "+01:00", "2026-12-26T23:30:00Z", "excluded", "(holidays-de:", "2026-12-27)"},
+		{"report", "0", "30", "0", "*", "*", "*", "2026-12-28", "00:30:00", "CET", "+01:00", "2026-12-27T23:30:00Z", "-"},
+		{"report", "0", "30", "0", "*", "*", "*", "2026-12-29", "00:30:00", "CET", "+01:00", "2026-12-28T23:30:00Z", "-"},
+		{"weekend", "0", "0", "12", "*", "*", "SAT", "2026-12-26", "12:00:00", "UTC", "+00:00", "2026-12-26T12:00:00Z", "excluded", "(holidays-de:", "2026-12-26)"},
+		{"weekend", "0", "0", "12", "*", "*", "SAT", "2027-01-02", "12:00:00", "UTC", "+00:00", "2027-01-02T12:00:00Z", "excluded", "(holidays-de:", "2027-01-02)"},
+		{"weekend", "0", "0", "12", "*", "*", "SAT", "(no", "further", "slots)"},
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("next output:\n%s", out)
+	}
+	for i, w := range want {
+		if got := strings.Fields(lines[i]); strings.Join(got, " ") != strings.Join(w, " ") {
+			t.Errorf("line %d:\n got %q\nwant %q", i, got, w)
+		}
+	}
+}
+
 func TestRunSIGTERMGivesRunningJobItsGrace(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

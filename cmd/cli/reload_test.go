@@ -233,3 +233,53 @@ func TestReloadConfigMapSwap(t *testing.T) {
 		t.Fatalf("exit %d after SIGTERM", code)
 	}
 }
+
+// TestReloadCalendarFile: a job whose calendar file excludes today runs
+// nothing; the file edited and SIGHUP sent, the job is reported changed
+// (its calendar is part of its definition: a new hash) and runs from its
+// next slot.
+func TestReloadCalendarFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config.yaml")
+	dates := filepath.Join(dir, "closed.yaml")
+	now := time.Now().UTC()
+	closed := fmt.Sprintf("- %s\n- %s\n", now.Format(time.DateOnly), now.AddDate(0, 0, 1).Format(time.DateOnly))
+	writeAtomic(t, dates, closed)
+	writeAtomic(t, path, fmt.Sprintf(`log: {format: json, level: debug}
+http: {addr: %q}
+shutdown: {grace: 5s}
+calendars:
+  - name: closed
+    exclude: {file: closed.yaml}
+jobs:
+  - name: tick
+    schedule: "* * * * * *"
+    plugin: log
+    params: {message: tick}
+  - name: shop
+    schedule: "* * * * * *"
+    plugin: log
+    params: {message: shop}
+    calendar: closed
+`, freeAddr(t)))
+	p := startReplica(t, path, "SLOTLOCK_REPLICA=r1")
+	waitFor(t, 10*time.Second, "three runs of tick", func() bool { return p.countRuns("tick") >= 3 })
+	if n := p.countRuns("shop"); n != 0 {
+		t.Fatalf("the job whose calendar excludes today ran %d times", n)
+	}
+
+	writeAtomic(t, dates, "- 2000-01-01\n") // the watch reloads on config.yaml alone: SIGHUP applies a calendar file
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "config.reloaded", func() bool { return len(p.events("config.reloaded")) == 1 })
+	ev := p.events("config.reloaded")[0]
+	if !slices.Equal(strs(ev["changed"]), []string{"shop"}) || ev["config_hash"] == ev["previous_hash"] {
+		t.Errorf("config.reloaded: %v", ev)
+	}
+	waitFor(t, 5*time.Second, "a run of shop", func() bool { return p.countRuns("shop") > 0 })
+	if code, _ := p.stop(t, 15*time.Second); code != 0 {
+		t.Fatalf("exit %d after SIGTERM", code)
+	}
+}

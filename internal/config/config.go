@@ -32,6 +32,9 @@ type Config struct {
 	Lock     Lock     `yaml:"lock"`
 	Shutdown Shutdown `yaml:"shutdown"`
 	History  History  `yaml:"history"`
+	// Calendars are the dates on which the jobs that name one have no
+	// slots.
+	Calendars []Calendar `yaml:"calendars"`
 	// Jobs in file order. Load decodes them one by one, each over
 	// DefaultJob, not with the rest of the file.
 	Jobs []Job `yaml:"jobs"`

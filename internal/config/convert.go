@@ -79,6 +79,7 @@ func (c *Config) JobSpecs() []scheduler.JobSpec {
 			Spec:           j.Spec,
 			Schedule:       j.Schedule,
 			Location:       j.Location,
+			Calendar:       j.ResolvedCalendar,
 			Plugin:         j.Plugin,
 			Job:            j.Runner,
 			Disabled:       !j.Enabled,

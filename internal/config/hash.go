@@ -27,11 +27,11 @@ import (
 // password; replicas with different passwords show different hashes.
 func (c *Config) DefinitionsHash() string {
 	if c.Redis.Password == "" || c.Redis.Auth == AuthEntra {
-		b, _ := json.Marshal(tree(reflect.ValueOf(c.Jobs), true)) // maps, strings and numbers: cannot fail
+		b, _ := json.Marshal(jobsTree(c.Jobs, true)) // maps, strings and numbers: cannot fail
 		sum := sha256.Sum256(b)
 		return hex.EncodeToString(sum[:6])
 	}
-	b, _ := json.Marshal(tree(reflect.ValueOf(c.Jobs), false))
+	b, _ := json.Marshal(jobsTree(c.Jobs, false))
 	mac := hmac.New(sha256.New, definitionsKey(c.Redis.Password))
 	mac.Write(b)
 	return hex.EncodeToString(mac.Sum(nil)[:6])
@@ -43,4 +43,29 @@ func definitionsKey(password string) []byte {
 	k := hmac.New(sha256.New, []byte(password))
 	k.Write([]byte("slotlock definitions hash v1"))
 	return k.Sum(nil)
+}
+
+// jobsTree is the jobs section as the hash and the reload's comparison
+// see it: a job's calendar is the dates it excludes (a changed holiday
+// file is a changed definition), and a job without one shows no calendar
+// key, so that its hash is what it was before calendars existed.
+func jobsTree(js []Job, redact bool) []any {
+	out := make([]any, len(js))
+	for i, j := range js {
+		out[i] = jobTree(j, redact)
+	}
+	return out
+}
+
+func jobTree(j Job, redact bool) any {
+	m, ok := tree(reflect.ValueOf(j), redact).(map[string]any)
+	if !ok {
+		return m
+	}
+	if cal := j.ResolvedCalendar; cal != nil {
+		m["calendar"] = map[string]any{"name": cal.Name(), "weekdays_only": cal.WeekdaysOnly(), "dates": cal.Dates()}
+	} else if j.Calendar == "" {
+		delete(m, "calendar")
+	}
+	return m
 }

@@ -30,6 +30,9 @@ type Job struct {
 	// PauseOnFailure pauses the job after this many consecutive failed
 	// slots (0: never).
 	PauseOnFailure int `yaml:"pause_on_failure" redact:"show"`
+	// Calendar names an entry of calendars: the job has no slots on its
+	// dates, read in Timezone ("": none).
+	Calendar string `yaml:"calendar" redact:"show"`
 	// Params are the plugin's own settings; the dump shows them as
 	// jobs.RedactParams does.
 	Params map[string]any `yaml:"params" redact:"params"`
@@ -40,6 +43,9 @@ type Job struct {
 	Location *time.Location `yaml:"-"`
 	// Runner is the job built by the plugin's factory from Params.
 	Runner jobs.Job `yaml:"-"`
+	// ResolvedCalendar is the named calendar's dates (nil: none);
+	// Schedule already skips them.
+	ResolvedCalendar *scheduler.Calendar `yaml:"-"`
 }
 
 // Misfire says what happens to slots that passed while no replica could
@@ -72,7 +78,7 @@ func DefaultJob() Job {
 	}
 }
 
-func (l *loader) validateJob(i int, j *Job, seen map[string]int) {
+func (l *loader) validateJob(c *Config, i int, j *Job, seen map[string]int) {
 	base := "jobs[" + strconv.Itoa(i) + "]"
 	add := func(field, value string, err error) {
 		p := strictdecode.JoinKey(base, field)
@@ -98,6 +104,7 @@ func (l *loader) validateJob(i int, j *Job, seen map[string]int) {
 	} else {
 		j.Schedule = s
 	}
+	l.validateJobCalendar(c, j, add)
 
 	// After the schedule: the jitter's bound is its shortest interval.
 	problems := schedulerProblems(j)

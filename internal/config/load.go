@@ -125,6 +125,7 @@ func (l *loader) load(data []byte, environ []string) *Config {
 	jobsRaw, hasJobs := raw["jobs"]
 	delete(raw, "jobs")
 
+	datesAsText(raw["calendars"])
 	cfg := Defaults()
 	cfg.Path = l.path
 	if err := decoder.Decode(raw, &cfg); err != nil {
@@ -132,6 +133,9 @@ func (l *loader) load(data []byte, environ []string) *Config {
 	}
 	if len(cfg.Redis.Nodes) == 0 {
 		cfg.Redis.Nodes = nil
+	}
+	if len(cfg.Calendars) == 0 {
+		cfg.Calendars = nil
 	}
 
 	var list []any

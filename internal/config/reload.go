@@ -6,7 +6,8 @@ import (
 	"slices"
 )
 
-// What a hot reload may change: the jobs. Every other setting is read
+// What a hot reload may change: the jobs and the calendars they name
+// (calendar files are read again). Every other setting is read
 // once at start (the lock stores, the key prefix, the lock ttl, the ops
 // server, the log format, ...); a new value in the file is reported by
 // RestartNeeded and waits for the next start.
@@ -42,11 +43,12 @@ func (c *Config) RestartNeeded(next *Config) []string {
 	return out
 }
 
-// WithJobs returns a copy of c with next's jobs: the configuration in force
-// after a reload, whose settings are still c's.
+// WithJobs returns a copy of c with next's jobs and the calendars they
+// name: the configuration in force after a reload, whose settings are
+// still c's.
 func (c *Config) WithJobs(next *Config) *Config {
 	out := *c
-	out.Jobs = next.Jobs
+	out.Jobs, out.Calendars = next.Jobs, next.Calendars
 	return &out
 }
 
@@ -79,7 +81,7 @@ func (c *Config) DiffJobs(next *Config) (added, removed, changed []string) {
 
 // jobKey is a job's definition as text, to compare with another's.
 func jobKey(j Job) string {
-	b, _ := json.Marshal(tree(reflect.ValueOf(j), false)) // maps, strings and numbers: cannot fail
+	b, _ := json.Marshal(jobTree(j, false)) // maps, strings and numbers: cannot fail
 	return string(b)
 }
 
@@ -89,6 +91,7 @@ func settings(c *Config) map[string]any {
 	out := map[string]any{}
 	m := tree(reflect.ValueOf(*c), false).(map[string]any)
 	delete(m, "jobs")
+	delete(m, "calendars") // part of the jobs' definitions (jobTree), reloaded with them
 	flattenSettings("", m, out)
 	return out
 }

@@ -20,13 +20,14 @@ func (l *loader) validate(c *Config, malformed map[int]bool) {
 	l.validateLock(c)
 	l.validateShutdown(c)
 	l.validateHistory(c)
+	l.validateCalendars(c)
 
 	seen := map[string]int{}
 	for i := range c.Jobs {
 		if malformed[i] {
 			continue
 		}
-		l.validateJob(i, &c.Jobs[i], seen)
+		l.validateJob(c, i, &c.Jobs[i], seen)
 		l.checkStopGrace(i, &c.Jobs[i], c.Lock)
 	}
 }

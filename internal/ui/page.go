@@ -84,6 +84,7 @@ type controlRow struct{ Action, Job, By, At, Detail string }
 
 type jobRow struct {
 	Name, Href, Schedule, Zone, Next, NextUTC string
+	Calendar, NextExcluded                    string // "" without a calendar
 	Selected, Disabled                        bool
 	Paused                                    string // "" when not paused
 	LastState, LastClass, LastText            string
@@ -148,7 +149,8 @@ func (s *server) jobsView(v *pageView, st history.Status, specs []scheduler.JobS
 		link := p
 		link.Job, link.Slot = j.Job, ""
 		row := jobRow{Name: j.Job, Href: link.href(), Schedule: j.Schedule, Zone: j.Timezone, Next: dash(j.NextSlot),
-			NextUTC: j.NextSlotUTC, Selected: j.Job == p.Job, Disabled: !j.Enabled, LastText: "-"}
+			NextUTC: j.NextSlotUTC, Selected: j.Job == p.Job, Disabled: !j.Enabled, LastText: "-",
+			Calendar: j.Calendar, NextExcluded: dash(j.NextExcluded)}
 		if j.Pause != nil {
 			row.Paused = pauseText(j.Pause)
 		}

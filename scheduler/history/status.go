@@ -43,11 +43,16 @@ type JobStatus struct {
 	Enabled  bool   `json:"enabled"`
 	// NextSlot is the next nominal slot after Status.At, in the job's zone
 	// and in UTC (empty when the schedule has none left).
-	NextSlot    string       `json:"next_slot,omitempty"`
-	NextSlotUTC string       `json:"next_slot_utc,omitempty"`
-	Pause       *PauseStatus `json:"pause,omitempty"` // set while paused
-	Last        *Entry       `json:"last_outcome,omitempty"`
-	Running     []RunInfo    `json:"running,omitempty"`
+	NextSlot    string `json:"next_slot,omitempty"`
+	NextSlotUTC string `json:"next_slot_utc,omitempty"`
+	// Calendar names the job's calendar; NextExcluded is the local date
+	// (YYYY-MM-DD in the job's zone) of the next slot it removes, empty
+	// when none within five years.
+	Calendar     string       `json:"calendar,omitempty"`
+	NextExcluded string       `json:"next_excluded,omitempty"`
+	Pause        *PauseStatus `json:"pause,omitempty"` // set while paused
+	Last         *Entry       `json:"last_outcome,omitempty"`
+	Running      []RunInfo    `json:"running,omitempty"`
 }
 
 // PauseStatus is an active pause.
@@ -137,8 +142,20 @@ func jobStatus(job Job, now time.Time, running []RunInfo) JobStatus {
 			js.NextSlot = t.In(loc).Format(time.RFC3339)
 			js.NextSlotUTC = t.UTC().Format(time.RFC3339)
 		}
+		if c, ok := job.Schedule.(calendared); ok {
+			js.Calendar = c.CalendarName()
+			if t := c.NextExcluded(now); !t.IsZero() {
+				js.NextExcluded = t.In(loc).Format(time.DateOnly)
+			}
+		}
 	}
 	return js
+}
+
+// calendared is a schedule with a calendar (scheduler.WithCalendar).
+type calendared interface {
+	CalendarName() string
+	NextExcluded(t time.Time) time.Time
 }
 
 // readJobState adds the pause and the last outcome from the stores.
