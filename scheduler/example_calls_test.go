@@ -47,7 +47,7 @@ func newScheduler(specs ...scheduler.JobSpec) (*scheduler.Scheduler, func()) {
 // run has ended, with nil only if it succeeded.
 func ExampleScheduler_Trigger() {
 	invoice := daily("invoice", func(ctx context.Context, run jobs.Run) error {
-		fmt.Printf("%s: slot %s, manual %v, token %d\n", run.Job, run.SlotString(), run.Manual, run.FencingToken)
+		fmt.Printf("%s: slot %s, manual %v, with a fencing token %v\n", run.Job, run.SlotString(), run.Manual, run.FencingToken > 0)
 		return nil
 	})
 	broken := daily("broken", func(context.Context, jobs.Run) error {
@@ -63,7 +63,7 @@ func ExampleScheduler_Trigger() {
 	err = s.Trigger(ctx, "payroll")
 	fmt.Println("payroll unknown:", errors.Is(err, scheduler.ErrUnknownJob))
 	// Output:
-	// invoice: slot manual, manual true, token 1
+	// invoice: slot manual, manual true, with a fencing token true
 	// invoice: <nil>
 	// broken failed: true
 	// payroll unknown: true

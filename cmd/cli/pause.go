@@ -87,7 +87,12 @@ func pauseOrResume(ctx context.Context, f *flags, args []string, env cmdEnv, che
 	defer cancel()
 	got, err := r.locker.SetPause(wctx, job, p)
 	if err != nil {
-		r.log.Error(name+" failed: the lock stores did not answer", "job", job, "error", err.Error())
+		// A write that reached some nodes is completed by the next reader
+		// that sees it (locking/redlock's repair), so it may still take
+		// effect: the operator is told to run the command again.
+		r.log.Error(name+" failed: the lock stores did not answer; it may still take effect on every replica "+
+			"(a node it reached passes it on): run it again, or the opposite command, once the stores answer",
+			"job", job, "error", err.Error())
 		return exitFailure
 	}
 	if got.Paused {

@@ -36,6 +36,9 @@ func (r *redlock) Acquire(ctx context.Context, s locking.LeaseSpec) (locking.Gra
 	r.round(ctx, all(op), res, errs)
 
 	t := tallyAcquire(res, errs)
+	if s.Claim {
+		r.repairPause(family, func(i int) (string, bool) { return res[i].Pause, errs[i] == nil })
+	}
 	// A done marker on any node means the work already ran, even when a
 	// majority let us in (the marker may have expired early or been lost
 	// on the others): the acquisition is refused — unless it took over

@@ -96,3 +96,42 @@ func TestRedlockStartedClaimOnAMinorityIsAbandoned(t *testing.T) {
 		require.Zero(t, c.Node(i).Client().HExists(ctx, claims, key.Name).Val(), "node %d still holds the claim", i)
 	}
 }
+
+// A pause or resume whose command failed stays on the nodes it reached:
+// a claim whose majority includes one of them saw it while the others
+// did not (a "failed" resume un-paused some slots and not others). A
+// claim or a read that meets differing registers writes the newest to the
+// nodes that hold an older one.
+func TestRedlockRepairsAPauseThatReachedSomeNodes(t *testing.T) {
+	c := redistest.Start(t, 3)
+	ctx := tctx(t, 10*time.Second)
+	l := newTestRedlock(t, c.Addrs(), "r1")
+	paused, err := l.SetPause(ctx, "job", locking.Pause{Paused: true, By: "ops"})
+	require.NoError(t, err)
+	// A resume that reached node 0 alone (its command exited 1).
+	resume := locking.FormatPause(locking.Pause{Version: paused.Version + 1, By: "ops"})
+	pauseKey := rkey(locking.Key{Family: "job", Name: wire.PauseName})
+	require.NoError(t, c.Node(0).Client().Set(ctx, pauseKey, resume, 0).Err())
+
+	lease, err := l.Claim(ctx, locking.Key{Family: "job", Name: "slot:40"}, time.Second)
+	require.NoError(t, err, "a majority holding the resume lets the claim in")
+	require.NoError(t, lease.End(ctx, locking.Ending{}).Err)
+	require.Eventually(t, func() bool {
+		for i := range 3 {
+			if c.Node(i).Client().Get(ctx, pauseKey).Val() != resume {
+				return false
+			}
+		}
+		return true
+	}, 5*time.Second, 20*time.Millisecond, "every node holds the newest register")
+
+	// The same through a read.
+	pause := locking.FormatPause(locking.Pause{Version: paused.Version + 2, Paused: true, By: "ops"})
+	require.NoError(t, c.Node(2).Client().Set(ctx, pauseKey, pause, 0).Err())
+	got, err := l.ReadPause(ctx, "job")
+	require.NoError(t, err)
+	require.True(t, got.Paused)
+	require.Eventually(t, func() bool {
+		return c.Node(0).Client().Get(ctx, pauseKey).Val() == pause && c.Node(1).Client().Get(ctx, pauseKey).Val() == pause
+	}, 5*time.Second, 20*time.Millisecond, "every node holds the newest register")
+}
