@@ -247,7 +247,7 @@ func (tk *ticket) take() bool {
 // fireSlot hands scheduled slot t of j to admission: it starts at once,
 // waits for its turn (without a goroutine), or is shed as late.
 func (s *Scheduler) fireSlot(j *job, t time.Time) {
-	w := &admitWaiter{deadline: j.spec.Due(t).Add(s.lateness), j: j, t: t}
+	w := &admitWaiter{deadline: j.dueAt(t).Add(s.lateness), j: j, t: t}
 	s.carryOut(s.admit.enter(w, s.clock.Now()))
 }
 

@@ -168,7 +168,7 @@ func (s *Scheduler) newAttempt(j *job, t time.Time, o origin) *attempt {
 	if o == originManual {
 		return a
 	}
-	a.slot, a.due = slotString(t), j.spec.Due(t)
+	a.slot, a.due = slotString(t), j.dueAt(t)
 	switch o {
 	case originScheduled:
 		a.fresh = a.due.Add(s.lateness)

@@ -128,7 +128,7 @@ func (s *Scheduler) fireTime(j *job, t time.Time) (time.Time, bool) {
 	if fb {
 		d = s.fallbackDelay(j, t)
 	}
-	return j.spec.Due(t).Add(d), fb
+	return j.dueAt(t).Add(d), fb
 }
 
 // fireDue hands every slot of j that is due at now on: fresh slots to
@@ -151,7 +151,7 @@ func (s *Scheduler) fireDue(j *job, now time.Time, checks []dueSlot) []dueSlot {
 			t, _ = j.spec.NextDue(now.Add(-s.lateness))
 			break
 		}
-		if now.Sub(j.spec.Due(t)) > s.lateness {
+		if now.Sub(j.dueAt(t)) > s.lateness {
 			late.add(t)
 		} else if fallback {
 			checks = append(checks, dueSlot{j: j, t: t})

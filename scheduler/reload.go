@@ -103,6 +103,9 @@ func (s *Scheduler) applyReload(h *jobHeap, req reloadReq) {
 		default:
 			res.Rescheduled = append(res.Rescheduled, j.name())
 			j.jobState, j.since = prev.jobState, now
+			if !prev.next.IsZero() && !prev.spec.Disabled {
+				j.dueFloor, j.floorFrom = now, prev.next
+			}
 			if !j.spec.Disabled {
 				s.setNext(j, continueAt(prev, &j.spec, now))
 			}

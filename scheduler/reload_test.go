@@ -266,3 +266,51 @@ func TestReloadRejected(t *testing.T) {
 		wantSlots(t, "b", b)
 	})
 }
+
+// TestReloadLoweringTheJitterDropsNoSlot: a reload that lowers a job's
+// jitter after a slot's new due time and its lateness bound have passed,
+// but before its old due time, runs the slot (due now, as the reload made
+// it), once — it was found late and handed to the misfire policy, which
+// under skip dropped it.
+func TestReloadLoweringTheJitterDropsNoSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		rec := &recorder{now: time.Now}
+		const jitter = 50 * time.Second
+		var name string
+		var slot time.Time
+		for i := 0; name == ""; i++ {
+			n := fmt.Sprintf("j%d", i)
+			sl := time.Now().Truncate(time.Minute).Add(time.Minute)
+			if jitterOffset(n, sl, jitter) > 20*time.Second {
+				name, slot = n, sl
+			}
+		}
+		mk := func(j time.Duration) JobSpec {
+			sp := cronSpec(t, name, "0 * * * * *", rec)
+			sp.Jitter, sp.Overlap = j, OverlapAllow
+			return sp
+		}
+		s := e.scheduler("r1", nil, mk(jitter))
+		stop := running(t, s)
+		time.Sleep(time.Until(slot.Add(10 * time.Second))) // late under no jitter, not yet due under the old one
+		if _, err := s.Reload(context.Background(), "v2", []JobSpec{mk(0)}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Until(slot.Add(jitter + 5*time.Second)))
+		stop()
+		n := 0
+		for _, r := range rec.all() {
+			if r.Run.Slot.Equal(slot) {
+				n++
+			}
+		}
+		if n != 1 {
+			e.sink.dump(t)
+			t.Errorf("slot %s ran %d times, want once", slotString(slot), n)
+		}
+		if late := where(e.sink.events(t), "slot.skipped", "reason", "late"); len(late) != 0 {
+			t.Errorf("slots skipped late after the reload: %v", late)
+		}
+	})
+}

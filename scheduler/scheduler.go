@@ -166,8 +166,26 @@ type job struct {
 	// replica (zero: it has been as it is since Run started): the
 	// reconciler judges no slot of it from before then.
 	since time.Time
+	// dueFloor (zero: none) is when a reload changed this job's slots,
+	// and floorFrom the first slot the old definition had not fired: such
+	// a slot is due no earlier than the reload (dueAt). Lowering the
+	// jitter makes slots due earlier: without the floor, one due under the
+	// old jitter after the reload but under the new one long before it
+	// was found late and dropped.
+	dueFloor, floorFrom time.Time
 
 	*jobState
+}
+
+// dueAt is when slot t of j is due on this replica: its due time
+// (jitter included), not before the reload that made it due earlier
+// (dueFloor) when the old definition had not fired it.
+func (j *job) dueAt(t time.Time) time.Time {
+	d := j.spec.Due(t)
+	if d.Before(j.dueFloor) && !t.Before(j.floorFrom) {
+		return j.dueFloor
+	}
+	return d
 }
 
 // jobState is what this replica knows of a job across reloads.
