@@ -109,6 +109,9 @@ type step func(*attempt) verdict
 //     for the job lease, nor take it from the next slot;
 //   - the job lease after every check that can end the attempt without
 //     it: its wait holds the claim (and may be long, under replace);
+//   - the runs started under allow before a reload to forbid or replace
+//     right after the job lease: they hold none, so the lease alone
+//     cannot keep this slot from running beside them;
 //   - run_once's outage check last: it needs the job lease held, since
 //     the replica that recovered the outage first wrote its entry in the
 //     step that freed it.
@@ -125,6 +128,7 @@ func (a *attempt) steps() []step {
 		(*attempt).late,
 		(*attempt).recorded,
 		(*attempt).takeJobLease,
+		(*attempt).allowRuns,
 		(*attempt).outageRecovered,
 	}
 }

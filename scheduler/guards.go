@@ -268,6 +268,40 @@ func (a *attempt) takeJobLease() verdict {
 	return a.lost(err)
 }
 
+// allowRuns skips a slot for overlap, for a while after a reload changed
+// the job's overlap from allow to forbid or replace, while a run of an
+// older slot of the job is going on (its claim is open): started under
+// allow, it holds no job lease, so the job lease alone would let this
+// slot run beside it. An open claim of a dead run counts too until it is
+// settled.
+func (a *attempt) allowRuns() verdict {
+	s := a.s
+	if a.jobLease == nil {
+		return goOn
+	}
+	a.j.mu.Lock()
+	until := a.j.allowRunsUntil
+	a.j.mu.Unlock()
+	if !s.clock.Now().Before(until) {
+		return goOn
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	claims, err := s.cfg.Locker.ReadClaims(ctx, a.name)
+	cancel()
+	if err != nil {
+		return a.lost(err)
+	}
+	for u := range history.ClaimedSlots(claims) {
+		// Newer slots' claims wait for the job lease this slot holds.
+		if u < a.t.Unix() {
+			return verdict{act: actDone, reason: history.ReasonOverlap, entry: a.skippedEntry(history.ReasonOverlap),
+				attrs: []any{"note", "a run started under overlap allow before the reload is still going on (slot " +
+					slotString(time.Unix(u, 0)) + ")"}}
+		}
+	}
+	return goOn
+}
+
 // backfillJobLease takes the job lease of a backfill under forbid and
 // replace (a backfill replaces no run: it waits as under forbid). Held,
 // the slot is not run: a later backfill may run it.

@@ -87,6 +87,9 @@ func (s *Scheduler) applyReload(h *jobHeap, req reloadReq) {
 	var res ReloadResult
 	for _, j := range next.order {
 		prev := old.byName[j.name()]
+		if prev != nil {
+			s.noteAllowRuns(prev, j, now)
+		}
 		switch {
 		case prev == nil:
 			res.Added = append(res.Added, j.name())
@@ -160,6 +163,23 @@ func locationName(l *time.Location) string {
 		return "UTC"
 	}
 	return l.String()
+}
+
+// noteAllowRuns starts, when a reload changes j's overlap from allow to
+// forbid or replace, the window in which its slots look for runs that
+// started under allow: they hold no job lease, and may go on for their
+// timeout (a day when they have none) and a lease's time.
+func (s *Scheduler) noteAllowRuns(prev, j *job, now time.Time) {
+	if prev.spec.Overlap != OverlapAllow || j.spec.Overlap == OverlapAllow {
+		return
+	}
+	d := prev.spec.Timeout
+	if d <= 0 {
+		d = 24 * time.Hour
+	}
+	prev.mu.Lock()
+	prev.allowRunsUntil = now.Add(d + s.cfg.LockTTL)
+	prev.mu.Unlock()
 }
 
 // continueAt is the first slot that spec, the new definition of prev's

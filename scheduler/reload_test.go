@@ -314,3 +314,38 @@ func TestReloadLoweringTheJitterDropsNoSlot(t *testing.T) {
 		}
 	})
 }
+
+// TestReloadFromAllowToForbidWaitsForTheRunsGoingOn: a run started under
+// overlap allow holds no job lease; after a reload to forbid, the slots
+// that come while it goes on are skipped for overlap, not run beside it;
+// once it ended, the next slot runs.
+func TestReloadFromAllowToForbidWaitsForTheRunsGoingOn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		rec := &recorder{d: 8 * time.Second, now: time.Now}
+		mk := func(o Overlap) JobSpec {
+			sp := cronSpec(t, "j", "*/5 * * * * *", rec)
+			sp.Overlap = o
+			return sp
+		}
+		s := e.scheduler("r1", nil, mk(OverlapAllow))
+		stop := running(t, s)
+		first := time.Now().Truncate(5 * time.Second).Add(5 * time.Second)
+		time.Sleep(time.Until(first.Add(time.Second))) // the first run (8 s) goes on past the next slot
+		if _, err := s.Reload(context.Background(), "v2", []JobSpec{mk(OverlapForbid)}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Second)
+		stop()
+		runs := rec.all()
+		for i := 1; i < len(runs); i++ {
+			if runs[i].Start.Before(runs[i-1].End) {
+				t.Errorf("run of %s started at %v, before the run of %s ended (%v)", slotString(runs[i].Run.Slot),
+					runs[i].Start.Sub(first), slotString(runs[i-1].Run.Slot), runs[i-1].End.Sub(first))
+			}
+		}
+		if len(runs) < 2 {
+			t.Errorf("%d runs: the job stopped running after the reload", len(runs))
+		}
+	})
+}

@@ -190,8 +190,13 @@ func (j *job) dueAt(t time.Time) time.Time {
 
 // jobState is what this replica knows of a job across reloads.
 type jobState struct {
-	mu     sync.Mutex
-	missed time.Time // latest slot skipped for no_quorum, awaiting run_once or run_all recovery
+	mu sync.Mutex
+	// allowRunsUntil (zero: none): a reload changed the job's overlap
+	// from allow to forbid or replace; runs started before it hold no job
+	// lease and may go on until then (their timeout), so slots look for
+	// them (attempt.allowRuns).
+	allowRunsUntil time.Time
+	missed         time.Time // latest slot skipped for no_quorum, awaiting run_once or run_all recovery
 	// missedFirst is the earliest such slot (run_all recovers the range).
 	missedFirst time.Time
 	// recovering serializes run_all's recoveries of this job on this
