@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	yaml "go.yaml.in/yaml/v4"
+
+	"github.com/slotlock/slotlock/scheduler"
 )
 
 // ruleFile is a Prometheus rule file, as strict as Prometheus reads it.
@@ -155,4 +158,103 @@ func TestAlertRulesAllUnitTested(t *testing.T) {
 			require.True(t, slices.Contains(fired, r.Alert), "slotlock-alerts_test.yaml never expects %s to fire", r.Alert)
 		}
 	}
+}
+
+// Each job's SlotlockJobNoRecentSuccess threshold follows from its own
+// schedule, in every configuration the example Prometheus scrapes or the
+// thresholds file names (the repository's config.yaml and the local
+// cluster's deploy/local/demo.yaml): at least k intervals plus two scrape
+// intervals (the success gauge is up to one scrape old, and the rule is
+// evaluated up to one evaluation interval later), so a healthy job never
+// fires. Jobs without a recording rule get the rule's 25-hour default.
+func TestNoRecentSuccessThresholdsFollowSchedules(t *testing.T) {
+	const k = 3
+	var prom struct {
+		Global struct {
+			ScrapeInterval     string `yaml:"scrape_interval"`
+			EvaluationInterval string `yaml:"evaluation_interval"`
+		} `yaml:"global"`
+	}
+	require.NoError(t, yaml.Unmarshal(readFile(t, "prometheus/prometheus.yml"), &prom))
+	scrape, err := time.ParseDuration(prom.Global.ScrapeInterval)
+	require.NoError(t, err)
+	eval, err := time.ParseDuration(prom.Global.EvaluationInterval)
+	require.NoError(t, err)
+	allowance := 2 * max(scrape, eval)
+	require.Regexp(t, `(?m)^\s*0 \* max by \(job\) \(slotlock_job_last_success_timestamp_seconds\) \+ 90000$`, string(readFile(t, "prometheus/slotlock-alerts.yaml")),
+		"the rule's default threshold is no longer 25 hours; update this test")
+	const defaultAge = 25 * time.Hour
+
+	listed := map[string]time.Duration{}
+	for _, g := range readRuleFile(t, "prometheus/slotlock-thresholds.yaml").Groups {
+		for _, r := range g.Rules {
+			m := regexp.MustCompile(`^vector\(([0-9 *+]+)\)$`).FindStringSubmatch(r.Expr)
+			require.NotNil(t, m, "%s: the threshold is not vector(<seconds>)", r.Labels["job"])
+			listed[r.Labels["job"]] = time.Duration(arith(t, m[1])) * time.Second
+		}
+	}
+	seen := map[string]bool{}
+	for _, file := range []string{"../config.yaml", "local/demo.yaml"} {
+		var cfg struct {
+			Jobs []struct {
+				Name     string `yaml:"name"`
+				Schedule string `yaml:"schedule"`
+				Timezone string `yaml:"timezone"`
+			} `yaml:"jobs"`
+		}
+		require.NoError(t, yaml.Unmarshal(readFile(t, file), &cfg), file)
+		require.NotEmpty(t, cfg.Jobs, file)
+		for _, j := range cfg.Jobs {
+			seen[j.Name] = true
+			interval := longestInterval(t, j.Schedule, j.Timezone)
+			age, ok := listed[j.Name]
+			if !ok {
+				age = defaultAge
+			}
+			require.GreaterOrEqual(t, age, k*interval+allowance, "%s: %s (%q, every %s): threshold %s is below %d intervals + %s; SlotlockJobNoRecentSuccess would fire on a healthy fleet",
+				file, j.Name, j.Schedule, interval, age, k, allowance)
+		}
+	}
+	for name := range listed {
+		require.True(t, seen[name], "slotlock-thresholds.yaml has a threshold for %s, which neither config.yaml nor deploy/local/demo.yaml runs", name)
+	}
+}
+
+// arith evaluates a sum of products of integers ("3 * 10 + 30").
+func arith(t *testing.T, expr string) int64 {
+	t.Helper()
+	var sum int64
+	for _, term := range strings.Split(expr, "+") {
+		p := int64(1)
+		for _, f := range strings.Split(term, "*") {
+			n, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64)
+			require.NoError(t, err, expr)
+			p *= n
+		}
+		sum += p
+	}
+	return sum
+}
+
+// longestInterval is the longest time between two consecutive slots of a
+// schedule over the next year (daylight saving time lengthens some).
+func longestInterval(t *testing.T, spec, zone string) time.Duration {
+	t.Helper()
+	loc := time.UTC
+	if zone != "" {
+		var err error
+		loc, err = time.LoadLocation(zone)
+		require.NoError(t, err)
+	}
+	sched, err := scheduler.ParseSchedule(spec, loc)
+	require.NoError(t, err, spec)
+	from := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var longest time.Duration
+	for prev, n := sched.Next(from), 0; prev.Before(from.AddDate(1, 0, 0)) && n < 600_000; n++ {
+		next := sched.Next(prev)
+		longest = max(longest, next.Sub(prev))
+		prev = next
+	}
+	require.Positive(t, longest, spec)
+	return longest
 }

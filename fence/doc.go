@@ -26,11 +26,16 @@
 //	replica A  run token 7 ──── frozen ──────────── wakes: write(7) → ErrStale
 //	replica B                 run token 8: write(8) ✓
 //
+// (In a Go job the woken run's write usually does not get that far: see
+// "A woken run's context" below.)
+//
 // # Which guard where
 //
 //   - Redis: Redis.Set, Redis.HSet, Redis.XAdd (and Redis.Advance) run one
-//     Lua script that compares, writes and raises the fence in one atomic
-//     step. The highest token lives at FenceKey(key), in the data key's
+//     Lua script through Redis.Client, a go-redis v9 client
+//     (github.com/redis/go-redis/v9: *redis.Client, *redis.ClusterClient,
+//     any redis.UniversalClient), the Redis client slotlock uses itself. The
+//     script compares, writes and raises the fence in one atomic step. The highest token lives at FenceKey(key), in the data key's
 //     hash slot, so it works on Redis Cluster endpoints. Cost: the script
 //     instead of the plain command (one round trip either way), one extra
 //     GET and usually one extra SET inside Redis, and one small key per
@@ -52,16 +57,32 @@
 //   - exec jobs (shell): the same guards from the command line. A
 //     `redis-cli EVAL` of RedisScript, or psql running the guard statement
 //     in the write's transaction; see examples/fenced-exec and
-//     docs/exactly-once-effects.md.
+//     docs/exactly-once-effects.md. A refused recipe exits 75
+//     (jobs.ExitStaleToken), which slotlock records with error class
+//     "stale_token".
 //
 // # What a refusal looks like
 //
 // Every guard returns a *StaleError on a stale token; errors.Is(err,
 // ErrStale) tells it apart from a failure of the store. Return it from the
 // job: slotlock records the run as run.failed with error_class
-// "stale_token" (or run.canceled with reason lock_lost, when the watchdog
-// noticed the lost lease first). Nothing was written: retrying with the
+// "stale_token" (or run.canceled with reason lock_lost and error_class
+// "stale_token", when the watchdog noticed the lost lease first). Nothing was written: retrying with the
 // same token cannot succeed, and need not, since a newer run did the work.
+//
+// # A woken run's context
+//
+// slotlock cancels a run's context as soon as its watchdog sees the lease
+// lost, with the cause locking.ErrLockLost. A Go job's guarded write made
+// after that fails with context.Canceled before it reaches the store (the
+// Redis and SQL guards send nothing under a canceled context), not with
+// ErrStale: as safe (nothing was written), and the run is recorded as
+// run.canceled reason lock_lost. Tell the two apart with
+// errors.Is(err, context.Canceled) && errors.Is(context.Cause(ctx),
+// locking.ErrLockLost). Only a write already on its way, or one made under
+// a context that ignores the run's, meets the guard and gets ErrStale.
+//
+// # Equal tokens
 //
 // A token equal to the highest is accepted, so a run may write several
 // times and retry attempts (which share the run's token) are not refused.

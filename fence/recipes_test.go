@@ -2,6 +2,7 @@ package fence_test
 
 import (
 	"context"
+	"errors"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -54,6 +55,9 @@ func TestRecipeRedisCLI(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "stale fencing token 7") || !strings.Contains(err.Error(), "75") {
 			t.Fatalf("%s, token 7 after 8: err = %v; want exit 75 and the stale message", key, err)
 		}
+		if c := errorClass(err); c != fence.ErrorClass {
+			t.Fatalf("%s, token 7 after 8: error class %q, want %s (what history records)", key, c, fence.ErrorClass)
+		}
 		ctx := context.Background()
 		fk, _ := fence.FenceKey(key)
 		if v, f := node.Client().Get(ctx, key).Val(), node.Client().Get(ctx, fk).Val(); v != "by run 8" || f != "8" {
@@ -81,8 +85,15 @@ func TestRecipePsql(t *testing.T) {
 		t.Fatalf("token 8: %v", err)
 	}
 	err := execRun(t, "psql-write.sh", env("by run 7"), 7)
-	if err == nil || !strings.Contains(err.Error(), "code 3") || !strings.Contains(err.Error(), "stale fencing token") {
-		t.Fatalf("token 7 after 8: err = %v; want exit 3 saying stale fencing token", err)
+	if err == nil || !strings.Contains(err.Error(), "code 75") || !strings.Contains(err.Error(), "stale fencing token") {
+		t.Fatalf("token 7 after 8: err = %v; want exit 75 saying stale fencing token", err)
+	}
+	if c := errorClass(err); c != fence.ErrorClass {
+		t.Fatalf("token 7 after 8: error class %q, want %s", c, fence.ErrorClass)
+	}
+	// Any other failure (here: no server) keeps psql's own code and is no refusal.
+	if err := execRun(t, "psql-write.sh", map[string]any{"DATABASE_URL": "postgres://postgres@127.0.0.1:1/postgres?sslmode=disable", "RESOURCE": "r", "BODY": "b"}, 9); err == nil || errorClass(err) == fence.ErrorClass {
+		t.Fatalf("a failed connection: err = %v, class %q; want a failure that is not stale_token", err, errorClass(err))
 	}
 	var body string
 	var token int64
@@ -93,4 +104,14 @@ WHERE r.name = 'recipe-report'`).Scan(&body, &token); err != nil {
 	if body != "by run 8" || token != 8 {
 		t.Fatalf("report %q with fence %d; want run 8's and 8", body, token)
 	}
+}
+
+// errorClass is the class an error gives itself, as slotlock's history
+// reads it.
+func errorClass(err error) string {
+	var c interface{ ErrorClass() string }
+	if errors.As(err, &c) {
+		return c.ErrorClass()
+	}
+	return ""
 }

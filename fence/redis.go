@@ -34,8 +34,9 @@ var redisGuard = redis.NewScript(RedisScript)
 // The zero value is not usable: set Client. A Redis is safe for concurrent
 // use.
 type Redis struct {
-	// Client runs the script: a *redis.Client, *redis.ClusterClient,
-	// *redis.Ring or any redis.UniversalClient.
+	// Client runs the script: a go-redis v9 client
+	// (github.com/redis/go-redis/v9) — *redis.Client,
+	// *redis.ClusterClient, *redis.Ring or any redis.UniversalClient.
 	Client redis.Scripter
 }
 

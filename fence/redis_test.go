@@ -2,6 +2,7 @@ package fence_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"math"
@@ -15,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/slotlock/slotlock/fence"
+	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/locking/redistest"
 )
 
@@ -249,3 +251,59 @@ func TestRedisGuardOnClusterEndpoint(t *testing.T) {
 }
 
 func clusterOK(info string) bool { return strings.Contains(info, "cluster_state:ok") }
+
+// A woken stale run of a Go job: slotlock cancels the run's context as soon
+// as its watchdog sees the lease lost, with cause locking.ErrLockLost. A
+// guarded write under that context fails with context.Canceled before it
+// reaches the store, not with ErrStale, and writes nothing: as safe as a
+// refusal. context.Cause tells the two apart. (A stale write sent before
+// the cancel is refused with ErrStale: TestRedisSetRefusesLowerToken.)
+func TestStaleRunWithCanceledContext(t *testing.T) {
+	stale := func(t *testing.T, write func(ctx context.Context) error) {
+		t.Helper()
+		runCtx, cancel := context.WithCancelCause(context.Background())
+		cancel(locking.ErrLockLost) // what the scheduler does on lock.lost
+		err := write(runCtx)
+		if !errors.Is(err, context.Canceled) || errors.Is(err, fence.ErrStale) {
+			t.Fatalf("stale write under the canceled run's context: err = %v; want context.Canceled, not ErrStale", err)
+		}
+		if !errors.Is(context.Cause(runCtx), locking.ErrLockLost) {
+			t.Fatalf("cause = %v, want locking.ErrLockLost", context.Cause(runCtx))
+		}
+	}
+	t.Run("redis", func(t *testing.T) {
+		c := redisClient(t)
+		ctx := context.Background()
+		g := fence.Redis{Client: c}
+		key := "{report:canceled}:latest"
+		if err := g.Set(ctx, key, 8, "run 8", 0); err != nil {
+			t.Fatal(err)
+		}
+		stale(t, func(ctx context.Context) error { return g.Set(ctx, key, 7, "run 7", 0) })
+		if v, f := c.Get(ctx, key).Val(), fenceOf(t, c, key); v != "run 8" || f != "8" {
+			t.Fatalf("value %q fence %q, want run 8's", v, f)
+		}
+	})
+	t.Run("sql", func(t *testing.T) {
+		db := postgres(t)
+		ctx := context.Background()
+		g := fence.SQL{Table: "fence_canceled"}
+		if err := g.CreateTable(ctx, db); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Exec(ctx, db, "report", 8, func(*sql.Tx) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		wrote := false
+		stale(t, func(ctx context.Context) error {
+			return g.Exec(ctx, db, "report", 7, func(*sql.Tx) error { wrote = true; return nil })
+		})
+		var token int64
+		if err := db.QueryRowContext(ctx, `SELECT token FROM fence_canceled WHERE resource = 'report'`).Scan(&token); err != nil {
+			t.Fatal(err)
+		}
+		if wrote || token != 8 {
+			t.Fatalf("write called %v, fence %d; want no write and 8", wrote, token)
+		}
+	})
+}

@@ -54,6 +54,9 @@ import (
 // The last 4 KiB of stdout and of stderr are logged in one line (event
 // "exec.output") when the process ends. A non-zero exit fails the run with
 // an error naming the exit code (or the signal) and the last stderr line.
+// Exit code 75 (ExitStaleToken) is the fence recipes' refusal of a stale
+// fencing token: that error's class is "stale_token", as for a Go job's
+// fence.ErrStale, in history and on the run's last line.
 //
 // Redaction is by structure (SecretParams): every env value and every
 // argument after command[0] is a secret unless show_env names the variable
@@ -302,20 +305,41 @@ func (j *execJob) startError(err error) error {
 	return fmt.Errorf("exec: start %q: %w", argv0, err)
 }
 
+// ExitStaleToken is the exit code with which the fence recipes for exec
+// jobs (examples/fenced-exec) report a write refused for a stale fencing
+// token: a newer run of the job wrote first, and this one wrote nothing. A
+// run whose program exits with it is recorded with error class
+// "stale_token". (75 is EX_TEMPFAIL in sysexits.h: a program that uses it
+// for other temporary failures gets the same class; the error still names
+// the exit code and the last stderr line.)
+const ExitStaleToken = 75
+
 // outcome is the run's error: nil when the program exited 0 by itself.
 func (j *execJob) outcome(ctx context.Context, p *process, termAt time.Time, waitErr error, scrub *Scrubber) error {
 	argv0 := j.p.Command[0]
+	ps := p.cmd.ProcessState
 	switch {
 	case !termAt.IsZero():
-		return fmt.Errorf("exec: %q stopped (%s): %w", argv0, describeExit(p.cmd.ProcessState), context.Cause(ctx))
+		// Canceled (the lease lost, say) while the program may have been
+		// refused already: its own exit 75 still names the refusal.
+		return staleExit(ps, fmt.Errorf("exec: %q stopped (%s): %w", argv0, describeExit(ps), context.Cause(ctx)))
 	case waitErr != nil:
 		var ee *exec.ExitError
 		if !errors.As(waitErr, &ee) {
 			return fmt.Errorf("exec: %q: %w", argv0, waitErr)
 		}
-		return fmt.Errorf("exec: %q %s%s", argv0, describeExit(p.cmd.ProcessState), lastLine(scrub.String(p.stderr.String())))
+		return staleExit(ps, fmt.Errorf("exec: %q %s%s", argv0, describeExit(ps), lastLine(scrub.String(p.stderr.String()))))
 	}
 	return nil
+}
+
+// staleExit gives err the class "stale_token" when the program exited by
+// itself with ExitStaleToken.
+func staleExit(ps *os.ProcessState, err error) error {
+	if ps != nil && ps.Exited() && ps.ExitCode() == ExitStaleToken {
+		return &staleTokenError{err: err}
+	}
+	return err
 }
 
 func describeExit(ps *os.ProcessState) string {

@@ -108,6 +108,38 @@ func TestExecNonZeroExit(t *testing.T) {
 	}
 }
 
+// Exit 75, the fence recipes' refusal of a stale token, is error class
+// stale_token (what history records); another non-zero exit is not.
+func TestExecStaleTokenExit(t *testing.T) {
+	class := func(err error) string {
+		var c interface{ ErrorClass() string }
+		if errors.As(err, &c) {
+			return c.ErrorClass()
+		}
+		return ""
+	}
+	run, _ := testRun(t)
+	err := mustJob(t, "exec", helperCommand("stale")).Run(context.Background(), run)
+	if err == nil || class(err) != "stale_token" {
+		t.Fatalf("exit 75: err %v, class %q; want stale_token", err, class(err))
+	}
+	for _, want := range []string{"exited with code 75", "a newer run wrote first"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	run, _ = testRun(t)
+	if err := mustJob(t, "exec", helperCommand("fail")).Run(context.Background(), run); class(err) == "stale_token" {
+		t.Fatalf("exit 3 classed stale_token: %v", err)
+	}
+	// The recipe as shipped: sh, exit 75 on a refusal.
+	run, _ = testRun(t)
+	err = mustJob(t, "exec", map[string]any{"command": []any{"sh", "-c", "exit 75"}}).Run(context.Background(), run)
+	if class(err) != "stale_token" {
+		t.Fatalf("sh exit 75: err %v, class %q; want stale_token", err, class(err))
+	}
+}
+
 func TestExecStartFailure(t *testing.T) {
 	run, _ := testRun(t)
 	j := mustJob(t, "exec", map[string]any{"command": []any{"/nonexistent/program"}})

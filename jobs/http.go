@@ -312,9 +312,10 @@ func staleRefusal(resp *http.Response) bool {
 	return resp.StatusCode == http.StatusConflict && resp.Header.Get("X-Slotlock-Fencing-Highest") != ""
 }
 
-// staleTokenError is a run refused by its receiver because a newer run of
-// the job already wrote: its error class is "stale_token", the class of
-// the fence package's ErrStale, without jobs importing fence.
+// staleTokenError is a run refused by its receiver (http: 409 from the
+// fence middleware; exec: the recipes' exit 75) because a newer run of the
+// job already wrote: its error class is "stale_token", the class of the
+// fence package's ErrStale, without jobs importing fence.
 type staleTokenError struct{ err error }
 
 func (e *staleTokenError) Error() string      { return e.err.Error() }

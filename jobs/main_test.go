@@ -41,6 +41,9 @@ func helperMain(mode string) int {
 		}
 		json.NewEncoder(os.Stdout).Encode(map[string]any{"args": os.Args[1:], "cwd": wd, "env": env})
 		return 0
+	case "stale": // the fence recipes' refusal (examples/fenced-exec)
+		fmt.Fprintln(os.Stderr, "stale fencing token 7 for report: token 8 was already accepted (a newer run wrote first); nothing written")
+		return 75
 	case "fail":
 		fmt.Fprintln(os.Stdout, "some output")
 		fmt.Fprintln(os.Stderr, "first line")

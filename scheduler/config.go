@@ -119,13 +119,16 @@ type Metrics interface {
 	JobOutcome(job string, outcome history.Outcome, at time.Time)
 }
 
-// Config configures a Scheduler. Locker and Jobs are required; the zero
-// values of the rest mean the defaults shown.
+// Config configures a Scheduler. Locker (a locking.Backend, despite the
+// field's name) and Jobs are required; the zero values of the rest mean
+// the defaults shown.
 type Config struct {
 	Replica string // this replica's name (logs); default "replica"
 	// Version and DefinitionsHash describe this replica in its heartbeat
 	// (slotlock status): the build, and a hash of its job definitions
-	// that differs between replicas running different jobs. Optional.
+	// that differs between replicas running different jobs. Optional:
+	// without DefinitionsHash the scheduler computes one from Jobs (what
+	// each job declares, not its code: see Scheduler.DefinitionsHash).
 	Version, DefinitionsHash string
 	// Secrets are values that must never appear in an error text the
 	// scheduler logs (the Redis password): they are scrubbed, with every

@@ -22,3 +22,17 @@ func errorClass(err error) string {
 	}
 	return "error"
 }
+
+// declaredErrorClass is the class a canceled run's error gives itself
+// (ErrorClass() string), else "": a run canceled because its lease was
+// lost may have been refused as stale by its own fence first (an exec
+// recipe's exit 75, fence.ErrStale), and its entry says so beside the
+// cancel reason. The error a cancel leaves behind otherwise (context
+// canceled, a killed program) says nothing the reason does not.
+func declaredErrorClass(err error) string {
+	var c interface{ ErrorClass() string }
+	if err != nil && errors.As(err, &c) {
+		return c.ErrorClass()
+	}
+	return ""
+}

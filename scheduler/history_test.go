@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/slotlock/slotlock/jobs"
+	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/scheduler/history"
 )
 
@@ -69,6 +71,50 @@ type classedErr struct{}
 
 func (classedErr) Error() string      { return "fence: stale fencing token" }
 func (classedErr) ErrorClass() string { return "stale_token" }
+
+// A run canceled because its lease was lost, whose job had its write
+// refused as stale (an exec recipe's exit 75, fence.ErrStale), is recorded
+// as canceled with reason lock_lost and error class stale_token, on its
+// entry and its run.canceled line; a cancel that leaves only the context's
+// error records no class.
+func TestCanceledRunKeepsItsStaleTokenClass(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		err   func(cause error) error
+		class string
+	}{
+		{"refused", func(cause error) error { return fmt.Errorf("write report: %w", classedErr{}) }, "stale_token"},
+		{"plain", func(cause error) error { return fmt.Errorf("stopped: %w", cause) }, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := newEnv(t)
+				clock := newJumpClock(0)
+				e.locker = locking.NewLocal(locking.Options{Replica: "local", Clock: clock})
+				job := funcJob(func(ctx context.Context, _ jobs.Run) error {
+					<-ctx.Done()
+					return tc.err(context.Cause(ctx))
+				})
+				sched, _ := ParseSchedule("@every 1h", time.UTC)
+				stop := running(t, e.scheduler("r1", clock, JobSpec{Name: "victim", Schedule: sched, Job: job}))
+				time.Sleep(time.Hour + 5*time.Second)
+				clock.jump(time.Minute) // paused past both leases
+				time.Sleep(15 * time.Second)
+				stop()
+				h, err := history.ReadEntries(context.Background(), e.locker, "victim", time.Time{}, 10)
+				require.NoError(t, err)
+				require.Len(t, h, 1)
+				require.Equal(t, history.OutcomeCanceled, h[0].Outcome)
+				require.Equal(t, history.ReasonLockLost, h[0].Reason)
+				require.Equal(t, tc.class, h[0].ErrorClass)
+				c := where(e.sink.events(t), "run.canceled")
+				require.Len(t, c, 1)
+				require.Equal(t, "lock_lost", c[0].str("reason"))
+				require.Equal(t, tc.class, c[0].str("error_class"))
+			})
+		})
+	}
+}
 
 // errorClass reads the class a job's error gives itself through any
 // wrapping (fence.ErrStale's "stale_token", without the scheduler

@@ -13,7 +13,7 @@ import (
 type defs struct {
 	byName map[string]*job
 	order  []*job
-	hash   string    // Config.DefinitionsHash, then Reload's
+	hash   string    // Config.DefinitionsHash, then Reload's; else specsHash
 	since  time.Time // when a reload put it in force (zero: since Run started)
 }
 
@@ -30,7 +30,11 @@ func (s *Scheduler) job(name string) (*job, bool) {
 func (s *Scheduler) jobList() []*job { return s.jobSet().order }
 
 // DefinitionsHash returns the hash of the job definitions in force (the
-// heartbeat's): Config.DefinitionsHash, then the latest reload's.
+// heartbeat's): Config.DefinitionsHash, then the latest reload's; where
+// that was empty (an embedded scheduler), 12 hex digits of a SHA-256 over
+// what each job declares — name, schedule and zone, plugin, enabled,
+// timeout, overlap, misfire, retry, jitter, pause_on_failure — not over
+// its code.
 func (s *Scheduler) DefinitionsHash() string { return s.jobSet().hash }
 
 // buildJobs checks specs and makes their jobs, as New and Reload take

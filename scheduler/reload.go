@@ -47,7 +47,8 @@ type reloadReq struct {
 }
 
 // Reload replaces the job definitions with specs, whose hash (for the
-// heartbeat, `slotlock status` and the reconciler) is hash. It checks them
+// heartbeat, `slotlock status` and the reconciler) is hash, or, when hash
+// is empty, one computed from specs (specsHash). It checks them
 // as New does — on error nothing changes — and waits until Run's loop has
 // put them in force (if Run has not started yet, until it has), ctx ends
 // or the scheduler stops (ErrStopped). The other settings cannot change.
@@ -58,6 +59,9 @@ func (s *Scheduler) Reload(ctx context.Context, hash string, specs []JobSpec) (R
 		return ReloadResult{}, err
 	}
 	d.hash = hash
+	if d.hash == "" {
+		d.hash = specsHash(d.order)
+	}
 	req := reloadReq{defs: d, done: make(chan ReloadResult, 1)}
 	if s.isStopping() {
 		return ReloadResult{}, fmt.Errorf("%w: no reload while shutting down", ErrStopped)

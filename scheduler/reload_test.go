@@ -238,6 +238,7 @@ func TestReloadRejected(t *testing.T) {
 		stop := running(t, s)
 		defer stop()
 		time.Sleep(2500 * time.Millisecond)
+		before := s.DefinitionsHash() // computed from the jobs: no Config.DefinitionsHash
 		noJob := everySecond(t, "b", nil)
 		noJob.Job = nil
 		tooMuchJitter := everySecond(t, "b", b)
@@ -257,8 +258,8 @@ func TestReloadRejected(t *testing.T) {
 				t.Errorf("%s: Reload accepted it", name)
 			}
 		}
-		if h := s.DefinitionsHash(); h != "" {
-			t.Errorf("DefinitionsHash after rejected reloads = %q", h)
+		if h := s.DefinitionsHash(); h != before || h == "" {
+			t.Errorf("DefinitionsHash after rejected reloads = %q, want %q as before them", h, before)
 		}
 		time.Sleep(3 * time.Second) // to 5.5 s
 		stop()

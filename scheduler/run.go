@@ -126,6 +126,7 @@ func (a *attempt) execute(parent context.Context) (history.Entry, error) {
 	case history.OutcomeCanceled:
 		h.Reason = cancelReason(context.Cause(ctx))
 		h.BySlot = replacedBy(context.Cause(ctx))
+		h.ErrorClass = declaredErrorClass(runErr)
 	}
 	span.end(h, runErr)
 	return h, runErr
@@ -284,6 +285,9 @@ func logOutcome(ctx context.Context, log *slog.Logger, scrub *jobs.Scrubber, out
 		}
 		if runErr != nil {
 			attrs = append(attrs, "error", scrub.String(runErr.Error()))
+		}
+		if class := declaredErrorClass(runErr); class != "" {
+			attrs = append(attrs, "error_class", class)
 		}
 		log.Warn("run canceled", attrs...)
 	}

@@ -245,6 +245,9 @@ func New(cfg Config) (*Scheduler, error) {
 		return nil, err
 	}
 	d.hash = c.DefinitionsHash
+	if d.hash == "" {
+		d.hash = specsHash(d.order)
+	}
 	s.defs.Store(d)
 	return s, nil
 }

@@ -24,9 +24,11 @@
 //
 // A Go service that wants exactly-once scheduled functions in its own
 // process needs no binary and no configuration file: it builds a
-// [scheduler.Config] with a [locking.Locker] ([redlock.New] over
-// independent Redis nodes) and jobs ([scheduler.JobSpec]) whose Job is a
-// jobs.Func, then hands it to [NewOps] instead of [scheduler.New]:
+// [scheduler.Config] whose Locker is a [locking.Backend] — a
+// [locking.Locker] and the [locking.Store] on the same stores, as
+// [redlock.New] over independent Redis nodes returns it — and jobs
+// ([scheduler.JobSpec]) whose Job is a jobs.Func, then hands it to
+// [NewOps] instead of [scheduler.New]:
 //
 //	s, ops, err := cli.NewOps(cfg, cli.OpsOptions{StatusPage: true})
 //	mux.Handle("/ops/", http.StripPrefix("/ops", ops))

@@ -58,14 +58,15 @@ func NewOps(cfg scheduler.Config, opts OpsOptions) (*scheduler.Scheduler, *Ops, 
 		names[i] = j.Name
 	}
 	m.initJobs(names)
-	if cfg.DefinitionsHash != "" {
-		m.setConfigHash(cfg.DefinitionsHash)
-	}
 	cfg.Metrics = m
 	s, err := scheduler.New(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
+	// The hash the heartbeat carries: cfg's, or the scheduler's own of
+	// cfg.Jobs when cfg has none.
+	cfg.DefinitionsHash = s.DefinitionsHash()
+	m.setConfigHash(cfg.DefinitionsHash)
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()

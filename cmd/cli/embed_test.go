@@ -54,9 +54,15 @@ func TestOpsServesAnEmbeddedScheduler(t *testing.T) {
 			return nil
 		}))
 		defer lk.Close()
-		_, ops, err := cli.NewOps(cfg, cli.OpsOptions{StatusPage: true})
+		s, ops, err := cli.NewOps(cfg, cli.OpsOptions{StatusPage: true})
 		if err != nil {
 			t.Fatal(err)
+		}
+		// cfg has no DefinitionsHash: the scheduler's own, of its jobs, is
+		// the one the heartbeat carries and the metrics export.
+		hash := s.DefinitionsHash()
+		if len(hash) != 12 {
+			t.Fatalf("DefinitionsHash of an embedded scheduler = %q, want 12 hex digits", hash)
 		}
 		if code, _ := get(t, ops, "/readyz"); code != http.StatusServiceUnavailable {
 			t.Errorf("/readyz before Run = %d, want 503", code)
@@ -81,6 +87,7 @@ func TestOpsServesAnEmbeddedScheduler(t *testing.T) {
 			`slotlock_runs_total{job="tick",outcome="succeeded"} 2`,
 			`slotlock_scheduler_running 1`,
 			`slotlock_ready 1`,
+			`slotlock_config_info{hash="` + hash + `"} 1`,
 		} {
 			if code != http.StatusOK || !strings.Contains(metrics, want) {
 				t.Errorf("/metrics (%d) lacks %s", code, want)

@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"maps"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -14,6 +15,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v4"
+
+	"github.com/slotlock/slotlock/scheduler"
 )
 
 // alertRule is an entry of alerts/rules.json, which alerts.bicep turns into
@@ -187,4 +191,105 @@ func documents(t *testing.T) string {
 		b.WriteString(read(t, p))
 	}
 	return b.String()
+}
+
+// The no-recent-success threshold of every job in slotlock.yaml follows
+// from the job's own schedule: at least k intervals (its longest gap
+// between slots over a year) plus the Log Analytics ingestion allowance,
+// so a healthy job never pages. Where k intervals do not fit in the
+// query's 2-day range (a daily job), one interval plus the allowance. And
+// every threshold is under that range, or the alert could never fire.
+func TestNoRecentSuccessThresholdsFollowSchedules(t *testing.T) {
+	const (
+		k         = 3
+		ingestion = 10 * time.Minute // Microsoft: typically 20 s to 3 min, unbounded
+		queryDays = 48 * time.Hour   // the rule's range, P2D
+	)
+	q := read(t, "alerts/no-recent-success.kql")
+	for _, want := range []string{"3 x the job's longest interval", "+ 10m", "ingestion"} {
+		require.Contains(t, q, want, "the query's header no longer states the rule the test checks")
+	}
+	def := regexp.MustCompile(`(?m)^let default_max_age = (\d+)([mhd]);$`).FindStringSubmatch(q)
+	require.NotNil(t, def, "no default_max_age")
+	defaultAge := kqlDuration(t, def[1], def[2])
+	table := regexp.MustCompile(`(?s)datatable\(job: string, max_age: timespan\) \[(.*?)\n\];`).FindStringSubmatch(q)
+	require.NotNil(t, table, "no thresholds datatable")
+	listed := map[string]time.Duration{}
+	for _, m := range regexp.MustCompile(`"([a-z0-9._-]+)", (\d+)([mhd])`).FindAllStringSubmatch(table[1], -1) {
+		listed[m[1]] = kqlDuration(t, m[2], m[3])
+	}
+	require.NotEmpty(t, listed)
+
+	jobs := configJobs(t, "slotlock.yaml")
+	require.NotEmpty(t, jobs)
+	for name := range listed {
+		require.Contains(t, jobs, name, "no-recent-success.kql lists %s, which slotlock.yaml does not run", name)
+	}
+	for _, name := range append(slices.Sorted(maps.Keys(listed)), "(default)") {
+		age := listed[name]
+		if name == "(default)" {
+			age = defaultAge
+		}
+		require.Less(t, age, queryDays, "%s: a threshold of 2d or more never fires (the query reads 2 days back)", name)
+	}
+	for name, j := range jobs {
+		interval := longestInterval(t, j.Schedule, j.Timezone)
+		want := k*interval + ingestion
+		if want >= queryDays {
+			want = interval + ingestion
+		}
+		age, ok := listed[name]
+		if !ok {
+			age = defaultAge
+		}
+		require.GreaterOrEqual(t, age, want, "%s (%q, every %s): threshold %s is below %d intervals + %s of ingestion delay; the alert would fire on a healthy fleet",
+			name, j.Schedule, interval, age, k, ingestion)
+	}
+}
+
+// configJob is what the threshold checks read of a job in a slotlock
+// configuration file.
+type configJob struct {
+	Schedule string `yaml:"schedule"`
+	Timezone string `yaml:"timezone"`
+}
+
+// configJobs returns the jobs of a slotlock configuration file by name.
+func configJobs(t *testing.T, file string) map[string]configJob {
+	t.Helper()
+	var cfg struct {
+		Jobs []struct {
+			Name      string `yaml:"name"`
+			configJob `yaml:",inline"`
+		} `yaml:"jobs"`
+	}
+	require.NoError(t, yaml.Unmarshal([]byte(read(t, file)), &cfg), file)
+	out := map[string]configJob{}
+	for _, j := range cfg.Jobs {
+		out[j.Name] = j.configJob
+	}
+	return out
+}
+
+// longestInterval is the longest time between two consecutive slots of a
+// schedule over the next year (daylight saving time lengthens some).
+func longestInterval(t *testing.T, spec, zone string) time.Duration {
+	t.Helper()
+	loc := time.UTC
+	if zone != "" {
+		var err error
+		loc, err = time.LoadLocation(zone)
+		require.NoError(t, err)
+	}
+	sched, err := scheduler.ParseSchedule(spec, loc)
+	require.NoError(t, err, spec)
+	from := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var longest time.Duration
+	for prev, n := sched.Next(from), 0; prev.Before(from.AddDate(1, 0, 0)) && n < 600_000; n++ {
+		next := sched.Next(prev)
+		longest = max(longest, next.Sub(prev))
+		prev = next
+	}
+	require.Positive(t, longest, spec)
+	return longest
 }

@@ -21,13 +21,20 @@ param location string
 @description('Log Analytics retention in days for the audit trail (ContainerAppConsoleLogs_CL).')
 param logRetentionDays int = 30
 
-@description('SLOTLOCK_DEPLOY_REDIS. true: create three independent Azure Managed Redis instances (TLS, port 10000, Entra ID auth for the app identity) as the Redlock quorum. false: use your own nodes from redisNodes.')
+@description('SLOTLOCK_DEPLOY_REDIS. true: create redisNodeCount independent Azure Managed Redis instances (TLS, port 10000, Entra ID auth for the app identity) as the Redlock quorum. false: use your own nodes from redisNodes.')
 param deployRedis bool = true
 
-@description('SLOTLOCK_REDIS_SKU: Azure Managed Redis SKU of each of the three instances. Locks need little memory: the smallest Balanced SKU is plenty.')
+@allowed([
+  3
+  5
+])
+@description('SLOTLOCK_REDIS_NODE_COUNT, used only when deployRedis is true: how many independent Azure Managed Redis instances form the Redlock quorum, and the app gets every one of them. 3 tolerates one instance lost (down, or failed over without its latest writes) at a time; 5 tolerates two, at 5/3 of the cost.')
+param redisNodeCount int = 3
+
+@description('SLOTLOCK_REDIS_SKU: Azure Managed Redis SKU of each instance. Locks need little memory: the smallest Balanced SKU is plenty.')
 param redisSku string = 'Balanced_B0'
 
-@description('Replicate each Azure Managed Redis instance within itself (a primary and a replica node, placed by the service). The replication is ASYNCHRONOUS: a failover, planned (maintenance) or not, can lose writes the primary had acknowledged, so an instance can come back without a claim or a fencing-counter step (README, "Deploy to Azure Container Apps", failover). It shortens outages; it does not make an instance durable, and persistence does not cover a failover either. Redlock tolerates one of three instances losing data at a time.')
+@description('Replicate each Azure Managed Redis instance within itself (a primary and a replica node, placed by the service). The replication is ASYNCHRONOUS: a failover, planned (maintenance) or not, can lose writes the primary had acknowledged, so an instance can come back without a claim or a fencing-counter step (README, "Deploy to Azure Container Apps", failover). It shortens outages; it does not make an instance durable, and persistence does not cover a failover either. Redlock tolerates a minority of the instances losing data at a time: one of three, two of five.')
 param redisHighAvailability bool = true
 
 @description('SLOTLOCK_REDIS_PERSISTENCE: append-only-file persistence (written every second; "always" is deprecated by Azure) on each Azure Managed Redis instance, so an instance that restarts as a whole comes back with its locks and fencing counters. It does not cover a failover to the replica (asynchronous replication: the replica may miss the last writes). Turn it off only for throwaway environments.')
@@ -83,7 +90,7 @@ module resources 'resources.bicep' = {
     redisSku: redisSku
     redisHighAvailability: redisHighAvailability
     redisPersistence: redisPersistence
-    redisNodes: redisNodes
+    redisNodeCount: redisNodeCount
     redisAuth: deployRedis ? 'entra' : redisAuth
     redisTls: redisTls
     principalId: principalId
@@ -102,7 +109,7 @@ output SLOTLOCK_ENVIRONMENT_ID string = resources.outputs.environmentId
 output SLOTLOCK_IDENTITY_ID string = resources.outputs.identityId
 output SLOTLOCK_IDENTITY_CLIENT_ID string = resources.outputs.identityClientId
 output SLOTLOCK_LOG_ANALYTICS_WORKSPACE_ID string = resources.outputs.logAnalyticsWorkspaceId
-output SLOTLOCK_NODES string = resources.outputs.redisNodes
+output SLOTLOCK_NODES string = deployRedis ? join(resources.outputs.deployedNodes, ',') : redisNodes
 output SLOTLOCK_AUTH_MODE string = resources.outputs.redisAuth
 output SLOTLOCK_TLS_MODE string = resources.outputs.redisTls ? 'true' : 'false'
 output SLOTLOCK_KEY_VAULT_NAME string = resources.outputs.keyVaultName

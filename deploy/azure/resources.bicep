@@ -13,7 +13,11 @@ param deployRedis bool
 param redisSku string
 param redisHighAvailability bool
 param redisPersistence bool
-param redisNodes string
+@allowed([
+  3
+  5
+])
+param redisNodeCount int
 param redisAuth string
 param redisTls bool
 param principalId string
@@ -128,9 +132,9 @@ resource acrPull 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
   }
 }
 
-// ---- the Redlock quorum: three independent Azure Managed Redis instances ----
+// ---- the Redlock quorum: redisNodeCount (3 or 5) independent Azure Managed Redis instances ----
 
-module redis 'redis.bicep' = [for suffix in ['a', 'b', 'c']: if (deployRedis) {
+module redis 'redis.bicep' = [for suffix in take(['a', 'b', 'c', 'd', 'e'], redisNodeCount): if (deployRedis) {
   name: 'slotlock-redis-${suffix}'
   params: {
     name: 'redis-${token}-${suffix}'
@@ -144,8 +148,6 @@ module redis 'redis.bicep' = [for suffix in ['a', 'b', 'c']: if (deployRedis) {
     privateDnsZoneId: privateNetwork ? network!.outputs.redisDnsZoneId : ''
   }
 }]
-
-var deployedNodes = '${redis[0]!.outputs.address},${redis[1]!.outputs.address},${redis[2]!.outputs.address}'
 
 // ---- password mode (your own nodes): the password lives in Key Vault -------
 
@@ -168,7 +170,11 @@ output registryEndpoint string = registry.properties.loginServer
 output identityId string = identity.id
 output identityClientId string = identity.properties.clientId
 output logAnalyticsWorkspaceId string = logs.properties.customerId
-output redisNodes string = deployRedis ? deployedNodes : redisNodes
+// host:port of every deployed instance, in the loop's order (none when
+// deployRedis is false); main.bicep joins them into the app's node list. An
+// output loop: a variable's loop cannot read module outputs, and map() cannot
+// index a module collection with its lambda variable (BCP247).
+output deployedNodes array = [for i in range(0, deployRedis ? redisNodeCount : 0): redis[i]!.outputs.address]
 output redisAuth string = deployRedis ? 'entra' : redisAuth
 output redisTls bool = deployRedis || redisTls
 output keyVaultName string = passwordMode ? vault!.outputs.name : ''

@@ -3,7 +3,9 @@
 # guard statement raises the fence row of $RESOURCE to this run's token
 # (refused when a higher one is there), then the write runs. A stale run
 # (one that was frozen past its lease while a newer run wrote) writes
-# nothing and exits 3 with "stale fencing token" on stderr.
+# nothing and exits 75 with "stale fencing token" on stderr: the exit code
+# slotlock records with error class stale_token. Any other failure exits
+# with psql's code (3: an SQL error).
 #
 #   params:
 #     command: [sh, /etc/slotlock/psql-write.sh]
@@ -16,7 +18,10 @@
 # The write here (the INSERT INTO reports) is the example's; put yours in
 # its place, between the guard and COMMIT.
 set -eu
-exec psql -X -q -v ON_ERROR_STOP=1 -v token="$SLOTLOCK_FENCING_TOKEN" \
+# psql cannot choose its exit code, so the refusal prints a marker on stdout
+# (nothing else does: -q, and the guard's SELECT goes to \gset) and the
+# shell turns it into exit 75. set -e: a psql failure exits with its code.
+out=$(psql -X -q -v ON_ERROR_STOP=1 -v token="$SLOTLOCK_FENCING_TOKEN" \
   -v resource="$RESOURCE" -v body="$BODY" "$DATABASE_URL" <<'SQL'
 \set VERBOSITY terse
 BEGIN;
@@ -33,6 +38,10 @@ SELECT count(*) = 1 AS fenced FROM guard \gset
 \else
   ROLLBACK;
   \warn stale fencing token :token for :resource: a newer run wrote first; nothing written
-  DO $$ BEGIN RAISE EXCEPTION 'stale fencing token: a newer run wrote first; nothing written'; END $$;
+  \echo slotlock:stale
 \endif
 SQL
+)
+case "$out" in
+*slotlock:stale) exit 75 ;;
+esac

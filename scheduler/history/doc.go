@@ -9,7 +9,8 @@
 // skip, a cancel or a miss, its Reason); the fleet log holds the replicas'
 // heartbeats, the outages they saw and the operators' control actions.
 //
-// Reading a job's newest outcomes takes a Store (a locking.Locker is one):
+// Reading a job's newest outcomes takes a Store (a locking.Backend, such
+// as scheduler.Config.Locker, is one):
 //
 //	entries, err := history.ReadEntries(ctx, locker, "backup", time.Time{}, 20)
 //	for _, e := range entries {

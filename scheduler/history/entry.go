@@ -21,7 +21,7 @@ type Entry struct {
 	Token      uint64  `json:"fencing_token,omitempty"` // the run's fencing token
 	Attempts   int     `json:"attempts,omitempty"`      // attempts made
 	DurationMS int64   `json:"duration_ms,omitempty"`   // from the run's start to its end
-	ErrorClass string  `json:"error_class,omitempty"`   // failed: panic, or what the plugin's error says (ErrorClass), else error
+	ErrorClass string  `json:"error_class,omitempty"`   // failed: panic, or what the plugin's error says (ErrorClass), else error; canceled: what the error says, if anything (stale_token)
 	Recovered  bool    `json:"recovered,omitempty"`     // run by the misfire policy after every replica had missed it
 	// MayHaveStarted (missed, reason unknown): a replica won the slot and
 	// stopped before confirming that its run started (Replica, RunID name

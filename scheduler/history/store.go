@@ -7,7 +7,9 @@ import (
 )
 
 // Store is what the read model needs of the lock stores: their logs, a
-// job's pause register and its open claims. A locking.Locker is one.
+// job's pause register and its open claims. A locking.Backend (what
+// redlock.New and locking.NewLocal return, scheduler.Config.Locker) is one;
+// a bare locking.Locker is not.
 type Store interface {
 	// ReadLog returns family's log entries scored since or later, newest
 	// first, at most limit: what a majority of the stores holds.
