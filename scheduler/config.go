@@ -3,6 +3,7 @@ package scheduler
 import (
 	"errors"
 	"log/slog"
+	"os"
 	"runtime"
 	"time"
 
@@ -119,7 +120,11 @@ type Metrics interface {
 // Config configures a Scheduler. Locker and Jobs are required; the zero
 // values of the rest mean the defaults shown.
 type Config struct {
-	Replica string // this replica's name (logs); default "replica"
+	// Replica is this replica's name in logs, heartbeats and history.
+	// Default: the Locker's (locking.Options.Replica, which defaults to
+	// the host name), so a service names its replica once; "replica"
+	// when the Locker does not say.
+	Replica string
 	// Version and DefinitionsHash describe this replica in its heartbeat
 	// (slotlock status): the build, and a hash of its job definitions
 	// that differs between replicas running different jobs. Optional.
@@ -137,8 +142,10 @@ type Config struct {
 	Locker locking.Backend
 	Clock  locking.Clock // default locking.SystemClock(0)
 	// Logger receives the audit events. The scheduler does not add the
-	// replica attribute: give it a logger that carries it (as the command
-	// does). Default slog.Default().
+	// replica attribute to a logger it is given: give it one that carries
+	// it (as the command does). Default: JSON lines on stderr at level
+	// info, each with the replica attribute, as the contract's audit
+	// events are.
 	Logger  *slog.Logger
 	Metrics Metrics // nil: none
 	// TracerProvider, when set, gets a span per slot attempt and per run
@@ -241,12 +248,15 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if cfg.Replica == "" {
 		cfg.Replica = "replica"
+		if n, ok := cfg.Locker.(interface{ Replica() string }); ok && n.Replica() != "" {
+			cfg.Replica = n.Replica()
+		}
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = locking.SystemClock(0)
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
+		cfg.Logger = slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("replica", cfg.Replica)
 	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = nopMetrics{}
