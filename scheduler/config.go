@@ -332,6 +332,19 @@ func (j JobSpec) Describe() history.Job {
 	return history.Job{Name: j.Name, Spec: j.Spec, Schedule: sched, Location: j.Location, Enabled: !j.Disabled}
 }
 
+// Definition is what a replica publishes of the job for the command
+// (history.Definitions): its name and schedule, not its body. Defaults
+// are filled in, so a spec and its defaulted form publish alike.
+func (j JobSpec) Definition() history.JobDef {
+	spec := j.withDefaults()
+	tz := "UTC"
+	if spec.Location != nil {
+		tz = spec.Location.String()
+	}
+	return history.JobDef{Name: spec.Name, Schedule: spec.Spec, Timezone: tz, Overlap: string(spec.Overlap),
+		Misfire: string(spec.Misfire.Policy), Enabled: !spec.Disabled}
+}
+
 type nopMetrics struct{}
 
 func (nopMetrics) SlotSkipped(string, history.Reason)                 {}
