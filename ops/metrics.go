@@ -93,7 +93,7 @@ func NewMetrics() *Metrics {
 			Name: "slotlock_ready", Help: "1 when a majority of lock stores is reachable (always 1 with local locks).",
 		}),
 		schedulerRun: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "slotlock_scheduler_running", Help: "1 while the scheduler loop runs.",
+			Name: "slotlock_scheduler_running", Help: "1 while the scheduler loop runs and ticks (/healthz is 200); 0 before it starts, once it stops firing at shutdown, or stuck.",
 		}),
 	}
 	m.reg.MustRegister(m.runs, m.skips, m.startDelay, m.runDuration, m.lockAcquire, m.leasesLost, m.abandoned, m.paused,
