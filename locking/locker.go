@@ -242,3 +242,8 @@ func ParseHeld(key Key, value string) *HeldError {
 	}
 	return e
 }
+
+// Replica is the name this locker writes in lock values
+// (Options.Replica, defaulted); a scheduler given the locker takes it as
+// its own when none is set.
+func (l *locker) Replica() string { return l.opt.Replica }

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"errors"
 	"log/slog"
+	"os"
 	"runtime"
 	"time"
 
@@ -123,7 +124,11 @@ type Metrics interface {
 // field's name) and Jobs are required; the zero values of the rest mean
 // the defaults shown.
 type Config struct {
-	Replica string // this replica's name (logs); default "replica"
+	// Replica is this replica's name in logs, heartbeats and history.
+	// Default: the Locker's (locking.Options.Replica, which defaults to
+	// the host name), so a service names its replica once; "replica"
+	// when the Locker does not say.
+	Replica string
 	// Version and DefinitionsHash describe this replica in its heartbeat
 	// (slotlock status): the build, and a hash of its job definitions
 	// that differs between replicas running different jobs. Optional:
@@ -143,8 +148,10 @@ type Config struct {
 	Locker locking.Backend
 	Clock  locking.Clock // default locking.SystemClock(0)
 	// Logger receives the audit events. The scheduler does not add the
-	// replica attribute: give it a logger that carries it (as the command
-	// does). Default slog.Default().
+	// replica attribute to a logger it is given: give it one that carries
+	// it (as the command does). Default: JSON lines on stderr at level
+	// info, each with the replica attribute, as the contract's audit
+	// events are.
 	Logger  *slog.Logger
 	Metrics Metrics // nil: none
 	// TracerProvider, when set, gets a span per slot attempt and per run
@@ -247,12 +254,15 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if cfg.Replica == "" {
 		cfg.Replica = "replica"
+		if n, ok := cfg.Locker.(interface{ Replica() string }); ok && n.Replica() != "" {
+			cfg.Replica = n.Replica()
+		}
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = locking.SystemClock(0)
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
+		cfg.Logger = slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("replica", cfg.Replica)
 	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = nopMetrics{}
@@ -325,6 +335,19 @@ func (j *JobSpec) withDefaults() JobSpec {
 func (j JobSpec) Describe() history.Job {
 	sched, _ := j.schedule()
 	return history.Job{Name: j.Name, Spec: j.Spec, Schedule: sched, Location: j.Location, Enabled: !j.Disabled}
+}
+
+// Definition is what a replica publishes of the job for the command
+// (history.Definitions): its name and schedule, not its body. Defaults
+// are filled in, so a spec and its defaulted form publish alike.
+func (j JobSpec) Definition() history.JobDef {
+	spec := j.withDefaults()
+	tz := "UTC"
+	if spec.Location != nil {
+		tz = spec.Location.String()
+	}
+	return history.JobDef{Name: spec.Name, Schedule: spec.Spec, Timezone: tz, Overlap: string(spec.Overlap),
+		Misfire: string(spec.Misfire.Policy), Enabled: !spec.Disabled}
 }
 
 type nopMetrics struct{}

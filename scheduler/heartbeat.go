@@ -25,12 +25,19 @@ func (s *Scheduler) beatLoop(started time.Time) {
 	_, _ = rand.Read(b[:])
 	instance := hex.EncodeToString(b[:])
 	prevRuns := ""
+	var published *defs // the job set last published (publishDefinitions)
+	sincePublished := 0 // beats since
 	for {
 		d := s.jobSet()
 		info := history.ReplicaInfo{Replica: s.cfg.Replica, Instance: instance,
 			Version: s.cfg.Version, DefinitionsHash: d.hash, DefinitionsSince: d.since.UTC(), Started: started.UTC(),
 			Beat: s.cfg.Beat.String(), Jobs: len(d.order)}
 		prevRuns = s.beat(info, prevRuns)
+		if sincePublished++; d != published || sincePublished >= republishBeats {
+			if s.publishDefinitions(d) {
+				published, sincePublished = d, 0
+			}
+		}
 		if !s.sleep(s.cfg.Beat, s.stopping) {
 			// A last heartbeat says it: the others drop this replica from
 			// their candidates (loop.go, fleetview.go) at their next look.
@@ -66,6 +73,30 @@ func (s *Scheduler) beat(info history.ReplicaInfo, prevRuns string) string {
 		return "" // the empty list replaced the last one; nothing to replace next time
 	}
 	return runs.Entry.Value
+}
+
+// republishBeats is how many beats apart a replica publishes its job
+// definitions again when they have not changed: often enough that a
+// store that came back empty has them again within minutes, and that
+// they outlive the log's floor (history.Retention) while the replica
+// runs.
+const republishBeats = 30
+
+// publishDefinitions publishes the names and schedules of d's jobs
+// (history.Definitions), for the command on a fleet whose jobs its
+// configuration does not declare; it reports whether the stores took them.
+func (s *Scheduler) publishDefinitions(d *defs) bool {
+	v := history.Definitions{Hash: d.hash, Jobs: make([]history.JobDef, len(d.order))}
+	for i, j := range d.order {
+		v.Jobs[i] = j.spec.Definition()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	if err := s.cfg.Locker.AppendLog(ctx, history.DefinitionsFamily, v.Append(s.clock.Now())); err != nil {
+		s.log.Debug("job definitions not published", "error", err.Error())
+		return false
+	}
+	return true
 }
 
 // publishOutage records an outage this replica saw, once the stores are

@@ -27,7 +27,7 @@ func cmdBackfill(ctx context.Context, args []string, env cmdEnv) int {
 	fromS := f.String("from", "", "the window's start, RFC 3339 (required)")
 	toS := f.String("to", "", "the window's end, RFC 3339, inclusive (required)")
 	dryRun := f.Bool("dry-run", false, "list the slots it would run and why it skips the others; run nothing")
-	cfg, job, ok := loadForJob(f, args, env, "--from TIME --to TIME [--dry-run] ")
+	cfg, job, ok := loadJobArg(f, args, env, "--from TIME --to TIME [--dry-run] ")
 	if !ok {
 		return exitConfig
 	}
@@ -50,6 +50,16 @@ func cmdBackfill(ctx context.Context, args []string, env cmdEnv) int {
 		return code
 	}
 	defer r.close()
+	if _, inConfig, code := fleetJob(ctx, r, env, "backfill", job); code != exitOK {
+		return code
+	} else if !inConfig {
+		// Backfill runs the job's body in this process; the fleet
+		// publishes names and schedules, never bodies.
+		fmt.Fprintf(env.Stderr, "slotlock backfill: job %s is run by the fleet but not defined in this configuration: "+
+			"backfill runs the job in this process, so it needs the job's definition (its plugin and params) in the configuration; "+
+			"for a job embedded in a service, backfill from that service (scheduler.PlanBackfill and RunSlot)\n", quoteArg(job))
+		return exitConfig
+	}
 	pctx, cancel := context.WithTimeout(ctx, backfillTimeout)
 	plan, err := r.sched.PlanBackfill(pctx, job, from, to)
 	cancel()

@@ -22,7 +22,7 @@ func cmdHistory(ctx context.Context, args []string, env cmdEnv) int {
 	since := f.String("since", "", "only slots from then on: a duration back from now (24h) or an RFC 3339 time")
 	limit := f.Int("limit", 100, "at most this many entries, newest first")
 	outcome := f.String("outcome", "", "only this outcome ("+outcomeList()+")")
-	cfg, job, ok := loadForJob(f, args, env, "[--json] [--since DUR|TIME] [--limit N] [--outcome O] ")
+	cfg, job, ok := loadJobArg(f, args, env, "[--json] [--since DUR|TIME] [--limit N] [--outcome O] ")
 	if !ok {
 		return exitConfig
 	}
@@ -45,6 +45,9 @@ func cmdHistory(ctx context.Context, args []string, env cmdEnv) int {
 		return code
 	}
 	defer r.close()
+	if _, _, code := fleetJob(ctx, r, env, "history", job); code != exitOK {
+		return code
+	}
 	from, err := parseSince(*since, r.clock.Now())
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "slotlock history: --since: %v\n", err)

@@ -58,7 +58,7 @@ func cmdResume(ctx context.Context, args []string, env cmdEnv) int {
 // check judges the flags before anything is started.
 func pauseOrResume(ctx context.Context, f *flags, args []string, env cmdEnv, check func() bool, state func(time.Time) (locking.Pause, bool)) int {
 	name := f.Name()
-	cfg, job, ok := loadForJob(f, args, env, map[string]string{"pause": "[--for DUR] [--reason TEXT] "}[name])
+	cfg, job, ok := loadJobArg(f, args, env, map[string]string{"pause": "[--for DUR] [--reason TEXT] "}[name])
 	if !ok || !check() {
 		return exitConfig
 	}
@@ -71,6 +71,9 @@ func pauseOrResume(ctx context.Context, f *flags, args []string, env cmdEnv, che
 		return code
 	}
 	defer r.close()
+	if _, _, code := fleetJob(ctx, r, env, name, job); code != exitOK {
+		return code
+	}
 	p, ok := state(r.clock.Now())
 	if !ok {
 		return exitConfig

@@ -5,12 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 
 	"github.com/slotlock/slotlock/internal/config"
@@ -75,27 +73,12 @@ type reloader struct {
 	r       *replica
 	path    string
 	environ []string
-	page    *pageSwitch // nil without http.ui
 	running *config.Config
 	data    []byte // the file's contents last loaded (or rejected)
 }
 
 func newReloader(r *replica, path string, env cmdEnv, data []byte) *reloader {
-	rl := &reloader{r: r, path: path, environ: env.Environ, running: r.cfg, data: data}
-	if h := statusPage(r); h != nil {
-		rl.page = &pageSwitch{}
-		rl.page.set(h)
-	}
-	return rl
-}
-
-// statusPage is the status page to serve (nil without http.ui); it follows
-// reloads.
-func (rl *reloader) statusPage() http.Handler {
-	if rl.page == nil {
-		return nil
-	}
-	return rl.page
+	return &reloader{r: r, path: path, environ: env.Environ, running: r.cfg, data: data}
 }
 
 // start watches the file (a failure leaves SIGHUP) and reloads on each
@@ -160,18 +143,7 @@ func (rl *reloader) reload(ctx context.Context, trigger string) {
 		rl.reject(trigger, err)
 		return
 	}
-	rl.running = cfg
-	names := make([]string, len(cfg.Jobs))
-	for i, j := range cfg.Jobs {
-		names[i] = j.Name
-	}
-	rl.r.metrics.initJobs(names)
-	rl.r.metrics.setConfigHash(hash)
-	if rl.page != nil {
-		r := *rl.r // the page reads the definitions from the replica's configuration
-		r.cfg = cfg
-		rl.page.set(statusPage(&r))
-	}
+	rl.running = cfg // the metrics and the status page follow the scheduler (ops.Handler)
 	log.Info("configuration reloaded", "event", evConfigReloaded, "config_hash", hash, "previous_hash", prev,
 		"trigger", trigger, "path", rl.path, "jobs", len(cfg.Jobs),
 		"added", nonNil(added), "removed", nonNil(removed), "changed", nonNil(changed))
@@ -205,10 +177,3 @@ func nonNil(s []string) []string {
 	}
 	return s
 }
-
-// pageSwitch serves the status page of the definitions in force.
-type pageSwitch struct{ h atomic.Pointer[http.Handler] }
-
-func (p *pageSwitch) set(h http.Handler) { p.h.Store(&h) }
-
-func (p *pageSwitch) ServeHTTP(w http.ResponseWriter, r *http.Request) { (*p.h.Load()).ServeHTTP(w, r) }

@@ -5,14 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"sync"
 	"time"
 
 	"github.com/slotlock/slotlock/internal/config"
-	"github.com/slotlock/slotlock/internal/ui"
 	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/locking/redlock"
+	"github.com/slotlock/slotlock/ops"
 	"github.com/slotlock/slotlock/scheduler"
 )
 
@@ -25,7 +24,6 @@ type replica struct {
 	clock   locking.Clock
 	locker  locking.Backend
 	redis   *redlock.Config // the Redis nodes' settings; nil in local mode
-	metrics *metrics
 	sched   *scheduler.Scheduler
 	closers []func()
 }
@@ -110,20 +108,13 @@ func build(ctx context.Context, cfg *config.Config, env cmdEnv) (*replica, error
 		r.locker, r.redis = l, &rc
 	}
 	r.closers = append(r.closers, func() { _ = r.locker.Close() })
-	r.metrics = newMetrics()
 	sc := cfg.SchedulerConfig()
-	names := make([]string, len(sc.Jobs))
-	for i, j := range sc.Jobs {
-		names[i] = j.Name
-	}
-	r.metrics.initJobs(names)
-	r.metrics.setConfigHash(cfg.DefinitionsHash())
 	// The settings come from the configuration; the rest is this process's.
 	sc.Replica = r.name
 	sc.Locker = r.locker
 	sc.Clock = r.clock
 	sc.Logger = log
-	sc.Metrics = r.metrics
+	sc.Metrics = ops.NewMetrics() // the ops server's /metrics (ops.Handler finds it)
 	sc.TracerProvider = tr.provider()
 	sc.Version = buildInfo().version
 	sc.DefinitionsHash = cfg.DefinitionsHash()
@@ -175,17 +166,6 @@ func buildExitCode(err error) int {
 	return exitConfig
 }
 
-// statusPage is the read-only status page and its API when http.ui is
-// true, else nil.
-func statusPage(r *replica) http.Handler {
-	if !r.cfg.HTTP.UI {
-		return nil
-	}
-	return ui.Handler(ui.Backend{Locker: r.locker, Specs: r.cfg.JobSpecs(), Hash: r.cfg.DefinitionsHash(),
-		Now: r.clock.Now, SettleAfter: r.sched.SettleAfter, MaxSlots: r.cfg.History.Keep,
-		Yield: ui.QuietPhase(r.clock.Now, ui.DefaultQuietFrom, ui.DefaultQuietTo)})
-}
-
 // clockOffset reads SLOTLOCK_CLOCK_OFFSET, a testing aid.
 func clockOffset(getenv func(string) string) (time.Duration, error) {
 	v := getenv("SLOTLOCK_CLOCK_OFFSET")
@@ -221,7 +201,7 @@ func cmdRun(ctx context.Context, args []string, env cmdEnv) int {
 		"lock_mode", r.locker.Mode(), "jobs", len(cfg.Jobs),
 		"config", cfg.Redacted())
 
-	// Background helpers: readiness pings and the ops server. They stop
+	// Background helpers: the ops server and the reloader. They stop
 	// after the scheduler has shut down, so probes and metrics stay
 	// answered during the grace period.
 	var wg sync.WaitGroup
@@ -230,14 +210,12 @@ func cmdRun(ctx context.Context, args []string, env cmdEnv) int {
 		stopBG()
 		wg.Wait()
 	}
-	ready := newReadiness(r.locker, r.metrics, r.log, time.Second)
-	wg.Go(func() { ready.run(bg) })
 	if r.redis != nil {
 		wg.Go(func() { warnEviction(bg, *r.redis, r.log) })
 	}
 	reload := newReloader(r, f.configPath(env), env, data)
 	if addr := cfg.HTTP.Addr; addr != "" {
-		srv, err := newOpsServer(addr, opsMux(r.sched.Healthy, ready, r.metrics, reload.statusPage()))
+		srv, err := newOpsServer(addr, ops.Handler(r.sched, ops.Options{StatusPage: cfg.HTTP.UI}))
 		if err != nil {
 			stopHelpers()
 			r.log.Error("cannot start the ops http server", "error", err.Error())
@@ -251,9 +229,7 @@ func cmdRun(ctx context.Context, args []string, env cmdEnv) int {
 		})
 	}
 	reload.start(bg, &wg, hup)
-	r.metrics.schedulerRun.Set(1)
 	err := r.sched.Run(ctx)
-	r.metrics.schedulerRun.Set(0)
 	stopHelpers()
 	if err != nil {
 		r.log.Error("scheduler stopped with an error", "error", err.Error())

@@ -9,7 +9,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/slotlock/slotlock/scheduler"
 	"github.com/slotlock/slotlock/scheduler/history"
 )
 
@@ -32,19 +31,9 @@ func cmdStatus(ctx context.Context, args []string, env cmdEnv) int {
 	if !ok {
 		return exitConfig
 	}
-	specs := cfg.JobSpecs()
+	only := ""
 	if len(pos) == 1 {
-		var one []scheduler.JobSpec
-		for _, s := range specs {
-			if s.Name == pos[0] {
-				one = append(one, s)
-			}
-		}
-		if len(one) == 0 {
-			fmt.Fprintf(env.Stderr, "slotlock status: no job named %s in the configuration\n", quoteArg(pos[0]))
-			return exitConfig
-		}
-		specs = one
+		only = pos[0]
 	}
 	r, code := startOnStores(ctx, "status", "the state", cfg, env)
 	if r == nil {
@@ -53,11 +42,18 @@ func cmdStatus(ctx context.Context, args []string, env cmdEnv) int {
 	defer r.close()
 	rctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
-	jobs := make([]history.Job, len(specs))
-	for i, sp := range specs {
-		jobs[i] = sp.Describe()
+	jobs, known, err := statusJobs(rctx, r, env, only)
+	if err == nil && !known {
+		return exitConfig
 	}
-	st, err := history.ReadStatus(rctx, r.locker, jobs, cfg.DefinitionsHash(), r.clock.Now())
+	hash := "" // no definitions loaded: none to compare the replicas' with
+	if len(cfg.Jobs) > 0 {
+		hash = cfg.DefinitionsHash()
+	}
+	var st history.Status
+	if err == nil {
+		st, err = history.ReadStatus(rctx, r.locker, jobs, hash, r.clock.Now())
+	}
 	if err != nil {
 		r.log.Error("status: the lock stores did not answer", "error", err.Error())
 		return exitFailure

@@ -46,6 +46,20 @@ func cmdTrigger(ctx context.Context, args []string, env cmdEnv) int {
 // usage or configuration error, already printed (exit 2). flagsUsage is the
 // command's own flags for the usage line.
 func loadForJob(f *flags, args []string, env cmdEnv, flagsUsage string) (*config.Config, string, bool) {
+	cfg, job, ok := loadJobArg(f, args, env, flagsUsage)
+	if !ok {
+		return nil, "", false
+	}
+	if !slices.ContainsFunc(cfg.Jobs, func(j config.Job) bool { return j.Name == job }) {
+		fmt.Fprintf(env.Stderr, "slotlock %s: no job named %s in the configuration\n", f.Name(), quoteArg(job))
+		return nil, "", false
+	}
+	return cfg, job, true
+}
+
+// loadJobArg is loadForJob for a command that also knows the jobs the
+// fleet publishes (fleetJob): the job need not be in the configuration.
+func loadJobArg(f *flags, args []string, env cmdEnv, flagsUsage string) (*config.Config, string, bool) {
 	pos, err := f.parse(args)
 	if err != nil {
 		return nil, "", false
@@ -57,10 +71,6 @@ func loadForJob(f *flags, args []string, env cmdEnv, flagsUsage string) (*config
 	job := pos[0]
 	cfg, ok := loadConfig(f.configPath(env), env)
 	if !ok {
-		return nil, "", false
-	}
-	if !slices.ContainsFunc(cfg.Jobs, func(j config.Job) bool { return j.Name == job }) {
-		fmt.Fprintf(env.Stderr, "slotlock %s: no job named %s in the configuration\n", f.Name(), quoteArg(job))
 		return nil, "", false
 	}
 	return cfg, job, true

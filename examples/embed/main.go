@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -28,10 +27,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/slotlock/slotlock/cmd/cli"
 	"github.com/slotlock/slotlock/jobs"
 	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/locking/redlock"
+	"github.com/slotlock/slotlock/ops"
 	"github.com/slotlock/slotlock/scheduler"
 )
 
@@ -70,9 +69,10 @@ type service struct {
 // serve runs one replica until ctx ends: the scheduled job, the service's
 // API and the ops endpoints.
 func serve(ctx context.Context, svc service) error {
-	logger := slog.Default().With("replica", svc.replica)
-	lk, err := redlock.New(redlock.Config{Nodes: svc.nodes},
-		locking.Options{Replica: svc.replica, Logger: logger})
+	// The replica's name is given once, here: the scheduler takes the
+	// locker's, and its audit events (run.started, run.succeeded,
+	// slot.skipped, ...) go to stderr as JSON lines carrying it.
+	lk, err := redlock.New(redlock.Config{Nodes: svc.nodes}, locking.Options{Replica: svc.replica})
 	if err != nil {
 		return err
 	}
@@ -85,14 +85,13 @@ func serve(ctx context.Context, svc service) error {
 		_, err := fmt.Fprintf(svc.out, "report %s token %d\n", run.SlotString(), run.FencingToken)
 		return err
 	})
-	s, ops, err := cli.NewOps(scheduler.Config{
-		Replica: svc.replica,
+	s, err := scheduler.New(scheduler.Config{
 		Locker:  lk,
-		Logger:  logger, // the audit events: run.started, run.succeeded, slot.skipped, ...
+		Metrics: ops.NewMetrics(), // served by ops.Handler at /metrics
 		Jobs: []scheduler.JobSpec{{
 			Name: "report", Spec: "@every 1s", Job: report, Timeout: 30 * time.Second,
 		}},
-	}, cli.OpsOptions{StatusPage: true})
+	})
 	if err != nil {
 		return err
 	}
@@ -107,14 +106,15 @@ func serve(ctx context.Context, svc service) error {
 		}
 		fmt.Fprintln(w, "reported")
 	})
-	mux.Handle("/ops/", http.StripPrefix("/ops", ops)) // /ops/healthz, /ops/readyz, /ops/metrics, /ops/
+	// /ops/healthz, /ops/readyz, /ops/metrics and the status page at /ops/.
+	mux.Handle("/ops/", http.StripPrefix("/ops", ops.Handler(s, ops.Options{StatusPage: true})))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(svc.ln) }()
 
 	// Run fires the slots until ctx ends, then lets a running run finish
 	// (Config.ShutdownGrace) and ends its lease.
-	err = ops.Run(ctx)
+	err = s.Run(ctx)
 	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if serr := srv.Shutdown(shutdown); serr != nil {

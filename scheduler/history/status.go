@@ -68,7 +68,8 @@ type ReplicaStatus struct {
 	ReplicaInfo
 	Seen time.Time `json:"seen"`
 	// Differs is set when the replica runs other job definitions than
-	// the reader loaded.
+	// the reader loaded (never when the reader has no hash: it loaded no
+	// definitions to compare with).
 	Differs bool `json:"differs"`
 }
 
@@ -87,7 +88,7 @@ func ReadStatus(ctx context.Context, store Store, jobs []Job, hash string, now t
 	st.Controls = controlsOf(fleet, jobs)
 	running := map[string][]RunInfo{}
 	for _, r := range fleet.Alive(now) {
-		st.Replicas = append(st.Replicas, ReplicaStatus{ReplicaInfo: r, Seen: r.Seen.UTC(), Differs: r.DefinitionsHash != hash})
+		st.Replicas = append(st.Replicas, ReplicaStatus{ReplicaInfo: r, Seen: r.Seen.UTC(), Differs: hash != "" && r.DefinitionsHash != hash})
 		for _, run := range r.Running {
 			running[run.Job] = append(running[run.Job], run)
 		}

@@ -1,4 +1,4 @@
-package cli
+package ops
 
 import (
 	"errors"
@@ -12,10 +12,13 @@ import (
 	"github.com/slotlock/slotlock/scheduler/history"
 )
 
-// metrics exports the scheduler's hooks and the lock stores' state in the
-// Prometheus text format. It implements scheduler.Metrics; every method is
-// safe for concurrent use.
-type metrics struct {
+// Metrics exports the scheduler's measurements and the lock stores' state
+// in the Prometheus text format, from a registry of its own: the
+// slotlock_* series of the contract and the Go runtime's. It implements
+// scheduler.Metrics: give it to the scheduler as Config.Metrics, and the
+// Handler of that scheduler serves it at /metrics. Every method is safe
+// for concurrent use.
+type Metrics struct {
 	reg          *prometheus.Registry
 	mu           sync.Mutex
 	latest       map[string]latestOutcome // JobOutcome's state, by job
@@ -36,8 +39,9 @@ type metrics struct {
 	schedulerRun prometheus.Gauge
 }
 
-func newMetrics() *metrics {
-	m := &metrics{
+// NewMetrics returns a Metrics with every series at zero.
+func NewMetrics() *Metrics {
+	m := &Metrics{
 		reg:    prometheus.NewRegistry(),
 		latest: map[string]latestOutcome{},
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -89,7 +93,7 @@ func newMetrics() *metrics {
 			Name: "slotlock_ready", Help: "1 when a majority of lock stores is reachable (always 1 with local locks).",
 		}),
 		schedulerRun: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "slotlock_scheduler_running", Help: "1 while the scheduler loop runs.",
+			Name: "slotlock_scheduler_running", Help: "1 while the scheduler loop runs and ticks (/healthz is 200); 0 before it starts, once it stops firing at shutdown, or stuck.",
 		}),
 	}
 	m.reg.MustRegister(m.runs, m.skips, m.startDelay, m.runDuration, m.lockAcquire, m.leasesLost, m.abandoned, m.paused,
@@ -99,28 +103,28 @@ func newMetrics() *metrics {
 	return m
 }
 
-func (m *metrics) SlotSkipped(job string, reason history.Reason) {
+func (m *Metrics) SlotSkipped(job string, reason history.Reason) {
 	m.skips.WithLabelValues(job, string(reason)).Inc()
 }
 
-func (m *metrics) RunFinished(job string, outcome history.Outcome, d time.Duration) {
+func (m *Metrics) RunFinished(job string, outcome history.Outcome, d time.Duration) {
 	m.runs.WithLabelValues(job, string(outcome)).Inc()
 	m.runDuration.WithLabelValues(job, string(outcome)).Observe(d.Seconds())
 }
 
-func (m *metrics) StartDelay(job string, d time.Duration) {
+func (m *Metrics) StartDelay(job string, d time.Duration) {
 	m.startDelay.WithLabelValues(job).Observe(d.Seconds())
 }
 
-func (m *metrics) LockAcquire(job string, d time.Duration, err error) {
+func (m *Metrics) LockAcquire(job string, d time.Duration, err error) {
 	m.lockAcquire.WithLabelValues(job, acquireResult(err)).Observe(d.Seconds())
 }
 
-func (m *metrics) LeaseLost(job string) { m.leasesLost.WithLabelValues(job).Inc() }
+func (m *Metrics) LeaseLost(job string) { m.leasesLost.WithLabelValues(job).Inc() }
 
-func (m *metrics) RunAbandoned(job string) { m.abandoned.WithLabelValues(job).Inc() }
+func (m *Metrics) RunAbandoned(job string) { m.abandoned.WithLabelValues(job).Inc() }
 
-func (m *metrics) JobPaused(job string, paused bool) {
+func (m *Metrics) JobPaused(job string, paused bool) {
 	v := 0.0
 	if paused {
 		v = 1
@@ -128,11 +132,11 @@ func (m *metrics) JobPaused(job string, paused bool) {
 	m.paused.WithLabelValues(job).Set(v)
 }
 
-func (m *metrics) SlotMissed(job string, reason history.Reason) {
+func (m *Metrics) SlotMissed(job string, reason history.Reason) {
 	m.missed.WithLabelValues(job, string(reason)).Inc()
 }
 
-func (m *metrics) JobOutcome(job string, outcome history.Outcome, at time.Time) {
+func (m *Metrics) JobOutcome(job string, outcome history.Outcome, at time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	last := m.latest[job]
@@ -163,14 +167,14 @@ type latestOutcome struct {
 }
 
 // setConfigHash exports the job definitions' hash (slotlock_config_info).
-func (m *metrics) setConfigHash(hash string) {
+func (m *Metrics) setConfigHash(hash string) {
 	m.configInfo.Reset()
 	m.configInfo.WithLabelValues(hash).Set(1)
 }
 
 // initJobs creates each job's series at zero, so dashboards and alerts see
 // them before the first event.
-func (m *metrics) initJobs(names []string) {
+func (m *Metrics) initJobs(names []string) {
 	for _, j := range names {
 		for _, o := range history.RunOutcomes {
 			m.runs.WithLabelValues(j, string(o))

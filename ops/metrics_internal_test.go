@@ -1,4 +1,4 @@
-package cli
+package ops
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 // whatever order it learns them in; the last success stays put when a
 // later slot fails.
 func TestJobOutcomeGauges(t *testing.T) {
-	m := newMetrics()
+	m := NewMetrics()
 	m.initJobs([]string{"j"})
 	t1, t2 := time.Unix(1_000, 0), time.Unix(2_000, 0)
 	outcome := func(o history.Outcome) float64 {
@@ -49,7 +49,7 @@ func TestJobOutcomeGauges(t *testing.T) {
 // slotlock_redis_node_up names a node by its index in redis.nodes, never
 // by its address: /metrics is open to whoever reaches the ops port.
 func TestNodeUpLabelledByIndex(t *testing.T) {
-	m := newMetrics()
+	m := NewMetrics()
 	// Two "nodes" that hang up on every connection.
 	addrs := []string{redistest.HangUp(t), redistest.HangUp(t)}
 	l, err := redlock.New(redlock.Config{Nodes: addrs, OpTimeout: 50 * time.Millisecond},
@@ -76,14 +76,4 @@ func TestNodeUpLabelledByIndex(t *testing.T) {
 	for _, a := range addrs {
 		require.NotContains(t, fmt.Sprint(families), a)
 	}
-}
-
-// The ops server bounds how long an answer may take to write.
-func TestOpsServerTimeouts(t *testing.T) {
-	m := newMetrics()
-	s, err := newOpsServer("127.0.0.1:0", opsMux(func() error { return nil }, &readiness{}, m, nil))
-	require.NoError(t, err)
-	defer s.ln.Close()
-	require.Equal(t, 20*time.Second, s.srv.WriteTimeout)
-	require.Equal(t, 10*time.Second, s.srv.ReadTimeout)
 }

@@ -1,4 +1,4 @@
-package cli_test
+package ops_test
 
 import (
 	"context"
@@ -12,9 +12,9 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/slotlock/slotlock/cmd/cli"
 	"github.com/slotlock/slotlock/jobs"
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/ops"
 	"github.com/slotlock/slotlock/scheduler"
 )
 
@@ -36,9 +36,9 @@ func embedConfig(t *testing.T, job jobs.Job) (scheduler.Config, locking.Locker) 
 	}
 	lk := locking.NewLocal(locking.Options{Replica: "svc-1", Logger: slog.New(slog.DiscardHandler)})
 	return scheduler.Config{
-		Replica: "svc-1",
 		Locker:  lk,
 		Logger:  slog.New(slog.DiscardHandler),
+		Metrics: ops.NewMetrics(),
 		Jobs: []scheduler.JobSpec{{Name: "tick", Spec: "@every 1s", Schedule: sched, Job: job,
 			Timeout: 5 * time.Second}},
 	}, lk
@@ -54,7 +54,7 @@ func TestOpsServesAnEmbeddedScheduler(t *testing.T) {
 			return nil
 		}))
 		defer lk.Close()
-		s, ops, err := cli.NewOps(cfg, cli.OpsOptions{StatusPage: true})
+		s, err := scheduler.New(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,25 +64,26 @@ func TestOpsServesAnEmbeddedScheduler(t *testing.T) {
 		if len(hash) != 12 {
 			t.Fatalf("DefinitionsHash of an embedded scheduler = %q, want 12 hex digits", hash)
 		}
-		if code, _ := get(t, ops, "/readyz"); code != http.StatusServiceUnavailable {
+		h := ops.Handler(s, ops.Options{StatusPage: true})
+		if code, _ := get(t, h, "/readyz"); code != http.StatusServiceUnavailable {
 			t.Errorf("/readyz before Run = %d, want 503", code)
 		}
 		ctx, stop := context.WithCancel(context.Background())
 		done := make(chan error, 1)
-		go func() { done <- ops.Run(ctx) }()
+		go func() { done <- s.Run(ctx) }()
 		time.Sleep(2500 * time.Millisecond)
 		synctest.Wait()
 
 		if n := runs.Load(); n != 2 {
 			t.Errorf("%d runs in 2.5s of @every 1s, want 2", n)
 		}
-		if code, body := get(t, ops, "/healthz"); code != http.StatusOK || body != "ok\n" {
+		if code, body := get(t, h, "/healthz"); code != http.StatusOK || body != "ok\n" {
 			t.Errorf("/healthz = %d %q, want 200 ok", code, body)
 		}
-		if code, body := get(t, ops, "/readyz"); code != http.StatusOK || body != "ready (in-process locks)\n" {
+		if code, body := get(t, h, "/readyz"); code != http.StatusOK || body != "ready (in-process locks)\n" {
 			t.Errorf("/readyz = %d %q", code, body)
 		}
-		code, metrics := get(t, ops, "/metrics")
+		code, metrics := get(t, h, "/metrics")
 		for _, want := range []string{
 			`slotlock_runs_total{job="tick",outcome="succeeded"} 2`,
 			`slotlock_scheduler_running 1`,
@@ -93,7 +94,7 @@ func TestOpsServesAnEmbeddedScheduler(t *testing.T) {
 				t.Errorf("/metrics (%d) lacks %s", code, want)
 			}
 		}
-		if code, page := get(t, ops, "/"); code != http.StatusOK || !strings.Contains(page, "<html") {
+		if code, page := get(t, h, "/"); code != http.StatusOK || !strings.Contains(page, "<html") {
 			t.Errorf("status page = %d, %.80q", code, page)
 		}
 
@@ -101,30 +102,40 @@ func TestOpsServesAnEmbeddedScheduler(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatalf("Run = %v", err)
 		}
-		if code, _ := get(t, ops, "/healthz"); code != http.StatusServiceUnavailable {
+		if code, _ := get(t, h, "/healthz"); code != http.StatusServiceUnavailable {
 			t.Errorf("/healthz after Run = %d, want 503", code)
 		}
-		if _, metrics := get(t, ops, "/metrics"); !strings.Contains(metrics, "slotlock_scheduler_running 0") {
+		if _, metrics := get(t, h, "/metrics"); !strings.Contains(metrics, "slotlock_scheduler_running 0") {
 			t.Error("slotlock_scheduler_running is not 0 after Run")
 		}
 	})
 }
 
-// Without OpsOptions.StatusPage only the probes and the metrics answer;
-// the Ops takes the Metrics hook, so a config that sets it is refused.
+// Without Options.StatusPage only the probes and the metrics answer. A
+// scheduler that reports to a Metrics of the service's own gets a handler
+// whose /metrics has no job series: zeros it never moves would lie.
 func TestOpsOptions(t *testing.T) {
 	cfg, lk := embedConfig(t, jobs.Func(func(context.Context, jobs.Run) error { return nil }))
 	defer lk.Close()
-	_, ops, err := cli.NewOps(cfg, cli.OpsOptions{})
+	s, err := scheduler.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if code, _ := get(t, ops, "/"); code != http.StatusNotFound {
+	h := ops.Handler(s, ops.Options{})
+	if code, _ := get(t, h, "/"); code != http.StatusNotFound {
 		t.Errorf("/ without StatusPage = %d, want 404", code)
 	}
+	if _, metrics := get(t, h, "/metrics"); !strings.Contains(metrics, `slotlock_runs_total{job="tick",outcome="succeeded"} 0`) {
+		t.Errorf("/metrics of the scheduler's own Metrics lacks the job's series at zero")
+	}
 	cfg.Metrics = someMetrics{}
-	if _, _, err := cli.NewOps(cfg, cli.OpsOptions{}); err == nil {
-		t.Error("NewOps with cfg.Metrics set: no error")
+	s, err = scheduler.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, metrics := get(t, ops.Handler(s, ops.Options{}), "/metrics")
+	if code != http.StatusOK || strings.Contains(metrics, `job="tick"`) || !strings.Contains(metrics, "slotlock_ready") {
+		t.Errorf("/metrics (%d) with another Metrics: %.300s", code, metrics)
 	}
 }
 

@@ -1,4 +1,4 @@
-package cli_test
+package ops_test
 
 import (
 	"context"
@@ -7,9 +7,9 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/slotlock/slotlock/cmd/cli"
 	"github.com/slotlock/slotlock/jobs"
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/ops"
 	"github.com/slotlock/slotlock/scheduler"
 )
 
@@ -17,34 +17,28 @@ import (
 // its replicas (redlock.New over shared Redis nodes; in-process
 // locks here, for one replica), and mounts the probes, the metrics and the
 // status page on its own mux. examples/embed is the whole service.
-func ExampleNewOps() {
-	lk := locking.NewLocal(locking.Options{Replica: "svc-1"})
+func ExampleHandler() {
+	lk := locking.NewLocal(locking.Options{Replica: "svc-1"}) // the replica's name, given once
 	defer lk.Close()
-	every, err := scheduler.ParseSchedule("@every 1m", time.UTC)
-	if err != nil {
-		log.Fatal(err)
-	}
 	sync := jobs.Func(func(ctx context.Context, run jobs.Run) error {
 		fmt.Println("syncing slot", run.SlotString())
 		return nil
 	})
-	s, ops, err := cli.NewOps(scheduler.Config{
-		Replica: "svc-1",
+	s, err := scheduler.New(scheduler.Config{
 		Locker:  lk,
-		Jobs: []scheduler.JobSpec{{Name: "sync", Spec: "@every 1m", Schedule: every, Job: sync,
-			Timeout: 30 * time.Second}},
-	}, cli.OpsOptions{StatusPage: true})
+		Metrics: ops.NewMetrics(),
+		Jobs:    []scheduler.JobSpec{{Name: "sync", Spec: "@every 1m", Job: sync, Timeout: 30 * time.Second}},
+	})
 	if err != nil {
 		log.Fatal(err)
 	}
-	_ = s // Trigger, Reload, Next: the scheduler's own calls
 
 	mux := http.NewServeMux()
-	mux.Handle("/ops/", http.StripPrefix("/ops", ops)) // /ops/healthz, /ops/readyz, /ops/metrics, /ops/
+	mux.Handle("/ops/", http.StripPrefix("/ops", ops.Handler(s, ops.Options{StatusPage: true}))) // /ops/healthz, /ops/readyz, /ops/metrics, /ops/
 	go func() { log.Fatal(http.ListenAndServe("127.0.0.1:8080", mux)) }()
 
 	ctx := context.Background() // the service's: cancel it to shut down
-	if err := ops.Run(ctx); err != nil {
+	if err := s.Run(ctx); err != nil {
 		log.Fatal(err)
 	}
 }
