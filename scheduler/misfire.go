@@ -88,11 +88,16 @@ func (s *Scheduler) recoverLate(j *job, late lateRange) bool {
 }
 
 // lateNote is why slots that j's policy does not run are logged late.
+// A replica that logs them only knows that it came too late for them
+// (paused, starved, or down): other replicas may well have run them, and
+// the note says so — the reconciler is the one that reports a slot
+// nobody ran (slot.missed).
 func lateNote(j *job) string {
 	if j.spec.Misfire.Policy.recovers() {
 		return "older than the misfire deadline"
 	}
-	return "misfire policy skip"
+	return "misfire policy skip: this replica came too late for them; another replica may have run them " +
+		"(a slot nobody ran is reported slot.missed by the reconciler)"
 }
 
 func (s *Scheduler) logLate(job string, late lateRange, note string) {
