@@ -41,10 +41,10 @@
 // may-have-started entry only for a claim whose holder was lost (crashed
 // or paused) before confirming, or whose claimer crashed during its
 // claim; exactly one final outcome per slot — the one the history read
-// model shows when a slot has two entries (scheduler/history's
-// Entry.Overrules: a run's own end over abandoned over missed) —
-// agreeing with what the jobs saw; fencing tokens unique and increasing
-// per job.
+// model shows when a slot has two entries (scheduler/history's join, by
+// the order of evidence: a run's own end over abandoned over
+// may-have-started over missed) — agreeing with what the jobs saw;
+// fencing tokens unique and increasing per job.
 //
 // What the programs mirror (model_test.go), on the protocol of issue #21:
 // attemptSlot calls Lease.Start as the body begins (run.go) and the
@@ -53,7 +53,9 @@
 // for a confirmed start, else settleUnconfirmed's missed entry with reason
 // unknown and may_have_started, and slot.missed; a leftover is released
 // and the slot skipped "claimed"; settleOrphan closes a claim that is not
-// abandoned with a done marker and no entry. The reconciler takes its
+// abandoned (no store shows it started) with a done marker and no entry;
+// a settler first reads the history and closes, without a second report,
+// a claim whose run the join already records (closeRecorded). The reconciler takes its
 // lease in the fleet family, reads the log, the claims, the log again,
 // settles an open claim (settleOrphan) and stops there, and writes a
 // missed entry fenced by its lease's token and only where the slot has
