@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v4"
 
-	"github.com/slotlock/slotlock/scheduler"
+	"github.com/slotlock/slotlock/deploy/internal/alertrule"
 )
 
 // alertRule is an entry of alerts/rules.json, which alerts.bicep turns into
@@ -271,25 +271,10 @@ func configJobs(t *testing.T, file string) map[string]configJob {
 	return out
 }
 
-// longestInterval is the longest time between two consecutive slots of a
-// schedule over the next year (daylight saving time lengthens some).
+// longestInterval is alertrule.LongestInterval, failing t on an error.
 func longestInterval(t *testing.T, spec, zone string) time.Duration {
 	t.Helper()
-	loc := time.UTC
-	if zone != "" {
-		var err error
-		loc, err = time.LoadLocation(zone)
-		require.NoError(t, err)
-	}
-	sched, err := scheduler.ParseSchedule(spec, loc)
+	d, err := alertrule.LongestInterval(spec, zone)
 	require.NoError(t, err, spec)
-	from := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	var longest time.Duration
-	for prev, n := sched.Next(from), 0; prev.Before(from.AddDate(1, 0, 0)) && n < 600_000; n++ {
-		next := sched.Next(prev)
-		longest = max(longest, next.Sub(prev))
-		prev = next
-	}
-	require.Positive(t, longest, spec)
-	return longest
+	return d
 }
