@@ -38,17 +38,20 @@ type Rate struct {
 
 // The page's default limits. One person's browser — the page, a job's
 // timeline, the JSON API, a burst of clicks, a reload every 15 s — or a
-// script asking once a second stays well inside them and is answered at
-// once; more than that is what `slotlock status --json` and `slotlock
-// history` are for.
+// script asking once a second stays inside them and is answered at once;
+// more than that is what `slotlock status --json` and `slotlock history`
+// are for. The rate of all clients together is the storm bound: what
+// TestPageStorm holds to 1.1x of a quiet fleet's start delay is a request
+// a second made in the quiet phase; its burst is twice a client's, so that
+// one client's burst alone leaves the page answering at once.
 var (
-	// DefaultClientRate is Backend.ClientRate's default: two requests a
+	// DefaultClientRate is Backend.ClientRate's default: a request a
 	// second per client address, ten at once.
-	DefaultClientRate = Rate{PerSecond: 2, Burst: 10}
-	// DefaultTotalRate is Backend.TotalRate's default: two requests a
-	// second for all clients together, twenty at once; answered at once
-	// while ten or more are left (limiter.admit).
-	DefaultTotalRate = Rate{PerSecond: 2, Burst: 20}
+	DefaultClientRate = Rate{PerSecond: 1, Burst: 10}
+	// DefaultTotalRate is Backend.TotalRate's default: a request a second
+	// for all clients together, twenty at once; answered at once while
+	// ten or more are left (limiter.admit).
+	DefaultTotalRate = Rate{PerSecond: 1, Burst: 20}
 )
 
 // DefaultMaxConcurrent is Backend.MaxConcurrent's default.
