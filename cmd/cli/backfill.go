@@ -152,8 +152,10 @@ func runBackfill(ctx context.Context, r *replica, job string, plan []scheduler.B
 			held = append(held, i)
 			results[i], why[i] = "not run", heldWhy(err)
 		default:
+			// No quorum, the job paused: the next slots would meet the
+			// same; stop here.
 			stopped, code = true, exitFailure
-			results[i], why[i] = "not run", "could not lock"
+			results[i], why[i] = "not run", lockWhy(err)
 			r.log.Error("backfill: slot not run: could not lock it; stopping", "job", job, "slot", slotText(slot),
 				"error", err.Error())
 		}
@@ -173,8 +175,8 @@ func runBackfill(ctx context.Context, r *replica, job string, plan []scheduler.B
 			try(i)
 		}
 		if len(held) == len(again) {
-			// Nobody let go of the lease during the round: pause before
-			// the next rather than ask at the holder's pace.
+			// No slot got an outcome this round: pause before the next
+			// rather than ask at the holder's pace.
 			select {
 			case <-ctx.Done():
 			case <-time.After(r.cfg.Lock.TTL / 4):
@@ -190,6 +192,17 @@ func runBackfill(ctx context.Context, r *replica, job string, plan []scheduler.B
 			"why", why[i])
 	}
 	return ran, code
+}
+
+// lockWhy says why a slot could not be locked, for the table.
+func lockWhy(err error) string {
+	switch {
+	case errors.Is(err, locking.ErrPaused):
+		return "could not lock: the job is paused"
+	case errors.Is(err, locking.ErrNoQuorum):
+		return "could not lock: no quorum"
+	}
+	return "could not lock"
 }
 
 // heldWhy says what a slot could not be locked for: the job lease held
