@@ -5,11 +5,17 @@ package e2e
 import (
 	"encoding/json"
 	"html"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -211,4 +217,152 @@ func checkNoScriptRan(t *testing.T, dom string) {
 	if strings.Contains(dom, "<img") {
 		t.Error("an injected <img> element is in the DOM")
 	}
+}
+
+// The status page answers a person at once (issue 36): three replicas
+// running a job every second, nothing else asking for the page. Headless
+// Chromium loads the page, a job's timeline and the JSON API — each with
+// the stylesheet and script the page names — through a recording proxy
+// in front of replica r2, and then a script asks the slots API once a
+// second, as `while sleep 1; do curl …; done` does. No request may be
+// refused (429, 503) and none may take more than 100 ms from the proxy's
+// receipt of the request to the end of the answer.
+//
+//	go test ./e2e -run TestStatusPageAtOnce -v
+func TestStatusPageAtOnce(t *testing.T) {
+	requireSuite(t)
+	browser := FindChromium(t)
+	c := NewCluster(t, bins, Spec{ProxyNode: -1, UI: true, LogLevel: "info",
+		Jobs: []JobDef{{Name: "beat", Schedule: "* * * * * *", Log: "beat"}}})
+	c.StartAll("r1", "r2", "r3")
+	target := &url.URL{Scheme: "http", Host: c.Replica("r2").HTTPAddr}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := http.Get(target.String() + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("r2 not ready within 20 s")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	time.Sleep(4 * time.Second) // some slots to show
+
+	rec := &answerLog{}
+	proxy := httptest.NewServer(rec.wrap(httputil.NewSingleHostReverseProxy(target)))
+	defer proxy.Close()
+	base := proxy.URL + "/"
+
+	dom := browser.DumpDOM(base + "?refresh=0")
+	if !strings.Contains(dom, `<section id="controls">`) {
+		t.Errorf("the page did not load:\n%s", dom)
+	}
+	dom = browser.DumpDOM(base + "?" + url.Values{"job": {"beat"}, "since": {"1m"}, "refresh": {"0"}}.Encode())
+	checkNoScriptRan(t, dom)
+	if cells := parseCells(t, dom); len(cells) < 30 {
+		t.Errorf("the timeline of the last minute has %d cells", len(cells))
+	}
+	for _, api := range []string{"api/v1/jobs", "api/v1/jobs/beat/slots?since=1m"} {
+		if dom := browser.DumpDOM(base + api); !strings.Contains(dom, `"beat"`) {
+			t.Errorf("%s: no job in the answer:\n%s", api, dom)
+		}
+	}
+	for _, path := range []string{"/", "/static/style.css", "/static/refresh.js", "/api/v1/jobs/beat/slots"} {
+		if rec.count(path) == 0 {
+			t.Errorf("the browser never asked for %s", path)
+		}
+	}
+
+	// A script asking once a second.
+	client := &http.Client{Timeout: 5 * time.Second}
+	for range 10 {
+		resp, err := client.Get(base + "api/v1/jobs/beat/slots?since=10m")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		time.Sleep(time.Second)
+	}
+
+	for _, a := range rec.all() {
+		t.Logf("%s: %d in %v", a.path, a.code, a.took)
+		if a.gone {
+			continue // the browser, done with the page, dropped it (a favicon)
+		}
+		if a.code == http.StatusTooManyRequests || a.code == http.StatusServiceUnavailable || a.code >= 500 {
+			t.Errorf("%s: answered %d", a.path, a.code)
+		}
+		if a.took > 100*time.Millisecond {
+			t.Errorf("%s: answered %d after %v, want at most 100 ms", a.path, a.code, a.took)
+		}
+	}
+	t.Logf("%d answers, slowest %v", len(rec.all()), rec.slowest())
+	c.StopAll()
+}
+
+// answerLog records each request a handler answered: its path, code and
+// how long it took, to the end of the body.
+type answerLog struct {
+	mu      sync.Mutex
+	answers []answered
+}
+
+type answered struct {
+	path string
+	code int
+	took time.Duration
+	gone bool // the client went away before the answer was done
+}
+
+func (l *answerLog) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		cw := &codeWriter{ResponseWriter: w, code: http.StatusOK}
+		h.ServeHTTP(cw, r)
+		l.mu.Lock()
+		l.answers = append(l.answers, answered{path: r.URL.Path, code: cw.code, took: time.Since(start), gone: r.Context().Err() != nil})
+		l.mu.Unlock()
+	})
+}
+
+func (l *answerLog) all() []answered {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.answers)
+}
+
+func (l *answerLog) count(path string) int {
+	n := 0
+	for _, a := range l.all() {
+		if a.path == path {
+			n++
+		}
+	}
+	return n
+}
+
+func (l *answerLog) slowest() time.Duration {
+	var d time.Duration
+	for _, a := range l.all() {
+		if !a.gone {
+			d = max(d, a.took)
+		}
+	}
+	return d
+}
+
+// codeWriter keeps the status code written through it.
+type codeWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *codeWriter) WriteHeader(code int) {
+	w.code = code
+	w.ResponseWriter.WriteHeader(code)
 }

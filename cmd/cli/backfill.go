@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/scheduler"
 	"github.com/slotlock/slotlock/scheduler/history"
 )
@@ -18,10 +19,12 @@ const backfillTimeout = 30 * time.Second
 
 // cmdBackfill runs, one by one in this process under the normal locks,
 // every slot of a job in [--from, --to] that has no recorded outcome
-// (scheduler.PlanBackfill, scheduler.RunSlot). Exit 0: every slot it ran
-// succeeded, or there was nothing to run; 1: a run failed, or a slot could
-// not be locked (it stops there), or the stores did not answer; 2: a usage
-// or configuration error, or a window it refuses.
+// (scheduler.PlanBackfill, scheduler.RunSlot). Exit 0: every slot of the
+// window has an outcome — it ran and succeeded, or was refused because it
+// ran, is running or may have run — or there was nothing to run; 1: a run
+// failed, a slot was left without an outcome (runBackfill), or the stores
+// did not answer; 2: a usage or configuration error, or a window it
+// refuses.
 func cmdBackfill(ctx context.Context, args []string, env cmdEnv) int {
 	f := newFlags("backfill", env)
 	fromS := f.String("from", "", "the window's start, RFC 3339 (required)")
@@ -101,28 +104,43 @@ func cmdBackfill(ctx context.Context, args []string, env cmdEnv) int {
 	return code
 }
 
-// runBackfill runs the planned slots in order, filling in each one's
-// result and why, and returns how many ran and the exit code: a run that
-// did not succeed fails the command; a slot that could not be locked
-// stops it (the next slots would meet the same).
+// heldBudget is how long in all a backfill keeps coming back to slots it
+// could not lock because another run held the job lease (or a claim of
+// the slot was still being settled): long enough for a replica's run of a
+// live schedule and another backfill of the same window to let it in,
+// short enough that a job whose runs outlast it is reported rather than
+// waited for indefinitely.
+func heldBudget(ttl time.Duration) time.Duration { return max(time.Minute, 4*ttl) }
+
+// runBackfill runs the planned slots oldest first, filling in each one's
+// result and why, and returns how many ran and the exit code. A run that
+// did not succeed fails the command. A slot whose job lease another run
+// holds (a replica's, another backfill's: RunSlot waits half a lock.ttl
+// for it, and a run that takes the lease back at once can outpace that
+// wait) is set aside and the next slots go on; the set-aside slots are
+// tried again, in rounds, until each has an outcome or heldBudget has
+// passed since the first was set aside — meanwhile whoever held the lease
+// ran them, or let go of it. A slot that could not be locked for another
+// reason (no quorum, the job paused) stops the backfill: the next slots
+// would meet the same. Every slot left without an outcome is named, with
+// why, and fails the command.
 func runBackfill(ctx context.Context, r *replica, job string, plan []scheduler.BackfillSlot, results, why []string) (ran, code int) {
 	code = exitOK
-	stopped := false
-	for i, b := range plan {
-		if !b.Run {
-			results[i] = "skipped"
-			continue
-		}
+	var stopped bool
+	var held []int // plan indexes set aside: the job lease was held
+	var heldSince time.Time
+	try := func(i int) {
+		slot := plan[i].Slot
 		if stopped {
 			results[i], why[i] = "not run", "backfill stopped earlier"
-			continue
+			return
 		}
 		if ctx.Err() != nil {
 			stopped, code = true, exitFailure
 			results[i], why[i] = "not run", "interrupted"
-			continue
+			return
 		}
-		h, err := r.sched.RunSlot(ctx, job, b.Slot)
+		h, err := r.sched.RunSlot(ctx, job, slot)
 		var he *scheduler.HandledError
 		switch {
 		case err == nil:
@@ -136,17 +154,79 @@ func runBackfill(ctx context.Context, r *replica, job string, plan []scheduler.B
 			ran++
 			code = exitFailure
 			results[i], why[i] = string(h.Outcome), describeRun(h)
-			r.log.Error("backfill: run did not succeed", "job", job, "slot", slotText(b.Slot), "error", err.Error())
+			r.log.Error("backfill: run did not succeed", "job", job, "slot", slotText(slot), "error", err.Error())
+		case ctx.Err() == nil && errors.Is(err, locking.ErrNotAcquired):
+			if heldSince.IsZero() {
+				heldSince = time.Now()
+			}
+			held = append(held, i)
+			results[i], why[i] = "not run", heldWhy(err)
 		default:
-			// Could not lock (no quorum, the job lease held, the job
-			// paused): the next slots would meet the same; stop here.
+			// No quorum, the job paused: the next slots would meet the
+			// same; stop here.
 			stopped, code = true, exitFailure
-			results[i], why[i] = "not run", "could not lock"
-			r.log.Error("backfill: slot not run: could not lock it; stopping", "job", job, "slot", slotText(b.Slot),
+			results[i], why[i] = "not run", lockWhy(err)
+			r.log.Error("backfill: slot not run: could not lock it; stopping", "job", job, "slot", slotText(slot),
 				"error", err.Error())
 		}
 	}
+	for i, b := range plan {
+		if !b.Run {
+			results[i] = "skipped"
+			continue
+		}
+		try(i)
+	}
+	budget := heldBudget(r.cfg.Lock.TTL)
+	for len(held) > 0 && !stopped && time.Since(heldSince) < budget {
+		again := held
+		held = nil
+		for _, i := range again {
+			try(i)
+		}
+		if len(held) == len(again) {
+			// No slot got an outcome this round: pause before the next
+			// rather than ask at the holder's pace.
+			select {
+			case <-ctx.Done():
+			case <-time.After(r.cfg.Lock.TTL / 4):
+			}
+		}
+	}
+	for _, i := range held {
+		code = exitFailure
+		if !stopped {
+			why[i] += fmt.Sprintf(" for %s in all", budget)
+		}
+		r.log.Error("backfill: slot not run: its job lease stayed held", "job", job, "slot", slotText(plan[i].Slot),
+			"why", why[i])
+	}
 	return ran, code
+}
+
+// lockWhy says why a slot could not be locked, for the table.
+func lockWhy(err error) string {
+	switch {
+	case errors.Is(err, locking.ErrPaused):
+		return "could not lock: the job is paused"
+	case errors.Is(err, locking.ErrNoQuorum):
+		return "could not lock: no quorum"
+	}
+	return "could not lock"
+}
+
+// heldWhy says what a slot could not be locked for: the job lease held
+// (by whom, when known), or another claim of the slot still on some of
+// the stores (a concurrent claim being handed back).
+func heldWhy(err error) string {
+	var he *locking.HeldError
+	switch {
+	case errors.As(err, &he) && he.Holder != "":
+		return "job lease held by " + he.Holder
+	case errors.As(err, &he):
+		return "job lease held"
+	}
+	return "another claim of the slot held"
 }
 
 // parseTime reads a --from or --to flag: a required RFC 3339 time.

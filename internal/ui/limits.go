@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"context"
 	"encoding/json"
 	"math"
 	"net"
@@ -12,14 +13,22 @@ import (
 
 // The page's limits. The page shares its replica's CPU with the
 // scheduler, so what a crowd of clients (or one script in a loop) can make
-// it do is bounded before it costs anything: each request first takes a
-// token from its client's bucket (keyed by the remote IP address) and from
-// the bucket of all clients together, else it is answered 429 with the
-// Retry-After the buckets need — from bytes prepared once, before the URL's
-// query is parsed or a store read; then, on a cache miss, a place among
-// MaxConcurrent, else 503 at once. What a refusal costs is a map lookup and
-// a small write, and a client that honours Retry-After comes back when a
-// token is there.
+// it do is bounded before it costs anything: each page or API request
+// first takes a token from its client's bucket (keyed by the remote IP
+// address) and from the bucket of all clients together, else it is
+// answered 429 with the Retry-After the buckets need — from bytes prepared
+// once, before the URL's query is parsed or a store read; then, on a cache
+// miss, a place among MaxConcurrent, else 503 at once. What a refusal
+// costs is a map lookup and a small write, and a client that honours
+// Retry-After comes back when a token is there. The stylesheet and the
+// script are embedded bytes and take no token; a method other than GET
+// and HEAD is 405 before any token.
+//
+// The bucket of all clients also tells a person from a storm: while it
+// holds at least half its burst (the page is little used) an answer is
+// made at once; below that (many requests, from many clients or one) every
+// answer waits for the quiet part of the second (phase.go), where it
+// cannot delay a claim.
 
 // Rate is a token bucket: PerSecond tokens a second, at most Burst held.
 type Rate struct {
@@ -27,16 +36,22 @@ type Rate struct {
 	Burst     int
 }
 
-// The page's default limits. One person clicking through the page (a
-// burst of links, a reload every 15 s) stays well inside them; a script
-// that wants more reads `slotlock status --json` and `slotlock history`.
+// The page's default limits. One person's browser — the page, a job's
+// timeline, the JSON API, a burst of clicks, a reload every 15 s — or a
+// script asking once a second stays inside them and is answered at once;
+// more than that is what `slotlock status --json` and `slotlock history`
+// are for. The rate of all clients together is the storm bound: what
+// TestPageStorm holds to 1.1x of a quiet fleet's start delay is a request
+// a second made in the quiet phase; its burst is twice a client's, so that
+// one client's burst alone leaves the page answering at once.
 var (
-	// DefaultClientRate is Backend.ClientRate's default: a request every
-	// two seconds per client address, ten at once.
-	DefaultClientRate = Rate{PerSecond: 0.5, Burst: 10}
+	// DefaultClientRate is Backend.ClientRate's default: a request a
+	// second per client address, ten at once.
+	DefaultClientRate = Rate{PerSecond: 1, Burst: 10}
 	// DefaultTotalRate is Backend.TotalRate's default: a request a second
-	// for all clients together, ten at once.
-	DefaultTotalRate = Rate{PerSecond: 1, Burst: 10}
+	// for all clients together, twenty at once; answered at once while
+	// ten or more are left (limiter.admit).
+	DefaultTotalRate = Rate{PerSecond: 1, Burst: 20}
 )
 
 // DefaultMaxConcurrent is Backend.MaxConcurrent's default.
@@ -93,17 +108,27 @@ func newLimiter(client, total Rate) *limiter {
 // take takes a token from key's bucket and the total one at now, or
 // returns how long until both hold one (and takes none).
 func (l *limiter) take(key string, now time.Time) (ok bool, retry time.Duration) {
+	ok, retry, _ = l.admit(key, now)
+	return ok, retry
+}
+
+// admit is take that also says whether the request may be answered at
+// once (prompt): whether, its token taken, the bucket of all clients
+// still holds at least half its burst — the page is little used, as by a
+// person or two. Under a storm that bucket stays near empty, so every
+// answer waits for the quiet phase (Backend.Yield).
+func (l *limiter) admit(key string, now time.Time) (ok bool, retry time.Duration, prompt bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	b := l.bucketOf(key, now)
 	b.refill(now, l.client)
 	l.all.refill(now, l.total)
 	if w := max(b.wait(l.client), l.all.wait(l.total)); w > 0 {
-		return false, w
+		return false, w, false
 	}
 	b.tokens--
 	l.all.tokens--
-	return true, 0
+	return true, 0, l.all.tokens >= float64(l.total.Burst)/2
 }
 
 // bucketOf is key's bucket, made full for a new key.
@@ -139,26 +164,40 @@ func clientKey(r *http.Request) string {
 	return host
 }
 
-// admit takes r's tokens, or answers 429 and returns false.
-func (s *server) admit(w http.ResponseWriter, r *http.Request) bool {
-	ok, wait := s.limits.take(clientKey(r), s.now())
-	if ok {
-		return true
+// admit takes r's tokens, or answers 429 and returns false. The request
+// it returns says whether its answer may be made at once (promptly).
+func (s *server) admit(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
+	ok, wait, prompt := s.limits.admit(clientKey(r), s.now())
+	if !ok {
+		secs := strconv.Itoa(max(1, int(math.Ceil(wait.Seconds()))))
+		refuse(w, r, http.StatusTooManyRequests, secs, tooManyJSON)
+		return r, false
 	}
-	secs := strconv.Itoa(max(1, int(math.Ceil(wait.Seconds()))))
-	refuse(w, r, http.StatusTooManyRequests, secs, tooManyJSON)
-	return false
+	if prompt {
+		r = r.WithContext(context.WithValue(r.Context(), promptKey{}, true))
+	}
+	return r, true
+}
+
+// promptKey marks a request whose answer is made at once, without
+// waiting for Backend.Yield (limiter.admit).
+type promptKey struct{}
+
+func promptly(r *http.Request) bool {
+	p, _ := r.Context().Value(promptKey{}).(bool)
+	return p
 }
 
 // limited serves h when fewer than MaxConcurrent requests are being
 // served, else answers 503 with Retry-After at once (no queue: a waiting
 // request would only hold its connection and read stale data later).
+// Unless the request is to be answered promptly, h waits for Yield first.
 func (s *server) limited(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case s.busy <- struct{}{}:
 			defer func() { <-s.busy }()
-			if s.b.Yield != nil && s.b.Yield(r.Context()) != nil {
+			if s.b.Yield != nil && !promptly(r) && s.b.Yield(r.Context()) != nil {
 				writeError(w, http.StatusServiceUnavailable, "the request ended before its answer was made")
 				return
 			}

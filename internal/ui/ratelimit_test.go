@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -126,4 +127,112 @@ func TestClientBucketsBounded(t *testing.T) {
 	ok, _ = l.take("new-3", c.now())
 	require.True(t, ok)
 	require.Len(t, l.clients, 1)
+}
+
+// promptHandler is the page with the default limits and answer cache,
+// on clock c, over a local store; it counts the answers that waited for
+// the quiet phase (Yield).
+func promptHandler(t *testing.T, c *fakeClock) (http.Handler, *int) {
+	l := locking.NewLocal(locking.Options{Replica: "r1"})
+	t.Cleanup(func() { l.Close() })
+	waited := new(int)
+	return Handler(Backend{Locker: l, Specs: []scheduler.JobSpec{everySecond(t, "beat")}, Now: c.now,
+		Yield: func(context.Context) error { *waited++; return nil }}), waited
+}
+
+// One person, with the default settings, is answered at once and never
+// refused: a browser loading the page, its stylesheet and script, its
+// favicon, a job's timeline and the JSON API, then clicking through a
+// few windows, then reloading every 15 s; and a script that asks the API
+// once a second for ten minutes.
+func TestPersonAnsweredAtOnce(t *testing.T) {
+	c := newFakeClock()
+	h, waited := promptHandler(t, c)
+	const browser = "192.0.2.1:50000"
+	load := []string{"/", "/static/style.css", "/static/refresh.js", "/favicon.ico",
+		"/?job=beat", "/static/style.css", "/api/v1/jobs", "/api/v1/jobs/beat/slots?since=1h"}
+	for _, since := range []string{"1h", "24h", "168h", "1h"} {
+		load = append(load, "/?job=beat&since="+since)
+	}
+	for _, path := range load {
+		rec := get(h, browser, path)
+		require.NotEqual(t, http.StatusTooManyRequests, rec.Code, path)
+		require.Contains(t, []int{200, 404}, rec.Code, path)
+		c.add(50 * time.Millisecond)
+	}
+	for range 40 { // ten minutes of reloads
+		c.add(15 * time.Second)
+		require.Equal(t, http.StatusOK, get(h, browser, "/?job=beat").Code)
+	}
+	require.Zero(t, *waited, "an answer to the only person waited for the quiet phase")
+
+	const script = "192.0.2.2:40000"
+	for i := range 600 {
+		c.add(time.Second)
+		rec := get(h, script, "/api/v1/jobs/beat/slots?since=10m")
+		require.Equal(t, http.StatusOK, rec.Code, "request %d", i)
+	}
+	require.Zero(t, *waited, "an answer to a script asking once a second waited for the quiet phase")
+}
+
+// A storm (many requests at once, here from many addresses) drains the
+// bucket of all clients: past its first half every answer waits for the
+// quiet phase, past all of it they are refused; and the page answers at
+// once again only when the bucket has refilled past half, not with the
+// storm's next token.
+func TestStormWaitsForQuietPhase(t *testing.T) {
+	c := newFakeClock()
+	h, waited := promptHandler(t, c)
+	client := func(i int) string { return fmt.Sprintf("198.51.100.%d:1", i) }
+	n := 0 // a URL of its own per request: no answer comes from the cache
+	url := func() string { n++; return fmt.Sprintf("/api/v1/jobs?offset=%d", n) }
+	burst := DefaultTotalRate.Burst
+	for i := range burst {
+		require.Equal(t, http.StatusOK, get(h, client(i), url()).Code)
+		require.Equal(t, max(0, i+1-burst/2), *waited, "request %d", i)
+	}
+	require.Equal(t, http.StatusTooManyRequests, get(h, client(burst), url()).Code)
+	// Honouring Retry-After, the storm comes back with each token: its
+	// answers keep waiting.
+	for i := range 20 {
+		c.add(time.Duration(float64(time.Second) / DefaultTotalRate.PerSecond))
+		before := *waited
+		require.Equal(t, http.StatusOK, get(h, client(i), url()).Code)
+		require.Equal(t, before+1, *waited, "storm request %d answered at once", i)
+	}
+	// Once quiet long enough to refill half the bucket, a person is
+	// answered at once again.
+	c.add(time.Duration(float64(burst/2+1) / DefaultTotalRate.PerSecond * float64(time.Second)))
+	before := *waited
+	require.Equal(t, http.StatusOK, get(h, "192.0.2.1:1", "/").Code)
+	require.Equal(t, before, *waited)
+}
+
+// Only GET and HEAD are answered; any other method, known or not, is 405
+// with Allow before any token is taken, so a client past its rate gets
+// 405 for FOO as for POST, and its refused methods cost it nothing. Other
+// paths than the page's and the API's (a favicon) take no token either.
+func TestMethodRefusedBeforeRate(t *testing.T) {
+	c := newFakeClock()
+	h := limitedHandler(t, c, Rate{PerSecond: 0.5, Burst: 1}, Rate{PerSecond: 100, Burst: 100})
+	const a = "192.0.2.1:1000"
+	serve := func(method, path string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(method, path, nil)
+		r.RemoteAddr = a
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		return rec
+	}
+	for _, m := range []string{"POST", "FOO", "DELETE", "PUT", "OPTIONS"} {
+		for _, path := range []string{"/", "/healthz", "/api/v1/jobs"} {
+			rec := serve(m, path)
+			require.Equal(t, http.StatusMethodNotAllowed, rec.Code, "%s %s", m, path)
+			require.Equal(t, "GET, HEAD", rec.Header().Get("Allow"))
+		}
+	}
+	require.Equal(t, http.StatusNotFound, serve("GET", "/favicon.ico").Code)
+	require.Equal(t, http.StatusOK, serve("HEAD", "/api/v1/jobs").Code, "the client's one token is still there")
+	require.Equal(t, http.StatusTooManyRequests, serve("GET", "/api/v1/jobs").Code)
+	require.Equal(t, http.StatusMethodNotAllowed, serve("FOO", "/healthz").Code, "past the rate: still 405")
+	require.Equal(t, http.StatusMethodNotAllowed, serve("POST", "/healthz").Code)
 }

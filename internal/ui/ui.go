@@ -16,8 +16,10 @@
 // together have a request rate (429 with Retry-After past it, decided
 // before the URL is parsed), an answer is served again to every request
 // for its URL for a second, and at most MaxConcurrent answers are made at
-// once (503 past it), in the part of each second where no slot is due
-// (Backend.Yield). See limits.go, cache.go and phase.go.
+// once (503 past it) — at once while the page is little used, and in the
+// part of each second where no slot is due (Backend.Yield) once it is in
+// demand. Its stylesheet and script are served from memory, unlimited.
+// See limits.go, cache.go and phase.go.
 package ui
 
 import (
@@ -25,6 +27,7 @@ import (
 	"embed"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -59,10 +62,11 @@ type Backend struct {
 	// CacheFor is how long an answer is served again to requests for the
 	// same URL (cache.go). 0: DefaultCacheFor; negative: no cache.
 	CacheFor time.Duration
-	// Yield, when not nil, is waited for before an answer is made, once
-	// it has its place among MaxConcurrent: it returns when the page may
-	// use the CPU, e.g. QuietPhase (phase.go); an error (the request
-	// ended) makes no answer. nil: at once.
+	// Yield, when not nil, is waited for before an answer is made while
+	// the page is in demand (limits.go), once the request has its place
+	// among MaxConcurrent: it returns when the page may use the CPU, e.g.
+	// QuietPhase (phase.go); an error (the request ended) makes no
+	// answer. nil: at once.
 	Yield func(context.Context) error
 }
 
@@ -103,7 +107,7 @@ func Handler(b Backend) http.Handler {
 		}
 		static.HandleFunc("GET /static/"+a.name, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", a.ctype)
-			w.Header().Set("Cache-Control", "max-age=300")
+			w.Header().Set("Cache-Control", "public, max-age=300")
 			_, _ = w.Write(body)
 		})
 	}
@@ -120,11 +124,18 @@ func Handler(b Backend) http.Handler {
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("Cache-Control", "no-store")
-		if strings.HasPrefix(r.URL.Path, "/static/") {
-			static.ServeHTTP(w, r) // embedded bytes: nothing to bound
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			// Read-only: any other method, known or not, is refused
+			// before it costs a token.
+			h.Set("Allow", "GET, HEAD")
+			writeError(w, http.StatusMethodNotAllowed, "method "+strconv.Quote(r.Method)+" not allowed: the status page is read-only (GET, HEAD)")
 			return
 		}
-		if s.admit(w, r) {
+		if r.URL.Path != "/" && !strings.HasPrefix(r.URL.Path, "/api/") {
+			static.ServeHTTP(w, r) // embedded bytes or 404: nothing to bound
+			return
+		}
+		if r, ok := s.admit(w, r); ok {
 			s.cache.serve(w, r, s.now(), made)
 		}
 	})
