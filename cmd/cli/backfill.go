@@ -114,7 +114,9 @@ func heldBudget(ttl time.Duration) time.Duration { return max(time.Minute, 4*ttl
 
 // runBackfill runs the planned slots oldest first, filling in each one's
 // result and why, and returns how many ran and the exit code. A run that
-// did not succeed fails the command. A slot whose job lease another run
+// did not succeed is an outcome like any (the table and the error line
+// say so); only a slot left without one fails the command. A slot whose
+// job lease another run
 // holds (a replica's, another backfill's: RunSlot waits half a lock.ttl
 // for it, and a run that takes the lease back at once can outpace that
 // wait) is set aside and the next slots go on; the set-aside slots are
@@ -151,8 +153,9 @@ func runBackfill(ctx context.Context, r *replica, job string, plan []scheduler.B
 			// backfill): nothing to do for it.
 			results[i], why[i] = "skipped", refusal(he.Reason, he.Entry)
 		case errors.Is(err, scheduler.ErrRunFailed):
+			// The slot has its outcome (failed, canceled): the window is
+			// done with it. The exit code speaks of slots left without one.
 			ran++
-			code = exitFailure
 			results[i], why[i] = string(h.Outcome), describeRun(h)
 			r.log.Error("backfill: run did not succeed", "job", job, "slot", slotText(slot), "error", err.Error())
 		case ctx.Err() == nil && errors.Is(err, locking.ErrNotAcquired):
