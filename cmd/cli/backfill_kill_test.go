@@ -26,7 +26,10 @@ func TestKilledBackfillIsNeverRunAgain(t *testing.T) {
 	t.Parallel()
 	nodes := redistest.Start(t, 3)
 	ledger := filepath.Join(t.TempDir(), "ledger")
-	cfg := writeConfig(t, redisNodesYAML(nodes.Addrs())+fmt.Sprintf(`
+	// op_timeout above its default: the evidence is the subject, not a
+	// loaded host's slow replies (a plan whose reads all miss 100 ms at
+	// once fails with no quorum).
+	cfg := writeConfig(t, redisNodesYAML(nodes.Addrs())+fmt.Sprintf(`  op_timeout: 500ms
 log: {format: json, level: debug}
 http: {addr: ""}
 lock: {ttl: 2s, max_clock_skew: 500ms}

@@ -46,7 +46,9 @@ func TestCommandOnEmbeddedFleet(t *testing.T) {
 	}()
 	waitFor(t, 10*time.Second, "two runs", func() bool { return runs.Load() >= 2 })
 
-	cfg := writeConfig(t, redisNodesYAML(nodes.Addrs()))
+	// op_timeout above its default: what the fleet publishes is the
+	// subject, not a loaded host's slow replies.
+	cfg := writeConfig(t, redisNodesYAML(nodes.Addrs())+"  op_timeout: 500ms\n")
 	out, errOut, code := slotlock(t, nil, "history", "--config", cfg, "--json", "tick")
 	require.Equal(t, 0, code, errOut)
 	var doc struct {
@@ -98,7 +100,7 @@ func TestCommandOnEmbeddedFleet(t *testing.T) {
 
 	// The configuration declares the job with another schedule and zone:
 	// its definition is used, and the difference named.
-	other := writeConfig(t, redisNodesYAML(nodes.Addrs())+`jobs:
+	other := writeConfig(t, redisNodesYAML(nodes.Addrs())+"  op_timeout: 500ms\n"+`jobs:
   - name: tick
     schedule: "@every 2s"
     timezone: Europe/Paris
