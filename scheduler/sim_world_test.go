@@ -2,6 +2,7 @@ package scheduler_test
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"hash/fnv"
 	"io"
@@ -187,8 +188,9 @@ func (w *world) process(name string, epoch int) *instance {
 	off := time.Duration(w.rng.Int64N(int64(w.cfg.skew)+1)) - w.cfg.skew/2
 	w.mu.Unlock()
 	in.clock.SetOffset(off)
+	draw := w.draws(name, epoch)
 	locker, err := redlock.OnNodes(w.net.Nodes(name, gate), "sim", 100*time.Millisecond,
-		locking.Options{Replica: name, Clock: in.clock, Logger: discard})
+		locking.Options{Replica: name, Clock: in.clock, Logger: discard, Token: tokens(draw)})
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -205,6 +207,7 @@ func (w *world) process(name string, epoch int) *instance {
 	if err != nil {
 		w.t.Fatal(err)
 	}
+	scheduler.SetDraw(s, draw)
 	if w.cfg.views {
 		scheduler.SetViewSource(s, w.simView)
 	}
@@ -212,6 +215,35 @@ func (w *world) process(name string, epoch int) *instance {
 	in.done = make(chan struct{})
 	w.wg.Go(func() { <-in.done; _ = locker.Close() })
 	return in
+}
+
+// draws is the random source of process name's epoch: each number drawn
+// for what (a lock key) comes from the seed, the process, what and how many
+// the process drew for what before — not from a stream shared by the
+// process's goroutines, which run in an order the Go scheduler picks — so
+// that a replay of the seed draws the same numbers for the same things.
+func (w *world) draws(name string, epoch int) func(what string) uint64 {
+	var mu sync.Mutex
+	drawn := map[string]uint64{}
+	return func(what string) uint64 {
+		mu.Lock()
+		n := drawn[what]
+		drawn[what]++
+		mu.Unlock()
+		h := fnv.New64a()
+		fmt.Fprintf(h, "%s|%d|%s|%d", name, epoch, what, n)
+		return rand.New(rand.NewPCG(w.cfg.seed, h.Sum64())).Uint64()
+	}
+}
+
+// tokens are the lease tokens of a process whose draws are draw.
+func tokens(draw func(string) uint64) func(locking.Key) [16]byte {
+	return func(k locking.Key) [16]byte {
+		var b [16]byte
+		binary.LittleEndian.PutUint64(b[:8], draw("token "+k.String()))
+		binary.LittleEndian.PutUint64(b[8:], draw("token "+k.String()))
+		return b
+	}
 }
 
 // specs are the jobs' definitions for process in, with timeout as every

@@ -3,6 +3,7 @@ package locksim
 import (
 	"context"
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
 	"sync"
@@ -88,8 +89,8 @@ func (n *Net) Nodes(replica string, gate *Gate) []locking.Node {
 	for i := range n.stores {
 		h := fnv.New64a()
 		h.Write([]byte(replica))
-		out[i] = &link{net: n, id: linkID{replica, i}, gate: gate,
-			rng: rand.New(rand.NewPCG(n.seed, h.Sum64()^uint64(i)<<32^uint64(gate.epoch)))}
+		out[i] = &link{net: n, id: linkID{replica, i}, gate: gate, seed: h.Sum64() ^ uint64(i)<<32 ^ uint64(gate.epoch),
+			sent: map[uint64]int{}}
 	}
 	return out
 }
@@ -98,8 +99,34 @@ type link struct {
 	net  *Net
 	id   linkID
 	gate *Gate
-	mu   sync.Mutex
-	rng  *rand.Rand
+	seed uint64 // the link's, from the replica's name, the store and the process's epoch
+
+	mu     sync.Mutex
+	sentAt time.Time
+	sent   map[uint64]int // requests sent at sentAt, by hash of their content
+}
+
+// draws returns the random source of one request. It is drawn from the
+// request itself — its content, the virtual instant it is sent at and how
+// many identical requests this link sent at that instant — and not from
+// a stream shared by the link's requests: the goroutines of one process
+// that send at the same instant run in an order the Go scheduler picks,
+// and a shared stream would hand them its draws in that order, so a
+// replay of the seed would not give each request the same latency.
+func (l *link) draws(op locking.Op) *rand.Rand {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%T %+v", op, op)
+	c := h.Sum64()
+	now := time.Now()
+	l.mu.Lock()
+	if !now.Equal(l.sentAt) {
+		l.sentAt = now
+		clear(l.sent)
+	}
+	n := l.sent[c]
+	l.sent[c]++
+	l.mu.Unlock()
+	return rand.New(rand.NewPCG(l.net.seed^l.seed, c^uint64(now.UnixNano())*0x9e3779b97f4a7c15^uint64(n)))
 }
 
 func (l *link) Addr() string { return l.net.stores[l.id.store].name }
@@ -114,7 +141,7 @@ const (
 )
 
 // plan draws a request's delays and fate.
-func (l *link) plan() (out, back time.Duration, f fate, down bool) {
+func (l *link) plan(op locking.Op) (out, back time.Duration, f fate, down bool) {
 	n := l.net
 	n.mu.Lock()
 	down = n.down[l.id.store]
@@ -122,13 +149,12 @@ func (l *link) plan() (out, back time.Duration, f fate, down bool) {
 	slow := n.slow[l.id.store]
 	loss, lateRate, lateDelay := n.lossRate, n.lateRate, n.lateDelay
 	n.mu.Unlock()
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	rng := l.draws(op)
 	lat := func() time.Duration {
-		return latencyStep * time.Duration(1+l.rng.IntN(latencySteps))
+		return latencyStep * time.Duration(1+rng.IntN(latencySteps))
 	}
 	out, back = lat()+slow, lat()
-	p := l.rng.Float64()
+	p := rng.Float64()
 	switch {
 	case cut || p < loss:
 		f = lost
@@ -153,7 +179,7 @@ func (l *link) Do(ctx context.Context, op locking.Op) (locking.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return locking.Result{}, err // as go-redis: an ended context sends nothing
 	}
-	out, back, f, down := l.plan()
+	out, back, f, down := l.plan(op)
 	i := l.id.store
 	if dl, ok := ctx.Deadline(); f == delivered && ok && !l.net.isFrozen(i) && time.Now().Add(out+back).Before(dl) {
 		// The answer should arrive in time: no need for a goroutine of its
