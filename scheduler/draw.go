@@ -1,6 +1,9 @@
 package scheduler
 
 import (
+	crand "crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
 	"math/rand/v2"
 	"time"
 )
@@ -20,4 +23,17 @@ func (s *Scheduler) random(what string) uint64 {
 // randomN is a duration in [0, n) drawn for what; n > 0.
 func (s *Scheduler) randomN(what string, n time.Duration) time.Duration {
 	return time.Duration(s.random(what) % uint64(n))
+}
+
+// instanceID tells this process's heartbeats from an earlier process's of
+// the same replica: 8 bytes from crypto/rand, or from draw when a test set
+// it.
+func (s *Scheduler) instanceID() string {
+	var b [8]byte
+	if s.draw != nil {
+		binary.LittleEndian.PutUint64(b[:], s.draw("instance"))
+	} else {
+		_, _ = crand.Read(b[:])
+	}
+	return hex.EncodeToString(b[:])
 }

@@ -34,6 +34,9 @@ type simConfig struct {
 	// drawn at random at every refresh instead of read from the
 	// heartbeats (simView).
 	views bool
+	// replay numbers the replays of one seed (TestSimulationReplaysItsSeed),
+	// in the names of their trace files (-sim.trace).
+	replay int
 }
 
 // world is the simulated fleet: replicas (processes that crash, restart,
@@ -165,6 +168,7 @@ func newWorld(t testing.TB, cfg simConfig) *world {
 	}
 	w := &world{t: t, cfg: cfg, rng: rand.New(rand.NewPCG(cfg.seed, 0x5107)),
 		net: locksim.NewNet(cfg.seed, stores...), rec: &record{}, start: time.Now(), faults: &faultLog{}}
+	w.net.SetOrdered(true)
 	for i := range cfg.replicas {
 		w.reps = append(w.reps, &replica{name: fmt.Sprintf("r%d", i)})
 	}
@@ -182,7 +186,7 @@ var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
 // ±skew/2, so any two replicas differ by at most skew), locker and
 // scheduler.
 func (w *world) process(name string, epoch int) *instance {
-	gate := locksim.NewGate(epoch)
+	gate := w.net.NewGate(epoch)
 	in := &instance{name: name, gate: gate, clock: &locksim.Clock{Gate: gate}, born: time.Now()}
 	w.mu.Lock()
 	off := time.Duration(w.rng.Int64N(int64(w.cfg.skew)+1)) - w.cfg.skew/2

@@ -31,6 +31,12 @@ type Net struct {
 	lossRate  float64 // requests lost on every link (never executed, no answer)
 	lateRate  float64 // requests executed after LateDelay, their answers lost
 	lateDelay time.Duration
+
+	ordered     bool            // SetOrdered: requests go through the dispatcher (ordered.go)
+	pending     []*queued       // requests that reached their stores at this instant
+	thawed      []thaw          // queues of stores thawed at this instant
+	wake        []chan struct{} // goroutines of resumed processes, to wake one by one
+	dispatching bool            // a dispatcher is running
 }
 
 type linkID struct {
@@ -186,11 +192,11 @@ func (l *link) Do(ctx context.Context, op locking.Op) (locking.Result, error) {
 		// own (unless the store froze meanwhile: then the caller gives up
 		// at its deadline).
 		time.Sleep(out)
-		if down || l.net.isDown(i) {
+		if down || l.net.refuses(i) {
 			return locking.Result{}, ErrRefused
 		}
 		select {
-		case r := <-l.net.deliver(i, op):
+		case r := <-l.net.deliver(l, op):
 			time.Sleep(back)
 			if !l.gate.Wait() {
 				return locking.Result{}, errors.New("process is dead")
@@ -203,14 +209,14 @@ func (l *link) Do(ctx context.Context, op locking.Op) (locking.Result, error) {
 	ch := make(chan reply, 1)
 	go func() {
 		time.Sleep(out)
-		if down || l.net.isDown(i) {
+		if down || l.net.refuses(i) {
 			ch <- reply{err: ErrRefused}
 			return
 		}
 		if f == lost {
 			return
 		}
-		r := <-l.net.deliver(i, op)
+		r := <-l.net.deliver(l, op)
 		if f == late {
 			return
 		}
@@ -228,10 +234,13 @@ func (l *link) Do(ctx context.Context, op locking.Op) (locking.Result, error) {
 	}
 }
 
-func (n *Net) isDown(i int) bool {
+// refuses reports whether store i is down for a request arriving now; on
+// an ordered network the dispatcher decides it, after every fault of the
+// instant.
+func (n *Net) refuses(i int) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.down[i]
+	return !n.ordered && n.down[i]
 }
 
 // Gate is the life of one replica process: alive, paused (every request,
@@ -239,20 +248,35 @@ func (n *Net) isDown(i int) bool {
 // nothing more). A restarted replica gets a new Gate.
 type Gate struct {
 	epoch  int
+	seq    *Net // Net.NewGate: an ordered network wakes the waiters one by one
 	mu     sync.Mutex
 	dead   bool
 	paused chan struct{} // non-nil while paused; closed on resume
+	// waiters wait for the resume, in the order they came (on a gate of
+	// an ordered network).
+	waiters []chan struct{}
 }
 
 // NewGate returns the gate of a live process; epoch tells restarts of one
 // replica apart (it seeds the links).
 func NewGate(epoch int) *Gate { return &Gate{epoch: epoch} }
 
+// NewGate is NewGate on an ordered network (SetOrdered): when the process
+// resumes or dies, the goroutines it held go on one at a time, each until
+// it blocks (ordered.go), in the order they stopped — not all at once, in
+// an order the Go scheduler picks (a run that ended during the pause and
+// the watchdog that finds its lease lost race otherwise).
+func (n *Net) NewGate(epoch int) *Gate { return &Gate{epoch: epoch, seq: n} }
+
 // Wait blocks while the process is paused and reports whether it is
 // alive.
 func (g *Gate) Wait() bool {
 	g.mu.Lock()
 	p, dead := g.paused, g.dead
+	if p != nil && g.seq != nil && g.seq.isOrdered() {
+		p = make(chan struct{})
+		g.waiters = append(g.waiters, p)
+	}
 	g.mu.Unlock()
 	if p != nil {
 		<-p
@@ -290,10 +314,7 @@ func (g *Gate) Pause() {
 func (g *Gate) Resume() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.paused != nil {
-		close(g.paused)
-		g.paused = nil
-	}
+	g.releaseLocked()
 }
 
 // Kill ends the process: from now on it sends nothing; a pause ends.
@@ -301,9 +322,20 @@ func (g *Gate) Kill() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.dead = true
-	if g.paused != nil {
-		close(g.paused)
-		g.paused = nil
+	g.releaseLocked()
+}
+
+// releaseLocked ends a pause: its waiters go on, at once or through the
+// ordered network's dispatcher. g.mu is held.
+func (g *Gate) releaseLocked() {
+	if g.paused == nil {
+		return
+	}
+	close(g.paused)
+	g.paused = nil
+	if len(g.waiters) > 0 {
+		g.seq.wakeAll(g.waiters)
+		g.waiters = nil
 	}
 }
 
