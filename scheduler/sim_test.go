@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -36,6 +37,7 @@ var (
 	simSeeds    = flag.Int("sim.seeds", 0, "simulate this many seeds drawn at random (printed) instead of -sim.seedlist")
 	simSeedList = flag.String("sim.seedlist", "315852,171171", "the seeds to simulate (comma-separated)")
 	simHours    = flag.Float64("sim.hours", 24, "simulated hours per seed")
+	simTraceOut = flag.String("sim.trace", "", "write each seed's trace (sim_trace_test.go) to this file, the seed appended to its name")
 )
 
 func TestSimulation(t *testing.T) {
@@ -78,8 +80,10 @@ func simTTL(seed uint64) time.Duration {
 	return 8 * time.Second
 }
 
-func simulate(t *testing.T, cfg simConfig) {
+// simulate runs cfg's world and checks it; it returns the world's trace.
+func simulate(t *testing.T, cfg simConfig) []string {
 	began := time.Now()
+	var trace []string
 	var viol []string
 	var total checkStats
 	var faults map[string]int
@@ -114,7 +118,17 @@ func simulate(t *testing.T, cfg simConfig) {
 		faults["trigger (not a fault)"] = w.triggers
 		faults["reload (not a fault)"] = w.reloads
 		faults["job paused (not a fault)"] = len(w.pauses)
+		trace = w.traceLines()
 	})
+	if *simTraceOut != "" {
+		name := fmt.Sprintf("%s.%d", *simTraceOut, cfg.seed)
+		if cfg.replay > 0 {
+			name += fmt.Sprintf(".%d", cfg.replay)
+		}
+		if err := os.WriteFile(name, []byte(strings.Join(trace, "\n")+"\n"), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
 	var kinds []string
 	for k, n := range faults {
 		kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
@@ -133,4 +147,5 @@ func simulate(t *testing.T, cfg simConfig) {
 	if len(viol) > 0 {
 		t.Errorf("replay: go test ./scheduler -run Simulation -sim.seed %d -sim.hours %v", cfg.seed, cfg.duration.Hours())
 	}
+	return trace
 }
