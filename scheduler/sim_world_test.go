@@ -188,11 +188,12 @@ var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
 func (w *world) process(name string, epoch int) *instance {
 	gate := w.net.NewGate(epoch)
 	in := &instance{name: name, gate: gate, clock: &locksim.Clock{Gate: gate}, born: time.Now()}
-	w.mu.Lock()
-	off := time.Duration(w.rng.Int64N(int64(w.cfg.skew)+1)) - w.cfg.skew/2
-	w.mu.Unlock()
-	in.clock.SetOffset(off)
+	// The process's own draws, not the world's stream: a replica restarts
+	// on a goroutine of its own, which may run at the instant the fault
+	// plan draws.
 	draw := w.draws(name, epoch)
+	off := time.Duration(draw("clock offset")%uint64(w.cfg.skew+1)) - w.cfg.skew/2
+	in.clock.SetOffset(off)
 	locker, err := redlock.OnNodes(w.net.Nodes(name, gate), "sim", 100*time.Millisecond,
 		locking.Options{Replica: name, Clock: in.clock, Logger: discard, Token: tokens(draw)})
 	if err != nil {
@@ -213,7 +214,7 @@ func (w *world) process(name string, epoch int) *instance {
 	}
 	scheduler.SetDraw(s, draw)
 	if w.cfg.views {
-		scheduler.SetViewSource(s, w.simView)
+		scheduler.SetViewSource(s, func() []string { return w.simView(name, epoch) })
 	}
 	in.sched, in.locker = s, locker
 	in.done = make(chan struct{})
