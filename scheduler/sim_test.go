@@ -168,8 +168,11 @@ func simulate(t *testing.T, cfg simConfig) []string {
 		}
 		t.Error(v)
 	}
-	if len(viol) > 0 {
-		t.Errorf("replay: go test ./scheduler -run Simulation -sim.seed %d -sim.hours %v", cfg.seed, cfg.duration.Hours())
+	if len(viol) > 0 || t.Failed() {
+		// Any failure, not only a violation: the seed replays the whole
+		// trace, -sim.trace writes it.
+		t.Errorf("seed %d: replay: go test ./scheduler -run Simulation -sim.seed %d -sim.hours %v -sim.trace /tmp/trace",
+			cfg.seed, cfg.seed, cfg.duration.Hours())
 	}
 	return trace
 }
