@@ -30,6 +30,12 @@ type Options struct {
 	// Extend and end of a lease (trace.go). Nil (the default) or a
 	// no-op provider: no tracing, at no cost.
 	TracerProvider trace.TracerProvider
+	// Token, when set, draws the random part of every lease value (the
+	// lease's id and its run's id derive from it) for key in place of
+	// crypto/rand. Only a simulation sets it: one that derives tokens from
+	// its seed replays them. Tokens must be unique and unguessable:
+	// never set it in production.
+	Token func(key Key) [16]byte
 }
 
 // WithDefaults is o with its zero fields set to their defaults: the
@@ -155,10 +161,10 @@ func (l *locker) acquire(ctx context.Context, s LeaseSpec) (ls *Lease, err error
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	s.Value = newToken() + "|" + l.opt.Replica
+	s.Value = l.newToken(s.Key) + "|" + l.opt.Replica
 	if s.Also != nil {
 		also := *s.Also
-		also.Value = newToken() + "|" + l.opt.Replica
+		also.Value = l.newToken(also.Key) + "|" + l.opt.Replica
 		s.Also = &also
 	}
 	start := l.opt.Clock.Now()
@@ -218,7 +224,11 @@ func ctxOr(ctx context.Context, err error) error {
 }
 
 // newToken returns 128 random bits as 32 hex characters.
-func newToken() string {
+func (l *locker) newToken(key Key) string {
+	if l.opt.Token != nil {
+		b := l.opt.Token(key)
+		return hex.EncodeToString(b[:])
+	}
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		panic("locking: crypto/rand failed: " + err.Error()) // never happens on Linux

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/slotlock/slotlock/scheduler/history"
@@ -365,15 +364,15 @@ func (s *Scheduler) acquire(job string, key locking.Key, p retryPolicy) (*lockin
 			}
 			return nil, err
 		case isSplitVote(err):
-			wait, until = time.Millisecond+rand.N(4*time.Millisecond), p.splitUntil
+			wait, until = time.Millisecond+s.randomN(key.String(), 4*time.Millisecond), p.splitUntil
 		case errors.Is(err, locking.ErrNoQuorum) || errors.Is(err, locking.ErrSlowAcquire):
-			wait, until = quorumWait+rand.N(quorumWait/2+1), p.quorumUntil
+			wait, until = quorumWait+s.randomN(key.String(), quorumWait/2+1), p.quorumUntil
 			if s.outage.down.Load() {
-				wait = probeEvery + rand.N(probeEvery/4)
+				wait = probeEvery + s.randomN(key.String(), probeEvery/4)
 			}
 			quorumWait = min(2*quorumWait, quorumBackoffMax)
 		case heldNotDone(err) && !p.heldUntil.IsZero():
-			wait, until = heldWait+rand.N(heldWait/2+1), p.heldUntil
+			wait, until = heldWait+s.randomN(key.String(), heldWait/2+1), p.heldUntil
 			heldWait = min(2*heldWait, heldBackoffMax)
 		default:
 			return nil, err

@@ -57,3 +57,7 @@ func (s *Scheduler) SlotRank(job string, t time.Time) (int, bool) {
 	_, fb := s.slotDelay(job, t)
 	return s.slotRank(job, t), fb
 }
+
+// SetDraw makes s draw its random numbers (draw.go) from f: f(what) for
+// what. Call it before Run.
+func SetDraw(s *Scheduler, f func(what string) uint64) { s.draw = f }

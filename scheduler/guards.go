@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 	"time"
 
@@ -350,7 +349,7 @@ func (a *attempt) runLease() verdict {
 	s := a.s
 	key := runKey(a.name)
 	if a.j.spec.Overlap == OverlapAllow {
-		key = locking.Key{Family: a.name, Name: "manual:" + strconv.FormatUint(rand.Uint64(), 16)}
+		key = locking.Key{Family: a.name, Name: "manual:" + strconv.FormatUint(s.random(runKey(a.name).String()), 16)}
 	}
 	until := s.clock.Now().Add(time.Second)
 	lease, err := s.acquire(a.name, key, retryPolicy{splitUntil: until, quorumUntil: until, trace: a.tctx})

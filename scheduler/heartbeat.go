@@ -2,8 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"slices"
 	"time"
 
@@ -21,9 +19,7 @@ import (
 // scheduler stops. The heartbeat follows reloads: it names the definitions
 // in force at each beat.
 func (s *Scheduler) beatLoop(started time.Time) {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	instance := hex.EncodeToString(b[:])
+	instance := s.instanceID()
 	prevRuns := ""
 	var published *defs // the job set last published (publishDefinitions)
 	sincePublished := 0 // beats since

@@ -80,6 +80,7 @@ type Scheduler struct {
 	tracer   trace.Tracer // nil: tracing off (trace.go)
 	doneTTL  time.Duration
 	lateness time.Duration
+	draw     func(what string) uint64 // nil: math/rand/v2 (draw.go)
 	// defs is the job set in force: replaced whole by Reload (reload.go),
 	// never changed in place; read it through jobSet, job and jobList.
 	defs    atomic.Pointer[defs]

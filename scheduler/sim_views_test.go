@@ -2,6 +2,8 @@ package scheduler_test
 
 import (
 	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -36,19 +38,26 @@ func TestSimulationViews(t *testing.T) {
 // simGhosts are replicas listed in views that never run.
 var simGhosts = []string{"ghost-a", "ghost-b"}
 
-// simView is a view of the fleet drawn from the world's seed: each
-// replica and ghost in it with probability 2/3.
-func (w *world) simView() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
+// simView is a view of the fleet drawn by process name's epoch: each
+// replica and ghost in it with probability 2/3, drawn from the seed, the
+// process and the virtual instant of the refresh — a pure function of
+// them, so that a replay draws the same views whichever of the process's
+// goroutines asks first.
+func (w *world) simView(name string, epoch int) []string {
+	at := time.Now().UnixNano()
+	in := func(member string) bool {
+		h := fnv.New64a()
+		fmt.Fprintf(h, "%s|%d|%d|%s", name, epoch, at, member)
+		return rand.New(rand.NewPCG(w.cfg.seed, h.Sum64())).IntN(3) > 0
+	}
 	var names []string
 	for _, r := range w.reps {
-		if w.rng.IntN(3) > 0 {
+		if in(r.name) {
 			names = append(names, r.name)
 		}
 	}
 	for _, g := range simGhosts {
-		if w.rng.IntN(3) > 0 {
+		if in(g) {
 			names = append(names, g)
 		}
 	}

@@ -2,6 +2,7 @@ package scheduler_test
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"hash/fnv"
 	"io"
@@ -33,6 +34,9 @@ type simConfig struct {
 	// drawn at random at every refresh instead of read from the
 	// heartbeats (simView).
 	views bool
+	// replay numbers the replays of one seed (TestSimulationReplaysItsSeed),
+	// in the names of their trace files (-sim.trace).
+	replay int
 }
 
 // world is the simulated fleet: replicas (processes that crash, restart,
@@ -164,6 +168,7 @@ func newWorld(t testing.TB, cfg simConfig) *world {
 	}
 	w := &world{t: t, cfg: cfg, rng: rand.New(rand.NewPCG(cfg.seed, 0x5107)),
 		net: locksim.NewNet(cfg.seed, stores...), rec: &record{}, start: time.Now(), faults: &faultLog{}}
+	w.net.SetOrdered(true)
 	for i := range cfg.replicas {
 		w.reps = append(w.reps, &replica{name: fmt.Sprintf("r%d", i)})
 	}
@@ -181,14 +186,16 @@ var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
 // ±skew/2, so any two replicas differ by at most skew), locker and
 // scheduler.
 func (w *world) process(name string, epoch int) *instance {
-	gate := locksim.NewGate(epoch)
+	gate := w.net.NewGate(epoch)
 	in := &instance{name: name, gate: gate, clock: &locksim.Clock{Gate: gate}, born: time.Now()}
-	w.mu.Lock()
-	off := time.Duration(w.rng.Int64N(int64(w.cfg.skew)+1)) - w.cfg.skew/2
-	w.mu.Unlock()
+	// The process's own draws, not the world's stream: a replica restarts
+	// on a goroutine of its own, which may run at the instant the fault
+	// plan draws.
+	draw := w.draws(name, epoch)
+	off := time.Duration(draw("clock offset")%uint64(w.cfg.skew+1)) - w.cfg.skew/2
 	in.clock.SetOffset(off)
 	locker, err := redlock.OnNodes(w.net.Nodes(name, gate), "sim", 100*time.Millisecond,
-		locking.Options{Replica: name, Clock: in.clock, Logger: discard})
+		locking.Options{Replica: name, Clock: in.clock, Logger: discard, Token: tokens(draw)})
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -205,13 +212,43 @@ func (w *world) process(name string, epoch int) *instance {
 	if err != nil {
 		w.t.Fatal(err)
 	}
+	scheduler.SetDraw(s, draw)
 	if w.cfg.views {
-		scheduler.SetViewSource(s, w.simView)
+		scheduler.SetViewSource(s, func() []string { return w.simView(name, epoch) })
 	}
 	in.sched, in.locker = s, locker
 	in.done = make(chan struct{})
 	w.wg.Go(func() { <-in.done; _ = locker.Close() })
 	return in
+}
+
+// draws is the random source of process name's epoch: each number drawn
+// for what (a lock key) comes from the seed, the process, what and how many
+// the process drew for what before — not from a stream shared by the
+// process's goroutines, which run in an order the Go scheduler picks — so
+// that a replay of the seed draws the same numbers for the same things.
+func (w *world) draws(name string, epoch int) func(what string) uint64 {
+	var mu sync.Mutex
+	drawn := map[string]uint64{}
+	return func(what string) uint64 {
+		mu.Lock()
+		n := drawn[what]
+		drawn[what]++
+		mu.Unlock()
+		h := fnv.New64a()
+		fmt.Fprintf(h, "%s|%d|%s|%d", name, epoch, what, n)
+		return rand.New(rand.NewPCG(w.cfg.seed, h.Sum64())).Uint64()
+	}
+}
+
+// tokens are the lease tokens of a process whose draws are draw.
+func tokens(draw func(string) uint64) func(locking.Key) [16]byte {
+	return func(k locking.Key) [16]byte {
+		var b [16]byte
+		binary.LittleEndian.PutUint64(b[:8], draw("token "+k.String()))
+		binary.LittleEndian.PutUint64(b[8:], draw("token "+k.String()))
+		return b
+	}
 }
 
 // specs are the jobs' definitions for process in, with timeout as every

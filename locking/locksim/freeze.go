@@ -10,10 +10,13 @@ import "github.com/slotlock/slotlock/locking"
 // the pipelines of one) have no order between them once they queued, so a
 // late acquisition may run before or after its own undo.
 
-// queued is a request held by a frozen store.
+// queued is a request held by a frozen store, or, on an ordered network,
+// one that reached its store at the current instant.
 type queued struct {
 	op    locking.Op
+	from  *link
 	reply chan reply // buffered: the answer, once the store ran it
+	key   string     // its place among the requests of one instant (ordered.go)
 }
 
 // SetFrozen freezes store i (true) or thaws it (false): thawing runs
@@ -30,7 +33,14 @@ func (n *Net) SetFrozen(i int, frozen bool) {
 	}
 	defer n.mu.Unlock()
 	delete(n.frozen, i)
-	n.rng.Shuffle(len(q), func(a, b int) { q[a], q[b] = q[b], q[a] })
+	if n.ordered {
+		// The dispatcher runs the queue, at this instant, before the
+		// requests that reach the store at it.
+		n.thawed = append(n.thawed, thaw{i, q})
+		n.dispatchLocked()
+		return
+	}
+	shuffle(q, n.rng)
 	// Under n.mu, so that requests arriving meanwhile run after the queue,
 	// as they would behind it on the store's connections.
 	for _, r := range q {
@@ -51,11 +61,18 @@ func (n *Net) isFrozen(i int) bool {
 
 // deliver runs op on store i now, or queues it while the store is frozen;
 // the answer arrives on the channel.
-func (n *Net) deliver(i int, op locking.Op) <-chan reply {
+func (n *Net) deliver(from *link, op locking.Op) <-chan reply {
+	i := from.id.store
 	ch := make(chan reply, 1)
 	n.mu.Lock()
+	if n.ordered {
+		n.pending = append(n.pending, &queued{op: op, from: from, reply: ch})
+		n.dispatchLocked()
+		n.mu.Unlock()
+		return ch
+	}
 	if q, ok := n.frozen[i]; ok {
-		n.frozen[i] = append(q, &queued{op: op, reply: ch})
+		n.frozen[i] = append(q, &queued{op: op, from: from, reply: ch})
 		n.mu.Unlock()
 		return ch
 	}

@@ -3,6 +3,7 @@ package locksim
 import (
 	"context"
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
 	"sync"
@@ -30,6 +31,12 @@ type Net struct {
 	lossRate  float64 // requests lost on every link (never executed, no answer)
 	lateRate  float64 // requests executed after LateDelay, their answers lost
 	lateDelay time.Duration
+
+	ordered     bool            // SetOrdered: requests go through the dispatcher (ordered.go)
+	pending     []*queued       // requests that reached their stores at this instant
+	thawed      []thaw          // queues of stores thawed at this instant
+	wake        []chan struct{} // goroutines of resumed processes, to wake one by one
+	dispatching bool            // a dispatcher is running
 }
 
 type linkID struct {
@@ -88,8 +95,8 @@ func (n *Net) Nodes(replica string, gate *Gate) []locking.Node {
 	for i := range n.stores {
 		h := fnv.New64a()
 		h.Write([]byte(replica))
-		out[i] = &link{net: n, id: linkID{replica, i}, gate: gate,
-			rng: rand.New(rand.NewPCG(n.seed, h.Sum64()^uint64(i)<<32^uint64(gate.epoch)))}
+		out[i] = &link{net: n, id: linkID{replica, i}, gate: gate, seed: h.Sum64() ^ uint64(i)<<32 ^ uint64(gate.epoch),
+			sent: map[uint64]int{}}
 	}
 	return out
 }
@@ -98,8 +105,34 @@ type link struct {
 	net  *Net
 	id   linkID
 	gate *Gate
-	mu   sync.Mutex
-	rng  *rand.Rand
+	seed uint64 // the link's, from the replica's name, the store and the process's epoch
+
+	mu     sync.Mutex
+	sentAt time.Time
+	sent   map[uint64]int // requests sent at sentAt, by hash of their content
+}
+
+// draws returns the random source of one request. It is drawn from the
+// request itself — its content, the virtual instant it is sent at and how
+// many identical requests this link sent at that instant — and not from
+// a stream shared by the link's requests: the goroutines of one process
+// that send at the same instant run in an order the Go scheduler picks,
+// and a shared stream would hand them its draws in that order, so a
+// replay of the seed would not give each request the same latency.
+func (l *link) draws(op locking.Op) *rand.Rand {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%T %+v", op, op)
+	c := h.Sum64()
+	now := time.Now()
+	l.mu.Lock()
+	if !now.Equal(l.sentAt) {
+		l.sentAt = now
+		clear(l.sent)
+	}
+	n := l.sent[c]
+	l.sent[c]++
+	l.mu.Unlock()
+	return rand.New(rand.NewPCG(l.net.seed^l.seed, c^uint64(now.UnixNano())*0x9e3779b97f4a7c15^uint64(n)))
 }
 
 func (l *link) Addr() string { return l.net.stores[l.id.store].name }
@@ -114,7 +147,7 @@ const (
 )
 
 // plan draws a request's delays and fate.
-func (l *link) plan() (out, back time.Duration, f fate, down bool) {
+func (l *link) plan(op locking.Op) (out, back time.Duration, f fate, down bool) {
 	n := l.net
 	n.mu.Lock()
 	down = n.down[l.id.store]
@@ -122,13 +155,12 @@ func (l *link) plan() (out, back time.Duration, f fate, down bool) {
 	slow := n.slow[l.id.store]
 	loss, lateRate, lateDelay := n.lossRate, n.lateRate, n.lateDelay
 	n.mu.Unlock()
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	rng := l.draws(op)
 	lat := func() time.Duration {
-		return latencyStep * time.Duration(1+l.rng.IntN(latencySteps))
+		return latencyStep * time.Duration(1+rng.IntN(latencySteps))
 	}
 	out, back = lat()+slow, lat()
-	p := l.rng.Float64()
+	p := rng.Float64()
 	switch {
 	case cut || p < loss:
 		f = lost
@@ -153,18 +185,18 @@ func (l *link) Do(ctx context.Context, op locking.Op) (locking.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return locking.Result{}, err // as go-redis: an ended context sends nothing
 	}
-	out, back, f, down := l.plan()
+	out, back, f, down := l.plan(op)
 	i := l.id.store
 	if dl, ok := ctx.Deadline(); f == delivered && ok && !l.net.isFrozen(i) && time.Now().Add(out+back).Before(dl) {
 		// The answer should arrive in time: no need for a goroutine of its
 		// own (unless the store froze meanwhile: then the caller gives up
 		// at its deadline).
 		time.Sleep(out)
-		if down || l.net.isDown(i) {
+		if down || l.net.refuses(i) {
 			return locking.Result{}, ErrRefused
 		}
 		select {
-		case r := <-l.net.deliver(i, op):
+		case r := <-l.net.deliver(l, op):
 			time.Sleep(back)
 			if !l.gate.Wait() {
 				return locking.Result{}, errors.New("process is dead")
@@ -177,14 +209,14 @@ func (l *link) Do(ctx context.Context, op locking.Op) (locking.Result, error) {
 	ch := make(chan reply, 1)
 	go func() {
 		time.Sleep(out)
-		if down || l.net.isDown(i) {
+		if down || l.net.refuses(i) {
 			ch <- reply{err: ErrRefused}
 			return
 		}
 		if f == lost {
 			return
 		}
-		r := <-l.net.deliver(i, op)
+		r := <-l.net.deliver(l, op)
 		if f == late {
 			return
 		}
@@ -202,10 +234,13 @@ func (l *link) Do(ctx context.Context, op locking.Op) (locking.Result, error) {
 	}
 }
 
-func (n *Net) isDown(i int) bool {
+// refuses reports whether store i is down for a request arriving now; on
+// an ordered network the dispatcher decides it, after every fault of the
+// instant.
+func (n *Net) refuses(i int) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.down[i]
+	return !n.ordered && n.down[i]
 }
 
 // Gate is the life of one replica process: alive, paused (every request,
@@ -213,20 +248,35 @@ func (n *Net) isDown(i int) bool {
 // nothing more). A restarted replica gets a new Gate.
 type Gate struct {
 	epoch  int
+	seq    *Net // Net.NewGate: an ordered network wakes the waiters one by one
 	mu     sync.Mutex
 	dead   bool
 	paused chan struct{} // non-nil while paused; closed on resume
+	// waiters wait for the resume, in the order they came (on a gate of
+	// an ordered network).
+	waiters []chan struct{}
 }
 
 // NewGate returns the gate of a live process; epoch tells restarts of one
 // replica apart (it seeds the links).
 func NewGate(epoch int) *Gate { return &Gate{epoch: epoch} }
 
+// NewGate is NewGate on an ordered network (SetOrdered): when the process
+// resumes or dies, the goroutines it held go on one at a time, each until
+// it blocks (ordered.go), in the order they stopped — not all at once, in
+// an order the Go scheduler picks (a run that ended during the pause and
+// the watchdog that finds its lease lost race otherwise).
+func (n *Net) NewGate(epoch int) *Gate { return &Gate{epoch: epoch, seq: n} }
+
 // Wait blocks while the process is paused and reports whether it is
 // alive.
 func (g *Gate) Wait() bool {
 	g.mu.Lock()
 	p, dead := g.paused, g.dead
+	if p != nil && g.seq != nil && g.seq.isOrdered() {
+		p = make(chan struct{})
+		g.waiters = append(g.waiters, p)
+	}
 	g.mu.Unlock()
 	if p != nil {
 		<-p
@@ -264,10 +314,7 @@ func (g *Gate) Pause() {
 func (g *Gate) Resume() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.paused != nil {
-		close(g.paused)
-		g.paused = nil
-	}
+	g.releaseLocked()
 }
 
 // Kill ends the process: from now on it sends nothing; a pause ends.
@@ -275,9 +322,20 @@ func (g *Gate) Kill() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.dead = true
-	if g.paused != nil {
-		close(g.paused)
-		g.paused = nil
+	g.releaseLocked()
+}
+
+// releaseLocked ends a pause: its waiters go on, at once or through the
+// ordered network's dispatcher. g.mu is held.
+func (g *Gate) releaseLocked() {
+	if g.paused == nil {
+		return
+	}
+	close(g.paused)
+	g.paused = nil
+	if len(g.waiters) > 0 {
+		g.seq.wakeAll(g.waiters)
+		g.waiters = nil
 	}
 }
 
