@@ -87,6 +87,9 @@ func TestSimulation(t *testing.T) {
 	hours := time.Duration(*simHours * float64(time.Hour))
 	for _, seed := range seeds {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
+			// Each seed is a world of its own (its own bubble, stores and
+			// draws): they run side by side, one a core.
+			t.Parallel()
 			simulate(t, simConfig{seed: seed, duration: hours, replicas: 3, stores: 3,
 				ttl: simTTL(seed), skew: time.Second, faultGap: 90 * time.Second})
 		})

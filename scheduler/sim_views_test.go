@@ -29,6 +29,7 @@ func TestSimulationViews(t *testing.T) {
 	hours := time.Duration(*simHours * float64(time.Hour))
 	for _, seed := range seeds {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
+			t.Parallel() // worlds of their own, as TestSimulation's seeds
 			simulate(t, simConfig{seed: seed, duration: hours, replicas: 4, stores: 3,
 				ttl: simTTL(seed), skew: time.Second, faultGap: 90 * time.Second, views: true})
 		})
