@@ -62,41 +62,9 @@ func cmdNext(args []string, env cmdEnv) int {
 		if j.Disabled {
 			name += " (disabled)"
 		}
-		// The slots that start after now: with jitter the first may be
-		// nominally a little before it.
-		t, due := j.NextDue(now)
-		var rows []nextRow
-		for i := 0; i < *n; i++ {
-			if i > 0 {
-				t = j.Schedule.Next(t)
-				due = j.Due(t)
-			}
-			if t.IsZero() {
-				break
-			}
-			rows = append(rows, nextRow{slot: t, due: due})
-		}
-		if j.Calendar != nil {
-			rows = withExcluded(rows, &j, now, *n)
-		}
+		rows := nextRows(&j, now, *n)
 		for _, r := range rows {
-			zone := r.slot.In(j.Location).Format("2006-01-02 15:04:05 MST -07:00")
-			row := fmt.Sprintf("%s\t%s\t%s\t%s", name, j.Spec, zone, r.slot.UTC().Format(time.RFC3339))
-			if jitter {
-				actual := "-"
-				if !r.excluded {
-					actual = r.due.UTC().Format(actualFormat)
-				}
-				row += "\t" + actual
-			}
-			if calendar {
-				mark := "-"
-				if r.excluded {
-					mark = fmt.Sprintf("excluded (%s: %s)", j.Calendar.Name(), zone[:len(time.DateOnly)])
-				}
-				row += "\t" + mark
-			}
-			fmt.Fprintln(tw, row)
+			fmt.Fprintln(tw, nextRowText(&j, name, r, jitter, calendar))
 		}
 		if len(realRows(rows)) < *n {
 			fmt.Fprintf(tw, "%s\t%s\t%s\n", name, j.Spec, none)
@@ -111,6 +79,50 @@ func cmdNext(args []string, env cmdEnv) int {
 		return exitFailure
 	}
 	return exitOK
+}
+
+// nextRows is j's next n slots that start after now (with jitter the
+// first may be nominally a little before it), with the dates its calendar
+// excludes among them.
+func nextRows(j *scheduler.JobSpec, now time.Time, n int) []nextRow {
+	t, due := j.NextDue(now)
+	var rows []nextRow
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			t = j.Schedule.Next(t)
+			due = j.Due(t)
+		}
+		if t.IsZero() {
+			break
+		}
+		rows = append(rows, nextRow{slot: t, due: due})
+	}
+	if j.Calendar != nil {
+		rows = withExcluded(rows, j, now, n)
+	}
+	return rows
+}
+
+// nextRowText is row r of job j (shown as name) in the table, with the
+// ACTUAL UTC and CALENDAR columns when the table has them.
+func nextRowText(j *scheduler.JobSpec, name string, r nextRow, jitter, calendar bool) string {
+	zone := r.slot.In(j.Location).Format("2006-01-02 15:04:05 MST -07:00")
+	row := fmt.Sprintf("%s\t%s\t%s\t%s", name, j.Spec, zone, r.slot.UTC().Format(time.RFC3339))
+	if jitter {
+		actual := "-"
+		if !r.excluded {
+			actual = r.due.UTC().Format(actualFormat)
+		}
+		row += "\t" + actual
+	}
+	if calendar {
+		mark := "-"
+		if r.excluded {
+			mark = fmt.Sprintf("excluded (%s: %s)", j.Calendar.Name(), zone[:len(time.DateOnly)])
+		}
+		row += "\t" + mark
+	}
+	return row
 }
 
 // actualFormat is RFC 3339 with milliseconds: jitter offsets are whole
