@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -76,20 +77,26 @@ func cmdHistory(ctx context.Context, args []string, env cmdEnv) int {
 			out = append(out, e)
 		}
 	}
-	if *asJSON {
+	if printHistory(env.Stdout, job, out, controls, *asJSON) != nil {
+		return exitFailure
+	}
+	return exitOK
+}
+
+// printHistory writes a job's entries and control actions: one JSON
+// document, or a table.
+func printHistory(w io.Writer, job string, out []history.Entry, controls []history.Control, asJSON bool) error {
+	if asJSON {
 		doc := struct {
 			Job      string            `json:"job"`
 			Entries  []history.Entry   `json:"entries"`
 			Controls []history.Control `json:"controls"`
 		}{job, append([]history.Entry{}, out...), append([]history.Control{}, controls...)}
-		enc := json.NewEncoder(env.Stdout)
+		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(doc); err != nil {
-			return exitFailure
-		}
-		return exitOK
+		return enc.Encode(doc)
 	}
-	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SLOT\tOUTCOME\tREASON\tREPLICA\tRUN ID\tTOKEN\tATTEMPTS\tDURATION\tERROR CLASS")
 	for _, e := range out {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Slot, e.Outcome, reasonText(e), dash(e.Replica),
@@ -97,10 +104,7 @@ func cmdHistory(ctx context.Context, args []string, env cmdEnv) int {
 			dashD(time.Duration(e.DurationMS)*time.Millisecond, e.Attempts), dash(e.ErrorClass))
 	}
 	printControls(tw, controls)
-	if err := tw.Flush(); err != nil {
-		return exitFailure
-	}
-	return exitOK
+	return tw.Flush()
 }
 
 // outcomeList is the outcomes --outcome takes, comma-separated.
