@@ -419,41 +419,6 @@ func (s *Scheduler) startCall(p *retryPolicy) (time.Time, error) {
 	return start, err
 }
 
-// overloaded classifies a scheduled claim's answer for admission: not
-// sent for the replica's own overload (ErrBusy), or an answer (whatever
-// it says: its latency is the service time).
-func overloaded(err error) admitSignal {
-	if ownOverload(err) {
-		return admitBusy
-	}
-	return admitAnswered
-}
-
-// ownOverload reports a lock call that failed for this replica's own
-// overload alone: every node it missed, it missed because its queue did
-// not send the request (locking.ErrBusy). errors.Is(err, ErrBusy) holds
-// as soon as one node was busy; a call that also met a node that timed
-// out or refused is an outage, retried and reported as one.
-func ownOverload(err error) bool {
-	if !errors.Is(err, locking.ErrBusy) {
-		return false
-	}
-	var qe *locking.QuorumError
-	if !errors.As(err, &qe) {
-		return true
-	}
-	joined, ok := qe.Err.(interface{ Unwrap() []error })
-	if !ok {
-		return true
-	}
-	for _, e := range joined.Unwrap() {
-		if !errors.Is(e, locking.ErrBusy) {
-			return false
-		}
-	}
-	return true
-}
-
 // isSplitVote reports an Acquire that nobody won because the votes split.
 func isSplitVote(err error) bool { return errors.Is(err, locking.ErrSplitVote) }
 

@@ -178,17 +178,6 @@ type job struct {
 	*jobState
 }
 
-// dueAt is when slot t of j is due on this replica: its due time
-// (jitter included), not before the reload that made it due earlier
-// (dueFloor) when the old definition had not fired it.
-func (j *job) dueAt(t time.Time) time.Time {
-	d := j.spec.Due(t)
-	if d.Before(j.dueFloor) && !t.Before(j.floorFrom) {
-		return j.dueFloor
-	}
-	return d
-}
-
 // jobState is what this replica knows of a job across reloads.
 type jobState struct {
 	mu sync.Mutex
