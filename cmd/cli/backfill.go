@@ -145,19 +145,19 @@ func runBackfill(ctx context.Context, r *replica, job string, plan []scheduler.B
 		h, err := r.sched.RunSlot(ctx, job, slot)
 		var he *scheduler.HandledError
 		switch {
-		case err == nil:
+		case err == nil, errors.Is(err, scheduler.ErrRunFailed):
+			// Ran: the slot has its outcome, succeeded or not (failed,
+			// canceled): the window is done with it. The exit code speaks
+			// of slots left without one.
 			ran++
 			results[i], why[i] = string(h.Outcome), describeRun(h)
+			if err != nil {
+				r.log.Error("backfill: run did not succeed", "job", job, "slot", slotText(slot), "error", err.Error())
+			}
 		case errors.As(err, &he):
 			// Handled since the plan was made (by a replica, or another
 			// backfill): nothing to do for it.
 			results[i], why[i] = "skipped", refusal(he.Reason, he.Entry)
-		case errors.Is(err, scheduler.ErrRunFailed):
-			// The slot has its outcome (failed, canceled): the window is
-			// done with it. The exit code speaks of slots left without one.
-			ran++
-			results[i], why[i] = string(h.Outcome), describeRun(h)
-			r.log.Error("backfill: run did not succeed", "job", job, "slot", slotText(slot), "error", err.Error())
 		case ctx.Err() == nil && errors.Is(err, locking.ErrNotAcquired):
 			if heldSince.IsZero() {
 				heldSince = time.Now()
