@@ -151,10 +151,10 @@ func (s *Scheduler) checkWindow(j *job, from, to time.Time) error {
 	if to.Before(from) {
 		return fmt.Errorf("%w: it ends (%s) before it starts (%s)", ErrBackfillWindow, slotString(to), slotString(from))
 	}
-	latest := s.clock.Now().Add(-s.reconcileAfter(j))
+	latest := s.clock.Now().Add(-s.reconciler.after(j))
 	if to.After(latest) {
 		return fmt.Errorf("%w: it ends at %s, but slots of %s after %s (%s ago) still belong to the replicas (firing, retries, misfire recovery)",
-			ErrBackfillWindow, slotString(to), j.name(), slotString(latest), s.reconcileAfter(j))
+			ErrBackfillWindow, slotString(to), j.name(), slotString(latest), s.reconciler.after(j))
 	}
 	return nil
 }

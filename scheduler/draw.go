@@ -13,25 +13,25 @@ import (
 // when a test set it: the simulation draws from its seed, per key, so that
 // a replay of a seed waits as long whatever order the replica's
 // goroutines ran in.
-func (s *Scheduler) random(what string) uint64 {
-	if s.draw != nil {
-		return s.draw(what)
+func (e *engine) random(what string) uint64 {
+	if e.draw != nil {
+		return e.draw(what)
 	}
 	return rand.Uint64()
 }
 
 // randomN is a duration in [0, n) drawn for what; n > 0.
-func (s *Scheduler) randomN(what string, n time.Duration) time.Duration {
-	return time.Duration(s.random(what) % uint64(n))
+func (e *engine) randomN(what string, n time.Duration) time.Duration {
+	return time.Duration(e.random(what) % uint64(n))
 }
 
 // instanceID tells this process's heartbeats from an earlier process's of
 // the same replica: 8 bytes from crypto/rand, or from draw when a test set
 // it.
-func (s *Scheduler) instanceID() string {
+func (e *engine) instanceID() string {
 	var b [8]byte
-	if s.draw != nil {
-		binary.LittleEndian.PutUint64(b[:], s.draw("instance"))
+	if e.draw != nil {
+		binary.LittleEndian.PutUint64(b[:], e.draw("instance"))
 	} else {
 		_, _ = crand.Read(b[:])
 	}

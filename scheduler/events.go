@@ -54,7 +54,7 @@ func lastKey(job string) locking.Key { return locking.Key{Family: job, Name: "la
 
 // skipped logs slot.skipped and counts it. held and done are debug (the
 // normal case on every losing replica); the rest are info or warn.
-func (s *Scheduler) skipped(job, slot string, reason history.Reason, n int, attrs ...any) {
+func (e *engine) skipped(job, slot string, reason history.Reason, n int, attrs ...any) {
 	level := slog.LevelDebug
 	switch reason {
 	case history.ReasonOverlap, history.ReasonPaused, history.ReasonReplaced:
@@ -63,13 +63,13 @@ func (s *Scheduler) skipped(job, slot string, reason history.Reason, n int, attr
 		level = slog.LevelWarn
 	}
 	for range n {
-		s.metrics.SlotSkipped(job, reason)
+		e.metrics.SlotSkipped(job, reason)
 	}
-	if !s.log.Enabled(context.Background(), level) {
+	if !e.log.Enabled(context.Background(), level) {
 		return
 	}
 	args := append([]any{"event", evSlotSkipped, "job", job, "slot", slot, "reason", string(reason)}, attrs...)
-	s.log.Log(context.Background(), level, "slot skipped", args...)
+	e.log.Log(context.Background(), level, "slot skipped", args...)
 }
 
 // heldAttrs describes a lost Acquire for slot.skipped.

@@ -44,7 +44,7 @@ func (s *Scheduler) BackfillAfter(job string) time.Duration {
 	if j == nil {
 		return 0
 	}
-	return s.reconcileAfter(j)
+	return s.reconciler.after(j)
 }
 
 // SetViewSource makes s read its view of the fleet from f instead of the

@@ -392,3 +392,18 @@ func (p *pausableTimer) Reset(d time.Duration) bool {
 	p.t.Reset(d)
 	return active
 }
+
+// testEngine is the shared services of a scheduler with cfg (defaulted),
+// for a component built alone over fakes of what it calls.
+func testEngine(t testing.TB, cfg Config) *engine {
+	t.Helper()
+	c, err := cfg.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := newEngine(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}

@@ -18,16 +18,16 @@ type defs struct {
 }
 
 // jobSet returns the job set in force.
-func (s *Scheduler) jobSet() *defs { return s.defs.Load() }
+func (e *engine) jobSet() *defs { return e.defs.Load() }
 
 // job returns the job named name in the job set in force.
-func (s *Scheduler) job(name string) (*job, bool) {
-	j, ok := s.jobSet().byName[name]
+func (e *engine) job(name string) (*job, bool) {
+	j, ok := e.jobSet().byName[name]
 	return j, ok
 }
 
 // jobList returns the jobs in force, in configuration order.
-func (s *Scheduler) jobList() []*job { return s.jobSet().order }
+func (e *engine) jobList() []*job { return e.jobSet().order }
 
 // DefinitionsHash returns the hash of the job definitions in force (the
 // heartbeat's): Config.DefinitionsHash, then the latest reload's; where
@@ -39,8 +39,8 @@ func (s *Scheduler) DefinitionsHash() string { return s.jobSet().hash }
 
 // buildJobs checks specs and makes their jobs, as New and Reload take
 // them; now is when each jitter's bound is looked for from.
-func (s *Scheduler) buildJobs(specs []JobSpec, now time.Time) (*defs, error) {
-	cfg := s.cfg
+func (e *engine) buildJobs(specs []JobSpec, now time.Time) (*defs, error) {
+	cfg := e.cfg
 	cfg.Jobs = specs
 	if err := errors.Join(cfg.problems(now)...); err != nil {
 		return nil, err
@@ -48,14 +48,14 @@ func (s *Scheduler) buildJobs(specs []JobSpec, now time.Time) (*defs, error) {
 	d := &defs{byName: make(map[string]*job, len(specs))}
 	for i := range specs {
 		spec := specs[i].withDefaults()
-		j := &job{spec: spec, doneTTL: s.doneTTL, jobState: &jobState{}}
+		j := &job{spec: spec, doneTTL: e.doneTTL, jobState: &jobState{}}
 		if spec.Misfire.Policy.recovers() {
 			// recover judges a missed slot at most Deadline after it, by
 			// its slot lock first: a handled slot's marker must outlive
 			// that, measured from the earliest a run can end. (A claim
 			// won later than markerSafe after the slot also reads the
 			// slot history: slotRecorded.)
-			j.doneTTL = max(s.doneTTL, spec.Misfire.Deadline+s.recoverAfter()+s.cfg.MaxClockSkew+acquireSlack+time.Second)
+			j.doneTTL = max(e.doneTTL, spec.Misfire.Deadline+e.recoverAfter()+e.cfg.MaxClockSkew+acquireSlack+time.Second)
 		}
 		// Every replica counts the slot's times from its due time, so the
 		// lifetime above holds as it is. The jitter on top is for replicas

@@ -351,6 +351,6 @@ const laterMissedScan = 100
 
 // recoverAfter is how long after a slot's due time every replica that
 // could fire it normally has tried it.
-func (s *Scheduler) recoverAfter() time.Duration {
-	return s.cfg.MaxClockSkew + s.lateness + acquireSlack + 500*time.Millisecond
+func (e *engine) recoverAfter() time.Duration {
+	return e.cfg.MaxClockSkew + e.lateness + acquireSlack + 500*time.Millisecond
 }

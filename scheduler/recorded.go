@@ -36,8 +36,8 @@ var (
 // doneTTL (every replica's base lifetime: more with jitter or a misfire
 // policy that recovers) from the run's end; a second less for the
 // Acquire that found the key free.
-func (s *Scheduler) markerSafe() time.Duration {
-	return s.doneTTL - s.cfg.MaxClockSkew - acquireSlack
+func (e *engine) markerSafe() time.Duration {
+	return e.doneTTL - e.cfg.MaxClockSkew - acquireSlack
 }
 
 // slotRecorded returns the outcome of slot t of job in the history (the

@@ -40,17 +40,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/slotlock/slotlock/jobs"
 	"github.com/slotlock/slotlock/scheduler/history"
-
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/slotlock/slotlock/locking"
 )
@@ -72,33 +68,13 @@ import (
 // the same job meanwhile — the later run has the higher fencing token. The
 // scheduler does not persist anything but the locks and one record per job.
 type Scheduler struct {
-	cfg      Config
-	scrub    *jobs.Scrubber // Config.Secrets and URL credentials, out of every error text logged
-	clock    locking.Clock
-	log      *slog.Logger
-	metrics  Metrics
-	tracer   trace.Tracer // nil: tracing off (trace.go)
-	doneTTL  time.Duration
-	lateness time.Duration
-	draw     func(what string) uint64 // nil: math/rand/v2 (draw.go)
-	// defs is the job set in force: replaced whole by Reload (reload.go),
-	// never changed in place; read it through jobSet, job and jobList.
-	defs    atomic.Pointer[defs]
+	*engine // the services every component shares (engine.go)
+
 	reloads chan reloadReq  // Reload's requests, taken by the loop
 	retired map[string]*job // by name, jobs a reload removed (under mu): their records are flushed at the end
 
 	state     atomic.Int32 // stateNew, stateRunning, stateStopping, stateStopped
 	heartbeat atomic.Int64 // loop's last tick, UnixNano on the clock
-
-	// Goroutines: every one is started by s.spawn and tracked by wg.
-	mu     sync.Mutex
-	closed bool // no more goroutines may start
-	wg     sync.WaitGroup
-
-	stopping   chan struct{} // closed once when Run's ctx ends: fire no more
-	stopOnce   sync.Once
-	runCtx     context.Context // parent of every run; canceled with ErrShutdown after the grace
-	cancelRuns context.CancelCauseFunc
 
 	outage outage
 	// inflight holds one token per Acquire or record call in flight
@@ -114,6 +90,8 @@ type Scheduler struct {
 
 	runsMu  sync.Mutex
 	running map[string]history.RunInfo // runs going on, by run id (heartbeats)
+
+	reconciler *reconciler // reconciler.go
 
 	candidateView               // fleetview.go
 	fallback      time.Duration // Config.Fallback, defaulted
@@ -208,94 +186,21 @@ func New(cfg Config) (*Scheduler, error) {
 	if err != nil {
 		return nil, err
 	}
+	e, err := newEngine(c)
+	if err != nil {
+		return nil, err
+	}
 	s := &Scheduler{
-		cfg:      c,
-		clock:    c.Clock,
-		log:      c.Logger,
-		metrics:  c.Metrics,
-		tracer:   tracerOf(c.TracerProvider),
-		lateness: c.Lateness,
+		engine:   e,
 		fallback: c.Fallback,
 		reloads:  make(chan reloadReq),
-		stopping: make(chan struct{}),
 		inflight: make(chan struct{}, c.MaxInFlight),
 		ending:   make(chan struct{}, max(1, c.MaxInFlight/2)),
 		admit:    newAdmission(c.MaxInFlight),
 		running:  map[string]history.RunInfo{},
-		scrub:    jobs.NewScrubber(c.Secrets...),
 	}
-	// The done marker must outlive every normal attempt at the slot: the
-	// slowest clock fires up to MaxClockSkew after the fastest, may be up to
-	// Lateness late and its Acquire may take acquireSlack more; one more
-	// MaxClockSkew and a second of margin, and never less than a lease.
-	s.doneTTL = max(c.LockTTL, 2*c.MaxClockSkew+c.Lateness+acquireSlack+time.Second)
-	s.runCtx, s.cancelRuns = context.WithCancelCause(context.Background())
-	d, err := s.buildJobs(c.Jobs, c.Clock.Now())
-	if err != nil {
-		return nil, err
-	}
-	d.hash = c.DefinitionsHash
-	if d.hash == "" {
-		d.hash = specsHash(d.order)
-	}
-	s.defs.Store(d)
+	s.reconciler = newReconciler(e, s)
 	return s, nil
-}
-
-// spawn starts f on a tracked goroutine; it returns false, and does not
-// start f, once the scheduler has finished shutting down.
-func (s *Scheduler) spawn(f func()) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return false
-	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		f()
-	}()
-	return true
-}
-
-// enter and leave bracket work done on a caller's goroutine (Trigger) so
-// that shutdown waits for it too. Once shutdown began, enter refuses: only
-// tracked goroutines may then start others, so the WaitGroup never goes
-// up from zero while Run waits on it.
-func (s *Scheduler) enter() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed || s.isStopping() {
-		return false
-	}
-	s.wg.Add(1)
-	return true
-}
-
-func (s *Scheduler) leave() { s.wg.Done() }
-
-func (s *Scheduler) isStopping() bool {
-	select {
-	case <-s.stopping:
-		return true
-	default:
-		return false
-	}
-}
-
-// sleep waits d on the clock; it returns false when abort closes first.
-func (s *Scheduler) sleep(d time.Duration, abort <-chan struct{}) bool {
-	if d <= 0 {
-		return true
-	}
-	t := s.clock.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C():
-		return true
-	case <-abort:
-		return false
-	}
 }
 
 // Run fires the jobs until ctx ends, then shuts down gracefully: it fires no
@@ -335,7 +240,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		}
 	}
 	if s.cfg.ReconcileEvery > 0 {
-		s.spawn(func() { s.reconcileLoop(start) })
+		s.spawn(func() { s.reconciler.loop(start) })
 	}
 	<-loopDone
 	s.state.Store(stateStopping)
@@ -412,3 +317,9 @@ func (s *Scheduler) Next(name string, from time.Time, n int) ([]time.Time, error
 	}
 	return out, nil
 }
+
+// SettleAfter is how old a slot of the named job may be and still have no
+// history entry with nothing wrong: the reconciler judges a slot once it
+// is old enough, at its next pass (the slot timeline's pending). 0 for a
+// job the scheduler does not have.
+func (s *Scheduler) SettleAfter(job string) time.Duration { return s.reconciler.settleAfter(job) }

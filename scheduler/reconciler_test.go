@@ -211,7 +211,7 @@ func TestReconcilerReportsSlotsBeyondTheHistory(t *testing.T) {
 				}
 			}
 		}
-		p := &pass{s: s}
+		p := &pass{r: s.reconciler}
 		judged, err := p.judge(ctx, j, slots)
 		if err != nil || !judged.Equal(slots[19]) {
 			t.Fatalf("judged up to %v (%v), want %v", judged, err, slots[19])
@@ -223,6 +223,55 @@ func TestReconcilerReportsSlotsBeyondTheHistory(t *testing.T) {
 		}
 		if n := len(where(evs, evSlotMissed)); n != 0 {
 			t.Errorf("%d slots reported missed beyond the history's reach", n)
+		}
+	})
+}
+
+// fakeSettler records the abandoned claims a component hands to
+// settlement.
+type fakeSettler struct {
+	mu   sync.Mutex
+	keys []locking.Key
+}
+
+func (f *fakeSettler) settleOrphan(j *job, o *locking.Abandoned) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.keys = append(f.keys, o.Key)
+}
+
+// TestReconcilerAlone: a reconciler built over the shared services and a
+// fake settlement. A pass reports the slots nobody ran (no heartbeat
+// covers them: no_replica), hands the open claim it meets to settlement
+// and judges no further: the job's record stops before that slot.
+func TestReconcilerAlone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		env := newEnv(t)
+		ctx := context.Background()
+		e := testEngine(t, Config{Replica: "r1", Locker: env.locker, Logger: env.sink.logger("r1"),
+			Metrics: env.metrics, ReconcileEvery: time.Second, ReconcileAfter: time.Second,
+			Jobs: []JobSpec{everySecond(t, "tick", &recorder{now: time.Now})}})
+		settle := &fakeSettler{}
+		r := newReconciler(e, settle)
+		started := time.Now()
+		open := started.Add(3 * time.Second)
+		if _, err := env.locker.Claim(ctx, history.SlotKey("tick", open), time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Minute)
+		r.pass(started)
+		e.wg.Wait()
+
+		missed := where(env.sink.events(t), evSlotMissed, "job", "tick", "reason", string(history.ReasonNoReplica))
+		if len(missed) != 2 || missed[0].str("slot") != slotString(started.Add(time.Second)) {
+			t.Errorf("slot.missed lines %v, want the two slots before the open claim", missed)
+		}
+		if len(settle.keys) != 1 || settle.keys[0] != history.SlotKey("tick", open) {
+			t.Errorf("settlement given %v, want the open claim of %v", settle.keys, open)
+		}
+		judged, err := env.locker.ReadRecord(ctx, reconciledKey("tick"))
+		if err != nil || judged != open.Add(-time.Second).Unix() {
+			t.Errorf("judged up to %v (%v), want the slot before the open claim", time.Unix(judged, 0).UTC(), err)
 		}
 	})
 }

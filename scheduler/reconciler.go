@@ -42,42 +42,61 @@ import (
 // behind a claim open that long, or no pass ran) are logged once as
 // reconcile.unjudged (warn), never dropped silently.
 
+// reconciler is the component that judges slots with no outcome after the
+// window. Its passes keep their own state (pass); across passes it keeps
+// nothing: the fleet-wide record of how far it judged lives in the stores.
+type reconciler struct {
+	*engine
+	// settle takes over an abandoned claim a pass finds open.
+	settle orphanSettler
+}
+
+// orphanSettler settles an abandoned claim o of job j: run.abandoned, or
+// a may-have-started miss (settlement).
+type orphanSettler interface {
+	settleOrphan(j *job, o *locking.Abandoned)
+}
+
+func newReconciler(e *engine, settle orphanSettler) *reconciler {
+	return &reconciler{engine: e, settle: settle}
+}
+
 // Key names in a job's family and in history.FleetFamily.
 const (
 	reconciledName = "reconciled" // a job's record: the latest slot judged, Unix seconds
 	reconcilerName = "reconciler" // history.FleetFamily: the reconciler's lease; a job's: the fence of its writes
 )
 
-// reconcileLoop runs a pass every ReconcileEvery until the scheduler stops.
-func (s *Scheduler) reconcileLoop(started time.Time) {
-	for s.sleep(s.cfg.ReconcileEvery, s.stopping) {
-		s.reconcile(started)
+// loop runs a pass every ReconcileEvery until the scheduler stops.
+func (r *reconciler) loop(started time.Time) {
+	for r.sleep(r.cfg.ReconcileEvery, r.stopping) {
+		r.pass(started)
 	}
 }
 
-// reconcile runs one pass if this replica takes the reconciler's lease. The
+// pass runs one pass if this replica takes the reconciler's lease. The
 // lease is left to expire (it lasts ReconcileEvery), so that about one
 // pass runs per ReconcileEvery across the fleet.
-func (s *Scheduler) reconcile(started time.Time) {
+func (r *reconciler) pass(started time.Time) {
 	ctx := context.Background() // each call has its own timeout; the pass stops with the scheduler
 	actx, acancel := context.WithTimeout(ctx, storeTimeout)
-	lease, err := s.cfg.Locker.Acquire(actx, locking.Key{Family: history.FleetFamily, Name: reconcilerName},
-		max(s.cfg.ReconcileEvery, time.Second))
+	lease, err := r.cfg.Locker.Acquire(actx, locking.Key{Family: history.FleetFamily, Name: reconcilerName},
+		max(r.cfg.ReconcileEvery, time.Second))
 	acancel()
 	if err != nil {
 		return // another replica has it, or no majority answers
 	}
-	p := pass{s: s, lease: lease, started: started}
-	for _, j := range s.jobList() {
-		if s.isStopping() {
+	p := pass{r: r, lease: lease, started: started}
+	for _, j := range r.jobList() {
+		if r.isStopping() {
 			return
 		}
-		if j.spec.Disabled || s.cfg.HistoryKeep <= 0 {
+		if j.spec.Disabled || r.cfg.HistoryKeep <= 0 {
 			continue
 		}
 		if err := p.job(ctx, j); err != nil {
 			if !errors.Is(err, errPassOver) {
-				s.log.Debug("reconciler: job not reconciled this time", "job", j.name(), "error", err.Error())
+				r.log.Debug("reconciler: job not reconciled this time", "job", j.name(), "error", err.Error())
 			}
 			if errors.Is(err, errPassOver) {
 				return
@@ -91,7 +110,7 @@ var errPassOver = errors.New("scheduler: reconciler lease over")
 
 // pass is one reconciler pass.
 type pass struct {
-	s       *Scheduler
+	r       *reconciler
 	lease   *locking.Lease
 	started time.Time
 	fleet   *history.Fleet // read when first needed: most passes find nothing to judge
@@ -100,7 +119,7 @@ type pass struct {
 // readFleet returns the fleet's records, read once per pass.
 func (p *pass) readFleet(ctx context.Context) (history.Fleet, error) {
 	if p.fleet == nil {
-		f, err := history.ReadFleet(ctx, p.s.cfg.Locker)
+		f, err := history.ReadFleet(ctx, p.r.cfg.Locker)
 		if err != nil {
 			return history.Fleet{}, err
 		}
@@ -112,7 +131,7 @@ func (p *pass) readFleet(ctx context.Context) (history.Fleet, error) {
 // own keeps the lease: it renews it when half of it is gone, and fails
 // when it cannot be sure to hold it for a store call more.
 func (p *pass) own(ctx context.Context) error {
-	left := p.lease.ValidUntil().Sub(p.s.clock.Now())
+	left := p.lease.ValidUntil().Sub(p.r.clock.Now())
 	if left > p.lease.Grant().TTL/2 {
 		return nil
 	}
@@ -134,7 +153,7 @@ func (p *pass) write(ctx context.Context, j *job, e history.Entry, t time.Time) 
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
 	defer cancel()
-	err := p.s.cfg.Locker.AppendLog(wctx, j.name(), locking.LogAppend{Entry: e.LogEntry(t), Keep: p.s.cfg.HistoryKeep,
+	err := p.r.cfg.Locker.AppendLog(wctx, j.name(), locking.LogAppend{Entry: e.LogEntry(t), Keep: p.r.cfg.HistoryKeep,
 		Fence: reconcilerName, Token: p.lease.Token(), IfAbsent: true})
 	if errors.Is(err, locking.ErrStaleToken) {
 		return errPassOver

@@ -23,7 +23,7 @@ import (
 // first pass are judged, and a job added by a deploy is not judged from
 // before it existed.
 func (p *pass) firstStart(fleet history.Fleet) time.Time {
-	d := p.s.jobSet()
+	d := p.r.jobSet()
 	first := p.started
 	if !d.since.IsZero() {
 		first = d.since
@@ -36,53 +36,52 @@ func (p *pass) firstStart(fleet history.Fleet) time.Time {
 	return first
 }
 
-// reconcileAfter is how old a slot of j must be before it is judged: past
+// after is how old a slot of j must be before it is judged: past
 // every normal attempt at its due time and, under run_once and run_all,
 // past the recovery deadline.
-func (s *Scheduler) reconcileAfter(j *job) time.Duration {
-	d := max(s.cfg.ReconcileAfter, s.recoverAfter()+max(s.cfg.Spread, 0)+time.Second)
+func (r *reconciler) after(j *job) time.Duration {
+	d := max(r.cfg.ReconcileAfter, r.recoverAfter()+max(r.cfg.Spread, 0)+time.Second)
 	if j.spec.Misfire.Policy.recovers() {
-		d = max(d, j.spec.Misfire.Deadline+s.recoverAfter()+time.Second)
+		d = max(d, j.spec.Misfire.Deadline+r.recoverAfter()+time.Second)
 	}
 	return d + j.spec.Jitter // a slot is due up to Jitter after its nominal time
 }
 
-// SettleAfter is how old a slot of the named job may be and still have no
+// settleAfter is how old a slot of the named job may be and still have no
 // history entry with nothing wrong: the reconciler judges a slot once it
-// is reconcileAfter old, at its next pass (the slot timeline's pending).
-// 0 for a job the scheduler does not have.
-func (s *Scheduler) SettleAfter(job string) time.Duration {
-	j, _ := s.job(job)
+// is after(j) old, at its next pass. 0 for a job not in force.
+func (r *reconciler) settleAfter(job string) time.Duration {
+	j, _ := r.job(job)
 	if j == nil {
 		return 0
 	}
-	return s.reconcileAfter(j) + max(s.cfg.ReconcileEvery, 0)
+	return r.after(j) + max(r.cfg.ReconcileEvery, 0)
 }
 
 // job judges j's slots since the job's record, and moves the record past
 // the ones it judged.
 func (p *pass) job(ctx context.Context, j *job) error {
-	s := p.s
+	r := p.r
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
 	if err := p.own(ctx); err != nil {
 		return err
 	}
-	now := s.clock.Now()
+	now := r.clock.Now()
 	from, err := p.from(ctx, j, now)
 	if err != nil {
 		return err
 	}
 	// At most half the history per pass, so that the entries the pass
 	// judges by are still there.
-	slots := history.SlotsBetween(j.spec.Schedule, from, now.Add(-s.reconcileAfter(j)), max(1, s.cfg.HistoryKeep/2))
+	slots := history.SlotsBetween(j.spec.Schedule, from, now.Add(-r.after(j)), max(1, r.cfg.HistoryKeep/2))
 	if len(slots) == 0 {
 		return nil
 	}
 	judged, err := p.judge(ctx, j, slots)
 	if !judged.IsZero() {
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
-		_ = s.cfg.Locker.AdvanceRecord(actx, reconciledKey(j.name()), judged.Unix())
+		_ = r.cfg.Locker.AdvanceRecord(actx, reconciledKey(j.name()), judged.Unix())
 		cancel()
 	}
 	return err
@@ -96,7 +95,7 @@ func reconciledKey(job string) locking.Key { return locking.Key{Family: job, Nam
 // reload added or rescheduled the job here, nor more than a day back (the
 // slots it passes over are reported unjudged).
 func (p *pass) from(ctx context.Context, j *job, now time.Time) (time.Time, error) {
-	w, err := p.s.cfg.Locker.ReadRecord(ctx, reconciledKey(j.name()))
+	w, err := p.r.cfg.Locker.ReadRecord(ctx, reconciledKey(j.name()))
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -124,9 +123,9 @@ func (p *pass) from(ctx context.Context, j *job, now time.Time) (time.Time, erro
 // judge judges slots of j, oldest first, and returns the latest it
 // judged (zero when none): up to the first whose claim is still open.
 func (p *pass) judge(ctx context.Context, j *job, slots []time.Time) (time.Time, error) {
-	s, name := p.s, j.name()
-	limit := historyReadLimit(s.cfg.HistoryKeep)
-	log, err := s.cfg.Locker.ReadLog(ctx, name, slots[0].Unix(), limit)
+	r, name := p.r, j.name()
+	limit := historyReadLimit(r.cfg.HistoryKeep)
+	log, err := r.cfg.Locker.ReadLog(ctx, name, slots[0].Unix(), limit)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -138,7 +137,7 @@ func (p *pass) judge(ctx context.Context, j *job, slots []time.Time) (time.Time,
 	// A slot with history.keep entries as new or newer may have had its
 	// own trimmed: older than reach, a slot without one is not judged,
 	// and said so (beyond).
-	reach := historyReach(log, s.cfg.HistoryKeep)
+	reach := historyReach(log, r.cfg.HistoryKeep)
 	if !slices.ContainsFunc(slots, func(t time.Time) bool { return !have[t.Unix()] }) {
 		return slots[len(slots)-1], nil // the common case: every slot has its entry
 	}
@@ -147,19 +146,19 @@ func (p *pass) judge(ctx context.Context, j *job, slots []time.Time) (time.Time,
 	// log again. A slot with neither, in that order, had no claim when the
 	// claims were read and no entry after — and nobody claims a slot this
 	// old any more.
-	claims, err := s.cfg.Locker.ReadClaims(ctx, name)
+	claims, err := r.cfg.Locker.ReadClaims(ctx, name)
 	if err != nil {
 		return time.Time{}, err
 	}
 	open := history.ClaimedSlots(claims)
-	if log, err = s.cfg.Locker.ReadLog(ctx, name, slots[0].Unix(), limit); err != nil {
+	if log, err = r.cfg.Locker.ReadLog(ctx, name, slots[0].Unix(), limit); err != nil {
 		return time.Time{}, err
 	}
 	for _, e := range log {
 		have[e.Score] = true
 	}
 	var beyond []time.Time
-	pause, err := s.cfg.Locker.ReadPause(ctx, name)
+	pause, err := r.cfg.Locker.ReadPause(ctx, name)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -175,7 +174,7 @@ func (p *pass) judge(ctx context.Context, j *job, slots []time.Time) (time.Time,
 			// abandoned claim is settled now rather than when a later
 			// claim of the job is pointed to it, which may never come.
 			o := &locking.Abandoned{Key: history.SlotKey(name, t)}
-			s.spawn(func() { s.settleOrphan(j, o) })
+			r.spawn(func() { r.settle.settleOrphan(j, o) })
 			p.beyondHistory(j, beyond)
 			return judged, nil
 		default:
@@ -199,7 +198,7 @@ func (p *pass) beyondHistory(j *job, slots []time.Time) {
 	if len(slots) == 0 {
 		return
 	}
-	p.s.log.Warn("reconciler: slots beyond the reach of the slot history were never judged; raise history.keep, "+
+	p.r.log.Warn("reconciler: slots beyond the reach of the slot history were never judged; raise history.keep, "+
 		"or see why passes fell behind", "event", evSlotsUnjudged, "job", j.name(),
 		"first_slot", slotString(slots[0]), "slot", slotString(slots[len(slots)-1]), "count", len(slots))
 }
@@ -208,7 +207,7 @@ func (p *pass) beyondHistory(j *job, slots []time.Time) {
 // open claim: paused when the job's pause covers it, else missed (and
 // reported: slot.missed) with why nobody ran it.
 func (p *pass) judgeMissing(ctx context.Context, j *job, t time.Time, pause locking.Pause) error {
-	s, name := p.s, j.name()
+	r, name := p.r, j.name()
 	if pause.Covers(t) {
 		if err := p.write(ctx, j, pausedEntry(t), t); err != nil && !errors.Is(err, locking.ErrLogHasEntry) {
 			return err
@@ -227,10 +226,10 @@ func (p *pass) judgeMissing(ctx context.Context, j *job, t time.Time, pause lock
 	if err != nil {
 		return err
 	}
-	s.log.Warn("slot missed: it should have run and nobody ran it", "event", evSlotMissed,
+	r.log.Warn("slot missed: it should have run and nobody ran it", "event", evSlotMissed,
 		"job", name, "slot", slotString(t), "reason", reason)
-	s.metrics.SlotMissed(name, reason)
-	s.metrics.JobOutcome(name, history.OutcomeMissed, t)
+	r.metrics.SlotMissed(name, reason)
+	r.metrics.JobOutcome(name, history.OutcomeMissed, t)
 	return nil
 }
 
@@ -255,9 +254,9 @@ func (p *pass) unjudged(ctx context.Context, j *job, from, cut time.Time) error 
 	if len(slots) > maxUnjudged {
 		attrs = append(attrs, "count_at_least", true)
 	}
-	p.s.log.Warn("reconciler: slots older than a day were never judged; their outcome is what the history holds, if anything",
+	p.r.log.Warn("reconciler: slots older than a day were never judged; their outcome is what the history holds, if anything",
 		attrs...)
-	return p.s.cfg.Locker.AdvanceRecord(ctx, reconciledKey(j.name()), last.Unix())
+	return p.r.cfg.Locker.AdvanceRecord(ctx, reconciledKey(j.name()), last.Unix())
 }
 
 // maxUnjudged bounds the slots unjudged counts.
@@ -266,7 +265,7 @@ const maxUnjudged = 100_000
 // reason says why nobody ran slot t.
 func (p *pass) reason(fleet history.Fleet, t time.Time) history.Reason {
 	switch {
-	case fleet.DownAt(t, p.s.lateness+p.s.cfg.MaxClockSkew):
+	case fleet.DownAt(t, p.r.lateness+p.r.cfg.MaxClockSkew):
 		return history.ReasonNoQuorum
 	case !fleet.AliveAt(t):
 		return history.ReasonNoReplica
@@ -282,7 +281,7 @@ func (p *pass) noteOutcome(job string, log []locking.LogEntry) {
 			continue
 		}
 		end := time.Unix(le.Score, 0).Add(time.Duration(e.DurationMS) * time.Millisecond)
-		p.s.metrics.JobOutcome(job, e.Outcome, end)
+		p.r.metrics.JobOutcome(job, e.Outcome, end)
 		return
 	}
 }
