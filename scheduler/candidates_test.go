@@ -77,7 +77,7 @@ func candidateFleet(t *testing.T, e *env, n int, rec *recorder, view func() []st
 			Jobs: []JobSpec{spec}})
 		require.NoError(t, err)
 		if view != nil {
-			s.viewSource = view
+			s.fleet.viewSource = view
 		}
 		scheds = append(scheds, s)
 		stops = append(stops, running(t, s))
@@ -214,14 +214,14 @@ func TestValidateFallback(t *testing.T) {
 	s, err := New(Config{Locker: l, MaxClockSkew: 100 * time.Millisecond, Lateness: 600 * time.Millisecond})
 	require.NoError(t, err)
 	require.Less(t, s.lateness/2, DefaultFallback)
-	require.Equal(t, s.lateness/2, s.fallback, "the default is at most half the lateness bound")
+	require.Equal(t, s.lateness/2, s.fleet.fallback, "the default is at most half the lateness bound")
 	s, err = New(Config{Locker: l})
 	require.NoError(t, err)
-	require.Equal(t, DefaultFallback, s.fallback)
-	require.Equal(t, DefaultCandidates, s.candidates())
+	require.Equal(t, DefaultFallback, s.fleet.fallback)
+	require.Equal(t, DefaultCandidates, s.fleet.candidates())
 	s, err = New(Config{Locker: l, Candidates: -1})
 	require.NoError(t, err)
-	require.Equal(t, 0, s.candidates())
+	require.Equal(t, 0, s.fleet.candidates())
 }
 
 // A replica past its capacity (admission full) drops its fallback slots
@@ -277,7 +277,7 @@ func TestStoppedReplicaLeavesTheView(t *testing.T) {
 			stops = append(stops, running(t, s))
 		}
 		time.Sleep(5 * time.Second)
-		view := func() []string { return scheds[0].view.Load().names }
+		view := func() []string { return scheds[0].fleet.view.Load().names }
 		require.Equal(t, []string{"r0", "r1", "r2"}, view())
 
 		stops[2]()
@@ -314,7 +314,7 @@ func TestFallbackDuringAReloadKeepsTokenOrder(t *testing.T) {
 			if r.name == "r0" {
 				view = []string{"r0", "r1", "r2"}
 			}
-			s.viewSource = func() []string { return view }
+			s.fleet.viewSource = func() []string { return view }
 			stops = append(stops, running(t, s))
 		}
 		time.Sleep(61 * time.Second)

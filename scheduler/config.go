@@ -174,7 +174,7 @@ type Config struct {
 	Spread time.Duration
 	// Candidates is how many replicas try each slot at its due time (k),
 	// chosen per slot by rendezvous hashing over the replicas alive in the
-	// heartbeats that run the same job definitions (loop.go, fleetview.go); the
+	// heartbeats that run the same job definitions (fleet_view.go); the
 	// others check Fallback later whether it was handled (one read on one
 	// lock store), and try it only if not. The lock stores' work per slot
 	// is thus that of k replicas, whatever their number. The choice only
@@ -208,7 +208,7 @@ type Config struct {
 	// script call, so the history costs no round trip; a slot skipped for a
 	// pause gets its entry from the replicas that skipped it, and a slot
 	// nobody ran, skipped or paused a missed entry from the reconciler
-	// (reconcile.go): in the end every slot has one. Default DefaultHistoryKeep; negative keeps none.
+	// (reconciler.go): in the end every slot has one. Default DefaultHistoryKeep; negative keeps none.
 	HistoryKeep int
 
 	// Beat is how often the replica publishes its heartbeat in the lock

@@ -28,7 +28,7 @@ const (
 	// Not in the contract's table: a lease could not be ended cleanly (it
 	// then expires after its TTL); the misfire policy looking at a slot;
 	// a schedule that has no slot left; slots the reconciler could not
-	// judge within a day (reconcile.go).
+	// judge within a day (reconciler.go).
 	evLockReleaseFailed = "lock.release_failed"
 	evMisfireCheck      = "misfire.check"
 	evScheduleExhausted = "schedule.exhausted"

@@ -49,13 +49,13 @@ func (s *Scheduler) BackfillAfter(job string) time.Duration {
 
 // SetViewSource makes s read its view of the fleet from f instead of the
 // heartbeats (the simulation's disagreeing views). Call it before Run.
-func SetViewSource(s *Scheduler, f func() []string) { s.viewSource = f }
+func SetViewSource(s *Scheduler, f func() []string) { s.fleet.viewSource = f }
 
 // SlotRank is this replica's rank among its view for slot t of job
 // (-1: no view yet), and whether it is a fallback for it.
 func (s *Scheduler) SlotRank(job string, t time.Time) (int, bool) {
-	_, fb := s.slotDelay(job, t)
-	return s.slotRank(job, t), fb
+	_, fb := s.fleet.slotDelay(job, t)
+	return s.fleet.slotRank(job, t), fb
 }
 
 // SetDraw makes s draw its random numbers (draw.go) from f: f(what) for

@@ -8,7 +8,7 @@ import (
 	"github.com/slotlock/slotlock/scheduler/history"
 )
 
-// The fallbacks (loop.go, fleetview.go): a replica that is not among a slot's
+// The fallbacks (fleet_view.go): a replica that is not among a slot's
 // candidates fires it Fallback after its due time and first asks the
 // stores, cheaply, whether it was handled — a done marker on the claim,
 // read on one store (locking.Store.Handled) — before trying any claim.
@@ -62,7 +62,7 @@ func (s *Scheduler) checkFallback(batch []dueSlot) {
 	for i, d := range batch {
 		keys[i] = history.SlotKey(d.j.name(), d.t)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), max((s.lateness-s.fallback)/2, time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), max((s.lateness-s.fleet.fallback)/2, time.Millisecond))
 	handled, err := s.cfg.Locker.Handled(ctx, keys)
 	cancel()
 	if err != nil {

@@ -3,8 +3,6 @@ package scheduler
 import (
 	"container/heap"
 	"context"
-	"hash/fnv"
-	"strconv"
 	"time"
 )
 
@@ -124,9 +122,9 @@ func (s *Scheduler) fireAt(j *job, t time.Time) time.Time {
 // fireTime is fireAt, and whether this replica is one of slot t's
 // fallbacks (loop.go).
 func (s *Scheduler) fireTime(j *job, t time.Time) (time.Time, bool) {
-	d, fb := s.slotDelay(j.name(), t)
+	d, fb := s.fleet.slotDelay(j.name(), t)
 	if fb {
-		d = s.fallbackDelay(j, t)
+		d = s.fleet.fallbackDelay(j, t)
 	}
 	return j.dueAt(t).Add(d), fb
 }
@@ -168,147 +166,4 @@ func (s *Scheduler) fireDue(j *job, now time.Time, checks []dueSlot) []dueSlot {
 		s.log.Warn("job has no more slots", "event", evScheduleExhausted, "job", j.name(), "schedule", j.spec.Spec)
 	}
 	return checks
-}
-
-// spreadDelay is this replica's delay before trying slot t of job:
-// Spread × u², u uniform in [0, 1) from a hash of (job, slot, replica).
-// Replicas firing in the same millisecond thus arrive in a random order,
-// which avoids most split votes and spreads runs over replicas; squaring
-// keeps the first replica's delay small (1/10 of Spread on average with
-// three replicas) while leaving the others well behind it.
-func (s *Scheduler) spreadDelay(job string, t time.Time) time.Duration {
-	if s.cfg.Spread <= 0 {
-		return 0
-	}
-	u := float64(slotHash(job, t, s.cfg.Replica)>>11) / (1 << 53) // uniform in [0, 1)
-	return time.Duration(u * u * float64(s.cfg.Spread))
-}
-
-// Candidates: of the N live replicas, only k (Config.Candidates) try each
-// slot at its due time; the others, the fallbacks, look Fallback later
-// whether it was handled — one read on one store — and try it only when
-// it was not. The Redis work per slot is thus that of k replicas, not N,
-// and the replicas no longer compete for every slot.
-//
-// Who is a candidate is rendezvous hashing of (job, slot) over this
-// replica's view of the fleet: the names of the replicas alive in the
-// heartbeats that run the same job definitions (history.ReadFleet), read
-// about once a beat (fleetview.go), always with this replica in it. The views of two
-// replicas may differ (a heartbeat missed, a replica that just started or
-// died, a reload): that only moves work between candidates and fallbacks.
-// Exactly-once never depends on it: every replica that tries a slot goes
-// through its claim, and a slot whose candidates did not handle it (dead,
-// paused, wrongly chosen, or themselves convinced they are fallbacks) is
-// tried by the fallbacks Fallback after its due time, well inside the
-// lateness bound. An unknown view (at start, stores down) or Candidates
-// negative: every replica is a candidate, as before.
-
-// DefaultCandidates is how many replicas try each slot at its due time.
-const DefaultCandidates = 2
-
-// DefaultFallback is how long after a slot's due time the other replicas
-// check whether it was handled (at most half the lateness bound). Off the
-// whole second, it keeps a fallback's claim away from any slot's due time
-// (slots fall on whole seconds): during a reload that changes a job's
-// schedule, the replicas still on the old one may count those on the new one among a
-// slot's candidates (their view is a beat old), and a fallback claim at a
-// whole second raced the new schedule's slot due then, the old slot taking
-// the higher token but starting first (the e2e reload scenario). 750ms
-// keeps a quarter second from the next whole second. (At 500ms the
-// simulation's seed 167884 met a settler's end that landed unanswered and
-// went unreported; that was a bug of the end's retry, fixed in locking —
-// the seed passes at 500ms too — not a reason for this value.)
-const DefaultFallback = 750 * time.Millisecond
-
-// noRank is the rank of every replica when the view is unknown: all are
-// candidates.
-const noRank = -1
-
-// slotRank is this replica's rank among the live replicas for slot t of
-// job: 0 for the one whose hash of (job, t, name) is highest. noRank when
-// there is no view.
-func (s *Scheduler) slotRank(job string, t time.Time) int {
-	v := s.view.Load()
-	if v == nil {
-		return noRank
-	}
-	mine := slotScore(job, t, s.cfg.Replica)
-	rank := 0
-	for _, n := range v.names {
-		if n == s.cfg.Replica {
-			continue
-		}
-		if sc := slotScore(job, t, n); sc > mine || (sc == mine && n < s.cfg.Replica) {
-			rank++
-		}
-	}
-	return rank
-}
-
-// slotScore is replica's rendezvous score for slot t of job.
-func slotScore(job string, t time.Time, replica string) uint64 {
-	return mix64(slotHash(job, t, replica))
-}
-
-// slotHash is the FNV-1a hash of (job, slot t, replica) that both a
-// candidate's rank (slotScore) and a replica's spread (spreadDelay) come
-// from.
-func slotHash(job string, t time.Time, replica string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(job))
-	h.Write([]byte{0})
-	h.Write(strconv.AppendInt(nil, t.Unix(), 10))
-	h.Write([]byte{0})
-	h.Write([]byte(replica))
-	return h.Sum64()
-}
-
-// mix64 spreads FNV's low-entropy high bits (a finalizer from
-// SplitMix64), so that ranks do not follow the replicas' names.
-func mix64(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	return x ^ (x >> 31)
-}
-
-// slotDelay is when, after its due time, this replica tries slot t of
-// job, and whether as a fallback. Candidates go in rank order, Spread
-// apart in all (rank 0 at once): a deterministic order avoids split
-// votes better than a random one. Without a view, every replica is a
-// candidate with its random spread (spreadDelay).
-func (s *Scheduler) slotDelay(job string, t time.Time) (time.Duration, bool) {
-	rank := s.slotRank(job, t)
-	k := s.candidates()
-	switch {
-	case rank == noRank || k <= 0:
-		return s.spreadDelay(job, t), false
-	case rank >= k:
-		return s.fallback, true
-	case k == 1 || s.cfg.Spread <= 0:
-		return 0, false
-	}
-	return time.Duration(rank) * s.cfg.Spread / time.Duration(k-1), false
-}
-
-// fallbackDelay is how long after slot t's due time a fallback tries it:
-// Fallback, but at most half the time to the job's next slot. A slot its
-// candidates left (dead, but still in the views: a rolling restart) is
-// then claimed, and takes its fencing token, before the next slot's
-// candidates claim theirs, so the job's runs start in token order even
-// where they may overlap (overlap allow): with a whole second, an
-// every-second job's fallback run of slot T started just after slot
-// T+1's run, with the lower token — a fenced write of it refused.
-func (s *Scheduler) fallbackDelay(j *job, t time.Time) time.Duration {
-	d := s.fallback
-	if next := j.spec.Schedule.Next(t); !next.IsZero() {
-		d = min(d, next.Sub(t)/2)
-	}
-	return d
-}
-
-// candidates is k: Config.Candidates, or 0 when every replica is one.
-func (s *Scheduler) candidates() int {
-	return max(s.cfg.Candidates, 0)
 }

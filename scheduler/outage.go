@@ -96,7 +96,7 @@ func (s *Scheduler) quorumSeen() {
 	s.outage.mu.Unlock()
 	if !since.IsZero() && s.cfg.Beat > 0 {
 		now := s.clock.Now()
-		s.spawn(func() { s.publishOutage(since, now) })
+		s.spawn(func() { s.fleet.publishOutage(since, now) })
 	}
 	for _, ps := range pending {
 		s.spawn(func() {

@@ -11,7 +11,7 @@ import (
 	"github.com/slotlock/slotlock/locking"
 )
 
-// What a reconciler pass (reconcile.go) decides for one job: which of its
+// What a reconciler pass (reconciler.go) decides for one job: which of its
 // slots are old enough to judge and from where, and for each slot with
 // no entry in the history, whether it is still open, paused or missed,
 // and why.

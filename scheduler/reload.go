@@ -83,11 +83,11 @@ func (s *Scheduler) applyReload(h *jobHeap, req reloadReq) {
 	old, next := s.jobSet(), req.defs
 	next.since = now
 	// The view of the fleet names the replicas that ran the old
-	// definitions (loop.go, fleetview.go): until it is read again, every replica
+	// definitions (fleet_view.go): until it is read again, every replica
 	// is a candidate, so that no slot of the new ones waits for a
 	// fallback — one that, Fallback late, could start after a slot of
 	// the old schedule that another replica runs, with a lower token.
-	s.view.Store(nil)
+	s.fleet.dropView()
 	var res ReloadResult
 	for _, j := range next.order {
 		prev := old.byName[j.name()]

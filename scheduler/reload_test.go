@@ -167,13 +167,13 @@ func TestReloadSlotBoundaries(t *testing.T) {
 					switch at {
 					case -1:
 						for slot := oldSpec.Schedule.Next(bubbleStart.Add(10 * time.Second)); at < 0; slot = oldSpec.Schedule.Next(slot) {
-							if d := s.spreadDelay("j", slot); d > 10*time.Microsecond {
+							if d := s.fleet.spreadDelay("j", slot); d > 10*time.Microsecond {
 								at = oldSpec.Due(slot).Add(d / 2).Sub(bubbleStart)
 							}
 						}
 					case -2:
 						for slot := oldSpec.Schedule.Next(bubbleStart.Add(10 * time.Second)); at < 0 && slot.Before(bubbleStart.Add(time.Minute)); slot = oldSpec.Schedule.Next(slot) {
-							fired := oldSpec.Due(slot).Add(s.spreadDelay("j", slot))
+							fired := oldSpec.Due(slot).Add(s.fleet.spreadDelay("j", slot))
 							if newSpec.Schedule.Next(slot.Add(-time.Second)).Equal(slot) && newSpec.Due(slot).Sub(fired) > time.Millisecond {
 								at = fired.Add(newSpec.Due(slot).Sub(fired) / 2).Sub(bubbleStart)
 							}

@@ -107,8 +107,8 @@ func (a *attempt) execute(parent context.Context) (history.Entry, error) {
 	defer cancel(nil)
 
 	started := s.clock.Now()
-	s.runStarted(history.RunInfo{Job: a.name, Slot: a.slot, RunID: runID, Token: token, Replica: s.cfg.Replica, Since: started.UTC()})
-	defer s.runEnded(runID)
+	s.fleet.runStarted(history.RunInfo{Job: a.name, Slot: a.slot, RunID: runID, Token: token, Replica: s.cfg.Replica, Since: started.UTC()})
+	defer s.fleet.runEnded(runID)
 	a.logStarted(log, started)
 	outcome, attempt, runErr := a.attempts(ctx, log, span, runID, token)
 	dur := s.clock.Now().Sub(started)

@@ -46,8 +46,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/slotlock/slotlock/scheduler/history"
-
 	"github.com/slotlock/slotlock/locking"
 )
 
@@ -88,13 +86,8 @@ type Scheduler struct {
 	orphansMu sync.Mutex
 	orphans   map[locking.Key]bool // abandoned claims being settled
 
-	runsMu  sync.Mutex
-	running map[string]history.RunInfo // runs going on, by run id (heartbeats)
-
 	reconciler *reconciler // reconciler.go
-
-	candidateView               // fleetview.go
-	fallback      time.Duration // Config.Fallback, defaulted
+	fleet      *fleet      // fleet.go
 }
 
 const (
@@ -192,14 +185,13 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	s := &Scheduler{
 		engine:   e,
-		fallback: c.Fallback,
 		reloads:  make(chan reloadReq),
 		inflight: make(chan struct{}, c.MaxInFlight),
 		ending:   make(chan struct{}, max(1, c.MaxInFlight/2)),
 		admit:    newAdmission(c.MaxInFlight),
-		running:  map[string]history.RunInfo{},
 	}
 	s.reconciler = newReconciler(e, s)
+	s.fleet = newFleet(e)
 	return s, nil
 }
 
@@ -234,9 +226,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		}
 	}
 	if s.cfg.Beat > 0 {
-		s.spawn(func() { s.beatLoop(start) })
-		if s.candidates() > 0 {
-			s.spawn(s.viewLoop)
+		s.spawn(func() { s.fleet.beatLoop(start) })
+		if s.fleet.candidates() > 0 {
+			s.spawn(s.fleet.viewLoop)
 		}
 	}
 	if s.cfg.ReconcileEvery > 0 {
