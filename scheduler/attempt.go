@@ -258,7 +258,7 @@ func minTime(a, b time.Time) time.Time {
 // Taking a lease: the attempt's steps (guards.go) take its claim and its
 // job lease with acquire, under the retry policy the attempt gives each
 // (claimPolicy, jobLeasePolicy above); replace's handover (replace.go),
-// an orphan's settlement (abandoned.go) and the start-up probe
+// an orphan's settlement (settlement.go) and the start-up probe
 // (startup.go) call it with policies of their own.
 
 // retryPolicy says how long acquire keeps trying a key.

@@ -26,7 +26,7 @@ func (a *attempt) exit(v verdict) {
 		a.endRun(v.entry)
 	case actSettle:
 		a.span.settled()
-		s.settleAbandoned(a.j, a.t, a.claim)
+		s.settlement.settleAbandoned(a.j, a.t, a.claim)
 	case actDone:
 		a.span.skip(v.reason)
 		a.end(a.ending(string(v.reason), v.entry))
@@ -70,7 +70,7 @@ func (a *attempt) endRun(h *history.Entry) {
 	}
 	a.end(p)
 	if a.orphan != nil {
-		s.settleOrphan(a.j, a.orphan) // a backfill's: now, this process may exit next
+		s.settlement.settleOrphan(a.j, a.orphan) // a backfill's: now, this process may exit next
 	}
 }
 
@@ -159,53 +159,6 @@ func (s *Scheduler) pausedSlot(j *job, t time.Time, p locking.Pause) {
 		defer cancel()
 		_ = s.cfg.Locker.AppendLog(ctx, j.name(), locking.LogAppend{Entry: pausedEntry(t).LogEntry(t), Keep: s.cfg.HistoryKeep})
 	}
-}
-
-// settleAbandoned closes slot t of j, whose claim lease took over from a
-// run that never ended, and reports it — once the done marker is on a
-// majority: the marker is what stops every other replica from taking the
-// claim over and reporting it again. When the stores do not accept it now,
-// the end is retried when they answer (a retry recognises a marker that
-// its lost first attempt left); when the lease expires meanwhile, the
-// next replica pointed to the claim settles it instead.
-func (s *Scheduler) settleAbandoned(j *job, t time.Time, lease *locking.Lease) {
-	ab := lease.Grant().Abandoned
-	if s.closeRecorded(j, t, lease, ab) {
-		return
-	}
-	if !ab.Started {
-		s.settleUnconfirmed(j, t, lease)
-		return
-	}
-	name, slot := j.name(), slotString(t)
-	s.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: string(history.OutcomeAbandoned),
-		entry: logged(history.Entry{Slot: slot, Outcome: history.OutcomeAbandoned, Replica: ab.Holder, RunID: ab.ID,
-			SettledBy: s.cfg.Replica, SettleID: lease.Grant().ID}, t),
-		then: func() {
-			s.log.Warn("run abandoned: its replica stopped renewing its lease before the run ended; the slot is not run again",
-				"event", evRunAbandoned, "job", name, "slot", slot, "run_id", ab.ID, "holder", ab.Holder)
-			s.metrics.RunAbandoned(name)
-			s.recordHandled(j, t)
-		}})
-}
-
-// settleUnconfirmed closes slot t of j, whose claim lease took over a
-// claim that its holder never confirmed started, and reports it as missed
-// with reason unknown, the run possibly started: once, as settleAbandoned.
-func (s *Scheduler) settleUnconfirmed(j *job, t time.Time, lease *locking.Lease) {
-	ab := lease.Grant().Abandoned
-	name, slot := j.name(), slotString(t)
-	s.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: string(history.OutcomeMissed),
-		entry: logged(history.Entry{Slot: slot, Outcome: history.OutcomeMissed, Reason: history.ReasonUnknown, Replica: ab.Holder, RunID: ab.ID,
-			MayHaveStarted: true, SettledBy: s.cfg.Replica, SettleID: lease.Grant().ID}, t),
-		then: func() {
-			s.log.Warn("slot missed: its winner stopped before confirming that its run started; it may have started, so it is not run again",
-				"event", evSlotMissed, "job", name, "slot", slot, "reason", history.ReasonUnknown, "may_have_started", true,
-				"run_id", ab.ID, "holder", ab.Holder)
-			s.metrics.SlotMissed(name, history.ReasonUnknown)
-			s.metrics.JobOutcome(name, history.OutcomeMissed, t)
-			s.recordHandled(j, t)
-		}})
 }
 
 // endLease ends a lease: a done marker living doneTTL with note, or a plain

@@ -174,7 +174,7 @@ func (a *attempt) orphans() verdict {
 	case a.origin == originBackfill:
 		a.orphan = o
 	default:
-		a.s.spawn(func() { a.s.settleOrphan(a.j, o) })
+		a.s.spawn(func() { a.s.settlement.settleOrphan(a.j, o) })
 	}
 	return goOn
 }

@@ -45,8 +45,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/slotlock/slotlock/locking"
 )
 
 // Scheduler fires the configured jobs and runs each slot on at most one
@@ -83,9 +81,7 @@ type Scheduler struct {
 	// admit decides which scheduled claims are sent, and when (admission.go).
 	admit *admission
 
-	orphansMu sync.Mutex
-	orphans   map[locking.Key]bool // abandoned claims being settled
-
+	settlement *settlement // settlement.go
 	reconciler *reconciler // reconciler.go
 	fleet      *fleet      // fleet.go
 }
@@ -190,7 +186,8 @@ func New(cfg Config) (*Scheduler, error) {
 		ending:   make(chan struct{}, max(1, c.MaxInFlight/2)),
 		admit:    newAdmission(c.MaxInFlight),
 	}
-	s.reconciler = newReconciler(e, s)
+	s.settlement = newSettlement(e, s, s, s)
+	s.reconciler = newReconciler(e, s.settlement)
 	s.fleet = newFleet(e)
 	return s, nil
 }

@@ -105,11 +105,11 @@ func (s *Scheduler) probeLate(j *job, t time.Time) bool {
 		return false
 	}
 	if o := lease.Grant().Orphan; o != nil {
-		s.spawn(func() { s.settleOrphan(j, o) })
+		s.spawn(func() { s.settlement.settleOrphan(j, o) })
 	}
 	switch {
 	case lease.Grant().Abandoned != nil:
-		s.settleAbandoned(j, t, lease)
+		s.settlement.settleAbandoned(j, t, lease)
 		return false
 	case lease.Grant().Leftover:
 		s.endLease(name, slot, lease, 0, "")

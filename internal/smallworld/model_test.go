@@ -15,9 +15,9 @@ import (
 // Lease.Start, Lease.Extend, Lease.End, Acquire, ReadLog, ReadClaims,
 // AppendLog). They follow scheduler/attempt.go and guards.go (the steps of
 // a slot fired on time, overlap allow), run.go (Start as the body
-// begins), end.go (the exit; settleAbandoned, settleUnconfirmed),
-// abandoned.go (settleOrphan) and reconciler.go (reconciler.pass, pass.job,
-// write);
+// begins), end.go (the exit), settlement.go (settleOrphan,
+// settleAbandoned, settleUnconfirmed) and reconciler.go (reconciler.pass,
+// pass.job, write);
 // where the scheduler changes what it does with an answer, this file
 // changes with it.
 //
