@@ -66,7 +66,7 @@ func (a *attempt) endRun(h *history.Entry) {
 	p := a.ending(string(h.Outcome), h)
 	if a.origin.fired() && h.Outcome == history.OutcomeFailed && a.j.spec.PauseOnFailure > 0 {
 		j := a.j
-		p.then = func() { s.spawn(func() { s.pauseOnFailure(j) }) }
+		p.then = func() { s.spawn(func() { s.control.pauseOnFailure(j) }) }
 	}
 	a.end(p)
 	if a.orphan != nil {
@@ -150,7 +150,7 @@ func logged(h history.Entry, t time.Time) *locking.LogEntry {
 // record past it.
 func (s *Scheduler) pausedSlot(j *job, t time.Time, p locking.Pause) {
 	s.quorumSeen()
-	s.notePause(j, p)
+	s.control.notePause(j, p)
 	s.skipped(j.name(), slotString(t), history.ReasonPaused, 1, pauseAttrs(p, "pause_reason")...)
 	s.recordHandled(j, t)
 	if s.cfg.HistoryKeep > 0 {

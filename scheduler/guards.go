@@ -160,7 +160,7 @@ func (a *attempt) paused() verdict {
 		a.pause = p
 		return verdict{act: actPaused, reason: history.ReasonPaused}
 	}
-	a.s.notePause(a.j, locking.Pause{})
+	a.s.control.notePause(a.j, locking.Pause{})
 	return goOn
 }
 

@@ -83,6 +83,7 @@ type Scheduler struct {
 
 	settlement *settlement // settlement.go
 	reconciler *reconciler // reconciler.go
+	control    *control    // control.go
 	fleet      *fleet      // fleet.go
 }
 
@@ -188,6 +189,7 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	s.settlement = newSettlement(e, s, s, s)
 	s.reconciler = newReconciler(e, s.settlement)
+	s.control = newControl(e, s, s.reconciler)
 	s.fleet = newFleet(e)
 	return s, nil
 }

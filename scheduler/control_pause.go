@@ -19,7 +19,7 @@ import (
 
 // notePause tells the metrics, and the log once per change as this replica
 // sees it, whether j is paused (p.Paused) at its latest slot.
-func (s *Scheduler) notePause(j *job, p locking.Pause) {
+func (c *control) notePause(j *job, p locking.Pause) {
 	j.mu.Lock()
 	was := j.paused
 	j.paused = p.Paused
@@ -27,12 +27,12 @@ func (s *Scheduler) notePause(j *job, p locking.Pause) {
 	if was == p.Paused {
 		return
 	}
-	s.metrics.JobPaused(j.name(), p.Paused)
+	c.metrics.JobPaused(j.name(), p.Paused)
 	if p.Paused {
-		s.log.Info("job paused: its slots are skipped until the pause ends", append([]any{"event", EventJobPaused,
+		c.log.Info("job paused: its slots are skipped until the pause ends", append([]any{"event", EventJobPaused,
 			"job", j.name()}, pauseAttrs(p, "reason")...)...)
 	} else {
-		s.log.Info("job resumed: its slots run again", "event", EventJobResumed, "job", j.name())
+		c.log.Info("job resumed: its slots run again", "event", EventJobResumed, "job", j.name())
 	}
 }
 
@@ -58,11 +58,11 @@ func pauseAttrs(p locking.Pause, reasonKey string) []any {
 // last PauseOnFailure recorded slots all failed. It runs after a failed
 // run's outcome reached the history; several replicas may find the streak
 // at once, and write the same pause.
-func (s *Scheduler) pauseOnFailure(j *job) {
+func (c *control) pauseOnFailure(j *job) {
 	n := j.spec.PauseOnFailure
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
-	h, err := history.ReadEntries(ctx, s.cfg.Locker, j.name(), time.Time{}, n)
+	h, err := history.ReadEntries(ctx, c.cfg.Locker, j.name(), time.Time{}, n)
 	if err != nil || len(h) < n {
 		return
 	}
@@ -71,16 +71,16 @@ func (s *Scheduler) pauseOnFailure(j *job) {
 			return
 		}
 	}
-	if cur, err := s.cfg.Locker.ReadPause(ctx, j.name()); err != nil || cur.ActiveAt(s.clock.Now()) {
+	if cur, err := c.cfg.Locker.ReadPause(ctx, j.name()); err != nil || cur.ActiveAt(c.clock.Now()) {
 		return
 	}
 	reason := fmt.Sprintf("pause_on_failure: %d consecutive failed slots", n)
-	p, err := s.cfg.Locker.SetPause(ctx, j.name(), locking.Pause{Paused: true, By: s.cfg.Replica, Reason: reason})
+	p, err := c.cfg.Locker.SetPause(ctx, j.name(), locking.Pause{Paused: true, By: c.cfg.Replica, Reason: reason})
 	if err != nil {
-		s.log.Warn("could not pause the job after consecutive failures", "event", evLockReleaseFailed,
+		c.log.Warn("could not pause the job after consecutive failures", "event", evLockReleaseFailed,
 			"job", j.name(), "error", err.Error())
 		return
 	}
-	s.log.Warn("job paused: its last slots all failed", append([]any{"event", EventJobPaused, "job", j.name()},
+	c.log.Warn("job paused: its last slots all failed", append([]any{"event", EventJobPaused, "job", j.name()},
 		pauseAttrs(p, "reason")...)...)
 }

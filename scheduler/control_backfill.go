@@ -77,21 +77,42 @@ type BackfillSlot struct {
 	Entry *history.Entry
 }
 
-// PlanBackfill lists the named job's slots in [from, to], oldest first,
-// and whether a backfill runs each, from the slot history and the open
-// claims. It refuses (ErrBackfillWindow) a window that is empty, holds
-// more than MaxBackfillSlots slots, or reaches slots still the replicas'
-// own (younger than their lateness bound, misfire deadline and jitter allow);
-// and ErrNoHistory when no history is kept.
-func (s *Scheduler) PlanBackfill(ctx context.Context, name string, from, to time.Time) ([]BackfillSlot, error) {
-	j, ok := s.job(name)
+// checkWindow refuses a backfill window that is empty or reaches slots
+// younger than the replicas' own (reconcileAfter).
+func (c *control) checkWindow(j *job, from, to time.Time) error {
+	if to.Before(from) {
+		return fmt.Errorf("%w: it ends (%s) before it starts (%s)", ErrBackfillWindow, slotString(to), slotString(from))
+	}
+	latest := c.clock.Now().Add(-c.window.after(j))
+	if to.After(latest) {
+		return fmt.Errorf("%w: it ends at %s, but slots of %s after %s (%s ago) still belong to the replicas (firing, retries, misfire recovery)",
+			ErrBackfillWindow, slotString(to), j.name(), slotString(latest), c.window.after(j))
+	}
+	return nil
+}
+
+// describeEntry names a history entry's outcome and reason: "succeeded",
+// "skipped (overlap)".
+func describeEntry(e history.Entry) string {
+	if e.MayHaveStarted {
+		return string(e.Outcome) + " (" + string(e.Reason) + ", may have started)"
+	}
+	if e.Reason != "" {
+		return string(e.Outcome) + " (" + string(e.Reason) + ")"
+	}
+	return string(e.Outcome)
+}
+
+// planBackfill is Scheduler.PlanBackfill.
+func (c *control) planBackfill(ctx context.Context, name string, from, to time.Time) ([]BackfillSlot, error) {
+	j, ok := c.job(name)
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownJob, name)
 	}
-	if s.cfg.HistoryKeep <= 0 {
+	if c.cfg.HistoryKeep <= 0 {
 		return nil, ErrNoHistory
 	}
-	if err := s.checkWindow(j, from, to); err != nil {
+	if err := c.checkWindow(j, from, to); err != nil {
 		return nil, err
 	}
 	slots := history.SlotsBetween(j.spec.Schedule, from.Add(-time.Nanosecond), to, MaxBackfillSlots+1)
@@ -105,15 +126,15 @@ func (s *Scheduler) PlanBackfill(ctx context.Context, name string, from, to time
 	// Every entry from the window's first slot on (the ones after the
 	// window come first); the stores keep HistoryKeep each, and the union
 	// of a majority may hold a few more.
-	keep := s.cfg.HistoryKeep
-	log, err := s.cfg.Locker.ReadLog(ctx, name, slots[0].Unix(), historyReadLimit(keep))
+	keep := c.cfg.HistoryKeep
+	log, err := c.cfg.Locker.ReadLog(ctx, name, slots[0].Unix(), historyReadLimit(keep))
 	if err != nil {
 		return nil, err
 	}
 	// A slot with history.keep entries as new or newer may have had its
 	// own trimmed: it cannot be told (historyReach).
 	reach := historyReach(log, keep)
-	claims, err := s.cfg.Locker.ReadClaims(ctx, name)
+	claims, err := c.cfg.Locker.ReadClaims(ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -145,70 +166,30 @@ func (s *Scheduler) PlanBackfill(ctx context.Context, name string, from, to time
 	return out, nil
 }
 
-// checkWindow refuses a backfill window that is empty or reaches slots
-// younger than the replicas' own (reconcileAfter).
-func (s *Scheduler) checkWindow(j *job, from, to time.Time) error {
-	if to.Before(from) {
-		return fmt.Errorf("%w: it ends (%s) before it starts (%s)", ErrBackfillWindow, slotString(to), slotString(from))
-	}
-	latest := s.clock.Now().Add(-s.reconciler.after(j))
-	if to.After(latest) {
-		return fmt.Errorf("%w: it ends at %s, but slots of %s after %s (%s ago) still belong to the replicas (firing, retries, misfire recovery)",
-			ErrBackfillWindow, slotString(to), j.name(), slotString(latest), s.reconciler.after(j))
-	}
-	return nil
-}
-
-// describeEntry names a history entry's outcome and reason: "succeeded",
-// "skipped (overlap)".
-func describeEntry(e history.Entry) string {
-	if e.MayHaveStarted {
-		return string(e.Outcome) + " (" + string(e.Reason) + ", may have started)"
-	}
-	if e.Reason != "" {
-		return string(e.Outcome) + " (" + string(e.Reason) + ")"
-	}
-	return string(e.Outcome)
-}
-
-// RunSlot runs slot t of the named job now, in this process, as a backfill
-// of a past slot: it claims the slot's key exactly as a replica firing the
-// slot does (and, under overlap forbid, takes the job lease, waiting for a
-// run going on up to half a lock ttl), reads the slot history, and runs the
-// job as a normal run of slot t (SLOTLOCK_SLOT is t; run.started and the
-// other run lines carry backfill=true), with the job's timeout and
-// retries; the slot then gets its done marker and history entry. It
-// returns the run's history entry and nil iff the run succeeded (an error
-// wrapping ErrRunFailed when it failed or was canceled). A slot that was
-// handled is not run: *HandledError (errors.Is ErrSlotHandled). A slot
-// still the replicas' own is refused (ErrBackfillWindow, as PlanBackfill); a claim or
-// job lease that cannot be had is an error (locking.ErrNoQuorum,
-// locking.ErrNotAcquired: the job lease is held, locking.ErrPaused).
-// Ending ctx cancels the run (run.canceled reason shutdown). RunSlot works
-// with or without Run, also for disabled jobs.
-func (s *Scheduler) RunSlot(ctx context.Context, name string, t time.Time) (history.Entry, error) {
-	j, ok := s.job(name)
+// runSlot is Scheduler.RunSlot.
+func (c *control) runSlot(ctx context.Context, name string, t time.Time) (history.Entry, error) {
+	j, ok := c.job(name)
 	if !ok {
 		return history.Entry{}, fmt.Errorf("%w: %q", ErrUnknownJob, name)
 	}
-	if s.cfg.HistoryKeep <= 0 {
+	if c.cfg.HistoryKeep <= 0 {
 		return history.Entry{}, ErrNoHistory
 	}
 	if !t.Equal(j.spec.Schedule.Next(t.Add(-time.Second))) {
 		return history.Entry{}, fmt.Errorf("%w: %s is not a slot of %s (%s)", ErrBackfillWindow, t.UTC().Format(time.RFC3339Nano),
 			name, j.spec.Spec)
 	}
-	if err := s.checkWindow(j, t, t); err != nil {
+	if err := c.checkWindow(j, t, t); err != nil {
 		return history.Entry{}, err
 	}
-	if s.isStopping() || !s.enter() {
+	if c.isStopping() || !c.enter() {
 		return history.Entry{}, ErrStopped
 	}
-	defer s.leave()
+	defer c.leave()
 	if err := ctx.Err(); err != nil {
 		return history.Entry{}, err
 	}
-	h, err := s.attemptSlot(j, t, originBackfill, ctx)
+	h, err := c.attempts.attemptSlot(j, t, originBackfill, ctx)
 	if h == nil {
 		return history.Entry{}, err
 	}
