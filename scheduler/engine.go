@@ -32,6 +32,10 @@ type engine struct {
 	// never changed in place; read it through jobSet, job and jobList.
 	defs atomic.Pointer[defs]
 
+	// inflight holds one token per Acquire or record call in flight
+	// (MaxInFlight): the calls of every component share the limit.
+	inflight chan struct{}
+
 	// Goroutines: every one is started by spawn (or bracketed by enter
 	// and leave) and tracked by wg.
 	mu     sync.Mutex
@@ -55,6 +59,7 @@ func newEngine(c Config) (*engine, error) {
 		tracer:   tracerOf(c.TracerProvider),
 		lateness: c.Lateness,
 		stopping: make(chan struct{}),
+		inflight: make(chan struct{}, c.MaxInFlight),
 		scrub:    jobs.NewScrubber(c.Secrets...),
 	}
 	// The done marker must outlive every normal attempt at the slot: the

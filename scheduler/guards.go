@@ -199,7 +199,7 @@ func (a *attempt) recorded() verdict {
 		return goOn
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-	e, found, err := s.slotRecorded(ctx, a.name, a.t)
+	e, found, err := s.outcomes.slotRecorded(ctx, a.name, a.t)
 	cancel()
 	if a.origin == originBackfill {
 		switch {

@@ -245,7 +245,7 @@ func (s *Scheduler) laterMissed(j *job, t time.Time) time.Time {
 	n := 0
 	for u := j.spec.Schedule.Next(t); !u.IsZero() && !u.After(latest) && n < laterMissedScan; u = j.spec.Schedule.Next(u) {
 		n++
-		e, ok, err := s.slotRecorded(ctx, j.name(), u)
+		e, ok, err := s.outcomes.slotRecorded(ctx, j.name(), u)
 		if err != nil {
 			return time.Time{}
 		}

@@ -65,7 +65,7 @@ func TestRunOnceOneRecoveryPerOutage(t *testing.T) {
 		if len(late) != 1 || late[0].str("note") != "run_once ran a later slot of this outage, "+slotAt(5) {
 			t.Errorf("slot 4: late lines %v", late)
 		}
-		if h, ok, err := r2.slotRecorded(t.Context(), "job", at(8)); err != nil || !ok || h.Outcome != history.OutcomeSkipped || h.Reason != history.ReasonLate {
+		if h, ok, err := r2.outcomes.slotRecorded(t.Context(), "job", at(8)); err != nil || !ok || h.Outcome != history.OutcomeSkipped || h.Reason != history.ReasonLate {
 			t.Errorf("slot 8 history: %+v %v %v", h, ok, err)
 		}
 	})

@@ -101,7 +101,7 @@ func (s *Scheduler) quorumSeen() {
 	for _, ps := range pending {
 		s.spawn(func() {
 			for _, p := range ps {
-				s.endLeaseThen(p)
+				s.outcomes.endLeaseThen(p)
 			}
 		})
 	}
@@ -124,7 +124,7 @@ func (s *Scheduler) flushPending(job string) {
 	delete(s.outage.pending, job)
 	s.outage.mu.Unlock()
 	for _, p := range ps {
-		s.endLeaseThen(p)
+		s.outcomes.endLeaseThen(p)
 	}
 }
 

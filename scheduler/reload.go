@@ -149,7 +149,7 @@ func (s *Scheduler) applyReload(h *jobHeap, req reloadReq) {
 		// job added again later starts its misfire check from there.
 		s.spawn(func() {
 			for _, j := range gone {
-				s.flushRecord(j)
+				s.outcomes.flushRecord(j)
 			}
 		})
 	}

@@ -147,7 +147,7 @@ func (s *Scheduler) replaceJobLease(name string, t, checkFrom time.Time, claim *
 		if err == nil {
 			if waited || !s.clock.Now().Before(checkFrom) {
 				if rerr := s.newerSlot(kctx, name, t); rerr != nil {
-					s.endLease(name, slotString(t), jl, 0, "")
+					s.outcomes.endLease(name, slotString(t), jl, 0, "")
 					return nil, rerr
 				}
 			}

@@ -73,14 +73,10 @@ type Scheduler struct {
 	heartbeat atomic.Int64 // loop's last tick, UnixNano on the clock
 
 	outage outage
-	// inflight holds one token per Acquire or record call in flight
-	// (MaxInFlight), ending one per lease end (MaxInFlight/2):
-	// ending a run's leases never waits behind the next second's
-	// acquisitions.
-	inflight, ending chan struct{}
 	// admit decides which scheduled claims are sent, and when (admission.go).
 	admit *admission
 
+	outcomes   *outcomes   // outcomes.go
 	settlement *settlement // settlement.go
 	reconciler *reconciler // reconciler.go
 	control    *control    // control.go
@@ -181,13 +177,12 @@ func New(cfg Config) (*Scheduler, error) {
 		return nil, err
 	}
 	s := &Scheduler{
-		engine:   e,
-		reloads:  make(chan reloadReq),
-		inflight: make(chan struct{}, c.MaxInFlight),
-		ending:   make(chan struct{}, max(1, c.MaxInFlight/2)),
-		admit:    newAdmission(c.MaxInFlight),
+		engine:  e,
+		reloads: make(chan reloadReq),
+		admit:   newAdmission(c.MaxInFlight),
 	}
-	s.settlement = newSettlement(e, s, s, s)
+	s.outcomes = newOutcomes(e, s)
+	s.settlement = newSettlement(e, s, s.outcomes, s.outcomes)
 	s.reconciler = newReconciler(e, s.settlement)
 	s.control = newControl(e, s, s.reconciler)
 	s.fleet = newFleet(e)
@@ -253,7 +248,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	retired := slices.Collect(maps.Values(s.retired))
 	s.mu.Unlock()
 	for _, j := range append(slices.Clone(s.jobList()), retired...) {
-		s.flushRecord(j)
+		s.outcomes.flushRecord(j)
 	}
 	s.mu.Lock()
 	s.closed = true

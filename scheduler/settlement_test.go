@@ -60,7 +60,7 @@ func TestSettleAbandonedReadsTheHistory(t *testing.T) {
 				if n := len(where(e.sink.events(t), evRunAbandoned, "slot", slotString(slot))); n != c.reported {
 					t.Errorf("%d run.abandoned lines, want %d", n, c.reported)
 				}
-				got, found, err := s.slotRecorded(ctx, "bf", slot)
+				got, found, err := s.outcomes.slotRecorded(ctx, "bf", slot)
 				if err != nil || !found || got.Evidence() != c.want || got.RunID != runID {
 					t.Errorf("recorded %+v %v %v, want the run's outcome (%v)", got, found, err, c.want)
 				}

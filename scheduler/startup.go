@@ -21,7 +21,7 @@ import (
 func (s *Scheduler) startupCheck(j *job, start time.Time) {
 	name := j.name()
 	// Read the record now, before this replica's own runs move it.
-	rec, err := s.readRecord(name)
+	rec, err := s.outcomes.readRecord(name)
 	if err != nil {
 		s.log.Debug("missed slot check: record unreadable", "event", evMisfireCheck, "job", name, "error", err.Error())
 		return
@@ -112,12 +112,12 @@ func (s *Scheduler) probeLate(j *job, t time.Time) bool {
 		s.settlement.settleAbandoned(j, t, lease)
 		return false
 	case lease.Grant().Leftover:
-		s.endLease(name, slot, lease, 0, "")
+		s.outcomes.endLease(name, slot, lease, 0, "")
 		s.log.Debug("missed slot check: a claim of the slot is on a minority of the stores", "event", evMisfireCheck,
 			"job", name, "slot", slot)
 		return false
 	case lease.Grant().Pause.Covers(j.spec.Due(t)):
-		s.endLease(name, slot, lease, 0, "")
+		s.outcomes.endLease(name, slot, lease, 0, "")
 		s.pausedSlot(j, t, lease.Grant().Pause)
 		return false
 	}
@@ -128,7 +128,7 @@ func (s *Scheduler) probeLate(j *job, t time.Time) bool {
 		a.exit(v)
 		return false
 	}
-	s.endHandled(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: string(history.ReasonLate),
+	s.outcomes.endHandled(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: string(history.ReasonLate),
 		entry: logged(history.Entry{Slot: slot, Outcome: history.OutcomeSkipped, Reason: history.ReasonLate, Replica: s.cfg.Replica}, t)}, j, t)
 	return true
 }

@@ -98,16 +98,16 @@ func TestSlotRecordedReadsBackFar(t *testing.T) {
 			add(sec, history.OutcomeSucceeded)
 		}
 		at := func(sec int) time.Time { return bubbleStart.Add(time.Duration(sec) * time.Second) }
-		if got, found, err := s.slotRecorded(ctx, "j", at(10)); err != nil || !found || got.Outcome != history.OutcomeSucceeded {
+		if got, found, err := s.outcomes.slotRecorded(ctx, "j", at(10)); err != nil || !found || got.Outcome != history.OutcomeSucceeded {
 			t.Errorf("slot 10: %+v %v %v, want succeeded (over missed)", got, found, err)
 		}
-		if _, found, err := s.slotRecorded(ctx, "j", at(11)); err != nil || found {
+		if _, found, err := s.outcomes.slotRecorded(ctx, "j", at(11)); err != nil || found {
 			t.Errorf("slot 11: found %v, err %v; want no entry", found, err)
 		}
 		for sec := 72; sec < 72+40; sec++ {
 			add(sec, history.OutcomeSucceeded) // 100 entries from slot 11 on: the log is full
 		}
-		if _, _, err := s.slotRecorded(ctx, "j", at(11)); err != errHistoryShort {
+		if _, _, err := s.outcomes.slotRecorded(ctx, "j", at(11)); err != errHistoryShort {
 			t.Errorf("slot 11 behind a full log: err %v, want errHistoryShort", err)
 		}
 	})

@@ -48,17 +48,17 @@ func (e *engine) markerSafe() time.Duration {
 // asked may have left some of them out, and the join of the ones read is
 // not the slot's. errHistoryShort when the log holds HistoryKeep entries
 // or more from t on and none of t: t's may have been trimmed.
-func (s *Scheduler) slotRecorded(ctx context.Context, job string, t time.Time) (history.Entry, bool, error) {
-	keep := s.cfg.HistoryKeep
+func (o *outcomes) slotRecorded(ctx context.Context, job string, t time.Time) (history.Entry, bool, error) {
+	keep := o.cfg.HistoryKeep
 	if keep <= 0 {
 		return history.Entry{}, false, ErrNoHistory
 	}
 	score := t.Unix()
 	limit := historyReadLimit(keep)
 	for n := min(8, limit); ; n = min(8*n, limit) {
-		s.inflight <- struct{}{}
-		log, err := s.cfg.Locker.ReadLog(ctx, job, score, n)
-		<-s.inflight
+		o.inflight <- struct{}{}
+		log, err := o.cfg.Locker.ReadLog(ctx, job, score, n)
+		<-o.inflight
 		if err != nil {
 			return history.Entry{}, false, err
 		}
