@@ -117,7 +117,7 @@ func (a *attempt) logSkip(v verdict) {
 	}
 	a.s.skipped(a.name, a.slot, v.reason, 1, attrs...)
 	if a.origin.fired() && (v.reason == history.ReasonNoQuorum || v.reason == history.ReasonSlowLock) {
-		a.s.noteOutage(a.j, a.t)
+		a.s.outage.noteOutage(a.j, a.t)
 	}
 }
 
@@ -148,7 +148,7 @@ func logged(h history.Entry, t time.Time) *locking.LogEntry {
 // pausedSlot logs slot t of j as skipped for pause p and moves the job's
 // record past it.
 func (s *Scheduler) pausedSlot(j *job, t time.Time, p locking.Pause) {
-	s.quorumSeen()
+	s.outage.quorumSeen()
 	s.control.notePause(j, p)
 	s.skipped(j.name(), slotString(t), history.ReasonPaused, 1, pauseAttrs(p, "pause_reason")...)
 	s.outcomes.recordHandled(j, t)

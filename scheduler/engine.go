@@ -36,6 +36,8 @@ type engine struct {
 	// (MaxInFlight): the calls of every component share the limit.
 	inflight chan struct{}
 
+	state atomic.Int32 // stateNew, stateRunning, stateStopping, stateStopped
+
 	// Goroutines: every one is started by spawn (or bracketed by enter
 	// and leave) and tracked by wg.
 	mu     sync.Mutex

@@ -46,7 +46,7 @@ func (a *attempt) claimSlot() verdict {
 	}
 	a.claim = lease
 	if a.origin.fired() {
-		s.quorumSeen()
+		s.outage.quorumSeen()
 		// The job lease taken with the claim: released at the exit unless
 		// the run takes it over.
 		a.joined = lease.Grant().Joined
@@ -98,7 +98,7 @@ func (a *attempt) lost(err error) verdict {
 	case ownOverload(err):
 		return verdict{act: actMisfire, reason: history.ReasonLate, attrs: []any{"error", err.Error()}}
 	case !isSplitVote(err) && errors.As(err, &he):
-		a.s.quorumSeen()
+		a.s.outage.quorumSeen()
 		reason := history.ReasonHeld
 		switch {
 		case he.Done:
@@ -191,7 +191,7 @@ func (a *attempt) late() verdict {
 
 // recorded asks the slot history about a slot won so long after it (a
 // recovery, a large jitter) that a replica's done marker of it may have
-// expired (recorded.go), and about every backfill: a slot it records,
+// expired (outcomes_history.go), and about every backfill: a slot it records,
 // or one it cannot tell, is not run.
 func (a *attempt) recorded() verdict {
 	s := a.s
@@ -238,12 +238,12 @@ func (a *attempt) takeJobLease() verdict {
 		return a.backfillJobLease()
 	case a.joined != nil:
 		a.jobLease, a.joined = a.joined, nil
-		s.flushPending(a.name)
+		s.outage.flushPending(a.name)
 		return goOn
 	case a.j.spec.Overlap == OverlapAllow:
 		return goOn
 	}
-	s.flushPending(a.name)
+	s.outage.flushPending(a.name)
 	var err error
 	if a.j.spec.Overlap == OverlapReplace {
 		a.jobLease, err = s.replaceJobLease(a.name, a.t, s.nextMayFire(a.j, a.due), a.claim, a.tctx)

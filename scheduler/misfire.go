@@ -26,7 +26,7 @@ import (
 // it: its done marker (or lock), which for run_once jobs lives past the
 // deadline, is checked by claiming the slot (and, once the marker of a
 // replica with other settings may have expired, the slot history:
-// recorded.go). A recovered slot goes through the same steps as a
+// outcomes_history.go). A recovered slot goes through the same steps as a
 // scheduled one (attempt.go), with origin recovered.
 //
 // run_all: every missed slot no older than misfire.deadline
@@ -40,7 +40,7 @@ import (
 // handled is never run again: its claim is open, or its done marker (kept
 // past the deadline for run_all jobs) stands, or — once a marker of a
 // replica with other settings may have expired — the slot history records
-// it (recorded.go). Replicas that recover the same slots race for each
+// it (outcomes_history.go). Replicas that recover the same slots race for each
 // claim; the loser waits on it (a claim held, not yet done) before it
 // moves on, so the fleet, too, runs them one after the other.
 
@@ -196,22 +196,6 @@ func (s *Scheduler) pickMissed(j *job, late lateRange) (picked []time.Time, befo
 	return picked, before
 }
 
-// noteOutage records that slot t of j was skipped for lack of a quorum.
-func (s *Scheduler) noteOutage(j *job, t time.Time) {
-	if j.spec.Misfire.Policy.recovers() {
-		j.mu.Lock()
-		if t.After(j.missed) {
-			j.missed = t
-		}
-		if j.missedFirst.IsZero() || t.Before(j.missedFirst) {
-			j.missedFirst = t
-		}
-		j.mu.Unlock()
-	}
-	s.markDown(t)
-	s.startProbe()
-}
-
 // missedKey is a job's record of the latest slot a replica skipped for
 // want of a quorum (noteMissed), Unix seconds.
 func missedKey(job string) locking.Key { return locking.Key{Family: job, Name: "missed"} }
@@ -353,4 +337,33 @@ const laterMissedScan = 100
 // could fire it normally has tried it.
 func (e *engine) recoverAfter() time.Duration {
 	return e.cfg.MaxClockSkew + e.lateness + acquireSlack + 500*time.Millisecond
+}
+
+// recoverOutage recovers, when the stores answer again, the slots of j
+// that this replica skipped with no_quorum, first to last: run_once the
+// latest, run_all the range (without logging its older slots as late
+// again: each was logged with no_quorum).
+func (s *Scheduler) recoverOutage(j *job, first, last time.Time) {
+	if j.spec.Misfire.Policy == MisfireRunOnce {
+		// Replicas whose clocks differ end an outage with different latest
+		// missed slots (a slow clock has not fired the outage's last slot
+		// yet): each raises the job's record of the latest one, and
+		// recover runs a run_once slot only if none later was missed.
+		s.noteMissed(j, last)
+	}
+	if j.spec.Misfire.Policy == MisfireRunAll && !first.IsZero() {
+		if picked, _ := s.pickMissed(j, countSlots(j.spec.Schedule, first.Add(-time.Second), last)); len(picked) > 0 {
+			s.recoverAll(j, picked)
+			return
+		}
+	}
+	s.recover(j, last)
+}
+
+// noteMissed raises job j's record of the latest slot missed in an outage
+// to t.
+func (s *Scheduler) noteMissed(j *job, t time.Time) {
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	_ = s.cfg.Locker.AdvanceRecord(ctx, missedKey(j.name()), t.Unix())
 }

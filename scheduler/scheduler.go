@@ -69,13 +69,12 @@ type Scheduler struct {
 	reloads chan reloadReq  // Reload's requests, taken by the loop
 	retired map[string]*job // by name, jobs a reload removed (under mu): their records are flushed at the end
 
-	state     atomic.Int32 // stateNew, stateRunning, stateStopping, stateStopped
 	heartbeat atomic.Int64 // loop's last tick, UnixNano on the clock
 
-	outage outage
 	// admit decides which scheduled claims are sent, and when (admission.go).
 	admit *admission
 
+	outage     *outage     // outage.go
 	outcomes   *outcomes   // outcomes.go
 	settlement *settlement // settlement.go
 	reconciler *reconciler // reconciler.go
@@ -181,11 +180,13 @@ func New(cfg Config) (*Scheduler, error) {
 		reloads: make(chan reloadReq),
 		admit:   newAdmission(c.MaxInFlight),
 	}
-	s.outcomes = newOutcomes(e, s)
+	s.fleet = newFleet(e)
+	s.outage = newOutage(e, nil, s.fleet, s)
+	s.outcomes = newOutcomes(e, s.outage)
+	s.outage.ends = s.outcomes // a held end is ended again through outcomes (a call back: see outage.go)
 	s.settlement = newSettlement(e, s, s.outcomes, s.outcomes)
 	s.reconciler = newReconciler(e, s.settlement)
 	s.control = newControl(e, s, s.reconciler)
-	s.fleet = newFleet(e)
 	return s, nil
 }
 

@@ -35,7 +35,7 @@ import (
 // the reconciler, backfill).
 //
 // A claim that took over an abandoned one is an attempt's verdict
-// (guards.go, abandoned), settled by its exit (end.go, settleAbandoned);
+// (guards.go, abandoned), settled by its exit through settleAbandoned below;
 // an orphan the stores pointed to is taken over here first.
 
 // settlement is the component that closes abandoned claims and reports
@@ -59,14 +59,14 @@ type claimAcquirer interface {
 }
 
 // leaseEnder ends leases and writes what comes with the end: the done
-// marker, the history entry, the job's record (end.go).
+// marker, the history entry, the job's record (outcomes.go).
 type leaseEnder interface {
 	endLease(job, slot string, l *locking.Lease, doneTTL time.Duration, note string)
 	endLeaseThen(p pendingEnd)
 	recordHandled(j *job, t time.Time)
 }
 
-// outcomeReader reads a slot's outcome from the history (recorded.go).
+// outcomeReader reads a slot's outcome from the history (outcomes_history.go).
 type outcomeReader interface {
 	slotRecorded(ctx context.Context, job string, t time.Time) (history.Entry, bool, error)
 }
