@@ -259,7 +259,7 @@ func minTime(a, b time.Time) time.Time {
 // job lease with acquire, under the retry policy the attempt gives each
 // (claimPolicy, jobLeasePolicy above); replace's handover (replace.go),
 // an orphan's settlement (settlement.go) and the start-up probe
-// (startup.go) call it with policies of their own.
+// (attempt_probe.go) call it with policies of their own.
 
 // retryPolicy says how long acquire keeps trying a key.
 type retryPolicy struct {

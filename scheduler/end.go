@@ -33,7 +33,7 @@ func (a *attempt) exit(v verdict) {
 	case actMisfire:
 		a.span.skip(v.reason)
 		a.release()
-		s.misfire(a.j, lateRange{first: a.t, last: a.t, count: 1})
+		s.misfire.handle(a.j, lateRange{first: a.t, last: a.t, count: 1})
 	case actPaused:
 		a.span.skip(v.reason)
 		a.release()

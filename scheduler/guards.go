@@ -328,7 +328,7 @@ func (a *attempt) outageRecovered() verdict {
 	if a.origin != originRecovered || a.j.spec.Misfire.Policy != MisfireRunOnce {
 		return goOn
 	}
-	other, note := a.s.outageRecovered(a.j, a.t)
+	other, note := a.s.misfire.outageRecovered(a.j, a.t)
 	if other.IsZero() {
 		return goOn
 	}

@@ -160,7 +160,7 @@ func (s *Scheduler) fireDue(j *job, now time.Time, checks []dueSlot) []dueSlot {
 	}
 	s.setNext(j, t)
 	if late.count > 0 {
-		s.spawn(func() { s.misfire(j, late) })
+		s.spawn(func() { s.misfire.handle(j, late) })
 	}
 	if j.next.IsZero() {
 		s.log.Warn("job has no more slots", "event", evScheduleExhausted, "job", j.name(), "schedule", j.spec.Spec)

@@ -16,7 +16,7 @@ import (
 //     or starved), or won a slot too late for the win to prove anything:
 //     fireDue and the attempt's exit hand the late slots over;
 //   - at start, the job's record shows slots that passed while no replica
-//     ran (startupCheck, startup.go);
+//     ran (startupCheck, misfire_startup.go);
 //   - slots skipped with no_quorum: when a majority answers again the latest
 //     one is recovered under run_once, the range under run_all (noteOutage,
 //     quorumSeen, recoverOutage).
@@ -44,11 +44,39 @@ import (
 // claim; the loser waits on it (a claim held, not yet done) before it
 // moves on, so the fleet, too, runs them one after the other.
 
-// misfire applies j's misfire policy to the slots in late: run_all or
+// misfire is the component that applies the misfire policies: it keeps
+// no state of its own beyond each job's outage marks and recovery lock
+// (jobState), and the records in the stores. It runs a recovered slot
+// through the attempt pipeline (attempts) and reads outcomes through
+// outcomes.
+type misfire struct {
+	*engine
+	attempts misfireAttempts
+	outcomes outcomeReader
+	records  recordReader
+}
+
+// misfireAttempts runs a slot's attempt (a recovered one), and claims a
+// slot found missed at start to look at it (attempt.go, attempt_probe.go).
+type misfireAttempts interface {
+	slotAttempter
+	probeLate(j *job, t time.Time) bool
+}
+
+// recordReader reads the job's last-slot record (outcomes_records.go).
+type recordReader interface {
+	readRecord(job string) (int64, error)
+}
+
+func newMisfire(e *engine, attempts misfireAttempts, outcomes *outcomes) *misfire {
+	return &misfire{engine: e, attempts: attempts, outcomes: outcomes, records: outcomes}
+}
+
+// handle applies j's misfire policy to the slots in late: run_all or
 // run_once recovers what it takes, and the rest is logged late.
-func (s *Scheduler) misfire(j *job, late lateRange) {
-	if !s.recoverLate(j, late) {
-		s.logLate(j.name(), late, lateNote(j))
+func (m *misfire) handle(j *job, late lateRange) {
+	if !m.recoverLate(j, late) {
+		m.logLate(j.name(), late, lateNote(j))
 	}
 }
 
@@ -56,32 +84,32 @@ func (s *Scheduler) misfire(j *job, late lateRange) {
 // the older ones it leaves as late. It returns false, having done
 // nothing, under skip or when no slot of late is within the deadline: the
 // caller then logs them as late.
-func (s *Scheduler) recoverLate(j *job, late lateRange) bool {
+func (m *misfire) recoverLate(j *job, late lateRange) bool {
 	name := j.name()
 	switch j.spec.Misfire.Policy {
 	case MisfireRunAll:
-		picked, before := s.pickMissed(j, late)
+		picked, before := m.pickMissed(j, late)
 		if len(picked) == 0 {
 			return false
 		}
 		if rest := late.count - len(picked); (rest > 0 || late.atLeast) && !before.IsZero() {
-			s.logLate(name, lateRange{first: late.first, last: before, count: max(rest, 1), atLeast: late.atLeast},
+			m.logLate(name, lateRange{first: late.first, last: before, count: max(rest, 1), atLeast: late.atLeast},
 				"older missed slots: run_all runs the newest "+strconv.Itoa(j.spec.Misfire.Max)+
 					" (misfire.max) that are within the misfire deadline")
 		}
-		s.recoverAll(j, picked)
+		m.recoverAll(j, picked)
 		return true
 	case MisfireRunOnce:
-		if s.clock.Now().Sub(j.spec.Due(late.last)) > j.spec.Misfire.Deadline {
+		if m.clock.Now().Sub(j.spec.Due(late.last)) > j.spec.Misfire.Deadline {
 			return false
 		}
 		if late.count > 1 {
 			rest := late
 			rest.count--
 			rest.last = late.prev
-			s.logLate(name, rest, "older missed slots: run_once runs only the latest")
+			m.logLate(name, rest, "older missed slots: run_once runs only the latest")
 		}
-		s.recover(j, late.last)
+		m.recover(j, late.last)
 		return true
 	}
 	return false
@@ -100,7 +128,7 @@ func lateNote(j *job) string {
 		"(a slot nobody ran is reported slot.missed by the reconciler)"
 }
 
-func (s *Scheduler) logLate(job string, late lateRange, note string) {
+func (m *misfire) logLate(job string, late lateRange, note string) {
 	attrs := []any{"missed", late.count, "note", note}
 	if late.count > 1 {
 		attrs = append(attrs, "first_slot", slotString(late.first))
@@ -108,12 +136,12 @@ func (s *Scheduler) logLate(job string, late lateRange, note string) {
 	if late.atLeast {
 		attrs = append(attrs, "missed_at_least", true)
 	}
-	s.skipped(job, slotString(late.last), history.ReasonLate, late.count, attrs...)
+	m.skipped(job, slotString(late.last), history.ReasonLate, late.count, attrs...)
 }
 
 // recover runs missed slot t of j under run_once or run_all, unless it is
 // past the deadline (counted from its due time) or some replica handled it.
-func (s *Scheduler) recover(j *job, t time.Time) {
+func (m *misfire) recover(j *job, t time.Time) {
 	name := j.name()
 	due := j.spec.Due(t)
 	// Decide only once every replica that could fire t normally has tried
@@ -121,17 +149,17 @@ func (s *Scheduler) recover(j *job, t time.Time) {
 	// replica missed may well be run by a replica with a slower clock, and
 	// the slot lock then says so. Half a second more keeps the recovered run
 	// off the instant at which a frequent job's next slot fires.
-	if !s.sleep(due.Add(s.recoverAfter()).Sub(s.clock.Now()), s.stopping) {
+	if !m.sleep(due.Add(m.recoverAfter()).Sub(m.clock.Now()), m.stopping) {
 		return
 	}
-	age := s.clock.Now().Sub(due)
+	age := m.clock.Now().Sub(due)
 	if age > j.spec.Misfire.Deadline {
-		s.logLate(name, lateRange{first: t, last: t, count: 1}, "older than the misfire deadline")
+		m.logLate(name, lateRange{first: t, last: t, count: 1}, "older than the misfire deadline")
 		return
 	}
 	if j.spec.Misfire.Policy == MisfireRunOnce {
-		if later := s.laterMissed(j, t); !later.IsZero() {
-			s.logLate(name, lateRange{first: t, last: t, count: 1},
+		if later := m.laterMissed(j, t); !later.IsZero() {
+			m.logLate(name, lateRange{first: t, last: t, count: 1},
 				"a later slot was missed too: run_once runs the latest, "+slotString(later))
 			return
 		}
@@ -141,29 +169,29 @@ func (s *Scheduler) recover(j *job, t time.Time) {
 	// (job.doneTTL). The job's record is no help here: it holds only the
 	// latest handled slot, which this replica's own runs after t move past
 	// t.
-	s.attemptSlot(j, t, originRecovered, nil)
+	m.attempts.attemptSlot(j, t, originRecovered, nil)
 }
 
 // recoverAll runs the slots picked (pickMissed), oldest first. One
 // recovery sequence at a time on this replica: a later one (this replica
 // paused again) starts with its oldest slot once this one is over, and
 // its slots that passed the deadline meanwhile are late.
-func (s *Scheduler) recoverAll(j *job, picked []time.Time) {
+func (m *misfire) recoverAll(j *job, picked []time.Time) {
 	j.recovering.Lock()
 	defer j.recovering.Unlock()
 	for _, t := range picked {
-		if s.isStopping() {
+		if m.isStopping() {
 			return
 		}
-		s.recover(j, t)
+		m.recover(j, t)
 	}
 }
 
 // pickMissed returns the slots of late that run_all runs — those due no
 // longer than the deadline ago, the newest Max of them, oldest first —
 // and the slot of late just before the first of them (zero when none).
-func (s *Scheduler) pickMissed(j *job, late lateRange) (picked []time.Time, before time.Time) {
-	now := s.clock.Now()
+func (m *misfire) pickMissed(j *job, late lateRange) (picked []time.Time, before time.Time) {
+	now := m.clock.Now()
 	sched, dl, n := j.spec.Schedule, j.spec.Misfire.Deadline, j.spec.Misfire.Max
 	// Due times are at most Jitter after their slots: no slot before this
 	// can be within the deadline.
@@ -202,10 +230,10 @@ func missedKey(job string) locking.Key { return locking.Key{Family: job, Name: "
 
 // latestMissed reads j's record of the latest slot missed in an outage
 // (zero when never written or unreadable: then recover decides alone).
-func (s *Scheduler) latestMissed(j *job) time.Time {
+func (m *misfire) latestMissed(j *job) time.Time {
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
-	v, err := s.cfg.Locker.ReadRecord(ctx, missedKey(j.name()))
+	v, err := m.cfg.Locker.ReadRecord(ctx, missedKey(j.name()))
 	if err != nil || v == 0 {
 		return time.Time{}
 	}
@@ -218,8 +246,8 @@ func (s *Scheduler) latestMissed(j *job) time.Time {
 // recovered. Then t is not the latest missed slot, and run_once must not
 // run it. Zero when every such slot ran on time (or it cannot tell: then
 // the slot lock alone decides, as before).
-func (s *Scheduler) laterMissed(j *job, t time.Time) time.Time {
-	latest := s.latestMissed(j)
+func (m *misfire) laterMissed(j *job, t time.Time) time.Time {
+	latest := m.latestMissed(j)
 	if !latest.After(t) {
 		return time.Time{}
 	}
@@ -229,7 +257,7 @@ func (s *Scheduler) laterMissed(j *job, t time.Time) time.Time {
 	n := 0
 	for u := j.spec.Schedule.Next(t); !u.IsZero() && !u.After(latest) && n < laterMissedScan; u = j.spec.Schedule.Next(u) {
 		n++
-		e, ok, err := s.outcomes.slotRecorded(ctx, j.name(), u)
+		e, ok, err := m.outcomes.slotRecorded(ctx, j.name(), u)
 		if err != nil {
 			return time.Time{}
 		}
@@ -240,7 +268,7 @@ func (s *Scheduler) laterMissed(j *job, t time.Time) time.Time {
 			continue
 		}
 		if open == nil {
-			claims, err := s.cfg.Locker.ReadClaims(ctx, j.name())
+			claims, err := m.cfg.Locker.ReadClaims(ctx, j.name())
 			if err != nil {
 				return time.Time{}
 			}
@@ -262,11 +290,11 @@ func (s *Scheduler) laterMissed(j *job, t time.Time) time.Time {
 // says which; zero when t is still the one to run. The outage reaches from
 // t both ways over slots with no run on time (no entry, or a skip), up to
 // laterMissedScan slots each way.
-func (s *Scheduler) outageRecovered(j *job, t time.Time) (time.Time, string) {
-	if later := s.laterMissed(j, t); !later.IsZero() {
+func (m *misfire) outageRecovered(j *job, t time.Time) (time.Time, string) {
+	if later := m.laterMissed(j, t); !later.IsZero() {
 		return later, "a later slot was missed too: run_once runs the latest, "
 	}
-	if s.cfg.HistoryKeep <= 0 {
+	if m.cfg.HistoryKeep <= 0 {
 		return time.Time{}, ""
 	}
 	// The slots before t, newest first, and after t up to now.
@@ -277,16 +305,16 @@ func (s *Scheduler) outageRecovered(j *job, t time.Time) (time.Time, string) {
 		}
 		before = append(before, u)
 	}
-	after := history.SlotsBetween(j.spec.Schedule, t, s.clock.Now(), laterMissedScan)
+	after := history.SlotsBetween(j.spec.Schedule, t, m.clock.Now(), laterMissedScan)
 	from := t
 	if len(before) > 0 {
 		from = before[len(before)-1]
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
-	s.inflight <- struct{}{}
-	log, err := s.cfg.Locker.ReadLog(ctx, j.name(), from.Unix(), s.outageReadLimit(j, t, len(before)))
-	<-s.inflight
+	m.inflight <- struct{}{}
+	log, err := m.cfg.Locker.ReadLog(ctx, j.name(), from.Unix(), m.outageReadLimit(j, t, len(before)))
+	<-m.inflight
 	if err != nil {
 		return time.Time{}, "" // cannot tell: the claim alone decides, as before
 	}
@@ -321,9 +349,9 @@ func recoveredIn(job string, log []locking.LogEntry, slots []time.Time) time.Tim
 // outageReadLimit is how many history entries, newest first, reach back
 // over the n slots before t: two a slot (a slot may have a skip and a run
 // entry) from the first of them to now, at most what the history keeps.
-func (s *Scheduler) outageReadLimit(j *job, t time.Time, n int) int {
-	keep := s.cfg.HistoryKeep
-	now := s.clock.Now()
+func (m *misfire) outageReadLimit(j *job, t time.Time, n int) int {
+	keep := m.cfg.HistoryKeep
+	now := m.clock.Now()
 	for u := j.spec.Schedule.Next(t); !u.IsZero() && !u.After(now) && n < keep; u = j.spec.Schedule.Next(u) {
 		n++
 	}
@@ -343,27 +371,27 @@ func (e *engine) recoverAfter() time.Duration {
 // that this replica skipped with no_quorum, first to last: run_once the
 // latest, run_all the range (without logging its older slots as late
 // again: each was logged with no_quorum).
-func (s *Scheduler) recoverOutage(j *job, first, last time.Time) {
+func (m *misfire) recoverOutage(j *job, first, last time.Time) {
 	if j.spec.Misfire.Policy == MisfireRunOnce {
 		// Replicas whose clocks differ end an outage with different latest
 		// missed slots (a slow clock has not fired the outage's last slot
 		// yet): each raises the job's record of the latest one, and
 		// recover runs a run_once slot only if none later was missed.
-		s.noteMissed(j, last)
+		m.noteMissed(j, last)
 	}
 	if j.spec.Misfire.Policy == MisfireRunAll && !first.IsZero() {
-		if picked, _ := s.pickMissed(j, countSlots(j.spec.Schedule, first.Add(-time.Second), last)); len(picked) > 0 {
-			s.recoverAll(j, picked)
+		if picked, _ := m.pickMissed(j, countSlots(j.spec.Schedule, first.Add(-time.Second), last)); len(picked) > 0 {
+			m.recoverAll(j, picked)
 			return
 		}
 	}
-	s.recover(j, last)
+	m.recover(j, last)
 }
 
 // noteMissed raises job j's record of the latest slot missed in an outage
 // to t.
-func (s *Scheduler) noteMissed(j *job, t time.Time) {
+func (m *misfire) noteMissed(j *job, t time.Time) {
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
-	_ = s.cfg.Locker.AdvanceRecord(ctx, missedKey(j.name()), t.Unix())
+	_ = m.cfg.Locker.AdvanceRecord(ctx, missedKey(j.name()), t.Unix())
 }

@@ -421,3 +421,67 @@ func TestStartupRunOnceFrequentJob(t *testing.T) {
 		}
 	})
 }
+
+// fakeMisfireAttempts records the slots the misfire policy hands to the
+// attempt pipeline, and answers each start-up probe with late.
+type fakeMisfireAttempts struct {
+	fakeAttempts
+	late   bool
+	probed []time.Time
+}
+
+func (f *fakeMisfireAttempts) probeLate(j *job, t time.Time) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.probed = append(f.probed, t)
+	return f.late
+}
+
+// TestMisfireAlone: the misfire policy built over a fake attempt
+// pipeline. run_once hands the latest late slot to the pipeline as a
+// recovered attempt, once every replica could have fired it, and logs
+// the older ones late; skip logs them late and attempts nothing; at
+// start, a skip job's slots missed since its record are probed and,
+// found not handled, logged late.
+func TestMisfireAlone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		env := newEnv(t)
+		ctx := context.Background()
+		once := everySecond(t, "once", &recorder{now: time.Now})
+		once.Misfire = Misfire{Policy: MisfireRunOnce, Deadline: time.Minute}
+		skip := everySecond(t, "skip", &recorder{now: time.Now})
+		e := testEngine(t, Config{Replica: "r1", Locker: env.locker, Logger: env.sink.logger("r1"), Metrics: env.metrics,
+			Jobs: []JobSpec{once, skip}})
+		attempts := &fakeMisfireAttempts{late: true}
+		m := newMisfire(e, attempts, newOutcomes(e, &fakeRetrier{}))
+		now := time.Now().Truncate(time.Second)
+		var late lateRange
+		late.add(now.Add(-2 * time.Second))
+		late.add(now.Add(-time.Second))
+
+		jo, _ := e.job("once")
+		m.handle(jo, late)
+		if len(attempts.kinds) != 1 || attempts.kinds[0] != originRecovered || !attempts.slots[0].Equal(late.last) {
+			t.Errorf("attempts %v of %v, want one recovered attempt of %v", attempts.kinds, attempts.slots, late.last)
+		}
+		js, _ := e.job("skip")
+		m.handle(js, late)
+		if len(attempts.kinds) != 1 {
+			t.Errorf("skip attempted a late slot: %v", attempts.slots)
+		}
+		if n := len(where(env.sink.events(t), evSlotSkipped, "job", "skip", "reason", string(history.ReasonLate))); n != 1 {
+			t.Errorf("%d slot.skipped late lines for skip, want 1", n)
+		}
+
+		if err := env.locker.AdvanceRecord(ctx, lastKey("skip"), now.Add(-10*time.Second).Unix()); err != nil {
+			t.Fatal(err)
+		}
+		m.startupCheck(js, time.Now())
+		if len(attempts.probed) != 1 {
+			t.Fatalf("probed %v, want the latest slot missed since the record", attempts.probed)
+		}
+		if n := len(where(env.sink.events(t), evSlotSkipped, "job", "skip", "reason", string(history.ReasonLate))); n != 2 {
+			t.Errorf("%d slot.skipped late lines for skip after the start-up check, want 2", n)
+		}
+	})
+}

@@ -75,6 +75,7 @@ type Scheduler struct {
 	admit *admission
 
 	outage     *outage     // outage.go
+	misfire    *misfire    // misfire.go
 	outcomes   *outcomes   // outcomes.go
 	settlement *settlement // settlement.go
 	reconciler *reconciler // reconciler.go
@@ -181,8 +182,10 @@ func New(cfg Config) (*Scheduler, error) {
 		admit:   newAdmission(c.MaxInFlight),
 	}
 	s.fleet = newFleet(e)
-	s.outage = newOutage(e, nil, s.fleet, s)
+	s.outage = newOutage(e, nil, s.fleet, nil)
 	s.outcomes = newOutcomes(e, s.outage)
+	s.misfire = newMisfire(e, s, s.outcomes)
+	s.outage.recoverer = s.misfire
 	s.outage.ends = s.outcomes // a held end is ended again through outcomes (a call back: see outage.go)
 	s.settlement = newSettlement(e, s, s.outcomes, s.outcomes)
 	s.reconciler = newReconciler(e, s.settlement)
@@ -217,7 +220,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	})
 	for _, j := range s.jobList() {
 		if !j.spec.Disabled {
-			s.spawn(func() { s.startupCheck(j, start) })
+			s.spawn(func() { s.misfire.startupCheck(j, start) })
 		}
 	}
 	if s.cfg.Beat > 0 {
