@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
-	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // Admission control of the scheduled claims (issue #23: no congestion
@@ -92,18 +91,26 @@ type admitted struct {
 	o admitOutcome
 }
 
-// admission is a replica's admission control of its scheduled claims.
+// admission is the component that decides which scheduled claims are
+// sent, and when: it owns the queue of waiting claims and the limit, and
+// starts each admitted slot's attempt (attempts) or sheds it through the
+// attempt's exit (admission_slots.go), and checks the fallback slots
+// (admission_fallback.go). Built by newAdmission alone, it is the queue
+// and its arithmetic, without engine or attempts (the queue's tests).
 type admission struct {
-	mu       sync.Mutex
-	max      float64
-	floor    float64
-	limit    float64
-	inflight int
-	service  time.Duration // EWMA of a claim call's latency
-	lastCut  time.Time
-	seq      uint64
-	q        admitQueue
-	stopped  bool
+	*engine
+	attempts admittedAttempts
+
+	mu      sync.Mutex
+	max     float64
+	floor   float64
+	limit   float64
+	sending int           // claim calls admitted and not done
+	service time.Duration // EWMA of a claim call's latency
+	lastCut time.Time
+	seq     uint64
+	q       admitQueue
+	stopped bool
 }
 
 func newAdmission(maxInFlight int) *admission {
@@ -112,18 +119,18 @@ func newAdmission(maxInFlight int) *admission {
 }
 
 // enter asks for w's call at now: admitted or shed at once, or queued.
-// The decisions are returned, to be carried out unlocked (s.carryOut).
+// The decisions are returned, to be carried out unlocked (carryOut).
 func (ad *admission) enter(w *admitWaiter, now time.Time) []admitted {
 	ad.mu.Lock()
 	defer ad.mu.Unlock()
 	switch {
 	case ad.stopped:
 		return []admitted{{w, admitStop}}
-	case len(ad.q) == 0 && float64(ad.inflight) < ad.limit:
+	case len(ad.q) == 0 && float64(ad.sending) < ad.limit:
 		if now.Add(ad.service).After(w.deadline) {
 			return []admitted{{w, admitShed}}
 		}
-		ad.inflight++
+		ad.sending++
 		return []admitted{{w, admitGo}}
 	}
 	wait := time.Duration(float64(ad.service) * (1 + float64(len(ad.q)+1)/ad.limit))
@@ -141,7 +148,7 @@ func (ad *admission) enter(w *admitWaiter, now time.Time) []admitted {
 func (ad *admission) done(now time.Time, d time.Duration, sig admitSignal) []admitted {
 	ad.mu.Lock()
 	defer ad.mu.Unlock()
-	ad.inflight--
+	ad.sending--
 	ad.learn(now, d, sig)
 	return ad.serve(now)
 }
@@ -178,13 +185,13 @@ func (ad *admission) cut(now time.Time) {
 // those that can no longer be answered in time.
 func (ad *admission) serve(now time.Time) []admitted {
 	var out []admitted
-	for len(ad.q) > 0 && float64(ad.inflight) < ad.limit {
+	for len(ad.q) > 0 && float64(ad.sending) < ad.limit {
 		w := heap.Pop(&ad.q).(*admitWaiter)
 		if now.Add(ad.service).After(w.deadline) {
 			out = append(out, admitted{w, admitShed})
 			continue
 		}
-		ad.inflight++
+		ad.sending++
 		out = append(out, admitted{w, admitGo})
 	}
 	return out
@@ -195,7 +202,7 @@ func (ad *admission) serve(now time.Time) []admitted {
 func (ad *admission) busy() bool {
 	ad.mu.Lock()
 	defer ad.mu.Unlock()
-	return len(ad.q) > 0 || float64(ad.inflight) >= ad.limit
+	return len(ad.q) > 0 || float64(ad.sending) >= ad.limit
 }
 
 // stop refuses every waiter and every later call: the replica is stopping.
@@ -244,85 +251,6 @@ func (tk *ticket) take() bool {
 	}
 	tk.used = true
 	return true
-}
-
-// fireSlot hands scheduled slot t of j to admission: it starts at once,
-// waits for its turn (without a goroutine), or is shed as late.
-func (s *Scheduler) fireSlot(j *job, t time.Time) {
-	w := &admitWaiter{deadline: j.dueAt(t).Add(s.lateness), j: j, t: t}
-	s.carryOut(s.admit.enter(w, s.clock.Now()))
-}
-
-// admitCall waits for an admitted claim call under deadline (a started
-// attempt's retry). It returns errStale when the call is shed, errStopping
-// when the replica stops.
-func (s *Scheduler) admitCall(deadline time.Time) error {
-	w := &admitWaiter{deadline: deadline, ch: make(chan admitOutcome, 1)}
-	s.carryOut(s.admit.enter(w, s.clock.Now()))
-	switch <-w.ch {
-	case admitShed:
-		return errStale
-	case admitStop:
-		return errStopping
-	}
-	return nil
-}
-
-// admitDone ends an admitted call that took d and told sig.
-func (s *Scheduler) admitDone(d time.Duration, sig admitSignal) {
-	s.carryOut(s.admit.done(s.clock.Now(), d, sig))
-}
-
-// carryOut carries out admission decisions: a waiting attempt is woken;
-// a slot not started is started holding its admission, shed through the
-// attempt's exit (slot.skipped late, or the misfire policy), or, when the
-// replica stops, dropped as attemptSlot drops it.
-func (s *Scheduler) carryOut(ds []admitted) {
-	for _, d := range ds {
-		w := d.w
-		if w.ch != nil {
-			w.ch <- d.o
-			continue
-		}
-		switch d.o {
-		case admitGo:
-			j, t := w.j, w.t
-			if !s.spawn(func() { s.attemptAdmitted(j, t) }) {
-				s.admitDone(0, admitUnsent)
-			}
-		case admitShed:
-			s.shedSlot(w.j, w.t)
-		}
-	}
-}
-
-// attemptAdmitted attempts scheduled slot t of j, admitted: its first
-// claim call is sent under the admission (the exit gives it back unused).
-func (s *Scheduler) attemptAdmitted(j *job, t time.Time) {
-	tk := &ticket{}
-	defer func() {
-		if tk.take() {
-			s.admitDone(0, admitUnsent)
-		}
-	}()
-	s.attemptSlotWith(j, t, originScheduled, nil, tk)
-}
-
-// shedSlot is the exit of a scheduled slot shed before any lock call: the
-// misfire policy decides it (under skip, its slot.skipped late line). A
-// policy that recovers waits for the slot's recovery time: on a goroutine
-// of its own, never the caller's (the loop, or a claim's).
-func (s *Scheduler) shedSlot(j *job, t time.Time) {
-	shed := func() {
-		a := s.newAttempt(j, t, originScheduled)
-		a.tctx, a.span = s.traceSlot(nil, a.name, a.slot, originScheduled)
-		a.exit(verdict{act: actMisfire, reason: history.ReasonLate})
-	}
-	if j.spec.Misfire.Policy.recovers() {
-		s.spawn(shed)
-		return
-	}
-	shed()
 }
 
 // overloaded classifies a scheduled claim's answer for admission: not

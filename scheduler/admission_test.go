@@ -282,6 +282,50 @@ func BenchmarkShedSlot(b *testing.B) {
 	t := time.Now().Truncate(time.Minute)
 	b.ReportAllocs()
 	for b.Loop() {
-		s.shedSlot(j, t)
+		s.attempts.shed(j, t)
 	}
+}
+
+// fakeAdmitted records the slots admission starts and sheds.
+type fakeAdmitted struct {
+	mu      sync.Mutex
+	started []time.Time
+	dropped []time.Time // shed
+}
+
+func (f *fakeAdmitted) attemptSlotWith(j *job, t time.Time, o origin, caller context.Context, tk *ticket) (*history.Entry, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.started = append(f.started, t)
+	return nil, nil
+}
+
+func (f *fakeAdmitted) shed(j *job, t time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.dropped = append(f.dropped, t)
+}
+
+// TestAdmissionAloneStartsAndSheds: admission built over a fake attempt
+// pipeline. A fresh slot's attempt starts at once, holding its admission
+// (given back when the attempt leaves its ticket unused); a slot whose
+// freshness passed is shed through the attempt's exit, without a start.
+func TestAdmissionAloneStartsAndSheds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		env := newEnv(t)
+		e := testEngine(t, Config{Replica: "r1", Locker: env.locker, Jobs: []JobSpec{everySecond(t, "tick", &recorder{now: time.Now})}})
+		f := &fakeAdmitted{}
+		ad := newAdmissionOf(e, f)
+		j, _ := e.job("tick")
+		fresh := time.Now().Truncate(time.Second)
+		ad.fireSlot(j, fresh)
+		ad.fireSlot(j, fresh.Add(-time.Hour))
+		e.wg.Wait()
+		if len(f.started) != 1 || !f.started[0].Equal(fresh) || len(f.dropped) != 1 {
+			t.Errorf("started %v, shed %v: want the fresh slot started, the stale one shed", f.started, f.dropped)
+		}
+		if ad.busy() {
+			t.Error("admission still busy after the attempt gave its unused ticket back")
+		}
+	})
 }

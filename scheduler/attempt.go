@@ -2,8 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/slotlock/slotlock/scheduler/history"
@@ -41,7 +39,7 @@ func (o origin) fired() bool { return o == originScheduled || o == originRecover
 
 // attempt is one attempt at one slot, from the claim to the exit.
 type attempt struct {
-	s      *Scheduler
+	ap     *attempts
 	j      *job
 	name   string
 	t, due time.Time // the slot and its due time (zero when manual)
@@ -136,19 +134,19 @@ func (a *attempt) steps() []step {
 // when every step passes, runs it; caller is the caller's context for a
 // backfill or manual run (nil otherwise). It returns the run's history
 // entry, nil when it did not run, and what RunSlot or Trigger returns.
-func (s *Scheduler) attemptSlot(j *job, t time.Time, o origin, caller context.Context) (*history.Entry, error) {
-	return s.attemptSlotWith(j, t, o, caller, nil)
+func (ap *attempts) attemptSlot(j *job, t time.Time, o origin, caller context.Context) (*history.Entry, error) {
+	return ap.attemptSlotWith(j, t, o, caller, nil)
 }
 
 // attemptSlotWith is attemptSlot for a slot admitted already (tk: its
 // first claim call is sent under that admission, admission.go).
-func (s *Scheduler) attemptSlotWith(j *job, t time.Time, o origin, caller context.Context, tk *ticket) (*history.Entry, error) {
-	if o.fired() && s.isStopping() {
+func (ap *attempts) attemptSlotWith(j *job, t time.Time, o origin, caller context.Context, tk *ticket) (*history.Entry, error) {
+	if o.fired() && ap.isStopping() {
 		return nil, nil // a replica that is shutting down acquires no new slot
 	}
-	a := s.newAttempt(j, t, o)
+	a := ap.newAttempt(j, t, o)
 	a.caller, a.ticket = caller, tk
-	a.tctx, a.span = s.traceSlot(caller, a.name, a.slot, o)
+	a.tctx, a.span = ap.traceSlot(caller, a.name, a.slot, o)
 	var v verdict
 	for _, st := range a.steps() {
 		if v = st(a); v.act != actNext {
@@ -166,22 +164,22 @@ func (s *Scheduler) attemptSlotWith(j *job, t time.Time, o origin, caller contex
 }
 
 // newAttempt is an attempt at slot t of j, not started.
-func (s *Scheduler) newAttempt(j *job, t time.Time, o origin) *attempt {
-	a := &attempt{s: s, j: j, name: j.name(), t: t, slot: SlotManual, origin: o}
+func (ap *attempts) newAttempt(j *job, t time.Time, o origin) *attempt {
+	a := &attempt{ap: ap, j: j, name: j.name(), t: t, slot: SlotManual, origin: o}
 	if o == originManual {
 		return a
 	}
 	a.slot, a.due = slotString(t), j.dueAt(t)
 	switch o {
 	case originScheduled:
-		a.fresh = a.due.Add(s.lateness)
+		a.fresh = a.due.Add(ap.lateness)
 		a.quorumUntil = a.fresh
 	case originRecovered:
 		// Fresh until its misfire deadline; a missing majority is retried
 		// for as long as a normal firing would, and the slot recovered
 		// again when the quorum is back.
 		a.fresh = a.due.Add(j.spec.Misfire.Deadline)
-		a.quorumUntil = minTime(a.fresh, s.clock.Now().Add(s.lateness))
+		a.quorumUntil = minTime(a.fresh, ap.clock.Now().Add(ap.lateness))
 	}
 	return a
 }
@@ -198,7 +196,7 @@ func (a *attempt) claimPolicy() retryPolicy {
 	case originScheduled:
 		p.staleAfter, p.ticket = a.fresh, a.ticket
 	case originBackfill:
-		until := a.s.clock.Now().Add(a.s.lateness)
+		until := a.ap.clock.Now().Add(a.ap.lateness)
 		p.splitUntil, p.quorumUntil = until, until
 	}
 	if a.origin.fired() && a.j.spec.Overlap == OverlapForbid {
@@ -217,13 +215,13 @@ func (a *attempt) claimPolicy() retryPolicy {
 // grace ends, and then the slot is handed back unmarked. A backfill asks
 // for the lateness bound, a held lease for half a lock ttl.
 func (a *attempt) jobLeasePolicy() retryPolicy {
-	now := a.s.clock.Now()
+	now := a.ap.clock.Now()
 	if a.origin == originBackfill {
-		until := now.Add(a.s.lateness)
-		return retryPolicy{splitUntil: until, quorumUntil: until, heldUntil: now.Add(a.s.cfg.LockTTL / 2)}
+		until := now.Add(a.ap.lateness)
+		return retryPolicy{splitUntil: until, quorumUntil: until, heldUntil: now.Add(a.ap.cfg.LockTTL / 2)}
 	}
 	return retryPolicy{splitUntil: a.fresh, quorumUntil: a.quorumUntil,
-		heldUntil: minTime(a.quorumUntil, now.Add(a.s.cfg.LockTTL/2)), abort: a.s.runCtx.Done(), trace: a.tctx}
+		heldUntil: minTime(a.quorumUntil, now.Add(a.ap.cfg.LockTTL/2)), abort: a.ap.runCtx.Done(), trace: a.tctx}
 }
 
 // leases are the leases the run holds: the claim, then the job lease (the
@@ -240,12 +238,12 @@ func (a *attempt) leases() []*locking.Lease {
 // less MaxClockSkew (far in the future when the schedule has no slot
 // left). Due times are in slot order, so for t the due time of slot T it
 // is about T's next slot.
-func (s *Scheduler) nextMayFire(j *job, t time.Time) time.Time {
+func (ap *attempts) nextMayFire(j *job, t time.Time) time.Time {
 	_, due := j.spec.NextDue(t)
 	if due.IsZero() {
 		return time.Unix(1<<40, 0)
 	}
-	return due.Add(-s.cfg.MaxClockSkew)
+	return due.Add(-ap.cfg.MaxClockSkew)
 }
 
 func minTime(a, b time.Time) time.Time {
@@ -255,176 +253,19 @@ func minTime(a, b time.Time) time.Time {
 	return b
 }
 
-// Taking a lease: the attempt's steps (guards.go) take its claim and its
-// job lease with acquire, under the retry policy the attempt gives each
-// (claimPolicy, jobLeasePolicy above); replace's handover (replace.go),
-// an orphan's settlement (settlement.go) and the start-up probe
-// (attempt_probe.go) call it with policies of their own.
-
-// retryPolicy says how long acquire keeps trying a key.
-type retryPolicy struct {
-	// splitUntil: retry a split vote (no replica reached a majority because
-	// they all tried at once) after a few random milliseconds until then.
-	splitUntil time.Time
-	// quorumUntil: retry a missing majority (locking.ErrNoQuorum: nodes
-	// down, or a healthy node stalled past op_timeout) after a short,
-	// growing, jittered backoff until then — the slot's freshness: a node
-	// that answers again 100 ms later must not cost the slot.
-	quorumUntil time.Time
-	// heldUntil: retry a key held by another lease (not a done marker:
-	// under overlap forbid, the job lease of a run still going on) after a
-	// short, growing, jittered backoff until then. Zero: no retry.
-	heldUntil time.Time
-	// staleAfter (normal firings): do not ask the stores once the clock
-	// passed it, or once the scheduler is stopping: when many slots queue
-	// for the lock calls (MaxInFlight), an overloaded replica sheds the
-	// ones that turned late instead of acquiring and then dropping them.
-	staleAfter time.Time
-	// ticket (scheduled claims): the admission the attempt was started
-	// with, used by the first call; later calls wait for theirs.
-	ticket *ticket
-	// claim: take the key with Locker.Claim (a slot: at most one run, ever)
-	// instead of Acquire.
-	claim bool
-	// with (claims only): the job lease to take in the same step
-	// (locking.With); Grant.Joined tells whether it was.
-	with locking.Key
-	// abort ends a retry wait (default: the scheduler's stopping). A slot
-	// already won waits for its job lease until the shutdown grace ends
-	// instead: it either still runs or is handed back.
-	abort <-chan struct{}
-	// trace carries the span the lock calls are made under (trace.go); it
-	// is never canceled. Nil: none.
-	trace context.Context
-}
-
-// Quorum retry backoff: quorumBackoffMin doubling up to quorumBackoffMax,
-// plus up to half of it in jitter (so replicas do not retry in step).
-// While an outage is known (a slot already ran out of freshness), retries
-// wait probeEvery instead: the stores are not hammered by every slot of
-// every job for the length of the outage.
-const (
-	quorumBackoffMin = 20 * time.Millisecond
-	quorumBackoffMax = 80 * time.Millisecond
-	// A held job lease is asked again after heldBackoffMin doubling up to
-	// heldBackoffMax (plus up to half in jitter): the next run starts within
-	// about a tenth of a second of the previous one's end.
-	heldBackoffMin = 25 * time.Millisecond
-	heldBackoffMax = 100 * time.Millisecond
-)
-
-// acquire takes key under policy p. A retry that would start after its
-// deadline is not made: the last error is returned. Shutdown aborts a
-// retry wait: the error then wraps both errStopping and the last error.
-// The in-flight slot (MaxInFlight), and for a scheduled claim its
-// admission (admission.go), are held only during each call, never while
-// waiting to retry; a retry that admission sheds is not made.
-func (s *Scheduler) acquire(job string, key locking.Key, p retryPolicy) (*locking.Lease, error) {
-	quorumWait, heldWait := quorumBackoffMin, heldBackoffMin
-	ctx := p.trace
-	if ctx == nil {
-		ctx = context.Background()
+// shed is the exit of a scheduled slot shed before any lock call: the
+// misfire policy decides it (under skip, its slot.skipped late line). A
+// policy that recovers waits for the slot's recovery time: on a goroutine
+// of its own, never the caller's (the loop, or a claim's).
+func (ap *attempts) shed(j *job, t time.Time) {
+	shed := func() {
+		a := ap.newAttempt(j, t, originScheduled)
+		a.tctx, a.span = ap.traceSlot(nil, a.name, a.slot, originScheduled)
+		a.exit(verdict{act: actMisfire, reason: history.ReasonLate})
 	}
-	var last error // the previous try's, returned when a retry is not admitted
-	for {
-		start, err := s.startCall(&p)
-		if err != nil {
-			if last != nil && errors.Is(err, errStale) {
-				return nil, last // a retry not admitted in time, as one past its deadline
-			}
-			return nil, err
-		}
-		var l *locking.Lease
-		switch {
-		case p.claim && p.with.Name != "":
-			l, err = s.cfg.Locker.Claim(ctx, key, s.cfg.LockTTL, locking.With(p.with))
-		case p.claim:
-			l, err = s.cfg.Locker.Claim(ctx, key, s.cfg.LockTTL)
-		default:
-			l, err = s.cfg.Locker.Acquire(ctx, key, s.cfg.LockTTL)
-		}
-		now := s.clock.Now()
-		<-s.inflight
-		if !p.staleAfter.IsZero() {
-			s.admitDone(now.Sub(start), overloaded(err))
-		}
-		s.metrics.LockAcquire(job, now.Sub(start), err)
-		last = err
-		var wait time.Duration
-		var until time.Time
-		switch {
-		case err == nil:
-			return l, nil
-		case ownOverload(err):
-			// Not sent: this replica's own queue could not send it in
-			// time. Retrying would add to the overload: the slot is shed
-			// (late) or the error returned.
-			if !p.staleAfter.IsZero() {
-				return nil, fmt.Errorf("%w: %w", errStale, err)
-			}
-			return nil, err
-		case isSplitVote(err):
-			wait, until = time.Millisecond+s.randomN(key.String(), 4*time.Millisecond), p.splitUntil
-		case errors.Is(err, locking.ErrNoQuorum) || errors.Is(err, locking.ErrSlowAcquire):
-			wait, until = quorumWait+s.randomN(key.String(), quorumWait/2+1), p.quorumUntil
-			if s.outage.down.Load() {
-				wait = probeEvery + s.randomN(key.String(), probeEvery/4)
-			}
-			quorumWait = min(2*quorumWait, quorumBackoffMax)
-		case heldNotDone(err) && !p.heldUntil.IsZero():
-			wait, until = heldWait+s.randomN(key.String(), heldWait/2+1), p.heldUntil
-			heldWait = min(2*heldWait, heldBackoffMax)
-		default:
-			return nil, err
-		}
-		if !now.Add(wait).Before(until) {
-			return nil, err
-		}
-		abort := p.abort
-		if abort == nil {
-			abort = s.stopping
-		}
-		if !s.sleep(wait, abort) {
-			return nil, fmt.Errorf("%w: %w", errStopping, err)
-		}
+	if j.spec.Misfire.Policy.recovers() {
+		ap.spawn(shed)
+		return
 	}
-}
-
-// startCall waits for the in-flight bound and, for a scheduled claim
-// (staleAfter set), for its admission first. It returns the call's start,
-// or errStale (shed: the slot would be late before its answer) or
-// errStopping without a call.
-func (s *Scheduler) startCall(p *retryPolicy) (time.Time, error) {
-	admitted := !p.staleAfter.IsZero()
-	if admitted && !p.ticket.take() {
-		if err := s.admitCall(p.staleAfter); err != nil {
-			return time.Time{}, err
-		}
-	}
-	s.inflight <- struct{}{}
-	start := s.clock.Now()
-	if !admitted {
-		return start, nil
-	}
-	var err error
-	if start.After(p.staleAfter) {
-		err = errStale
-	} else if s.isStopping() {
-		err = errStopping
-	}
-	if err != nil {
-		<-s.inflight
-		s.admitDone(0, admitUnsent)
-	}
-	return start, err
-}
-
-// isSplitVote reports an Acquire that nobody won because the votes split.
-func isSplitVote(err error) bool { return errors.Is(err, locking.ErrSplitVote) }
-
-// heldNotDone reports a refusal because another lease holds the key (not a
-// done marker, not a split vote).
-func heldNotDone(err error) bool {
-	var he *locking.HeldError
-	return err != nil && !isSplitVote(err) && errors.As(err, &he) && !he.Done
+	shed()
 }

@@ -15,47 +15,47 @@ import (
 // claimed by a run going on, is not; nor is one whose claim was abandoned
 // (it is settled as such) or found on a minority of the stores, nor one
 // the stores cannot be asked about (its slots fire into no_quorum skips).
-func (s *Scheduler) probeLate(j *job, t time.Time) bool {
+func (ap *attempts) probeLate(j *job, t time.Time) bool {
 	name, slot := j.name(), slotString(t)
-	until := s.clock.Now().Add(time.Second)
-	lease, err := s.acquire(name, history.SlotKey(name, t), retryPolicy{splitUntil: until, quorumUntil: until, claim: true})
+	until := ap.clock.Now().Add(time.Second)
+	lease, err := ap.locks.acquire(name, history.SlotKey(name, t), retryPolicy{splitUntil: until, quorumUntil: until, claim: true})
 	if pe := (*locking.PausedError)(nil); errors.As(err, &pe) && pe.Pause.Covers(j.spec.Due(t)) {
 		// Refused by the pause that covers the slot: skipped paused, as the
 		// replicas that fired it would have logged it had any been up (a
 		// pause that began after the slot leaves it to the reconciler).
-		s.pausedSlot(j, t, pe.Pause)
+		ap.pausedSlot(j, t, pe.Pause)
 		return false
 	}
 	if err != nil {
-		s.log.Debug("missed slot check: not taken", "event", evMisfireCheck, "job", name, "slot", slot,
+		ap.log.Debug("missed slot check: not taken", "event", evMisfireCheck, "job", name, "slot", slot,
 			"error", err.Error())
 		return false
 	}
 	if o := lease.Grant().Orphan; o != nil {
-		s.spawn(func() { s.settlement.settleOrphan(j, o) })
+		ap.spawn(func() { ap.settlement.settleOrphan(j, o) })
 	}
 	switch {
 	case lease.Grant().Abandoned != nil:
-		s.settlement.settleAbandoned(j, t, lease)
+		ap.settlement.settleAbandoned(j, t, lease)
 		return false
 	case lease.Grant().Leftover:
-		s.outcomes.endLease(name, slot, lease, 0, "")
-		s.log.Debug("missed slot check: a claim of the slot is on a minority of the stores", "event", evMisfireCheck,
+		ap.outcomes.endLease(name, slot, lease, 0, "")
+		ap.log.Debug("missed slot check: a claim of the slot is on a minority of the stores", "event", evMisfireCheck,
 			"job", name, "slot", slot)
 		return false
 	case lease.Grant().Pause.Covers(j.spec.Due(t)):
-		s.outcomes.endLease(name, slot, lease, 0, "")
-		s.pausedSlot(j, t, lease.Grant().Pause)
+		ap.outcomes.endLease(name, slot, lease, 0, "")
+		ap.pausedSlot(j, t, lease.Grant().Pause)
 		return false
 	}
 	// The history check of a fired slot, and its exit when it says no.
-	a := s.newAttempt(j, t, originScheduled)
+	a := ap.newAttempt(j, t, originScheduled)
 	a.claim = lease
 	if v := a.recorded(); v.act != actNext {
 		a.exit(v)
 		return false
 	}
-	s.outcomes.endHandled(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: string(history.ReasonLate),
-		entry: logged(history.Entry{Slot: slot, Outcome: history.OutcomeSkipped, Reason: history.ReasonLate, Replica: s.cfg.Replica}, t)}, j, t)
+	ap.outcomes.endHandled(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: string(history.ReasonLate),
+		entry: logged(history.Entry{Slot: slot, Outcome: history.OutcomeSkipped, Reason: history.ReasonLate, Replica: ap.cfg.Replica}, t)}, j, t)
 	return true
 }

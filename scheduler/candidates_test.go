@@ -239,21 +239,21 @@ func TestBusyReplicaDropsFallbacks(t *testing.T) {
 	batch := []dueSlot{{j: j, t: slot}, {j: j, t: slot.Add(time.Second)}}
 
 	s.admit.mu.Lock()
-	s.admit.inflight = int(s.admit.limit)
+	s.admit.sending = int(s.admit.limit)
 	s.admit.mu.Unlock()
 	require.True(t, s.admit.busy())
-	s.checkFallback(batch)
+	s.admit.checkFallback(batch)
 	log.mu.Lock()
 	require.Zero(t, log.handled, "a busy replica read the stores for its fallbacks")
 	require.Empty(t, log.claims, "a busy replica claimed a fallback slot")
 	log.mu.Unlock()
 
 	s.admit.mu.Lock()
-	s.admit.inflight = 0
+	s.admit.sending = 0
 	s.admit.mu.Unlock()
 	require.False(t, s.admit.busy())
-	s.checkFallback(batch[:0:0])
-	s.checkFallback(batch)
+	s.admit.checkFallback(batch[:0:0])
+	s.admit.checkFallback(batch)
 	log.mu.Lock()
 	require.Equal(t, 1, log.handled, "with room, the fallbacks are checked in one call")
 	log.mu.Unlock()

@@ -18,14 +18,14 @@ import (
 
 // exit carries out verdict v.
 func (a *attempt) exit(v verdict) {
-	s := a.s
+	ap := a.ap
 	switch v.act {
 	case actRan:
 		a.span.ran(*v.entry)
 		a.endRun(v.entry)
 	case actSettle:
 		a.span.settled()
-		s.settlement.settleAbandoned(a.j, a.t, a.claim)
+		ap.settlement.settleAbandoned(a.j, a.t, a.claim)
 	case actDone:
 		a.span.skip(v.reason)
 		a.end(a.ending(string(v.reason), v.entry))
@@ -33,11 +33,11 @@ func (a *attempt) exit(v verdict) {
 	case actMisfire:
 		a.span.skip(v.reason)
 		a.release()
-		s.misfire.handle(a.j, lateRange{first: a.t, last: a.t, count: 1})
+		ap.misfire.handle(a.j, lateRange{first: a.t, last: a.t, count: 1})
 	case actPaused:
 		a.span.skip(v.reason)
 		a.release()
-		s.pausedSlot(a.j, a.t, a.pause)
+		ap.pausedSlot(a.j, a.t, a.pause)
 	case actStopped:
 		a.span.skip(v.reason)
 		a.release()
@@ -47,7 +47,7 @@ func (a *attempt) exit(v verdict) {
 		a.logSkip(v)
 	}
 	if a.joined != nil {
-		s.outcomes.endLease(a.name, a.slot, a.joined, 0, "") // taken with the claim, not taken over
+		ap.outcomes.endLease(a.name, a.slot, a.joined, 0, "") // taken with the claim, not taken over
 	}
 	a.span.end()
 }
@@ -57,19 +57,19 @@ func (a *attempt) exit(v verdict) {
 // entry, the job lease released in the same call, so that the next slot
 // may start at once, here or elsewhere.
 func (a *attempt) endRun(h *history.Entry) {
-	s := a.s
+	ap := a.ap
 	if a.origin == originManual {
-		s.outcomes.endLease(a.name, a.slot, a.claim, 0, "")
+		ap.outcomes.endLease(a.name, a.slot, a.claim, 0, "")
 		return
 	}
 	p := a.ending(string(h.Outcome), h)
 	if a.origin.fired() && h.Outcome == history.OutcomeFailed && a.j.spec.PauseOnFailure > 0 {
 		j := a.j
-		p.then = func() { s.spawn(func() { s.control.pauseOnFailure(j) }) }
+		p.then = func() { ap.spawn(func() { ap.control.pauseOnFailure(j) }) }
 	}
 	a.end(p)
 	if a.orphan != nil {
-		s.settlement.settleOrphan(a.j, a.orphan) // a backfill's: now, this process may exit next
+		ap.settlement.settleOrphan(a.j, a.orphan) // a backfill's: now, this process may exit next
 	}
 }
 
@@ -87,20 +87,20 @@ func (a *attempt) ending(note string, entry *history.Entry) pendingEnd {
 // job's record too (endHandled).
 func (a *attempt) end(p pendingEnd) {
 	if a.origin.fired() {
-		a.s.outcomes.endHandled(p, a.j, a.t)
+		a.ap.outcomes.endHandled(p, a.j, a.t)
 		return
 	}
-	a.s.outcomes.endLeaseThen(p)
+	a.ap.outcomes.endLeaseThen(p)
 }
 
 // release hands the claim back, if won, and the job lease, if taken: the
 // slot is not handled here.
 func (a *attempt) release() {
 	if a.claim != nil {
-		a.s.outcomes.endLease(a.name, a.slot, a.claim, 0, "")
+		a.ap.outcomes.endLease(a.name, a.slot, a.claim, 0, "")
 	}
 	if a.jobLease != nil {
-		a.s.outcomes.endLease(a.name, a.slot, a.jobLease, 0, "")
+		a.ap.outcomes.endLease(a.name, a.slot, a.jobLease, 0, "")
 	}
 }
 
@@ -115,9 +115,9 @@ func (a *attempt) logSkip(v verdict) {
 	if a.origin == originBackfill {
 		attrs = append(attrs, "backfill", true)
 	}
-	a.s.skipped(a.name, a.slot, v.reason, 1, attrs...)
+	a.ap.skipped(a.name, a.slot, v.reason, 1, attrs...)
 	if a.origin.fired() && (v.reason == history.ReasonNoQuorum || v.reason == history.ReasonSlowLock) {
-		a.s.outage.noteOutage(a.j, a.t)
+		a.ap.outage.noteOutage(a.j, a.t)
 	}
 }
 
@@ -147,15 +147,15 @@ func logged(h history.Entry, t time.Time) *locking.LogEntry {
 
 // pausedSlot logs slot t of j as skipped for pause p and moves the job's
 // record past it.
-func (s *Scheduler) pausedSlot(j *job, t time.Time, p locking.Pause) {
-	s.outage.quorumSeen()
-	s.control.notePause(j, p)
-	s.skipped(j.name(), slotString(t), history.ReasonPaused, 1, pauseAttrs(p, "pause_reason")...)
-	s.outcomes.recordHandled(j, t)
-	if s.cfg.HistoryKeep > 0 {
+func (ap *attempts) pausedSlot(j *job, t time.Time, p locking.Pause) {
+	ap.outage.quorumSeen()
+	ap.control.notePause(j, p)
+	ap.skipped(j.name(), slotString(t), history.ReasonPaused, 1, pauseAttrs(p, "pause_reason")...)
+	ap.outcomes.recordHandled(j, t)
+	if ap.cfg.HistoryKeep > 0 {
 		// Every replica writes the same entry: the history keeps one.
 		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 		defer cancel()
-		_ = s.cfg.Locker.AppendLog(ctx, j.name(), locking.LogAppend{Entry: pausedEntry(t).LogEntry(t), Keep: s.cfg.HistoryKeep})
+		_ = ap.cfg.Locker.AppendLog(ctx, j.name(), locking.LogAppend{Entry: pausedEntry(t).LogEntry(t), Keep: ap.cfg.HistoryKeep})
 	}
 }

@@ -33,7 +33,7 @@ func (s *Scheduler) DoneTTL() time.Duration { return s.doneTTL }
 func (s *Scheduler) Lateness() time.Duration { return s.lateness }
 
 // ReplaceWait is replaceWait.
-func (s *Scheduler) ReplaceWait() time.Duration { return s.replaceWait() }
+func (s *Scheduler) ReplaceWait() time.Duration { return s.attempts.replaceWait() }
 
 // BackfillAfter is how old a slot of the named job must be before a
 // backfill may run it: younger ones are still being fired, retried or

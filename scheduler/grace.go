@@ -25,24 +25,24 @@ import (
 
 // watchGrace arms the watch for r's job when it has a grace; it ends with
 // the run.
-func (s *Scheduler) watchGrace(ctx context.Context, cancel context.CancelCauseFunc, j jobs.Job, leases []*locking.Lease) {
+func (ap *attempts) watchGrace(ctx context.Context, cancel context.CancelCauseFunc, j jobs.Job, leases []*locking.Lease) {
 	g, ok := j.(jobs.Graceful)
 	if !ok {
 		return
 	}
 	grace, _ := g.StopGrace()
-	if grace <= 0 || grace >= s.cfg.LockTTL/2 {
+	if grace <= 0 || grace >= ap.cfg.LockTTL/2 {
 		return
 	}
-	s.spawn(func() {
+	ap.spawn(func() {
 		for {
-			left := s.validLeft(leases)
+			left := ap.validLeft(leases)
 			if left <= grace {
 				cancel(fmt.Errorf("%w: %s of validity left, less than the job's stop grace %s", locking.ErrLockLost,
 					left.Round(time.Millisecond), grace))
 				return
 			}
-			if !s.sleep(left-grace, ctx.Done()) {
+			if !ap.sleep(left-grace, ctx.Done()) {
 				return
 			}
 		}
@@ -50,8 +50,8 @@ func (s *Scheduler) watchGrace(ctx context.Context, cancel context.CancelCauseFu
 }
 
 // validLeft is how long the first of leases to expire stays valid.
-func (s *Scheduler) validLeft(leases []*locking.Lease) time.Duration {
-	now := s.clock.Now()
+func (ap *attempts) validLeft(leases []*locking.Lease) time.Duration {
+	now := ap.clock.Now()
 	left := time.Duration(1<<63 - 1)
 	for _, l := range leases {
 		left = min(left, l.ValidUntil().Sub(now))

@@ -21,32 +21,32 @@ var goOn = verdict{}
 // claimSlot wins the slot's claim. A recovered slot that looks held is
 // looked at again while its deadline allows.
 func (a *attempt) claimSlot() verdict {
-	s := a.s
+	ap := a.ap
 	p := a.claimPolicy()
-	lease, err := s.acquire(a.name, history.SlotKey(a.name, a.t), p)
+	lease, err := ap.locks.acquire(a.name, history.SlotKey(a.name, a.t), p)
 	for a.origin == originRecovered && heldNotDone(err) {
 		// A missed slot that looks held: a replica recovering it too (its
 		// done marker follows), or a lock attempt that a frozen node
 		// executed when it resumed, after its sender had given up and
 		// undone it elsewhere (it expires within LockTTL). Look again
 		// while the deadline allows.
-		wait := s.cfg.LockTTL / 3
-		if s.clock.Now().Add(wait).Sub(a.due) > a.j.spec.Misfire.Deadline {
+		wait := ap.cfg.LockTTL / 3
+		if ap.clock.Now().Add(wait).Sub(a.due) > a.j.spec.Misfire.Deadline {
 			break
 		}
-		s.log.Debug("missed slot held; trying again", "event", evMisfireCheck, "job", a.name, "slot", a.slot,
+		ap.log.Debug("missed slot held; trying again", "event", evMisfireCheck, "job", a.name, "slot", a.slot,
 			"error", err.Error(), "retry_in", wait.String())
-		if !s.sleep(wait, s.stopping) {
+		if !ap.sleep(wait, ap.stopping) {
 			return verdict{act: actStopped, reason: history.ReasonShutdown}
 		}
-		lease, err = s.acquire(a.name, history.SlotKey(a.name, a.t), p)
+		lease, err = ap.locks.acquire(a.name, history.SlotKey(a.name, a.t), p)
 	}
 	if err != nil {
 		return a.claimRefused(err)
 	}
 	a.claim = lease
 	if a.origin.fired() {
-		s.outage.quorumSeen()
+		ap.outage.quorumSeen()
 		// The job lease taken with the claim: released at the exit unless
 		// the run takes it over.
 		a.joined = lease.Grant().Joined
@@ -98,7 +98,7 @@ func (a *attempt) lost(err error) verdict {
 	case ownOverload(err):
 		return verdict{act: actMisfire, reason: history.ReasonLate, attrs: []any{"error", err.Error()}}
 	case !isSplitVote(err) && errors.As(err, &he):
-		a.s.outage.quorumSeen()
+		a.ap.outage.quorumSeen()
 		reason := history.ReasonHeld
 		switch {
 		case he.Done:
@@ -160,7 +160,7 @@ func (a *attempt) paused() verdict {
 		a.pause = p
 		return verdict{act: actPaused, reason: history.ReasonPaused}
 	}
-	a.s.control.notePause(a.j, locking.Pause{})
+	a.ap.control.notePause(a.j, locking.Pause{})
 	return goOn
 }
 
@@ -174,7 +174,7 @@ func (a *attempt) orphans() verdict {
 	case a.origin == originBackfill:
 		a.orphan = o
 	default:
-		a.s.spawn(func() { a.s.settlement.settleOrphan(a.j, o) })
+		a.ap.spawn(func() { a.ap.settlement.settleOrphan(a.j, o) })
 	}
 	return goOn
 }
@@ -183,7 +183,7 @@ func (a *attempt) orphans() verdict {
 // already have expired to the misfire policy, which checks the slot's
 // marker: the win proves nothing.
 func (a *attempt) late() verdict {
-	if a.origin == originScheduled && a.s.clock.Now().Sub(a.due) > a.s.lateness+acquireSlack {
+	if a.origin == originScheduled && a.ap.clock.Now().Sub(a.due) > a.ap.lateness+acquireSlack {
 		return verdict{act: actMisfire, reason: history.ReasonLate}
 	}
 	return goOn
@@ -194,12 +194,12 @@ func (a *attempt) late() verdict {
 // expired (outcomes_history.go), and about every backfill: a slot it records,
 // or one it cannot tell, is not run.
 func (a *attempt) recorded() verdict {
-	s := a.s
-	if a.origin != originBackfill && s.clock.Now().Sub(a.t) <= s.markerSafe() {
+	ap := a.ap
+	if a.origin != originBackfill && ap.clock.Now().Sub(a.t) <= ap.markerSafe() {
 		return goOn
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-	e, found, err := s.outcomes.slotRecorded(ctx, a.name, a.t)
+	e, found, err := ap.outcomes.slotRecorded(ctx, a.name, a.t)
 	cancel()
 	if a.origin == originBackfill {
 		switch {
@@ -232,30 +232,30 @@ func (a *attempt) recorded() verdict {
 // under replace the run going on is asked to stop, and waited for
 // longer: replace.go). Held still, the slot is skipped for overlap.
 func (a *attempt) takeJobLease() verdict {
-	s := a.s
+	ap := a.ap
 	switch {
 	case a.origin == originBackfill:
 		return a.backfillJobLease()
 	case a.joined != nil:
 		a.jobLease, a.joined = a.joined, nil
-		s.outage.flushPending(a.name)
+		ap.outage.flushPending(a.name)
 		return goOn
 	case a.j.spec.Overlap == OverlapAllow:
 		return goOn
 	}
-	s.outage.flushPending(a.name)
+	ap.outage.flushPending(a.name)
 	var err error
 	if a.j.spec.Overlap == OverlapReplace {
-		a.jobLease, err = s.replaceJobLease(a.name, a.t, s.nextMayFire(a.j, a.due), a.claim, a.tctx)
+		a.jobLease, err = ap.replaceJobLease(a.name, a.t, ap.nextMayFire(a.j, a.due), a.claim, a.tctx)
 	} else {
-		a.jobLease, err = s.acquire(a.name, runKey(a.name), a.jobLeasePolicy())
+		a.jobLease, err = ap.locks.acquire(a.name, runKey(a.name), a.jobLeasePolicy())
 	}
 	if err == nil {
 		return goOn
 	}
 	if by := replacedBy(err); by != "" {
 		return verdict{act: actDone, reason: history.ReasonReplaced, attrs: []any{"by_slot", by},
-			entry: &history.Entry{Slot: a.slot, Outcome: history.OutcomeSkipped, Reason: history.ReasonReplaced, BySlot: by, Replica: s.cfg.Replica}}
+			entry: &history.Entry{Slot: a.slot, Outcome: history.OutcomeSkipped, Reason: history.ReasonReplaced, BySlot: by, Replica: ap.cfg.Replica}}
 	}
 	if errors.Is(err, errStopping) {
 		return verdict{act: actRelease, reason: history.ReasonShutdown, attrs: []any{"error", err.Error()}}
@@ -274,18 +274,18 @@ func (a *attempt) takeJobLease() verdict {
 // slot run beside it. An open claim of a dead run counts too until it is
 // settled.
 func (a *attempt) allowRuns() verdict {
-	s := a.s
+	ap := a.ap
 	if a.jobLease == nil {
 		return goOn
 	}
 	a.j.mu.Lock()
 	until := a.j.allowRunsUntil
 	a.j.mu.Unlock()
-	if !s.clock.Now().Before(until) {
+	if !ap.clock.Now().Before(until) {
 		return goOn
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-	claims, err := s.cfg.Locker.ReadClaims(ctx, a.name)
+	claims, err := ap.cfg.Locker.ReadClaims(ctx, a.name)
 	cancel()
 	if err != nil {
 		return a.lost(err)
@@ -308,7 +308,7 @@ func (a *attempt) backfillJobLease() verdict {
 	if a.j.spec.Overlap == OverlapAllow {
 		return goOn
 	}
-	jl, err := a.s.acquire(a.name, runKey(a.name), a.jobLeasePolicy())
+	jl, err := a.ap.locks.acquire(a.name, runKey(a.name), a.jobLeasePolicy())
 	if err == nil {
 		a.jobLease = jl
 		return goOn
@@ -328,7 +328,7 @@ func (a *attempt) outageRecovered() verdict {
 	if a.origin != originRecovered || a.j.spec.Misfire.Policy != MisfireRunOnce {
 		return goOn
 	}
-	other, note := a.s.misfire.outageRecovered(a.j, a.t)
+	other, note := a.ap.misfire.outageRecovered(a.j, a.t)
 	if other.IsZero() {
 		return goOn
 	}
@@ -338,7 +338,7 @@ func (a *attempt) outageRecovered() verdict {
 
 // skippedEntry is the history entry of the slot skipped here for reason.
 func (a *attempt) skippedEntry(reason history.Reason) *history.Entry {
-	return &history.Entry{Slot: a.slot, Outcome: history.OutcomeSkipped, Reason: reason, Replica: a.s.cfg.Replica}
+	return &history.Entry{Slot: a.slot, Outcome: history.OutcomeSkipped, Reason: reason, Replica: a.ap.cfg.Replica}
 }
 
 // runLease is a manual run's only step: it takes the job lease of a
@@ -346,13 +346,13 @@ func (a *attempt) skippedEntry(reason history.Reason) *history.Entry {
 // its own, so that the run gets a fencing token above every earlier run
 // of the job. Held, the manual run fails (a manual run replaces nothing).
 func (a *attempt) runLease() verdict {
-	s := a.s
+	ap := a.ap
 	key := runKey(a.name)
 	if a.j.spec.Overlap == OverlapAllow {
-		key = locking.Key{Family: a.name, Name: "manual:" + strconv.FormatUint(s.random(runKey(a.name).String()), 16)}
+		key = locking.Key{Family: a.name, Name: "manual:" + strconv.FormatUint(ap.random(runKey(a.name).String()), 16)}
 	}
-	until := s.clock.Now().Add(time.Second)
-	lease, err := s.acquire(a.name, key, retryPolicy{splitUntil: until, quorumUntil: until, trace: a.tctx})
+	until := ap.clock.Now().Add(time.Second)
+	lease, err := ap.locks.acquire(a.name, key, retryPolicy{splitUntil: until, quorumUntil: until, trace: a.tctx})
 	switch {
 	case err == nil:
 		a.claim = lease

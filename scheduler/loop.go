@@ -72,7 +72,7 @@ func (s *Scheduler) loop(ctx context.Context, start time.Time) {
 				heap.Fix(&h, 0)
 			}
 		}
-		s.checkFallbacks(checks) // fallback.go
+		s.admit.checkFallbacks(checks) // fallback.go
 		wait := heartbeatEvery
 		if len(h) > 0 {
 			wait = min(wait, h[0].due.Sub(now))
@@ -154,7 +154,7 @@ func (s *Scheduler) fireDue(j *job, now time.Time, checks []dueSlot) []dueSlot {
 		} else if fallback {
 			checks = append(checks, dueSlot{j: j, t: t})
 		} else {
-			s.fireSlot(j, t) // admission.go: started, queued or shed
+			s.admit.fireSlot(j, t) // admission.go: started, queued or shed
 		}
 		t = j.spec.Schedule.Next(t)
 	}

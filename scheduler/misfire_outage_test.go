@@ -31,15 +31,15 @@ func TestRunOnceOneRecoveryPerOutage(t *testing.T) {
 
 		// An earlier outage: slot 3 on time, slot 2 recovered.
 		time.Sleep(3 * time.Second)
-		r0.attemptSlot(j0, at(3), originScheduled, nil)
+		r0.attempts.attemptSlot(j0, at(3), originScheduled, nil)
 		time.Sleep(17 * time.Second)
-		r0.attemptSlot(j0, at(2), originRecovered, nil)
+		r0.attempts.attemptSlot(j0, at(2), originRecovered, nil)
 		// This outage: slots 4..8 missed by everyone; r0 recovers 5 (its
 		// latest), r2 then 8 (its latest, noted too late for r0 to see).
-		r0.attemptSlot(j0, at(5), originRecovered, nil)
-		r2.attemptSlot(j2, at(8), originRecovered, nil)
+		r0.attempts.attemptSlot(j0, at(5), originRecovered, nil)
+		r2.attempts.attemptSlot(j2, at(8), originRecovered, nil)
 		// A recovery of an earlier slot after a later one ran.
-		r2.attemptSlot(j2, at(4), originRecovered, nil)
+		r2.attempts.attemptSlot(j2, at(4), originRecovered, nil)
 
 		ran := map[int]int{}
 		for _, r := range rec.all() {

@@ -173,3 +173,6 @@ func (ot *outage) noteOutage(j *job, t time.Time) {
 	ot.markDown(t)
 	ot.startProbe()
 }
+
+// isDown reports whether the stores were last seen without a majority.
+func (ot *outage) isDown() bool { return ot.down.Load() }

@@ -42,7 +42,7 @@ func TestOwnOverloadIsNotAnOutage(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			_, s, _ := backfillEnv(t, OverlapAllow, 10)
 			j, _ := s.job("bf")
-			a := s.newAttempt(j, time.Now().Truncate(time.Second), originScheduled)
+			a := s.attempts.newAttempt(j, time.Now().Truncate(time.Second), originScheduled)
 			if v := a.lost(c.err); v.reason != c.reason {
 				t.Errorf("%s: skipped %s, want %s", c.name, v.reason, c.reason)
 			}
@@ -71,7 +71,7 @@ func TestPausedAfterTheSlotWasDueIsHeld(t *testing.T) {
 			{"paused before it was due", due.Add(-time.Minute), actPaused, history.ReasonPaused},
 		} {
 			p := locking.Pause{Paused: true, Version: c.since.UnixMilli(), By: "ops"}
-			a := s.newAttempt(j, due, originScheduled)
+			a := s.attempts.newAttempt(j, due, originScheduled)
 			v := a.claimRefused(&locking.PausedError{Key: key, Pause: p, Refusal: held})
 			if v.act != c.act || v.reason != c.reason || v.entry != nil {
 				t.Errorf("%s: act %v reason %s entry %v, want act %v reason %s and no entry", c.name, v.act, v.reason, v.entry, c.act, c.reason)

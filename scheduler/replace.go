@@ -88,26 +88,26 @@ func replaceKey(job string) locking.Key { return locking.Key{Family: job, Name: 
 // replaceWait is the longest a slot of an overlap: replace job waits for
 // the job lease held by the run it replaces: LockTTL + Lateness. An
 // unrenewed lease expires within LockTTL; Lateness is the margin.
-func (s *Scheduler) replaceWait() time.Duration { return s.cfg.LockTTL + s.lateness }
+func (ap *attempts) replaceWait() time.Duration { return ap.cfg.LockTTL + ap.lateness }
 
 // requestReplace raises the job's replace record to slot t.
-func (s *Scheduler) requestReplace(job string, t time.Time) error {
+func (ap *attempts) requestReplace(job string, t time.Time) error {
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
-	s.inflight <- struct{}{}
-	defer func() { <-s.inflight }()
-	return s.cfg.Locker.AdvanceRecord(ctx, replaceKey(job), t.Unix())
+	ap.inflight <- struct{}{}
+	defer func() { <-ap.inflight }()
+	return ap.cfg.Locker.AdvanceRecord(ctx, replaceKey(job), t.Unix())
 }
 
 // readReplace returns the slot that the job's replace record names: the
 // newest slot that asked for the job lease (zero when none, or when the
 // record cannot be read: then the lease decides alone).
-func (s *Scheduler) readReplace(ctx context.Context, job string) time.Time {
+func (ap *attempts) readReplace(ctx context.Context, job string) time.Time {
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
-	s.inflight <- struct{}{}
-	rec, err := s.cfg.Locker.ReadRecord(ctx, replaceKey(job))
-	<-s.inflight
+	ap.inflight <- struct{}{}
+	rec, err := ap.cfg.Locker.ReadRecord(ctx, replaceKey(job))
+	<-ap.inflight
 	if err != nil || rec <= 0 {
 		return time.Time{}
 	}
@@ -116,8 +116,8 @@ func (s *Scheduler) readReplace(ctx context.Context, job string) time.Time {
 
 // newerSlot is a *ReplacedError when the job's replace record names a
 // slot later than t, else nil.
-func (s *Scheduler) newerSlot(ctx context.Context, job string, t time.Time) error {
-	if by := s.readReplace(ctx, job); by.After(t) {
+func (ap *attempts) newerSlot(ctx context.Context, job string, t time.Time) error {
+	if by := ap.readReplace(ctx, job); by.After(t) {
 		return &ReplacedError{By: by}
 	}
 	return nil
@@ -131,53 +131,53 @@ func (s *Scheduler) newerSlot(ctx context.Context, job string, t time.Time) erro
 // the wait: a *locking.HeldError when the lease was still held at the
 // bound, an error wrapping errStopping when the shutdown grace ended, one
 // wrapping locking.ErrLockLost when the claim could not be kept.
-func (s *Scheduler) replaceJobLease(name string, t, checkFrom time.Time, claim *locking.Lease, trace context.Context) (*locking.Lease, error) {
-	requested := s.requestReplace(name, t) == nil
+func (ap *attempts) replaceJobLease(name string, t, checkFrom time.Time, claim *locking.Lease, trace context.Context) (*locking.Lease, error) {
+	requested := ap.requestReplace(name, t) == nil
 	// The claim is renewed while we wait; kctx also ends with the grace.
-	kctx := claim.Keep(s.runCtx)
-	deadline := s.clock.Now().Add(s.replaceWait())
+	kctx := claim.Keep(ap.runCtx)
+	deadline := ap.clock.Now().Add(ap.replaceWait())
 	waited := false
 	for {
 		if !requested {
-			requested = s.requestReplace(name, t) == nil
+			requested = ap.requestReplace(name, t) == nil
 		}
-		until := minTime(deadline, s.clock.Now().Add(replaceCheckEvery))
-		jl, err := s.acquire(name, runKey(name), retryPolicy{splitUntil: until, quorumUntil: until,
+		until := minTime(deadline, ap.clock.Now().Add(replaceCheckEvery))
+		jl, err := ap.locks.acquire(name, runKey(name), retryPolicy{splitUntil: until, quorumUntil: until,
 			heldUntil: until, abort: kctx.Done(), trace: trace})
 		if err == nil {
-			if waited || !s.clock.Now().Before(checkFrom) {
-				if rerr := s.newerSlot(kctx, name, t); rerr != nil {
-					s.outcomes.endLease(name, slotString(t), jl, 0, "")
+			if waited || !ap.clock.Now().Before(checkFrom) {
+				if rerr := ap.newerSlot(kctx, name, t); rerr != nil {
+					ap.outcomes.endLease(name, slotString(t), jl, 0, "")
 					return nil, rerr
 				}
 			}
 			return jl, nil
 		}
 		if errors.Is(err, errStopping) {
-			return nil, s.waitEnded(kctx, err)
+			return nil, ap.waitEnded(kctx, err)
 		}
 		if !retryable(err) {
 			return nil, err
 		}
 		waited = true
-		if !s.clock.Now().Before(deadline) {
+		if !ap.clock.Now().Before(deadline) {
 			return nil, err
 		}
-		if rerr := s.newerSlot(kctx, name, t); rerr != nil {
+		if rerr := ap.newerSlot(kctx, name, t); rerr != nil {
 			return nil, rerr
 		}
 		// acquire returns when its next try would pass until (or at once,
 		// after an outage's longer backoff): wait for until, so that each
 		// round takes replaceCheckEvery however the stores answer.
-		if !s.sleep(until.Sub(s.clock.Now()), kctx.Done()) {
-			return nil, s.waitEnded(kctx, fmt.Errorf("%w: %w", errStopping, err))
+		if !ap.sleep(until.Sub(ap.clock.Now()), kctx.Done()) {
+			return nil, ap.waitEnded(kctx, fmt.Errorf("%w: %w", errStopping, err))
 		}
 	}
 }
 
 // waitEnded is the error of a replace wait that kctx ended: the claim
 // lost (the stores could not renew it), or the shutdown grace over.
-func (s *Scheduler) waitEnded(kctx context.Context, err error) error {
+func (ap *attempts) waitEnded(kctx context.Context, err error) error {
 	if cause := context.Cause(kctx); errors.Is(cause, locking.ErrLockLost) {
 		return fmt.Errorf("scheduler: the slot's claim was lost while waiting for the job lease: %w", cause)
 	}
@@ -195,17 +195,17 @@ func retryable(err error) bool {
 // 2 above); it polls every replacePollEvery from fastFrom, when another
 // replica may fire the next slot, and less often before. It returns when
 // ctx, the run's context, ends.
-func (s *Scheduler) watchReplace(ctx context.Context, cancel context.CancelCauseFunc, name string, fastFrom time.Time,
+func (ap *attempts) watchReplace(ctx context.Context, cancel context.CancelCauseFunc, name string, fastFrom time.Time,
 	newer func(by time.Time) bool) {
 	for {
 		wait := replacePollEvery
-		if now := s.clock.Now(); now.Before(fastFrom) {
-			wait = min(max(s.cfg.LockTTL/3, replacePollEvery), fastFrom.Sub(now))
+		if now := ap.clock.Now(); now.Before(fastFrom) {
+			wait = min(max(ap.cfg.LockTTL/3, replacePollEvery), fastFrom.Sub(now))
 		}
-		if !s.sleep(wait, ctx.Done()) {
+		if !ap.sleep(wait, ctx.Done()) {
 			return
 		}
-		if by := s.readReplace(ctx, name); newer(by) {
+		if by := ap.readReplace(ctx, name); newer(by) {
 			cancel(&ReplacedError{By: by})
 			return
 		}

@@ -21,19 +21,19 @@ import (
 // the verdict. The run's parent is the scheduler's, and for a backfill or
 // a manual run the caller's context too.
 func (a *attempt) run() verdict {
-	s := a.s
-	parent := s.runCtx
+	ap := a.ap
+	parent := ap.runCtx
 	if a.caller != nil {
 		ctx, cancel := context.WithCancelCause(a.caller)
 		defer cancel(nil)
-		stop := context.AfterFunc(s.runCtx, func() { cancel(context.Cause(s.runCtx)) })
+		stop := context.AfterFunc(ap.runCtx, func() { cancel(context.Cause(ap.runCtx)) })
 		defer stop()
 		parent = ctx
 	}
 	if v := a.start(); v.act != actNext {
 		return v
 	}
-	h, runErr := a.execute(parent)
+	h, runErr := (&slotRun{a: a}).execute(parent)
 	v := verdict{act: actRan, entry: &h}
 	if h.Outcome == history.OutcomeSucceeded || a.origin.fired() {
 		return v
@@ -67,7 +67,7 @@ func (a *attempt) start() verdict {
 	// whole run may start.
 	for i := len(leases) - 1; i >= 0; i-- {
 		if err := leases[i].Start(); err != nil {
-			a.logLost(a.runFields(runIdentity(leases)), leases, 0)
+			a.logLost((&slotRun{a: a}).runFields(runIdentity(leases)), leases, 0)
 			return verdict{act: actRelease, reason: history.ReasonSlowLock,
 				attrs: []any{"note", "its leases lapsed before the run could start (the replica was paused or starved): not run here"},
 				err:   fmt.Errorf("scheduler: %s %s: %w before the run started", a.name, a.slot, err)}
@@ -94,31 +94,39 @@ func backoff(base time.Duration, n int) time.Duration {
 	return min(d, ceiling)
 }
 
+// slotRun is the run of an attempt that every step let through: the
+// plugin's execution, its context and its lines. It reads the attempt it
+// belongs to and changes nothing of it: the run's outcome is the verdict.
+type slotRun struct {
+	a *attempt
+}
+
 // execute runs the plugin under ctx = parent ∧ leases ∧ timeout, with
 // retries, and logs the run's life. It returns the outcome and the job's
 // last error. It does not end the leases.
-func (a *attempt) execute(parent context.Context) (history.Entry, error) {
-	s := a.s
+func (r *slotRun) execute(parent context.Context) (history.Entry, error) {
+	a := r.a
+	ap := a.ap
 	leases := a.leases()
 	runID, token := runIdentity(leases)
-	log := a.runLog(runID, token)
-	ctx, span := s.traceRun(parent, a.tctx, a.name, a.slot, a.origin, runID, token)
-	ctx, cancel := a.runContext(ctx, leases)
+	log := r.runLog(runID, token)
+	ctx, span := ap.traceRun(parent, a.tctx, a.name, a.slot, a.origin, runID, token)
+	ctx, cancel := r.runContext(ctx, leases)
 	defer cancel(nil)
 
-	started := s.clock.Now()
-	s.fleet.runStarted(history.RunInfo{Job: a.name, Slot: a.slot, RunID: runID, Token: token, Replica: s.cfg.Replica, Since: started.UTC()})
-	defer s.fleet.runEnded(runID)
-	a.logStarted(log, started)
-	outcome, attempt, runErr := a.attempts(ctx, log, span, runID, token)
-	dur := s.clock.Now().Sub(started)
+	started := ap.clock.Now()
+	ap.fleet.runStarted(history.RunInfo{Job: a.name, Slot: a.slot, RunID: runID, Token: token, Replica: ap.cfg.Replica, Since: started.UTC()})
+	defer ap.fleet.runEnded(runID)
+	r.logStarted(log, started)
+	outcome, attempt, runErr := r.tries(ctx, log, span, runID, token)
+	dur := ap.clock.Now().Sub(started)
 	a.logLost(log, leases, attempt)
-	logOutcome(ctx, log, s.scrub, outcome, attempt, dur, runErr)
-	s.metrics.RunFinished(a.name, outcome, dur)
+	logOutcome(ctx, log, ap.scrub, outcome, attempt, dur, runErr)
+	ap.metrics.RunFinished(a.name, outcome, dur)
 	if a.origin != originManual {
-		s.metrics.JobOutcome(a.name, outcome, s.clock.Now())
+		ap.metrics.JobOutcome(a.name, outcome, ap.clock.Now())
 	}
-	h := history.Entry{Slot: a.slot, Outcome: outcome, Replica: s.cfg.Replica, RunID: runID, Token: token,
+	h := history.Entry{Slot: a.slot, Outcome: outcome, Replica: ap.cfg.Replica, RunID: runID, Token: token,
 		Recovered: a.origin == originRecovered, Attempts: attempt, DurationMS: dur.Milliseconds()}
 	switch outcome {
 	case history.OutcomeFailed:
@@ -133,14 +141,16 @@ func (a *attempt) execute(parent context.Context) (history.Entry, error) {
 }
 
 // runFields is the logger of the lines about run runID with token.
-func (a *attempt) runFields(runID string, token uint64) *slog.Logger {
-	return a.s.log.With("job", a.name, "slot", a.slot, "run_id", runID, "fencing_token", token)
+func (r *slotRun) runFields(runID string, token uint64) *slog.Logger {
+	a := r.a
+	return a.ap.log.With("job", a.name, "slot", a.slot, "run_id", runID, "fencing_token", token)
 }
 
 // runLog is the logger of the run's lines; it logs that the slot was
 // won (and, for a recovered slot, misfire.recovered).
-func (a *attempt) runLog(runID string, token uint64) *slog.Logger {
-	log := a.runFields(runID, token)
+func (r *slotRun) runLog(runID string, token uint64) *slog.Logger {
+	a := r.a
+	log := r.runFields(runID, token)
 	switch a.origin {
 	case originBackfill:
 		log = log.With("backfill", true)
@@ -157,24 +167,25 @@ func (a *attempt) runLog(runID string, token uint64) *slog.Logger {
 // runContext is ctx bound to the leases (each kept alive), the job's
 // timeout, under overlap replace to a newer slot's request, and to the
 // leases' validity when the job has a stop grace (grace.go).
-func (a *attempt) runContext(ctx context.Context, leases []*locking.Lease) (context.Context, context.CancelCauseFunc) {
-	s := a.s
+func (r *slotRun) runContext(ctx context.Context, leases []*locking.Lease) (context.Context, context.CancelCauseFunc) {
+	a := r.a
+	ap := a.ap
 	for _, l := range leases {
 		ctx = l.Keep(ctx)
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	if t := a.j.spec.Timeout; t > 0 {
-		s.spawn(func() {
-			if s.sleep(t, ctx.Done()) {
+		ap.spawn(func() {
+			if ap.sleep(t, ctx.Done()) {
 				cancel(ErrTimeout)
 			}
 		})
 	}
 	if a.j.spec.Overlap == OverlapReplace {
-		fastFrom, newer := a.replaceWatch()
-		s.spawn(func() { s.watchReplace(ctx, cancel, a.name, fastFrom, newer) })
+		fastFrom, newer := r.replaceWatch()
+		ap.spawn(func() { ap.watchReplace(ctx, cancel, a.name, fastFrom, newer) })
 	}
-	s.watchGrace(ctx, cancel, a.j.spec.Job, leases)
+	ap.watchGrace(ctx, cancel, a.j.spec.Job, leases)
 	return ctx, cancel
 }
 
@@ -188,22 +199,24 @@ func (a *attempt) runContext(ctx context.Context, leases []*locking.Lease) (cont
 // behind, and wait for the job lease it took: it replaces it too (a
 // scheduled slot is not dropped for a run that started about when it was
 // due).
-func (a *attempt) replaceWatch() (fastFrom time.Time, newer func(by time.Time) bool) {
-	s := a.s
+func (r *slotRun) replaceWatch() (fastFrom time.Time, newer func(by time.Time) bool) {
+	a := r.a
+	ap := a.ap
 	if a.origin != originManual && a.origin != originBackfill {
-		return s.nextMayFire(a.j, a.due), func(by time.Time) bool { return by.After(a.t) }
+		return ap.nextMayFire(a.j, a.due), func(by time.Time) bool { return by.After(a.t) }
 	}
-	started := s.clock.Now().Add(-s.cfg.MaxClockSkew)
-	return s.nextMayFire(a.j, started), func(by time.Time) bool { return !by.IsZero() && a.j.spec.Due(by).After(started) }
+	started := ap.clock.Now().Add(-ap.cfg.MaxClockSkew)
+	return ap.nextMayFire(a.j, started), func(by time.Time) bool { return !by.IsZero() && a.j.spec.Due(by).After(started) }
 }
 
 // logStarted logs run.started: for a scheduled slot with its delay from
 // the due time (with jitter the slot was meant to start then).
-func (a *attempt) logStarted(log *slog.Logger, started time.Time) {
+func (r *slotRun) logStarted(log *slog.Logger, started time.Time) {
+	a := r.a
 	attrs := []any{"event", evRunStarted, "attempt", 1}
 	if a.origin == originScheduled {
 		delay := started.Sub(a.due)
-		a.s.metrics.StartDelay(a.name, delay)
+		a.ap.metrics.StartDelay(a.name, delay)
 		attrs = append(attrs, "start_delay_ms", float64(delay.Microseconds())/1000)
 	}
 	if a.origin != originManual && a.j.spec.Jitter > 0 {
@@ -212,14 +225,15 @@ func (a *attempt) logStarted(log *slog.Logger, started time.Time) {
 	log.Info("run started", attrs...)
 }
 
-// attempts runs the plugin until an attempt succeeds, the run is
+// tries runs the plugin until an attempt succeeds, the run is
 // canceled, or the retries are spent; it returns the outcome, the last
 // attempt's number and its error.
-func (a *attempt) attempts(ctx context.Context, log *slog.Logger, span *runSpan, runID string, token uint64) (history.Outcome, int, error) {
-	s, spec := a.s, a.j.spec
+func (r *slotRun) tries(ctx context.Context, log *slog.Logger, span *runSpan, runID string, token uint64) (history.Outcome, int, error) {
+	a := r.a
+	ap, spec := a.ap, a.j.spec
 	for attempt := 1; ; attempt++ {
 		run := jobs.Run{
-			Job: a.name, Manual: a.origin == originManual, RunID: runID, Replica: s.cfg.Replica,
+			Job: a.name, Manual: a.origin == originManual, RunID: runID, Replica: ap.cfg.Replica,
 			FencingToken: token, Attempt: attempt, Logger: log.With("attempt", attempt),
 		}
 		if a.origin != originManual {
@@ -237,8 +251,8 @@ func (a *attempt) attempts(ctx context.Context, log *slog.Logger, span *runSpan,
 		wait := backoff(spec.Retry.Backoff, attempt)
 		span.retry(attempt, runErr, wait)
 		log.Warn("run attempt failed; retrying", "event", evRunRetrying, "attempt", attempt,
-			"error", s.scrub.String(runErr.Error()), "backoff", wait.String())
-		if !s.sleep(wait, ctx.Done()) {
+			"error", ap.scrub.String(runErr.Error()), "backoff", wait.String())
+		if !ap.sleep(wait, ctx.Done()) {
 			return history.OutcomeCanceled, attempt, runErr
 		}
 	}
@@ -259,7 +273,7 @@ func (a *attempt) logLost(log *slog.Logger, leases []*locking.Lease, attempt int
 	if len(lostKeys) == 0 {
 		return
 	}
-	a.s.metrics.LeaseLost(a.name)
+	a.ap.metrics.LeaseLost(a.name)
 	attrs := []any{"event", evLockLost, "key", lostKeys[0], "attempt", attempt}
 	if len(lostKeys) > 1 {
 		attrs = append(attrs, "lost_keys", lostKeys)

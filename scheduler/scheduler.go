@@ -77,6 +77,8 @@ type Scheduler struct {
 	outage     *outage     // outage.go
 	misfire    *misfire    // misfire.go
 	outcomes   *outcomes   // outcomes.go
+	locks      *locks      // locks.go
+	attempts   *attempts   // attempts.go
 	settlement *settlement // settlement.go
 	reconciler *reconciler // reconciler.go
 	control    *control    // control.go
@@ -179,17 +181,28 @@ func New(cfg Config) (*Scheduler, error) {
 	s := &Scheduler{
 		engine:  e,
 		reloads: make(chan reloadReq),
-		admit:   newAdmission(c.MaxInFlight),
 	}
+	// The components, each given the others it calls. Three pairs call
+	// each other, so one of each is completed after both exist: outage
+	// and outcomes (a held end is ended again through outcomes), the
+	// attempts and the misfire policy (a slot won too late goes back to
+	// it; it recovers slots through the attempts), the attempts and
+	// control (an attempt notes pauses; control runs its slots through
+	// the attempts). docs/architecture.md lists these calls.
 	s.fleet = newFleet(e)
 	s.outage = newOutage(e, nil, s.fleet, nil)
 	s.outcomes = newOutcomes(e, s.outage)
-	s.misfire = newMisfire(e, s, s.outcomes)
-	s.outage.recoverer = s.misfire
-	s.outage.ends = s.outcomes // a held end is ended again through outcomes (a call back: see outage.go)
-	s.settlement = newSettlement(e, s, s.outcomes, s.outcomes)
+	s.admit = newAdmissionOf(e, nil)
+	s.locks = newLocks(e, s.admit, s.outage)
+	s.settlement = newSettlement(e, s.locks, s.outcomes, s.outcomes)
+	s.attempts = &attempts{engine: e, locks: s.locks, outcomes: s.outcomes, settlement: s.settlement,
+		outage: s.outage, fleet: s.fleet}
+	s.misfire = newMisfire(e, s.attempts, s.outcomes)
 	s.reconciler = newReconciler(e, s.settlement)
-	s.control = newControl(e, s, s.reconciler)
+	s.control = newControl(e, s.attempts, s.reconciler)
+	s.outage.ends, s.outage.recoverer = s.outcomes, s.misfire
+	s.attempts.misfire, s.attempts.control = s.misfire, s.control
+	s.admit.attempts = s.attempts
 	return s, nil
 }
 
@@ -235,7 +248,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	<-loopDone
 	s.state.Store(stateStopping)
 	s.stopOnce.Do(func() { close(s.stopping) })
-	s.carryOut(s.admit.stop()) // the slots waiting for their turn are not tried
+	s.admit.carryOut(s.admit.stop()) // the slots waiting for their turn are not tried
 	s.log.Info("scheduler stopping: no more slots; waiting for running runs", "grace", s.cfg.ShutdownGrace.String())
 
 	idle := make(chan struct{})

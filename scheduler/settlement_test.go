@@ -88,7 +88,8 @@ func (f *fakeClaims) acquire(job string, key locking.Key, p retryPolicy) (*locki
 	return f.locker.Claim(context.Background(), key, 10*time.Second)
 }
 
-// fakeEnds records the ends it is given and accepts each at once.
+// fakeEnds records the ends it is given and ends each lease at once,
+// without its entry or record.
 type fakeEnds struct {
 	mu      sync.Mutex
 	ends    []pendingEnd
@@ -103,6 +104,9 @@ func (f *fakeEnds) endLeaseThen(p pendingEnd) {
 	f.mu.Lock()
 	f.ends = append(f.ends, p)
 	f.mu.Unlock()
+	if p.lease != nil {
+		_ = p.lease.End(context.Background(), locking.Ending{DoneTTL: p.doneTTL, Note: p.note}).Err
+	}
 	if p.then != nil {
 		p.then()
 	}

@@ -84,19 +84,19 @@ type slotSpan struct {
 // carries caller's values, not its cancellation); a backfill has none.
 // It returns the context for the attempt's lock calls (never canceled)
 // and the span, or nil and nil when tracing is off.
-func (s *Scheduler) traceSlot(caller context.Context, job, slot string, o origin) (context.Context, *slotSpan) {
-	if s.tracer == nil || o == originBackfill {
+func (ap *attempts) traceSlot(caller context.Context, job, slot string, o origin) (context.Context, *slotSpan) {
+	if ap.tracer == nil || o == originBackfill {
 		return nil, nil
 	}
-	attrs := []attribute.KeyValue{AttrJob.String(job), AttrSlot.String(slot), AttrReplica.String(s.cfg.Replica)}
+	attrs := []attribute.KeyValue{AttrJob.String(job), AttrSlot.String(slot), AttrReplica.String(ap.cfg.Replica)}
 	if o == originManual {
-		ctx, sp := s.tracer.Start(context.WithoutCancel(caller), SpanTrigger, trace.WithAttributes(attrs...))
+		ctx, sp := ap.tracer.Start(context.WithoutCancel(caller), SpanTrigger, trace.WithAttributes(attrs...))
 		return ctx, &slotSpan{sp: sp}
 	}
 	if o == originRecovered {
 		attrs = append(attrs, AttrRecovered.Bool(true))
 	}
-	ctx, sp := s.tracer.Start(context.Background(), SpanSlot, trace.WithNewRoot(), trace.WithAttributes(attrs...))
+	ctx, sp := ap.tracer.Start(context.Background(), SpanSlot, trace.WithNewRoot(), trace.WithAttributes(attrs...))
 	return ctx, &slotSpan{sp: sp}
 }
 
@@ -163,19 +163,19 @@ type runSpan struct{ sp trace.Span }
 // the span of attempt (the attempt's), else of ctx, and returns ctx (the
 // run's parent: its cancellation) carrying it. With tracing off it
 // returns ctx and nil.
-func (s *Scheduler) traceRun(ctx, attempt context.Context, job, slot string, o origin, runID string, token uint64) (context.Context, *runSpan) {
-	if s.tracer == nil {
+func (ap *attempts) traceRun(ctx, attempt context.Context, job, slot string, o origin, runID string, token uint64) (context.Context, *runSpan) {
+	if ap.tracer == nil {
 		return ctx, nil
 	}
 	if attempt != nil {
 		ctx = trace.ContextWithSpan(ctx, trace.SpanFromContext(attempt))
 	}
-	attrs := []attribute.KeyValue{AttrJob.String(job), AttrSlot.String(slot), AttrReplica.String(s.cfg.Replica),
+	attrs := []attribute.KeyValue{AttrJob.String(job), AttrSlot.String(slot), AttrReplica.String(ap.cfg.Replica),
 		AttrRunID.String(runID), AttrFencingToken.Int64(int64(token))}
 	if o == originRecovered {
 		attrs = append(attrs, AttrRecovered.Bool(true))
 	}
-	ctx, sp := s.tracer.Start(ctx, SpanRun, trace.WithAttributes(attrs...))
+	ctx, sp := ap.tracer.Start(ctx, SpanRun, trace.WithAttributes(attrs...))
 	return ctx, &runSpan{sp: sp}
 }
 

@@ -50,7 +50,7 @@ func benchSlotAttempt(b *testing.B, tp trace.TracerProvider) {
 	for b.Loop() {
 		// Each iteration a new slot, a second after the last, tried on time.
 		clock.jump(time.Second)
-		s.attemptSlot(j, clock.Now().Truncate(time.Second), originScheduled, nil)
+		s.attempts.attemptSlot(j, clock.Now().Truncate(time.Second), originScheduled, nil)
 	}
 	if ran != b.N {
 		b.Fatalf("%d runs in %d slot attempts: every attempt must run its slot", ran, b.N)

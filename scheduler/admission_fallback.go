@@ -30,12 +30,12 @@ const maxCheckBatch = 256
 
 // checkFallbacks checks the fallback slots due now, in batches, each on
 // a goroutine of its own.
-func (s *Scheduler) checkFallbacks(checks []dueSlot) {
+func (ad *admission) checkFallbacks(checks []dueSlot) {
 	for len(checks) > 0 {
 		n := min(len(checks), maxCheckBatch)
 		batch := checks[:n:n]
 		checks = checks[n:]
-		s.spawn(func() { s.checkFallback(batch) })
+		ad.spawn(func() { ad.checkFallback(batch) })
 	}
 }
 
@@ -50,23 +50,23 @@ func (s *Scheduler) checkFallbacks(checks []dueSlot) {
 // claims to theirs — the load that turns an overload into a collapse.
 // Each such slot is the candidates' to run or shed with their own line
 // (or, were they all gone, the reconciler's to report missed).
-func (s *Scheduler) checkFallback(batch []dueSlot) {
+func (ad *admission) checkFallback(batch []dueSlot) {
 	if len(batch) == 0 {
 		return
 	}
-	if s.admit.busy() {
-		s.log.Debug("fallback slots dropped: this replica is past its capacity", "slots", len(batch))
+	if ad.busy() {
+		ad.log.Debug("fallback slots dropped: this replica is past its capacity", "slots", len(batch))
 		return
 	}
 	keys := make([]locking.Key, len(batch))
 	for i, d := range batch {
 		keys[i] = history.SlotKey(d.j.name(), d.t)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), max((s.lateness-s.fleet.fallback)/2, time.Millisecond))
-	handled, err := s.cfg.Locker.Handled(ctx, keys)
+	ctx, cancel := context.WithTimeout(context.Background(), max((ad.lateness-ad.cfg.Fallback)/2, time.Millisecond))
+	handled, err := ad.cfg.Locker.Handled(ctx, keys)
 	cancel()
 	if err != nil {
-		s.log.Debug("fallback check failed; trying the slots", "slots", len(batch), "error", err.Error())
+		ad.log.Debug("fallback check failed; trying the slots", "slots", len(batch), "error", err.Error())
 		handled = nil
 	}
 	skipped := 0
@@ -75,9 +75,9 @@ func (s *Scheduler) checkFallback(batch []dueSlot) {
 			skipped++
 			continue
 		}
-		s.fireSlot(d.j, d.t) // admission.go: started, queued or shed
+		ad.fireSlot(d.j, d.t) // admission.go: started, queued or shed
 	}
 	if skipped > 0 {
-		s.log.Debug("fallback slots already handled", "slots", skipped, "of", len(batch))
+		ad.log.Debug("fallback slots already handled", "slots", skipped, "of", len(batch))
 	}
 }
