@@ -61,3 +61,14 @@ func (s *Scheduler) PlanBackfill(ctx context.Context, name string, from, to time
 func (s *Scheduler) RunSlot(ctx context.Context, name string, t time.Time) (history.Entry, error) {
 	return s.control.runSlot(ctx, name, t)
 }
+
+// Reload replaces the job definitions with specs, whose hash (for the
+// heartbeat, `slotlock status` and the reconciler) is hash, or, when hash
+// is empty, one computed from specs (specsHash). It checks them
+// as New does — on error nothing changes — and waits until Run's loop has
+// put them in force (if Run has not started yet, until it has), ctx ends
+// or the scheduler stops (ErrStopped). The other settings cannot change.
+// See the top of timer_reload.go for what happens to each job.
+func (s *Scheduler) Reload(ctx context.Context, hash string, specs []JobSpec) (ReloadResult, error) {
+	return s.timer.reload(ctx, hash, specs)
+}

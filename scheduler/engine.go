@@ -28,7 +28,7 @@ type engine struct {
 	doneTTL  time.Duration
 	lateness time.Duration
 	draw     func(what string) uint64 // nil: math/rand/v2 (draw.go)
-	// defs is the job set in force: replaced whole by Reload (reload.go),
+	// defs is the job set in force: replaced whole by Reload (timer_reload.go),
 	// never changed in place; read it through jobSet, job and jobList.
 	defs atomic.Pointer[defs]
 

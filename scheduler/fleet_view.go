@@ -12,7 +12,7 @@ import (
 
 // The fleet view: which replicas are alive and run this replica's job
 // definitions, read from the heartbeats about once a beat. The loop
-// (loop.go) ranks each slot's candidates over it.
+// (timer.go) ranks each slot's candidates over it.
 
 // fleetView is this replica's view of the live replicas: their names,
 // sorted, this replica's among them.

@@ -6,7 +6,7 @@ import (
 )
 
 // The job set in force. New builds it; Reload builds another and the loop
-// swaps it in (reload.go). A job set is never changed once in force, so
+// swaps it in (timer_reload.go). A job set is never changed once in force, so
 // every goroutine that loads it sees one consistent set.
 
 // defs is a job set and what the heartbeat says of it.

@@ -40,10 +40,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -66,11 +64,6 @@ import (
 type Scheduler struct {
 	*engine // the services every component shares (engine.go)
 
-	reloads chan reloadReq  // Reload's requests, taken by the loop
-	retired map[string]*job // by name, jobs a reload removed (under mu): their records are flushed at the end
-
-	heartbeat atomic.Int64 // loop's last tick, UnixNano on the clock
-
 	// admit decides which scheduled claims are sent, and when (admission.go).
 	admit *admission
 
@@ -80,6 +73,7 @@ type Scheduler struct {
 	locks      *locks      // locks.go
 	attempts   *attempts   // attempts.go
 	settlement *settlement // settlement.go
+	timer      *timer      // timer.go
 	reconciler *reconciler // reconciler.go
 	control    *control    // control.go
 	fleet      *fleet      // fleet.go
@@ -179,8 +173,7 @@ func New(cfg Config) (*Scheduler, error) {
 		return nil, err
 	}
 	s := &Scheduler{
-		engine:  e,
-		reloads: make(chan reloadReq),
+		engine: e,
 	}
 	// The components, each given the others it calls. Three pairs call
 	// each other, so one of each is completed after both exist: outage
@@ -203,6 +196,7 @@ func New(cfg Config) (*Scheduler, error) {
 	s.outage.ends, s.outage.recoverer = s.outcomes, s.misfire
 	s.attempts.misfire, s.attempts.control = s.misfire, s.control
 	s.admit.attempts = s.attempts
+	s.timer = newTimer(e, s.admit, s.misfire, s.fleet, s.outcomes)
 	return s, nil
 }
 
@@ -225,11 +219,11 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		return fmt.Errorf("%w: Run called twice", ErrStopped)
 	}
 	start := s.clock.Now()
-	s.heartbeat.Store(start.UnixNano())
+	s.timer.heartbeat.Store(start.UnixNano())
 	loopDone := make(chan struct{})
 	s.spawn(func() {
 		defer close(loopDone)
-		s.loop(ctx, start)
+		s.timer.loop(ctx, start)
 	})
 	for _, j := range s.jobList() {
 		if !j.spec.Disabled {
@@ -261,9 +255,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 				"waited", (s.cfg.ShutdownGrace + canceledRunWait).String())
 		}
 	}
-	s.mu.Lock()
-	retired := slices.Collect(maps.Values(s.retired))
-	s.mu.Unlock()
+	retired := s.timer.retiredJobs()
 	for _, j := range append(slices.Clone(s.jobList()), retired...) {
 		s.outcomes.flushRecord(j)
 	}
@@ -292,7 +284,7 @@ func (s *Scheduler) Healthy() error {
 	case stateStopped:
 		return ErrStopped
 	}
-	last := time.Unix(0, s.heartbeat.Load())
+	last := time.Unix(0, s.timer.heartbeat.Load())
 	if age := s.clock.Now().Sub(last); age > loopStuckAfter {
 		return fmt.Errorf("scheduler: loop stuck: last tick %v ago", age.Round(time.Millisecond))
 	}

@@ -46,53 +46,23 @@ type reloadReq struct {
 	done chan ReloadResult // buffered: the loop never waits on it
 }
 
-// Reload replaces the job definitions with specs, whose hash (for the
-// heartbeat, `slotlock status` and the reconciler) is hash, or, when hash
-// is empty, one computed from specs (specsHash). It checks them
-// as New does — on error nothing changes — and waits until Run's loop has
-// put them in force (if Run has not started yet, until it has), ctx ends
-// or the scheduler stops (ErrStopped). The other settings cannot change.
-// See the top of reload.go for what happens to each job.
-func (s *Scheduler) Reload(ctx context.Context, hash string, specs []JobSpec) (ReloadResult, error) {
-	d, err := s.buildJobs(specs, s.clock.Now())
-	if err != nil {
-		return ReloadResult{}, err
-	}
-	d.hash = hash
-	if d.hash == "" {
-		d.hash = specsHash(d.order)
-	}
-	req := reloadReq{defs: d, done: make(chan ReloadResult, 1)}
-	if s.isStopping() {
-		return ReloadResult{}, fmt.Errorf("%w: no reload while shutting down", ErrStopped)
-	}
-	select {
-	case s.reloads <- req:
-	case <-s.stopping:
-		return ReloadResult{}, fmt.Errorf("%w: no reload while shutting down", ErrStopped)
-	case <-ctx.Done():
-		return ReloadResult{}, context.Cause(ctx)
-	}
-	return <-req.done, nil
-}
-
 // applyReload puts req's job set in force: on the loop goroutine, which
 // owns h and every job's next slot.
-func (s *Scheduler) applyReload(h *jobHeap, req reloadReq) {
-	now := s.clock.Now()
-	old, next := s.jobSet(), req.defs
+func (tm *timer) applyReload(h *jobHeap, req reloadReq) {
+	now := tm.clock.Now()
+	old, next := tm.jobSet(), req.defs
 	next.since = now
 	// The view of the fleet names the replicas that ran the old
 	// definitions (fleet_view.go): until it is read again, every replica
 	// is a candidate, so that no slot of the new ones waits for a
 	// fallback — one that, Fallback late, could start after a slot of
 	// the old schedule that another replica runs, with a lower token.
-	s.fleet.dropView()
+	tm.ranks.dropView()
 	var res ReloadResult
 	for _, j := range next.order {
 		prev := old.byName[j.name()]
 		if prev != nil {
-			s.noteAllowRuns(prev, j, now)
+			tm.noteAllowRuns(prev, j, now)
 		}
 		switch {
 		case prev == nil:
@@ -100,12 +70,12 @@ func (s *Scheduler) applyReload(h *jobHeap, req reloadReq) {
 			j.since = now
 			if !j.spec.Disabled {
 				slot, _ := j.spec.NextDue(now)
-				s.setNext(j, slot)
+				tm.setNext(j, slot)
 			}
 		case sameSlots(&prev.spec, &j.spec):
 			j.jobState, j.since = prev.jobState, prev.since
 			if !j.spec.Disabled {
-				s.setNext(j, prev.next)
+				tm.setNext(j, prev.next)
 			}
 		default:
 			res.Rescheduled = append(res.Rescheduled, j.name())
@@ -114,7 +84,7 @@ func (s *Scheduler) applyReload(h *jobHeap, req reloadReq) {
 				j.dueFloor, j.floorFrom = now, prev.next
 			}
 			if !j.spec.Disabled {
-				s.setNext(j, continueAt(prev, &j.spec, now))
+				tm.setNext(j, continueAt(prev, &j.spec, now))
 			}
 		}
 	}
@@ -135,21 +105,18 @@ func (s *Scheduler) applyReload(h *jobHeap, req reloadReq) {
 		j.heapIdx = i
 	}
 	heap.Init(h)
-	s.defs.Store(next)
+	tm.defs.Store(next)
 	if len(gone) > 0 {
-		s.mu.Lock()
-		if s.retired == nil {
-			s.retired = map[string]*job{}
-		}
+		tm.mu.Lock()
 		for _, j := range gone {
-			s.retired[j.name()] = j
+			tm.retired[j.name()] = j
 		}
-		s.mu.Unlock()
+		tm.mu.Unlock()
 		// Removed jobs' records, as far as this replica handled them: a
 		// job added again later starts its misfire check from there.
-		s.spawn(func() {
+		tm.spawn(func() {
 			for _, j := range gone {
-				s.outcomes.flushRecord(j)
+				tm.records.flushRecord(j)
 			}
 		})
 	}
@@ -173,7 +140,7 @@ func locationName(l *time.Location) string {
 // forbid or replace, the window in which its slots look for runs that
 // started under allow: they hold no job lease, and may go on for their
 // timeout (a day when they have none) and a lease's time.
-func (s *Scheduler) noteAllowRuns(prev, j *job, now time.Time) {
+func (tm *timer) noteAllowRuns(prev, j *job, now time.Time) {
 	if prev.spec.Overlap != OverlapAllow || j.spec.Overlap == OverlapAllow {
 		return
 	}
@@ -182,7 +149,7 @@ func (s *Scheduler) noteAllowRuns(prev, j *job, now time.Time) {
 		d = 24 * time.Hour
 	}
 	prev.mu.Lock()
-	prev.allowRunsUntil = now.Add(d + s.cfg.LockTTL)
+	prev.allowRunsUntil = now.Add(d + tm.cfg.LockTTL)
 	prev.mu.Unlock()
 }
 
@@ -207,4 +174,28 @@ func continueAt(prev *job, spec *JobSpec, now time.Time) time.Time {
 		t = spec.Schedule.Next(t)
 	}
 	return t
+}
+
+// reload is Scheduler.Reload: the job set built and handed to the loop.
+func (tm *timer) reload(ctx context.Context, hash string, specs []JobSpec) (ReloadResult, error) {
+	d, err := tm.buildJobs(specs, tm.clock.Now())
+	if err != nil {
+		return ReloadResult{}, err
+	}
+	d.hash = hash
+	if d.hash == "" {
+		d.hash = specsHash(d.order)
+	}
+	req := reloadReq{defs: d, done: make(chan ReloadResult, 1)}
+	if tm.isStopping() {
+		return ReloadResult{}, fmt.Errorf("%w: no reload while shutting down", ErrStopped)
+	}
+	select {
+	case tm.reloads <- req:
+	case <-tm.stopping:
+		return ReloadResult{}, fmt.Errorf("%w: no reload while shutting down", ErrStopped)
+	case <-ctx.Done():
+		return ReloadResult{}, context.Cause(ctx)
+	}
+	return <-req.done, nil
 }

@@ -3,6 +3,10 @@ package scheduler
 import (
 	"container/heap"
 	"context"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -12,7 +16,65 @@ import (
 // sent, attempt.go) or, when late, to the misfire policy. When a slot is
 // due on this replica depends on its rank among the slot's candidates
 // (below: slotDelay): at once, Spread later, or, for a fallback, only
-// if nobody handled it (fallback.go).
+// if nobody handled it (admission_fallback.go).
+
+// timer is the component that knows which slots are due when: the loop
+// goroutine owns every job's next slot and due time (job.next, job.due),
+// and puts a reloaded job set in force between two of its ticks
+// (timer_reload.go). It hands fresh slots to admission (admit), late
+// ones to the misfire policy (late), and asks the fleet for this
+// replica's delay for each slot (ranks).
+type timer struct {
+	*engine
+	admit   dueSlots
+	late    lateSlotsPolicy
+	ranks   slotRanks
+	records recordFlusher
+
+	reloads   chan reloadReq // Reload's requests, taken by the loop
+	heartbeat atomic.Int64   // the loop's last tick, UnixNano on the clock
+
+	mu      sync.Mutex
+	retired map[string]*job // by name, jobs a reload removed: their records are flushed at the end
+}
+
+// dueSlots takes the slots the loop fires: each fresh one a candidate
+// tries, and the fallbacks due at one instant together (admission.go).
+type dueSlots interface {
+	fireSlot(j *job, t time.Time)
+	checkFallbacks(checks []dueSlot)
+}
+
+// lateSlotsPolicy applies j's misfire policy to slots that fired late
+// (misfire.go).
+type lateSlotsPolicy interface {
+	handle(j *job, late lateRange)
+}
+
+// slotRanks is this replica's delay for a slot, as a candidate or a
+// fallback, over its view of the fleet (fleet_view.go).
+type slotRanks interface {
+	slotDelay(job string, t time.Time) (time.Duration, bool)
+	fallbackDelay(j *job, t time.Time) time.Duration
+	dropView()
+}
+
+// recordFlusher writes a job's pending last-slot record (outcomes_records.go).
+type recordFlusher interface {
+	flushRecord(j *job)
+}
+
+func newTimer(e *engine, admit dueSlots, late lateSlotsPolicy, ranks slotRanks, records recordFlusher) *timer {
+	return &timer{engine: e, admit: admit, late: late, ranks: ranks, records: records,
+		reloads: make(chan reloadReq), retired: map[string]*job{}}
+}
+
+// retiredJobs are the jobs reloads removed.
+func (tm *timer) retiredJobs() []*job {
+	tm.mu.Lock()
+	defer tm.mu.Unlock()
+	return slices.Collect(maps.Values(tm.retired))
+}
 
 // jobHeap orders the jobs by when their next slot is due.
 type jobHeap []*job
@@ -42,8 +104,8 @@ const maxCatchUp = 100_000
 
 // loop is the one goroutine that owns the jobs' next slots. It never blocks
 // on the lock stores: every slot is handled on its own goroutine.
-func (s *Scheduler) loop(ctx context.Context, start time.Time) {
-	jobs := s.jobList()
+func (tm *timer) loop(ctx context.Context, start time.Time) {
+	jobs := tm.jobList()
 	h := make(jobHeap, 0, len(jobs))
 	for _, j := range jobs {
 		if j.spec.Disabled {
@@ -52,27 +114,27 @@ func (s *Scheduler) loop(ctx context.Context, start time.Time) {
 		// The first slot due after the start (startupCheck looks at the
 		// ones due before it).
 		first, _ := j.spec.NextDue(start)
-		s.setNext(j, first)
+		tm.setNext(j, first)
 		if !j.next.IsZero() {
 			heap.Push(&h, j)
 		}
 	}
-	timer := s.clock.NewTimer(heartbeatEvery)
+	timer := tm.clock.NewTimer(heartbeatEvery)
 	defer timer.Stop()
 	for {
-		now := s.clock.Now()
-		s.heartbeat.Store(now.UnixNano())
+		now := tm.clock.Now()
+		tm.heartbeat.Store(now.UnixNano())
 		var checks []dueSlot // the fallbacks due now: checked together
 		for len(h) > 0 && !h[0].due.After(now) {
 			j := h[0]
-			checks = s.fireDue(j, now, checks)
+			checks = tm.fireDue(j, now, checks)
 			if j.next.IsZero() {
 				heap.Pop(&h)
 			} else {
 				heap.Fix(&h, 0)
 			}
 		}
-		s.admit.checkFallbacks(checks) // fallback.go
+		tm.admit.checkFallbacks(checks) // admission_fallback.go
 		wait := heartbeatEvery
 		if len(h) > 0 {
 			wait = min(wait, h[0].due.Sub(now))
@@ -82,8 +144,8 @@ func (s *Scheduler) loop(ctx context.Context, start time.Time) {
 		case <-ctx.Done():
 			return
 		case <-timer.C():
-		case req := <-s.reloads:
-			s.applyReload(&h, req) // reload.go
+		case req := <-tm.reloads:
+			tm.applyReload(&h, req) // timer_reload.go
 		}
 	}
 }
@@ -105,26 +167,26 @@ func (r *lateRange) add(t time.Time) {
 
 // setNext makes t the job's next slot, fired at its due time (jitter)
 // plus this replica's spread.
-func (s *Scheduler) setNext(j *job, t time.Time) {
+func (tm *timer) setNext(j *job, t time.Time) {
 	j.next = t
 	if !t.IsZero() {
-		j.due = s.fireAt(j, t)
+		j.due = tm.fireAt(j, t)
 	}
 }
 
 // fireAt is when this replica fires slot t of j: its due time plus this
 // replica's delay for it (slotDelay: a candidate's, or the fallback's).
-func (s *Scheduler) fireAt(j *job, t time.Time) time.Time {
-	at, _ := s.fireTime(j, t)
+func (tm *timer) fireAt(j *job, t time.Time) time.Time {
+	at, _ := tm.fireTime(j, t)
 	return at
 }
 
 // fireTime is fireAt, and whether this replica is one of slot t's
-// fallbacks (loop.go).
-func (s *Scheduler) fireTime(j *job, t time.Time) (time.Time, bool) {
-	d, fb := s.fleet.slotDelay(j.name(), t)
+// fallbacks.
+func (tm *timer) fireTime(j *job, t time.Time) (time.Time, bool) {
+	d, fb := tm.ranks.slotDelay(j.name(), t)
 	if fb {
-		d = s.fleet.fallbackDelay(j, t)
+		d = tm.ranks.fallbackDelay(j, t)
 	}
 	return j.dueAt(t).Add(d), fb
 }
@@ -134,11 +196,11 @@ func (s *Scheduler) fireTime(j *job, t time.Time) (time.Time, bool) {
 // comes — those of which this replica is a fallback are added to checks,
 // and it returns checks — late ones (more than the lateness bound after
 // their due time) go to the misfire policy.
-func (s *Scheduler) fireDue(j *job, now time.Time, checks []dueSlot) []dueSlot {
+func (tm *timer) fireDue(j *job, now time.Time, checks []dueSlot) []dueSlot {
 	var late lateRange
 	t := j.next
 	for n := 1; !t.IsZero(); n++ {
-		at, fallback := s.fireTime(j, t)
+		at, fallback := tm.fireTime(j, t)
 		if at.After(now) {
 			break
 		}
@@ -146,24 +208,24 @@ func (s *Scheduler) fireDue(j *job, now time.Time, checks []dueSlot) []dueSlot {
 			// Paused for very long: stop counting, resume from the slots
 			// that are still fresh.
 			late.atLeast = true
-			t, _ = j.spec.NextDue(now.Add(-s.lateness))
+			t, _ = j.spec.NextDue(now.Add(-tm.lateness))
 			break
 		}
-		if now.Sub(j.dueAt(t)) > s.lateness {
+		if now.Sub(j.dueAt(t)) > tm.lateness {
 			late.add(t)
 		} else if fallback {
 			checks = append(checks, dueSlot{j: j, t: t})
 		} else {
-			s.admit.fireSlot(j, t) // admission.go: started, queued or shed
+			tm.admit.fireSlot(j, t) // admission.go: started, queued or shed
 		}
 		t = j.spec.Schedule.Next(t)
 	}
-	s.setNext(j, t)
+	tm.setNext(j, t)
 	if late.count > 0 {
-		s.spawn(func() { s.misfire.handle(j, late) })
+		tm.spawn(func() { tm.late.handle(j, late) })
 	}
 	if j.next.IsZero() {
-		s.log.Warn("job has no more slots", "event", evScheduleExhausted, "job", j.name(), "schedule", j.spec.Spec)
+		tm.log.Warn("job has no more slots", "event", evScheduleExhausted, "job", j.name(), "schedule", j.spec.Spec)
 	}
 	return checks
 }
