@@ -42,9 +42,11 @@ func (f *fakeTimerDeps) slotDelay(job string, t time.Time) (time.Duration, bool)
 	return 0, t.Unix()%2 == 1
 }
 
-func (f *fakeTimerDeps) fallbackDelay(j *job, t time.Time) time.Duration { return 100 * time.Millisecond }
-func (f *fakeTimerDeps) dropView()                                      {}
-func (f *fakeTimerDeps) flushRecord(j *job)                             {}
+func (f *fakeTimerDeps) fallbackDelay(j *job, t time.Time) time.Duration {
+	return 100 * time.Millisecond
+}
+func (f *fakeTimerDeps) dropView()          {}
+func (f *fakeTimerDeps) flushRecord(j *job) {}
 
 // TestTimerAlone: a timer built over fakes fires each slot of an
 // every-second job once, at its due time: to admission as a candidate,
