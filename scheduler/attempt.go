@@ -200,7 +200,7 @@ func (a *attempt) claimPolicy() retryPolicy {
 		p.splitUntil, p.quorumUntil = until, until
 	}
 	if a.origin.fired() && a.j.spec.Overlap == OverlapForbid {
-		p.with = runKey(a.name)
+		p.with = history.RunKey(a.name)
 	}
 	return p
 }

@@ -72,7 +72,7 @@ func TestRunSlotForbidWaitsForJobLease(t *testing.T) {
 		e, s, rec := backfillEnv(t, OverlapForbid, 0)
 		ctx := context.Background()
 		sl := time.Now().Add(-30 * time.Second).Truncate(time.Second)
-		held, err := e.locker.Acquire(ctx, runKey("bf"), time.Minute)
+		held, err := e.locker.Acquire(ctx, history.RunKey("bf"), time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -218,11 +218,11 @@ func TestBackfillOfAReplaceJob(t *testing.T) {
 		rec.d = 3 * time.Second
 		ctx := context.Background()
 		now := time.Now().Truncate(time.Second)
-		if err := e.locker.AdvanceRecord(ctx, replaceKey("bf"), now.Add(-2*time.Second).Unix()); err != nil {
+		if err := e.locker.AdvanceRecord(ctx, history.ReplaceKey("bf"), now.Add(-2*time.Second).Unix()); err != nil {
 			t.Fatal(err)
 		}
 		slot := now.Add(-30 * time.Second)
-		held, err := e.locker.Acquire(ctx, runKey("bf"), 2*time.Second) // a run going on
+		held, err := e.locker.Acquire(ctx, history.RunKey("bf"), 2*time.Second) // a run going on
 		if err != nil {
 			t.Fatal(err)
 		}

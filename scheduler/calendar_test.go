@@ -267,7 +267,7 @@ func TestCalendarMisfireRecoversNoExcludedSlot(t *testing.T) {
 		t.Run(string(policy), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				e := newEnv(t)
-				if err := e.locker.AdvanceRecord(context.Background(), lastKey("job"), time.Now().Unix()-100); err != nil {
+				if err := e.locker.AdvanceRecord(context.Background(), history.LastKey("job"), time.Now().Unix()-100); err != nil {
 					t.Fatal(err)
 				}
 				rec := &recorder{now: time.Now}

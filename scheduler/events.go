@@ -49,9 +49,6 @@ const SlotManual = "manual"
 // slotString formats a slot as the contract wants (jobs.SlotString).
 func slotString(t time.Time) string { return jobs.SlotString(t) }
 
-func runKey(job string) locking.Key  { return locking.Key{Family: job, Name: "run"} }
-func lastKey(job string) locking.Key { return locking.Key{Family: job, Name: "last"} }
-
 // skipped logs slot.skipped and counts it. held and done are debug (the
 // normal case on every losing replica); the rest are info or warn.
 func (e *engine) skipped(job, slot string, reason history.Reason, n int, attrs ...any) {

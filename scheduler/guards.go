@@ -248,7 +248,7 @@ func (a *attempt) takeJobLease() verdict {
 	if a.j.spec.Overlap == OverlapReplace {
 		a.jobLease, err = ap.replaceJobLease(a.name, a.t, ap.nextMayFire(a.j, a.due), a.claim, a.tctx)
 	} else {
-		a.jobLease, err = ap.locks.acquire(a.name, runKey(a.name), a.jobLeasePolicy())
+		a.jobLease, err = ap.locks.acquire(a.name, history.RunKey(a.name), a.jobLeasePolicy())
 	}
 	if err == nil {
 		return goOn
@@ -308,7 +308,7 @@ func (a *attempt) backfillJobLease() verdict {
 	if a.j.spec.Overlap == OverlapAllow {
 		return goOn
 	}
-	jl, err := a.ap.locks.acquire(a.name, runKey(a.name), a.jobLeasePolicy())
+	jl, err := a.ap.locks.acquire(a.name, history.RunKey(a.name), a.jobLeasePolicy())
 	if err == nil {
 		a.jobLease = jl
 		return goOn
@@ -347,9 +347,9 @@ func (a *attempt) skippedEntry(reason history.Reason) *history.Entry {
 // of the job. Held, the manual run fails (a manual run replaces nothing).
 func (a *attempt) runLease() verdict {
 	ap := a.ap
-	key := runKey(a.name)
+	key := history.RunKey(a.name)
 	if a.j.spec.Overlap == OverlapAllow {
-		key = locking.Key{Family: a.name, Name: "manual:" + strconv.FormatUint(ap.random(runKey(a.name).String()), 16)}
+		key = history.ManualKey(a.name, strconv.FormatUint(ap.random(history.RunKey(a.name).String()), 16))
 	}
 	until := ap.clock.Now().Add(time.Second)
 	lease, err := ap.locks.acquire(a.name, key, retryPolicy{splitUntil: until, quorumUntil: until, trace: a.tctx})

@@ -23,7 +23,7 @@ func TestShutdownDuringHandOverStillRunsTheSlot(t *testing.T) {
 		rec := &recorder{now: time.Now}
 		s := e.scheduler("r1", nil, everySecond(t, "job", rec))
 		// Another replica's run of the job, ending 300ms after slot 1.
-		other, err := e.locker.Acquire(context.Background(), runKey("job"), 30*time.Second)
+		other, err := e.locker.Acquire(context.Background(), history.RunKey("job"), 30*time.Second)
 		require.NoError(t, err)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
@@ -51,7 +51,7 @@ func TestShutdownGraceEndsDuringHandOver(t *testing.T) {
 			LockTTL: 30 * time.Second, ShutdownGrace: 100 * time.Millisecond,
 			Jobs: []JobSpec{everySecond(t, "job", &recorder{now: time.Now})}})
 		require.NoError(t, err)
-		other, err := e.locker.Acquire(context.Background(), runKey("job"), 30*time.Second)
+		other, err := e.locker.Acquire(context.Background(), history.RunKey("job"), 30*time.Second)
 		require.NoError(t, err)
 		stop := running(t, s)
 		time.Sleep(time.Second + 100*time.Millisecond)
@@ -119,7 +119,7 @@ func (l *slowLocker) Claim(ctx context.Context, key locking.Key, ttl time.Durati
 }
 
 func (l *slowLocker) Acquire(ctx context.Context, key locking.Key, ttl time.Duration) (*locking.Lease, error) {
-	if l.jobLease && key == runKey(key.Family) {
+	if l.jobLease && key == history.RunKey(key.Family) {
 		return l.leaping.Acquire(ctx, key, ttl)
 	}
 	return l.Backend.Acquire(ctx, key, ttl)

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"github.com/slotlock/slotlock/scheduler/history"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -64,7 +65,7 @@ func TestLocksAlone(t *testing.T) {
 			t.Errorf("admission asked %d times, told %v: a call without its ticket asks once", f.calls, f.signals)
 		}
 
-		run := runKey("tick")
+		run := history.RunKey("tick")
 		if _, err := env.locker.Acquire(ctx, run, time.Minute); err != nil {
 			t.Fatal(err)
 		}

@@ -224,16 +224,12 @@ func (m *misfire) pickMissed(j *job, late lateRange) (picked []time.Time, before
 	return picked, before
 }
 
-// missedKey is a job's record of the latest slot a replica skipped for
-// want of a quorum (noteMissed), Unix seconds.
-func missedKey(job string) locking.Key { return locking.Key{Family: job, Name: "missed"} }
-
 // latestMissed reads j's record of the latest slot missed in an outage
 // (zero when never written or unreadable: then recover decides alone).
 func (m *misfire) latestMissed(j *job) time.Time {
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
-	v, err := m.cfg.Locker.ReadRecord(ctx, missedKey(j.name()))
+	v, err := m.cfg.Locker.ReadRecord(ctx, history.MissedKey(j.name()))
 	if err != nil || v == 0 {
 		return time.Time{}
 	}
@@ -393,5 +389,5 @@ func (m *misfire) recoverOutage(j *job, first, last time.Time) {
 func (m *misfire) noteMissed(j *job, t time.Time) {
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
-	_ = m.cfg.Locker.AdvanceRecord(ctx, missedKey(j.name()), t.Unix())
+	_ = m.cfg.Locker.AdvanceRecord(ctx, history.MissedKey(j.name()), t.Unix())
 }

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"github.com/slotlock/slotlock/scheduler/history"
 	"sort"
 	"sync"
 	"testing"
@@ -68,7 +69,7 @@ func TestRedisRunAll(t *testing.T) {
 	}
 	defer direct.Close()
 	t0 := time.Now()
-	if err := direct.AdvanceRecord(context.Background(), lastKey("all"), t0.Unix()); err != nil {
+	if err := direct.AdvanceRecord(context.Background(), history.LastKey("all"), t0.Unix()); err != nil {
 		t.Fatal(err)
 	}
 	fleet := func(phase string, misfire Misfire) (stop func()) {

@@ -137,7 +137,7 @@ func TestLateReplicaDoesNotRerun(t *testing.T) {
 func startAfterOutage(t *testing.T, policy MisfirePolicy) (*env, *recorder) {
 	e := newEnv(t)
 	start := time.Now()
-	if err := e.locker.AdvanceRecord(context.Background(), lastKey("job"), start.Unix()-100); err != nil {
+	if err := e.locker.AdvanceRecord(context.Background(), history.LastKey("job"), start.Unix()-100); err != nil {
 		t.Fatal(err)
 	}
 	rec := &recorder{d: 100 * time.Millisecond, now: time.Now}
@@ -172,7 +172,7 @@ func TestStartupMissedSkip(t *testing.T) {
 		if len(rec.all()) != 0 {
 			t.Errorf("skip policy ran %d slots", len(rec.all()))
 		}
-		if r, _ := e.locker.ReadRecord(context.Background(), lastKey("job")); r != bubbleStart.Unix() {
+		if r, _ := e.locker.ReadRecord(context.Background(), history.LastKey("job")); r != bubbleStart.Unix() {
 			t.Errorf("record %d not advanced to the missed slot", r)
 		}
 	})
@@ -381,7 +381,7 @@ func TestStartupRunOnceFrequentJob(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
 		start := time.Now()
-		if err := e.locker.AdvanceRecord(context.Background(), lastKey("tick"), start.Unix()-30); err != nil {
+		if err := e.locker.AdvanceRecord(context.Background(), history.LastKey("tick"), start.Unix()-30); err != nil {
 			t.Fatal(err)
 		}
 		rec := &recorder{d: 100 * time.Millisecond, now: time.Now}
@@ -473,7 +473,7 @@ func TestMisfireAlone(t *testing.T) {
 			t.Errorf("%d slot.skipped late lines for skip, want 1", n)
 		}
 
-		if err := env.locker.AdvanceRecord(ctx, lastKey("skip"), now.Add(-10*time.Second).Unix()); err != nil {
+		if err := env.locker.AdvanceRecord(ctx, history.LastKey("skip"), now.Add(-10*time.Second).Unix()); err != nil {
 			t.Fatal(err)
 		}
 		m.startupCheck(js, time.Now())

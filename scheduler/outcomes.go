@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"github.com/slotlock/slotlock/scheduler/history"
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
@@ -55,7 +56,7 @@ func (o *outcomes) endLeaseThen(p pendingEnd) {
 	var recOK bool
 	if p.record != nil {
 		if rec, prevAt, recOK = o.takeRecord(p.record); recOK {
-			e.Record, e.RecordValue = lastKey(p.job), rec.Unix()
+			e.Record, e.RecordValue = history.LastKey(p.job), rec.Unix()
 		}
 	}
 	res := p.lease.End(context.Background(), e)

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"github.com/slotlock/slotlock/scheduler/history"
 	"time"
 )
 
@@ -55,7 +56,7 @@ func (o *outcomes) flushRecord(j *job) {
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
 	o.inflight <- struct{}{}
-	err := o.cfg.Locker.AdvanceRecord(ctx, lastKey(j.name()), v.Unix())
+	err := o.cfg.Locker.AdvanceRecord(ctx, history.LastKey(j.name()), v.Unix())
 	<-o.inflight
 	o.recordWritten(j, v, prevAt, err)
 }
@@ -95,5 +96,5 @@ func (o *outcomes) readRecord(job string) (int64, error) {
 	defer cancel()
 	o.inflight <- struct{}{}
 	defer func() { <-o.inflight }()
-	return o.cfg.Locker.ReadRecord(ctx, lastKey(job))
+	return o.cfg.Locker.ReadRecord(ctx, history.LastKey(job))
 }

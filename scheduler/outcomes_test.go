@@ -58,12 +58,12 @@ func TestOutcomesAlone(t *testing.T) {
 			t.Errorf("the job's record is %d (%v), want the slot %d", v, err, slot.Unix())
 		}
 
-		lost, err := env.locker.Acquire(ctx, runKey("tick"), time.Second)
+		lost, err := env.locker.Acquire(ctx, history.RunKey("tick"), time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(2 * time.Second)
-		if _, err := env.locker.Acquire(ctx, runKey("tick"), time.Minute); err != nil {
+		if _, err := env.locker.Acquire(ctx, history.RunKey("tick"), time.Minute); err != nil {
 			t.Fatal(err) // another replica took the key over
 		}
 		o.endLeaseThen(pendingEnd{job: "tick", slot: slotString(slot), lease: lost, then: func() { thens++ }})

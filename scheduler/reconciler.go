@@ -61,12 +61,6 @@ func newReconciler(e *engine, settle orphanSettler) *reconciler {
 	return &reconciler{engine: e, settle: settle}
 }
 
-// Key names in a job's family and in history.FleetFamily.
-const (
-	reconciledName = "reconciled" // a job's record: the latest slot judged, Unix seconds
-	reconcilerName = "reconciler" // history.FleetFamily: the reconciler's lease; a job's: the fence of its writes
-)
-
 // loop runs a pass every ReconcileEvery until the scheduler stops.
 func (r *reconciler) loop(started time.Time) {
 	for r.sleep(r.cfg.ReconcileEvery, r.stopping) {
@@ -80,7 +74,7 @@ func (r *reconciler) loop(started time.Time) {
 func (r *reconciler) pass(started time.Time) {
 	ctx := context.Background() // each call has its own timeout; the pass stops with the scheduler
 	actx, acancel := context.WithTimeout(ctx, storeTimeout)
-	lease, err := r.cfg.Locker.Acquire(actx, locking.Key{Family: history.FleetFamily, Name: reconcilerName},
+	lease, err := r.cfg.Locker.Acquire(actx, history.ReconcilerKey,
 		max(r.cfg.ReconcileEvery, time.Second))
 	acancel()
 	if err != nil {
@@ -154,7 +148,7 @@ func (p *pass) write(ctx context.Context, j *job, e history.Entry, t time.Time) 
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
 	defer cancel()
 	err := p.r.cfg.Locker.AppendLog(wctx, j.name(), locking.LogAppend{Entry: e.LogEntry(t), Keep: p.r.cfg.HistoryKeep,
-		Fence: reconcilerName, Token: p.lease.Token(), IfAbsent: true})
+		Fence: history.ReconcilerFence, Token: p.lease.Token(), IfAbsent: true})
 	if errors.Is(err, locking.ErrStaleToken) {
 		return errPassOver
 	}

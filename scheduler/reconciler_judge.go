@@ -81,21 +81,18 @@ func (p *pass) job(ctx context.Context, j *job) error {
 	judged, err := p.judge(ctx, j, slots)
 	if !judged.IsZero() {
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
-		_ = r.cfg.Locker.AdvanceRecord(actx, reconciledKey(j.name()), judged.Unix())
+		_ = r.cfg.Locker.AdvanceRecord(actx, history.ReconciledKey(j.name()), judged.Unix())
 		cancel()
 	}
 	return err
 }
-
-// reconciledKey is a job's record of the latest slot judged.
-func reconciledKey(job string) locking.Key { return locking.Key{Family: job, Name: reconciledName} }
 
 // from is where the pass starts judging j's slots at now: after the job's
 // record, else from when the job's definitions first ran, never before a
 // reload added or rescheduled the job here, nor more than a day back (the
 // slots it passes over are reported unjudged).
 func (p *pass) from(ctx context.Context, j *job, now time.Time) (time.Time, error) {
-	w, err := p.r.cfg.Locker.ReadRecord(ctx, reconciledKey(j.name()))
+	w, err := p.r.cfg.Locker.ReadRecord(ctx, history.ReconciledKey(j.name()))
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -256,7 +253,7 @@ func (p *pass) unjudged(ctx context.Context, j *job, from, cut time.Time) error 
 	}
 	p.r.log.Warn("reconciler: slots older than a day were never judged; their outcome is what the history holds, if anything",
 		attrs...)
-	return p.r.cfg.Locker.AdvanceRecord(ctx, reconciledKey(j.name()), last.Unix())
+	return p.r.cfg.Locker.AdvanceRecord(ctx, history.ReconciledKey(j.name()), last.Unix())
 }
 
 // maxUnjudged bounds the slots unjudged counts.

@@ -148,7 +148,7 @@ func TestReconcilerSettlesTheClaimItWaitsFor(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		judged, err := e.locker.ReadRecord(ctx, locking.Key{Family: "yearly", Name: reconciledName})
+		judged, err := e.locker.ReadRecord(ctx, history.ReconciledKey("yearly"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -181,7 +181,7 @@ func TestReconcilerNeverDropsASlotSilently(t *testing.T) {
 		if len(unjudged) != 1 || unjudged[0].str("first_slot") != slotString(slot) || unjudged[0].num("count") != 1 {
 			t.Fatalf("reconcile.unjudged lines %v, want one naming %s", unjudged, slotString(slot))
 		}
-		judged, err := e.locker.ReadRecord(ctx, locking.Key{Family: "yearly", Name: reconciledName})
+		judged, err := e.locker.ReadRecord(ctx, history.ReconciledKey("yearly"))
 		if err != nil || judged < slot.Unix() {
 			t.Fatalf("judged up to %v (%v), want past %v", time.Unix(judged, 0).UTC(), err, slot)
 		}
@@ -269,7 +269,7 @@ func TestReconcilerAlone(t *testing.T) {
 		if len(settle.keys) != 1 || settle.keys[0] != history.SlotKey("tick", open) {
 			t.Errorf("settlement given %v, want the open claim of %v", settle.keys, open)
 		}
-		judged, err := env.locker.ReadRecord(ctx, reconciledKey("tick"))
+		judged, err := env.locker.ReadRecord(ctx, history.ReconciledKey("tick"))
 		if err != nil || judged != open.Add(-time.Second).Unix() {
 			t.Errorf("judged up to %v (%v), want the slot before the open claim", time.Unix(judged, 0).UTC(), err)
 		}

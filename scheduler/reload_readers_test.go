@@ -8,7 +8,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/scheduler/history"
 )
 
@@ -114,7 +113,7 @@ func TestReloadReconcilerJudgesFromTheReload(t *testing.T) {
 		}
 		ctx := context.Background()
 		for _, name := range []string{"keep", "resched", "added"} {
-			w, err := e.locker.ReadRecord(ctx, locking.Key{Family: name, Name: reconciledName})
+			w, err := e.locker.ReadRecord(ctx, history.ReconciledKey(name))
 			if err != nil || w < bubbleStart.Add(45*time.Second).Unix() {
 				t.Errorf("%s: judged up to %v (%v), want past 45 s", name, time.Unix(w, 0).Sub(bubbleStart), err)
 			}

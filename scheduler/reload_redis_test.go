@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/scheduler/history"
 )
 
@@ -82,7 +81,7 @@ func TestRedisReloadUnderLoad(t *testing.T) {
 	}
 	// The reconciler did judge the new definitions' slots after the reload.
 	for _, name := range []string{"resched", "added"} {
-		w, err := c.replicas[0].locker.ReadRecord(ctx, locking.Key{Family: name, Name: reconciledName})
+		w, err := c.replicas[0].locker.ReadRecord(ctx, history.ReconciledKey(name))
 		if err != nil || w <= lastR.Unix() {
 			t.Errorf("%s: reconciled up to %s (%v), want past the reload", name, time.Unix(w, 0).UTC().Format(time.TimeOnly), err)
 		}

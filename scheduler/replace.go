@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/slotlock/slotlock/scheduler/history"
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
@@ -79,11 +80,7 @@ const (
 	// replaceCheckEvery: how often a slot waiting for the job lease reads
 	// the record to see whether a newer slot came.
 	replaceCheckEvery = 250 * time.Millisecond
-	// replaceName: the record, in the job's family.
-	replaceName = "replace"
 )
-
-func replaceKey(job string) locking.Key { return locking.Key{Family: job, Name: replaceName} }
 
 // replaceWait is the longest a slot of an overlap: replace job waits for
 // the job lease held by the run it replaces: LockTTL + Lateness. An
@@ -96,7 +93,7 @@ func (ap *attempts) requestReplace(job string, t time.Time) error {
 	defer cancel()
 	ap.inflight <- struct{}{}
 	defer func() { <-ap.inflight }()
-	return ap.cfg.Locker.AdvanceRecord(ctx, replaceKey(job), t.Unix())
+	return ap.cfg.Locker.AdvanceRecord(ctx, history.ReplaceKey(job), t.Unix())
 }
 
 // readReplace returns the slot that the job's replace record names: the
@@ -106,7 +103,7 @@ func (ap *attempts) readReplace(ctx context.Context, job string) time.Time {
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
 	ap.inflight <- struct{}{}
-	rec, err := ap.cfg.Locker.ReadRecord(ctx, replaceKey(job))
+	rec, err := ap.cfg.Locker.ReadRecord(ctx, history.ReplaceKey(job))
 	<-ap.inflight
 	if err != nil || rec <= 0 {
 		return time.Time{}
@@ -142,7 +139,7 @@ func (ap *attempts) replaceJobLease(name string, t, checkFrom time.Time, claim *
 			requested = ap.requestReplace(name, t) == nil
 		}
 		until := minTime(deadline, ap.clock.Now().Add(replaceCheckEvery))
-		jl, err := ap.locks.acquire(name, runKey(name), retryPolicy{splitUntil: until, quorumUntil: until,
+		jl, err := ap.locks.acquire(name, history.RunKey(name), retryPolicy{splitUntil: until, quorumUntil: until,
 			heldUntil: until, abort: kctx.Done(), trace: trace})
 		if err == nil {
 			if waited || !ap.clock.Now().Before(checkFrom) {

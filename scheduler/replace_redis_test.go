@@ -179,7 +179,7 @@ func TestRedisReplaceDeadHolder(t *testing.T) {
 	}
 	time.Sleep(time.Until(slotB.Add(-3 * time.Second)))
 	before := time.Now()
-	lease, err := dead.Acquire(context.Background(), runKey("orphaned"), 5*time.Second)
+	lease, err := dead.Acquire(context.Background(), history.RunKey("orphaned"), 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

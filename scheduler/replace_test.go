@@ -165,7 +165,7 @@ func TestReplaceWaitsForADeadHoldersLease(t *testing.T) {
 		rec := &recorder{d: 200 * time.Millisecond, now: time.Now}
 		stop := running(t, e.scheduler("r1", nil, replaceSpec(t, "job", "*/10 * * * * *", rec)))
 		time.Sleep(8 * time.Second)
-		dead, err := e.locker.Acquire(context.Background(), runKey("job"), 6*time.Second)
+		dead, err := e.locker.Acquire(context.Background(), history.RunKey("job"), 6*time.Second)
 		require.NoError(t, err)
 		expires := time.Now().Add(6 * time.Second)
 		time.Sleep(8 * time.Second)
@@ -197,7 +197,7 @@ func TestReplaceWaitIsBounded(t *testing.T) {
 			Jobs: []JobSpec{replaceSpec(t, "job", "*/10 * * * * *", rec)}})
 		require.NoError(t, err)
 		require.Equal(t, 5*time.Second, s.ReplaceWait())
-		deaf, err := e.locker.Acquire(context.Background(), runKey("job"), 2*time.Second)
+		deaf, err := e.locker.Acquire(context.Background(), history.RunKey("job"), 2*time.Second)
 		require.NoError(t, err)
 		deaf.Keep(context.Background())
 		stop := running(t, s)
@@ -231,7 +231,7 @@ func TestReplaceSupersedesAWaitingSlot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
 		rec := &recorder{d: 300 * time.Millisecond, now: time.Now}
-		other, err := e.locker.Acquire(context.Background(), runKey("job"), 30*time.Second)
+		other, err := e.locker.Acquire(context.Background(), history.RunKey("job"), 30*time.Second)
 		require.NoError(t, err)
 		stop := running(t, e.scheduler("r1", nil, replaceSpec(t, "job", "* * * * * *", rec)))
 		time.Sleep(2500 * time.Millisecond)

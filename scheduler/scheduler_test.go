@@ -115,13 +115,13 @@ func TestRunEverySlotOnce(t *testing.T) {
 		if !errors.As(err, &held) || !held.Done || held.Note != "succeeded" {
 			t.Errorf("slot key after the run: %v", err)
 		}
-		l, err := e.locker.Acquire(context.Background(), runKey("tick"), time.Second)
+		l, err := e.locker.Acquire(context.Background(), history.RunKey("tick"), time.Second)
 		if err != nil {
 			t.Errorf("job lease still held after the run: %v", err)
 		} else {
 			l.End(context.Background(), locking.Ending{})
 		}
-		if rec, _ := e.locker.ReadRecord(context.Background(), lastKey("tick")); rec != last.Unix() {
+		if rec, _ := e.locker.ReadRecord(context.Background(), history.LastKey("tick")); rec != last.Unix() {
 			t.Errorf("record %d, want %d", rec, last.Unix())
 		}
 		if got := e.metrics.get("tick/succeeded", true); got != 10 {
@@ -451,7 +451,7 @@ func (p *pauseAfterJobLease) Claim(ctx context.Context, key locking.Key, ttl tim
 
 func (p *pauseAfterJobLease) Acquire(ctx context.Context, key locking.Key, ttl time.Duration) (*locking.Lease, error) {
 	l, err := p.Backend.Acquire(ctx, key, ttl)
-	if err == nil && key == runKey(key.Family) && p.armed.CompareAndSwap(true, false) {
+	if err == nil && key == history.RunKey(key.Family) && p.armed.CompareAndSwap(true, false) {
 		p.clock.jump(p.d)
 	}
 	return l, err
@@ -519,7 +519,7 @@ func TestShutdownLetsRunFinish(t *testing.T) {
 		if n := len(where(e.sink.events(t), "run.succeeded")); n != 1 {
 			t.Errorf("%d run.succeeded", n)
 		}
-		l, err := e.locker.Acquire(context.Background(), runKey("job"), time.Second)
+		l, err := e.locker.Acquire(context.Background(), history.RunKey("job"), time.Second)
 		if err != nil {
 			t.Fatalf("job lease after shutdown: %v", err)
 		}
@@ -550,7 +550,7 @@ func TestShutdownCancelsAfterGrace(t *testing.T) {
 		if len(c) != 1 || c[0].str("reason") != "shutdown" {
 			t.Errorf("run.canceled: %v", c)
 		}
-		if _, err := e.locker.Acquire(context.Background(), runKey("job"), time.Second); err != nil {
+		if _, err := e.locker.Acquire(context.Background(), history.RunKey("job"), time.Second); err != nil {
 			t.Errorf("job lease after shutdown: %v", err)
 		}
 		_, err := e.locker.Acquire(context.Background(), history.SlotKey("job", bubbleStart.Add(time.Second)), time.Second)
@@ -805,7 +805,7 @@ func TestRecordLagBounded(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 		for range 60 {
 			time.Sleep(time.Second) // at n.5s, slot n has run
-			r, _ := e.locker.ReadRecord(context.Background(), lastKey("job"))
+			r, _ := e.locker.ReadRecord(context.Background(), history.LastKey("job"))
 			latest := time.Now().Truncate(time.Second).Unix()
 			if lag := time.Duration(latest-r) * time.Second; r == 0 || lag >= s.DoneTTL()/2 {
 				t.Errorf("at %v the record lags %v", time.Since(bubbleStart), lag)
@@ -813,7 +813,7 @@ func TestRecordLagBounded(t *testing.T) {
 			}
 		}
 		stop()
-		if r, _ := e.locker.ReadRecord(context.Background(), lastKey("job")); r != bubbleStart.Unix()+60 {
+		if r, _ := e.locker.ReadRecord(context.Background(), history.LastKey("job")); r != bubbleStart.Unix()+60 {
 			t.Errorf("record after stop %d", r-bubbleStart.Unix())
 		}
 		if n := f.writes.Load(); n > 12 {

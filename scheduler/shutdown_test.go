@@ -56,7 +56,7 @@ func TestShutdownWaitsForCanceledRuns(t *testing.T) {
 			e.sink.dump(t)
 			t.Errorf("run.canceled: %v", c)
 		}
-		if l, err := e.locker.Acquire(context.Background(), runKey("stubborn"), time.Second); err != nil {
+		if l, err := e.locker.Acquire(context.Background(), history.RunKey("stubborn"), time.Second); err != nil {
 			t.Errorf("job lease after shutdown: %v", err)
 		} else {
 			l.End(context.Background(), locking.Ending{})

@@ -17,10 +17,6 @@ import (
 // time of the latest publication, moves), so the log holds one entry per
 // version of the definitions, kept for a day (Retention).
 
-// DefinitionsFamily is the lock-store family of the published job
-// definitions (a job name cannot start with '_').
-const DefinitionsFamily = "_jobs"
-
 const (
 	// maxDefinitionsBytes bounds one published entry: jobs beyond it are
 	// left out (Definitions.Omitted counts them).

@@ -8,18 +8,74 @@ import (
 	"github.com/slotlock/slotlock/locking"
 )
 
-// FleetFamily is the lock-store family of fleet-wide records: heartbeats,
-// outages, control actions and the reconciler's lease (a job name cannot
-// start with '_'). RunsFamily holds each process's list of runs going on
-// (ReplicaInfo.Running), apart from its heartbeat, which then never
-// changes.
+// The key layout of the engine, in one place. A key is a family and a
+// name; a store keeps it as <prefix>:{<family>}:<name>, so that one hash
+// tag holds a family together on one Redis Cluster shard. A job's family
+// is its name; the fleet-wide families start with '_', which no job name
+// can.
+//
+// In a job's family:
+//
+//	slot:<unix seconds>  a slot's claim, then its done marker (SlotKey)
+//	run                  the job lease of overlap forbid and replace (RunKey)
+//	manual:<hex>         a manual run's own lease under overlap allow (ManualKey)
+//	last                 record: the latest slot a replica handled (LastKey)
+//	missed               record: the latest slot missed in an outage (MissedKey)
+//	reconciled           record: the latest slot the reconciler judged (ReconciledKey)
+//	replace              record: the newest slot that asked to replace a run (ReplaceKey)
+//
+// and the lock layer's own names, reserved there (locking/internal/wire):
+// fence (the fencing counter; ReconcilerFence is a register beside it),
+// claims and lives (open claims and their leases), pause, log (the slot
+// history) and undone:<...> (tombstones).
+//
+// Fleet-wide: FleetFamily holds the heartbeats, outages and control
+// actions in its log and the reconciler's lease (ReconcilerKey);
+// RunsFamily each process's list of runs going on (ReplicaInfo.Running),
+// apart from its heartbeat, which then never changes; DefinitionsFamily
+// the published job definitions.
 const (
-	FleetFamily = "_fleet"
-	RunsFamily  = "_runs"
+	FleetFamily       = "_fleet"
+	RunsFamily        = "_runs"
+	DefinitionsFamily = "_jobs"
 )
 
-// slotPrefix starts the name of a slot's key.
-const slotPrefix = "slot:"
+// Names in a job's family.
+const (
+	slotPrefix     = "slot:"
+	manualPrefix   = "manual:"
+	runName        = "run"
+	lastName       = "last"
+	missedName     = "missed"
+	reconciledName = "reconciled"
+	replaceName    = "replace"
+	// ReconcilerFence is the register, in a job's family, that fences the
+	// reconciler's writes to the job's history with its lease's token.
+	ReconcilerFence = "reconciler"
+)
+
+// ReconcilerKey is the reconciler's lease: one pass at a time, fleet-wide.
+var ReconcilerKey = locking.Key{Family: FleetFamily, Name: "reconciler"}
+
+// RunKey is the job lease of job.
+func RunKey(job string) locking.Key { return locking.Key{Family: job, Name: runName} }
+
+// ManualKey is a manual run's own lease, id drawn for it.
+func ManualKey(job, id string) locking.Key { return locking.Key{Family: job, Name: manualPrefix + id} }
+
+// LastKey is job's record of the latest slot a replica handled.
+func LastKey(job string) locking.Key { return locking.Key{Family: job, Name: lastName} }
+
+// MissedKey is job's record of the latest slot a replica skipped for want
+// of a quorum, Unix seconds.
+func MissedKey(job string) locking.Key { return locking.Key{Family: job, Name: missedName} }
+
+// ReconciledKey is job's record of the latest slot the reconciler judged.
+func ReconciledKey(job string) locking.Key { return locking.Key{Family: job, Name: reconciledName} }
+
+// ReplaceKey is job's record of the newest slot that asked the run going
+// on to stop (overlap replace).
+func ReplaceKey(job string) locking.Key { return locking.Key{Family: job, Name: replaceName} }
 
 // SlotKey is the key of slot t of job: its claim, then its done marker.
 func SlotKey(job string, t time.Time) locking.Key {
