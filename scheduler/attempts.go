@@ -20,7 +20,7 @@ type attempts struct {
 	outcomes   attemptOutcomes
 	settlement attemptSettlement
 	control    pauseKeeper
-	misfire    lateSlots
+	misfire    attemptMisfire
 	outage     storesWatch
 	fleet      runList
 }
@@ -49,10 +49,10 @@ type pauseKeeper interface {
 	pauseOnFailure(j *job)
 }
 
-// lateSlots is the misfire policy as the attempt meets it: a slot won too
+// attemptMisfire is the misfire policy as the attempt meets it: a slot won too
 // late goes to it, and run_once asks it whether the outage was recovered
 // already (misfire.go).
-type lateSlots interface {
+type attemptMisfire interface {
 	handle(j *job, late lateRange)
 	outageRecovered(j *job, t time.Time) (time.Time, string)
 }

@@ -27,7 +27,7 @@ import (
 type timer struct {
 	*engine
 	admit   dueSlots
-	late    lateSlotsPolicy
+	late    misfirePolicy
 	ranks   slotRanks
 	records recordFlusher
 
@@ -45,9 +45,9 @@ type dueSlots interface {
 	checkFallbacks(checks []dueSlot)
 }
 
-// lateSlotsPolicy applies j's misfire policy to slots that fired late
+// misfirePolicy applies j's misfire policy to slots that fired late
 // (misfire.go).
-type lateSlotsPolicy interface {
+type misfirePolicy interface {
 	handle(j *job, late lateRange)
 }
 
@@ -64,7 +64,7 @@ type recordFlusher interface {
 	flushRecord(j *job)
 }
 
-func newTimer(e *engine, admit dueSlots, late lateSlotsPolicy, ranks slotRanks, records recordFlusher) *timer {
+func newTimer(e *engine, admit dueSlots, late misfirePolicy, ranks slotRanks, records recordFlusher) *timer {
 	return &timer{engine: e, admit: admit, late: late, ranks: ranks, records: records,
 		reloads: make(chan reloadReq), retired: map[string]*job{}}
 }
