@@ -9,12 +9,12 @@ import (
 	"github.com/slotlock/slotlock/locking"
 )
 
-// Admission control of the scheduled claims (issue #23: no congestion
-// collapse). Past its capacity a replica used to start every due slot on a
-// goroutine of its own, all of them blocked on the in-flight bound; the
-// calls it sent queued in the transport until they passed op_timeout, the
-// slots they were for turned late anyway, and the no_quorum retries added
-// load: the more slots due, the fewer ran. Here a scheduled slot's claim
+// Admission control of the scheduled claims: no congestion collapse. A
+// replica past its capacity that started every due slot on a goroutine of
+// its own would have them all blocked on the in-flight bound; the calls it
+// sent would queue in the transport until they passed op_timeout, the
+// slots they were for turn late anyway, and the no_quorum retries add
+// load: the more slots due, the fewer would run. Here a scheduled slot's claim
 // is sent only when its answer is predicted to come before the slot turns
 // late (its freshness); the others are shed at once, before any Redis
 // call, with their slot.skipped late line.

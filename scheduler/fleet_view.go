@@ -106,20 +106,20 @@ func (f *fleet) spreadDelay(job string, t time.Time) time.Duration {
 // slot at its due time; the others, the fallbacks, look Fallback later
 // whether it was handled — one read on one store — and try it only when
 // it was not. The Redis work per slot is thus that of k replicas, not N,
-// and the replicas no longer compete for every slot.
+// and the replicas do not all compete for every slot.
 //
 // Who is a candidate is rendezvous hashing of (job, slot) over this
 // replica's view of the fleet: the names of the replicas alive in the
 // heartbeats that run the same job definitions (history.ReadFleet), read
-// about once a beat (fleet.go), always with this replica in it. The views of two
-// replicas may differ (a heartbeat missed, a replica that just started or
+// about once a beat (fleet.go), always with this replica in it. The views
+// of two replicas may differ (a heartbeat missed, a replica that just started or
 // died, a reload): that only moves work between candidates and fallbacks.
 // Exactly-once never depends on it: every replica that tries a slot goes
 // through its claim, and a slot whose candidates did not handle it (dead,
 // paused, wrongly chosen, or themselves convinced they are fallbacks) is
 // tried by the fallbacks Fallback after its due time, well inside the
 // lateness bound. An unknown view (at start, stores down) or Candidates
-// negative: every replica is a candidate, as before.
+// negative: every replica is a candidate.
 
 // DefaultCandidates is how many replicas try each slot at its due time.
 const DefaultCandidates = 2
@@ -130,12 +130,9 @@ const DefaultCandidates = 2
 // (slots fall on whole seconds): during a reload that changes a job's
 // schedule, the replicas still on the old one may count those on the new one among a
 // slot's candidates (their view is a beat old), and a fallback claim at a
-// whole second raced the new schedule's slot due then, the old slot taking
-// the higher token but starting first (the e2e reload scenario). 750ms
-// keeps a quarter second from the next whole second. (At 500ms the
-// simulation's seed 167884 met a settler's end that landed unanswered and
-// went unreported; that was a bug of the end's retry, fixed in locking —
-// the seed passes at 500ms too — not a reason for this value.)
+// whole second would race the new schedule's slot due then, the old slot
+// taking the higher token but starting first (the e2e reload scenario).
+// 750ms keeps a quarter second from the next whole second.
 const DefaultFallback = 750 * time.Millisecond
 
 // noRank is the rank of every replica when the view is unknown: all are

@@ -241,7 +241,7 @@ func (m *misfire) latestMissed(j *job) time.Time {
 // entry in the history and no open claim, or its entry says it was
 // recovered. Then t is not the latest missed slot, and run_once must not
 // run it. Zero when every such slot ran on time (or it cannot tell: then
-// the slot lock alone decides, as before).
+// the slot lock alone decides).
 func (m *misfire) laterMissed(j *job, t time.Time) time.Time {
 	latest := m.latestMissed(j)
 	if !latest.After(t) {
@@ -312,7 +312,7 @@ func (m *misfire) outageRecovered(j *job, t time.Time) (time.Time, string) {
 	log, err := m.cfg.Locker.ReadLog(ctx, j.name(), from.Unix(), m.outageReadLimit(j, t, len(before)))
 	<-m.inflight
 	if err != nil {
-		return time.Time{}, "" // cannot tell: the claim alone decides, as before
+		return time.Time{}, "" // cannot tell: the claim alone decides
 	}
 	if u := recoveredIn(j.name(), log, after); !u.IsZero() {
 		return u, "run_once ran a later slot of this outage, "
