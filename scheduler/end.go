@@ -64,9 +64,12 @@ func (a *attempt) endRun(h *history.Entry) {
 		return
 	}
 	p := a.ending(string(h.Outcome), h)
-	if a.origin.fired() && h.Outcome == history.OutcomeFailed && a.j.spec.PauseOnFailure > 0 {
-		j := a.j
-		p.then = func() { s.spawn(func() { s.pauseOnFailure(j) }) }
+	j, t, e := a.j, a.t, *h
+	p.then = func() {
+		s.notifyWritten(j, t, e) // the end wrote the entry: this replica is its writer of record
+		if a.origin.fired() && e.Outcome == history.OutcomeFailed && j.spec.PauseOnFailure > 0 {
+			s.spawn(func() { s.pauseOnFailure(j) })
+		}
 	}
 	a.end(p)
 	if a.orphan != nil {
@@ -178,14 +181,16 @@ func (s *Scheduler) settleAbandoned(j *job, t time.Time, lease *locking.Lease) {
 		return
 	}
 	name, slot := j.name(), slotString(t)
+	e := history.Entry{Slot: slot, Outcome: history.OutcomeAbandoned, Replica: ab.Holder, RunID: ab.ID,
+		SettledBy: s.cfg.Replica, SettleID: lease.Grant().ID}
 	s.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: string(history.OutcomeAbandoned),
-		entry: logged(history.Entry{Slot: slot, Outcome: history.OutcomeAbandoned, Replica: ab.Holder, RunID: ab.ID,
-			SettledBy: s.cfg.Replica, SettleID: lease.Grant().ID}, t),
+		entry: logged(e, t),
 		then: func() {
 			s.log.Warn("run abandoned: its replica stopped renewing its lease before the run ended; the slot is not run again",
 				"event", evRunAbandoned, "job", name, "slot", slot, "run_id", ab.ID, "holder", ab.Holder)
 			s.metrics.RunAbandoned(name)
 			s.recordHandled(j, t)
+			s.notifyWritten(j, t, e)
 		}})
 }
 
@@ -195,9 +200,10 @@ func (s *Scheduler) settleAbandoned(j *job, t time.Time, lease *locking.Lease) {
 func (s *Scheduler) settleUnconfirmed(j *job, t time.Time, lease *locking.Lease) {
 	ab := lease.Grant().Abandoned
 	name, slot := j.name(), slotString(t)
+	e := history.Entry{Slot: slot, Outcome: history.OutcomeMissed, Reason: history.ReasonUnknown, Replica: ab.Holder, RunID: ab.ID,
+		MayHaveStarted: true, SettledBy: s.cfg.Replica, SettleID: lease.Grant().ID}
 	s.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: string(history.OutcomeMissed),
-		entry: logged(history.Entry{Slot: slot, Outcome: history.OutcomeMissed, Reason: history.ReasonUnknown, Replica: ab.Holder, RunID: ab.ID,
-			MayHaveStarted: true, SettledBy: s.cfg.Replica, SettleID: lease.Grant().ID}, t),
+		entry: logged(e, t),
 		then: func() {
 			s.log.Warn("slot missed: its winner stopped before confirming that its run started; it may have started, so it is not run again",
 				"event", evSlotMissed, "job", name, "slot", slot, "reason", history.ReasonUnknown, "may_have_started", true,
@@ -205,6 +211,7 @@ func (s *Scheduler) settleUnconfirmed(j *job, t time.Time, lease *locking.Lease)
 			s.metrics.SlotMissed(name, history.ReasonUnknown)
 			s.metrics.JobOutcome(name, history.OutcomeMissed, t)
 			s.recordHandled(j, t)
+			s.notifyWritten(j, t, e)
 		}})
 }
 
