@@ -126,6 +126,7 @@ func (l *loader) load(data []byte, environ []string) *Config {
 	delete(raw, "jobs")
 
 	datesAsText(raw["calendars"])
+	notifyDefaults(raw["notify"])
 	cfg := Defaults()
 	cfg.Path = l.path
 	if err := decoder.Decode(raw, &cfg); err != nil {
@@ -136,6 +137,9 @@ func (l *loader) load(data []byte, environ []string) *Config {
 	}
 	if len(cfg.Calendars) == 0 {
 		cfg.Calendars = nil
+	}
+	if len(cfg.Notify) == 0 {
+		cfg.Notify = nil
 	}
 
 	var list []any
