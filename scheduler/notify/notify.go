@@ -210,6 +210,23 @@ func (n *Notifier) Written(w scheduler.Written) {
 // shutdown that wants them out).
 func (n *Notifier) Wait() { n.wg.Wait() }
 
+// WaitFor is Wait for at most d (on the real clock: a stopping process);
+// false when some are still under way. Their records stay pending, for a
+// sweeper to take over.
+func (n *Notifier) WaitFor(d time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		n.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
 // events are the (target, event) pairs w's rules ask for.
 func (n *Notifier) events(w scheduler.Written) []pair {
 	evs := entryEvents(w.Entry)

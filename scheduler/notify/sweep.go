@@ -27,10 +27,9 @@ const sweeperName = "sweeper"
 // the next pass).
 const maxTakeOvers = 100
 
-// Run sweeps until ctx ends, then waits for the deliveries it started.
-// Call it once per replica, beside the scheduler's Run.
+// Run sweeps until ctx ends. Call it once per replica, beside the
+// scheduler's Run.
 func (n *Notifier) Run(ctx context.Context) {
-	defer n.wg.Wait()
 	for {
 		timer := n.cfg.Clock.NewTimer(n.cfg.SweepEvery)
 		select {
