@@ -88,7 +88,7 @@ func (h *hookReceiver) delivered(key string) (first []string, resent int) {
 }
 
 // TestNotifyOncePerEvent (issue 37): three replicas on real Redis run a
-// job that fails every two seconds (after 700 ms) and notifies a webhook
+// job that fails every two seconds (after 1.5 s) and notifies a webhook
 // of every event, while replicas are SIGKILLed and restarted: twice in
 // the middle of a run (its slot is then settled by another replica,
 // abandoned or missed with may_have_started, and notified by that one),
@@ -109,7 +109,7 @@ func TestNotifyOncePerEvent(t *testing.T) {
 	hook := newHookReceiver()
 	srv := httptest.NewServer(hook)
 	defer srv.Close()
-	failing := JobDef{Name: "failing", Schedule: "*/2 * * * * *", Sleep: 700 * time.Millisecond, Exit: 3,
+	failing := JobDef{Name: "failing", Schedule: "*/2 * * * * *", Sleep: 1500 * time.Millisecond, Exit: 3,
 		Notify: []map[string]any{{"to": "hook", "on": []string{"failed", "missed", "abandoned", "recovered"}}}}
 	c := NewCluster(t, bins, Spec{ProxyNode: -1, Jobs: []JobDef{failing},
 		// One try of a second and one retry: a pending record is taken
@@ -126,7 +126,7 @@ func TestNotifyOncePerEvent(t *testing.T) {
 		time.Sleep(2 * time.Second)
 		c.StartReplica(name, 0)
 	}
-	killRestart(c.WaitOpenRun("failing", 5*time.Second).Replica)
+	killRestart(c.runningNow(t, "failing", 300*time.Millisecond)) // before its start is confirmed: missed, may have started
 	hook.hold()
 	var held heldDelivery
 	select {
@@ -136,7 +136,7 @@ func TestNotifyOncePerEvent(t *testing.T) {
 	}
 	killRestart(held.sender)
 	t.Logf("killed %s while it waited for the answer to %s", held.sender, held.key)
-	killRestart(c.WaitOpenRun("failing", 5*time.Second).Replica)
+	killRestart(c.runningNow(t, "failing", 1200*time.Millisecond)) // confirmed started (within 1 s): abandoned
 	// Long enough for a sweeper to take over what the killed sender left
 	// pending (12.2 s after it was written, at its next pass).
 	time.Sleep(16 * time.Second)
@@ -199,10 +199,32 @@ func (c *Cluster) checkNotified(t *testing.T, hook *hookReceiver, up time.Time) 
 		}
 	}
 	t.Logf("events notified, by outcome: %v; %d history entries", byOutcome, len(doc.Entries))
-	if byOutcome["abandoned"]+byOutcome["missed"] == 0 {
-		t.Errorf("no abandoned or missed slot notified, though two replicas were killed in a run")
+	if byOutcome["abandoned"] == 0 || byOutcome["missed"] == 0 {
+		t.Errorf("want an abandoned and a missed slot notified: replicas were killed in a run, before and after its start was confirmed")
 	}
 	return notified
+}
+
+// runningNow waits for a run of job that started after the call, until
+// it is into old, and returns its replica. (WaitOpenRun would also return a run killed earlier, whose
+// ledger has no end, when its replica runs again.)
+func (c *Cluster) runningNow(t *testing.T, job string, into time.Duration) string {
+	t.Helper()
+	since := time.Now()
+	for deadline := since.Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		runs, err := ReadLedger(c.ledger)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range runs {
+			if r.Job == job && r.End.IsZero() && r.Start.After(since) {
+				SleepUntil(r.Start.Add(into))
+				return r.Replica
+			}
+		}
+	}
+	t.Fatalf("no run of %s started within 5 s", job)
+	return ""
 }
 
 // killedAround reports whether replica was killed within a second after
