@@ -101,9 +101,15 @@ func (n *Notifier) append(r Record, replace string) (string, error) {
 const storeTimeout = 5 * time.Second
 
 // ReadRecords returns the notification log's records of job (all jobs
-// when job is ""), newest first, at most limit.
+// when job is ""), newest first, at most limit (0: all), from the newest
+// readScan entries of the log when limit is set: a status page's read
+// stays bounded however long the log.
 func ReadRecords(ctx context.Context, store locking.Store, job string, limit int) ([]Record, error) {
-	entries, err := readLog(ctx, store)
+	scan := logKeep
+	if limit > 0 {
+		scan = readScan
+	}
+	entries, err := readLog(ctx, store, scan)
 	if err != nil {
 		return nil, err
 	}
@@ -124,9 +130,13 @@ type logged struct {
 	value string
 }
 
-// readLog reads the whole notification log, newest first.
-func readLog(ctx context.Context, store locking.Store) ([]logged, error) {
-	entries, err := store.ReadLog(ctx, Family, 0, logKeep)
+// readScan bounds the entries ReadRecords reads for a limited answer.
+const readScan = 1000
+
+// readLog reads the newest n entries of the notification log, newest
+// first.
+func readLog(ctx context.Context, store locking.Store, n int) ([]logged, error) {
+	entries, err := store.ReadLog(ctx, Family, 0, n)
 	if err != nil {
 		return nil, err
 	}

@@ -54,7 +54,7 @@ func (n *Notifier) Sweep(ctx context.Context) int {
 	// The lease is left to expire: about one pass per SweepEvery fleet-wide.
 	_ = lease
 	rctx, cancel := context.WithTimeout(ctx, storeTimeout)
-	entries, err := readLog(rctx, n.cfg.Store)
+	entries, err := readLog(rctx, n.cfg.Store, logKeep)
 	cancel()
 	if err != nil {
 		return 0
