@@ -140,6 +140,15 @@ func (m *Metrics) SlotMissed(job string, reason history.Reason) {
 	m.missed.WithLabelValues(job, string(reason)).Inc()
 }
 
+// InitNotifications creates the series of each notify target at zero,
+// so that an alert on failed notifications sees them before the first.
+func (m *Metrics) InitNotifications(targets []string) {
+	for _, t := range targets {
+		m.notified.WithLabelValues(t, "sent")
+		m.notified.WithLabelValues(t, "failed")
+	}
+}
+
 // Notification counts one notification's result (notify.Metrics):
 // slotlock_notifications_total{to,result}.
 func (m *Metrics) Notification(to, result string) {

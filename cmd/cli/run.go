@@ -144,6 +144,11 @@ func (r *replica) addNotifier(sc *scheduler.Config, metrics *ops.Metrics) {
 	r.notifier = notify.New(notify.Config{Targets: r.cfg.NotifyTargets(), Store: r.locker, Replica: r.name,
 		Clock: r.clock, Logger: r.log, Metrics: metrics, Secrets: sc.Secrets})
 	sc.Notifier = r.notifier
+	names := make([]string, len(r.cfg.Notify))
+	for i, t := range r.cfg.Notify {
+		names[i] = t.Name
+	}
+	metrics.InitNotifications(names)
 	r.closers = append(r.closers, func() { r.notifier.WaitFor(notifyCloseWait) })
 }
 
