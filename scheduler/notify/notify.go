@@ -197,13 +197,13 @@ const takeOverMargin = 10 * time.Second
 // Written starts the notifications the job's rules ask for about w's
 // entry, in the background (scheduler.Notifier).
 func (n *Notifier) Written(w scheduler.Written) {
-	n.wg.Add(1)
-	go func() {
-		defer n.wg.Done()
-		for _, ev := range n.events(w) {
-			n.notify(w, ev)
-		}
-	}()
+	for _, p := range n.events(w) {
+		n.wg.Add(1)
+		go func() { // one per target: a slow receiver delays no other
+			defer n.wg.Done()
+			n.notify(w, p)
+		}()
+	}
 }
 
 // Wait waits for the notifications started so far (tests, and a clean
