@@ -102,3 +102,24 @@ jobs:
 		}
 	}
 }
+
+// A job's rules are part of its definition (a reload changes the job and
+// its hash); a target is a setting that waits for a restart.
+func TestNotifyReload(t *testing.T) {
+	a, err := Load(writeFiles(t, map[string]string{"config.yaml": notifyYAML}), nil)
+	require.NoError(t, err)
+	rules := strings.Replace(notifyYAML, "on: [failed, recovered]", "on: [failed]", 1)
+	b, err := Load(writeFiles(t, map[string]string{"config.yaml": rules}), nil)
+	require.NoError(t, err)
+	_, _, changed := a.DiffJobs(b)
+	require.Equal(t, []string{"nightly"}, changed)
+	require.NotEqual(t, a.DefinitionsHash(), b.DefinitionsHash())
+	require.Empty(t, a.RestartNeeded(b))
+
+	target := strings.Replace(notifyYAML, "format: slack", "format: teams", 1)
+	c, err := Load(writeFiles(t, map[string]string{"config.yaml": target}), nil)
+	require.NoError(t, err)
+	_, _, changed = a.DiffJobs(c)
+	require.Empty(t, changed)
+	require.NotEmpty(t, a.RestartNeeded(c))
+}
