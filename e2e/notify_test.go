@@ -138,8 +138,10 @@ func TestNotifyOncePerEvent(t *testing.T) {
 	t.Logf("killed %s while it waited for the answer to %s", held.sender, held.key)
 	killRestart(c.runningNow(t, "failing", 1200*time.Millisecond)) // confirmed started (within 1 s): abandoned
 	// Long enough for a sweeper to take over what the killed sender left
-	// pending (12.2 s after it was written, at its next pass).
-	time.Sleep(16 * time.Second)
+	// pending: 12.2 s after it was written, at a pass (every 4 s) of the
+	// sweeper's lease holder — which the last kill may have hit, leaving
+	// the lease to expire first.
+	time.Sleep(18 * time.Second)
 	c.StopAll()
 
 	notified := c.checkNotified(t, hook, up)
