@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"strconv"
 	"time"
 )
 
@@ -27,6 +28,7 @@ type JobDef struct {
 	Sleep    time.Duration // how long each run takes (exec jobs)
 	Log      string        // when set: plugin log with params {message: Log}, no ledger line
 	Command  []string      // when set: plugin exec running this command, no ledger line
+	Exit     int           // when not 0: the ledger job exits with it after Sleep (a failed run)
 	// Plugin and Params, when Plugin is set, name another plugin of the
 	// replicas' binary that writes the ledger (e2e/internal/fencedjob):
 	// its params are Params plus "ledger", the scenario's ledger path.
@@ -41,6 +43,8 @@ type JobDef struct {
 	// slot of such a job (Cluster.Input leaves it out): its scenario
 	// checks what the calendar left.
 	Calendar string
+	// Notify is the job's notify list, as written there.
+	Notify []map[string]any
 }
 
 // Spec is the cluster a scenario runs on.
@@ -62,6 +66,8 @@ type Spec struct {
 	Jobs                           []JobDef
 	// Calendars is the configuration's calendars list, as written there.
 	Calendars []map[string]any
+	// Notify is the configuration's notify targets, as written there.
+	Notify []map[string]any
 	// ConfigPerReplica gives every replica a configuration file of its own
 	// (<name>.yaml, a copy of config.yaml made at its first start), so a
 	// new job file can be rolled out one replica at a time (reload.go).
@@ -98,6 +104,9 @@ func (c *Cluster) configJSON(addrs []string) []byte {
 	}
 	if len(c.spec.Calendars) > 0 {
 		cfg["calendars"] = c.spec.Calendars
+	}
+	if len(c.spec.Notify) > 0 {
+		cfg["notify"] = c.spec.Notify
 	}
 	if c.spec.UI {
 		cfg["http"] = map[string]any{"addr": "", "ui": true} // the address: SLOTLOCK_HTTP__ADDR, one per replica
@@ -140,6 +149,9 @@ func (c *Cluster) jobConfig(j JobDef) map[string]any {
 	plugin, params := "exec", map[string]any{
 		"command": []string{c.bin.LedgerJob, c.ledger, j.Sleep.String()},
 	}
+	if j.Exit != 0 {
+		params["command"] = []string{c.bin.LedgerJob, c.ledger, j.Sleep.String(), strconv.Itoa(j.Exit)}
+	}
 	if j.Log != "" {
 		plugin, params = "log", map[string]any{"message": j.Log}
 	}
@@ -170,6 +182,9 @@ func (c *Cluster) jobConfig(j JobDef) map[string]any {
 	}
 	if j.Calendar != "" {
 		m["calendar"] = j.Calendar
+	}
+	if len(j.Notify) > 0 {
+		m["notify"] = j.Notify
 	}
 	return m
 }

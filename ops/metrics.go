@@ -31,6 +31,7 @@ type Metrics struct {
 	abandoned    *prometheus.CounterVec
 	paused       *prometheus.GaugeVec
 	missed       *prometheus.CounterVec
+	notified     *prometheus.CounterVec
 	lastSuccess  *prometheus.GaugeVec
 	lastOutcome  *prometheus.GaugeVec
 	configInfo   *prometheus.GaugeVec
@@ -77,6 +78,9 @@ func NewMetrics() *Metrics {
 		missed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "slotlock_slots_missed_total", Help: "Slots that should have run and have no outcome (slot.missed), by job and reason (no_replica, no_quorum, unknown); counted once fleet-wide, by the replica that reconciled them.",
 		}, []string{"job", "reason"}),
+		notified: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "slotlock_notifications_total", Help: "Notifications this replica delivered (sent) or gave up on after its retries (failed), by notify target; each event is sent by one replica fleet-wide, so sum over replicas.",
+		}, []string{"to", "result"}),
 		lastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "slotlock_job_last_success_timestamp_seconds", Help: "When the job's latest successful slot this replica knows of ended (its own runs and the history it reconciled), Unix seconds; take max over replicas.",
 		}, []string{"job"}),
@@ -97,7 +101,7 @@ func NewMetrics() *Metrics {
 		}),
 	}
 	m.reg.MustRegister(m.runs, m.skips, m.startDelay, m.runDuration, m.lockAcquire, m.leasesLost, m.abandoned, m.paused,
-		m.missed, m.lastSuccess, m.lastOutcome, m.configInfo,
+		m.missed, m.notified, m.lastSuccess, m.lastOutcome, m.configInfo,
 		m.nodeUp, m.ready, m.schedulerRun,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -134,6 +138,21 @@ func (m *Metrics) JobPaused(job string, paused bool) {
 
 func (m *Metrics) SlotMissed(job string, reason history.Reason) {
 	m.missed.WithLabelValues(job, string(reason)).Inc()
+}
+
+// InitNotifications creates the series of each notify target at zero,
+// so that an alert on failed notifications sees them before the first.
+func (m *Metrics) InitNotifications(targets []string) {
+	for _, t := range targets {
+		m.notified.WithLabelValues(t, "sent")
+		m.notified.WithLabelValues(t, "failed")
+	}
+}
+
+// Notification counts one notification's result (notify.Metrics):
+// slotlock_notifications_total{to,result}.
+func (m *Metrics) Notification(to, result string) {
+	m.notified.WithLabelValues(to, result).Inc()
 }
 
 func (m *Metrics) JobOutcome(job string, outcome history.Outcome, at time.Time) {

@@ -101,6 +101,9 @@ type JobSpec struct {
 	// end) once its last PauseOnFailure recorded slots all failed; 0 never.
 	// It reads the slot history, so it needs HistoryKeep >= it.
 	PauseOnFailure int
+	// Notify lists who is told of the job's failed, missed, abandoned and
+	// recovered slots (Config.Notifier sends). nil: nobody.
+	Notify []NotifyRule
 }
 
 // Metrics receives the scheduler's measurements. Every method must be cheap
@@ -154,6 +157,10 @@ type Config struct {
 	// events are.
 	Logger  *slog.Logger
 	Metrics Metrics // nil: none
+	// Notifier is told of each slot outcome this replica writes as the
+	// writer of record, for the jobs with Notify rules (notify.go). nil:
+	// no notifications.
+	Notifier Notifier
 	// TracerProvider, when set, gets a span per slot attempt and per run
 	// (trace.go). Nil (the default) or a no-op provider: no tracing, at no
 	// cost. The Locker takes its own (locking.Options.TracerProvider).

@@ -63,9 +63,12 @@ func (a *attempt) endRun(h *history.Entry) {
 		return
 	}
 	p := a.ending(string(h.Outcome), h)
-	if a.origin.fired() && h.Outcome == history.OutcomeFailed && a.j.spec.PauseOnFailure > 0 {
-		j := a.j
-		p.then = func() { ap.spawn(func() { ap.control.pauseOnFailure(j) }) }
+	j, t, e := a.j, a.t, *h
+	p.then = func() {
+		ap.notifyWritten(j, t, e) // the end wrote the entry: this replica is its writer of record
+		if a.origin.fired() && e.Outcome == history.OutcomeFailed && j.spec.PauseOnFailure > 0 {
+			ap.spawn(func() { ap.control.pauseOnFailure(j) })
+		}
 	}
 	a.end(p)
 	if a.orphan != nil {

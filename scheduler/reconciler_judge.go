@@ -216,7 +216,8 @@ func (p *pass) judgeMissing(ctx context.Context, j *job, t time.Time, pause lock
 		return err
 	}
 	reason := p.reason(fleet, t)
-	err = p.write(ctx, j, missedEntry(t, reason), t)
+	e := missedEntry(t, reason)
+	err = p.write(ctx, j, e, t)
 	if errors.Is(err, locking.ErrLogHasEntry) {
 		return nil // another pass wrote the slot's entry meanwhile, and reports it
 	}
@@ -227,6 +228,7 @@ func (p *pass) judgeMissing(ctx context.Context, j *job, t time.Time, pause lock
 		"job", name, "slot", slotString(t), "reason", reason)
 	r.metrics.SlotMissed(name, reason)
 	r.metrics.JobOutcome(name, history.OutcomeMissed, t)
+	r.notifyWritten(j, t, e) // this pass's append added the entry: it is the writer of record
 	return nil
 }
 

@@ -166,14 +166,16 @@ func (st *settlement) settleAbandoned(j *job, t time.Time, lease *locking.Lease)
 		return
 	}
 	name, slot := j.name(), slotString(t)
+	e := history.Entry{Slot: slot, Outcome: history.OutcomeAbandoned, Replica: ab.Holder, RunID: ab.ID,
+		SettledBy: st.cfg.Replica, SettleID: lease.Grant().ID}
 	st.ends.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: string(history.OutcomeAbandoned),
-		entry: logged(history.Entry{Slot: slot, Outcome: history.OutcomeAbandoned, Replica: ab.Holder, RunID: ab.ID,
-			SettledBy: st.cfg.Replica, SettleID: lease.Grant().ID}, t),
+		entry: logged(e, t),
 		then: func() {
 			st.log.Warn("run abandoned: its replica stopped renewing its lease before the run ended; the slot is not run again",
 				"event", evRunAbandoned, "job", name, "slot", slot, "run_id", ab.ID, "holder", ab.Holder)
 			st.metrics.RunAbandoned(name)
 			st.ends.recordHandled(j, t)
+			st.notifyWritten(j, t, e)
 		}})
 }
 
@@ -183,9 +185,10 @@ func (st *settlement) settleAbandoned(j *job, t time.Time, lease *locking.Lease)
 func (st *settlement) settleUnconfirmed(j *job, t time.Time, lease *locking.Lease) {
 	ab := lease.Grant().Abandoned
 	name, slot := j.name(), slotString(t)
+	e := history.Entry{Slot: slot, Outcome: history.OutcomeMissed, Reason: history.ReasonUnknown, Replica: ab.Holder, RunID: ab.ID,
+		MayHaveStarted: true, SettledBy: st.cfg.Replica, SettleID: lease.Grant().ID}
 	st.ends.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: string(history.OutcomeMissed),
-		entry: logged(history.Entry{Slot: slot, Outcome: history.OutcomeMissed, Reason: history.ReasonUnknown, Replica: ab.Holder, RunID: ab.ID,
-			MayHaveStarted: true, SettledBy: st.cfg.Replica, SettleID: lease.Grant().ID}, t),
+		entry: logged(e, t),
 		then: func() {
 			st.log.Warn("slot missed: its winner stopped before confirming that its run started; it may have started, so it is not run again",
 				"event", evSlotMissed, "job", name, "slot", slot, "reason", history.ReasonUnknown, "may_have_started", true,
@@ -193,5 +196,6 @@ func (st *settlement) settleUnconfirmed(j *job, t time.Time, lease *locking.Leas
 			st.metrics.SlotMissed(name, history.ReasonUnknown)
 			st.metrics.JobOutcome(name, history.OutcomeMissed, t)
 			st.ends.recordHandled(j, t)
+			st.notifyWritten(j, t, e)
 		}})
 }

@@ -35,6 +35,8 @@ func TestSettleAbandonedReadsTheHistory(t *testing.T) {
 				e, s, _ := backfillEnv(t, OverlapAllow, 50)
 				ctx := context.Background()
 				j, _ := s.job("bf")
+				told := &writtenLog{}
+				s.cfg.Notifier, j.spec.Notify = replicaNotifier{told, "settler"}, notifyAll
 				slot := time.Now().Add(-20 * time.Second).Truncate(time.Second)
 				key := history.SlotKey("bf", slot)
 				lease, err := e.locker.Claim(ctx, key, 2*time.Second)
@@ -59,6 +61,12 @@ func TestSettleAbandonedReadsTheHistory(t *testing.T) {
 
 				if n := len(where(e.sink.events(t), evRunAbandoned, "slot", slotString(slot))); n != c.reported {
 					t.Errorf("%d run.abandoned lines, want %d", n, c.reported)
+				}
+				// The notifier is told what is reported, by the settler
+				// whose end wrote it; a recorded run is not told again.
+				if got := told.all(); len(got) != c.reported ||
+					c.reported == 1 && (got[0].w.Entry.Outcome != history.OutcomeAbandoned || got[0].w.Entry.RunID != runID) {
+					t.Errorf("notifier told %+v, want the abandoned run %d time(s)", got, c.reported)
 				}
 				got, found, err := s.outcomes.slotRecorded(ctx, "bf", slot)
 				if err != nil || !found || got.Evidence() != c.want || got.RunID != runID {

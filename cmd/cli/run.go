@@ -13,19 +13,23 @@ import (
 	"github.com/slotlock/slotlock/locking/redlock"
 	"github.com/slotlock/slotlock/ops"
 	"github.com/slotlock/slotlock/scheduler"
+	"github.com/slotlock/slotlock/scheduler/notify"
 )
 
 // replica is everything one `slotlock run` or `slotlock trigger` builds
 // from a valid configuration.
 type replica struct {
-	cfg     *config.Config
-	name    string
-	log     *slog.Logger
-	clock   locking.Clock
-	locker  locking.Backend
-	redis   *redlock.Config // the Redis nodes' settings; nil in local mode
-	sched   *scheduler.Scheduler
-	closers []func()
+	cfg    *config.Config
+	name   string
+	log    *slog.Logger
+	clock  locking.Clock
+	locker locking.Backend
+	redis  *redlock.Config // the Redis nodes' settings; nil in local mode
+	sched  *scheduler.Scheduler
+	// notifier sends the jobs' notifications (nil: no notify targets);
+	// its sweeper runs beside the scheduler in `slotlock run`.
+	notifier *notify.Notifier
+	closers  []func()
 }
 
 func (r *replica) close() {
@@ -114,7 +118,9 @@ func build(ctx context.Context, cfg *config.Config, env cmdEnv) (*replica, error
 	sc.Locker = r.locker
 	sc.Clock = r.clock
 	sc.Logger = log
-	sc.Metrics = ops.NewMetrics() // the ops server's /metrics (ops.Handler finds it)
+	metrics := ops.NewMetrics() // the ops server's /metrics (ops.Handler finds it)
+	sc.Metrics = metrics
+	r.addNotifier(&sc, metrics)
 	sc.TracerProvider = tr.provider()
 	sc.Version = buildInfo().version
 	sc.DefinitionsHash = cfg.DefinitionsHash()
@@ -126,6 +132,29 @@ func build(ctx context.Context, cfg *config.Config, env cmdEnv) (*replica, error
 	r.sched = sched
 	return r, nil
 }
+
+// addNotifier gives the scheduler a notifier when the configuration names
+// notify targets. Closing the replica waits a while for the notifications
+// under way, so that a command that ran a slot (backfill) sends its own;
+// what is still pending then is the sweeper's.
+func (r *replica) addNotifier(sc *scheduler.Config, metrics *ops.Metrics) {
+	if len(r.cfg.Notify) == 0 {
+		return
+	}
+	r.notifier = notify.New(notify.Config{Targets: r.cfg.NotifyTargets(), Store: r.locker, Replica: r.name,
+		Clock: r.clock, Logger: r.log, Metrics: metrics, Secrets: sc.Secrets})
+	sc.Notifier = r.notifier
+	names := make([]string, len(r.cfg.Notify))
+	for i, t := range r.cfg.Notify {
+		names[i] = t.Name
+	}
+	metrics.InitNotifications(names)
+	r.closers = append(r.closers, func() { r.notifier.WaitFor(notifyCloseWait) })
+}
+
+// notifyCloseWait bounds how long a stopping process waits for its
+// notifications under way.
+const notifyCloseWait = 10 * time.Second
 
 // start is build for the command name: on failure it prints the error and
 // returns the exit code.
@@ -229,6 +258,9 @@ func cmdRun(ctx context.Context, args []string, env cmdEnv) int {
 		})
 	}
 	reload.start(bg, &wg, hup)
+	if r.notifier != nil {
+		wg.Go(func() { r.notifier.Run(bg) })
+	}
 	err := r.sched.Run(ctx)
 	stopHelpers()
 	if err != nil {

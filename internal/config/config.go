@@ -35,6 +35,8 @@ type Config struct {
 	// Calendars are the dates on which the jobs that name one have no
 	// slots.
 	Calendars []Calendar `yaml:"calendars"`
+	// Notify are the webhooks the jobs' notify rules name.
+	Notify []NotifyTarget `yaml:"notify"`
 	// Jobs in file order. Load decodes them one by one, each over
 	// DefaultJob, not with the rest of the file.
 	Jobs []Job `yaml:"jobs"`

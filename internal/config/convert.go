@@ -28,12 +28,13 @@ func (c *Config) SchedulerConfig() scheduler.Config {
 }
 
 // secrets are the configured values no error text may show: the Redis
-// password.
+// password, the webhooks' URLs and header values.
 func (c *Config) secrets() []string {
-	if c.Redis.Password == "" {
-		return nil
+	out := c.notifySecrets()
+	if c.Redis.Password != "" {
+		out = append(out, c.Redis.Password)
 	}
-	return []string{c.Redis.Password}
+	return out
 }
 
 // spread is the scheduler's Spread: its default with Redis nodes, none
@@ -89,6 +90,7 @@ func (c *Config) JobSpecs() []scheduler.JobSpec {
 			Retry:          scheduler.Retry{Max: j.Retry.Max, Backoff: j.Retry.Backoff},
 			Jitter:         j.Jitter,
 			PauseOnFailure: j.PauseOnFailure,
+			Notify:         notifyRules(j.Notify),
 		}
 	}
 	return specs

@@ -67,5 +67,8 @@ func jobTree(j Job, redact bool) any {
 	} else if j.Calendar == "" {
 		delete(m, "calendar")
 	}
+	if len(j.Notify) == 0 {
+		delete(m, "notify") // a job without rules hashes as before notifications existed
+	}
 	return m
 }

@@ -33,6 +33,9 @@ type Job struct {
 	// Calendar names an entry of calendars: the job has no slots on its
 	// dates, read in Timezone ("": none).
 	Calendar string `yaml:"calendar" redact:"show"`
+	// Notify says who is told of the job's failed, missed, abandoned and
+	// recovered slots.
+	Notify []JobNotify `yaml:"notify"`
 	// Params are the plugin's own settings; the dump shows them as
 	// jobs.RedactParams does.
 	Params map[string]any `yaml:"params" redact:"params"`
@@ -105,6 +108,7 @@ func (l *loader) validateJob(c *Config, i int, j *Job, seen map[string]int) {
 		j.Schedule = s
 	}
 	l.validateJobCalendar(c, j, add)
+	l.validateJobNotify(c, j, add)
 
 	// After the schedule: the jitter's bound is its shortest interval.
 	problems := schedulerProblems(j)

@@ -126,17 +126,13 @@ func (l *loader) load(data []byte, environ []string) *Config {
 	delete(raw, "jobs")
 
 	datesAsText(raw["calendars"])
+	notifyDefaults(raw["notify"])
 	cfg := Defaults()
 	cfg.Path = l.path
 	if err := decoder.Decode(raw, &cfg); err != nil {
 		l.addDecodeErrors("", -1, "", err)
 	}
-	if len(cfg.Redis.Nodes) == 0 {
-		cfg.Redis.Nodes = nil
-	}
-	if len(cfg.Calendars) == 0 {
-		cfg.Calendars = nil
-	}
+	emptyListsNil(&cfg)
 
 	var list []any
 	switch x := jobsRaw.(type) {
@@ -168,6 +164,20 @@ func (l *loader) load(data []byte, environ []string) *Config {
 		return errIndex(a) - errIndex(b)
 	})
 	return &cfg
+}
+
+// emptyListsNil makes the lists written empty nil, as unwritten ones are,
+// so that a configuration compares and dumps the same either way.
+func emptyListsNil(cfg *Config) {
+	if len(cfg.Redis.Nodes) == 0 {
+		cfg.Redis.Nodes = nil
+	}
+	if len(cfg.Calendars) == 0 {
+		cfg.Calendars = nil
+	}
+	if len(cfg.Notify) == 0 {
+		cfg.Notify = nil
+	}
 }
 
 func errIndex(err error) int {

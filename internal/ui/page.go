@@ -85,6 +85,7 @@ type controlRow struct{ Action, Job, By, At, Detail string }
 type jobRow struct {
 	Name, Href, Schedule, Zone, Next, NextUTC string
 	Calendar, NextExcluded                    string // "" without a calendar
+	Notify                                    string // the job's notify rules; "" for none
 	Selected, Disabled                        bool
 	Paused                                    string // "" when not paused
 	LastState, LastClass, LastText            string
@@ -150,7 +151,7 @@ func (s *server) jobsView(v *pageView, st history.Status, specs []scheduler.JobS
 		link.Job, link.Slot = j.Job, ""
 		row := jobRow{Name: j.Job, Href: link.href(), Schedule: j.Schedule, Zone: j.Timezone, Next: dash(j.NextSlot),
 			NextUTC: j.NextSlotUTC, Selected: j.Job == p.Job, Disabled: !j.Enabled, LastText: "-",
-			Calendar: j.Calendar, NextExcluded: dash(j.NextExcluded)}
+			Calendar: j.Calendar, NextExcluded: dash(j.NextExcluded), Notify: notifyText(s.byName[j.Job].Notify)}
 		if j.Pause != nil {
 			row.Paused = pauseText(j.Pause)
 		}

@@ -24,6 +24,10 @@ type timelineView struct {
 	Counts              []stateCount
 	Cells               []cellView
 	Detail              *detailView
+	// Notify names the job's notify rules; Notifications are its latest
+	// notifications' results (notify.go).
+	Notify        string
+	Notifications []string
 }
 
 type windowLink struct {
@@ -68,6 +72,7 @@ func (s *server) timeline(r *http.Request, p pageQuery, now time.Time) *timeline
 	}
 	buildTimeline(tv, sl, p, spec, s.settleAfter(spec.Name))
 	tv.Max = s.maxSlots()
+	tv.Notify, tv.Notifications = notifyText(spec.Notify), s.notifyRows(r.Context(), spec)
 	return tv
 }
 

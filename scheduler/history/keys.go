@@ -33,11 +33,13 @@ import (
 // actions in its log and the reconciler's lease (ReconcilerKey);
 // RunsFamily each process's list of runs going on (ReplicaInfo.Running),
 // apart from its heartbeat, which then never changes; DefinitionsFamily
-// the published job definitions.
+// the published job definitions; NotifyFamily the notification log and
+// the lease of its sweeper (NotifySweeperKey, package scheduler/notify).
 const (
 	FleetFamily       = "_fleet"
 	RunsFamily        = "_runs"
 	DefinitionsFamily = "_jobs"
+	NotifyFamily      = "_notify"
 )
 
 // Names in a job's family.
@@ -56,6 +58,10 @@ const (
 
 // ReconcilerKey is the reconciler's lease: one pass at a time, fleet-wide.
 var ReconcilerKey = locking.Key{Family: FleetFamily, Name: "reconciler"}
+
+// NotifySweeperKey is the lease of the replica that resends the
+// notifications a dead sender left pending.
+var NotifySweeperKey = locking.Key{Family: NotifyFamily, Name: "sweeper"}
 
 // RunKey is the job lease of job.
 func RunKey(job string) locking.Key { return locking.Key{Family: job, Name: runName} }
