@@ -141,25 +141,30 @@ type job struct {
 	*jobState
 }
 
-// jobState is what this replica knows of a job across reloads.
+// jobState is what this replica knows of a job across reloads. It is
+// kept per job so that a reload hands it to the new definition whole;
+// each group of fields belongs to one component, which alone writes it,
+// under mu (recovering is its own lock).
 type jobState struct {
 	mu sync.Mutex
-	// allowRunsUntil (zero: none): a reload changed the job's overlap
-	// from allow to forbid or replace; runs started before it hold no job
-	// lease and may go on until then (their timeout), so slots look for
-	// them (attempt.allowRuns).
+	// Timer (written by a reload) and attempts (read by the allowRuns
+	// step): allowRunsUntil (zero: none): a reload changed the job's
+	// overlap from allow to forbid or replace; runs started before it
+	// hold no job lease and may go on until then (their timeout), so
+	// slots look for them.
 	allowRunsUntil time.Time
-	missed         time.Time // latest slot skipped for no_quorum, awaiting run_once or run_all recovery
-	// missedFirst is the earliest such slot (run_all recovers the range).
-	missedFirst time.Time
-	// recovering serializes run_all's recoveries of this job on this
+	// Outage: the latest slot skipped for no_quorum, awaiting run_once or
+	// run_all recovery, and the earliest (run_all recovers the range).
+	missed, missedFirst time.Time
+	// Misfire: serializes run_all's recoveries of this job on this
 	// replica: missed slots run one at a time, oldest first.
 	recovering sync.Mutex
-	// The "last handled slot" record: the latest slot this replica handled,
-	// what it last wrote, and when (see recordHandled).
+	// Outcomes: the "last handled slot" record — the latest slot this
+	// replica handled, what it last wrote, and when (recordHandled).
 	recPending, recWritten time.Time
 	recWrittenAt           time.Time
-	paused                 bool // at the latest slot this replica tried (notePause)
+	// Control: paused at the latest slot this replica tried (notePause).
+	paused bool
 }
 
 func (j *job) name() string { return j.spec.Name }
