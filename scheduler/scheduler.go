@@ -180,16 +180,12 @@ func New(cfg Config) (*Scheduler, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Scheduler{
-		engine: e,
-	}
-	// The components, each given the others it calls. Three pairs call
-	// each other, so one of each is completed after both exist: outage
-	// and outcomes (a held end is ended again through outcomes), the
-	// attempts and the misfire policy (a slot won too late goes back to
-	// it; it recovers slots through the attempts), the attempts and
-	// control (an attempt notes pauses; control runs its slots through
-	// the attempts). docs/architecture.md lists these calls.
+	s := &Scheduler{engine: e}
+	// The components, each given the others it calls. Where two call each
+	// other (outage and outcomes, attempts and misfire, attempts and
+	// control; admission starts the attempts whose lock calls it admits),
+	// the one built first is completed once the other exists.
+	// docs/architecture.md lists these calls and why they go back.
 	s.fleet = newFleet(e)
 	s.outage = newOutage(e, nil, s.fleet, nil)
 	s.outcomes = newOutcomes(e, s.outage)
