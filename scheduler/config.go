@@ -101,6 +101,9 @@ type JobSpec struct {
 	// end) once its last PauseOnFailure recorded slots all failed; 0 never.
 	// It reads the slot history, so it needs HistoryKeep >= it.
 	PauseOnFailure int
+	// Group is the job's concurrency group (group.go): a run holds one of
+	// its Limit permits, fleet-wide. nil: none.
+	Group *Group
 }
 
 // Metrics receives the scheduler's measurements. Every method must be cheap

@@ -57,7 +57,7 @@ func lastKey(job string) locking.Key { return locking.Key{Family: job, Name: "la
 func (e *engine) skipped(job, slot string, reason history.Reason, n int, attrs ...any) {
 	level := slog.LevelDebug
 	switch reason {
-	case history.ReasonOverlap, history.ReasonPaused, history.ReasonReplaced:
+	case history.ReasonOverlap, history.ReasonPaused, history.ReasonReplaced, history.ReasonGroupFull:
 		level = slog.LevelInfo
 	case history.ReasonLate, history.ReasonNoQuorum, history.ReasonSlowLock, history.ReasonShutdown, history.ReasonClaimed:
 		level = slog.LevelWarn

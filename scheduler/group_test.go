@@ -1,0 +1,144 @@
+package scheduler
+
+import (
+	"context"
+	"sort"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler/history"
+)
+
+// groupMetrics is countMetrics with the group gauge: the highest value
+// each replica's gauge took, and its last.
+type groupMetrics struct {
+	*countMetrics
+	mu         sync.Mutex
+	most, last map[string]int
+}
+
+func (m *groupMetrics) GroupRunning(group string, running int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.most[group] = max(m.most[group], running)
+	m.last[group] = running
+}
+
+// mostAtOnce is the largest number of runs of recs going on at one
+// instant, from their intervals.
+func mostAtOnce(recs ...*recorder) int {
+	type edge struct {
+		at time.Time
+		d  int
+	}
+	var edges []edge
+	for _, r := range recs {
+		for _, x := range r.all() {
+			edges = append(edges, edge{x.Start, 1}, edge{x.End, -1})
+		}
+	}
+	// Ends before starts at one instant: a permit freed is taken after.
+	sort.Slice(edges, func(i, j int) bool {
+		if edges[i].at.Equal(edges[j].at) {
+			return edges[i].d < edges[j].d
+		}
+		return edges[i].at.Before(edges[j].at)
+	})
+	most, n := 0, 0
+	for _, e := range edges {
+		n += e.d
+		most = max(most, n)
+	}
+	return most
+}
+
+// TestGroupLimit: four every-second jobs (overlap allow, runs of 2.5 s)
+// in a group of limit 2 on two replicas: never more than 2 bodies at
+// once; the slots that found no permit before their lateness bound are
+// skipped group_full, each with its history entry, never missed; every
+// slot is explained once; no permit is left held afterwards.
+func TestGroupLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		gm := &groupMetrics{countMetrics: e.metrics, most: map[string]int{}, last: map[string]int{}}
+		var recs []*recorder
+		var specs []JobSpec
+		for _, name := range []string{"a", "b", "c", "d"} {
+			rec := &recorder{d: 2500 * time.Millisecond, now: time.Now}
+			spec := everySecond(t, name, rec)
+			spec.Overlap, spec.Group = OverlapAllow, &Group{Name: "heavy", Limit: 2}
+			recs, specs = append(recs, rec), append(specs, spec)
+		}
+		var stops []func()
+		for i, r := range []string{"r1", "r2"} {
+			s, err := New(Config{Replica: r, Locker: e.locker, Clock: newJumpClock(time.Duration(i) * 300 * time.Millisecond),
+				Logger: e.sink.logger(r), Metrics: gm, LockTTL: 30 * time.Second, MaxClockSkew: 2 * time.Second,
+				ShutdownGrace: 5 * time.Second, Jobs: specs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			stops = append(stops, running(t, s))
+		}
+		time.Sleep(15 * time.Second)
+		for _, stop := range stops {
+			stop()
+		}
+
+		t.Logf("%d group_full skips, %d runs at most", len(where(e.sink.events(t), "slot.skipped", "reason", "group_full")), mostAtOnce(recs...))
+		if most := mostAtOnce(recs...); most != 2 {
+			t.Errorf("%d runs of the group at once, want 2 (the limit, reached)", most)
+		}
+		if gm.most["heavy"] > 2 || gm.last["heavy"] != 0 {
+			t.Errorf("slotlock_group_running: highest %d, last %d", gm.most["heavy"], gm.last["heavy"])
+		}
+		evs := e.sink.events(t)
+		full := where(evs, "slot.skipped", "reason", "group_full")
+		if len(full) < 10 {
+			t.Fatalf("%d group_full skips, want most slots", len(full))
+		}
+		for _, f := range full {
+			if f.str("level") != "INFO" || f.str("group") != "heavy" || f.num("limit") != 2 {
+				t.Errorf("group_full skip: %v", f)
+			}
+		}
+		if n := len(where(evs, "slot.missed")); n != 0 {
+			t.Errorf("%d slots missed", n)
+		}
+		explained := map[string]int{}
+		for _, f := range full {
+			explained[f.str("job")+" "+f.str("slot")]++
+		}
+		for i, r := range recs {
+			for _, x := range r.all() {
+				explained[specs[i].Name+" "+slotString(x.Run.Slot)]++
+			}
+		}
+		for k, n := range explained {
+			if n != 1 {
+				t.Errorf("%s explained %d times", k, n)
+			}
+		}
+		// Each group_full skip is in its job's history, as skipped/group_full.
+		for _, f := range full {
+			slot, _ := time.Parse(time.RFC3339, f.str("slot"))
+			h, err := history.ReadEntries(context.Background(), e.locker, f.str("job"), slot, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(h) == 0 || h[len(h)-1].Slot != f.str("slot") || h[len(h)-1].Outcome != history.OutcomeSkipped ||
+				h[len(h)-1].Reason != history.ReasonGroupFull {
+				t.Errorf("%s %s: history %+v, want skipped/group_full", f.str("job"), f.str("slot"), h)
+			}
+		}
+		// Every permit was ended.
+		sem := locking.Semaphore{Name: "heavy", Limit: 2}
+		for range 2 {
+			if _, err := sem.Acquire(context.Background(), e.locker, time.Second, 0); err != nil {
+				t.Errorf("a permit still held after the runs: %v", err)
+			}
+		}
+	})
+}
