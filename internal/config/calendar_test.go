@@ -248,12 +248,13 @@ jobs:
 	require.Empty(t, a.RestartNeeded(b), "calendars reload with the jobs")
 	require.Equal(t, b.Calendars, a.WithJobs(b).Calendars)
 
-	// Before calendars: SHA-256 of the redacted jobs' tree, which had no
-	// calendar key.
+	// Before calendars and groups: SHA-256 of the redacted jobs' tree,
+	// which had no calendar or group key.
 	plain := mustLoad(t, minimalJob)
 	old := tree(reflect.ValueOf(plain.Jobs), true).([]any)
 	for _, j := range old {
 		delete(j.(map[string]any), "calendar")
+		delete(j.(map[string]any), "group")
 	}
 	raw, err := json.Marshal(old)
 	require.NoError(t, err)

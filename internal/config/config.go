@@ -35,6 +35,9 @@ type Config struct {
 	// Calendars are the dates on which the jobs that name one have no
 	// slots.
 	Calendars []Calendar `yaml:"calendars"`
+	// Groups are the concurrency groups: at most a limit of runs of the
+	// jobs that name one at once, fleet-wide.
+	Groups []Group `yaml:"groups"`
 	// Jobs in file order. Load decodes them one by one, each over
 	// DefaultJob, not with the rest of the file.
 	Jobs []Job `yaml:"jobs"`

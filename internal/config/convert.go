@@ -89,6 +89,7 @@ func (c *Config) JobSpecs() []scheduler.JobSpec {
 			Retry:          scheduler.Retry{Max: j.Retry.Max, Backoff: j.Retry.Backoff},
 			Jitter:         j.Jitter,
 			PauseOnFailure: j.PauseOnFailure,
+			Group:          j.ResolvedGroup,
 		}
 	}
 	return specs

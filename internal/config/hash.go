@@ -67,5 +67,11 @@ func jobTree(j Job, redact bool) any {
 	} else if j.Calendar == "" {
 		delete(m, "calendar")
 	}
+	// A group is its limit too; a job without one shows no group key.
+	if g := j.ResolvedGroup; g != nil {
+		m["group"] = map[string]any{"name": g.Name, "limit": g.Limit}
+	} else if j.Group == "" {
+		delete(m, "group")
+	}
 	return m
 }

@@ -33,6 +33,9 @@ type Job struct {
 	// Calendar names an entry of calendars: the job has no slots on its
 	// dates, read in Timezone ("": none).
 	Calendar string `yaml:"calendar" redact:"show"`
+	// Group names an entry of groups: a run holds one of its permits
+	// ("": none).
+	Group string `yaml:"group" redact:"show"`
 	// Params are the plugin's own settings; the dump shows them as
 	// jobs.RedactParams does.
 	Params map[string]any `yaml:"params" redact:"params"`
@@ -46,6 +49,8 @@ type Job struct {
 	// ResolvedCalendar is the named calendar's dates (nil: none);
 	// Schedule already skips them.
 	ResolvedCalendar *scheduler.Calendar `yaml:"-"`
+	// ResolvedGroup is the named group (nil: none).
+	ResolvedGroup *scheduler.Group `yaml:"-"`
 }
 
 // Misfire says what happens to slots that passed while no replica could
@@ -105,6 +110,7 @@ func (l *loader) validateJob(c *Config, i int, j *Job, seen map[string]int) {
 		j.Schedule = s
 	}
 	l.validateJobCalendar(c, j, add)
+	l.validateJobGroup(c, j, add)
 
 	// After the schedule: the jitter's bound is its shortest interval.
 	problems := schedulerProblems(j)

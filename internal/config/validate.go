@@ -21,6 +21,7 @@ func (l *loader) validate(c *Config, malformed map[int]bool) {
 	l.validateShutdown(c)
 	l.validateHistory(c)
 	l.validateCalendars(c)
+	l.groups = l.validateGroups(c)
 
 	seen := map[string]int{}
 	for i := range c.Jobs {
