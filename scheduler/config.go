@@ -337,7 +337,11 @@ func (j *JobSpec) withDefaults() JobSpec {
 // history.ReadSlots).
 func (j JobSpec) Describe() history.Job {
 	sched, _ := j.schedule()
-	return history.Job{Name: j.Name, Spec: j.Spec, Schedule: sched, Location: j.Location, Enabled: !j.Disabled}
+	h := history.Job{Name: j.Name, Spec: j.Spec, Schedule: sched, Location: j.Location, Enabled: !j.Disabled}
+	if j.Group != nil {
+		h.Group, h.GroupLimit = j.Group.Name, j.Group.Limit
+	}
+	return h
 }
 
 // Definition is what a replica publishes of the job for the command
