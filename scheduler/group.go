@@ -3,6 +3,7 @@ package scheduler
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -127,7 +128,7 @@ func (a *attempt) takePermit() verdict {
 		if err == nil {
 			a.permit = p
 			ap.groups.add(g.Name, 1)
-			return goOn
+			return a.tokenAfterPermit(until)
 		}
 		if !locking.IsHeld(err) {
 			return a.lost(err)
@@ -143,6 +144,27 @@ func (a *attempt) takePermit() verdict {
 		}
 		from++
 	}
+}
+
+// tokenAfterPermit gives a run of a job that holds no job lease
+// (overlap allow) a fencing token taken now, after its permit: the
+// claim's, taken before the wait, may be below that of a newer slot of
+// the job that found a permit first and started earlier, and the run
+// that starts later must have the higher token. As a manual run does
+// (runLease), it takes a lease of its own in the job's family, held and
+// ended as the job lease is.
+func (a *attempt) tokenAfterPermit(until time.Time) verdict {
+	if a.jobLease != nil || a.origin == originManual {
+		return goOn
+	}
+	ap := a.ap
+	key := locking.Key{Family: a.name, Name: "group:" + strconv.FormatUint(ap.random(a.name+a.slot+"|token"), 16)}
+	l, err := ap.locks.acquire(a.name, key, retryPolicy{splitUntil: until, quorumUntil: until, trace: a.tctx})
+	if err != nil {
+		return a.lost(err) // the exit ends the permit
+	}
+	a.jobLease = l
+	return goOn
 }
 
 // permitUntil is how long a permit is waited for: a scheduled slot until

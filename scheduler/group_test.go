@@ -59,7 +59,8 @@ func mostAtOnce(recs ...*recorder) int {
 // in a group of limit 2 on two replicas: never more than 2 bodies at
 // once; the slots that found no permit before their lateness bound are
 // skipped group_full, each with its history entry, never missed; every
-// slot is explained once; no permit is left held afterwards.
+// slot is explained once; per job, a run that started later has the
+// higher token; no permit is left held afterwards.
 func TestGroupLimit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
@@ -131,6 +132,18 @@ func TestGroupLimit(t *testing.T) {
 			if len(h) == 0 || h[len(h)-1].Slot != f.str("slot") || h[len(h)-1].Outcome != history.OutcomeSkipped ||
 				h[len(h)-1].Reason != history.ReasonGroupFull {
 				t.Errorf("%s %s: history %+v, want skipped/group_full", f.str("job"), f.str("slot"), h)
+			}
+		}
+		// Per job, a run that started later has the higher token, also
+		// when an older slot waited longer for its permit.
+		for i, r := range recs {
+			runs := r.all()
+			sort.Slice(runs, func(x, y int) bool { return runs[x].Start.Before(runs[y].Start) })
+			for k := 1; k < len(runs); k++ {
+				if runs[k].Start.After(runs[k-1].Start) && runs[k].Run.FencingToken <= runs[k-1].Run.FencingToken {
+					t.Errorf("%s: slot %s started after slot %s with token %d <= %d", specs[i].Name,
+						slotString(runs[k].Run.Slot), slotString(runs[k-1].Run.Slot), runs[k].Run.FencingToken, runs[k-1].Run.FencingToken)
+				}
 			}
 		}
 		// Every permit was ended.
