@@ -41,6 +41,8 @@ type JobDef struct {
 	// slot of such a job (Cluster.Input leaves it out): its scenario
 	// checks what the calendar left.
 	Calendar string
+	// Group names an entry of Spec.Groups (a concurrency group).
+	Group string
 }
 
 // Spec is the cluster a scenario runs on.
@@ -62,6 +64,8 @@ type Spec struct {
 	Jobs                           []JobDef
 	// Calendars is the configuration's calendars list, as written there.
 	Calendars []map[string]any
+	// Groups is the configuration's groups list, as written there.
+	Groups []map[string]any
 	// ConfigPerReplica gives every replica a configuration file of its own
 	// (<name>.yaml, a copy of config.yaml made at its first start), so a
 	// new job file can be rolled out one replica at a time (reload.go).
@@ -98,6 +102,9 @@ func (c *Cluster) configJSON(addrs []string) []byte {
 	}
 	if len(c.spec.Calendars) > 0 {
 		cfg["calendars"] = c.spec.Calendars
+	}
+	if len(c.spec.Groups) > 0 {
+		cfg["groups"] = c.spec.Groups
 	}
 	if c.spec.UI {
 		cfg["http"] = map[string]any{"addr": "", "ui": true} // the address: SLOTLOCK_HTTP__ADDR, one per replica
@@ -170,6 +177,9 @@ func (c *Cluster) jobConfig(j JobDef) map[string]any {
 	}
 	if j.Calendar != "" {
 		m["calendar"] = j.Calendar
+	}
+	if j.Group != "" {
+		m["group"] = j.Group
 	}
 	return m
 }
