@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"sync"
 	"testing"
@@ -152,6 +153,53 @@ func TestGroupLimit(t *testing.T) {
 			if _, err := sem.Acquire(context.Background(), e.locker, time.Second, 0); err != nil {
 				t.Errorf("a permit still held after the runs: %v", err)
 			}
+		}
+	})
+}
+
+// TestGroupTriggerAndBackfill: a manual run and a backfilled slot take a
+// permit too; with every permit held elsewhere each waits the lateness
+// bound and fails with ErrGroupFull, marking nothing (the slot stays
+// without an outcome, for a later backfill); with a permit free they run,
+// and free it.
+func TestGroupTriggerAndBackfill(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		rec := &recorder{d: 100 * time.Millisecond, now: time.Now}
+		sched, _ := ParseSchedule("0 0 * * * *", time.UTC)
+		spec := JobSpec{Name: "job", Schedule: sched, Job: rec, Group: &Group{Name: "g", Limit: 1}}
+		s := e.scheduler("r1", nil, spec)
+		ctx := context.Background()
+		sem := locking.Semaphore{Name: "g", Limit: 1}
+		other, err := sem.Acquire(ctx, e.locker, time.Minute, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Trigger(ctx, "job"); !errors.Is(err, ErrGroupFull) {
+			t.Errorf("trigger with the group full: %v, want ErrGroupFull", err)
+		}
+		slot := bubbleStart.Add(-time.Hour)
+		if _, err := s.RunSlot(ctx, "job", slot); !errors.Is(err, ErrGroupFull) {
+			t.Errorf("backfill with the group full: %v, want ErrGroupFull", err)
+		}
+		if len(rec.all()) != 0 {
+			t.Fatalf("ran with the group full: %+v", rec.all())
+		}
+		if h, _ := history.ReadEntries(ctx, e.locker, "job", time.Time{}, 10); len(h) != 0 {
+			t.Errorf("history after refusals: %+v, want none", h)
+		}
+		other.End(ctx, locking.Ending{})
+		if err := s.Trigger(ctx, "job"); err != nil {
+			t.Errorf("trigger with a permit free: %v", err)
+		}
+		if _, err := s.RunSlot(ctx, "job", slot); err != nil {
+			t.Errorf("backfill with a permit free: %v", err)
+		}
+		if n := len(rec.all()); n != 2 {
+			t.Errorf("%d runs, want 2", n)
+		}
+		if _, err := sem.Acquire(ctx, e.locker, time.Second, 0); err != nil {
+			t.Errorf("the permit still held after the runs: %v", err)
 		}
 	})
 }
