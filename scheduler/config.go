@@ -353,8 +353,12 @@ func (j JobSpec) Definition() history.JobDef {
 	if spec.Location != nil {
 		tz = spec.Location.String()
 	}
-	return history.JobDef{Name: spec.Name, Schedule: spec.Spec, Timezone: tz, Overlap: string(spec.Overlap),
+	d := history.JobDef{Name: spec.Name, Schedule: spec.Spec, Timezone: tz, Overlap: string(spec.Overlap),
 		Misfire: string(spec.Misfire.Policy), Enabled: !spec.Disabled}
+	if spec.Group != nil {
+		d.Group, d.GroupLimit = spec.Group.Name, spec.Group.Limit
+	}
+	return d
 }
 
 type nopMetrics struct{}

@@ -20,3 +20,19 @@ func TestJobStatusGroup(t *testing.T) {
 		t.Errorf("status %s of a job without a group", b)
 	}
 }
+
+// A job's group is in its published definition (status from the fleet's
+// definitions shows it), compared as a difference; a job without one
+// publishes no group key.
+func TestJobDefGroup(t *testing.T) {
+	a := JobDef{Name: "a", Schedule: "@daily", Group: "heavy", GroupLimit: 2}
+	b := a
+	b.GroupLimit = 3
+	if d := a.Differences(b); len(d) != 1 || d[0] != "group" {
+		t.Errorf("Differences = %v, want [group]", d)
+	}
+	raw, _ := json.Marshal(JobDef{Name: "c", Schedule: "@daily"})
+	if strings.Contains(string(raw), "group") {
+		t.Errorf("published %s for a job without a group", raw)
+	}
+}
