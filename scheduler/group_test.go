@@ -203,3 +203,54 @@ func TestGroupTriggerAndBackfill(t *testing.T) {
 		}
 	})
 }
+
+// permitsElsewhere takes the permits on a locker of their own, so that a
+// test can make them expire alone (its clock jumps) while the run's claim
+// and job lease stay valid.
+type permitsElsewhere struct {
+	locking.Backend
+	permits locking.Backend
+}
+
+func (p permitsElsewhere) Acquire(ctx context.Context, key locking.Key, ttl time.Duration) (*locking.Lease, error) {
+	if _, ok := locking.IsPermit(key); ok {
+		return p.permits.Acquire(ctx, key, ttl)
+	}
+	return p.Backend.Acquire(ctx, key, ttl)
+}
+
+// TestGroupPermitLostCancelsTheRun: a run whose permit could not be
+// renewed before it expired is canceled as for a lost claim (lock.lost
+// naming the permit, run.canceled reason lock_lost), and its slot ends
+// canceled.
+func TestGroupPermitLostCancelsTheRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		clock := newJumpClock(0)
+		e.locker = permitsElsewhere{Backend: e.locker, permits: locking.NewLocal(locking.Options{Replica: "permits", Clock: clock})}
+		rec := &recorder{d: time.Hour, now: time.Now}
+		sched, _ := ParseSchedule("@every 1h", time.UTC)
+		spec := JobSpec{Name: "victim", Schedule: sched, Job: rec, Group: &Group{Name: "g", Limit: 1}}
+		s := e.scheduler("r1", nil, spec)
+		stop := running(t, s)
+		time.Sleep(time.Hour + 5*time.Second)
+		clock.jump(time.Minute) // the permit alone expired
+		time.Sleep(15 * time.Second)
+		stop()
+		runs := rec.all()
+		if len(runs) != 1 || !errors.Is(runs[0].Cause, locking.ErrLockLost) {
+			t.Fatalf("runs: %+v", runs)
+		}
+		evs := e.sink.events(t)
+		if lost := where(evs, "lock.lost"); len(lost) != 1 || lost[0].str("key") != "permit:0" {
+			t.Errorf("lock.lost: %v, want one naming permit:0", lost)
+		}
+		if c := where(evs, "run.canceled"); len(c) != 1 || c[0].str("reason") != "lock_lost" {
+			t.Errorf("run.canceled: %v", c)
+		}
+		h, err := history.ReadEntries(context.Background(), e.locker, "victim", time.Time{}, 10)
+		if err != nil || len(h) != 1 || h[0].Outcome != history.OutcomeCanceled || h[0].Reason != history.ReasonLockLost {
+			t.Errorf("history %+v (%v), want the slot canceled lock_lost", h, err)
+		}
+	})
+}
