@@ -202,7 +202,8 @@ func (a *attempt) endPermit() {
 		return
 	}
 	a.ap.outcomes.endLease(a.name, a.slot, a.permit, 0, "")
-	a.ap.groups.add(a.j.spec.Group.Name, -1)
+	group, _ := locking.IsPermit(a.permit.Grant().Key) // the group it was taken in, whatever a reload did since
+	a.ap.groups.add(group, -1)
 	a.permit = nil
 }
 
