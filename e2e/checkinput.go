@@ -77,6 +77,7 @@ type Report struct {
 	Ran              int // expected slots that ran
 	OverlapSkipped   int // expected slots of forbid jobs skipped while a run went on
 	PausedSkipped    int // expected slots no replica ran because the job was paused (slotlock pause)
+	GroupFullSkipped int // expected slots skipped group_full: every permit of the job's group was taken until the lateness bound
 	Duplicates       int // extra runs of one slot
 	Misses           int // expected slots without a run, outside legit windows
 	MissesExcused    int // expected slots without a run inside legit windows
@@ -143,8 +144,8 @@ func (r Report) Err() error {
 }
 
 func (r Report) String() string {
-	return fmt.Sprintf("slots=%d ran=%d overlap_skipped=%d paused_skipped=%d runs=%d duplicates=%d misses=%d (excused %d) overlaps=%d (excused %d) token_violations=%d unexplained=%d (in fault windows %d) log_mismatches=%d",
-		r.Slots, r.Ran, r.OverlapSkipped, r.PausedSkipped, r.Runs, r.Duplicates, r.Misses, r.MissesExcused, r.Overlaps, r.ExcusedOverlaps,
+	return fmt.Sprintf("slots=%d ran=%d overlap_skipped=%d paused_skipped=%d group_full_skipped=%d runs=%d duplicates=%d misses=%d (excused %d) overlaps=%d (excused %d) token_violations=%d unexplained=%d (in fault windows %d) log_mismatches=%d",
+		r.Slots, r.Ran, r.OverlapSkipped, r.PausedSkipped, r.GroupFullSkipped, r.Runs, r.Duplicates, r.Misses, r.MissesExcused, r.Overlaps, r.ExcusedOverlaps,
 		r.TokenViolations, r.Unexplained, r.UnexplainedInGap, r.LogMismatches)
 }
 
@@ -155,6 +156,7 @@ func (r *Report) Add(o Report) {
 	r.Ran += o.Ran
 	r.OverlapSkipped += o.OverlapSkipped
 	r.PausedSkipped += o.PausedSkipped
+	r.GroupFullSkipped += o.GroupFullSkipped
 	r.Duplicates += o.Duplicates
 	r.Misses += o.Misses
 	r.MissesExcused += o.MissesExcused

@@ -75,8 +75,16 @@ func checkMisses(s *scenario, r *Report, f *Finding) {
 			r.MissesExcused++
 		case x.job.Forbid && overlapSkipJustified(s.evBySlot[k], s.byJob[x.job.Name], x.slot, s.Skew, s.end):
 			r.OverlapSkipped++
-		case pausedSkip(s.evBySlot[k]):
+		case x.job.Forbid && skippedFor(s.evBySlot[k], "overlap") && s.groupWaitAround(x.job.Name, x.slot):
+			// The job lease was held by an attempt of a neighbouring slot
+			// waiting for its group's permit (it ended group_full).
+			r.OverlapSkipped++
+		case skippedFor(s.evBySlot[k], "paused"):
 			r.PausedSkipped++
+		case skippedFor(s.evBySlot[k], "group_full"):
+			// The winner held the slot and found no permit until the
+			// lateness bound: handled, its body never started.
+			r.GroupFullSkipped++
 		default:
 			r.Misses++
 			f.problem("miss: %s slot %s did not run; log: %s", x.job.Name, x.slot.Format(time.RFC3339), describe(s.evBySlot[k]))
@@ -261,14 +269,16 @@ func excusedOverlap(a Run, ea time.Time, b Run, freezes []Freeze, cancelWithin t
 // replica ran (held and done point at another replica that did).
 var explainingSkips = map[string]bool{
 	"overlap": true, "late": true, "no_quorum": true, "slow_lock": true, "shutdown": true, "claimed": true,
-	"paused": true,
+	"paused": true, "group_full": true,
 }
 
-// pausedSkip: a replica skipped the slot because the lock stores said the
-// job was paused (the pause register is read in the claim's own script).
-func pausedSkip(evs []Event) bool {
+// skippedFor: a replica skipped the slot for reason — paused: the lock
+// stores said the job was paused (the pause register is read in the
+// claim's own script); group_full: the replica that won it found no
+// permit of its group.
+func skippedFor(evs []Event, reason string) bool {
 	for _, e := range evs {
-		if e.Event == "slot.skipped" && e.Reason == "paused" {
+		if e.Event == "slot.skipped" && e.Reason == reason {
 			return true
 		}
 	}

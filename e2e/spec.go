@@ -45,6 +45,8 @@ type JobDef struct {
 	Calendar string
 	// Notify is the job's notify list, as written there.
 	Notify []map[string]any
+	// Group names an entry of Spec.Groups (a concurrency group).
+	Group string
 }
 
 // Spec is the cluster a scenario runs on.
@@ -68,6 +70,8 @@ type Spec struct {
 	Calendars []map[string]any
 	// Notify is the configuration's notify targets, as written there.
 	Notify []map[string]any
+	// Groups is the configuration's groups list, as written there.
+	Groups []map[string]any
 	// ConfigPerReplica gives every replica a configuration file of its own
 	// (<name>.yaml, a copy of config.yaml made at its first start), so a
 	// new job file can be rolled out one replica at a time (reload.go).
@@ -107,6 +111,9 @@ func (c *Cluster) configJSON(addrs []string) []byte {
 	}
 	if len(c.spec.Notify) > 0 {
 		cfg["notify"] = c.spec.Notify
+	}
+	if len(c.spec.Groups) > 0 {
+		cfg["groups"] = c.spec.Groups
 	}
 	if c.spec.UI {
 		cfg["http"] = map[string]any{"addr": "", "ui": true} // the address: SLOTLOCK_HTTP__ADDR, one per replica
@@ -185,6 +192,9 @@ func (c *Cluster) jobConfig(j JobDef) map[string]any {
 	}
 	if len(j.Notify) > 0 {
 		m["notify"] = j.Notify
+	}
+	if j.Group != "" {
+		m["group"] = j.Group
 	}
 	return m
 }

@@ -38,6 +38,7 @@ type Metrics struct {
 	nodeUp       *prometheus.GaugeVec
 	ready        prometheus.Gauge
 	schedulerRun prometheus.Gauge
+	groupRunning *prometheus.GaugeVec
 }
 
 // NewMetrics returns a Metrics with every series at zero.
@@ -49,7 +50,7 @@ func NewMetrics() *Metrics {
 			Name: "slotlock_runs_total", Help: "Runs that ended on this replica, by job and outcome (succeeded, failed, canceled).",
 		}, []string{"job", "outcome"}),
 		skips: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "slotlock_slots_skipped_total", Help: "Slots this replica did not run, by job and reason (held, done, overlap, late, no_quorum).",
+			Name: "slotlock_slots_skipped_total", Help: "Slots this replica did not run, by job and reason (held, done, overlap, late, no_quorum, group_full, ...).",
 		}, []string{"job", "reason"}),
 		startDelay: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "slotlock_start_delay_seconds",
@@ -99,12 +100,20 @@ func NewMetrics() *Metrics {
 		schedulerRun: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "slotlock_scheduler_running", Help: "1 while the scheduler loop runs and ticks (/healthz is 200); 0 before it starts, once it stops firing at shutdown, or stuck.",
 		}),
+		groupRunning: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "slotlock_group_running", Help: "Runs of the concurrency group's jobs going on on this replica (permits held here); sum over replicas for the fleet's, at most the group's limit.",
+		}, []string{"group"}),
 	}
-	m.reg.MustRegister(m.runs, m.skips, m.startDelay, m.runDuration, m.lockAcquire, m.leasesLost, m.abandoned, m.paused,
+	m.reg.MustRegister(m.groupRunning, m.runs, m.skips, m.startDelay, m.runDuration, m.lockAcquire, m.leasesLost, m.abandoned, m.paused,
 		m.missed, m.notified, m.lastSuccess, m.lastOutcome, m.configInfo,
 		m.nodeUp, m.ready, m.schedulerRun,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// GroupRunning implements scheduler.GroupMetrics.
+func (m *Metrics) GroupRunning(group string, running int) {
+	m.groupRunning.WithLabelValues(group).Set(float64(running))
 }
 
 func (m *Metrics) SlotSkipped(job string, reason history.Reason) {

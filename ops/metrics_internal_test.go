@@ -13,6 +13,7 @@ import (
 	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/locking/redistest"
 	"github.com/slotlock/slotlock/locking/redlock"
+	"github.com/slotlock/slotlock/scheduler"
 	"github.com/slotlock/slotlock/scheduler/history"
 )
 
@@ -76,4 +77,16 @@ func TestNodeUpLabelledByIndex(t *testing.T) {
 	for _, a := range addrs {
 		require.NotContains(t, fmt.Sprint(families), a)
 	}
+}
+
+// The group gauge is what the scheduler last reported for the group, and
+// the skips counter has a group_full series from the start.
+func TestGroupRunningGauge(t *testing.T) {
+	m := NewMetrics()
+	var _ scheduler.GroupMetrics = m
+	m.initJobs([]string{"j"})
+	require.Equal(t, 0.0, testutil.ToFloat64(m.skips.WithLabelValues("j", string(history.ReasonGroupFull))))
+	m.GroupRunning("heavy", 2)
+	m.GroupRunning("heavy", 1)
+	require.Equal(t, 1.0, testutil.ToFloat64(m.groupRunning.WithLabelValues("heavy")))
 }

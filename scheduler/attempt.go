@@ -57,6 +57,7 @@ type attempt struct {
 	claim    *locking.Lease     // the slot's claim (manual: the run's lease)
 	joined   *locking.Lease     // the job lease taken with the claim, until takeJobLease takes it over
 	jobLease *locking.Lease     // the job lease the run holds (overlap forbid, replace)
+	permit   *locking.Lease     // the permit of the job's group the run holds (group.go)
 	pause    locking.Pause      // the pause that covers the slot (verdict paused)
 	orphan   *locking.Abandoned // backfill: an abandoned claim of the job to settle after the run
 }
@@ -109,12 +110,14 @@ type step func(*attempt) verdict
 //   - the runs started under allow before a reload to forbid or replace
 //     right after the job lease: they hold none, so the lease alone
 //     cannot keep this slot from running beside them;
-//   - run_once's outage check last: it needs the job lease held, since
-//     the replica that recovered the outage first wrote its entry in the
-//     step that freed it.
+//   - run_once's outage check after the job lease: it needs it held,
+//     since the replica that recovered the outage first wrote its entry
+//     in the step that freed it;
+//   - the group's permit last (group.go): a slot that any other step
+//     ends takes none from the jobs that share it.
 func (a *attempt) steps() []step {
 	if a.origin == originManual {
-		return []step{(*attempt).runLease}
+		return []step{(*attempt).runLease, (*attempt).takePermit}
 	}
 	return []step{
 		(*attempt).claimSlot,
@@ -127,6 +130,7 @@ func (a *attempt) steps() []step {
 		(*attempt).takeJobLease,
 		(*attempt).allowRuns,
 		(*attempt).outageRecovered,
+		(*attempt).takePermit,
 	}
 }
 
@@ -224,13 +228,22 @@ func (a *attempt) jobLeasePolicy() retryPolicy {
 		heldUntil: minTime(a.quorumUntil, now.Add(a.ap.cfg.LockTTL/2)), abort: a.ap.runCtx.Done(), trace: a.tctx}
 }
 
-// leases are the leases the run holds: the claim, then the job lease (the
-// fencing token is the last one's).
+// leases are the job's leases the run holds: the claim, then the job
+// lease (the fencing token is the last one's). held adds the permit.
 func (a *attempt) leases() []*locking.Lease {
 	if a.jobLease != nil {
 		return []*locking.Lease{a.claim, a.jobLease}
 	}
 	return []*locking.Lease{a.claim}
+}
+
+// held is every lease the run holds, each kept and started alike: the
+// job's, then the group's permit, whose token is not the job's.
+func (a *attempt) held() []*locking.Lease {
+	if a.permit == nil {
+		return a.leases()
+	}
+	return append(a.leases(), a.permit)
 }
 
 // nextMayFire is the earliest instant, on this replica's clock, at which

@@ -16,13 +16,20 @@ import (
 // defined here, where it is used.
 type attempts struct {
 	*engine
-	locks      claimAcquirer
+	locks      attemptLocks
 	outcomes   attemptOutcomes
 	settlement attemptSettlement
 	control    pauseKeeper
 	misfire    attemptMisfire
 	outage     storesWatch
 	fleet      runList
+}
+
+// attemptLocks takes the attempt's leases: its claim and job lease, and
+// its group's permit (locks.go, group.go).
+type attemptLocks interface {
+	claimAcquirer
+	permit(job string, s locking.Semaphore, from int, p retryPolicy) (*locking.Lease, error)
 }
 
 // attemptOutcomes ends the attempt's leases with the slot's outcome, and

@@ -104,6 +104,9 @@ type JobSpec struct {
 	// Notify lists who is told of the job's failed, missed, abandoned and
 	// recovered slots (Config.Notifier sends). nil: nobody.
 	Notify []NotifyRule
+	// Group is the job's concurrency group (group.go): a run holds one of
+	// its Limit permits, fleet-wide. nil: none.
+	Group *Group
 }
 
 // Metrics receives the scheduler's measurements. Every method must be cheap
@@ -341,7 +344,11 @@ func (j *JobSpec) withDefaults() JobSpec {
 // history.ReadSlots).
 func (j JobSpec) Describe() history.Job {
 	sched, _ := j.schedule()
-	return history.Job{Name: j.Name, Spec: j.Spec, Schedule: sched, Location: j.Location, Enabled: !j.Disabled}
+	h := history.Job{Name: j.Name, Spec: j.Spec, Schedule: sched, Location: j.Location, Enabled: !j.Disabled}
+	if j.Group != nil {
+		h.Group, h.GroupLimit = j.Group.Name, j.Group.Limit
+	}
+	return h
 }
 
 // Definition is what a replica publishes of the job for the command
@@ -353,8 +360,12 @@ func (j JobSpec) Definition() history.JobDef {
 	if spec.Location != nil {
 		tz = spec.Location.String()
 	}
-	return history.JobDef{Name: spec.Name, Schedule: spec.Spec, Timezone: tz, Overlap: string(spec.Overlap),
+	d := history.JobDef{Name: spec.Name, Schedule: spec.Spec, Timezone: tz, Overlap: string(spec.Overlap),
 		Misfire: string(spec.Misfire.Policy), Enabled: !spec.Disabled}
+	if spec.Group != nil {
+		d.Group, d.GroupLimit = spec.Group.Name, spec.Group.Limit
+	}
+	return d
 }
 
 type nopMetrics struct{}

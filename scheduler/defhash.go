@@ -25,6 +25,10 @@ func specsHash(order []*job) string {
 		Timeout, Jitter                                time.Duration
 		MisfireDeadline, RetryBackoff                  time.Duration
 		MisfireMax, RetryMax, PauseOnFailure           int
+		// Omitted without a group: a job's hash is what it was before
+		// groups existed.
+		Group      string `json:",omitempty"`
+		GroupLimit int    `json:",omitempty"`
 	}
 	all := make([]declared, 0, len(order))
 	for _, j := range order {
@@ -36,6 +40,9 @@ func specsHash(order []*job) string {
 			MisfireDeadline: s.Misfire.Deadline, RetryBackoff: s.Retry.Backoff,
 			MisfireMax: s.Misfire.Max, RetryMax: s.Retry.Max, PauseOnFailure: s.PauseOnFailure,
 		})
+		if s.Group != nil {
+			all[len(all)-1].Group, all[len(all)-1].GroupLimit = s.Group.Name, s.Group.Limit
+		}
 	}
 	b, _ := json.Marshal(all) // strings, numbers and bools: cannot fail
 	sum := sha256.Sum256(b)

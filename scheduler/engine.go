@@ -24,6 +24,7 @@ type engine struct {
 	clock    locking.Clock
 	log      *slog.Logger
 	metrics  Metrics
+	groups   *groupGauge  // the permits held here, per concurrency group (group.go)
 	tracer   trace.Tracer // nil: tracing off (trace.go)
 	doneTTL  time.Duration
 	lateness time.Duration
@@ -58,6 +59,7 @@ func newEngine(c Config) (*engine, error) {
 		clock:    c.Clock,
 		log:      c.Logger,
 		metrics:  c.Metrics,
+		groups:   newGroupGauge(c.Metrics),
 		tracer:   tracerOf(c.TracerProvider),
 		lateness: c.Lateness,
 		stopping: make(chan struct{}),

@@ -54,7 +54,7 @@ func slotString(t time.Time) string { return jobs.SlotString(t) }
 func (e *engine) skipped(job, slot string, reason history.Reason, n int, attrs ...any) {
 	level := slog.LevelDebug
 	switch reason {
-	case history.ReasonOverlap, history.ReasonPaused, history.ReasonReplaced:
+	case history.ReasonOverlap, history.ReasonPaused, history.ReasonReplaced, history.ReasonGroupFull:
 		level = slog.LevelInfo
 	case history.ReasonLate, history.ReasonNoQuorum, history.ReasonSlowLock, history.ReasonShutdown, history.ReasonClaimed:
 		level = slog.LevelWarn

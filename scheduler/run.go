@@ -62,12 +62,12 @@ func (a *attempt) run() verdict {
 // started, so it is reported as one that may have started, or, released
 // here, missed or recovered as not run.
 func (a *attempt) start() verdict {
-	leases := a.leases()
+	leases := a.held()
 	// The job lease first: a claim is declared started only when the
 	// whole run may start.
 	for i := len(leases) - 1; i >= 0; i-- {
 		if err := leases[i].Start(); err != nil {
-			a.logLost((&slotRun{a: a}).runFields(runIdentity(leases)), leases, 0)
+			a.logLost((&slotRun{a: a}).runFields(runIdentity(a.leases())), leases, 0)
 			return verdict{act: actRelease, reason: history.ReasonSlowLock,
 				attrs: []any{"note", "its leases lapsed before the run could start (the replica was paused or starved): not run here"},
 				err:   fmt.Errorf("scheduler: %s %s: %w before the run started", a.name, a.slot, err)}
@@ -107,8 +107,8 @@ type slotRun struct {
 func (r *slotRun) execute(parent context.Context) (history.Entry, error) {
 	a := r.a
 	ap := a.ap
-	leases := a.leases()
-	runID, token := runIdentity(leases)
+	leases := a.held()
+	runID, token := runIdentity(a.leases())
 	log := r.runLog(runID, token)
 	ctx, span := ap.traceRun(parent, a.tctx, a.name, a.slot, a.origin, runID, token)
 	ctx, cancel := r.runContext(ctx, leases)

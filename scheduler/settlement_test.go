@@ -96,6 +96,11 @@ func (f *fakeClaims) acquire(job string, key locking.Key, p retryPolicy) (*locki
 	return f.locker.Claim(context.Background(), key, 10*time.Second)
 }
 
+// permit takes a permit of s on the locker, once.
+func (f *fakeClaims) permit(job string, s locking.Semaphore, from int, p retryPolicy) (*locking.Lease, error) {
+	return s.Acquire(context.Background(), f.locker, 10*time.Second, from)
+}
+
 // fakeEnds records the ends it is given and ends each lease at once,
 // without its entry or record.
 type fakeEnds struct {

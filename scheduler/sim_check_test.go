@@ -71,7 +71,7 @@ func (w *world) couldNotConfirm(r *runRec) bool {
 // replica ran (held and done point at another replica).
 var explainReasons = map[string]bool{
 	"overlap": true, "late": true, "no_quorum": true, "slow_lock": true, "shutdown": true, "claimed": true, "paused": true,
-	"replaced": true,
+	"replaced": true, "group_full": true,
 }
 
 func (w *world) check(from, to time.Time) (viol []string, st checkStats) {
@@ -208,7 +208,8 @@ func (w *world) check(from, to time.Time) (viol []string, st checkStats) {
 						}
 					}
 				}
-				if why != "overlap" || !busy || d.overlap == scheduler.OverlapReplace {
+				if (why != "overlap" || !busy || d.overlap == scheduler.OverlapReplace) &&
+					!w.groupExcuse(why, d, k.slot, due, lateness, runs, audits) {
 					tr := w.trace(audits, k.job, k.slot)
 					for _, r := range around {
 						tr += w.trace(audits, k.job, r.slot)
@@ -272,6 +273,7 @@ func (w *world) check(from, to time.Time) (viol []string, st checkStats) {
 			}
 		}
 	}
+	viol = append(viol, w.groupOverLimit(runs, from, to)...)
 	return viol, st
 }
 

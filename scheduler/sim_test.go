@@ -22,7 +22,8 @@ import (
 // replay their queue in any order, partitions, slow stores, lost requests
 // and requests executed after their sender gave up, clock offsets within
 // max_clock_skew, reloads, job pauses and `trigger` runs from fresh
-// processes (sim_faults_test.go lists them with their weights). The invariants
+// processes (sim_faults_test.go lists them with their weights); TestSimulationGroups runs the
+// same plan with jobs in a concurrency group (sim_group_test.go). The invariants
 // (sim_check_test.go) are checked after every simulated hour.
 //
 //	go test ./scheduler -run Simulation                          # the default: 2 fixed seeds × 24 h

@@ -124,27 +124,28 @@ type simJobDef struct {
 	misfire     scheduler.Misfire
 	short, long [2]time.Duration
 	jitter      time.Duration
+	group       *scheduler.Group // its concurrency group (sim_group_test.go); nil: none
 }
 
 var simJobs = []simJobDef{
 	{"minutely", "0 * * * * *", scheduler.OverlapForbid,
 		scheduler.Misfire{Policy: scheduler.MisfireRunOnce, Deadline: 5 * time.Minute},
 		[2]time.Duration{500 * time.Millisecond, 5 * time.Second}, [2]time.Duration{30 * time.Second, 80 * time.Second},
-		20 * time.Second},
+		20 * time.Second, nil},
 	{"twomin", "20 */2 * * * *", scheduler.OverlapAllow,
 		scheduler.Misfire{Policy: scheduler.MisfireSkip},
-		[2]time.Duration{100 * time.Millisecond, 5 * time.Second}, [2]time.Duration{2 * time.Minute, 5 * time.Minute}, 0},
+		[2]time.Duration{100 * time.Millisecond, 5 * time.Second}, [2]time.Duration{2 * time.Minute, 5 * time.Minute}, 0, nil},
 	{"fivemin", "30 */5 * * * *", scheduler.OverlapForbid,
 		scheduler.Misfire{Policy: scheduler.MisfireRunAll, Deadline: 20 * time.Minute, Max: 3},
 		[2]time.Duration{time.Second, 5 * time.Second}, [2]time.Duration{5 * time.Second, 20 * time.Second},
-		90 * time.Second},
+		90 * time.Second, nil},
 	{"hourly", "0 0 * * * *", scheduler.OverlapForbid,
 		scheduler.Misfire{Policy: scheduler.MisfireRunOnce, Deadline: 30 * time.Minute},
-		[2]time.Duration{time.Second, 10 * time.Second}, [2]time.Duration{time.Minute, 3 * time.Minute}, 0},
+		[2]time.Duration{time.Second, 10 * time.Second}, [2]time.Duration{time.Minute, 3 * time.Minute}, 0, nil},
 	{"replacing", "40 */3 * * * *", scheduler.OverlapReplace,
 		scheduler.Misfire{Policy: scheduler.MisfireRunOnce, Deadline: 2 * time.Minute},
 		[2]time.Duration{time.Second, 30 * time.Second}, [2]time.Duration{4 * time.Minute, 10 * time.Minute},
-		25 * time.Second},
+		25 * time.Second, nil},
 }
 
 func (d simJobDef) duration(slot time.Time) time.Duration {
@@ -263,7 +264,7 @@ func (w *world) specs(in *instance, timeout time.Duration) []scheduler.JobSpec {
 		}
 		specs = append(specs, scheduler.JobSpec{Name: d.name, Spec: d.spec, Schedule: sched, Plugin: "sim",
 			Job: &simJob{rec: w.rec, inst: in, dur: d.duration}, Timeout: timeout,
-			Overlap: d.overlap, Misfire: d.misfire, Jitter: d.jitter})
+			Overlap: d.overlap, Misfire: d.misfire, Jitter: d.jitter, Group: d.group})
 	}
 	return specs
 }

@@ -95,6 +95,9 @@ func (j JobSpec) problems(now time.Time) []error {
 		add("pause_on_failure", "", fmt.Errorf("must not be negative, got %d", j.PauseOnFailure))
 	}
 	add("jitter", "", checkJitter(j.Jitter, sched, now))
+	if j.Group != nil {
+		add(checkGroup(j.Group))
+	}
 	return errs
 }
 
@@ -141,7 +144,7 @@ func (c Config) problems(now time.Time) []error {
 			errs = append(errs, err)
 		}
 	}
-	return errs
+	return append(errs, groupLimits(c.Jobs)...)
 }
 
 // settingsProblems lists the problems of c's own settings (not its jobs').

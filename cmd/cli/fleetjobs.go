@@ -87,7 +87,7 @@ func configSpec(cfg *config.Config, name string) (scheduler.JobSpec, bool) {
 // describePublished is what status shows of a job the fleet publishes: a
 // schedule this build cannot read (a newer version's) lists no slot.
 func describePublished(d history.JobDef) history.Job {
-	j := history.Job{Name: d.Name, Spec: d.Schedule, Enabled: d.Enabled}
+	j := history.Job{Name: d.Name, Spec: d.Schedule, Enabled: d.Enabled, Group: d.Group, GroupLimit: d.GroupLimit}
 	loc, err := time.LoadLocation(d.Timezone)
 	if err != nil {
 		return j

@@ -250,11 +250,14 @@ jobs:
 
 	// Before calendars: SHA-256 of the redacted jobs' tree, which had no
 	// calendar key (nor notify: a job without rules hashes as before).
+	// Before calendars and groups: SHA-256 of the redacted jobs' tree,
+	// which had no calendar or group key.
 	plain := mustLoad(t, minimalJob)
 	old := tree(reflect.ValueOf(plain.Jobs), true).([]any)
 	for _, j := range old {
 		delete(j.(map[string]any), "calendar")
 		delete(j.(map[string]any), "notify")
+		delete(j.(map[string]any), "group")
 	}
 	raw, err := json.Marshal(old)
 	require.NoError(t, err)

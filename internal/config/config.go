@@ -37,6 +37,9 @@ type Config struct {
 	Calendars []Calendar `yaml:"calendars"`
 	// Notify are the webhooks the jobs' notify rules name.
 	Notify []NotifyTarget `yaml:"notify"`
+	// Groups are the concurrency groups: at most a limit of runs of the
+	// jobs that name one at once, fleet-wide.
+	Groups []Group `yaml:"groups"`
 	// Jobs in file order. Load decodes them one by one, each over
 	// DefaultJob, not with the rest of the file.
 	Jobs []Job `yaml:"jobs"`

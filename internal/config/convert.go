@@ -91,6 +91,7 @@ func (c *Config) JobSpecs() []scheduler.JobSpec {
 			Jitter:         j.Jitter,
 			PauseOnFailure: j.PauseOnFailure,
 			Notify:         notifyRules(j.Notify),
+			Group:          j.ResolvedGroup,
 		}
 	}
 	return specs

@@ -70,5 +70,11 @@ func jobTree(j Job, redact bool) any {
 	if len(j.Notify) == 0 {
 		delete(m, "notify") // a job without rules hashes as before notifications existed
 	}
+	// A group is its limit too; a job without one shows no group key.
+	if g := j.ResolvedGroup; g != nil {
+		m["group"] = map[string]any{"name": g.Name, "limit": g.Limit}
+	} else if j.Group == "" {
+		delete(m, "group")
+	}
 	return m
 }

@@ -36,6 +36,9 @@ type Job struct {
 	// Notify says who is told of the job's failed, missed, abandoned and
 	// recovered slots.
 	Notify []JobNotify `yaml:"notify"`
+	// Group names an entry of groups: a run holds one of its permits
+	// ("": none).
+	Group string `yaml:"group" redact:"show"`
 	// Params are the plugin's own settings; the dump shows them as
 	// jobs.RedactParams does.
 	Params map[string]any `yaml:"params" redact:"params"`
@@ -49,6 +52,8 @@ type Job struct {
 	// ResolvedCalendar is the named calendar's dates (nil: none);
 	// Schedule already skips them.
 	ResolvedCalendar *scheduler.Calendar `yaml:"-"`
+	// ResolvedGroup is the named group (nil: none).
+	ResolvedGroup *scheduler.Group `yaml:"-"`
 }
 
 // Misfire says what happens to slots that passed while no replica could
@@ -109,6 +114,7 @@ func (l *loader) validateJob(c *Config, i int, j *Job, seen map[string]int) {
 	}
 	l.validateJobCalendar(c, j, add)
 	l.validateJobNotify(c, j, add)
+	l.validateJobGroup(c, j, add)
 
 	// After the schedule: the jitter's bound is its shortest interval.
 	problems := schedulerProblems(j)

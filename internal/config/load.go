@@ -9,6 +9,8 @@ import (
 	"github.com/knadh/koanf/providers/env/v2"
 	"github.com/knadh/koanf/v2"
 	yaml "go.yaml.in/yaml/v4"
+
+	"github.com/slotlock/slotlock/scheduler"
 )
 
 // Load reads the configuration: the defaults, then the YAML file at path
@@ -71,6 +73,9 @@ type loader struct {
 	emptyNodesEnv string
 	// fileNodes is how many redis.nodes the file names.
 	fileNodes int
+	// groups are the valid concurrency groups by name (validateGroups),
+	// for the jobs that name one.
+	groups map[string]*scheduler.Group
 }
 
 // add records a problem at path outside the jobs (validateJob records its
@@ -133,6 +138,15 @@ func (l *loader) load(data []byte, environ []string) *Config {
 		l.addDecodeErrors("", -1, "", err)
 	}
 	emptyListsNil(&cfg)
+	if len(cfg.Redis.Nodes) == 0 {
+		cfg.Redis.Nodes = nil
+	}
+	if len(cfg.Calendars) == 0 {
+		cfg.Calendars = nil
+	}
+	if len(cfg.Groups) == 0 {
+		cfg.Groups = nil
+	}
 
 	var list []any
 	switch x := jobsRaw.(type) {

@@ -43,12 +43,12 @@ func (c *Config) RestartNeeded(next *Config) []string {
 	return out
 }
 
-// WithJobs returns a copy of c with next's jobs and the calendars they
-// name: the configuration in force after a reload, whose settings are
+// WithJobs returns a copy of c with next's jobs and the calendars and
+// groups they name: the configuration in force after a reload, whose settings are
 // still c's.
 func (c *Config) WithJobs(next *Config) *Config {
 	out := *c
-	out.Jobs, out.Calendars = next.Jobs, next.Calendars
+	out.Jobs, out.Calendars, out.Groups = next.Jobs, next.Calendars, next.Groups
 	return &out
 }
 
@@ -92,6 +92,7 @@ func settings(c *Config) map[string]any {
 	m := tree(reflect.ValueOf(*c), false).(map[string]any)
 	delete(m, "jobs")
 	delete(m, "calendars") // part of the jobs' definitions (jobTree), reloaded with them
+	delete(m, "groups")    // likewise
 	flattenSettings("", m, out)
 	return out
 }

@@ -22,6 +22,7 @@ func (l *loader) validate(c *Config, malformed map[int]bool) {
 	l.validateHistory(c)
 	l.validateCalendars(c)
 	l.validateNotify(c)
+	l.groups = l.validateGroups(c)
 
 	seen := map[string]int{}
 	for i := range c.Jobs {

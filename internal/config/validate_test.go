@@ -267,7 +267,7 @@ func TestYAMLSyntaxErrors(t *testing.T) {
 		{"log: {level: info\n", ":2:1: invalid YAML: did not find expected ',' or '}'"},
 		{"log:\n\tlevel: info\n", ":2:1: invalid YAML: found character that cannot start any token"},
 		{"log: {level: info}\nlog: {level: debug}\n", ":2:1: invalid YAML: mapping key \"log\" already defined at line 1"},
-		{"- log\n- lock\n", ":1:1: the top level must be a map of sections (log, http, redis, lock, shutdown, history, calendars, notify, jobs), got a list"},
+		{"- log\n- lock\n", ":1:1: the top level must be a map of sections (log, http, redis, lock, shutdown, history, calendars, notify, groups, jobs), got a list"},
 		{"just text\n", ":1:1: the top level must be a map of sections"},
 		{"log: {level: info}\n---\nlock: {ttl: 1s}\n", ":2:1: the file holds more than one YAML document"},
 	}

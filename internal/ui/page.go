@@ -86,6 +86,7 @@ type jobRow struct {
 	Name, Href, Schedule, Zone, Next, NextUTC string
 	Calendar, NextExcluded                    string // "" without a calendar
 	Notify                                    string // the job's notify rules; "" for none
+	Group                                     string // "name (limit N)"; "" without a group
 	Selected, Disabled                        bool
 	Paused                                    string // "" when not paused
 	LastState, LastClass, LastText            string
@@ -152,6 +153,9 @@ func (s *server) jobsView(v *pageView, st history.Status, specs []scheduler.JobS
 		row := jobRow{Name: j.Job, Href: link.href(), Schedule: j.Schedule, Zone: j.Timezone, Next: dash(j.NextSlot),
 			NextUTC: j.NextSlotUTC, Selected: j.Job == p.Job, Disabled: !j.Enabled, LastText: "-",
 			Calendar: j.Calendar, NextExcluded: dash(j.NextExcluded), Notify: notifyText(s.byName[j.Job].Notify)}
+		if j.Group != "" {
+			row.Group = fmt.Sprintf("%s (limit %d)", j.Group, j.GroupLimit)
+		}
 		if j.Pause != nil {
 			row.Paused = pauseText(j.Pause)
 		}

@@ -82,6 +82,8 @@ var cases = []struct {
 	{"BadKeys", testBadKeys},
 	{"EndTogether", testEndTogether},
 	{"ClaimWith", testClaimWith},
+	{"Semaphore", testSemaphore},
+	{"SemaphoreContended", testSemaphoreContended},
 }
 
 // family returns a key family unique to this run and subtest.

@@ -35,11 +35,15 @@ type JobDef struct {
 	Overlap  string `json:"overlap"`
 	Misfire  string `json:"misfire"` // the misfire policy
 	Enabled  bool   `json:"enabled"`
+	// Group and GroupLimit are the job's concurrency group; absent
+	// without one, so that such a job publishes what it did before.
+	Group      string `json:"group,omitempty"`
+	GroupLimit int    `json:"group_limit,omitempty"`
 }
 
 // Differences names the fields in which d and o differ, in the
 // configuration's words (schedule, timezone, overlap, misfire.policy,
-// enabled); none when they agree.
+// enabled, group); none when they agree.
 func (d JobDef) Differences(o JobDef) []string {
 	var out []string
 	for _, f := range []struct {
@@ -51,6 +55,7 @@ func (d JobDef) Differences(o JobDef) []string {
 		{"overlap", d.Overlap == o.Overlap},
 		{"misfire.policy", d.Misfire == o.Misfire},
 		{"enabled", d.Enabled == o.Enabled},
+		{"group", d.Group == o.Group && d.GroupLimit == o.GroupLimit},
 	} {
 		if !f.same {
 			out = append(out, f.name)

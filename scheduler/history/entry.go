@@ -14,7 +14,7 @@ import (
 type Entry struct {
 	Slot       string  `json:"slot"`                    // RFC 3339 UTC
 	Outcome    Outcome `json:"outcome"`                 // succeeded, failed, canceled, abandoned, skipped, missed
-	Reason     Reason  `json:"reason,omitempty"`        // canceled: timeout, lock_lost, shutdown, replaced; skipped: overlap, late, replaced, paused; missed: no_replica, no_quorum, unknown
+	Reason     Reason  `json:"reason,omitempty"`        // canceled: timeout, lock_lost, shutdown, replaced; skipped: overlap, late, replaced, paused, group_full; missed: no_replica, no_quorum, unknown
 	BySlot     string  `json:"by_slot,omitempty"`       // reason replaced: the newer slot that took over
 	Replica    string  `json:"replica,omitempty"`       // who ran it (abandoned: the dead run's replica); who skipped it
 	RunID      string  `json:"run_id,omitempty"`        // the run's id
@@ -68,7 +68,7 @@ type Reason string
 
 // Skip reasons: slot.skipped's reason (SkipReasons), and the reason label
 // of slotlock_slots_skipped_total. An entry records overlap, late,
-// replaced and paused; the others are a replica's own view of a slot
+// replaced, paused and group_full; the others are a replica's own view of a slot
 // another one handles.
 const (
 	ReasonHeld     Reason = "held"
@@ -95,6 +95,9 @@ const (
 	// the job lease while this slot still waited for it, so this one never
 	// started. Also a cancel reason: a newer slot took over the run.
 	ReasonReplaced Reason = "replaced"
+	// ReasonGroupFull: the job's concurrency group had every permit
+	// taken until the slot's lateness bound; its body never started.
+	ReasonGroupFull Reason = "group_full"
 )
 
 // Cancel reasons (run.canceled's reason, beside ReasonShutdown and
@@ -114,7 +117,7 @@ const (
 
 // SkipReasons lists every skip reason.
 var SkipReasons = []Reason{ReasonHeld, ReasonDone, ReasonOverlap, ReasonLate, ReasonNoQuorum,
-	ReasonSlowLock, ReasonShutdown, ReasonClaimed, ReasonPaused, ReasonReplaced}
+	ReasonSlowLock, ReasonShutdown, ReasonClaimed, ReasonPaused, ReasonReplaced, ReasonGroupFull}
 
 // MissedReasons lists every reason of slot.missed.
 var MissedReasons = []Reason{ReasonNoReplica, ReasonNoQuorum, ReasonUnknown}

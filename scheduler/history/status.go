@@ -15,6 +15,9 @@ type Job struct {
 	Schedule Schedule       // nil: no slot is listed
 	Location *time.Location // the schedule's zone; nil: UTC
 	Enabled  bool
+	// Group and GroupLimit are the job's concurrency group ("": none).
+	Group      string
+	GroupLimit int
 }
 
 // Schedule yields a job's nominal slots: the first after t, or the zero
@@ -48,11 +51,16 @@ type JobStatus struct {
 	// Calendar names the job's calendar; NextExcluded is the local date
 	// (YYYY-MM-DD in the job's zone) of the next slot it removes, empty
 	// when none within five years.
-	Calendar     string       `json:"calendar,omitempty"`
-	NextExcluded string       `json:"next_excluded,omitempty"`
-	Pause        *PauseStatus `json:"pause,omitempty"` // set while paused
-	Last         *Entry       `json:"last_outcome,omitempty"`
-	Running      []RunInfo    `json:"running,omitempty"`
+	Calendar     string `json:"calendar,omitempty"`
+	NextExcluded string `json:"next_excluded,omitempty"`
+	// Group names the job's concurrency group and GroupLimit its limit
+	// (a run holds one of its permits; a slot that finds none before its
+	// lateness bound is skipped group_full).
+	Group      string       `json:"group,omitempty"`
+	GroupLimit int          `json:"group_limit,omitempty"`
+	Pause      *PauseStatus `json:"pause,omitempty"` // set while paused
+	Last       *Entry       `json:"last_outcome,omitempty"`
+	Running    []RunInfo    `json:"running,omitempty"`
 }
 
 // PauseStatus is an active pause.
@@ -132,7 +140,8 @@ func ReadStatus(ctx context.Context, store Store, jobs []Job, hash string, now t
 
 // jobStatus is what the configuration alone says of job.
 func jobStatus(job Job, now time.Time, running []RunInfo) JobStatus {
-	js := JobStatus{Job: job.Name, Schedule: job.Spec, Enabled: job.Enabled, Timezone: "UTC", Running: running}
+	js := JobStatus{Job: job.Name, Schedule: job.Spec, Enabled: job.Enabled, Timezone: "UTC", Running: running,
+		Group: job.Group, GroupLimit: job.GroupLimit}
 	loc := job.Location
 	if loc == nil {
 		loc = time.UTC
