@@ -3,11 +3,11 @@ package smallworld
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // The programs of the world's processes: what the scheduler does with the
@@ -21,22 +21,9 @@ import (
 // where the scheduler changes what it does with an answer, this file
 // changes with it.
 //
-// Outcomes, as history entries "<slot>|<outcome>|<run id>", a settler's
-// with "|<its claim's id>"; the outcome carries the entry's reason and
-// flag where the scheduler writes them.
-const (
-	outSucceeded = "succeeded"
-	outAbandoned = "abandoned"
-	outMissed    = "missed"
-	// outMayHaveStarted is what settleUnconfirmed writes for a claim taken
-	// over whose holder never confirmed its start: outcome missed, reason
-	// unknown, MayHaveStarted — neither run again nor reported abandoned.
-	outMayHaveStarted = "missed:unknown:may_have_started"
-)
-
-func entry(slot int, outcome, runID string) locking.LogEntry {
-	return locking.LogEntry{Score: int64(slot + 1), Value: fmt.Sprintf("%d|%s|%s", slot, outcome, runID)}
-}
+// The entries they write are the scheduler's (entries_test.go), and
+// every reading of a slot's outcome goes through the product's rules
+// (product_test.go).
 
 // replica fires each slot of the world on time: slot i at tick i.
 func replica(a *actor) {
@@ -84,7 +71,7 @@ func (a *actor) fire(slot int) {
 	if !a.step("end") {
 		return
 	}
-	e := entry(slot, outSucceeded, lease.Grant().ID)
+	e := entry(slot, outSucceeded, lease.Grant().ID, a.name)
 	if a.endRetried(lease, locking.Ending{DoneTTL: doneTTL, Note: outSucceeded, Entry: &e, Keep: keep}) {
 		a.w.report(a, "succeeded", slot, lease.Grant().ID)
 	}
@@ -143,12 +130,12 @@ func (a *actor) settleAbandoned(slot int, lease *locking.Lease) {
 	if !ab.Started {
 		outcome, note, event = outMayHaveStarted, outMissed, "slot.missed"
 	}
-	if rec, ok := a.recorded(slot, ab.ID, precedence(outcome)); ok {
+	if rec, ok := a.recorded(slot, ab.ID, ab.Started); ok {
 		// closeRecorded: the history records the run at least as
 		// strongly; closed with that entry, not reported again.
 		if a.step("close-recorded") {
-			le := locking.LogEntry{Score: int64(slot + 1), Value: rec}
-			a.endRetried(lease, locking.Ending{DoneTTL: doneTTL, Note: entryField(rec, 1), Entry: &le, Keep: keep})
+			le := rec.LogEntry(slotTime(slot))
+			a.endRetried(lease, locking.Ending{DoneTTL: doneTTL, Note: string(rec.Outcome), Entry: &le, Keep: keep})
 		}
 		return
 	}
@@ -157,8 +144,7 @@ func (a *actor) settleAbandoned(slot int, lease *locking.Lease) {
 	}
 	// The entry names its settler (history.Entry.SettleID): a settler's
 	// retried end counts the stores holding its own entry.
-	e := entry(slot, outcome, ab.ID)
-	e.Value += "|" + lease.Grant().ID
+	e := settledEntry(slot, outcome, ab.ID, ab.Holder, a.name, lease.Grant().ID)
 	if a.endRetried(lease, locking.Ending{DoneTTL: doneTTL, Note: note, Entry: &e, Keep: keep}) {
 		a.w.report(a, event, slot, ab.ID)
 	}
@@ -200,7 +186,7 @@ func reconciler(a *actor) {
 			a.settleOrphan(slot)
 			return
 		default:
-			err := a.locker.AppendLog(ctx, family, locking.LogAppend{Entry: entry(slot, outMissed, ""), Keep: keep,
+			err := a.locker.AppendLog(ctx, family, locking.LogAppend{Entry: entry(slot, outMissed, "", ""), Keep: keep,
 				Fence: reconcilerName, Token: lease.Token(), IfAbsent: true})
 			if errors.Is(err, locking.ErrLogHasEntry) {
 				break
@@ -248,23 +234,23 @@ func finalRead(a *actor) {
 }
 
 // recorded is scheduler.closeRecorded's read: the join of slot's entries
-// when it is of run id and ranks at least at (precedence).
-func (a *actor) recorded(slot int, id string, at int) (string, bool) {
-	if !a.step("settle-read") {
-		return "", false
+// when it records run id at least as strongly as settling its claim
+// would (recordsRun).
+func (a *actor) recorded(slot int, id string, started bool) (history.Entry, bool) {
+	if !closeRecordedOn || !a.step("settle-read") {
+		return history.Entry{}, false
 	}
 	got, err := a.readLog(slot)
-	if err != nil || len(got) == 0 {
-		return "", false
+	if err != nil {
+		return history.Entry{}, false
 	}
-	top := merged(got)
-	if len(top) != 1 || entryField(top[0], 2) != id || precedence(entryField(top[0], 1)) < at {
-		return "", false
-	}
-	return top[0], true
+	e, found := joinOf(got)
+	return e, recordsRun(e, found, id, started)
 }
 
-// readLog returns slot's history entries.
+// readLog returns slot's history entries, in the order the stores' merge
+// gives them (newest first, equal scores by value): the order a reader
+// of the product meets them in.
 func (a *actor) readLog(slot int) ([]string, error) {
 	log, err := a.locker.ReadLog(context.Background(), family, int64(slot+1), keep)
 	var out []string
@@ -273,8 +259,7 @@ func (a *actor) readLog(slot int) ([]string, error) {
 			out = append(out, e.Value)
 		}
 	}
-	slices.Sort(out)
-	return slices.Compact(out), err
+	return out, err
 }
 
 func slotOf(k locking.Key) int {
