@@ -29,6 +29,7 @@ type actor struct {
 	atGate  string // the step it waits at, "" when none
 	gateMin int    // the step may be taken from this tick on...
 	gateMax int    // ...up to this one
+	gateAge int    // ...once the done markers expired this many times (expire)
 	started bool   // took its first step
 	done    bool   // its program returned
 	dead    bool
@@ -89,9 +90,31 @@ func (a *actor) gate(label string, min, max int) bool {
 		a.w.mu.Unlock()
 		return false
 	}
-	a.atGate, a.gateMin, a.gateMax = label, min, max
+	a.atGate, a.gateMin, a.gateMax, a.gateAge = label, min, max, 0
 	a.w.mu.Unlock()
 	return <-a.gateCh
+}
+
+// gateAt waits, as gate, for a step open from tick min on, once the done
+// markers expired (the expire event) age times.
+func (a *actor) gateAt(label string, min, age int) bool {
+	a.w.mu.Lock()
+	if a.dead {
+		a.w.mu.Unlock()
+		return false
+	}
+	a.atGate, a.gateMin, a.gateMax, a.gateAge = label, min, forever, age
+	a.w.mu.Unlock()
+	return <-a.gateCh
+}
+
+// first is the gate of a's first step: at the tick the world's config
+// gives a (cfg.at), else within [min, max].
+func (a *actor) first(label string, min, max int) bool {
+	if t, ok := a.w.cfg.at[a.name]; ok {
+		min, max = t, t
+	}
+	return a.gate(label, min, max)
 }
 
 // step is a gate open at any time.

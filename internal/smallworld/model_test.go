@@ -57,6 +57,13 @@ func (a *actor) fire(slot int) {
 		}
 		return
 	}
+	a.runBody(slot, lease)
+}
+
+// runBody is run.go's: the body begins (Start), the watchdog's first
+// renewal confirms the start, the run ends with its outcome; then the
+// abandoned claim the stores pointed to, if any, is settled.
+func (a *actor) runBody(slot int, lease *locking.Lease) {
 	if !a.step("run") {
 		return
 	}
@@ -97,7 +104,7 @@ func (a *actor) endRetried(lease *locking.Lease, e locking.Ending) bool {
 // settler is a process pointed at the abandoned claim of slot 0 (by
 // Grant.Orphan, or a recovery): it starts once a lease's time has passed.
 func settler(a *actor) {
-	if a.gate("settle", 1, 1) {
+	if a.first("settle", 1, 1) {
 		a.settleOrphan(0)
 	}
 }
@@ -160,7 +167,7 @@ func (a *actor) settleAbandoned(slot int, lease *locking.Lease) {
 // world has no pause (ReadPause) and one reason (unknown).
 func reconciler(a *actor) {
 	ctx := context.Background()
-	if !a.step("reconcile") {
+	if !a.first("reconcile", 0, forever) {
 		return
 	}
 	lease, err := a.locker.Acquire(ctx, locking.Key{Family: fleetFamily, Name: reconcilerName}, ttl)

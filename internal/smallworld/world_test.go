@@ -15,11 +15,25 @@ type worldConfig struct {
 	slots    int      // slots of the one job; replicas fire slot i at tick i
 	replicas []string // processes firing every slot
 	settlers []string // processes pointed at slot 0's abandoned claim, at tick 1
+	// The rest of the cast (cast_test.go), each on slot 0: backfills (the
+	// n-th, from 0, starts once the done markers expired n times), the
+	// reconciler's passes and start-up probes (each at any time).
+	backfills   []string
+	reconcilers []string
+	probes      []string
+	// at: the tick an actor's first step waits for (its program's own
+	// when absent): the phases of a world whose actors come one after the
+	// other, as an operator's backfill comes after the reconciler's pass.
+	at       map[string]int
 	faults   int      // the fault budget of a path
 	kinds    []string // the faults drawn (nil: all)
 	victims  []string // the processes that may crash or pause (nil: all)
 	ticks    int      // how many times time may pass (one lock TTL each)
+	expiries int      // how many times the done markers' lifetime may pass (expire)
 	noWipe   bool
+	// killAtSteps: a process crashes only between its steps (at a gate),
+	// not while its requests are in flight: a world of whole steps.
+	killAtSteps bool
 }
 
 var worlds = map[string]worldConfig{
@@ -54,6 +68,7 @@ type world struct {
 	tokens  map[string]string // random token -> who drew it
 	steps   int               // actions taken
 	ticks   int
+	aged    int // expiries taken
 	spent   int // faults
 	frozen  []bool
 	froze   []bool // frozen once already
@@ -111,6 +126,15 @@ func newWorld(cfg worldConfig) *world {
 	for _, n := range cfg.settlers {
 		w.newActor(n).run(settler)
 	}
+	for _, n := range cfg.reconcilers {
+		w.newActor(n).run(reconciler)
+	}
+	for _, n := range cfg.probes {
+		w.newActor(n).run(probe)
+	}
+	for i, n := range cfg.backfills {
+		w.newActor(n).run(backfill(i))
+	}
 	return w
 }
 
@@ -147,4 +171,27 @@ func (w *world) actor(name string) *actor {
 		}
 	}
 	return nil
+}
+
+// The worlds of the whole cast: every replica was down at slot 0, and the
+// actors that write its outcome afterwards meet there.
+var castWorlds = map[string]worldConfig{
+	// Issue #33's bug 1: the reconciler's pass judges the slot, a backfill
+	// claims and starts it and may be killed at any step, a settler is
+	// pointed at its claim a TTL later, the done markers expire, and a
+	// second backfill plans the slot.
+	"backfill": {name: "backfill", slots: 1, settlers: []string{"S1"}, reconcilers: []string{"C1"}, backfills: []string{"B1", "B2"},
+		faults: 1, kinds: []string{"crash"}, victims: []string{"B1"}, ticks: 3, expiries: 1, killAtSteps: true,
+		at: map[string]int{"C1": 0, "B1": 1, "S1": 2, "B2": 3}},
+	// The same with the start-up probe's skipped/late entry in place of
+	// the reconciler's missed.
+	"probe": {name: "probe", slots: 1, settlers: []string{"S1"}, probes: []string{"P1"}, backfills: []string{"B1", "B2"},
+		faults: 1, kinds: []string{"crash"}, victims: []string{"B1"}, ticks: 3, expiries: 1, killAtSteps: true,
+		at: map[string]int{"P1": 0, "B1": 1, "S1": 2, "B2": 3}},
+}
+
+func init() {
+	for n, c := range castWorlds {
+		worlds[n] = c
+	}
 }
