@@ -80,7 +80,7 @@ func merged(entries []string) []string {
 	var top []string
 	best := -1
 	for _, e := range entries {
-		switch p := int(parsed(e).Evidence()); {
+		switch p := evidence(e); {
 		case p > best:
 			top, best = []string{e}, p
 		case p == best && !slices.ContainsFunc(top, func(x string) bool { return sameOutcome(x, e) }):

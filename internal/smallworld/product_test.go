@@ -45,3 +45,8 @@ func recordsRun(e history.Entry, found bool, id string, started bool) bool {
 // closeRecordedOn: the settler reads the history before it settles a
 // claim taken over (scheduler's closeRecorded).
 const closeRecordedOn = true
+
+// evidence ranks a stored entry by what it says about the body
+// (history.Entry.Evidence): the invariants' "final outcome" is the one
+// every reader of the history computes.
+func evidence(value string) int { return int(parsed(value).Evidence()) }
