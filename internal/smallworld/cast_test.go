@@ -16,8 +16,8 @@ import (
 // step. They work on slot 0: the slot every replica was down for.
 
 // backfill is `slotlock backfill` of slot 0: the n-th backfill of a world
-// (from 0) starts once the done markers expired n times, so that a second
-// backfill comes after the first one's markers are gone. It plans the
+// (from 0) starts once the done markers expired n times (and
+// cfg.backfillAge more), so that a second backfill comes after the first one's markers are gone. It plans the
 // slot from the history and the open claims (the join of its entries must
 // be backfillable, its claim not open), claims it, settles a claim taken
 // over or hands back a leftover (the backfill then refuses the slot),
@@ -69,9 +69,10 @@ func backfill(n int) func(*actor) {
 }
 
 // startBackfill waits for the backfill's start: at its tick (cfg.at) and
-// once the done markers expired n times.
+// once the done markers expired n times more than before the first
+// backfill (cfg.backfillAge).
 func (a *actor) startBackfill(n int) bool {
-	return a.gateAt("backfill", a.w.cfg.at[a.name], n)
+	return a.gateAt("backfill", a.w.cfg.at[a.name], a.w.cfg.backfillAge+n)
 }
 
 // planBackfill is PlanBackfill for one slot: the join of its entries

@@ -63,6 +63,7 @@ func (w *world) checkSlot(slot int) []violation {
 	case len(top) > 1:
 		out = append(out, violation{"two-outcomes", fmt.Sprintf("slot %d has %d entries of the same precedence, the history merge cannot pick one: %q", slot, len(top), entries)})
 	}
+	out = append(out, w.checkMajorities(slot, runs)...)
 	for _, e := range entries {
 		if v, bad := w.checkEntry(slot, e, runs, len(top) == 1 && sameOutcome(e, top[0])); bad {
 			out = append(out, v)

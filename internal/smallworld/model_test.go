@@ -235,6 +235,7 @@ func finalRead(a *actor) {
 		got, _ := a.readLog(slot)
 		a.w.mu.Lock()
 		a.w.final[slot] = got
+		a.w.logs[slot] = a.w.storeLogs(slot)
 		a.w.open[slot] = slices.Contains(claims, slotKey(slot))
 		a.w.mu.Unlock()
 	}

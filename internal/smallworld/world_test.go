@@ -24,13 +24,16 @@ type worldConfig struct {
 	// at: the tick an actor's first step waits for (its program's own
 	// when absent): the phases of a world whose actors come one after the
 	// other, as an operator's backfill comes after the reconciler's pass.
-	at       map[string]int
-	faults   int      // the fault budget of a path
-	kinds    []string // the faults drawn (nil: all)
-	victims  []string // the processes that may crash or pause (nil: all)
-	ticks    int      // how many times time may pass (one lock TTL each)
-	expiries int      // how many times the done markers' lifetime may pass (expire)
-	noWipe   bool
+	at map[string]int
+	// backfillAge: the done markers expire this many times before the
+	// first backfill starts (a slot a probe closed is done until then).
+	backfillAge int
+	faults      int      // the fault budget of a path
+	kinds       []string // the faults drawn (nil: all)
+	victims     []string // the processes that may crash or pause (nil: all)
+	ticks       int      // how many times time may pass (one lock TTL each)
+	expiries    int      // how many times the done markers' lifetime may pass (expire)
+	noWipe      bool
 	// killAtSteps: a process crashes only between its steps (at a gate),
 	// not while its requests are in flight: a world of whole steps.
 	killAtSteps bool
@@ -79,8 +82,9 @@ type world struct {
 	grants  []*grantRec
 	runs    []runRec
 	reports []reportRec
-	final   map[int][]string // history entries per slot, read at the end
-	open    map[int]bool     // slots with an open claim at the end
+	final   map[int][]string   // history entries per slot, read at the end
+	logs    map[int][][]string // history entries per slot and store, read at the end
+	open    map[int]bool       // slots with an open claim at the end
 	// lostClaims: the run ids (locking's lease id: the token's first 16
 	// characters) of claims whose claimer crashed during its Claim call.
 	lostClaims map[string]bool
@@ -116,7 +120,7 @@ type reportRec struct {
 
 func newWorld(cfg worldConfig) *world {
 	w := &world{cfg: cfg, tokens: map[string]string{}, frozen: make([]bool, 3), froze: make([]bool, 3),
-		final: map[int][]string{}, open: map[int]bool{}, lostClaims: map[string]bool{}}
+		final: map[int][]string{}, logs: map[int][][]string{}, open: map[int]bool{}, lostClaims: map[string]bool{}}
 	for i := range 3 {
 		w.stores = append(w.stores, locksim.NewStore(fmt.Sprintf("s%d", i)))
 	}
@@ -186,8 +190,14 @@ var castWorlds = map[string]worldConfig{
 	// The same with the start-up probe's skipped/late entry in place of
 	// the reconciler's missed.
 	"probe": {name: "probe", slots: 1, settlers: []string{"S1"}, probes: []string{"P1"}, backfills: []string{"B1", "B2"},
-		faults: 1, kinds: []string{"crash"}, victims: []string{"B1"}, ticks: 3, expiries: 1, killAtSteps: true,
+		faults: 1, kinds: []string{"crash"}, victims: []string{"B1"}, ticks: 3, expiries: 2, killAtSteps: true, backfillAge: 1,
 		at: map[string]int{"P1": 0, "B1": 1, "S1": 2, "B2": 3}},
+	// Issue #33's bug 2: a replica's run with four faults among lost
+	// requests and the replica's death between its steps; the close
+	// settles what is left once the done markers expired, and the history
+	// is read, for the invariants, also without each one store.
+	"minority": {name: "minority", slots: 1, replicas: []string{"R1"}, faults: 4, kinds: []string{"lose", "crash"},
+		victims: []string{"R1"}, ticks: 1, killAtSteps: true},
 }
 
 func init() {
