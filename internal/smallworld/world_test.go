@@ -45,6 +45,8 @@ var worlds = map[string]worldConfig{
 	"default": {name: "default", slots: 1, replicas: []string{"R1"}, settlers: []string{"S1"}, faults: 1, ticks: 1},
 	// The bigger world: two faults of any kind per path.
 	"big": {name: "big", slots: 1, replicas: []string{"R1"}, settlers: []string{"S1"}, faults: 2, ticks: 1},
+	// Three faults of any kind per path.
+	"big3": {name: "big3", slots: 1, replicas: []string{"R1"}, settlers: []string{"S1"}, faults: 3, ticks: 1},
 	// Two replicas racing for the slot, one fault of any kind.
 	"race": {name: "race", slots: 1, replicas: []string{"R1", "R2"}, settlers: []string{"S1"}, faults: 1, ticks: 1},
 	// Two replicas and two settlers at once (issue #21's bug 2 needs
@@ -198,6 +200,15 @@ var castWorlds = map[string]worldConfig{
 	// is read, for the invariants, also without each one store.
 	"minority": {name: "minority", slots: 1, replicas: []string{"R1"}, faults: 4, kinds: []string{"lose", "crash"},
 		victims: []string{"R1"}, ticks: 1, killAtSteps: true},
+	// The backfill world with two faults: lost requests, and the first
+	// backfill and the settler killed between their steps.
+	"cast2": {name: "cast2", slots: 1, settlers: []string{"S1"}, reconcilers: []string{"C1"}, backfills: []string{"B1", "B2"},
+		faults: 2, kinds: []string{"crash", "lose"}, victims: []string{"B1", "S1"}, ticks: 3, expiries: 1, killAtSteps: true,
+		at: map[string]int{"C1": 0, "B1": 1, "S1": 2, "B2": 3}},
+	// And with three, of every kind but a store restarted empty.
+	"cast3": {name: "cast3", slots: 1, settlers: []string{"S1"}, reconcilers: []string{"C1"}, backfills: []string{"B1", "B2"},
+		faults: 3, kinds: []string{"crash", "crash0", "lose", "freeze", "pause"}, victims: []string{"B1", "S1"}, ticks: 3, expiries: 1,
+		at: map[string]int{"C1": 0, "B1": 1, "S1": 2, "B2": 3}},
 }
 
 func init() {
