@@ -46,7 +46,7 @@ const (
 	opTimeout = 100 * time.Millisecond
 	doneTTL   = 10 * ttl
 	tickDur   = ttl + 100*time.Millisecond
-	keep      = 100
+	keep      = 100 // history.keep, unless the world says (worldConfig.keep)
 	family    = "job"
 	forever   = 1 << 30
 )

@@ -48,10 +48,12 @@ func backfill(n int) func(*actor) {
 		if !a.step("recorded") {
 			return
 		}
-		got, err := a.readLog(slot)
-		e, found := joinOf(got)
+		log, err := a.readFrom(slot)
+		e, found := joinOf(valuesOf(log, slot))
 		switch {
-		case err != nil:
+		case err != nil, !found && len(log) >= a.w.keep():
+			// slotRecorded's errHistoryShort: the log is full back to the
+			// slot and may have dropped its entry: not run.
 			if a.step("release") {
 				a.end(lease, locking.Ending{})
 			}
@@ -79,12 +81,17 @@ func (a *actor) startBackfill(n int) bool {
 // (history.Entry.Backfillable) and its open claim decide.
 func (a *actor) planBackfill(slot int) bool {
 	ctx := context.Background()
-	got, err := a.readLog(slot)
+	log, err := a.readFrom(slot)
 	if err != nil {
 		return false
 	}
-	if e, found := joinOf(got); !backfillable(e, found) {
+	e, found := joinOf(valuesOf(log, slot))
+	switch {
+	case !backfillable(e, found):
 		a.w.report(a, "refused", slot, "planned "+kindOf(e.LogEntry(slotTime(slot)).Value))
+		return false
+	case int64(slot+1) < historyReach(log, a.w.keep()):
+		a.w.report(a, "refused", slot, "beyond history")
 		return false
 	}
 	if !a.step("plan-claims") {
@@ -140,7 +147,7 @@ func probe(a *actor) {
 		return
 	}
 	e := entry(slot, outSkippedLate, "", a.name)
-	if a.endRetried(lease, locking.Ending{DoneTTL: doneTTL, Note: "late", Entry: &e, Keep: keep}) {
+	if a.endRetried(lease, locking.Ending{DoneTTL: doneTTL, Note: "late", Entry: &e, Keep: a.w.keep()}) {
 		a.w.report(a, "skipped", slot, "late")
 	}
 	if o := lease.Grant().Orphan; o != nil {

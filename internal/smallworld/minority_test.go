@@ -39,7 +39,7 @@ func (w *world) storeLogs(slot int) [][]string {
 		if err != nil {
 			panic(err)
 		}
-		log, err := l.ReadLog(context.Background(), family, int64(slot+1), keep)
+		log, err := l.ReadLog(context.Background(), family, int64(slot+1), w.readLimit())
 		if err != nil {
 			panic(err)
 		}
@@ -58,7 +58,7 @@ func (w *world) storeLogs(slot int) [][]string {
 // stores' logs (w.logs) were read at the end.
 func (w *world) checkMajorities(slot int, runs []runRec) []violation {
 	logs := w.logs[slot]
-	if len(runs) == 0 || len(logs) == 0 {
+	if len(runs) == 0 || len(logs) == 0 || w.trimmed[slot] {
 		return nil
 	}
 	var out []violation
@@ -75,7 +75,7 @@ func (w *world) checkMajorities(slot int, runs []runRec) []violation {
 			read = append(read, es)
 		}
 		var union []string
-		for _, e := range locking.MergeLogs(read, keep) {
+		for _, e := range locking.MergeLogs(read, w.readLimit()) {
 			union = append(union, e.Value)
 		}
 		if e, found := joinOf(union); backfillable(e, found) {

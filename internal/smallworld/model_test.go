@@ -79,7 +79,7 @@ func (a *actor) runBody(slot int, lease *locking.Lease) {
 		return
 	}
 	e := entry(slot, outSucceeded, lease.Grant().ID, a.name)
-	if a.endRetried(lease, locking.Ending{DoneTTL: doneTTL, Note: outSucceeded, Entry: &e, Keep: keep}) {
+	if a.endRetried(lease, locking.Ending{DoneTTL: doneTTL, Note: outSucceeded, Entry: &e, Keep: a.w.keep()}) {
 		a.w.report(a, "succeeded", slot, lease.Grant().ID)
 	}
 	if o := lease.Grant().Orphan; o != nil {
@@ -142,7 +142,7 @@ func (a *actor) settleAbandoned(slot int, lease *locking.Lease) {
 		// strongly; closed with that entry, not reported again.
 		if a.step("close-recorded") {
 			le := rec.LogEntry(slotTime(slot))
-			a.endRetried(lease, locking.Ending{DoneTTL: doneTTL, Note: string(rec.Outcome), Entry: &le, Keep: keep})
+			a.endRetried(lease, locking.Ending{DoneTTL: doneTTL, Note: string(rec.Outcome), Entry: &le, Keep: a.w.keep()})
 		}
 		return
 	}
@@ -152,7 +152,7 @@ func (a *actor) settleAbandoned(slot int, lease *locking.Lease) {
 	// The entry names its settler (history.Entry.SettleID): a settler's
 	// retried end counts the stores holding its own entry.
 	e := settledEntry(slot, outcome, ab.ID, ab.Holder, a.name, lease.Grant().ID)
-	if a.endRetried(lease, locking.Ending{DoneTTL: doneTTL, Note: note, Entry: &e, Keep: keep}) {
+	if a.endRetried(lease, locking.Ending{DoneTTL: doneTTL, Note: note, Entry: &e, Keep: a.w.keep()}) {
 		a.w.report(a, event, slot, ab.ID)
 	}
 }
@@ -193,7 +193,7 @@ func reconciler(a *actor) {
 			a.settleOrphan(slot)
 			return
 		default:
-			err := a.locker.AppendLog(ctx, family, locking.LogAppend{Entry: entry(slot, outMissed, "", ""), Keep: keep,
+			err := a.locker.AppendLog(ctx, family, locking.LogAppend{Entry: entry(slot, outMissed, "", ""), Keep: a.w.keep(),
 				Fence: reconcilerName, Token: lease.Token(), IfAbsent: true})
 			if errors.Is(err, locking.ErrLogHasEntry) {
 				break
@@ -215,7 +215,7 @@ const (
 
 // slotsLogged reads the job's log once: the slots with an entry.
 func (a *actor) slotsLogged() (map[int]bool, error) {
-	log, err := a.locker.ReadLog(context.Background(), family, 1, keep)
+	log, err := a.locker.ReadLog(context.Background(), family, 1, a.w.readLimit())
 	have := map[int]bool{}
 	for _, e := range log {
 		if s := int(e.Score) - 1; s >= 0 && s < a.w.cfg.slots {
@@ -231,11 +231,13 @@ func finalRead(a *actor) {
 		return
 	}
 	claims, _ := a.locker.ReadClaims(context.Background(), family)
+	all, _ := a.readFrom(0)
 	for slot := range a.w.cfg.slots {
 		got, _ := a.readLog(slot)
 		a.w.mu.Lock()
 		a.w.final[slot] = got
 		a.w.logs[slot] = a.w.storeLogs(slot)
+		a.w.trimmed[slot] = int64(slot+1) < historyReach(all, a.w.keep())
 		a.w.open[slot] = slices.Contains(claims, slotKey(slot))
 		a.w.mu.Unlock()
 	}
@@ -260,14 +262,24 @@ func (a *actor) recorded(slot int, id string, started bool) (history.Entry, bool
 // gives them (newest first, equal scores by value): the order a reader
 // of the product meets them in.
 func (a *actor) readLog(slot int) ([]string, error) {
-	log, err := a.locker.ReadLog(context.Background(), family, int64(slot+1), keep)
+	log, err := a.readFrom(slot)
+	return valuesOf(log, slot), err
+}
+
+// readFrom reads the log from slot's score on, newest first.
+func (a *actor) readFrom(slot int) ([]locking.LogEntry, error) {
+	return a.locker.ReadLog(context.Background(), family, int64(slot+1), a.w.readLimit())
+}
+
+// valuesOf is slot's entries in log, in its order.
+func valuesOf(log []locking.LogEntry, slot int) []string {
 	var out []string
 	for _, e := range log {
 		if e.Score == int64(slot+1) {
 			out = append(out, e.Value)
 		}
 	}
-	return out, err
+	return out
 }
 
 func slotOf(k locking.Key) int {

@@ -50,3 +50,13 @@ const closeRecordedOn = true
 // (history.Entry.Evidence): the invariants' "final outcome" is the one
 // every reader of the history computes.
 func evidence(value string) int { return int(parsed(value).Evidence()) }
+
+// historyReach is the scheduler's (recorded.go), which is unexported: the
+// oldest slot score whose lack of an entry a log read from some score on
+// can tell (0: all of them).
+func historyReach(log []locking.LogEntry, keep int) int64 {
+	if len(log) < keep {
+		return 0
+	}
+	return log[keep-1].Score + 1
+}

@@ -28,12 +28,14 @@ type worldConfig struct {
 	// backfillAge: the done markers expire this many times before the
 	// first backfill starts (a slot a probe closed is done until then).
 	backfillAge int
-	faults      int      // the fault budget of a path
-	kinds       []string // the faults drawn (nil: all)
-	victims     []string // the processes that may crash or pause (nil: all)
-	ticks       int      // how many times time may pass (one lock TTL each)
-	expiries    int      // how many times the done markers' lifetime may pass (expire)
-	noWipe      bool
+	// keep: history.keep, each store's entries of the job (0: keep).
+	keep     int
+	faults   int      // the fault budget of a path
+	kinds    []string // the faults drawn (nil: all)
+	victims  []string // the processes that may crash or pause (nil: all)
+	ticks    int      // how many times time may pass (one lock TTL each)
+	expiries int      // how many times the done markers' lifetime may pass (expire)
+	noWipe   bool
 	// killAtSteps: a process crashes only between its steps (at a gate),
 	// not while its requests are in flight: a world of whole steps.
 	killAtSteps bool
@@ -86,7 +88,10 @@ type world struct {
 	reports []reportRec
 	final   map[int][]string   // history entries per slot, read at the end
 	logs    map[int][][]string // history entries per slot and store, read at the end
-	open    map[int]bool       // slots with an open claim at the end
+	// trimmed: slots the history no longer reaches at the end (history.keep
+	// newer entries): their lack of an entry tells nothing.
+	trimmed map[int]bool
+	open    map[int]bool // slots with an open claim at the end
 	// lostClaims: the run ids (locking's lease id: the token's first 16
 	// characters) of claims whose claimer crashed during its Claim call.
 	lostClaims map[string]bool
@@ -122,7 +127,7 @@ type reportRec struct {
 
 func newWorld(cfg worldConfig) *world {
 	w := &world{cfg: cfg, tokens: map[string]string{}, frozen: make([]bool, 3), froze: make([]bool, 3),
-		final: map[int][]string{}, logs: map[int][][]string{}, open: map[int]bool{}, lostClaims: map[string]bool{}}
+		final: map[int][]string{}, logs: map[int][][]string{}, trimmed: map[int]bool{}, open: map[int]bool{}, lostClaims: map[string]bool{}}
 	for i := range 3 {
 		w.stores = append(w.stores, locksim.NewStore(fmt.Sprintf("s%d", i)))
 	}
@@ -143,6 +148,18 @@ func newWorld(cfg worldConfig) *world {
 	}
 	return w
 }
+
+// keep is the world's history.keep.
+func (w *world) keep() int {
+	if w.cfg.keep > 0 {
+		return w.cfg.keep
+	}
+	return keep
+}
+
+// readLimit is the scheduler's historyReadLimit: a read of the log asks
+// for what the union of a majority may hold.
+func (w *world) readLimit() int { return 2*w.keep() + 64 }
 
 func (w *world) clockStep() int {
 	w.mu.Lock()
@@ -209,6 +226,12 @@ var castWorlds = map[string]worldConfig{
 	"cast3": {name: "cast3", slots: 1, settlers: []string{"S1"}, reconcilers: []string{"C1"}, backfills: []string{"B1", "B2"},
 		faults: 3, kinds: []string{"crash", "crash0", "lose", "freeze", "pause"}, victims: []string{"B1", "S1"}, ticks: 3, expiries: 1,
 		at: map[string]int{"C1": 0, "B1": 1, "S1": 2, "B2": 3}},
+	// History trim at history.keep: each store keeps one entry, so slot
+	// 1's end trims slot 0's; a backfill of slot 0 comes after the done
+	// markers expired, and must not take the missing entry for "not run".
+	"trim": {name: "trim", slots: 2, replicas: []string{"R1"}, backfills: []string{"B1"}, keep: 1,
+		faults: 1, kinds: []string{"crash", "lose"}, victims: []string{"R1"}, ticks: 1, expiries: 1, killAtSteps: true,
+		at: map[string]int{"B1": 1}},
 }
 
 func init() {
