@@ -33,13 +33,15 @@ func backfillable(e history.Entry, found bool) bool {
 
 // recordsRun is closeRecorded's test: the history records the run id
 // at least as strongly as settling its claim would (started: abandoned,
-// else may_have_started).
+// else may_have_started), or the claim is unconfirmed and the history
+// records a run's own end.
 func recordsRun(e history.Entry, found bool, id string, started bool) bool {
 	settled := history.MayHaveRun
 	if started {
 		settled = history.RanUnfinished
 	}
-	return found && e.RunID == id && e.Evidence() >= settled
+	ours := e.RunID == id || (!started && e.Evidence() == history.Ran)
+	return found && ours && e.Evidence() >= settled
 }
 
 // closeRecordedOn: the settler reads the history before it settles a
