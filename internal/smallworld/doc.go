@@ -89,8 +89,8 @@
 // abandoned (no store shows it started) with a done marker and no entry;
 // a settler first reads the history and closes, without a second report,
 // a claim whose run the join already records, or an unconfirmed claim of
-// a slot whose run's own end it records (closeRecorded). The reconciler takes its
-// lease in the fleet family, reads the log, the claims, the log again,
+// a slot whose run's own end it records (closeRecorded). The reconciler
+// takes its lease in the fleet family, reads the log, the claims, the log again,
 // settles an open claim (settleOrphan) and stops there, and writes a
 // missed entry fenced by its lease's token and only where the slot has
 // none (IfAbsent), logging slot.missed only when its write added it. A
@@ -105,9 +105,10 @@
 // it took: its code is deterministic in them), the clock and the faults
 // spent; random tokens are renamed by who drew them, keeping their order;
 // interchangeable processes (the replicas, the settlers) are folded
-// together (stores are not: the fault budget names them); sleep sets skip the second order of two independent actions
-// (different processes on different stores, or two requests that commute
-// on their store, tried on copies of it); and a process's local step is
+// together (stores are not: the fault budget names them); sleep sets
+// skip the second order of two independent actions (different processes
+// on different stores, or two requests that commute on their store,
+// tried on copies of it); and a process's local step is
 // taken alone, with the faults that can strike it there. The worlds of
 // the whole cast come in phases (worldConfig.at: the reconciler's pass,
 // then the backfill a TTL later, the settler, the second backfill), and
@@ -132,8 +133,8 @@
 // probe and the backfill work on slot 0 only, under misfire skip and
 // overlap allow (no job lease); a backfill's plan reads the history once
 // (PlanBackfill) and its run-time check once (slotRecorded's growing
-// reads are one read of the whole log here); an end that did not settle is retried
-// once, before any done marker can expire (a retry after its markers
+// reads are one read of the whole log here); an end that did not
+// settle is retried once, before any done marker can expire (a retry after its markers
 // expired, told by its own history entry, is locking's interleaving
 // check EndRetriedAfterItsMarkerExpired); settlers start whether or not
 // a claim points to them; time passes only at ticks, so a background undo's timer fires and its requests
