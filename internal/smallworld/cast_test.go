@@ -2,7 +2,6 @@ package smallworld
 
 import (
 	"context"
-
 	"slices"
 
 	"github.com/slotlock/slotlock/locking"
@@ -17,12 +16,13 @@ import (
 
 // backfill is `slotlock backfill` of slot 0: the n-th backfill of a world
 // (from 0) starts once the done markers expired n times (and
-// cfg.backfillAge more), so that a second backfill comes after the first one's markers are gone. It plans the
-// slot from the history and the open claims (the join of its entries must
-// be backfillable, its claim not open), claims it, settles a claim taken
-// over or hands back a leftover (the backfill then refuses the slot),
-// asks the history again under its claim (attempt.recorded: every
-// backfill does), and runs the body.
+// cfg.backfillAge more), so that a second backfill comes after the first
+// one's markers are gone. It plans the slot from the history and the
+// open claims (the join of its entries must be backfillable, its claim
+// not open), claims it, settles a claim taken over or hands back a
+// leftover (the backfill then refuses the slot), asks the history again
+// under its claim (attempt.recorded: every backfill does), and runs the
+// body.
 func backfill(n int) func(*actor) {
 	return func(a *actor) {
 		const slot = 0
