@@ -72,6 +72,7 @@ func isFault(kind string) bool {
 func (w *world) enabled() []action {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.canonicalK()
 	if eager := w.eagerStep(); eager != nil {
 		return eager
 	}

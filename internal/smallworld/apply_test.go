@@ -9,6 +9,7 @@ import (
 // schedule that no longer fits the code).
 func (w *world) apply(x action) bool {
 	w.mu.Lock()
+	w.canonicalK()
 	if isFault(x.kind) {
 		if w.spent >= w.cfg.faults {
 			w.mu.Unlock()

@@ -22,6 +22,7 @@ import (
 // whichever of the interchangeable states it reached.
 func (w *world) stateKey() ([16]byte, renaming) {
 	w.mu.Lock()
+	w.canonicalK()
 	lines := w.stateLines()
 	text := w.canonical(strings.Join(lines, "\n"))
 	w.mu.Unlock()
