@@ -60,7 +60,7 @@ func (w *world) newActor(name string) *actor {
 	for i := range nodes {
 		nodes[i] = &node{w: w, a: a, store: i}
 	}
-	l, err := redlock.OnNodes(nodes, "sw", opTimeout, locking.Options{Replica: name, Clock: locking.SystemClock(0), Logger: discard})
+	l, err := redlock.OnNodes(nodes, "sw", opTimeout, locking.Options{Replica: name, Clock: locking.SystemClock(w.clockOffset(name)), Logger: discard})
 	if err != nil {
 		panic(err)
 	}

@@ -45,7 +45,7 @@ func (a *actor) fire(slot int) {
 	lease, err := a.claim(slot)
 	switch {
 	case err != nil:
-		a.w.report(a, "skipped", slot, skipReason(err))
+		a.refused(slot, err)
 		return
 	case lease.Grant().Abandoned != nil:
 		a.settleAbandoned(slot, lease)
@@ -54,6 +54,13 @@ func (a *actor) fire(slot int) {
 		if a.step("release") {
 			a.end(lease, locking.Ending{})
 			a.w.report(a, "skipped", slot, "claimed")
+		}
+		return
+	case lease.Grant().Pause.Covers(slotTime(slot)):
+		// attempt.paused: won after the pause ended, still paused.
+		if a.step("release") {
+			a.end(lease, locking.Ending{})
+			a.pausedSlot(slot)
 		}
 		return
 	}
@@ -163,8 +170,9 @@ func (a *actor) settleAbandoned(slot int, lease *locking.Lease) {
 // with an entry is judged; one with an open claim is settled
 // (settleOrphan) and ends the pass; else it writes the missed entry,
 // fenced by the lease's token and only where the slot has none
-// (IfAbsent), and logs slot.missed only when its write added it. The
-// world has no pause (ReadPause) and one reason (unknown).
+// (IfAbsent), and logs slot.missed only when its write added it — or,
+// for a slot the job's pause covers (ReadPause), skipped paused. One
+// missed reason (unknown).
 func reconciler(a *actor) {
 	ctx := context.Background()
 	if !a.first("reconcile", 0, forever) {
@@ -185,6 +193,10 @@ func reconciler(a *actor) {
 	if have, err = a.slotsLogged(); err != nil {
 		return
 	}
+	paused, err := a.readPause()
+	if err != nil {
+		return
+	}
 	for slot := range a.w.cfg.slots {
 		switch {
 		case have[slot]:
@@ -193,7 +205,11 @@ func reconciler(a *actor) {
 			a.settleOrphan(slot)
 			return
 		default:
-			err := a.locker.AppendLog(ctx, family, locking.LogAppend{Entry: entry(slot, outMissed, "", ""), Keep: a.w.keep(),
+			code := outMissed
+			if paused.Covers(slotTime(slot)) {
+				code = outSkippedPaused
+			}
+			err := a.locker.AppendLog(ctx, family, locking.LogAppend{Entry: entry(slot, code, "", ""), Keep: a.w.keep(),
 				Fence: reconcilerName, Token: lease.Token(), IfAbsent: true})
 			if errors.Is(err, locking.ErrLogHasEntry) {
 				break
@@ -201,7 +217,7 @@ func reconciler(a *actor) {
 			if err != nil {
 				return
 			}
-			a.w.report(a, "slot.missed", slot, "")
+			a.w.report(a, "slot."+code, slot, "")
 		}
 	}
 }

@@ -21,6 +21,7 @@ type worldConfig struct {
 	backfills   []string
 	reconcilers []string
 	probes      []string
+	pausers     []string // pause the job, then resume it (names start with U)
 	// at: the tick an actor's first step waits for (its program's own
 	// when absent): the phases of a world whose actors come one after the
 	// other, as an operator's backfill comes after the reconciler's pass.
@@ -143,6 +144,9 @@ func newWorld(cfg worldConfig) *world {
 	for _, n := range cfg.probes {
 		w.newActor(n).run(probe)
 	}
+	for _, n := range cfg.pausers {
+		w.newActor(n).run(pauser)
+	}
 	for i, n := range cfg.backfills {
 		w.newActor(n).run(backfill(i))
 	}
@@ -232,6 +236,17 @@ var castWorlds = map[string]worldConfig{
 	"trim": {name: "trim", slots: 2, replicas: []string{"R1"}, backfills: []string{"B1"}, keep: 1,
 		faults: 1, kinds: []string{"crash", "lose"}, victims: []string{"R1"}, ticks: 1, expiries: 1, killAtSteps: true,
 		at: map[string]int{"B1": 1}},
+	// A pause and a resume beside a replica firing the slot and a
+	// settler, the reconciler's pass a TTL later; the replica or the
+	// pauser killed between steps.
+	"pause": {name: "pause", slots: 1, replicas: []string{"R1"}, settlers: []string{"S1"}, pausers: []string{"U1"},
+		reconcilers: []string{"C1"}, faults: 1, kinds: []string{"crash"}, victims: []string{"R1", "U1"}, ticks: 1,
+		killAtSteps: true, at: map[string]int{"C1": 1}},
+	// The same with lost requests too (a pause or resume that reached
+	// some stores only).
+	"pauselose": {name: "pauselose", slots: 1, replicas: []string{"R1"}, settlers: []string{"S1"}, pausers: []string{"U1"},
+		reconcilers: []string{"C1"}, faults: 1, kinds: []string{"crash", "lose"}, victims: []string{"R1", "U1"}, ticks: 1,
+		killAtSteps: true, at: map[string]int{"C1": 1}},
 }
 
 func init() {
