@@ -18,7 +18,9 @@
 // claims, a claim, the history check under it, Lease.Start, the body;
 // killed at any step), a second backfill once the done markers expired,
 // and the start-up probe (its skipped/late entry); the history trimmed at
-// history.keep (world trim). Every actor runs the real Redlock client
+// history.keep (world trim); a pause and a resume of the job (the pause
+// register: worlds pause and pauselose), which the replicas' claims and
+// the reconciler's pass read. Every actor runs the real Redlock client
 // (locking's Claim, Lease.Start, Lease.End, ReadLog, ReadClaims,
 // AppendLog) over the simulated stores of
 // locking/locksim; the network between them is the checker's: every
@@ -103,7 +105,8 @@
 // states seen memoised by a hash of the stores' contents, the requests in
 // flight, each process's progress (the answers it received and the steps
 // it took: its code is deterministic in them), the clock and the faults
-// spent; random tokens are renamed by who drew them, keeping their order;
+// spent (requests a process sends one store side by side are named by
+// their contents, not by the order their goroutines ran in); random tokens are renamed by who drew them, keeping their order;
 // interchangeable processes (the replicas, the settlers) are folded
 // together (stores are not: the fault budget names them); sleep sets
 // skip the second order of two independent actions (different processes
@@ -126,11 +129,12 @@
 // stores); a renewal that fails does not cancel the body (the scheduler's
 // would end it as canceled: the same end, another name); the orphan
 // settle runs after the run's end, not beside it, and the reconciler's
-// inline rather than spawned; the reconciler's pass has no pause to read
-// and one missed reason (unknown); there is no pause and resume of the
-// job (the pause register) and no reload of its definition (schedule,
-// jitter, overlap policy): their actors are not in any world yet; the
-// probe and the backfill work on slot 0 only, under misfire skip and
+// inline rather than spawned; the reconciler's pass has one missed
+// reason (unknown) and reads the pause register only in worlds with a
+// pauser; the probe and the backfill do not meet a pause (they are not in
+// the pause worlds); there is no reload of the job's definition
+// (schedule, jitter, overlap policy): its actor is not in any world yet;
+// the probe and the backfill work on slot 0 only, under misfire skip and
 // overlap allow (no job lease); a backfill's plan reads the history once
 // (PlanBackfill) and its run-time check once (slotRecorded's growing
 // reads are one read of the whole log here); an end that did not
