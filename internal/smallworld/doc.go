@@ -106,7 +106,8 @@
 // flight, each process's progress (the answers it received and the steps
 // it took: its code is deterministic in them), the clock and the faults
 // spent (requests a process sends one store side by side are named by
-// their contents, not by the order their goroutines ran in); random tokens are renamed by who drew them, keeping their order;
+// their contents, not by the order their goroutines ran in); random
+// tokens are renamed by who drew them, keeping their order;
 // interchangeable processes (the replicas, the settlers) are folded
 // together (stores are not: the fault budget names them); sleep sets
 // skip the second order of two independent actions (different processes
