@@ -119,7 +119,8 @@ func (st *settlement) settleOrphan(j *job, o *locking.Abandoned) {
 
 // closeRecorded closes the claim lease took over from ab without a
 // second report when the slot history already records ab's run at least
-// as strongly as settling it would (its own end, or a settler's verdict):
+// as strongly as settling it would (its own end, or a settler's verdict),
+// or ab is unconfirmed and the history records a run's own end:
 // a claim left on some stores after its outcome was written — an end, or
 // a settler's end, that missed them — is closed, not reported again. The
 // recorded entry goes with the end, so that it stands on a majority
@@ -136,7 +137,12 @@ func (st *settlement) closeRecorded(j *job, t time.Time, lease *locking.Lease, a
 	if ab.Started {
 		settled = history.RanUnfinished
 	}
-	if err != nil || !found || e.RunID != ab.ID || e.Evidence() < settled {
+	// An unconfirmed claim of a slot whose run ended (its own end is
+	// recorded) is not that run's: a settler's takeover that died before
+	// closing it (a settler runs no body). The slot ran; saying it may
+	// have started would report a missed slot that ran.
+	ours := e.RunID == ab.ID || (!ab.Started && e.Evidence() == history.Ran)
+	if err != nil || !found || !ours || e.Evidence() < settled {
 		return false
 	}
 	name, slot := j.name(), slotString(t)

@@ -216,3 +216,40 @@ func TestSettlementAlone(t *testing.T) {
 		})
 	}
 }
+
+// before closing it. The next settler finds the dead settler's claim —
+// never confirmed, for a settler runs no body — on a slot whose history
+// records the run's own end. It closes the claim with that entry: no
+// slot.missed may_have_started about a slot that ran and ended (found by
+// the small-world checker, world cast2).
+func TestSettlerOfAnEndedRunIsNotReportedMissed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, s, _ := backfillEnv(t, OverlapAllow, 50)
+		ctx := context.Background()
+		j, _ := s.job("bf")
+		slot := time.Now().Add(-20 * time.Second).Truncate(time.Second)
+		key := history.SlotKey("bf", slot)
+		ran := history.Entry{Slot: slotString(slot), Outcome: history.OutcomeSucceeded, Replica: "r1", RunID: "0123456789abcdef"}
+		if err := e.locker.AppendLog(ctx, "bf", locking.LogAppend{Entry: ran.LogEntry(slot), Keep: 50}); err != nil {
+			t.Fatal(err)
+		}
+		// The dead settler's claim: won, never confirmed, never ended.
+		if _, err := e.locker.Claim(ctx, key, 2*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Second) // its lease expires
+		s.settlement.settleOrphan(j, &locking.Abandoned{Key: key})
+		synctest.Wait()
+
+		if n := len(where(e.sink.events(t), evSlotMissed, "slot", slotString(slot))); n != 0 {
+			t.Errorf("%d slot.missed lines for a slot whose run ended, want 0", n)
+		}
+		got, found, err := s.outcomes.slotRecorded(ctx, "bf", slot)
+		if err != nil || !found || got != ran {
+			t.Errorf("recorded %+v %v %v, want the run's own end %+v", got, found, err, ran)
+		}
+		if _, err := e.locker.Claim(ctx, key, time.Second); err == nil {
+			t.Error("the slot's key is free: no done marker closed the claim")
+		}
+	})
+}

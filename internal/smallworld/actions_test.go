@@ -13,6 +13,7 @@ import (
 //	step R1           R1 takes the step it waits at (its first: it starts)
 //	timeout R1        R1's awaited requests time out (at frozen stores, or lost)
 //	tick              one lock TTL passes
+//	expire            a done marker's lifetime passes: every done marker expires
 //	thaw s1           store 1 thaws; its queue runs as later deliveries choose
 //	lose R1 s0 2      fault: the request never runs
 //	freeze s1         fault: store 1 runs nothing until it thaws
@@ -31,8 +32,8 @@ func (x action) String() string {
 	switch x.kind {
 	case "deliver", "lose":
 		return fmt.Sprintf("%s %s s%d %d", x.kind, x.actor, x.store, x.k)
-	case "tick":
-		return "tick"
+	case "tick", "expire":
+		return x.kind
 	case "thaw", "freeze", "wipe":
 		return fmt.Sprintf("%s s%d", x.kind, x.store)
 	}
@@ -51,7 +52,7 @@ func parseAction(line string) (action, error) {
 	case (x.kind == "deliver" || x.kind == "lose") && len(f) == 4:
 		x.actor = f[1]
 		_, err = fmt.Sscanf(f[2]+" "+f[3], "s%d %d", &x.store, &x.k)
-	case x.kind == "tick" && len(f) == 1:
+	case (x.kind == "tick" || x.kind == "expire") && len(f) == 1:
 	case (x.kind == "thaw" || x.kind == "freeze" || x.kind == "wipe") && len(f) == 2:
 		_, err = fmt.Sscanf(f[1], "s%d", &x.store)
 	case slices.Contains([]string{"step", "timeout", "crash", "crash0", "pause"}, x.kind) && len(f) == 2:
@@ -71,6 +72,7 @@ func isFault(kind string) bool {
 func (w *world) enabled() []action {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.canonicalK()
 	if eager := w.eagerStep(); eager != nil {
 		return eager
 	}
@@ -88,13 +90,13 @@ func (w *world) enabled() []action {
 		if a.dead || a.done {
 			continue
 		}
-		if a.atGate != "" && w.ticks >= a.gateMin && w.ticks <= a.gateMax {
+		if w.gateOpen(a) {
 			out = append(out, action{kind: "step", actor: a.name})
 		}
 		if w.canTimeOut(a) {
 			out = append(out, action{kind: "timeout", actor: a.name})
 		}
-		if budget && a.started {
+		if budget && a.started && (!w.cfg.killAtSteps || a.atGate != "") {
 			faults = append(faults, action{kind: "crash", actor: a.name})
 			if w.roundUnsent(a) {
 				faults = append(faults, action{kind: "crash0", actor: a.name})
@@ -106,6 +108,9 @@ func (w *world) enabled() []action {
 	}
 	if w.canTick() {
 		out = append(out, action{kind: "tick"})
+	}
+	if w.canExpire() {
+		out = append(out, action{kind: "expire"})
 	}
 	for i := range w.stores {
 		if w.frozen[i] {
@@ -133,11 +138,11 @@ func (c worldConfig) excluded(x action) bool {
 // anybody's choice), unless time may pass. So that step alone is
 // explored, with the faults that strike that process there. w.mu is held.
 func (w *world) eagerStep() []action {
-	if w.canTick() {
+	if w.canTick() || w.canExpire() {
 		return nil
 	}
 	for _, a := range w.actors {
-		if a.dead || a.done || a.atGate == "" || a.gateMin != 0 || a.gateMax != forever {
+		if a.dead || a.done || a.atGate == "" || a.gateMin != 0 || a.gateMax != forever || a.gateAge != 0 {
 			continue
 		}
 		out := []action{{kind: "step", actor: a.name}}
@@ -195,7 +200,23 @@ func (w *world) roundUnsent(a *actor) bool {
 // store (a request held back past a TTL is the freeze fault), every lease
 // holder that is alive is paused, and some process can still act.
 func (w *world) canTick() bool {
-	if w.ticks >= w.cfg.ticks || w.anyAwaited() || slices.ContainsFunc(w.pending, func(r *request) bool { return !w.frozen[r.store] && !r.lost }) {
+	return w.ticks < w.cfg.ticks && w.canPass()
+}
+
+// canExpire: a done marker's lifetime may pass (w.cfg.expiries times),
+// on the terms of a tick.
+func (w *world) canExpire() bool {
+	return w.aged < w.cfg.expiries && w.canPass()
+}
+
+// gateOpen: a waits at a step it may take now. w.mu is held.
+func (w *world) gateOpen(a *actor) bool {
+	return a.atGate != "" && w.ticks >= a.gateMin && w.ticks <= a.gateMax && w.aged >= a.gateAge
+}
+
+// canPass: time may pass (a tick or an expiry). w.mu is held.
+func (w *world) canPass() bool {
+	if w.anyAwaited() || slices.ContainsFunc(w.pending, func(r *request) bool { return !w.frozen[r.store] && !r.lost }) {
 		return false
 	}
 	busy := false

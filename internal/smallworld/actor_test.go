@@ -29,6 +29,7 @@ type actor struct {
 	atGate  string // the step it waits at, "" when none
 	gateMin int    // the step may be taken from this tick on...
 	gateMax int    // ...up to this one
+	gateAge int    // ...once the done markers expired this many times (expire)
 	started bool   // took its first step
 	done    bool   // its program returned
 	dead    bool
@@ -45,7 +46,7 @@ const (
 	opTimeout = 100 * time.Millisecond
 	doneTTL   = 10 * ttl
 	tickDur   = ttl + 100*time.Millisecond
-	keep      = 100
+	keep      = 100 // history.keep, unless the world says (worldConfig.keep)
 	family    = "job"
 	forever   = 1 << 30
 )
@@ -59,7 +60,7 @@ func (w *world) newActor(name string) *actor {
 	for i := range nodes {
 		nodes[i] = &node{w: w, a: a, store: i}
 	}
-	l, err := redlock.OnNodes(nodes, "sw", opTimeout, locking.Options{Replica: name, Clock: locking.SystemClock(0), Logger: discard})
+	l, err := redlock.OnNodes(nodes, "sw", opTimeout, locking.Options{Replica: name, Clock: locking.SystemClock(w.clockOffset(name)), Logger: discard})
 	if err != nil {
 		panic(err)
 	}
@@ -89,9 +90,31 @@ func (a *actor) gate(label string, min, max int) bool {
 		a.w.mu.Unlock()
 		return false
 	}
-	a.atGate, a.gateMin, a.gateMax = label, min, max
+	a.atGate, a.gateMin, a.gateMax, a.gateAge = label, min, max, 0
 	a.w.mu.Unlock()
 	return <-a.gateCh
+}
+
+// gateAt waits, as gate, for a step open from tick min on, once the done
+// markers expired (the expire event) age times.
+func (a *actor) gateAt(label string, min, age int) bool {
+	a.w.mu.Lock()
+	if a.dead {
+		a.w.mu.Unlock()
+		return false
+	}
+	a.atGate, a.gateMin, a.gateMax, a.gateAge = label, min, forever, age
+	a.w.mu.Unlock()
+	return <-a.gateCh
+}
+
+// first is the gate of a's first step: at the tick the world's config
+// gives a (cfg.at), else within [min, max].
+func (a *actor) first(label string, min, max int) bool {
+	if t, ok := a.w.cfg.at[a.name]; ok {
+		min, max = t, t
+	}
+	return a.gate(label, min, max)
 }
 
 // step is a gate open at any time.

@@ -9,6 +9,7 @@ import (
 // schedule that no longer fits the code).
 func (w *world) apply(x action) bool {
 	w.mu.Lock()
+	w.canonicalK()
 	if isFault(x.kind) {
 		if w.spent >= w.cfg.faults {
 			w.mu.Unlock()
@@ -34,7 +35,7 @@ func (w *world) apply(x action) bool {
 		}
 	case "step":
 		a := w.actor(x.actor)
-		if ok = a != nil && !a.dead && a.atGate != "" && w.ticks >= a.gateMin && w.ticks <= a.gateMax; ok {
+		if ok = a != nil && !a.dead && w.gateOpen(a); ok {
 			a.atGate, a.started = "", true
 			a.steps++
 			a.batch++
@@ -67,6 +68,15 @@ func (w *world) apply(x action) bool {
 				a.paused = false
 			}
 		}
+	case "expire":
+		// The done markers' lifetime passes; it is also more than a
+		// lease's: a tick's worth for the gates.
+		if ok = w.canExpire(); ok {
+			w.aged++
+			for _, a := range w.actors {
+				a.paused = false
+			}
+		}
 	case "thaw", "freeze":
 		if ok = x.store < len(w.stores) && w.frozen[x.store] == (x.kind == "thaw") && (x.kind == "thaw" || !w.froze[x.store]); ok {
 			w.frozen[x.store] = x.kind == "freeze"
@@ -84,8 +94,11 @@ func (w *world) apply(x action) bool {
 	if gate != nil {
 		gate.gateCh <- true
 	}
-	if ok && x.kind == "tick" {
+	switch {
+	case ok && x.kind == "tick":
 		time.Sleep(tickDur)
+	case ok && x.kind == "expire":
+		time.Sleep(doneTTL + tickDur)
 	}
 	return ok
 }

@@ -3,9 +3,6 @@ package smallworld
 import (
 	"fmt"
 	"slices"
-	"strings"
-
-	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // violation is one broken invariant in a terminal state: its class (the
@@ -58,6 +55,9 @@ func (w *world) checkSlot(slot int) []violation {
 	entries := w.final[slot]
 	top := merged(entries)
 	switch {
+	case len(entries) == 0 && w.trimmed[slot]:
+		// Trimmed at history.keep: a documented limit (backfill refuses
+		// such a slot: "beyond history"); once still holds.
 	case len(entries) == 0 && len(runs) > 0:
 		out = append(out, violation{"started-run-without-outcome",
 			fmt.Sprintf("slot %d started (run %s on %s) and has no history entry at the end (claim open: %v)", slot, runs[0].id, runs[0].actor, w.open[slot])})
@@ -66,6 +66,7 @@ func (w *world) checkSlot(slot int) []violation {
 	case len(top) > 1:
 		out = append(out, violation{"two-outcomes", fmt.Sprintf("slot %d has %d entries of the same precedence, the history merge cannot pick one: %q", slot, len(top), entries)})
 	}
+	out = append(out, w.checkMajorities(slot, runs)...)
 	for _, e := range entries {
 		if v, bad := w.checkEntry(slot, e, runs, len(top) == 1 && sameOutcome(e, top[0])); bad {
 			out = append(out, v)
@@ -83,7 +84,7 @@ func merged(entries []string) []string {
 	var top []string
 	best := -1
 	for _, e := range entries {
-		switch p := precedence(entryField(e, 1)); {
+		switch p := evidence(e); {
 		case p > best:
 			top, best = []string{e}, p
 		case p == best && !slices.ContainsFunc(top, func(x string) bool { return sameOutcome(x, e) }):
@@ -93,32 +94,10 @@ func merged(entries []string) []string {
 	return top
 }
 
-// entryField is field i of entry e: 0 the slot, 1 the outcome, 2 the
-// run's id, 3 the settler's (settlers' entries only).
-func entryField(e string, i int) string {
-	f := strings.Split(e, "|")
-	if i < len(f) {
-		return f[i]
-	}
-	return ""
-}
-
 // sameOutcome reports whether entries a and b give one outcome of one
-// run, whoever wrote them: the same slot, outcome and run id.
+// run, whoever wrote them: the same kind and run id.
 func sameOutcome(a, b string) bool {
-	fa, fb := strings.SplitN(a, "|", 4), strings.SplitN(b, "|", 4)
-	return slices.Equal(fa[:min(3, len(fa))], fb[:min(3, len(fb))])
-}
-
-// precedence ranks an entry's outcome as scheduler/history's join does
-// (history.Entry.Evidence), so that the checker's "final outcome" is the
-// one every reader of the history computes.
-func precedence(outcome string) int {
-	e := history.Entry{Outcome: history.Outcome(outcome)}
-	if outcome == outMayHaveStarted {
-		e = history.Entry{Outcome: history.OutcomeMissed, Reason: history.ReasonUnknown, MayHaveStarted: true}
-	}
-	return int(e.Evidence())
+	return kindOf(a) == kindOf(b) && parsed(a).RunID == parsed(b).RunID
 }
 
 // checkEntry checks one history entry of slot against what the jobs saw.
@@ -127,7 +106,7 @@ func precedence(outcome string) int {
 // one (final) must also agree with what the jobs saw: missed only for a
 // slot whose body never started.
 func (w *world) checkEntry(slot int, e string, runs []runRec, final bool) (violation, bool) {
-	outcome, id := entryField(e, 1), entryField(e, 2)
+	outcome, id := kindOf(e), parsed(e).RunID
 	ran := slices.ContainsFunc(runs, func(r runRec) bool { return r.id == id })
 	switch outcome {
 	case outSucceeded:
@@ -138,7 +117,7 @@ func (w *world) checkEntry(slot int, e string, runs []runRec, final bool) (viola
 		if !ran {
 			return violation{"abandoned-not-started", fmt.Sprintf("slot %d: entry %q, but run %s never started (runs: %v)", slot, e, id, runs)}, true
 		}
-	case outMissed:
+	case outMissed, outSkippedLate, outSkippedPaused:
 		if final && len(runs) > 0 {
 			return violation{"missed-but-started", fmt.Sprintf("slot %d: entry %q, but it started: %v", slot, e, runs)}, true
 		}

@@ -27,6 +27,8 @@ type explorer struct {
 	// Figures.
 	runs, terminals, pruned, maxDepth int
 	began                             time.Time
+	cut                               float64 // stopped by -check.time: the share explored by then
+	finished                          bool
 	found                             map[string]*counterexample
 	order                             []string // classes, in the order found
 }
@@ -59,17 +61,38 @@ func (x *explorer) start(prefix []action) {
 	}
 }
 
-// explore runs every branch.
+// explore runs every branch, or those it has time for (-check.time).
 func (x *explorer) explore() {
 	for {
 		x.runBranch()
 		if x.runs%20000 == 0 {
 			x.t.Logf("... %s", x.summary())
 		}
+		if *checkTime > 0 && time.Since(x.began) > *checkTime {
+			x.cut = x.explored()
+		}
+		if x.cut > 0 {
+			return
+		}
 		if !x.backtrack() {
+			x.finished = true
 			return
 		}
 	}
+}
+
+// explored estimates the share of the schedule tree explored so far, as
+// a depth-first search measures it: the alternatives done at each depth,
+// each weighing as much as its siblings (subtrees differ in size, and
+// states seen before end many: an estimate, not a count).
+func (x *explorer) explored() float64 {
+	share, weight := 0.0, 1.0
+	for _, f := range x.frames {
+		n := float64(len(f.alts))
+		share += weight * float64(f.next) / n
+		weight /= n
+	}
+	return share
 }
 
 // backtrack moves to the next untried action of the deepest frame that

@@ -15,7 +15,7 @@ import (
 // on everything of their kind.
 func independent(a, b action) bool {
 	switch {
-	case a == b, a.kind == "tick", b.kind == "tick", a.kind == "wipe", b.kind == "wipe":
+	case a == b, a.kind == "tick", b.kind == "tick", a.kind == "expire", b.kind == "expire", a.kind == "wipe", b.kind == "wipe":
 		return false
 	case isFault(a.kind) && isFault(b.kind), a.kind == "step" && b.kind == "step":
 		return false

@@ -3,11 +3,11 @@ package smallworld
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // The programs of the world's processes: what the scheduler does with the
@@ -21,22 +21,9 @@ import (
 // where the scheduler changes what it does with an answer, this file
 // changes with it.
 //
-// Outcomes, as history entries "<slot>|<outcome>|<run id>", a settler's
-// with "|<its claim's id>"; the outcome carries the entry's reason and
-// flag where the scheduler writes them.
-const (
-	outSucceeded = "succeeded"
-	outAbandoned = "abandoned"
-	outMissed    = "missed"
-	// outMayHaveStarted is what settleUnconfirmed writes for a claim taken
-	// over whose holder never confirmed its start: outcome missed, reason
-	// unknown, MayHaveStarted — neither run again nor reported abandoned.
-	outMayHaveStarted = "missed:unknown:may_have_started"
-)
-
-func entry(slot int, outcome, runID string) locking.LogEntry {
-	return locking.LogEntry{Score: int64(slot + 1), Value: fmt.Sprintf("%d|%s|%s", slot, outcome, runID)}
-}
+// The entries they write are the scheduler's (entries_test.go), and
+// every reading of a slot's outcome goes through the product's rules
+// (product_test.go).
 
 // replica fires each slot of the world on time: slot i at tick i.
 func replica(a *actor) {
@@ -58,7 +45,7 @@ func (a *actor) fire(slot int) {
 	lease, err := a.claim(slot)
 	switch {
 	case err != nil:
-		a.w.report(a, "skipped", slot, skipReason(err))
+		a.refused(slot, err)
 		return
 	case lease.Grant().Abandoned != nil:
 		a.settleAbandoned(slot, lease)
@@ -69,7 +56,21 @@ func (a *actor) fire(slot int) {
 			a.w.report(a, "skipped", slot, "claimed")
 		}
 		return
+	case lease.Grant().Pause.Covers(slotTime(slot)):
+		// attempt.paused: won after the pause ended, still paused.
+		if a.step("release") {
+			a.end(lease, locking.Ending{})
+			a.pausedSlot(slot)
+		}
+		return
 	}
+	a.runBody(slot, lease)
+}
+
+// runBody is run.go's: the body begins (Start), the watchdog's first
+// renewal confirms the start, the run ends with its outcome; then the
+// abandoned claim the stores pointed to, if any, is settled.
+func (a *actor) runBody(slot int, lease *locking.Lease) {
 	if !a.step("run") {
 		return
 	}
@@ -84,8 +85,8 @@ func (a *actor) fire(slot int) {
 	if !a.step("end") {
 		return
 	}
-	e := entry(slot, outSucceeded, lease.Grant().ID)
-	if a.endRetried(lease, locking.Ending{DoneTTL: doneTTL, Note: outSucceeded, Entry: &e, Keep: keep}) {
+	e := entry(slot, outSucceeded, lease.Grant().ID, a.name)
+	if a.endRetried(lease, locking.Ending{DoneTTL: doneTTL, Note: outSucceeded, Entry: &e, Keep: a.w.keep()}) {
 		a.w.report(a, "succeeded", slot, lease.Grant().ID)
 	}
 	if o := lease.Grant().Orphan; o != nil {
@@ -110,7 +111,7 @@ func (a *actor) endRetried(lease *locking.Lease, e locking.Ending) bool {
 // settler is a process pointed at the abandoned claim of slot 0 (by
 // Grant.Orphan, or a recovery): it starts once a lease's time has passed.
 func settler(a *actor) {
-	if a.gate("settle", 1, 1) {
+	if a.first("settle", 1, 1) {
 		a.settleOrphan(0)
 	}
 }
@@ -143,12 +144,12 @@ func (a *actor) settleAbandoned(slot int, lease *locking.Lease) {
 	if !ab.Started {
 		outcome, note, event = outMayHaveStarted, outMissed, "slot.missed"
 	}
-	if rec, ok := a.recorded(slot, ab.ID, precedence(outcome)); ok {
+	if rec, ok := a.recorded(slot, ab.ID, ab.Started); ok {
 		// closeRecorded: the history records the run at least as
 		// strongly; closed with that entry, not reported again.
 		if a.step("close-recorded") {
-			le := locking.LogEntry{Score: int64(slot + 1), Value: rec}
-			a.endRetried(lease, locking.Ending{DoneTTL: doneTTL, Note: entryField(rec, 1), Entry: &le, Keep: keep})
+			le := rec.LogEntry(slotTime(slot))
+			a.endRetried(lease, locking.Ending{DoneTTL: doneTTL, Note: string(rec.Outcome), Entry: &le, Keep: a.w.keep()})
 		}
 		return
 	}
@@ -157,9 +158,8 @@ func (a *actor) settleAbandoned(slot int, lease *locking.Lease) {
 	}
 	// The entry names its settler (history.Entry.SettleID): a settler's
 	// retried end counts the stores holding its own entry.
-	e := entry(slot, outcome, ab.ID)
-	e.Value += "|" + lease.Grant().ID
-	if a.endRetried(lease, locking.Ending{DoneTTL: doneTTL, Note: note, Entry: &e, Keep: keep}) {
+	e := settledEntry(slot, outcome, ab.ID, ab.Holder, a.name, lease.Grant().ID)
+	if a.endRetried(lease, locking.Ending{DoneTTL: doneTTL, Note: note, Entry: &e, Keep: a.w.keep()}) {
 		a.w.report(a, event, slot, ab.ID)
 	}
 }
@@ -170,11 +170,12 @@ func (a *actor) settleAbandoned(slot int, lease *locking.Lease) {
 // with an entry is judged; one with an open claim is settled
 // (settleOrphan) and ends the pass; else it writes the missed entry,
 // fenced by the lease's token and only where the slot has none
-// (IfAbsent), and logs slot.missed only when its write added it. The
-// world has no pause (ReadPause) and one reason (unknown).
+// (IfAbsent), and logs slot.missed only when its write added it — or,
+// for a slot the job's pause covers (ReadPause), skipped paused. One
+// missed reason (unknown).
 func reconciler(a *actor) {
 	ctx := context.Background()
-	if !a.step("reconcile") {
+	if !a.first("reconcile", 0, forever) {
 		return
 	}
 	lease, err := a.locker.Acquire(ctx, locking.Key{Family: fleetFamily, Name: reconcilerName}, ttl)
@@ -192,6 +193,10 @@ func reconciler(a *actor) {
 	if have, err = a.slotsLogged(); err != nil {
 		return
 	}
+	paused, err := a.readPause()
+	if err != nil {
+		return
+	}
 	for slot := range a.w.cfg.slots {
 		switch {
 		case have[slot]:
@@ -200,7 +205,11 @@ func reconciler(a *actor) {
 			a.settleOrphan(slot)
 			return
 		default:
-			err := a.locker.AppendLog(ctx, family, locking.LogAppend{Entry: entry(slot, outMissed, ""), Keep: keep,
+			code := outMissed
+			if paused.Covers(slotTime(slot)) {
+				code = outSkippedPaused
+			}
+			err := a.locker.AppendLog(ctx, family, locking.LogAppend{Entry: entry(slot, code, "", ""), Keep: a.w.keep(),
 				Fence: reconcilerName, Token: lease.Token(), IfAbsent: true})
 			if errors.Is(err, locking.ErrLogHasEntry) {
 				break
@@ -208,7 +217,7 @@ func reconciler(a *actor) {
 			if err != nil {
 				return
 			}
-			a.w.report(a, "slot.missed", slot, "")
+			a.w.report(a, "slot."+code, slot, "")
 		}
 	}
 }
@@ -222,7 +231,7 @@ const (
 
 // slotsLogged reads the job's log once: the slots with an entry.
 func (a *actor) slotsLogged() (map[int]bool, error) {
-	log, err := a.locker.ReadLog(context.Background(), family, 1, keep)
+	log, err := a.locker.ReadLog(context.Background(), family, 1, a.w.readLimit())
 	have := map[int]bool{}
 	for _, e := range log {
 		if s := int(e.Score) - 1; s >= 0 && s < a.w.cfg.slots {
@@ -238,43 +247,55 @@ func finalRead(a *actor) {
 		return
 	}
 	claims, _ := a.locker.ReadClaims(context.Background(), family)
+	all, _ := a.readFrom(0)
 	for slot := range a.w.cfg.slots {
 		got, _ := a.readLog(slot)
 		a.w.mu.Lock()
 		a.w.final[slot] = got
+		a.w.logs[slot] = a.w.storeLogs(slot)
+		a.w.trimmed[slot] = int64(slot+1) < historyReach(all, a.w.keep())
 		a.w.open[slot] = slices.Contains(claims, slotKey(slot))
 		a.w.mu.Unlock()
 	}
 }
 
 // recorded is scheduler.closeRecorded's read: the join of slot's entries
-// when it is of run id and ranks at least at (precedence).
-func (a *actor) recorded(slot int, id string, at int) (string, bool) {
-	if !a.step("settle-read") {
-		return "", false
+// when it records run id at least as strongly as settling its claim
+// would (recordsRun).
+func (a *actor) recorded(slot int, id string, started bool) (history.Entry, bool) {
+	if !closeRecordedOn || !a.step("settle-read") {
+		return history.Entry{}, false
 	}
 	got, err := a.readLog(slot)
-	if err != nil || len(got) == 0 {
-		return "", false
+	if err != nil {
+		return history.Entry{}, false
 	}
-	top := merged(got)
-	if len(top) != 1 || entryField(top[0], 2) != id || precedence(entryField(top[0], 1)) < at {
-		return "", false
-	}
-	return top[0], true
+	e, found := joinOf(got)
+	return e, recordsRun(e, found, id, started)
 }
 
-// readLog returns slot's history entries.
+// readLog returns slot's history entries, in the order the stores' merge
+// gives them (newest first, equal scores by value): the order a reader
+// of the product meets them in.
 func (a *actor) readLog(slot int) ([]string, error) {
-	log, err := a.locker.ReadLog(context.Background(), family, int64(slot+1), keep)
+	log, err := a.readFrom(slot)
+	return valuesOf(log, slot), err
+}
+
+// readFrom reads the log from slot's score on, newest first.
+func (a *actor) readFrom(slot int) ([]locking.LogEntry, error) {
+	return a.locker.ReadLog(context.Background(), family, int64(slot+1), a.w.readLimit())
+}
+
+// valuesOf is slot's entries in log, in its order.
+func valuesOf(log []locking.LogEntry, slot int) []string {
 	var out []string
 	for _, e := range log {
 		if e.Score == int64(slot+1) {
 			out = append(out, e.Value)
 		}
 	}
-	slices.Sort(out)
-	return slices.Compact(out), err
+	return out
 }
 
 func slotOf(k locking.Key) int {

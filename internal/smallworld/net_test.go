@@ -164,3 +164,36 @@ func (w *world) timeOut(a *actor) {
 func (w *world) anyAwaited() bool {
 	return slices.ContainsFunc(w.pending, func(r *request) bool { return r.awaited })
 }
+
+// canonicalK names the requests one actor sent one store at once (in one
+// batch: no answer or step between them) by their contents, not by the
+// order their goroutines ran in: a client sends some requests side by
+// side (a claim refused by a pause undoes it and repairs the register on
+// the same store), and that order is the Go scheduler's, not the
+// explorer's. Their numbers are given out again, in the order of their
+// text. w.mu is held.
+func (w *world) canonicalK() {
+	type group struct {
+		a        *actor
+		store, b int
+	}
+	groups := map[group][]*request{}
+	for _, r := range w.pending {
+		g := group{r.actor, r.store, r.batch}
+		groups[g] = append(groups[g], r)
+	}
+	for _, rs := range groups {
+		if len(rs) < 2 {
+			continue
+		}
+		ks := make([]int, len(rs))
+		for i, r := range rs {
+			ks[i] = r.k
+		}
+		slices.Sort(ks)
+		slices.SortFunc(rs, func(x, y *request) int { return strings.Compare(fmt.Sprintf("%+v", x.op), fmt.Sprintf("%+v", y.op)) })
+		for i, r := range rs {
+			r.k = ks[i]
+		}
+	}
+}

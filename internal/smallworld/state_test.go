@@ -22,6 +22,7 @@ import (
 // whichever of the interchangeable states it reached.
 func (w *world) stateKey() ([16]byte, renaming) {
 	w.mu.Lock()
+	w.canonicalK()
 	lines := w.stateLines()
 	text := w.canonical(strings.Join(lines, "\n"))
 	w.mu.Unlock()
@@ -42,7 +43,7 @@ func (w *world) stateKey() ([16]byte, renaming) {
 // stateLines describes the state, one self-describing line per item (so
 // that sorting them loses nothing); w.mu is held.
 func (w *world) stateLines() []string {
-	out := []string{fmt.Sprintf("world t%d f%d %v %v %v", w.ticks, w.spent, w.frozen, w.froze, w.wiped)}
+	out := []string{fmt.Sprintf("world t%d a%d f%d %v %v %v", w.ticks, w.aged, w.spent, w.frozen, w.froze, w.wiped)}
 	for i, s := range w.stores {
 		for _, l := range strings.Split(s.Snapshot(), "\n") {
 			out = append(out, fmt.Sprintf("s%d %s", i, l))
@@ -56,8 +57,8 @@ func (w *world) stateLines() []string {
 		if a.holding != nil {
 			hold = a.holding.id
 		}
-		out = append(out, fmt.Sprintf("actor %s gate=%q[%d,%d] steps=%d st=%v done=%v dead=%v paused=%v hold=%s",
-			a.name, a.atGate, a.gateMin, a.gateMax, a.steps, a.started, a.done, a.dead, a.paused, hold))
+		out = append(out, fmt.Sprintf("actor %s gate=%q[%d,%d,%d] steps=%d st=%v done=%v dead=%v paused=%v hold=%s",
+			a.name, a.atGate, a.gateMin, a.gateMax, a.gateAge, a.steps, a.started, a.done, a.dead, a.paused, hold))
 		for _, o := range a.obs {
 			out = append(out, "obs "+a.name+" "+o)
 		}

@@ -15,11 +15,31 @@ type worldConfig struct {
 	slots    int      // slots of the one job; replicas fire slot i at tick i
 	replicas []string // processes firing every slot
 	settlers []string // processes pointed at slot 0's abandoned claim, at tick 1
+	// The rest of the cast (cast_test.go), each on slot 0: backfills (the
+	// n-th, from 0, starts once the done markers expired n times), the
+	// reconciler's passes and start-up probes (each at any time).
+	backfills   []string
+	reconcilers []string
+	probes      []string
+	pausers     []string // pause the job, then resume it (names start with U)
+	// at: the tick an actor's first step waits for (its program's own
+	// when absent): the phases of a world whose actors come one after the
+	// other, as an operator's backfill comes after the reconciler's pass.
+	at map[string]int
+	// backfillAge: the done markers expire this many times before the
+	// first backfill starts (a slot a probe closed is done until then).
+	backfillAge int
+	// keep: history.keep, each store's entries of the job (0: keep).
+	keep     int
 	faults   int      // the fault budget of a path
 	kinds    []string // the faults drawn (nil: all)
 	victims  []string // the processes that may crash or pause (nil: all)
 	ticks    int      // how many times time may pass (one lock TTL each)
+	expiries int      // how many times the done markers' lifetime may pass (expire)
 	noWipe   bool
+	// killAtSteps: a process crashes only between its steps (at a gate),
+	// not while its requests are in flight: a world of whole steps.
+	killAtSteps bool
 }
 
 var worlds = map[string]worldConfig{
@@ -28,6 +48,8 @@ var worlds = map[string]worldConfig{
 	"default": {name: "default", slots: 1, replicas: []string{"R1"}, settlers: []string{"S1"}, faults: 1, ticks: 1},
 	// The bigger world: two faults of any kind per path.
 	"big": {name: "big", slots: 1, replicas: []string{"R1"}, settlers: []string{"S1"}, faults: 2, ticks: 1},
+	// Three faults of any kind per path.
+	"big3": {name: "big3", slots: 1, replicas: []string{"R1"}, settlers: []string{"S1"}, faults: 3, ticks: 1},
 	// Two replicas racing for the slot, one fault of any kind.
 	"race": {name: "race", slots: 1, replicas: []string{"R1", "R2"}, settlers: []string{"S1"}, faults: 1, ticks: 1},
 	// Two replicas and two settlers at once (issue #21's bug 2 needs
@@ -54,6 +76,7 @@ type world struct {
 	tokens  map[string]string // random token -> who drew it
 	steps   int               // actions taken
 	ticks   int
+	aged    int // expiries taken
 	spent   int // faults
 	frozen  []bool
 	froze   []bool // frozen once already
@@ -64,8 +87,12 @@ type world struct {
 	grants  []*grantRec
 	runs    []runRec
 	reports []reportRec
-	final   map[int][]string // history entries per slot, read at the end
-	open    map[int]bool     // slots with an open claim at the end
+	final   map[int][]string   // history entries per slot, read at the end
+	logs    map[int][][]string // history entries per slot and store, read at the end
+	// trimmed: slots the history no longer reaches at the end (history.keep
+	// newer entries): their lack of an entry tells nothing.
+	trimmed map[int]bool
+	open    map[int]bool // slots with an open claim at the end
 	// lostClaims: the run ids (locking's lease id: the token's first 16
 	// characters) of claims whose claimer crashed during its Claim call.
 	lostClaims map[string]bool
@@ -101,7 +128,7 @@ type reportRec struct {
 
 func newWorld(cfg worldConfig) *world {
 	w := &world{cfg: cfg, tokens: map[string]string{}, frozen: make([]bool, 3), froze: make([]bool, 3),
-		final: map[int][]string{}, open: map[int]bool{}, lostClaims: map[string]bool{}}
+		final: map[int][]string{}, logs: map[int][][]string{}, trimmed: map[int]bool{}, open: map[int]bool{}, lostClaims: map[string]bool{}}
 	for i := range 3 {
 		w.stores = append(w.stores, locksim.NewStore(fmt.Sprintf("s%d", i)))
 	}
@@ -111,8 +138,32 @@ func newWorld(cfg worldConfig) *world {
 	for _, n := range cfg.settlers {
 		w.newActor(n).run(settler)
 	}
+	for _, n := range cfg.reconcilers {
+		w.newActor(n).run(reconciler)
+	}
+	for _, n := range cfg.probes {
+		w.newActor(n).run(probe)
+	}
+	for _, n := range cfg.pausers {
+		w.newActor(n).run(pauser)
+	}
+	for i, n := range cfg.backfills {
+		w.newActor(n).run(backfill(i))
+	}
 	return w
 }
+
+// keep is the world's history.keep.
+func (w *world) keep() int {
+	if w.cfg.keep > 0 {
+		return w.cfg.keep
+	}
+	return keep
+}
+
+// readLimit is the scheduler's historyReadLimit: a read of the log asks
+// for what the union of a majority may hold.
+func (w *world) readLimit() int { return 2*w.keep() + 64 }
 
 func (w *world) clockStep() int {
 	w.mu.Lock()
@@ -147,4 +198,59 @@ func (w *world) actor(name string) *actor {
 		}
 	}
 	return nil
+}
+
+// The worlds of the whole cast: every replica was down at slot 0, and the
+// actors that write its outcome afterwards meet there.
+var castWorlds = map[string]worldConfig{
+	// Issue #33's bug 1: the reconciler's pass judges the slot, a backfill
+	// claims and starts it and may be killed at any step, a settler is
+	// pointed at its claim a TTL later, the done markers expire, and a
+	// second backfill plans the slot.
+	"backfill": {name: "backfill", slots: 1, settlers: []string{"S1"}, reconcilers: []string{"C1"}, backfills: []string{"B1", "B2"},
+		faults: 1, kinds: []string{"crash"}, victims: []string{"B1"}, ticks: 3, expiries: 1, killAtSteps: true,
+		at: map[string]int{"C1": 0, "B1": 1, "S1": 2, "B2": 3}},
+	// The same with the start-up probe's skipped/late entry in place of
+	// the reconciler's missed.
+	"probe": {name: "probe", slots: 1, settlers: []string{"S1"}, probes: []string{"P1"}, backfills: []string{"B1", "B2"},
+		faults: 1, kinds: []string{"crash"}, victims: []string{"B1"}, ticks: 3, expiries: 2, killAtSteps: true, backfillAge: 1,
+		at: map[string]int{"P1": 0, "B1": 1, "S1": 2, "B2": 3}},
+	// Issue #33's bug 2: a replica's run with four faults among lost
+	// requests and the replica's death between its steps; the close
+	// settles what is left once the done markers expired, and the history
+	// is read, for the invariants, also without each one store.
+	"minority": {name: "minority", slots: 1, replicas: []string{"R1"}, faults: 4, kinds: []string{"lose", "crash"},
+		victims: []string{"R1"}, ticks: 1, killAtSteps: true},
+	// The backfill world with two faults: lost requests, and the first
+	// backfill and the settler killed between their steps.
+	"cast2": {name: "cast2", slots: 1, settlers: []string{"S1"}, reconcilers: []string{"C1"}, backfills: []string{"B1", "B2"},
+		faults: 2, kinds: []string{"crash", "lose"}, victims: []string{"B1", "S1"}, ticks: 3, expiries: 1, killAtSteps: true,
+		at: map[string]int{"C1": 0, "B1": 1, "S1": 2, "B2": 3}},
+	// And with three, of every kind but a store restarted empty.
+	"cast3": {name: "cast3", slots: 1, settlers: []string{"S1"}, reconcilers: []string{"C1"}, backfills: []string{"B1", "B2"},
+		faults: 3, kinds: []string{"crash", "crash0", "lose", "freeze", "pause"}, victims: []string{"B1", "S1"}, ticks: 3, expiries: 1,
+		at: map[string]int{"C1": 0, "B1": 1, "S1": 2, "B2": 3}},
+	// History trim at history.keep: each store keeps one entry, so slot
+	// 1's end trims slot 0's; a backfill of slot 0 comes after the done
+	// markers expired, and must not take the missing entry for "not run".
+	"trim": {name: "trim", slots: 2, replicas: []string{"R1"}, backfills: []string{"B1"}, keep: 1,
+		faults: 1, kinds: []string{"crash", "lose"}, victims: []string{"R1"}, ticks: 1, expiries: 1, killAtSteps: true,
+		at: map[string]int{"B1": 1}},
+	// A pause and a resume beside a replica firing the slot and a
+	// settler, the reconciler's pass a TTL later; the replica or the
+	// pauser killed between steps.
+	"pause": {name: "pause", slots: 1, replicas: []string{"R1"}, settlers: []string{"S1"}, pausers: []string{"U1"},
+		reconcilers: []string{"C1"}, faults: 1, kinds: []string{"crash"}, victims: []string{"R1", "U1"}, ticks: 1,
+		killAtSteps: true, at: map[string]int{"C1": 1}},
+	// The same with lost requests too (a pause or resume that reached
+	// some stores only).
+	"pauselose": {name: "pauselose", slots: 1, replicas: []string{"R1"}, settlers: []string{"S1"}, pausers: []string{"U1"},
+		reconcilers: []string{"C1"}, faults: 1, kinds: []string{"crash", "lose"}, victims: []string{"R1", "U1"}, ticks: 1,
+		killAtSteps: true, at: map[string]int{"C1": 1}},
+}
+
+func init() {
+	for n, c := range castWorlds {
+		worlds[n] = c
+	}
 }
