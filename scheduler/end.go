@@ -49,7 +49,7 @@ func (a *attempt) exit(v verdict) {
 	if a.joined != nil {
 		ap.outcomes.endLease(a.name, a.slot, a.joined, 0, "") // taken with the claim, not taken over
 	}
-	a.endPermit()
+	endPermit(a)
 	a.span.end()
 }
 

@@ -122,13 +122,13 @@ func (a *attempt) takePermit() verdict {
 	ap := a.ap
 	sem := locking.Semaphore{Name: g.Name, Limit: g.Limit}
 	from := int(ap.random(a.name+"|"+a.slot+"|permit") % uint64(g.Limit))
-	until, wait := a.permitUntil(), permitBackoffMin
+	until, wait := permitUntil(a), permitBackoffMin
 	for {
 		p, err := ap.locks.permit(a.name, sem, from, retryPolicy{splitUntil: until, quorumUntil: until, trace: a.tctx})
 		if err == nil {
 			a.permit = p
 			ap.groups.add(g.Name, 1)
-			return a.tokenAfterPermit(until)
+			return tokenAfterPermit(a, until)
 		}
 		if !locking.IsHeld(err) {
 			return a.lost(err)
@@ -137,7 +137,7 @@ func (a *attempt) takePermit() verdict {
 		d := wait + ap.randomN(a.name+a.slot, wait/2+1)
 		wait = min(2*wait, permitBackoffMax)
 		if !now.Add(d).Before(until) {
-			return a.groupFull(g)
+			return groupFull(a, g)
 		}
 		if !ap.sleep(d, ap.stopping) {
 			return verdict{act: actRelease, reason: history.ReasonShutdown, attrs: []any{"group", g.Name}}
@@ -146,6 +146,10 @@ func (a *attempt) takePermit() verdict {
 	}
 }
 
+// The permit's helpers are functions of the attempt, not its methods:
+// they are the group step's parts, and the attempt's methods are its
+// pipeline's steps and exit (TestEngineShape).
+
 // tokenAfterPermit gives a run of a job that holds no job lease
 // (overlap allow) a fencing token taken now, after its permit: the
 // claim's, taken before the wait, may be below that of a newer slot of
@@ -153,7 +157,7 @@ func (a *attempt) takePermit() verdict {
 // that starts later must have the higher token. As a manual run does
 // (runLease), it takes a lease of its own in the job's family, held and
 // ended as the job lease is.
-func (a *attempt) tokenAfterPermit(until time.Time) verdict {
+func tokenAfterPermit(a *attempt, until time.Time) verdict {
 	if a.jobLease != nil || a.origin == originManual {
 		return goOn
 	}
@@ -170,7 +174,7 @@ func (a *attempt) tokenAfterPermit(until time.Time) verdict {
 // permitUntil is how long a permit is waited for: a scheduled slot until
 // its lateness bound, the others for the lateness bound from now; never
 // past half the lock TTL, since the claim is not renewed meanwhile.
-func (a *attempt) permitUntil() time.Time {
+func permitUntil(a *attempt) time.Time {
 	now := a.ap.clock.Now()
 	until := now.Add(a.ap.lateness)
 	if a.origin == originScheduled {
@@ -180,7 +184,7 @@ func (a *attempt) permitUntil() time.Time {
 }
 
 // groupFull is the verdict on a slot that found g full until its bound.
-func (a *attempt) groupFull(g *Group) verdict {
+func groupFull(a *attempt, g *Group) verdict {
 	attrs := []any{"group", g.Name, "limit", g.Limit}
 	if a.origin.fired() {
 		return verdict{act: actDone, reason: history.ReasonGroupFull, attrs: attrs, entry: a.skippedEntry(history.ReasonGroupFull)}
@@ -197,7 +201,7 @@ var ErrGroupFull = errors.New("scheduler: concurrency group full")
 // endPermit ends the attempt's permit, if it took one: after the slot's
 // outcome is written, so that the next run of the group starts after
 // this one is recorded.
-func (a *attempt) endPermit() {
+func endPermit(a *attempt) {
 	if a.permit == nil {
 		return
 	}
