@@ -138,15 +138,6 @@ func (l *loader) load(data []byte, environ []string) *Config {
 		l.addDecodeErrors("", -1, "", err)
 	}
 	emptyListsNil(&cfg)
-	if len(cfg.Redis.Nodes) == 0 {
-		cfg.Redis.Nodes = nil
-	}
-	if len(cfg.Calendars) == 0 {
-		cfg.Calendars = nil
-	}
-	if len(cfg.Groups) == 0 {
-		cfg.Groups = nil
-	}
 
 	var list []any
 	switch x := jobsRaw.(type) {
@@ -191,6 +182,9 @@ func emptyListsNil(cfg *Config) {
 	}
 	if len(cfg.Notify) == 0 {
 		cfg.Notify = nil
+	}
+	if len(cfg.Groups) == 0 {
+		cfg.Groups = nil
 	}
 }
 
