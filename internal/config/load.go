@@ -51,7 +51,7 @@ func load(path string, data []byte, environ []string) (cfg *Config, err error) {
 			return nil, Errors{&Error{Index: -1, Err: err}}
 		}
 	}
-	l := &loader{path: path, pos: map[string]yaml.Mark{}, envSrc: map[string]string{}}
+	l := &loader{report: report{path: path, pos: map[string]yaml.Mark{}, envSrc: map[string]string{}}}
 	cfg = l.load(data, environ)
 	if len(l.errs) > 0 {
 		return nil, l.errs
@@ -59,15 +59,12 @@ func load(path string, data []byte, environ []string) (cfg *Config, err error) {
 	return cfg, nil
 }
 
+// loader is one load of the configuration: the sources it merges and the
+// checks it runs; the problems it finds, with where each value came from,
+// are its report's.
 type loader struct {
-	path   string
-	pos    map[string]yaml.Mark // key path -> position of the key in the file
-	envSrc map[string]string    // key path -> the variable that set it
-	jobEnv []envVar             // SLOTLOCK_JOBS__... overrides, applied to the list
-	errs   Errors
-	// undecodable holds the paths whose values did not decode; validation
-	// does not pile a second error on them.
-	undecodable map[string]bool
+	report
+	jobEnv []envVar // SLOTLOCK_JOBS__... overrides, applied to the list
 	// emptyNodesEnv is the SLOTLOCK_REDIS__NODES variable when it names no
 	// node (empty, blanks or commas only).
 	emptyNodesEnv string
@@ -77,24 +74,6 @@ type loader struct {
 	// for the jobs that name one.
 	groups map[string]*scheduler.Group
 }
-
-// add records a problem at path outside the jobs (validateJob records its
-// own, with the job's index and name).
-func (l *loader) add(path string, err error) {
-	if l.undecodable[path] {
-		return
-	}
-	l.errs = append(l.errs, &Error{Path: path, Index: -1, Err: err, Where: l.where(path)})
-}
-
-func (l *loader) addValue(path, value string, err error) {
-	if l.undecodable[path] {
-		return
-	}
-	l.errs = append(l.errs, &Error{Path: path, Index: -1, Value: shownValue(path, value), Err: err, Where: l.where(path)})
-}
-
-func (l *loader) addf(path, format string, args ...any) { l.add(path, fmt.Errorf(format, args...)) }
 
 func (l *loader) load(data []byte, environ []string) *Config {
 	k := koanf.New(".")

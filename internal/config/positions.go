@@ -14,14 +14,42 @@ import (
 	"github.com/slotlock/slotlock/internal/strictdecode"
 )
 
-// The file's positions: every key path is mapped to the line and column of
-// its key, so that an error can say where the value came from.
+// report is a load's problems and what each needs to say where its value
+// came from: every key path is mapped to the line and column of its key in
+// the file, or to the environment variable that set it.
+type report struct {
+	path   string
+	pos    map[string]yaml.Mark // key path -> position of the key in the file
+	envSrc map[string]string    // key path -> the variable that set it
+	errs   Errors
+	// undecodable holds the paths whose values did not decode; validation
+	// does not pile a second error on them.
+	undecodable map[string]bool
+}
+
+// add records a problem at path outside the jobs (validateJob records its
+// own, with the job's index and name).
+func (r *report) add(path string, err error) {
+	if r.undecodable[path] {
+		return
+	}
+	r.errs = append(r.errs, &Error{Path: path, Index: -1, Err: err, Where: r.where(path)})
+}
+
+func (r *report) addValue(path, value string, err error) {
+	if r.undecodable[path] {
+		return
+	}
+	r.errs = append(r.errs, &Error{Path: path, Index: -1, Value: shownValue(path, value), Err: err, Where: r.where(path)})
+}
+
+func (r *report) addf(path, format string, args ...any) { r.add(path, fmt.Errorf(format, args...)) }
 
 // where tells where the value at path came from: an environment variable
 // or a file position (of the key, or of its nearest ancestor).
-func (l *loader) where(path string) string {
+func (r *report) where(path string) string {
 	for p := path; ; p = parentPath(p) {
-		if name, ok := l.envSrc[p]; ok {
+		if name, ok := r.envSrc[p]; ok {
 			return "env " + name
 		}
 		if p == "" {
@@ -32,7 +60,7 @@ func (l *loader) where(path string) string {
 	// (SLOTLOCK_FOO__BAR sets foo.bar; the decoder complains about foo).
 	if path != "" {
 		var names []string
-		for p, name := range l.envSrc {
+		for p, name := range r.envSrc {
 			if strings.HasPrefix(p, path+".") || strings.HasPrefix(p, path+"[") {
 				names = append(names, name)
 			}
@@ -43,8 +71,8 @@ func (l *loader) where(path string) string {
 		}
 	}
 	for p := path; p != ""; p = parentPath(p) {
-		if m, ok := l.pos[p]; ok {
-			return fmt.Sprintf("%s:%d:%d", l.path, m.Line, m.Column)
+		if m, ok := r.pos[p]; ok {
+			return fmt.Sprintf("%s:%d:%d", r.path, m.Line, m.Column)
 		}
 	}
 	return ""
@@ -65,23 +93,23 @@ func parentPath(p string) string {
 
 // parseFile parses the YAML file into a map and records the position of
 // every key.
-func (l *loader) parseFile(b []byte) (map[string]any, bool) {
+func (r *report) parseFile(b []byte) (map[string]any, bool) {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
 			return map[string]any{}, true // empty file: defaults only
 		}
-		l.addYAMLError(err)
+		r.addYAMLError(err)
 		return nil, false
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
-		l.errs = append(l.errs, &Error{Index: -1, Where: l.mark(extra),
+		r.errs = append(r.errs, &Error{Index: -1, Where: r.mark(extra),
 			Err: errors.New("the file holds more than one YAML document; put everything in one")})
 		return nil, false
 	} else if !errors.Is(err, io.EOF) {
-		l.addYAMLError(err)
+		r.addYAMLError(err)
 		return nil, false
 	}
 	root := &doc
@@ -95,56 +123,56 @@ func (l *loader) parseFile(b []byte) (map[string]any, bool) {
 		return map[string]any{}, true
 	}
 	if root.Kind != yaml.MappingNode {
-		l.errs = append(l.errs, &Error{Index: -1, Where: l.mark(*root),
+		r.errs = append(r.errs, &Error{Index: -1, Where: r.mark(*root),
 			Err: fmt.Errorf("the top level must be a map of sections (%s), got %s", strings.Join(sections, ", "), nodeKind(root))})
 		return nil, false
 	}
-	l.recordPositions("", root, 0)
+	r.recordPositions("", root, 0)
 	var m map[string]any
 	if err := root.Decode(&m); err != nil {
-		l.addYAMLError(err)
+		r.addYAMLError(err)
 		return nil, false
 	}
 	return m, true
 }
 
-func (l *loader) mark(n yaml.Node) string {
-	return fmt.Sprintf("%s:%d:%d", l.path, n.Line, n.Column)
+func (r *report) mark(n yaml.Node) string {
+	return fmt.Sprintf("%s:%d:%d", r.path, n.Line, n.Column)
 }
 
 // addYAMLError turns the YAML library's errors into Errors with the file,
 // line and column.
-func (l *loader) addYAMLError(err error) {
+func (r *report) addYAMLError(err error) {
 	var les *yaml.LoadErrors
 	if errors.As(err, &les) && len(les.Errors) > 0 {
 		for _, e := range les.Errors {
-			l.addYAMLLoadError(e)
+			r.addYAMLLoadError(e)
 		}
 		return
 	}
 	var le *yaml.LoadError
 	if errors.As(err, &le) {
-		l.addYAMLLoadError(le)
+		r.addYAMLLoadError(le)
 		return
 	}
-	l.errs = append(l.errs, &Error{Index: -1, Err: fmt.Errorf("%s: %s", l.path, strings.TrimPrefix(err.Error(), "yaml: "))})
+	r.errs = append(r.errs, &Error{Index: -1, Err: fmt.Errorf("%s: %s", r.path, strings.TrimPrefix(err.Error(), "yaml: "))})
 }
 
-func (l *loader) addYAMLLoadError(e *yaml.LoadError) {
-	where := l.path
+func (r *report) addYAMLLoadError(e *yaml.LoadError) {
+	where := r.path
 	if e.Mark.Line > 0 {
-		where = fmt.Sprintf("%s:%d:%d", l.path, e.Mark.Line, max(e.Mark.Column, 1))
+		where = fmt.Sprintf("%s:%d:%d", r.path, e.Mark.Line, max(e.Mark.Column, 1))
 	}
 	msg := e.Message
 	if e.ContextMsg != "" && e.ContextMark.Line > 0 {
 		msg += fmt.Sprintf(" (%s at line %d, column %d)", e.ContextMsg, e.ContextMark.Line, e.ContextMark.Column)
 	}
-	l.errs = append(l.errs, &Error{Index: -1, Err: errors.New("invalid YAML: " + msg), Where: where})
+	r.errs = append(r.errs, &Error{Index: -1, Err: errors.New("invalid YAML: " + msg), Where: where})
 }
 
 // recordPositions maps every key path to the position of its key (and
 // every list element to its own position). Aliases are not followed.
-func (l *loader) recordPositions(path string, n *yaml.Node, depth int) {
+func (r *report) recordPositions(path string, n *yaml.Node, depth int) {
 	if depth > 64 {
 		return
 	}
@@ -153,16 +181,16 @@ func (l *loader) recordPositions(path string, n *yaml.Node, depth int) {
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			key, val := n.Content[i], n.Content[i+1]
 			p := strictdecode.JoinKey(path, key.Value)
-			if _, dup := l.pos[p]; !dup {
-				l.pos[p] = yaml.Mark{Line: key.Line, Column: key.Column}
+			if _, dup := r.pos[p]; !dup {
+				r.pos[p] = yaml.Mark{Line: key.Line, Column: key.Column}
 			}
-			l.recordPositions(p, val, depth+1)
+			r.recordPositions(p, val, depth+1)
 		}
 	case yaml.SequenceNode:
 		for i, item := range n.Content {
 			p := path + "[" + strconv.Itoa(i) + "]"
-			l.pos[p] = yaml.Mark{Line: item.Line, Column: item.Column}
-			l.recordPositions(p, item, depth+1)
+			r.pos[p] = yaml.Mark{Line: item.Line, Column: item.Column}
+			r.recordPositions(p, item, depth+1)
 		}
 	}
 }
