@@ -1,23 +1,3 @@
-// Package ops is the operations side of a scheduler: the HTTP handler that
-// answers the probes, exports the metrics and, if asked, serves the status
-// page and its JSON API — what `slotlock run` serves on http.addr, for a
-// service that embeds the scheduler in its own process.
-//
-// A service builds its scheduler with a Metrics, then mounts the handler
-// on its own mux:
-//
-//	s, err := scheduler.New(scheduler.Config{
-//		Locker:  lk, // redlock.New(..., locking.Options{Replica: name}): the one place the name is given
-//		Metrics: ops.NewMetrics(),
-//		Jobs:    []scheduler.JobSpec{{Name: "report", Spec: "@every 1m", Job: report}},
-//	})
-//	mux.Handle("/ops/", http.StripPrefix("/ops", ops.Handler(s, ops.Options{StatusPage: true})))
-//	err = s.Run(ctx)
-//
-// The handler starts no goroutine: it pings the lock stores when a probe
-// or a scrape asks and its last answer is stale, and it follows the
-// scheduler's reloads. The package links neither the command nor its
-// configuration loader, cloud credentials or trace exporters.
 package ops
 
 import (

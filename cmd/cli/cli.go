@@ -100,7 +100,10 @@ commands:
                                            that have no recorded outcome (TIME: RFC 3339)
   version                                  print version, commit and Go version
 
---config defaults to $SLOTLOCK_CONFIG, then config.yaml in the working directory.
+--config defaults to $SLOTLOCK_CONFIG, then config.yaml in the working directory. Without
+any of them, status, history, pause, resume and backfill read the SLOTLOCK_* variables
+alone (SLOTLOCK_REDIS__NODES=host:port,... names the fleet's Redis nodes) and act on the
+jobs the fleet's replicas publish.
 `)
 }
 
@@ -157,5 +160,5 @@ func (f *flags) configPath(env cmdEnv) string {
 	if p := env.getenv("SLOTLOCK_CONFIG"); p != "" {
 		return p
 	}
-	return "config.yaml"
+	return defaultConfigPath
 }

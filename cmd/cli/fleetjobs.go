@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -65,13 +66,44 @@ func fleetJob(ctx context.Context, r *replica, env cmdEnv, cmd, name string) (hi
 	return history.JobDef{}, false, exitConfig
 }
 
-// warnDiffers says on stderr where the configuration's definition of a
-// job differs from the one the fleet publishes.
+// warnDiffers says on stderr, in one line, where the configuration's
+// definition of a job differs from the one the fleet publishes, with both
+// values of each field: an operator whose file lags behind the fleet sees
+// which schedule the command reads slots by and which one the replicas fire.
 func warnDiffers(env cmdEnv, cmd string, conf, fleet history.JobDef) {
-	if d := conf.Differences(fleet); len(d) > 0 {
-		fmt.Fprintf(env.Stderr, "slotlock %s: warning: job %s: the configuration's definition differs from the one the fleet publishes in %s; using the configuration's\n",
-			cmd, quoteArg(conf.Name), strings.Join(d, ", "))
+	d := conf.Differences(fleet)
+	if len(d) == 0 {
+		return
 	}
+	parts := make([]string, len(d))
+	for i, field := range d {
+		parts[i] = fmt.Sprintf("%s %s in the configuration, %s on the fleet", field, defField(conf, field), defField(fleet, field))
+	}
+	fmt.Fprintf(env.Stderr, "slotlock %s: warning: job %s: the configuration's definition differs from the one the fleet publishes: %s; using the configuration's\n",
+		cmd, quoteArg(conf.Name), strings.Join(parts, "; "))
+}
+
+// defField is the value of field (one of JobDef.Differences's names) in d,
+// quoted where it is free text.
+func defField(d history.JobDef, field string) string {
+	switch field {
+	case "schedule":
+		return quoteArg(d.Schedule)
+	case "timezone":
+		return quoteArg(d.Timezone)
+	case "overlap":
+		return quoteArg(d.Overlap)
+	case "misfire.policy":
+		return quoteArg(d.Misfire)
+	case "enabled":
+		return strconv.FormatBool(d.Enabled)
+	case "group":
+		if d.Group == "" {
+			return "none"
+		}
+		return fmt.Sprintf("%s (limit %d)", quoteArg(d.Group), d.GroupLimit)
+	}
+	return "?"
 }
 
 // configSpec is the configuration's definition of the job name.

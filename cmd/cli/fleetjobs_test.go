@@ -76,6 +76,20 @@ func TestCommandOnEmbeddedFleet(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "tick")
 
+	// No file at all: the Redis nodes from the environment are all the
+	// command needs.
+	nodesEnv := []string{"SLOTLOCK_REDIS__NODES=" + strings.Join(nodes.Addrs(), ","), "SLOTLOCK_REDIS__OP_TIMEOUT=500ms"}
+	out, errOut, code = slotlockIn(t, t.TempDir(), nodesEnv, "history", "--json", "tick")
+	require.Equal(t, 0, code, errOut)
+	require.NoError(t, json.Unmarshal([]byte(out), &doc), out)
+	require.NotEmpty(t, doc.Entries, out)
+	require.Equal(t, "svc-1", doc.Entries[0].Replica, out)
+	out, errOut, code = slotlockIn(t, t.TempDir(), nodesEnv, "status", "--json")
+	require.Equal(t, 0, code, errOut)
+	require.NoError(t, json.Unmarshal([]byte(out), &st), out)
+	require.Len(t, st.Jobs, 1, out)
+	require.Equal(t, "@every 1s", st.Jobs[0].Schedule)
+
 	_, errOut, code = slotlock(t, nil, "pause", "--config", cfg, "--reason", "maintenance", "tick")
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, errOut, `"event":"job.paused"`)
@@ -110,6 +124,9 @@ func TestCommandOnEmbeddedFleet(t *testing.T) {
 `)
 	_, errOut, code = slotlock(t, nil, "history", "--config", other, "tick")
 	require.Equal(t, 0, code, errOut)
-	require.Contains(t, errOut, `warning: job "tick": the configuration's definition differs from the one the fleet publishes in schedule, timezone;`)
+	require.Contains(t, errOut, `slotlock history: warning: job "tick": the configuration's definition differs from the one the fleet publishes: `+
+		`schedule "@every 2s" in the configuration, "@every 1s" on the fleet; timezone "Europe/Paris" in the configuration, "UTC" on the fleet; `+
+		`using the configuration's`+"\n")
+	require.Equal(t, 1, strings.Count(errOut, "warning"), "one line: %s", errOut)
 	require.False(t, strings.Contains(errOut, "overlap"), errOut)
 }

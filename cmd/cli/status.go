@@ -27,7 +27,7 @@ func cmdStatus(ctx context.Context, args []string, env cmdEnv) int {
 		fmt.Fprintln(env.Stderr, "usage: slotlock status [--config FILE] [--json] [JOB]")
 		return exitConfig
 	}
-	cfg, ok := loadConfig(f.configPath(env), env)
+	cfg, ok := loadStoreConfig(f, env)
 	if !ok {
 		return exitConfig
 	}

@@ -46,7 +46,11 @@ func cmdTrigger(ctx context.Context, args []string, env cmdEnv) int {
 // usage or configuration error, already printed (exit 2). flagsUsage is the
 // command's own flags for the usage line.
 func loadForJob(f *flags, args []string, env cmdEnv, flagsUsage string) (*config.Config, string, bool) {
-	cfg, job, ok := loadJobArg(f, args, env, flagsUsage)
+	job, ok := jobArg(f, args, env, flagsUsage)
+	if !ok {
+		return nil, "", false
+	}
+	cfg, ok := loadConfig(f.configPath(env), env)
 	if !ok {
 		return nil, "", false
 	}
@@ -57,21 +61,31 @@ func loadForJob(f *flags, args []string, env cmdEnv, flagsUsage string) (*config
 	return cfg, job, true
 }
 
-// loadJobArg is loadForJob for a command that also knows the jobs the
-// fleet publishes (fleetJob): the job need not be in the configuration.
+// loadJobArg is loadForJob for a command on the fleet through the stores
+// (loadStoreConfig), which also knows the jobs the fleet publishes
+// (fleetJob): the job need not be in the configuration, nor the
+// configuration in a file.
 func loadJobArg(f *flags, args []string, env cmdEnv, flagsUsage string) (*config.Config, string, bool) {
-	pos, err := f.parse(args)
-	if err != nil {
+	job, ok := jobArg(f, args, env, flagsUsage)
+	if !ok {
 		return nil, "", false
 	}
-	if len(pos) != 1 {
-		fmt.Fprintf(env.Stderr, "usage: slotlock %s [--config FILE] %sJOB\n", f.Name(), flagsUsage)
-		return nil, "", false
-	}
-	job := pos[0]
-	cfg, ok := loadConfig(f.configPath(env), env)
+	cfg, ok := loadStoreConfig(f, env)
 	if !ok {
 		return nil, "", false
 	}
 	return cfg, job, true
+}
+
+// jobArg parses the arguments of a command that takes one job name.
+func jobArg(f *flags, args []string, env cmdEnv, flagsUsage string) (string, bool) {
+	pos, err := f.parse(args)
+	if err != nil {
+		return "", false
+	}
+	if len(pos) != 1 {
+		fmt.Fprintf(env.Stderr, "usage: slotlock %s [--config FILE] %sJOB\n", f.Name(), flagsUsage)
+		return "", false
+	}
+	return pos[0], true
 }

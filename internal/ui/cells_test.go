@@ -11,11 +11,10 @@ import (
 	"github.com/slotlock/slotlock/scheduler/history"
 )
 
-// cellsTmpl is the cells' markup as the page's template wrote it before
-// CellsHTML.
+// cellsTmpl is the cells' markup as html/template writes it.
 var cellsTmpl = template.Must(template.New("cells").Parse(`{{range .Cells}}<a class="c {{.Class}}{{if .Selected}} sel{{end}}" href="{{.Href}}" title="{{.Title}}" data-slot="{{.Slot}}" data-state="{{.State}}"{{with .Reason}} data-reason="{{.}}"{{end}}></a>{{end}}`))
 
-// CellsHTML writes the cells byte for byte as html/template did, hostile
+// The cells are written byte for byte as html/template writes them, hostile
 // values (in every field, in the query the links carry, a selected cell)
 // included.
 func TestCellsAsTheTemplateWrote(t *testing.T) {
@@ -39,7 +38,9 @@ func TestCellsAsTheTemplateWrote(t *testing.T) {
 	buildTimeline(tv, sl, pageQuery{Q: weird, Job: "job", Since: weird, Slot: sl.Slots[1].Slot}, spec, time.Minute)
 	var want bytes.Buffer
 	require.NoError(t, cellsTmpl.Execute(&want, tv))
-	require.Equal(t, want.String(), string(tv.CellsHTML()))
+	var got pageWriter
+	got.cells(tv.Cells)
+	require.Equal(t, want.String(), got.String())
 	require.Contains(t, want.String(), " sel\"", "a selected cell")
 	require.Contains(t, want.String(), "&#43;", "a + escaped")
 	require.NotContains(t, want.String(), "<script")

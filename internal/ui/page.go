@@ -3,8 +3,6 @@ package ui
 import (
 	"bytes"
 	"fmt"
-	"html/template"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -28,8 +26,6 @@ const refreshSeconds = 15
 
 // windows are the timeline's window links.
 var windows = []struct{ label, since string }{{"last hour", "1h"}, {"last day", "24h"}, {"last week", "168h"}}
-
-var pageTmpl = template.Must(template.ParseFS(assets, "assets/page.html"))
 
 // pageQuery is the page's state.
 type pageQuery struct {
@@ -63,7 +59,7 @@ func (p pageQuery) href() string {
 	return "?" + v.Encode()
 }
 
-// pageView is what the template shows.
+// pageView is what the page shows (render.go writes it).
 type pageView struct {
 	At, Hash   string
 	Refresh    int    // seconds; 0: off
@@ -130,9 +126,6 @@ func (s *server) page(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(code)
 	_, _ = w.Write(buf.Bytes())
 }
-
-// render writes the page.
-func render(w io.Writer, v pageView) error { return pageTmpl.Execute(w, v) }
 
 func (s *server) jobsView(v *pageView, st history.Status, specs []scheduler.JobSpec, p pageQuery) {
 	v.JobsTotal = len(specs)
@@ -223,7 +216,7 @@ func dash(s string) string {
 }
 
 // jobsHeading is "jobs 1–50 of 1234" (or "no job matches").
-func (v pageView) JobsHeading() string {
+func (v pageView) jobsHeading() string {
 	if v.JobsTotal == 0 {
 		return "no job matches"
 	}

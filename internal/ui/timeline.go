@@ -194,3 +194,134 @@ func zone(spec scheduler.JobSpec) string {
 	}
 	return spec.Location.String()
 }
+
+// timeline is the selected job's section: its window, counts, cells, the
+// open slot's detail and its notifications.
+func (w *pageWriter) timeline(tv *timelineView) {
+	w.raw("<section id=\"timeline\" data-job=\"")
+	w.text(tv.Job)
+	w.raw("\">\n  <h2>Slots of <code>")
+	w.text(tv.Job)
+	w.raw("</code></h2>\n  ")
+	if tv.Error != "" {
+		w.raw(`<p class="error">`)
+		w.text(tv.Error)
+		w.raw("</p>")
+	} else {
+		w.window(tv)
+	}
+	w.raw("\n  ")
+	if tv.Notify != "" {
+		w.raw("\n  <div id=\"notifications\">\n    <h3>Notifications</h3>\n    <p class=\"meta\">notify ")
+		w.text(tv.Notify)
+		w.raw(" · the latest, newest first</p>\n    <ul>")
+		for _, n := range tv.Notifications {
+			w.raw("<li>")
+			w.text(n)
+			w.raw("</li>")
+		}
+		if len(tv.Notifications) == 0 {
+			w.raw("<li>none sent yet</li>")
+		}
+		w.raw("</ul>\n  </div>\n  ")
+	}
+	w.raw("\n</section>\n")
+}
+
+// window is a timeline read without error: its window links, counts,
+// cells and the open slot's detail.
+func (w *pageWriter) window(tv *timelineView) {
+	w.raw("\n  <p class=\"meta\"><code>")
+	w.text(tv.Schedule)
+	w.raw("</code> (")
+	w.text(tv.Zone)
+	w.raw(") · window\n    ")
+	for _, l := range tv.Windows {
+		if l.Current {
+			w.raw("<strong>")
+			w.text(l.Label)
+			w.raw("</strong>")
+		} else {
+			w.raw(`<a href="`)
+			w.url(l.Href)
+			w.raw(`">`)
+			w.text(l.Label)
+			w.raw("</a>")
+		}
+		w.raw(" ")
+	}
+	w.raw("\n    · ")
+	w.text(tv.Since)
+	w.raw(" to ")
+	w.text(tv.Until)
+	w.raw(" · ")
+	w.int(len(tv.Cells))
+	w.raw(" slots, oldest first</p>\n  ")
+	if tv.Truncated {
+		w.raw(`<p class="note">The window holds more than `)
+		w.int(tv.Max)
+		w.raw(" slots: the newest ")
+		w.int(tv.Max)
+		w.raw(" are shown.</p>")
+	}
+	w.raw("\n  <ul class=\"legend\">")
+	for _, c := range tv.Counts {
+		w.raw(`<li><span class="dot `)
+		w.text(c.Class)
+		w.raw(`"></span> `)
+		w.text(c.State)
+		w.raw(" <strong>")
+		w.int(c.N)
+		w.raw("</strong></li>")
+	}
+	w.raw("</ul>\n  <div class=\"timeline\">")
+	w.cells(tv.Cells)
+	w.raw("</div>\n  ")
+	if tv.Detail != nil {
+		w.detail(tv.Detail)
+	}
+	w.raw("\n  ")
+}
+
+// detail is the open slot's detail.
+func (w *pageWriter) detail(d *detailView) {
+	w.raw("\n  <div id=\"detail\" data-slot=\"")
+	w.text(d.Slot)
+	w.raw(`" data-state="`)
+	w.text(d.State)
+	w.raw("\">\n    <h3><span class=\"dot ")
+	w.text(d.Class)
+	w.raw(`"></span> `)
+	w.text(d.Slot)
+	w.raw(" · ")
+	w.text(d.State)
+	w.raw(` <a class="close" href="`)
+	w.url(d.Close)
+	w.raw("\">close</a></h3>\n    ")
+	if d.Local != "" {
+		w.raw(`<p class="meta">`)
+		w.text(d.Local)
+		w.raw("</p>")
+	}
+	w.raw("\n    ")
+	if d.Note != "" {
+		w.raw("<p>")
+		w.text(d.Note)
+		w.raw("</p>")
+	}
+	w.raw("\n    ")
+	if len(d.Rows) > 0 {
+		w.raw(`<table class="detail">`)
+		for _, r := range d.Rows {
+			w.raw("<tr><th>")
+			w.text(r.Name)
+			w.raw(`</th><td data-field="`)
+			w.text(r.Name)
+			w.raw(`">`)
+			w.text(r.Value)
+			w.raw("</td></tr>")
+		}
+		w.raw("</table>")
+	}
+	w.raw("\n  </div>\n  ")
+}

@@ -5,8 +5,9 @@
 //	GET /api/v1/jobs               what `slotlock status --json` prints, paged
 //	GET /api/v1/jobs/{job}/slots   every nominal slot of a window with its history entry
 //
-// The page is html/template over the same data as the API (so everything it
-// shows is escaped), with its stylesheet and a few lines of script embedded
+// The page is written by hand over the same data as the API, every value
+// through the escaper html/template would use in its place (render.go,
+// escape.go), with its stylesheet and a few lines of script embedded
 // in the binary; every answer carries a Content-Security-Policy that lets
 // the page load nothing but those two files, so even markup that escaped
 // escaping could run no script. Nothing here writes to the lock stores.
