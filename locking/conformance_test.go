@@ -13,7 +13,7 @@ import (
 )
 
 func TestConformanceLocal(t *testing.T) {
-	lockingtest.Run(t, func(t *testing.T) locking.Backend {
+	lockingtest.Run(t, func(t *testing.T) locking.Locker {
 		l := locking.NewLocal(locking.Options{Replica: "local-1"})
 		t.Cleanup(func() { _ = l.Close() })
 		return l
@@ -22,7 +22,7 @@ func TestConformanceLocal(t *testing.T) {
 
 func TestConformanceRedlock(t *testing.T) {
 	c := redistest.Start(t, 3)
-	lockingtest.Run(t, func(t *testing.T) locking.Backend {
+	lockingtest.Run(t, func(t *testing.T) locking.Locker {
 		l, err := redlock.New(redlock.Config{Nodes: c.Addrs(), OpTimeout: 500 * time.Millisecond},
 			locking.Options{Replica: "redlock-1", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		if err != nil {

@@ -5,7 +5,7 @@
 //
 // NewLocal (one replica, in process) and the Redis driver's New (package
 // locking/redlock: many replicas over N independent Redis nodes) return a
-// Backend: a Locker, which hands out leases, and the Store on the same
+// Locker: a Locker, which hands out leases, and the Store on the same
 // lock stores, which keeps what a fleet shares beside its locks. Both pass
 // the same conformance suite (locking/lockingtest), so a caller cannot
 // tell them apart.

@@ -3,6 +3,7 @@ package locking
 import (
 	"context"
 	"errors"
+	"github.com/slotlock/slotlock/locking/driver"
 	"sync"
 	"time"
 
@@ -31,7 +32,7 @@ import (
 // return nil.
 type Lease struct {
 	lk    *locker
-	spec  LeaseSpec
+	spec  driver.Lease
 	token uint64
 	grant Grant
 	// trace is set only with tracing on (trace.go): a pointer, so that a
@@ -58,12 +59,12 @@ type Lease struct {
 	wg      sync.WaitGroup
 }
 
-func newLease(lk *locker, spec LeaseSpec, g Granted, validUntil time.Time) *Lease {
+func newLease(lk *locker, spec driver.Lease, g driver.Grant, validUntil time.Time) *Lease {
 	stopped, stop := context.WithCancel(context.Background())
 	return &Lease{
 		lk: lk, spec: spec, token: g.Token,
 		grant: Grant{
-			Key: spec.Key, ID: leaseID(spec.Value), Holder: lk.opt.Replica, TTL: spec.TTL,
+			Key: spec.Key, ID: driver.LeaseID(spec.Value), Holder: lk.opt.Replica, TTL: spec.TTL,
 			Abandoned: g.Abandoned, Leftover: g.Leftover, Orphan: g.Orphan, Pause: g.Pause,
 		},
 		validUntil: validUntil,
@@ -319,7 +320,7 @@ func (ls *Lease) markLost() {
 // lease and a record in one step where it can.
 
 // end ends the lease alone, as e says (End's parts that are not one step).
-func (ls *Lease) end(ctx context.Context, e EndSpec) (err error) {
+func (ls *Lease) end(ctx context.Context, e driver.End) (err error) {
 	if ls.lk.tracer != nil {
 		var sp trace.Span
 		ctx, sp = ls.startEndSpan(ctx, e)
@@ -395,14 +396,6 @@ type Ending struct {
 	RecordValue int64
 }
 
-// EndResult is the outcome of Lease.End: Err the lease's, Also
-// Ending.Also's, Record the record's (nil when not asked). Err and Also
-// are ErrLockLost when the key no longer held the lease's value on a
-// majority, a *QuorumError when a majority could not be reached.
-type EndResult struct {
-	Err, Also, Record error
-}
-
 // End stops the watchdog and ends the lease as e says; the zero Ending
 // deletes the key (and a claim) where it still holds this lease's value.
 // After the first End returns, no goroutine of the lease runs. End runs
@@ -417,8 +410,8 @@ type EndResult struct {
 // settle (a *QuorumError); once the stores accepted it, or found the key
 // no longer this lease's, a later End does nothing and reports nil. A
 // record raised twice stays raised.
-func (ls *Lease) End(ctx context.Context, e Ending) EndResult {
-	in := EndSpec{}
+func (ls *Lease) End(ctx context.Context, e Ending) Released {
+	in := driver.End{}
 	if e.DoneTTL > 0 {
 		in.Done, in.DoneTTL = wire.DoneValue(ls.lk.opt.Replica, e.Note, ls.grant.ID), e.DoneTTL
 		if e.Entry != nil && e.Keep > 0 && ls.spec.Claim {
@@ -427,15 +420,15 @@ func (ls *Lease) End(ctx context.Context, e Ending) EndResult {
 	}
 	record := e.Record.Name != "" && e.RecordValue != 0
 	joint := ls.spec.Claim && (e.Also == nil || ls.joins(e.Also)) &&
-		(!record || (e.Record.Family == ls.spec.Key.Family && CheckRecord(e.Record, e.RecordValue) == nil))
+		(!record || (e.Record.Family == ls.spec.Key.Family && driver.CheckRecord(e.Record, e.RecordValue) == nil))
 	if joint {
 		if res, ok := ls.endJoint(ctx, in, e, record); ok {
 			return res
 		}
 	}
-	var res EndResult
+	var res Released
 	if e.Also != nil {
-		res.Also = e.Also.end(ctx, EndSpec{})
+		res.Also = e.Also.end(ctx, driver.End{})
 	}
 	res.Err = ls.end(ctx, in)
 	if record {
@@ -452,7 +445,7 @@ func (ls *Lease) joins(other *Lease) bool {
 
 // endJoint is End in one step; ok is false, and nothing was done, when ls
 // was already settled (End then does the rest by separate calls).
-func (ls *Lease) endJoint(ctx context.Context, in EndSpec, e Ending, record bool) (res EndResult, ok bool) {
+func (ls *Lease) endJoint(ctx context.Context, in driver.End, e Ending, record bool) (res Released, ok bool) {
 	// Lock order: the claim, then the other lease (no method ends a claim
 	// from its job lease).
 	ls.endMu.Lock()
@@ -471,12 +464,12 @@ func (ls *Lease) endJoint(ctx context.Context, in EndSpec, e Ending, record bool
 	if ls.lk.tracer != nil {
 		var sp, osp trace.Span
 		if also != nil {
-			_, osp = also.startEndSpan(ctx, EndSpec{})
+			_, osp = also.startEndSpan(ctx, driver.End{})
 		}
 		ctx, sp = ls.startEndSpan(ctx, in)
 		defer func() {
 			if osp != nil {
-				endSpan(osp, res.Also, also.endAttrs(EndSpec{})...)
+				endSpan(osp, res.Also, also.endAttrs(driver.End{})...)
 			}
 			endSpan(sp, res.Err, ls.endAttrs(in)...)
 		}()
@@ -488,7 +481,7 @@ func (ls *Lease) endJoint(ctx context.Context, in EndSpec, e Ending, record bool
 	}
 	ls.halt()
 	if record {
-		in.Record, in.RecordN = e.Record, e.RecordValue
+		in.Record, in.RecordValue = e.Record, e.RecordValue
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()

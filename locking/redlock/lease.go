@@ -95,14 +95,14 @@ func (r *redlock) Release(ctx context.Context, s locking.LeaseSpec, e locking.En
 	if s.Claim && e.Entry != nil {
 		op.Entry, op.N, op.Keep, op.Taken = e.Entry.Value, e.Entry.Score, int64(e.Keep), e.Taken
 	}
-	if !s.Claim || (e.Also == nil && e.RecordN == 0) {
+	if !s.Claim || (e.Also == nil && e.RecordValue == 0) {
 		return locking.Released{Err: r.compareAct(ctx, "release", s.Key, op)}
 	}
 	if e.Also != nil {
 		op.Also, op.AlsoValue = r.key(e.Also.Key), e.Also.Value
 	}
-	if e.RecordN != 0 {
-		op.Record, op.RecordN = r.key(e.Record), e.RecordN
+	if e.RecordValue != 0 {
+		op.Record, op.RecordN = r.key(e.Record), e.RecordValue
 	}
 	res := make([]locking.Result, len(r.nodes))
 	errs := make([]error, len(r.nodes))
@@ -114,7 +114,7 @@ func (r *redlock) Release(ctx context.Context, s locking.LeaseSpec, e locking.En
 	if e.Also != nil {
 		out.Also = r.verdict("release", e.Also.Key, res, errs, func(rep locking.Result) bool { return rep.AlsoStatus == 1 })
 	}
-	if e.RecordN != 0 {
+	if e.RecordValue != 0 {
 		// Max-assign is done wherever the script ran.
 		if got := r.answered(errs); got < r.quorum {
 			out.Record = &locking.QuorumError{Op: "record", Key: e.Record, Need: r.quorum, Got: got, Err: r.nodeErrs(errs)}
