@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"reflect"
 	"sync"
 	"time"
 
@@ -112,6 +113,13 @@ type link struct {
 	sent   map[uint64]int // requests sent at sentAt, by hash of their content
 }
 
+// opName is the op's type as it enters the draws: named in the package
+// that defined the ops when the seeds were recorded (locking), so that a
+// recorded seed replays the same world whatever package holds them.
+func opName(op locking.Op) string {
+	return "locking." + reflect.TypeOf(op).Name()
+}
+
 // draws returns the random source of one request. It is drawn from the
 // request itself — its content, the virtual instant it is sent at and how
 // many identical requests this link sent at that instant — and not from
@@ -121,7 +129,7 @@ type link struct {
 // replay of the seed would not give each request the same latency.
 func (l *link) draws(op locking.Op) *rand.Rand {
 	h := fnv.New64a()
-	fmt.Fprintf(h, "%T %+v", op, op)
+	fmt.Fprintf(h, "%s %+v", opName(op), op)
 	c := h.Sum64()
 	now := time.Now()
 	l.mu.Lock()
