@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/driver"
 	"github.com/slotlock/slotlock/locking/lockingtest"
 	"github.com/slotlock/slotlock/locking/redistest"
 	"github.com/slotlock/slotlock/locking/redlock"
@@ -37,7 +38,7 @@ func TestConformanceRedlock(t *testing.T) {
 func TestInterleavingsRedlock(t *testing.T) {
 	c := redistest.Start(t, 3)
 	lockingtest.RunNodes(t, func(t *testing.T) lockingtest.World {
-		return func(string) []locking.Node {
+		return func(string) []driver.Node {
 			nodes, err := redlock.RedisNodes(redlock.Config{Nodes: c.Addrs(), OpTimeout: 500 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)

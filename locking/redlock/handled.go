@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/driver"
 )
 
 // handledTries is how many nodes Handled asks before it gives up: a hint
@@ -17,7 +18,7 @@ const handledTries = 2
 // hint (store.go), and a marker written on a majority is on every node
 // but a minority.
 func (r *redlock) Handled(ctx context.Context, keys []locking.Key) ([]bool, error) {
-	op := locking.DoneOp{Keys: make([]string, len(keys))}
+	op := driver.DoneOp{Keys: make([]string, len(keys))}
 	for i, k := range keys {
 		op.Keys[i] = r.key(k)
 	}

@@ -4,10 +4,11 @@ import (
 	"context"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/driver"
 )
 
 func (r *redlock) AdvanceRecord(ctx context.Context, key locking.Key, v int64) error {
-	if err := locking.CheckRecord(key, v); err != nil {
+	if err := driver.CheckRecord(key, v); err != nil {
 		return err
 	}
 	return r.maxSet(ctx, key, v)
@@ -15,9 +16,9 @@ func (r *redlock) AdvanceRecord(ctx context.Context, key locking.Key, v int64) e
 
 // maxSet raises the record key to at least v on a majority of all nodes.
 func (r *redlock) maxSet(ctx context.Context, key locking.Key, v int64) error {
-	res := make([]locking.Result, len(r.nodes))
+	res := make([]driver.Result, len(r.nodes))
 	errs := make([]error, len(r.nodes))
-	r.round(ctx, all(locking.MaxSetOp{Key: r.key(key), N: v}), res, errs)
+	r.round(ctx, all(driver.MaxSetOp{Key: r.key(key), N: v}), res, errs)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -38,12 +39,12 @@ func (r *redlock) answered(errs []error) int {
 }
 
 func (r *redlock) ReadRecord(ctx context.Context, key locking.Key) (int64, error) {
-	if err := locking.CheckKey(key); err != nil {
+	if err := driver.CheckKey(key); err != nil {
 		return 0, err
 	}
-	res := make([]locking.Result, len(r.nodes))
+	res := make([]driver.Result, len(r.nodes))
 	errs := make([]error, len(r.nodes))
-	r.round(ctx, all(locking.GetOp{Key: r.key(key)}), res, errs)
+	r.round(ctx, all(driver.GetOp{Key: r.key(key)}), res, errs)
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -76,9 +77,9 @@ func (r *redlock) ReadRecord(ctx context.Context, key locking.Key) (int64, error
 }
 
 func (r *redlock) Ping(ctx context.Context) ([]locking.NodeStatus, error) {
-	res := make([]locking.Result, len(r.nodes))
+	res := make([]driver.Result, len(r.nodes))
 	errs := make([]error, len(r.nodes))
-	r.round(ctx, all(locking.PingOp{}), res, errs)
+	r.round(ctx, all(driver.PingOp{}), res, errs)
 	st := make([]locking.NodeStatus, len(r.nodes))
 	for i, n := range r.nodes {
 		st[i] = locking.NodeStatus{Addr: n.Addr(), Up: errs[i] == nil, Err: errs[i]}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/driver"
 	"github.com/slotlock/slotlock/locking/internal/wire"
 
 	"github.com/redis/go-redis/v9/auth"
@@ -73,17 +74,17 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// New returns a Backend over cfg.Nodes. It does not connect: nodes
+// New returns a Locker over cfg.Nodes. It does not connect: nodes
 // that are unreachable now (a replica starting during an outage) are tried
 // again on every operation, so New fails only on a configuration
 // error. Operations need a majority (len(Nodes)/2+1) of the nodes.
-func New(cfg Config, opt locking.Options) (locking.Backend, error) {
+func New(cfg Config, opt locking.Options) (locking.Locker, error) {
 	l, _, err := newWithDriver(cfg, opt)
 	return l, err
 }
 
-// newWithDriver is New, and the Redlock driver under the Backend.
-func newWithDriver(cfg Config, opt locking.Options) (locking.Backend, *redlock, error) {
+// newWithDriver is New, and the Redlock driver under the Locker.
+func newWithDriver(cfg Config, opt locking.Options) (locking.Locker, *redlock, error) {
 	cfg, opt = cfg.withDefaults(), opt.WithDefaults()
 	nodes, err := RedisNodes(cfg)
 	if err != nil {
@@ -102,12 +103,12 @@ func newWithDriver(cfg Config, opt locking.Options) (locking.Backend, *redlock, 
 // RedisNodes returns the Nodes that New runs on, one per entry
 // of cfg.Nodes, for OnNodes (which a test may give wrapped
 // nodes, to order or lose their requests). Close each when done.
-func RedisNodes(cfg Config) ([]locking.Node, error) {
+func RedisNodes(cfg Config) ([]driver.Node, error) {
 	nodes, err := redisNodes(cfg.withDefaults())
 	if err != nil {
 		return nil, err
 	}
-	ns := make([]locking.Node, len(nodes))
+	ns := make([]driver.Node, len(nodes))
 	for i, n := range nodes {
 		ns[i] = n
 	}
@@ -136,11 +137,11 @@ func redisNodes(cfg Config) ([]*redisNode, error) {
 	return nodes, nil
 }
 
-// OnNodes returns a Backend running the Redlock algorithm over
+// OnNodes returns a Locker running the Redlock algorithm over
 // nodes, with keys under prefix and opTimeout per node and round (defaults
 // as in Config). New uses it with Redis nodes; the simulation
 // (locking/locksim) with simulated ones.
-func OnNodes(nodes []locking.Node, prefix string, opTimeout time.Duration, opt locking.Options) (locking.Backend, error) {
+func OnNodes(nodes []driver.Node, prefix string, opTimeout time.Duration, opt locking.Options) (locking.Locker, error) {
 	opt = opt.WithDefaults()
 	r, err := onNodes(nodes, prefix, opTimeout, opt)
 	if err != nil {
@@ -151,7 +152,7 @@ func OnNodes(nodes []locking.Node, prefix string, opTimeout time.Duration, opt l
 
 // onNodes is the driver OnNodes runs the front end over; opt has its
 // defaults.
-func onNodes(nodes []locking.Node, prefix string, opTimeout time.Duration, opt locking.Options) (*redlock, error) {
+func onNodes(nodes []driver.Node, prefix string, opTimeout time.Duration, opt locking.Options) (*redlock, error) {
 	if prefix == "" {
 		prefix = DefaultKeyPrefix
 	}
@@ -190,7 +191,7 @@ func onNodes(nodes []locking.Node, prefix string, opTimeout time.Duration, opt l
 
 // redlock is the backend over N independent nodes.
 type redlock struct {
-	nodes     []locking.Node
+	nodes     []driver.Node
 	down      []atomic.Bool // per node: last seen unreachable
 	quorum    int
 	prefix    string
@@ -252,7 +253,7 @@ func (r *redlock) fenceKey(family string) string {
 // awaited, without a goroutine each, and the first of them found idle is
 // sent on the calling goroutine (no hop to its sender); others are called
 // on goroutines of their own (the first on the calling goroutine).
-func (r *redlock) round(ctx context.Context, op func(i int) (locking.Op, bool), res []locking.Result, errs []error) {
+func (r *redlock) round(ctx context.Context, op func(i int) (driver.Op, bool), res []driver.Result, errs []error) {
 	// The deadline is real time, as the sockets' are. Queued calls carry
 	// it and share one pooled timer; a context of its own is made only
 	// for nodes called through Do.
@@ -260,7 +261,7 @@ func (r *redlock) round(ctx context.Context, op func(i int) (locking.Op, bool), 
 	var rctx context.Context
 	var calls [maxQueuedNodes]*nodeCall
 	var wg sync.WaitGroup
-	first, firstOp, own, queued := -1, locking.Op(nil), -1, false
+	first, firstOp, own, queued := -1, driver.Op(nil), -1, false
 	for i := range r.nodes {
 		o, ok := op(i)
 		if !ok {
@@ -306,7 +307,7 @@ func (r *redlock) round(ctx context.Context, op func(i int) (locking.Op, bool), 
 
 // awaitQueued waits for the queued calls' answers, until the round's
 // deadline, and observes what they say of their nodes.
-func (r *redlock) awaitQueued(ctx context.Context, until time.Time, calls []*nodeCall, res []locking.Result, errs []error) {
+func (r *redlock) awaitQueued(ctx context.Context, until time.Time, calls []*nodeCall, res []driver.Result, errs []error) {
 	timer := getTimer(time.Until(until))
 	defer putTimer(timer)
 	expire := timer.C
@@ -353,9 +354,9 @@ var expired = func() <-chan time.Time {
 // the caller the node's sender when it is idle: the caller then sends its
 // own call (sendOwn) instead of queuing it (start).
 type queuingNode interface {
-	start(ctx context.Context, until time.Time, op locking.Op) *nodeCall
+	start(ctx context.Context, until time.Time, op driver.Op) *nodeCall
 	claim() bool
-	call(ctx context.Context, until time.Time, op locking.Op) *nodeCall
+	call(ctx context.Context, until time.Time, op driver.Op) *nodeCall
 	sendOwn(c *nodeCall)
 	watchFaults(f func(error))
 }
@@ -365,8 +366,8 @@ type queuingNode interface {
 const maxQueuedNodes = 16
 
 // all is a round's op selector for the same op on every node.
-func all(o locking.Op) func(int) (locking.Op, bool) {
-	return func(int) (locking.Op, bool) { return o, true }
+func all(o driver.Op) func(int) (driver.Op, bool) {
+	return func(int) (driver.Op, bool) { return o, true }
 }
 
 // nodeErrs turns per-node errors into one errors.Join of *NodeError.
