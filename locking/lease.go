@@ -13,7 +13,7 @@ import (
 
 // A lease's life, in this file: granted (Locker.Claim or Acquire,
 // locker.go), started (Start: its work began), kept (Keep: the watchdog
-// renews it, Extend), ended (End). The driver (Driver, driver.go) does each
+// renews it, Extend), ended (End). The driver (driver.Driver) does each
 // step's store calls.
 
 // Lease is one successful acquisition of a Key. It is valid until

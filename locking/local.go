@@ -39,6 +39,9 @@ type localEntry struct {
 	expires time.Time
 }
 
+// The in-process store is a driver like any other.
+var _ driver.Driver = (*localDriver)(nil)
+
 type localDriver struct {
 	clock   Clock
 	mu      sync.Mutex

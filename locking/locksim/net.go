@@ -103,6 +103,10 @@ func (n *Net) Nodes(replica string, gate *Gate) []driver.Node {
 	return out
 }
 
+// A link is how a replica reaches a simulated store: a driver.Node, run
+// under the Redlock driver as a Redis node is.
+var _ driver.Node = (*link)(nil)
+
 type link struct {
 	net  *Net
 	id   linkID

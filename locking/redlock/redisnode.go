@@ -13,6 +13,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// A Redis node is a driver.Node, as the simulated stores are.
+var _ driver.Node = (*redisNode)(nil)
+
 // redisNode is one configured Redis. It starts as a plain client and
 // switches, once and for good, to a cluster client when the node answers
 // with a MOVED or ASK redirection (a Redis Cluster endpoint).

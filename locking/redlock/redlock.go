@@ -189,7 +189,10 @@ func onNodes(nodes []driver.Node, prefix string, opTimeout time.Duration, opt lo
 	return r, nil
 }
 
-// redlock is the backend over N independent nodes.
+// The Redlock quorum is a driver under locking.NewLocker.
+var _ driver.Driver = (*redlock)(nil)
+
+// redlock is the driver over N independent nodes.
 type redlock struct {
 	nodes     []driver.Node
 	down      []atomic.Bool // per node: last seen unreachable
