@@ -17,7 +17,7 @@ const handledTries = 2
 // does not answer, on the one after it. One node suffices: Handled is a
 // hint (store.go), and a marker written on a majority is on every node
 // but a minority.
-func (r *redlock) Handled(ctx context.Context, keys []locking.Key) ([]bool, error) {
+func (r *store) Handled(ctx context.Context, keys []locking.Key) ([]bool, error) {
 	op := driver.DoneOp{Keys: make([]string, len(keys))}
 	for i, k := range keys {
 		op.Keys[i] = r.key(k)
@@ -47,7 +47,7 @@ func (r *redlock) Handled(ctx context.Context, keys []locking.Key) ([]bool, erro
 
 // readOrder is up to n nodes to read from, in order: round the nodes from
 // the next in turn, those not known to be down first.
-func (r *redlock) readOrder(n int) []int {
+func (r *store) readOrder(n int) []int {
 	start := int(r.nextRead.Add(1))
 	var up, down []int
 	for k := range r.nodes {

@@ -11,7 +11,7 @@ import (
 // ReadLog reads the family's log on every node and merges what a majority
 // answered: an entry written with a done marker that reached a majority is
 // on at least one of them.
-func (r *redlock) ReadLog(ctx context.Context, family string, since int64, limit int) ([]locking.LogEntry, error) {
+func (r *store) ReadLog(ctx context.Context, family string, since int64, limit int) ([]locking.LogEntry, error) {
 	res := make([]driver.Result, len(r.nodes))
 	errs := make([]error, len(r.nodes))
 	op := driver.LogOp{Key: r.key(locking.Key{Family: family, Name: wire.LogName}), Since: since, Limit: int64(limit)}
@@ -32,7 +32,7 @@ func (r *redlock) ReadLog(ctx context.Context, family string, since int64, limit
 }
 
 // AppendLog adds a.Entry to the family's log on a majority.
-func (r *redlock) AppendLog(ctx context.Context, family string, a locking.LogAppend) error {
+func (r *store) AppendLog(ctx context.Context, family string, a locking.LogAppend) error {
 	res := make([]driver.Result, len(r.nodes))
 	errs := make([]error, len(r.nodes))
 	op := driver.LogAddOp{Key: r.key(locking.Key{Family: family, Name: wire.LogName}), Entry: a.Entry.Value, N: a.Entry.Score,
@@ -83,7 +83,7 @@ func appendVerdict(made, fenced, quorum int) error {
 
 // ReadClaims lists the family's open claims on every node and returns the
 // union of what a majority answered.
-func (r *redlock) ReadClaims(ctx context.Context, family string) ([]locking.Key, error) {
+func (r *store) ReadClaims(ctx context.Context, family string) ([]locking.Key, error) {
 	res := make([]driver.Result, len(r.nodes))
 	errs := make([]error, len(r.nodes))
 	op := driver.ClaimsOp{Claims: r.key(locking.Key{Family: family, Name: wire.ClaimsName})}

@@ -10,14 +10,14 @@ import (
 	"github.com/slotlock/slotlock/locking/internal/wire"
 )
 
-func (r *redlock) pauseKey(family string) string {
+func (r *store) pauseKey(family string) string {
 	return r.key(locking.Key{Family: family, Name: wire.PauseName})
 }
 
 // ReadPause reads the family's register on every node; it needs a
 // majority and returns the newest value: a write that reached a majority
 // is seen.
-func (r *redlock) ReadPause(ctx context.Context, family string) (locking.Pause, error) {
+func (r *store) ReadPause(ctx context.Context, family string) (locking.Pause, error) {
 	res := make([]driver.Result, len(r.nodes))
 	errs := make([]error, len(r.nodes))
 	r.round(ctx, all(driver.PauseOp{Key: r.pauseKey(family)}), res, errs)
@@ -47,7 +47,7 @@ func (r *redlock) ReadPause(ctx context.Context, family string) (locking.Pause, 
 // register is the same on every node: the failed command may still take
 // effect (it says so), never on some slots only. A node that misses the
 // repair is repaired by the next reader; versions only rise.
-func (r *redlock) repairPause(family string, value func(i int) (string, bool)) {
+func (r *store) repairPause(family string, value func(i int) (string, bool)) {
 	newest, version := "", int64(0)
 	for i := range r.nodes {
 		if v, ok := value(i); ok {
@@ -90,7 +90,7 @@ func pauseVersion(v string) int64 {
 
 // SetPause writes p, with a version above the newest one read, to a
 // majority.
-func (r *redlock) SetPause(ctx context.Context, family string, p locking.Pause) (locking.Pause, error) {
+func (r *store) SetPause(ctx context.Context, family string, p locking.Pause) (locking.Pause, error) {
 	cur, err := r.ReadPause(ctx, family)
 	if err != nil {
 		return locking.Pause{}, err

@@ -7,7 +7,7 @@ import (
 	"github.com/slotlock/slotlock/locking/driver"
 )
 
-func (r *redlock) AdvanceRecord(ctx context.Context, key locking.Key, v int64) error {
+func (r *store) AdvanceRecord(ctx context.Context, key locking.Key, v int64) error {
 	if err := driver.CheckRecord(key, v); err != nil {
 		return err
 	}
@@ -15,7 +15,7 @@ func (r *redlock) AdvanceRecord(ctx context.Context, key locking.Key, v int64) e
 }
 
 // maxSet raises the record key to at least v on a majority of all nodes.
-func (r *redlock) maxSet(ctx context.Context, key locking.Key, v int64) error {
+func (r *store) maxSet(ctx context.Context, key locking.Key, v int64) error {
 	res := make([]driver.Result, len(r.nodes))
 	errs := make([]error, len(r.nodes))
 	r.round(ctx, all(driver.MaxSetOp{Key: r.key(key), N: v}), res, errs)
@@ -28,17 +28,7 @@ func (r *redlock) maxSet(ctx context.Context, key locking.Key, v int64) error {
 	return nil
 }
 
-func (r *redlock) answered(errs []error) int {
-	n := 0
-	for _, err := range errs {
-		if err == nil {
-			n++
-		}
-	}
-	return n
-}
-
-func (r *redlock) ReadRecord(ctx context.Context, key locking.Key) (int64, error) {
+func (r *store) ReadRecord(ctx context.Context, key locking.Key) (int64, error) {
 	if err := driver.CheckKey(key); err != nil {
 		return 0, err
 	}
@@ -76,7 +66,7 @@ func (r *redlock) ReadRecord(ctx context.Context, key locking.Key) (int64, error
 	return max(best, 0), nil
 }
 
-func (r *redlock) Ping(ctx context.Context) ([]locking.NodeStatus, error) {
+func (r *store) Ping(ctx context.Context) ([]locking.NodeStatus, error) {
 	res := make([]driver.Result, len(r.nodes))
 	errs := make([]error, len(r.nodes))
 	r.round(ctx, all(driver.PingOp{}), res, errs)
