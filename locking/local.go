@@ -2,13 +2,13 @@ package locking
 
 import (
 	"context"
-	"github.com/slotlock/slotlock/locking/driver"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/slotlock/slotlock/locking/driver"
 	"github.com/slotlock/slotlock/locking/internal/wire"
 )
 

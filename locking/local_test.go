@@ -3,11 +3,12 @@ package locking
 import (
 	"context"
 	"errors"
-	"github.com/slotlock/slotlock/locking/driver"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/slotlock/slotlock/locking/driver"
 )
 
 // jumpClock is the real (in a synctest bubble: fake) clock plus an offset

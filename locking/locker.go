@@ -5,13 +5,14 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"github.com/slotlock/slotlock/locking/driver"
 	"log/slog"
 	"os"
 	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/slotlock/slotlock/locking/driver"
 )
 
 // Options are the settings both Locker implementations share. The zero

@@ -3,8 +3,8 @@ package locking
 import (
 	"context"
 	"fmt"
-	"github.com/slotlock/slotlock/locking/driver"
 
+	"github.com/slotlock/slotlock/locking/driver"
 	"github.com/slotlock/slotlock/locking/internal/wire"
 )
 

@@ -3,13 +3,14 @@ package locking
 import (
 	"context"
 	"errors"
-	"github.com/slotlock/slotlock/locking/driver"
 	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/slotlock/slotlock/locking/driver"
 )
 
 // Tracing. With Options.TracerProvider set, each lock round a caller
