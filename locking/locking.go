@@ -8,7 +8,8 @@ import (
 // Grant describes a lease as it was granted: the key, the lease's
 // identity, and, for a claim (Locker.Claim), what the claim found beside
 // the key — its side outcomes, which the caller must act on before it
-// does the work (see the package documentation, "Claims").
+// does the work (see locking/driver's documentation, "Claims: work done
+// at most once").
 type Grant struct {
 	// Key is the key the lease holds.
 	Key Key
