@@ -37,17 +37,32 @@ type (
 	PausedError = driver.PausedError
 )
 
-// Sentinel errors, the same values as the driver's. Test with errors.Is;
-// locking/driver documents each.
+// Sentinel errors, the same values as the driver's. Test with errors.Is.
 var (
+	// ErrNotAcquired: the key is held, or is a done marker (*HeldError).
 	ErrNotAcquired = driver.ErrNotAcquired
-	ErrLockLost    = driver.ErrLockLost
-	ErrNoQuorum    = driver.ErrNoQuorum
-	ErrClosed      = driver.ErrClosed
+	// ErrLockLost: the lease could not be renewed on a majority in time,
+	// or the key is no longer this lease's; a kept context's cause.
+	ErrLockLost = driver.ErrLockLost
+	// ErrNoQuorum: fewer than a majority of the nodes answered
+	// (*QuorumError).
+	ErrNoQuorum = driver.ErrNoQuorum
+	// ErrClosed: the Locker was closed.
+	ErrClosed = driver.ErrClosed
+	// ErrSlowAcquire: the acquisition used up the lease's validity; it was
+	// undone and nobody holds the key.
 	ErrSlowAcquire = driver.ErrSlowAcquire
-	ErrSplitVote   = driver.ErrSplitVote
-	ErrStaleToken  = driver.ErrStaleToken
+	// ErrSplitVote: no would-be holder reached a majority; nobody holds
+	// the key, and a retry after a short random delay likely succeeds.
+	ErrSplitVote = driver.ErrSplitVote
+	// ErrStaleToken: a fenced AppendLog met a newer token.
+	ErrStaleToken = driver.ErrStaleToken
+	// ErrLogHasEntry: an AppendLog with IfAbsent found an entry of its
+	// score.
 	ErrLogHasEntry = driver.ErrLogHasEntry
-	ErrBusy        = driver.ErrBusy
-	ErrPaused      = driver.ErrPaused
+	// ErrBusy: this replica's own queue to the nodes could not send the
+	// call in time; no node is at fault.
+	ErrBusy = driver.ErrBusy
+	// ErrPaused: a Claim refused by its family's pause (*PausedError).
+	ErrPaused = driver.ErrPaused
 )
