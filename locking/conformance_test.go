@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/driver"
 	"github.com/slotlock/slotlock/locking/lockingtest"
 	"github.com/slotlock/slotlock/locking/redistest"
 	"github.com/slotlock/slotlock/locking/redlock"
 )
 
 func TestConformanceLocal(t *testing.T) {
-	lockingtest.Run(t, func(t *testing.T) locking.Backend {
+	lockingtest.Run(t, func(t *testing.T) locking.Locker {
 		l := locking.NewLocal(locking.Options{Replica: "local-1"})
 		t.Cleanup(func() { _ = l.Close() })
 		return l
@@ -22,7 +23,7 @@ func TestConformanceLocal(t *testing.T) {
 
 func TestConformanceRedlock(t *testing.T) {
 	c := redistest.Start(t, 3)
-	lockingtest.Run(t, func(t *testing.T) locking.Backend {
+	lockingtest.Run(t, func(t *testing.T) locking.Locker {
 		l, err := redlock.New(redlock.Config{Nodes: c.Addrs(), OpTimeout: 500 * time.Millisecond},
 			locking.Options{Replica: "redlock-1", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		if err != nil {
@@ -37,7 +38,7 @@ func TestConformanceRedlock(t *testing.T) {
 func TestInterleavingsRedlock(t *testing.T) {
 	c := redistest.Start(t, 3)
 	lockingtest.RunNodes(t, func(t *testing.T) lockingtest.World {
-		return func(string) []locking.Node {
+		return func(string) []driver.Node {
 			nodes, err := redlock.RedisNodes(redlock.Config{Nodes: c.Addrs(), OpTimeout: 500 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)

@@ -18,7 +18,7 @@ func TestKeepAfterPauseLosesAtOnce(t *testing.T) {
 		clock := &jumpClock{}
 		l := NewLocal(Options{Replica: "a", Clock: clock})
 		ttl := 300 * time.Millisecond
-		lease, err := l.Acquire(ctx, Key{"job", "run"}, ttl)
+		lease, err := l.Acquire(ctx, Key{Family: "job", Name: "run"}, ttl)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -40,7 +40,7 @@ func TestKeepLateStillRenews(t *testing.T) {
 		ctx := context.Background()
 		l := NewLocal(Options{Replica: "a"})
 		ttl := 300 * time.Millisecond
-		lease, err := l.Acquire(ctx, Key{"job", "run"}, ttl)
+		lease, err := l.Acquire(ctx, Key{Family: "job", Name: "run"}, ttl)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,14 +67,14 @@ func TestStartAfterPauseRefuses(t *testing.T) {
 		clock := &jumpClock{}
 		l := NewLocal(Options{Replica: "a", Clock: clock})
 		ttl := 300 * time.Millisecond
-		fresh, err := l.Claim(ctx, Key{"job", "slot-1"}, ttl)
+		fresh, err := l.Claim(ctx, Key{Family: "job", Name: "slot-1"}, ttl)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := fresh.Start(); err != nil {
 			t.Fatalf("Start of a valid claim: %v", err)
 		}
-		paused, err := l.Claim(ctx, Key{"job", "slot-2"}, ttl)
+		paused, err := l.Claim(ctx, Key{Family: "job", Name: "slot-2"}, ttl)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,17 +8,18 @@ import (
 	"sync"
 	"time"
 
+	"github.com/slotlock/slotlock/locking/driver"
 	"github.com/slotlock/slotlock/locking/internal/wire"
 )
 
-// NewLocal returns a Backend that keeps its locks in this process. It has
+// NewLocal returns a Locker that keeps its locks in this process. It has
 // the same semantics as Redlock — TTLs measured on opt.Clock, done markers,
 // fencing tokens, records — so a scheduler cannot tell them apart, but it
 // coordinates nothing beyond this process: it is for a single replica with
 // no Redis. Its state is lost when the process exits.
-func NewLocal(opt Options) Backend {
+func NewLocal(opt Options) Locker {
 	opt = opt.WithDefaults()
-	return newLocker(&localBackend{
+	return newLocker(&localDriver{
 		clock:   opt.Clock,
 		keys:    make(map[Key]localEntry),
 		claims:  make(map[string]map[string]string),
@@ -38,7 +39,10 @@ type localEntry struct {
 	expires time.Time
 }
 
-type localBackend struct {
+// The in-process store is a driver like any other.
+var _ driver.Driver = (*localDriver)(nil)
+
+type localDriver struct {
 	clock   Clock
 	mu      sync.Mutex
 	keys    map[Key]localEntry
@@ -52,7 +56,7 @@ type localBackend struct {
 }
 
 // live returns key's entry if it exists and has not expired.
-func (b *localBackend) live(key Key, now time.Time) (localEntry, bool) {
+func (b *localDriver) live(key Key, now time.Time) (localEntry, bool) {
 	e, ok := b.keys[key]
 	if ok && !now.Before(e.expires) {
 		delete(b.keys, key)
@@ -61,7 +65,7 @@ func (b *localBackend) live(key Key, now time.Time) (localEntry, bool) {
 	return e, ok
 }
 
-func (b *localBackend) sweep(now time.Time) {
+func (b *localDriver) sweep(now time.Time) {
 	if len(b.keys) < b.sweepAt {
 		return
 	}
@@ -73,30 +77,30 @@ func (b *localBackend) sweep(now time.Time) {
 	b.sweepAt = max(localSweepMin, 2*len(b.keys))
 }
 
-func (b *localBackend) Acquire(ctx context.Context, s LeaseSpec) (Granted, error) {
+func (b *localDriver) Acquire(ctx context.Context, s driver.Lease) (driver.Grant, error) {
 	if err := ctx.Err(); err != nil {
-		return Granted{}, err
+		return driver.Grant{}, err
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.clock.Now()
 	b.sweep(now)
 	if e, ok := b.live(s.Key, now); ok {
-		return Granted{}, ParseHeld(s.Key, e.value) // held, or a done marker
+		return driver.Grant{}, driver.ParseHeld(s.Key, e.value) // held, or a done marker
 	}
-	var g Granted
+	var g driver.Grant
 	if s.Claim {
 		// As AcquireOp for a claim.
 		fam, field := s.Key.Family, s.Key.Name
 		if p := b.pauses[fam]; p.ActiveAt(now) {
-			return Granted{}, &PausedError{Key: s.Key, Pause: p}
+			return driver.Grant{}, &PausedError{Key: s.Key, Pause: p}
 		}
 		g.Pause = b.pauses[fam]
 		if l, ok := b.lives[fam][field]; ok && now.Before(l.expires) {
-			return Granted{}, ParseHeld(s.Key, l.value)
+			return driver.Grant{}, driver.ParseHeld(s.Key, l.value)
 		}
 		if c, ok := b.claims[fam][field]; ok {
-			g.Abandoned = ParseAbandoned(s.Key, c)
+			g.Abandoned = driver.ParseAbandoned(s.Key, c)
 		} else {
 			setIn(b.claims, fam, field, s.Value)
 		}
@@ -112,7 +116,7 @@ func (b *localBackend) Acquire(ctx context.Context, s LeaseSpec) (Granted, error
 			slices.Sort(orphans)
 			n, _ := strconv.ParseUint(s.Value[:6], 16, 64)
 			f := orphans[n%uint64(len(orphans))]
-			g.Orphan = ParseAbandoned(Key{Family: fam, Name: f}, b.claims[fam][f])
+			g.Orphan = driver.ParseAbandoned(Key{Family: fam, Name: f}, b.claims[fam][f])
 		}
 		if s.Also != nil && g.Abandoned == nil {
 			// As AcquireOp with Also: taken with a claim of our own.
@@ -151,7 +155,7 @@ func deleteIn[V any](m map[string]map[string]V, a, b string) {
 	}
 }
 
-func (b *localBackend) Extend(ctx context.Context, s LeaseSpec, start bool) error {
+func (b *localDriver) Extend(ctx context.Context, s driver.Lease, start bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -177,29 +181,29 @@ func (b *localBackend) Extend(ctx context.Context, s LeaseSpec, start bool) erro
 }
 
 // UndoAcquired is release: one store, nothing left unanswered.
-func (b *localBackend) UndoAcquired(ctx context.Context, s LeaseSpec) {
-	_ = b.Release(context.WithoutCancel(ctx), s, EndSpec{Also: s.Also})
+func (b *localDriver) UndoAcquired(ctx context.Context, s driver.Lease) {
+	_ = b.Release(context.WithoutCancel(ctx), s, driver.End{Also: s.Also})
 }
 
-func (b *localBackend) Release(ctx context.Context, s LeaseSpec, e EndSpec) (r Released) {
+func (b *localDriver) Release(ctx context.Context, s driver.Lease, e driver.End) (r Released) {
 	if err := ctx.Err(); err != nil {
-		return Released{err, err, err}
+		return Released{Err: err, Also: err, Record: err}
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.clock.Now()
 	if s.Claim && e.Also != nil {
-		r.Also = b.releaseLocked(*e.Also, EndSpec{}, now)
+		r.Also = b.releaseLocked(*e.Also, driver.End{}, now)
 	}
-	if s.Claim && e.RecordN != 0 && e.RecordN > b.records[e.Record] {
-		b.records[e.Record] = e.RecordN
+	if s.Claim && e.RecordValue != 0 && e.RecordValue > b.records[e.Record] {
+		b.records[e.Record] = e.RecordValue
 	}
 	r.Err = b.releaseLocked(s, e, now)
 	return r
 }
 
 // releaseLocked is release of s alone, with b.mu held.
-func (b *localBackend) releaseLocked(s LeaseSpec, e EndSpec, now time.Time) error {
+func (b *localDriver) releaseLocked(s driver.Lease, e driver.End, now time.Time) error {
 	done, doneTTL := e.Done, e.DoneTTL
 	cur, curOK := b.live(s.Key, now)
 	if doneTTL > 0 && curOK && cur.value == done {
@@ -240,7 +244,7 @@ func (b *localBackend) releaseLocked(s LeaseSpec, e EndSpec, now time.Time) erro
 				b.keys[s.Key] = localEntry{value: done, expires: now.Add(doneTTL)}
 			}
 			if e.Entry != nil && (claimOurs || liveOurs || !e.Taken) {
-				b.logs[fam] = MergeLogs([][]LogEntry{{*e.Entry}, b.logs[fam]}, e.Keep)
+				b.logs[fam] = driver.MergeLogs([][]LogEntry{{*e.Entry}, b.logs[fam]}, e.Keep)
 			}
 		}
 	} else if claimOurs {
@@ -252,7 +256,7 @@ func (b *localBackend) releaseLocked(s LeaseSpec, e EndSpec, now time.Time) erro
 	return nil
 }
 
-func (b *localBackend) AdvanceRecord(ctx context.Context, key Key, v int64) error {
+func (b *localDriver) AdvanceRecord(ctx context.Context, key Key, v int64) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -264,7 +268,7 @@ func (b *localBackend) AdvanceRecord(ctx context.Context, key Key, v int64) erro
 	return nil
 }
 
-func (b *localBackend) ReadRecord(ctx context.Context, key Key) (int64, error) {
+func (b *localDriver) ReadRecord(ctx context.Context, key Key) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -273,7 +277,7 @@ func (b *localBackend) ReadRecord(ctx context.Context, key Key) (int64, error) {
 	return b.records[key], nil
 }
 
-func (b *localBackend) SetPause(ctx context.Context, family string, p Pause) (Pause, error) {
+func (b *localDriver) SetPause(ctx context.Context, family string, p Pause) (Pause, error) {
 	if err := ctx.Err(); err != nil {
 		return Pause{}, err
 	}
@@ -284,7 +288,7 @@ func (b *localBackend) SetPause(ctx context.Context, family string, p Pause) (Pa
 	return p, nil
 }
 
-func (b *localBackend) ReadPause(ctx context.Context, family string) (Pause, error) {
+func (b *localDriver) ReadPause(ctx context.Context, family string) (Pause, error) {
 	if err := ctx.Err(); err != nil {
 		return Pause{}, err
 	}
@@ -293,7 +297,7 @@ func (b *localBackend) ReadPause(ctx context.Context, family string) (Pause, err
 	return b.pauses[family], nil
 }
 
-func (b *localBackend) ReadLog(ctx context.Context, family string, since int64, limit int) ([]LogEntry, error) {
+func (b *localDriver) ReadLog(ctx context.Context, family string, since int64, limit int) ([]LogEntry, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -308,7 +312,7 @@ func (b *localBackend) ReadLog(ctx context.Context, family string, since int64, 
 	return out, nil
 }
 
-func (b *localBackend) AppendLog(ctx context.Context, family string, a LogAppend) error {
+func (b *localDriver) AppendLog(ctx context.Context, family string, a LogAppend) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -331,12 +335,12 @@ func (b *localBackend) AppendLog(ctx context.Context, family string, a LogAppend
 	}
 	// One entry per value, as in a sorted set: the new score wins.
 	log = slices.DeleteFunc(log, func(e LogEntry) bool { return e.Value == a.Entry.Value })
-	log = MergeLogs([][]LogEntry{{a.Entry}, log}, len(log)+1)
-	b.logs[family] = trimLog(log, a)
+	log = driver.MergeLogs([][]LogEntry{{a.Entry}, log}, len(log)+1)
+	b.logs[family] = driver.TrimLog(log, a)
 	return nil
 }
 
-func (b *localBackend) ReadClaims(ctx context.Context, family string) ([]Key, error) {
+func (b *localDriver) ReadClaims(ctx context.Context, family string) ([]Key, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -346,10 +350,10 @@ func (b *localBackend) ReadClaims(ctx context.Context, family string) ([]Key, er
 	for f := range b.claims[family] {
 		names = append(names, f)
 	}
-	return ClaimKeys(family, names), nil
+	return driver.ClaimKeys(family, names), nil
 }
 
-func (b *localBackend) Handled(ctx context.Context, keys []Key) ([]bool, error) {
+func (b *localDriver) Handled(ctx context.Context, keys []Key) ([]bool, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -364,14 +368,14 @@ func (b *localBackend) Handled(ctx context.Context, keys []Key) ([]bool, error) 
 	return out, nil
 }
 
-func (b *localBackend) Ping(ctx context.Context) ([]NodeStatus, error) {
+func (b *localDriver) Ping(ctx context.Context) ([]NodeStatus, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	return []NodeStatus{{Addr: "local", Up: true}}, nil
 }
 
-func (b *localBackend) Mode() string { return "local" }
+func (b *localDriver) Mode() string { return "local" }
 
-func (b *localBackend) Size() (nodes, quorum int) { return 1, 1 }
-func (b *localBackend) Close() error              { return nil }
+func (b *localDriver) Size() (nodes, quorum int) { return 1, 1 }
+func (b *localDriver) Close() error              { return nil }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/slotlock/slotlock/locking/driver"
 )
 
 // jumpClock is the real (in a synctest bubble: fake) clock plus an offset
@@ -53,7 +55,7 @@ func TestLocalHeldDoneAndExpiry(t *testing.T) {
 		if err := la.End(ctx, Ending{}).Err; err != nil {
 			t.Fatalf("second release of an ended lease must be a no-op: %v", err)
 		}
-		stale := newLease(a.(*locker), la.spec, Granted{Token: la.token}, time.Now().Add(time.Second))
+		stale := newLease(a.(*locker), la.spec, driver.Grant{Token: la.token}, time.Now().Add(time.Second))
 		if err := stale.Extend(ctx); !errors.Is(err, ErrLockLost) {
 			t.Fatalf("stale extend: %v", err)
 		}
@@ -71,7 +73,7 @@ func TestLocalKeepRenewsAndReleaseStopsWatchdog(t *testing.T) {
 		ctx := context.Background()
 		l := NewLocal(Options{Replica: "a"})
 		ttl := 300 * time.Millisecond
-		lease, err := l.Acquire(ctx, Key{"job", "run"}, ttl)
+		lease, err := l.Acquire(ctx, Key{Family: "job", Name: "run"}, ttl)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,7 +82,7 @@ func TestLocalKeepRenewsAndReleaseStopsWatchdog(t *testing.T) {
 		if err := kctx.Err(); err != nil {
 			t.Fatalf("kept context ended after 5 TTLs: %v (%v)", err, context.Cause(kctx))
 		}
-		if _, err := l.Acquire(ctx, Key{"job", "run"}, ttl); !errors.Is(err, ErrNotAcquired) {
+		if _, err := l.Acquire(ctx, Key{Family: "job", Name: "run"}, ttl); !errors.Is(err, ErrNotAcquired) {
 			t.Fatalf("kept lease expired: %v", err)
 		}
 		if err := lease.End(ctx, Ending{}).Err; err != nil {
@@ -98,13 +100,13 @@ func TestLocalLostWhenKeyTaken(t *testing.T) {
 		ctx := context.Background()
 		l := NewLocal(Options{Replica: "a"})
 		ttl := 300 * time.Millisecond
-		key := Key{"job", "run"}
+		key := Key{Family: "job", Name: "run"}
 		lease, err := l.Acquire(ctx, key, ttl)
 		if err != nil {
 			t.Fatal(err)
 		}
 		kctx := lease.Keep(ctx)
-		be := l.(*locker).b.(*localBackend)
+		be := l.(*locker).b.(*localDriver)
 		be.mu.Lock()
 		delete(be.keys, key) // the store lost the key (e.g. a restart)
 		be.mu.Unlock()
@@ -130,7 +132,7 @@ func TestLocalLostAfterPause(t *testing.T) {
 		clock := &jumpClock{}
 		l := NewLocal(Options{Replica: "a", Clock: clock})
 		ttl := 300 * time.Millisecond
-		lease, err := l.Acquire(ctx, Key{"job", "run"}, ttl)
+		lease, err := l.Acquire(ctx, Key{Family: "job", Name: "run"}, ttl)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -147,7 +149,7 @@ func TestLocalLostAfterPause(t *testing.T) {
 func TestLocalRecordsAndCancel(t *testing.T) {
 	l := NewLocal(Options{Replica: "a"})
 	ctx := context.Background()
-	key := Key{"job", "last"}
+	key := Key{Family: "job", Name: "last"}
 	for _, v := range []int64{5, 3, 9, 7} {
 		if err := l.AdvanceRecord(ctx, key, v); err != nil {
 			t.Fatal(err)
@@ -158,13 +160,13 @@ func TestLocalRecordsAndCancel(t *testing.T) {
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := l.Acquire(cctx, Key{"job", "x"}, time.Second); !errors.Is(err, context.Canceled) {
+	if _, err := l.Acquire(cctx, Key{Family: "job", Name: "x"}, time.Second); !errors.Is(err, context.Canceled) {
 		t.Fatalf("acquire on canceled ctx: %v", err)
 	}
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Acquire(ctx, Key{"job", "x"}, time.Second); !errors.Is(err, ErrClosed) {
+	if _, err := l.Acquire(ctx, Key{Family: "job", Name: "x"}, time.Second); !errors.Is(err, ErrClosed) {
 		t.Fatalf("acquire after close: %v", err)
 	}
 }
@@ -177,7 +179,7 @@ func TestLocalMarkDoneAfterExpiryLeavesMarker(t *testing.T) {
 		ctx := context.Background()
 		clock := &jumpClock{}
 		l := NewLocal(Options{Replica: "a", Clock: clock})
-		key := Key{"job", "slot"}
+		key := Key{Family: "job", Name: "slot"}
 		lease, err := l.Acquire(ctx, key, 300*time.Millisecond)
 		if err != nil {
 			t.Fatal(err)

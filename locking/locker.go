@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strings"
 	"sync/atomic"
 	"time"
 
-	"github.com/slotlock/slotlock/locking/internal/wire"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/slotlock/slotlock/locking/driver"
 )
 
 // Options are the settings both Locker implementations share. The zero
@@ -66,7 +66,7 @@ func drift(ttl time.Duration) time.Duration { return ttl/100 + 2*time.Millisecon
 // locker is the front end shared by Redlock and Local: it makes values,
 // computes validity and hands out Leases; the driver does the storage.
 type locker struct {
-	b      Driver
+	b      driver.Driver
 	opt    Options
 	closed atomic.Bool
 
@@ -74,18 +74,18 @@ type locker struct {
 	nodes, quorum int          // span attributes
 }
 
-func newLocker(b Driver, opt Options) *locker {
+func newLocker(b driver.Driver, opt Options) *locker {
 	l := &locker{b: b, opt: opt.WithDefaults(), tracer: tracerOf(opt.TracerProvider)}
 	l.nodes, l.quorum = b.Size()
 	return l
 }
 
 func (l *locker) Acquire(ctx context.Context, key Key, ttl time.Duration) (*Lease, error) {
-	return l.acquire(ctx, LeaseSpec{Key: key, TTL: ttl})
+	return l.acquire(ctx, driver.Lease{Key: key, TTL: ttl})
 }
 
 func (l *locker) Claim(ctx context.Context, key Key, ttl time.Duration, opts ...ClaimOption) (*Lease, error) {
-	s := LeaseSpec{Key: key, TTL: ttl, Claim: true}
+	s := driver.Lease{Key: key, TTL: ttl, Claim: true}
 	for _, o := range opts {
 		if o.with == (Key{}) {
 			continue
@@ -93,13 +93,13 @@ func (l *locker) Claim(ctx context.Context, key Key, ttl time.Duration, opts ...
 		if s.Also != nil {
 			return nil, fmt.Errorf("locking: claim %s: more than one With", key)
 		}
-		if err := CheckKey(o.with); err != nil {
+		if err := driver.CheckKey(o.with); err != nil {
 			return nil, err
 		}
 		if o.with.Family != key.Family || o.with == key {
 			return nil, fmt.Errorf("locking: claim %s with %s: not another key of the same family", key, o.with)
 		}
-		s.Also = &LeaseSpec{Key: o.with, TTL: ttl}
+		s.Also = &driver.Lease{Key: o.with, TTL: ttl}
 	}
 	return l.acquire(ctx, s)
 }
@@ -121,7 +121,7 @@ type ClaimOption struct {
 // (Ending.Also). A zero Key adds nothing; at most one With per Claim.
 func With(also Key) ClaimOption { return ClaimOption{with: also} }
 
-func (l *locker) acquire(ctx context.Context, s LeaseSpec) (ls *Lease, err error) {
+func (l *locker) acquire(ctx context.Context, s driver.Lease) (ls *Lease, err error) {
 	var parent trace.SpanContext
 	if l.tracer != nil {
 		parent = trace.SpanContextFromContext(ctx)
@@ -152,7 +152,7 @@ func (l *locker) acquire(ctx context.Context, s LeaseSpec) (ls *Lease, err error
 	if s.TTL <= drift(s.TTL) {
 		return nil, fmt.Errorf("locking: acquire %s: ttl %v is too short", s.Key, s.TTL)
 	}
-	if err := CheckKey(s.Key); err != nil {
+	if err := driver.CheckKey(s.Key); err != nil {
 		return nil, err
 	}
 	if l.closed.Load() {
@@ -184,7 +184,7 @@ func (l *locker) acquire(ctx context.Context, s LeaseSpec) (ls *Lease, err error
 	}
 	ls = newLease(l, s, g, validUntil)
 	if g.Joined {
-		ls.grant.Joined = newLease(l, *s.Also, Granted{Token: g.Token}, validUntil)
+		ls.grant.Joined = newLease(l, *s.Also, driver.Grant{Token: g.Token}, validUntil)
 	}
 	if l.tracer != nil {
 		ls.trace = &leaseTrace{acq: parent}
@@ -236,24 +236,13 @@ func (l *locker) newToken(key Key) string {
 	return hex.EncodeToString(b[:])
 }
 
-// ParseHeld turns the value found in a key into the error Acquire reports:
-// "<token>|<replica>" for a held key, "done|<replica>|<note>" for a done
-// marker. Unknown formats give a HeldError with no holder.
-func ParseHeld(key Key, value string) *HeldError {
-	e := &HeldError{Key: key}
-	if rest, ok := strings.CutPrefix(value, wire.DonePrefix); ok {
-		e.Done = true
-		e.Holder, e.Note, _ = strings.Cut(rest, "|")
-		e.Note, _, _ = strings.Cut(e.Note, "|") // the lease id follows
-		return e
-	}
-	if _, holder, ok := strings.Cut(value, "|"); ok {
-		e.Holder = holder
-	}
-	return e
-}
-
 // Replica is the name this locker writes in lock values
 // (Options.Replica, defaulted); a scheduler given the locker takes it as
 // its own when none is set.
 func (l *locker) Replica() string { return l.opt.Replica }
+
+// NewLocker returns the Locker over d: the front end (Lease, its
+// watchdog, the Store's checks) over a driver, as database/sql's OpenDB
+// over a driver.Connector. NewLocal uses it with the in-process driver,
+// locking/redlock with the Redlock quorum.
+func NewLocker(d driver.Driver, opt Options) Locker { return newLocker(d, opt) }

@@ -2,68 +2,14 @@ package locking
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"time"
-
-	"github.com/slotlock/slotlock/locking/internal/wire"
 )
-
-// Key names one lock. Family groups the keys whose fencing tokens must be
-// ordered together (one family per job); it becomes the Redis hash tag, so
-// every key of a family lives in one cluster slot:
-//
-//	<prefix>:{<family>}:<name>
-type Key struct {
-	Family string
-	Name   string
-}
-
-func (k Key) String() string { return k.Family + ":" + k.Name }
-
-func reservedName(n string) bool {
-	return n == wire.FenceName || n == wire.ClaimsName || n == wire.LivesName || n == wire.PauseName || n == wire.LogName ||
-		strings.HasPrefix(n, wire.TombPrefix)
-}
-
-// CheckKey reports whether k can be used: a non-empty family without
-// braces or white space (it becomes the key's hash tag: a brace would
-// split a family over cluster slots), and a non-empty name that is not
-// reserved ("fence", "claims", "lives", "pause", "log", "undone:…").
-func CheckKey(k Key) error {
-	switch {
-	case k.Family == "":
-		return fmt.Errorf("locking: key %q: empty family", k)
-	case strings.ContainsAny(k.Family, "{} \t\r\n"):
-		return fmt.Errorf("locking: key %q: family must not contain braces or white space", k)
-	case k.Name == "" || reservedName(k.Name):
-		return fmt.Errorf("locking: key %q: name must be non-empty and not %q, %q, %q, %q or %q", k, wire.FenceName, wire.ClaimsName, wire.LivesName, wire.PauseName, wire.LogName)
-	}
-	return nil
-}
-
-// Abandoned describes a claim (Locker.Claim) whose lease expired before
-// its holder ended it: the holder died or froze after winning it. Claim
-// hands such a key to a new lease with Grant.Abandoned set, so that
-// exactly one caller learns of it; the work must not be done again.
-//
-// Started tells what the holder did with it. True: the holder confirmed
-// on a store that its work began (Lease.Start, then a renewal): the work
-// started and was abandoned. False: no store holds that confirmation, so
-// the holder died or froze between winning the claim and its first
-// confirming renewal — its work may have started or not, and no store can
-// tell (see the package documentation, "Started, not started, unknown").
-type Abandoned struct {
-	Key     Key
-	Holder  string // the replica that claimed it
-	ID      string // the claim's Grant.ID
-	Started bool   // the holder confirmed that the work began
-}
 
 // Grant describes a lease as it was granted: the key, the lease's
 // identity, and, for a claim (Locker.Claim), what the claim found beside
 // the key — its side outcomes, which the caller must act on before it
-// does the work (see the package documentation, "Claims").
+// does the work (see locking/driver's documentation, "Claims: work done
+// at most once").
 type Grant struct {
 	// Key is the key the lease holds.
 	Key Key
@@ -102,26 +48,9 @@ type Grant struct {
 	Joined *Lease
 }
 
-// ParseAbandoned describes the claim stored in k, whose lease expired.
-func ParseAbandoned(k Key, stored string) *Abandoned {
-	value, started := wire.ClaimOf(stored)
-	tok, holder, _ := strings.Cut(value, "|")
-	return &Abandoned{Key: k, Holder: holder, ID: leaseID(tok), Started: started}
-}
-
-// leaseID is the short form of a lease's random token.
-func leaseID(token string) string { return token[:min(len(token), 16)] }
-
-// NodeStatus is one node's answer to a Ping.
-type NodeStatus struct {
-	Addr string
-	Up   bool
-	Err  error
-}
-
 // Locker hands out leases. Implementations: Redlock (N independent Redis
 // nodes) and Local (in-process, one replica), each with the Store on the
-// same lock stores (Backend). Both pass the conformance suite in
+// same lock stores. Both pass the conformance suite in
 // locking/lockingtest. A Locker is safe for concurrent use.
 type Locker interface {
 	// Acquire tries once to take key for ttl. On success the lease carries a
@@ -158,4 +87,10 @@ type Locker interface {
 
 	// Close releases the connections. Leases still held are not released.
 	Close() error
+
+	// Store: the fleet's state kept on the same lock stores, beside the
+	// locks. They belong together: a claim reads its family's pause
+	// register (Grant.Pause), and Lease.End writes its log and records in
+	// the same step on each store.
+	Store
 }

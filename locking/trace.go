@@ -9,6 +9,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/slotlock/slotlock/locking/driver"
 )
 
 // Tracing. With Options.TracerProvider set, each lock round a caller
@@ -149,7 +151,7 @@ func (t *leaseTrace) parent(mu *sync.Mutex) trace.SpanContext {
 }
 
 // startEndSpan starts the span of an end (trace.go).
-func (ls *Lease) startEndSpan(ctx context.Context, e EndSpec) (context.Context, trace.Span) {
+func (ls *Lease) startEndSpan(ctx context.Context, e driver.End) (context.Context, trace.Span) {
 	name := SpanRelease
 	if e.DoneTTL > 0 {
 		name = SpanMarkDone
@@ -158,7 +160,7 @@ func (ls *Lease) startEndSpan(ctx context.Context, e EndSpec) (context.Context, 
 }
 
 // endAttrs are the attributes of an end's span.
-func (ls *Lease) endAttrs(e EndSpec) []attribute.KeyValue {
+func (ls *Lease) endAttrs(e driver.End) []attribute.KeyValue {
 	attrs := []attribute.KeyValue{AttrFencingToken.Int64(int64(ls.token))}
 	if e.DoneTTL > 0 {
 		attrs = append(attrs, AttrDoneTTLMS.Int64(e.DoneTTL.Milliseconds()))

@@ -21,7 +21,7 @@ import (
 // makes a key's Claims fail with locking.ErrBusy, as the transport does
 // when this replica's own queue cannot send them in time.
 type countingLocker struct {
-	locking.Backend
+	locking.Locker
 	d    time.Duration
 	busy map[locking.Key]bool
 
@@ -31,7 +31,7 @@ type countingLocker struct {
 }
 
 func newCountingLocker(d time.Duration) *countingLocker {
-	return &countingLocker{Backend: locking.NewLocal(locking.Options{Replica: "local"}), d: d,
+	return &countingLocker{Locker: locking.NewLocal(locking.Options{Replica: "local"}), d: d,
 		busy: map[locking.Key]bool{}, claims: map[locking.Key]int{}, answered: map[locking.Key]time.Time{}}
 }
 
@@ -47,7 +47,7 @@ func (c *countingLocker) Claim(ctx context.Context, key locking.Key, ttl time.Du
 		return nil, &locking.QuorumError{Op: "acquire", Key: key, Need: 2, Got: 0,
 			Err: errors.Join(&locking.NodeError{Addr: "test:1", Err: locking.ErrBusy})}
 	}
-	return c.Backend.Claim(ctx, key, ttl, opts...)
+	return c.Locker.Claim(ctx, key, ttl, opts...)
 }
 
 func (c *countingLocker) claimsOf(key locking.Key) (int, time.Time) {
@@ -58,7 +58,7 @@ func (c *countingLocker) claimsOf(key locking.Key) (int, time.Time) {
 
 // admissionScheduler is one replica over l whose claims are admitted four
 // at a time, each expected to take service.
-func admissionScheduler(t *testing.T, sink *logSink, l locking.Backend, service time.Duration, specs ...JobSpec) *Scheduler {
+func admissionScheduler(t *testing.T, sink *logSink, l locking.Locker, service time.Duration, specs ...JobSpec) *Scheduler {
 	s, err := New(Config{Replica: "r0", Locker: l, Logger: sink.logger("r0"), LockTTL: 30 * time.Second,
 		MaxClockSkew: 2 * time.Second, ShutdownGrace: 5 * time.Second, MaxInFlight: 4, Jobs: specs})
 	if err != nil {

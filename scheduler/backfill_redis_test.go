@@ -43,7 +43,7 @@ func TestRedisBackfillRunSlot(t *testing.T) {
 		mu.Unlock()
 		return nil
 	})
-	mk := func(name string) (*Scheduler, locking.Backend) {
+	mk := func(name string) (*Scheduler, locking.Locker) {
 		l, err := redlock.New(redlock.Config{Nodes: nodes.Addrs()}, locking.Options{Replica: name, Logger: sink.logger(name)})
 		if err != nil {
 			t.Fatal(err)

@@ -25,9 +25,9 @@ type claimLog struct {
 	handled int
 }
 
-// claimCounter is one replica's Backend, recording into log.
+// claimCounter is one replica's Locker, recording into log.
 type claimCounter struct {
-	locking.Backend
+	locking.Locker
 	name string
 	log  *claimLog
 }
@@ -39,14 +39,14 @@ func (c *claimCounter) Claim(ctx context.Context, key locking.Key, ttl time.Dura
 	}
 	c.log.claims[key.String()] = append(c.log.claims[key.String()], c.name)
 	c.log.mu.Unlock()
-	return c.Backend.Claim(ctx, key, ttl, opts...)
+	return c.Locker.Claim(ctx, key, ttl, opts...)
 }
 
 func (c *claimCounter) Handled(ctx context.Context, keys []locking.Key) ([]bool, error) {
 	c.log.mu.Lock()
 	c.log.handled++
 	c.log.mu.Unlock()
-	return c.Backend.Handled(ctx, keys)
+	return c.Locker.Handled(ctx, keys)
 }
 
 func (l *claimLog) claimers(job string, slot time.Time) []string {
@@ -72,7 +72,7 @@ func candidateFleet(t *testing.T, e *env, n int, rec *recorder, view func() []st
 	var stops []func()
 	for i := range n {
 		name := fmt.Sprintf("r%d", i)
-		s, err := New(Config{Replica: name, Locker: &claimCounter{Backend: e.locker, name: name, log: log},
+		s, err := New(Config{Replica: name, Locker: &claimCounter{Locker: e.locker, name: name, log: log},
 			Logger: e.sink.logger(name), MaxClockSkew: 2 * time.Second, ShutdownGrace: 5 * time.Second,
 			Jobs: []JobSpec{spec}})
 		require.NoError(t, err)
@@ -231,7 +231,7 @@ func TestBusyReplicaDropsFallbacks(t *testing.T) {
 	e := newEnv(t)
 	log := &claimLog{}
 	spec := everySecond(t, "tick", &recorder{now: time.Now})
-	s, err := New(Config{Replica: "r0", Locker: &claimCounter{Backend: e.locker, name: "r0", log: log},
+	s, err := New(Config{Replica: "r0", Locker: &claimCounter{Locker: e.locker, name: "r0", log: log},
 		Logger: e.sink.logger("r0"), Jobs: []JobSpec{spec}})
 	require.NoError(t, err)
 	j := s.jobList()[0]

@@ -126,7 +126,7 @@ type Metrics interface {
 	JobOutcome(job string, outcome history.Outcome, at time.Time)
 }
 
-// Config configures a Scheduler. Locker (a locking.Backend, despite the
+// Config configures a Scheduler. Locker (a locking.Locker, despite the
 // field's name) and Jobs are required; the zero values of the rest mean
 // the defaults shown.
 type Config struct {
@@ -151,7 +151,7 @@ type Config struct {
 	// (locking.Locker) and the fleet's shared state beside them — pause
 	// registers, history, records (locking.Store) — as redlock.New and
 	// NewLocal return them. Required.
-	Locker locking.Backend
+	Locker locking.Locker
 	Clock  locking.Clock // default locking.SystemClock(0)
 	// Logger receives the audit events. The scheduler does not add the
 	// replica attribute to a logger it is given: give it one that carries

@@ -208,15 +208,15 @@ func TestGroupTriggerAndBackfill(t *testing.T) {
 // test can make them expire alone (its clock jumps) while the run's claim
 // and job lease stay valid.
 type permitsElsewhere struct {
-	locking.Backend
-	permits locking.Backend
+	locking.Locker
+	permits locking.Locker
 }
 
 func (p permitsElsewhere) Acquire(ctx context.Context, key locking.Key, ttl time.Duration) (*locking.Lease, error) {
 	if _, ok := locking.IsPermit(key); ok {
 		return p.permits.Acquire(ctx, key, ttl)
 	}
-	return p.Backend.Acquire(ctx, key, ttl)
+	return p.Locker.Acquire(ctx, key, ttl)
 }
 
 // TestGroupPermitLostCancelsTheRun: a run whose permit could not be
@@ -227,7 +227,7 @@ func TestGroupPermitLostCancelsTheRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
 		clock := newJumpClock(0)
-		e.locker = permitsElsewhere{Backend: e.locker, permits: locking.NewLocal(locking.Options{Replica: "permits", Clock: clock})}
+		e.locker = permitsElsewhere{Locker: e.locker, permits: locking.NewLocal(locking.Options{Replica: "permits", Clock: clock})}
 		rec := &recorder{d: time.Hour, now: time.Now}
 		sched, _ := ParseSchedule("@every 1h", time.UTC)
 		spec := JobSpec{Name: "victim", Schedule: sched, Job: rec, Group: &Group{Name: "g", Limit: 1}}

@@ -86,7 +86,7 @@ func TestSlowAcquireHasItsOwnReason(t *testing.T) {
 				require.Equal(t, "slow_lock", skips[0].str("reason"))
 				require.Empty(t, rec.all())
 				// Not marked done: nothing ran.
-				l, err := slow.Backend.Claim(context.Background(), history.SlotKey("job", bubbleStart.Add(time.Second)), time.Second)
+				l, err := slow.Locker.Claim(context.Background(), history.SlotKey("job", bubbleStart.Add(time.Second)), time.Second)
 				require.NoError(t, err)
 				require.NoError(t, l.End(context.Background(), locking.Ending{}).Err)
 			})
@@ -98,13 +98,13 @@ func TestSlowAcquireHasItsOwnReason(t *testing.T) {
 // clock leaps a minute at every reading, so that each acquisition finds its
 // validity used up: the real locking.ErrSlowAcquire.
 type slowLocker struct {
-	locking.Backend
+	locking.Locker
 	jobLease bool
-	leaping  locking.Backend
+	leaping  locking.Locker
 }
 
-func newSlowLocker(inner locking.Backend, jobLease bool) *slowLocker {
-	return &slowLocker{Backend: inner, jobLease: jobLease,
+func newSlowLocker(inner locking.Locker, jobLease bool) *slowLocker {
+	return &slowLocker{Locker: inner, jobLease: jobLease,
 		leaping: locking.NewLocal(locking.Options{Replica: "r1", Clock: &leapClock{}})}
 }
 
@@ -115,14 +115,14 @@ func (l *slowLocker) Claim(ctx context.Context, key locking.Key, ttl time.Durati
 	if !l.jobLease {
 		return l.leaping.Claim(ctx, key, ttl, opts...)
 	}
-	return l.Backend.Claim(ctx, key, ttl)
+	return l.Locker.Claim(ctx, key, ttl)
 }
 
 func (l *slowLocker) Acquire(ctx context.Context, key locking.Key, ttl time.Duration) (*locking.Lease, error) {
 	if l.jobLease && key == history.RunKey(key.Family) {
 		return l.leaping.Acquire(ctx, key, ttl)
 	}
-	return l.Backend.Acquire(ctx, key, ttl)
+	return l.Locker.Acquire(ctx, key, ttl)
 }
 
 // leapClock is a clock that moves a minute forward at every reading.

@@ -163,7 +163,7 @@ func (c *jumpClock) jump(d time.Duration) { c.offset.Add(int64(d)) }
 // blip the next n with a *QuorumError (a node down and another stalled
 // past op_timeout for a moment).
 type faultyLocker struct {
-	locking.Backend
+	locking.Locker
 	down     atomic.Bool
 	split    atomic.Int32
 	blip     atomic.Int32
@@ -194,35 +194,35 @@ func (f *faultyLocker) Acquire(ctx context.Context, key locking.Key, ttl time.Du
 	if err := f.fault(key); err != nil {
 		return nil, err
 	}
-	return f.Backend.Acquire(ctx, key, ttl)
+	return f.Locker.Acquire(ctx, key, ttl)
 }
 
 func (f *faultyLocker) Claim(ctx context.Context, key locking.Key, ttl time.Duration, opts ...locking.ClaimOption) (*locking.Lease, error) {
 	if err := f.fault(key); err != nil {
 		return nil, err
 	}
-	return f.Backend.Claim(ctx, key, ttl, opts...)
+	return f.Locker.Claim(ctx, key, ttl, opts...)
 }
 
 func (f *faultyLocker) AdvanceRecord(ctx context.Context, key locking.Key, v int64) error {
 	if f.down.Load() {
 		return f.quorumErr("record", key)
 	}
-	return f.Backend.AdvanceRecord(ctx, key, v)
+	return f.Locker.AdvanceRecord(ctx, key, v)
 }
 
 func (f *faultyLocker) ReadRecord(ctx context.Context, key locking.Key) (int64, error) {
 	if f.down.Load() {
 		return 0, f.quorumErr("record", key)
 	}
-	return f.Backend.ReadRecord(ctx, key)
+	return f.Locker.ReadRecord(ctx, key)
 }
 
 func (f *faultyLocker) Ping(ctx context.Context) ([]locking.NodeStatus, error) {
 	if f.down.Load() {
 		return nil, f.quorumErr("ping", locking.Key{})
 	}
-	return f.Backend.Ping(ctx)
+	return f.Locker.Ping(ctx)
 }
 
 // countMetrics records the hooks' calls.

@@ -20,7 +20,7 @@ func TestRedisHistoryEveryOutcomeKind(t *testing.T) {
 	t.Parallel()
 	nodes := redistest.Start(t, 3)
 	sink := &logSink{}
-	newLocker := func(replica string) locking.Backend {
+	newLocker := func(replica string) locking.Locker {
 		l, err := redlock.New(redlock.Config{Nodes: nodes.Addrs()}, locking.Options{Replica: replica})
 		if err != nil {
 			t.Fatal(err)

@@ -169,14 +169,14 @@ func TestNewValidatesJitter(t *testing.T) {
 // claimSpy records, per slot key, when its replica first claimed it, on
 // the replica's clock.
 type claimSpy struct {
-	locking.Backend
+	locking.Locker
 	clock locking.Clock
 	mu    sync.Mutex
 	first map[string]time.Time
 }
 
-func newClaimSpy(l locking.Backend, clock locking.Clock) *claimSpy {
-	return &claimSpy{Backend: l, clock: clock, first: map[string]time.Time{}}
+func newClaimSpy(l locking.Locker, clock locking.Clock) *claimSpy {
+	return &claimSpy{Locker: l, clock: clock, first: map[string]time.Time{}}
 }
 
 func (c *claimSpy) Claim(ctx context.Context, key locking.Key, ttl time.Duration, opts ...locking.ClaimOption) (*locking.Lease, error) {
@@ -185,7 +185,7 @@ func (c *claimSpy) Claim(ctx context.Context, key locking.Key, ttl time.Duration
 		c.first[key.String()] = c.clock.Now()
 	}
 	c.mu.Unlock()
-	return c.Backend.Claim(ctx, key, ttl, opts...)
+	return c.Locker.Claim(ctx, key, ttl, opts...)
 }
 
 // claimedAt is when the replica first claimed slot t of job, on its clock.

@@ -51,7 +51,7 @@ func (e *engine) buildJobs(specs []JobSpec, now time.Time) (*defs, error) {
 		j := &job{spec: spec, doneTTL: e.doneTTL, jobState: &jobState{}}
 		if spec.Misfire.Policy.recovers() {
 			// recover judges a missed slot at most Deadline after it, by
-			// its slot lock first: a handled slot's marker must outlive
+			// its claim first: a handled slot's marker must outlive
 			// that, measured from the earliest a run can end. (A claim
 			// won later than markerSafe after the slot also reads the
 			// slot history: slotRecorded.)

@@ -147,7 +147,7 @@ func (m *misfire) recover(j *job, t time.Time) {
 	// Decide only once every replica that could fire t normally has tried
 	// (clocks up to MaxClockSkew behind, up to Lateness late): a slot this
 	// replica missed may well be run by a replica with a slower clock, and
-	// the slot lock then says so. Half a second more keeps the recovered run
+	// the claim then says so. Half a second more keeps the recovered run
 	// off the instant at which a frequent job's next slot fires.
 	if !m.sleep(due.Add(m.recoverAfter()).Sub(m.clock.Now()), m.stopping) {
 		return
@@ -164,7 +164,7 @@ func (m *misfire) recover(j *job, t time.Time) {
 			return
 		}
 	}
-	// The slot lock decides: a replica that handled t left its lock or a
+	// The claim decides: a replica that handled t left its lock or a
 	// done marker, and under run_once the marker outlives the deadline
 	// (job.doneTTL). The job's record is no help here: it holds only the
 	// latest handled slot, which this replica's own runs after t move past
@@ -241,7 +241,7 @@ func (m *misfire) latestMissed(j *job) time.Time {
 // entry in the history and no open claim, or its entry says it was
 // recovered. Then t is not the latest missed slot, and run_once must not
 // run it. Zero when every such slot ran on time (or it cannot tell: then
-// the slot lock alone decides).
+// the claim alone decides).
 func (m *misfire) laterMissed(j *job, t time.Time) time.Time {
 	latest := m.latestMissed(j)
 	if !latest.After(t) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/driver"
 	"github.com/slotlock/slotlock/locking/redlock"
 )
 
@@ -17,13 +18,13 @@ import (
 // (OpMaxSet) or with a lease's end (OpRelease with a record): replicas on
 // it leave the job's "last handled slot" where it was, as replicas killed
 // before they wrote it would.
-type noRecord struct{ locking.Node }
+type noRecord struct{ driver.Node }
 
-func (n noRecord) Do(ctx context.Context, op locking.Op) (locking.Result, error) {
+func (n noRecord) Do(ctx context.Context, op driver.Op) (driver.Result, error) {
 	switch o := op.(type) {
-	case locking.MaxSetOp:
-		return locking.Result{}, nil
-	case locking.ReleaseOp:
+	case driver.MaxSetOp:
+		return driver.Result{}, nil
+	case driver.ReleaseOp:
 		o.Record, o.RecordN = "", 0
 		op = o
 	}
@@ -32,7 +33,7 @@ func (n noRecord) Do(ctx context.Context, op locking.Op) (locking.Result, error)
 
 // noRecordRedlock is a Redlock over nodes whose records never advance
 // (noRecord).
-func noRecordRedlock(t *testing.T, addrs []string, opt locking.Options) locking.Backend {
+func noRecordRedlock(t *testing.T, addrs []string, opt locking.Options) locking.Locker {
 	t.Helper()
 	nodes, err := redlock.RedisNodes(redlock.Config{Nodes: addrs})
 	if err != nil {

@@ -174,7 +174,7 @@ func TestRunAllSkipsSlotsThatRanElsewhere(t *testing.T) {
 func TestQuorumOutageRunAll(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
-		f := &faultyLocker{Backend: e.locker}
+		f := &faultyLocker{Locker: e.locker}
 		e.locker = f
 		rec := &recorder{d: 100 * time.Millisecond, now: time.Now}
 		spec := everySecond(t, "job", rec)

@@ -34,7 +34,7 @@ func (m *misfire) startupCheck(j *job, start time.Time) {
 		return
 	}
 	// Decide only once every replica that could fire these slots normally
-	// has tried: the slot lock then tells handled from missed.
+	// has tried: the claim then tells handled from missed.
 	if !m.sleep(start.Add(m.recoverAfter()).Sub(m.clock.Now()), m.stopping) {
 		return
 	}

@@ -210,7 +210,7 @@ func TestQuorumOutage(t *testing.T) {
 		t.Run(string(policy), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				e := newEnv(t)
-				f := &faultyLocker{Backend: e.locker}
+				f := &faultyLocker{Locker: e.locker}
 				e.locker = f
 				rec := &recorder{d: 100 * time.Millisecond, now: time.Now}
 				spec := everySecond(t, "job", rec)
@@ -234,7 +234,7 @@ func TestQuorumOutage(t *testing.T) {
 				for sec := 1; sec <= 16; sec++ {
 					want := 1
 					// Slots 6..8 were fresh when the quorum came back at
-					// 8.5s: their slot locks are all won then and, under
+					// 8.5s: their claims are all won then and, under
 					// overlap forbid, they take the job lease in turn.
 					if sec == 4 || sec == 5 {
 						want = 0
@@ -330,7 +330,7 @@ func TestRecoverWaitsOutGhostLock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
 		inner := e.locker
-		f := &faultyLocker{Backend: inner}
+		f := &faultyLocker{Locker: inner}
 		e.locker = f
 		rec := &recorder{now: time.Now}
 		spec := everySecond(t, "job", rec)

@@ -113,7 +113,7 @@ func TestNotifierToldOncePerMissedSlot(t *testing.T) {
 		spec := cronSpec(t, "yearly", "10 0 0 1 1 *", &recorder{now: time.Now})
 		spec.Notify = notifyAll
 		log := &writtenLog{}
-		start := func(r string, l locking.Backend) func() {
+		start := func(r string, l locking.Locker) func() {
 			s := e.reconciling(r, l, time.Second, spec)
 			s.cfg.Notifier = replicaNotifier{log, r}
 			return running(t, s)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/driver"
 	"github.com/slotlock/slotlock/scheduler/history"
 )
 
@@ -60,7 +61,7 @@ func TestPausedAfterTheSlotWasDueIsHeld(t *testing.T) {
 		j, _ := s.job("bf")
 		due := time.Now().Add(-2 * time.Second).Truncate(time.Second)
 		key := history.SlotKey("bf", due)
-		held := locking.ParseHeld(key, "tok|r2")
+		held := driver.ParseHeld(key, "tok|r2")
 		for _, c := range []struct {
 			name   string
 			since  time.Time

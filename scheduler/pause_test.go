@@ -88,7 +88,7 @@ func TestPauseCoversARecoveredSlot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
 		inner := e.locker
-		f := &faultyLocker{Backend: inner}
+		f := &faultyLocker{Locker: inner}
 		e.locker = f
 		rec := &recorder{now: time.Now}
 		spec := everySecond(t, "job", rec)

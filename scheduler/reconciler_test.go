@@ -17,14 +17,14 @@ import (
 // between deciding a verdict and writing it. The write then goes out as
 // it was made: the frozen process never saw its deadline pass.
 type frozenWriter struct {
-	locking.Backend
+	locking.Locker
 	once   sync.Once
 	frozen chan struct{} // closed when the write is held
 	thawed chan struct{} // closed by thaw
 }
 
-func newFrozenWriter(l locking.Backend) *frozenWriter {
-	return &frozenWriter{Backend: l, frozen: make(chan struct{}), thawed: make(chan struct{})}
+func newFrozenWriter(l locking.Locker) *frozenWriter {
+	return &frozenWriter{Locker: l, frozen: make(chan struct{}), thawed: make(chan struct{})}
 }
 
 func (f *frozenWriter) AppendLog(ctx context.Context, family string, a locking.LogAppend) error {
@@ -35,7 +35,7 @@ func (f *frozenWriter) AppendLog(ctx context.Context, family string, a locking.L
 			ctx = context.WithoutCancel(ctx)
 		})
 	}
-	return f.Backend.AppendLog(ctx, family, a)
+	return f.Locker.AppendLog(ctx, family, a)
 }
 
 func (f *frozenWriter) thaw() { close(f.thawed) }
@@ -43,7 +43,7 @@ func (f *frozenWriter) thaw() { close(f.thawed) }
 // reconciling is a replica for the reconciler tests: over l (nil: the
 // env's locker), with passes and heartbeats every d, judging slots a few
 // seconds old.
-func (e *env) reconciling(replica string, l locking.Backend, d time.Duration, specs ...JobSpec) *Scheduler {
+func (e *env) reconciling(replica string, l locking.Locker, d time.Duration, specs ...JobSpec) *Scheduler {
 	e.t.Helper()
 	if l == nil {
 		l = e.locker

@@ -48,7 +48,7 @@ func realTimeNodes(t *testing.T) (*redistest.Cluster, *logSink) {
 type replica struct {
 	name   string
 	sched  *Scheduler
-	locker locking.Backend
+	locker locking.Locker
 	stop   func()
 }
 

@@ -78,7 +78,7 @@ func logTime(t testing.TB, e event) time.Time {
 }
 
 // historyOf returns the history entry of slot sec of job.
-func historyOf(t testing.TB, l locking.Backend, job string, sec int) history.Entry {
+func historyOf(t testing.TB, l locking.Locker, job string, sec int) history.Entry {
 	t.Helper()
 	h, err := history.ReadEntries(context.Background(), l, job, bubbleStart, 100)
 	require.NoError(t, err)

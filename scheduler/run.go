@@ -259,7 +259,7 @@ func (r *slotRun) tries(ctx context.Context, log *slog.Logger, span *runSpan, ru
 }
 
 // logLost logs one lock.lost line per run, however many of its leases
-// were lost (typically the slot lock and the job lease expire together):
+// were lost (typically the claim and the job lease expire together):
 // key names the first, lost_keys all of them when more than one.
 func (a *attempt) logLost(log *slog.Logger, leases []*locking.Lease, attempt int) {
 	var lostKeys []string

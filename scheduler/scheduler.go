@@ -13,7 +13,7 @@
 //     Config.Spread for the slot's candidates (Config.Candidates, ranked
 //     by a hash of J and T over the live replicas), Config.Fallback for
 //     the others, which first ask whether the slot was handled
-//     (fleet_view.go) — it acquires the slot lock <J>/slot:<unix T>; with overlap
+//     (fleet_view.go) — it acquires the claim <J>/slot:<unix T>; with overlap
 //     forbid also the job lease <J>/run; with overlap replace too, after
 //     asking the run that holds it to stop (replace.go). Losing gives
 //     slot.skipped with reason held, done, overlap or no_quorum. A split vote (nobody got a
@@ -25,7 +25,7 @@
 //  3. The winner runs the plugin under a context bound to its leases (kept
 //     alive by the watchdog), the job's timeout and the replica's shutdown,
 //     retrying failed attempts with exponential backoff.
-//  4. At the end the slot lock becomes a done marker that outlives every
+//  4. At the end the claim becomes a done marker that outlives every
 //     firing of T on any replica, the job lease is released, and the job's
 //     record <J>/last (latest handled slot) moves forward.
 //

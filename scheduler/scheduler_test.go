@@ -11,6 +11,7 @@ import (
 
 	"github.com/slotlock/slotlock/jobs"
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/driver"
 	"github.com/slotlock/slotlock/locking/locksim"
 	"github.com/slotlock/slotlock/locking/redlock"
 	"github.com/slotlock/slotlock/scheduler/history"
@@ -19,7 +20,7 @@ import (
 type env struct {
 	t       *testing.T
 	sink    *logSink
-	locker  locking.Backend
+	locker  locking.Locker
 	metrics *countMetrics
 }
 
@@ -410,7 +411,7 @@ func TestLockLost(t *testing.T) {
 		}
 		stop()
 		evs := e.sink.events(t)
-		// Both leases (slot lock and job lease) expired, but lock.lost is
+		// Both leases (claim and job lease) expired, but lock.lost is
 		// one line per run, naming the first lost lease's key.
 		lost := where(evs, "lock.lost")
 		if len(lost) != 1 || lost[0].str("level") != "ERROR" || lost[0].str("run_id") != runs[0].Run.RunID ||
@@ -434,7 +435,7 @@ func TestLockLost(t *testing.T) {
 // claim), so the scheduler takes it by its own Acquire, the last call
 // before the run.
 type pauseAfterJobLease struct {
-	locking.Backend
+	locking.Locker
 	clock *jumpClock
 	at    time.Time
 	d     time.Duration
@@ -442,7 +443,7 @@ type pauseAfterJobLease struct {
 }
 
 func (p *pauseAfterJobLease) Claim(ctx context.Context, key locking.Key, ttl time.Duration, _ ...locking.ClaimOption) (*locking.Lease, error) {
-	l, err := p.Backend.Claim(ctx, key, ttl)
+	l, err := p.Locker.Claim(ctx, key, ttl)
 	if err == nil && key == history.SlotKey(key.Family, p.at) {
 		p.armed.Store(true)
 	}
@@ -450,7 +451,7 @@ func (p *pauseAfterJobLease) Claim(ctx context.Context, key locking.Key, ttl tim
 }
 
 func (p *pauseAfterJobLease) Acquire(ctx context.Context, key locking.Key, ttl time.Duration) (*locking.Lease, error) {
-	l, err := p.Backend.Acquire(ctx, key, ttl)
+	l, err := p.Locker.Acquire(ctx, key, ttl)
 	if err == nil && key == history.RunKey(key.Family) && p.armed.CompareAndSwap(true, false) {
 		p.clock.jump(p.d)
 	}
@@ -467,7 +468,7 @@ func TestLeaseLapsedBeforeTheRunStarts(t *testing.T) {
 		e := newEnv(t)
 		clock := newJumpClock(0)
 		slot := bubbleStart.Add(time.Hour)
-		e.locker = &pauseAfterJobLease{Backend: locking.NewLocal(locking.Options{Replica: "local", Clock: clock}),
+		e.locker = &pauseAfterJobLease{Locker: locking.NewLocal(locking.Options{Replica: "local", Clock: clock}),
 			clock: clock, at: slot, d: time.Minute}
 		rec := &recorder{now: time.Now}
 		sched, _ := ParseSchedule("@every 1h", time.UTC)
@@ -627,7 +628,7 @@ func TestTrigger(t *testing.T) {
 func TestSplitVoteRetried(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
-		f := &faultyLocker{Backend: e.locker}
+		f := &faultyLocker{Locker: e.locker}
 		e.locker = f
 		rec := &recorder{now: time.Now}
 		s := e.scheduler("r1", nil, everySecond(t, "job", rec))
@@ -656,7 +657,7 @@ func TestSplitVoteRetried(t *testing.T) {
 func TestTransientNoQuorumRetried(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
-		f := &faultyLocker{Backend: e.locker}
+		f := &faultyLocker{Locker: e.locker}
 		e.locker = f
 		rec := &recorder{now: time.Now}
 		s := e.scheduler("r1", nil, everySecond(t, "job", rec))
@@ -686,7 +687,7 @@ func TestTransientNoQuorumRetried(t *testing.T) {
 func TestNoQuorumLoggedWhenFreshnessRunsOut(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
-		f := &faultyLocker{Backend: e.locker}
+		f := &faultyLocker{Locker: e.locker}
 		e.locker = f
 		rec := &recorder{now: time.Now}
 		s := e.scheduler("r1", nil, everySecond(t, "job", rec))
@@ -793,7 +794,7 @@ func TestRecordLagBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
 		f := &countingRecords{Store: locksim.NewStore("s0")}
-		l, err := redlock.OnNodes([]locking.Node{f}, "", 0, locking.Options{Replica: "local"})
+		l, err := redlock.OnNodes([]driver.Node{f}, "", 0, locking.Options{Replica: "local"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -833,11 +834,11 @@ type countingRecords struct {
 func (c *countingRecords) Addr() string { return c.Name() }
 func (c *countingRecords) Close() error { return nil }
 
-func (c *countingRecords) Do(_ context.Context, op locking.Op) (locking.Result, error) {
+func (c *countingRecords) Do(_ context.Context, op driver.Op) (driver.Result, error) {
 	switch o := op.(type) {
-	case locking.MaxSetOp:
+	case driver.MaxSetOp:
 		c.writes.Add(1)
-	case locking.ReleaseOp:
+	case driver.ReleaseOp:
 		if o.RecordN != 0 {
 			c.writes.Add(1)
 		}

@@ -83,7 +83,7 @@ func TestSettleAbandonedReadsTheHistory(t *testing.T) {
 // fakeClaims takes claims on a locker as the attempt's acquire would,
 // without its retries; block, when set, holds each call until closed.
 type fakeClaims struct {
-	locker locking.Backend
+	locker locking.Locker
 	calls  atomic.Int32
 	block  chan struct{}
 }

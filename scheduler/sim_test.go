@@ -15,7 +15,7 @@ import (
 
 // The simulation runs the real scheduler and the real Redlock client —
 // three replicas, three stores — on virtual time (testing/synctest), with
-// the stores simulated behind locking.Node (locking/locksim, which passes
+// the stores simulated behind driver.Node (locking/locksim, which passes
 // the same conformance suite as real Redis) and a fault plan drawn from a
 // seed: replica crashes at any instant and restarts, pauses longer than the
 // lock TTL and stalls shorter than it, stores down, frozen stores that

@@ -80,7 +80,7 @@ type instance struct {
 	gate   *locksim.Gate
 	clock  *locksim.Clock
 	sched  *scheduler.Scheduler
-	locker locking.Backend
+	locker locking.Locker
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the process's work has returned
 

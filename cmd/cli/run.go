@@ -23,7 +23,7 @@ type replica struct {
 	name   string
 	log    *slog.Logger
 	clock  locking.Clock
-	locker locking.Backend
+	locker locking.Locker
 	redis  *redlock.Config // the Redis nodes' settings; nil in local mode
 	sched  *scheduler.Scheduler
 	// notifier sends the jobs' notifications (nil: no notify targets);

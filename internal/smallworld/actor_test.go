@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/driver"
 	"github.com/slotlock/slotlock/locking/redlock"
 )
 
@@ -17,7 +18,7 @@ import (
 type actor struct {
 	w      *world
 	name   string
-	locker locking.Backend
+	locker locking.Locker
 
 	// Guarded by w.mu.
 	sent    []int    // requests sent, per store
@@ -56,7 +57,7 @@ var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
 // newActor makes an actor with its own client; run starts its program.
 func (w *world) newActor(name string) *actor {
 	a := &actor{w: w, name: name, sent: make([]int, len(w.stores)), gateCh: make(chan bool)}
-	nodes := make([]locking.Node, len(w.stores))
+	nodes := make([]driver.Node, len(w.stores))
 	for i := range nodes {
 		nodes[i] = &node{w: w, a: a, store: i}
 	}
@@ -138,7 +139,7 @@ func (a *actor) claim(slot int) (*locking.Lease, error) {
 
 // end is Lease.End; the lease is no longer held afterwards, whatever the
 // stores said.
-func (a *actor) end(l *locking.Lease, e locking.Ending) locking.EndResult {
+func (a *actor) end(l *locking.Lease, e locking.Ending) locking.Released {
 	res := l.End(context.Background(), e)
 	a.w.mu.Lock()
 	a.holding = nil

@@ -11,7 +11,7 @@ import (
 // The world's history entries are the product's: history.Entry encoded
 // as the scheduler encodes it (JSON), scored by the slot's Unix time, so
 // that the stores sort and merge them as they sort and merge the
-// product's (locking.MergeLogs orders equal scores by value, and the
+// product's (driver.MergeLogs orders equal scores by value, and the
 // order a reader meets a slot's entries in is part of what is checked).
 // The model names an entry's kind by a short code (outcome, reason and
 // flag), which the invariants read (kindOf).

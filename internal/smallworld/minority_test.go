@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/driver"
 	"github.com/slotlock/slotlock/locking/locksim"
 	"github.com/slotlock/slotlock/locking/redlock"
 )
@@ -26,7 +27,7 @@ type directNode struct{ s *locksim.Store }
 
 func (n directNode) Addr() string { return n.s.Name() }
 func (n directNode) Close() error { return nil }
-func (n directNode) Do(_ context.Context, op locking.Op) (locking.Result, error) {
+func (n directNode) Do(_ context.Context, op driver.Op) (driver.Result, error) {
 	return n.s.Apply(op)
 }
 
@@ -35,7 +36,7 @@ func (n directNode) Do(_ context.Context, op locking.Op) (locking.Result, error)
 func (w *world) storeLogs(slot int) [][]string {
 	out := make([][]string, len(w.stores))
 	for i, s := range w.stores {
-		l, err := redlock.OnNodes([]locking.Node{directNode{s}}, "sw", opTimeout, locking.Options{Replica: "end", Clock: locking.SystemClock(0), Logger: discard})
+		l, err := redlock.OnNodes([]driver.Node{directNode{s}}, "sw", opTimeout, locking.Options{Replica: "end", Clock: locking.SystemClock(0), Logger: discard})
 		if err != nil {
 			panic(err)
 		}
@@ -75,7 +76,7 @@ func (w *world) checkMajorities(slot int, runs []runRec) []violation {
 			read = append(read, es)
 		}
 		var union []string
-		for _, e := range locking.MergeLogs(read, w.readLimit()) {
+		for _, e := range driver.MergeLogs(read, w.readLimit()) {
 			union = append(union, e.Value)
 		}
 		if e, found := joinOf(union); backfillable(e, found) {

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/driver"
 )
 
 // The network: every request an actor sends waits in w.pending until the
@@ -25,20 +25,20 @@ type request struct {
 	store   int
 	k       int // the actor's k-th request to this store (from 1)
 	batch   int // the actor's batch: requests sent without an answer or step between them
-	op      locking.Op
+	op      driver.Op
 	reply   chan reply // buffered
 	awaited bool       // its sender still waits for the answer
 	lost    bool       // it will never run
 }
 
 type reply struct {
-	res locking.Result
+	res driver.Result
 	err error
 }
 
 func (r *request) id() string { return fmt.Sprintf("%s s%d %d", r.actor.name, r.store, r.k) }
 
-// node is one actor's view of one store: a locking.Node.
+// node is one actor's view of one store: a driver.Node.
 type node struct {
 	w     *world
 	a     *actor
@@ -48,10 +48,10 @@ type node struct {
 func (n *node) Addr() string { return fmt.Sprintf("s%d", n.store) }
 func (n *node) Close() error { return nil }
 
-func (n *node) Do(ctx context.Context, op locking.Op) (locking.Result, error) {
+func (n *node) Do(ctx context.Context, op driver.Op) (driver.Result, error) {
 	r, err := n.w.send(n.a, n.store, op)
 	if err != nil {
-		return locking.Result{}, err
+		return driver.Result{}, err
 	}
 	select {
 	case rep := <-r.reply:
@@ -62,12 +62,12 @@ func (n *node) Do(ctx context.Context, op locking.Op) (locking.Result, error) {
 		n.w.mu.Lock()
 		r.awaited = false
 		n.w.mu.Unlock()
-		return locking.Result{}, ctx.Err()
+		return driver.Result{}, ctx.Err()
 	}
 }
 
 // send registers op from a to store i.
-func (w *world) send(a *actor, i int, op locking.Op) (*request, error) {
+func (w *world) send(a *actor, i int, op driver.Op) (*request, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if a.dead {
@@ -75,17 +75,17 @@ func (w *world) send(a *actor, i int, op locking.Op) (*request, error) {
 	}
 	a.sent[i]++
 	switch op := op.(type) {
-	case locking.AcquireOp:
+	case driver.AcquireOp:
 		w.learnToken(a, op.Value)
 		w.learnToken(a, op.AlsoValue)
-	case locking.ExtendOp:
+	case driver.ExtendOp:
 		w.learnToken(a, op.Value)
-	case locking.ReleaseOp:
+	case driver.ReleaseOp:
 		w.learnToken(a, op.Value)
 		w.learnToken(a, op.AlsoValue)
-	case locking.PauseOp:
+	case driver.PauseOp:
 		w.learnToken(a, op.Value)
-	case locking.LogAddOp:
+	case driver.LogAddOp:
 		w.learnToken(a, op.Value)
 	}
 	r := &request{actor: a, store: i, k: a.sent[i], batch: a.batch, op: op, reply: make(chan reply, 1), awaited: true}

@@ -16,7 +16,7 @@ import (
 // second, not N. Only 200 answers are kept; the URL is the key as sent,
 // not parsed.
 
-// DefaultCacheFor is Backend.CacheFor's default.
+// DefaultCacheFor is Locker.CacheFor's default.
 const DefaultCacheFor = time.Second
 
 // maxCacheBytes bounds the bodies the cache holds (a week window's page is

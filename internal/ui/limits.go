@@ -45,16 +45,16 @@ type Rate struct {
 // a second made in the quiet phase; its burst is twice a client's, so that
 // one client's burst alone leaves the page answering at once.
 var (
-	// DefaultClientRate is Backend.ClientRate's default: a request a
+	// DefaultClientRate is Locker.ClientRate's default: a request a
 	// second per client address, ten at once.
 	DefaultClientRate = Rate{PerSecond: 1, Burst: 10}
-	// DefaultTotalRate is Backend.TotalRate's default: a request a second
+	// DefaultTotalRate is Locker.TotalRate's default: a request a second
 	// for all clients together, twenty at once; answered at once while
 	// ten or more are left (limiter.admit).
 	DefaultTotalRate = Rate{PerSecond: 1, Burst: 20}
 )
 
-// DefaultMaxConcurrent is Backend.MaxConcurrent's default.
+// DefaultMaxConcurrent is Locker.MaxConcurrent's default.
 const DefaultMaxConcurrent = 2
 
 // maxClients bounds the client buckets held: past it, buckets that have
@@ -116,7 +116,7 @@ func (l *limiter) take(key string, now time.Time) (ok bool, retry time.Duration)
 // once (prompt): whether, its token taken, the bucket of all clients
 // still holds at least half its burst — the page is little used, as by a
 // person or two. Under a storm that bucket stays near empty, so every
-// answer waits for the quiet phase (Backend.Yield).
+// answer waits for the quiet phase (Locker.Yield).
 func (l *limiter) admit(key string, now time.Time) (ok bool, retry time.Duration, prompt bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -180,7 +180,7 @@ func (s *server) admit(w http.ResponseWriter, r *http.Request) (*http.Request, b
 }
 
 // promptKey marks a request whose answer is made at once, without
-// waiting for Backend.Yield (limiter.admit).
+// waiting for Locker.Yield (limiter.admit).
 type promptKey struct{}
 
 func promptly(r *http.Request) bool {

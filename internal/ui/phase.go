@@ -29,7 +29,7 @@ const (
 	DefaultQuietTo   = 900 * time.Millisecond
 )
 
-// QuietPhase returns a Backend.Yield that returns once now() is between
+// QuietPhase returns a Locker.Yield that returns once now() is between
 // from and to past a whole second (at once when it is), or when ctx ends
 // with ctx's error.
 func QuietPhase(now func() time.Time, from, to time.Duration) func(context.Context) error {

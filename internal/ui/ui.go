@@ -18,7 +18,7 @@
 // before the URL is parsed), an answer is served again to every request
 // for its URL for a second, and at most MaxConcurrent answers are made at
 // once (503 past it) — at once while the page is little used, and in the
-// part of each second where no slot is due (Backend.Yield) once it is in
+// part of each second where no slot is due (Locker.Yield) once it is in
 // demand. Its stylesheet and script are served from memory, unlimited.
 // See limits.go, cache.go and phase.go.
 package ui
@@ -37,7 +37,7 @@ import (
 	"github.com/slotlock/slotlock/scheduler/history"
 )
 
-// Backend is what the page and the API read.
+// Locker is what the page and the API read.
 type Backend struct {
 	Locker locking.Store
 	Specs  []scheduler.JobSpec

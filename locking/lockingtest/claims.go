@@ -16,7 +16,7 @@ import (
 // key: the next Claim takes over its lease, learns who abandoned it, and
 // nobody else can take it while the taker reports; its done marker then
 // closes the key.
-func testClaimAbandoned(t *testing.T, l locking.Backend) {
+func testClaimAbandoned(t *testing.T, l locking.Locker) {
 	key := locking.Key{Family: family(t), Name: "slot:1"}
 	dead, err := l.Claim(ctx(t), key, 300*time.Millisecond)
 	require.NoError(t, err)
@@ -48,7 +48,7 @@ func testClaimAbandoned(t *testing.T, l locking.Backend) {
 
 // Released before its work began, a claim leaves nothing: the key can be
 // claimed afresh.
-func testClaimRelease(t *testing.T, l locking.Backend) {
+func testClaimRelease(t *testing.T, l locking.Locker) {
 	key := locking.Key{Family: family(t), Name: "slot:1"}
 	a, err := l.Claim(ctx(t), key, 5*time.Second)
 	require.NoError(t, err)
@@ -64,7 +64,7 @@ func testClaimRelease(t *testing.T, l locking.Backend) {
 }
 
 // A kept claim is never taken for abandoned, however long it runs.
-func testClaimKept(t *testing.T, l locking.Backend) {
+func testClaimKept(t *testing.T, l locking.Locker) {
 	key := locking.Key{Family: family(t), Name: "slot:1"}
 	a, err := l.Claim(ctx(t), key, 300*time.Millisecond)
 	require.NoError(t, err)
@@ -88,7 +88,7 @@ func testClaimKept(t *testing.T, l locking.Backend) {
 
 // A claim of another key whose lease expired is pointed out by the next
 // successful Claim in the family, until someone takes it over and ends it.
-func testClaimOrphan(t *testing.T, l locking.Backend) {
+func testClaimOrphan(t *testing.T, l locking.Locker) {
 	fam := family(t)
 	dead, err := l.Claim(ctx(t), locking.Key{Family: fam, Name: "slot:1"}, 300*time.Millisecond)
 	require.NoError(t, err)
@@ -115,7 +115,7 @@ func testClaimOrphan(t *testing.T, l locking.Backend) {
 
 // Concurrent acquisitions of different keys of one family never share a
 // fencing token.
-func testTokensUnique(t *testing.T, l locking.Backend) {
+func testTokensUnique(t *testing.T, l locking.Locker) {
 	fam := family(t)
 	const workers, each = 8, 6
 	var mu sync.Mutex
@@ -158,7 +158,7 @@ func testTokensUnique(t *testing.T, l locking.Backend) {
 }
 
 // Keys a store cannot hold safely are refused before any store is asked.
-func testBadKeys(t *testing.T, l locking.Backend) {
+func testBadKeys(t *testing.T, l locking.Locker) {
 	for _, k := range []locking.Key{
 		{Family: "", Name: "x"},
 		{Family: "}job", Name: "x"},
@@ -181,7 +181,7 @@ func testBadKeys(t *testing.T, l locking.Backend) {
 // is taken over as started; one whose holder renewed without Start (or
 // never renewed) is taken over as not confirmed: the stores cannot tell
 // whether its work began.
-func testClaimStarted(t *testing.T, l locking.Backend) {
+func testClaimStarted(t *testing.T, l locking.Locker) {
 	fam := family(t)
 	for _, start := range []bool{true, false} {
 		key := locking.Key{Family: fam, Name: fmt.Sprintf("slot:%v", start)}

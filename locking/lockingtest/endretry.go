@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/driver"
 )
 
 // A retried End long after its first attempt: the first attempt's answers
@@ -42,7 +43,7 @@ func testEndRetriedAfterItsMarkerExpired(t *testing.T, w World) {
 	dead := deadClaim(t, w, key, ttl)
 	b, c := newReplica(t, w, "b"), newReplica(t, w, "c")
 
-	b.nodes[2].then(locking.OpAcquire, lost)
+	b.nodes[2].then(driver.OpAcquire, lost)
 	settler, err := b.Claim(ctx(t), key, 10*time.Second)
 	require.NoError(t, err)
 	require.NotNil(t, settler.Grant().Abandoned, "taken over on stores 0 and 1: a majority")
@@ -50,8 +51,8 @@ func testEndRetriedAfterItsMarkerExpired(t *testing.T, w World) {
 
 	entry := locking.LogEntry{Score: 1, Value: "abandoned, settled by b"}
 	end := locking.Ending{DoneTTL: doneTTL, Note: "abandoned", Entry: &entry, Keep: 10}
-	b.nodes[0].then(locking.OpRelease, mute)
-	b.nodes[1].then(locking.OpRelease, mute)
+	b.nodes[0].then(driver.OpRelease, mute)
+	b.nodes[1].then(driver.OpRelease, mute)
 	first := settler.End(ctx(t), end).Err
 	var qe *locking.QuorumError
 	require.True(t, errors.As(first, &qe), "answers lost on stores 0 and 1: unknown, got %v", first)
@@ -92,8 +93,8 @@ func testEndRetriedAfterAnotherSettled(t *testing.T, w World) {
 	require.NotNil(t, settlerA.Grant().Abandoned)
 	entryA := locking.LogEntry{Score: 1, Value: "abandoned, settled by a"}
 	endA := locking.Ending{DoneTTL: doneTTL, Note: "abandoned", Entry: &entryA, Keep: 10}
-	a.nodes[1].then(locking.OpRelease, lost)
-	a.nodes[2].then(locking.OpRelease, lost)
+	a.nodes[1].then(driver.OpRelease, lost)
+	a.nodes[2].then(driver.OpRelease, lost)
 	var qe *locking.QuorumError
 	require.True(t, errors.As(settlerA.End(ctx(t), endA).Err, &qe), "one answer of three")
 	time.Sleep(ttl + 200*time.Millisecond) // A's lease expires on stores 1 and 2

@@ -13,7 +13,7 @@ import (
 
 // Cases on mutual exclusion: one holder per key, also under contention.
 
-func testExclusiveHold(t *testing.T, l locking.Backend) {
+func testExclusiveHold(t *testing.T, l locking.Locker) {
 	key := locking.Key{Family: family(t), Name: "k"}
 	lease := mustAcquire(t, l, key, 5*time.Second)
 	if lease.Grant().Key != key {
@@ -44,7 +44,7 @@ func testExclusiveHold(t *testing.T, l locking.Backend) {
 	}
 }
 
-func testConcurrentExclusion(t *testing.T, l locking.Backend) {
+func testConcurrentExclusion(t *testing.T, l locking.Locker) {
 	key := locking.Key{Family: family(t), Name: "k"}
 	var inside, wins atomic.Int32
 	var wg sync.WaitGroup

@@ -10,7 +10,7 @@ import (
 // Cases on how a key frees itself: a done marker until its TTL, a lease at
 // the end of its TTL.
 
-func testDoneMarker(t *testing.T, l locking.Backend) {
+func testDoneMarker(t *testing.T, l locking.Locker) {
 	key := locking.Key{Family: family(t), Name: "slot"}
 	lease := mustAcquire(t, l, key, 5*time.Second)
 	if err := lease.End(ctx(t), locking.Ending{DoneTTL: 300 * time.Millisecond, Note: "succeeded"}).Err; err != nil {
@@ -35,7 +35,7 @@ func testDoneMarker(t *testing.T, l locking.Backend) {
 	}
 }
 
-func testExpiry(t *testing.T, l locking.Backend) {
+func testExpiry(t *testing.T, l locking.Locker) {
 	key := locking.Key{Family: family(t), Name: "k"}
 	lease := mustAcquire(t, l, key, 300*time.Millisecond)
 	_, err := l.Acquire(ctx(t), key, time.Second)

@@ -12,7 +12,7 @@ import (
 // Handled sees the done markers of claims ended as handled, in any family
 // and in the order asked, and nothing else: not a claim in progress, a
 // released one or a key never claimed.
-func testHandled(t *testing.T, l locking.Backend) {
+func testHandled(t *testing.T, l locking.Locker) {
 	famA, famB := family(t)+"-a", family(t)+"-b"
 	claim := func(fam, name string) *locking.Lease {
 		t.Helper()

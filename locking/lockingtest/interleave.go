@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/driver"
 	"github.com/slotlock/slotlock/locking/redlock"
 )
 
@@ -24,7 +25,7 @@ import (
 
 // World gives each replica of one check its own Nodes over the same
 // stores, in the same order (a fresh family per check keeps checks apart).
-type World func(replica string) []locking.Node
+type World func(replica string) []driver.Node
 
 // RunNodes runs every interleaving check as a subtest of t; newWorld is
 // called once per check.
@@ -66,14 +67,14 @@ const (
 
 // wnode wraps a Node: requests of kind kind get the fate the check set.
 type wnode struct {
-	locking.Node
+	driver.Node
 	mu    sync.Mutex
-	fates map[locking.OpKind][]fate // consumed one per request; then pass
-	turn  chan struct{}             // sequence: the check's go-ahead
-	done  chan struct{}             // sequence: executed
+	fates map[driver.OpKind][]fate // consumed one per request; then pass
+	turn  chan struct{}            // sequence: the check's go-ahead
+	done  chan struct{}            // sequence: executed
 }
 
-func (n *wnode) next(k locking.OpKind) fate {
+func (n *wnode) next(k driver.OpKind) fate {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	fs := n.fates[k]
@@ -85,7 +86,7 @@ func (n *wnode) next(k locking.OpKind) fate {
 }
 
 // then queues fates for the next requests of kind k.
-func (n *wnode) then(k locking.OpKind, fs ...fate) {
+func (n *wnode) then(k driver.OpKind, fs ...fate) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.fates[k] = append(n.fates[k], fs...)
@@ -93,18 +94,18 @@ func (n *wnode) then(k locking.OpKind, fs ...fate) {
 
 var errLost = errors.New("lockingtest: request or answer lost")
 
-func (n *wnode) Do(ctx context.Context, op locking.Op) (locking.Result, error) {
+func (n *wnode) Do(ctx context.Context, op driver.Op) (driver.Result, error) {
 	switch n.next(op.Kind()) {
 	case lost:
-		return locking.Result{}, errLost
+		return driver.Result{}, errLost
 	case mute:
 		_, _ = n.Node.Do(ctx, op)
-		return locking.Result{}, errLost
+		return driver.Result{}, errLost
 	case sequence:
 		select {
 		case <-n.turn:
 		case <-ctx.Done():
-			return locking.Result{}, ctx.Err()
+			return driver.Result{}, ctx.Err()
 		}
 		defer func() { n.done <- struct{}{} }()
 	}
@@ -113,7 +114,7 @@ func (n *wnode) Do(ctx context.Context, op locking.Op) (locking.Result, error) {
 
 // replica is one locker over wrapped nodes.
 type replica struct {
-	locking.Backend
+	locking.Locker
 	nodes []*wnode
 }
 
@@ -123,9 +124,9 @@ const nodeOpTimeout = 200 * time.Millisecond
 
 func newReplica(t *testing.T, w World, name string) *replica {
 	r := &replica{}
-	var nodes []locking.Node
+	var nodes []driver.Node
 	for _, n := range w(name) {
-		wn := &wnode{Node: n, fates: map[locking.OpKind][]fate{}, turn: make(chan struct{}), done: make(chan struct{})}
+		wn := &wnode{Node: n, fates: map[driver.OpKind][]fate{}, turn: make(chan struct{}), done: make(chan struct{})}
 		r.nodes = append(r.nodes, wn)
 		nodes = append(nodes, wn)
 	}
@@ -133,7 +134,7 @@ func newReplica(t *testing.T, w World, name string) *replica {
 		locking.Options{Replica: name, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
-	r.Backend = l
+	r.Locker = l
 	return r
 }
 
@@ -174,17 +175,17 @@ func testConcurrentSettlers(t *testing.T, w World) {
 	const ttl = 600 * time.Millisecond
 	r1, b, c := newReplica(t, w, "r1"), newReplica(t, w, "b"), newReplica(t, w, "c")
 
-	r1.nodes[2].then(locking.OpAcquire, lost)
+	r1.nodes[2].then(driver.OpAcquire, lost)
 	dead, err := r1.Claim(ctx(t), key, ttl)
 	require.NoError(t, err)
 	dead.Start()
-	r1.nodes[2].then(locking.OpExtend, lost)
+	r1.nodes[2].then(driver.OpExtend, lost)
 	require.NoError(t, dead.Extend(ctx(t)), "the renewal that confirms the start")
 	time.Sleep(ttl + 200*time.Millisecond) // r1 died: its lease expires, its claim stays
 
 	for i := range 3 {
-		b.nodes[i].then(locking.OpAcquire, sequence)
-		c.nodes[i].then(locking.OpAcquire, sequence)
+		b.nodes[i].then(driver.OpAcquire, sequence)
+		c.nodes[i].then(driver.OpAcquire, sequence)
 	}
 	bc, cc := claimAsync(t, b, key, 10*time.Second), claimAsync(t, c, key, 10*time.Second)
 	b.step(0)
@@ -225,8 +226,8 @@ func testUndoMadeSure(t *testing.T, w World) {
 	const ttl = 600 * time.Millisecond
 	a, b := newReplica(t, w, "a"), newReplica(t, w, "b")
 	for i := 1; i < 3; i++ {
-		a.nodes[i].then(locking.OpAcquire, mute)
-		a.nodes[i].then(locking.OpRelease, lost)
+		a.nodes[i].then(driver.OpAcquire, mute)
+		a.nodes[i].then(driver.OpRelease, lost)
 	}
 	_, err := a.Claim(ctx(t), key, ttl)
 	require.ErrorIs(t, err, locking.ErrNoQuorum, "one answer of three")

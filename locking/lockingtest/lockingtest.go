@@ -1,17 +1,17 @@
-// Package lockingtest is a conformance suite for locking.Backend
+// Package lockingtest is a conformance suite for locking.Locker
 // implementations, in the manner of testing/slogtest: every implementation
 // (Redlock over real Redis nodes, Local in-process) must pass the same
 // checks, so the scheduler cannot tell them apart.
 //
 //	func TestConformance(t *testing.T) {
-//		lockingtest.Run(t, func(t *testing.T) locking.Backend {
+//		lockingtest.Run(t, func(t *testing.T) locking.Locker {
 //			l := locking.NewLocal(locking.Options{Replica: "r1"})
 //			t.Cleanup(func() { l.Close() })
 //			return l
 //		})
 //	}
 //
-// newBackend is called once per subtest; backends of different subtests may
+// newLocker is called once per subtest; lockers of different subtests may
 // share a store (the suite uses a fresh key family in every subtest). The
 // suite runs on real time with TTLs of a few hundred milliseconds, so the
 // whole run takes a few seconds. It counts the process's goroutines, so do
@@ -32,10 +32,10 @@ import (
 )
 
 // Run runs every conformance check as a subtest of t.
-func Run(t *testing.T, newBackend func(t *testing.T) locking.Backend) {
+func Run(t *testing.T, newLocker func(t *testing.T) locking.Locker) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			c.fn(t, newBackend(t))
+			c.fn(t, newLocker(t))
 		})
 	}
 }
@@ -43,17 +43,17 @@ func Run(t *testing.T, newBackend func(t *testing.T) locking.Backend) {
 // RunSynctest is Run with each check in its own testing/synctest bubble,
 // on virtual time: for stores that live in the bubble (locking/locksim).
 // newLocker is called inside the bubble.
-func RunSynctest(t *testing.T, newBackend func(t *testing.T) locking.Backend) {
+func RunSynctest(t *testing.T, newLocker func(t *testing.T) locking.Locker) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) { c.fn(t, newBackend(t)) })
+			synctest.Test(t, func(t *testing.T) { c.fn(t, newLocker(t)) })
 		})
 	}
 }
 
 var cases = []struct {
 	name string
-	fn   func(t *testing.T, l locking.Backend)
+	fn   func(t *testing.T, l locking.Locker)
 }{
 	{"ExclusiveHold", testExclusiveHold},
 	{"ConcurrentExclusion", testConcurrentExclusion},
@@ -100,7 +100,7 @@ func ctx(t *testing.T) context.Context {
 	return c
 }
 
-func mustAcquire(t *testing.T, l locking.Backend, key locking.Key, ttl time.Duration) *locking.Lease {
+func mustAcquire(t *testing.T, l locking.Locker, key locking.Key, ttl time.Duration) *locking.Lease {
 	t.Helper()
 	lease, err := l.Acquire(ctx(t), key, ttl)
 	if err != nil {

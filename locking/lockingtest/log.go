@@ -13,7 +13,7 @@ import (
 // Lease.End with an Entry adds it to the family's log where it sets the done
 // marker, once even when retried; the log keeps its newest entries only,
 // and ReadLog returns them newest first from a score on.
-func testLog(t *testing.T, l locking.Backend) {
+func testLog(t *testing.T, l locking.Locker) {
 	fam := family(t)
 	got, err := l.ReadLog(ctx(t), fam, 0, 10)
 	require.NoError(t, err)
@@ -55,7 +55,7 @@ func testLog(t *testing.T, l locking.Backend) {
 // frozen past its lease, whose claim a second settler took over and
 // settled, adds nothing when it wakes, so that the history holds one
 // settler's entry (and a retry counting its own entry cannot be fooled).
-func testLogOwnEndAfterASettle(t *testing.T, l locking.Backend) {
+func testLogOwnEndAfterASettle(t *testing.T, l locking.Locker) {
 	key := locking.Key{Family: family(t), Name: "slot:1"}
 	const ttl = 400 * time.Millisecond
 	run, err := l.Claim(ctx(t), key, ttl)

@@ -12,7 +12,7 @@ import (
 // AppendLog adds entries outside a claim's end: an identical entry is kept
 // once, Replace swaps an entry for its successor in one step, and the log
 // keeps what Floor and Keep say.
-func testAppendLog(t *testing.T, l locking.Backend) {
+func testAppendLog(t *testing.T, l locking.Locker) {
 	fam := family(t)
 	add := func(a locking.LogAppend) {
 		t.Helper()
@@ -51,7 +51,7 @@ func testAppendLog(t *testing.T, l locking.Backend) {
 
 // ReadClaims lists the claims not yet ended: a claim in progress and one
 // whose holder vanished, but not a released or a done one.
-func testReadClaims(t *testing.T, l locking.Backend) {
+func testReadClaims(t *testing.T, l locking.Locker) {
 	fam := family(t)
 	keys, err := l.ReadClaims(ctx(t), fam)
 	require.NoError(t, err)

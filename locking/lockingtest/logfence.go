@@ -13,7 +13,7 @@ import (
 // past its lease cannot append after its successor did. IfAbsent adds an
 // entry only where none of its score is there, so that of two writers of
 // one verdict exactly one is told it added it.
-func testAppendLogFenced(t *testing.T, l locking.Backend) {
+func testAppendLogFenced(t *testing.T, l locking.Locker) {
 	fam := family(t)
 	const fence = "judged-by"
 	add := func(a locking.LogAppend) error {

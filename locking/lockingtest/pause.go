@@ -11,7 +11,7 @@ import (
 
 // A pause refuses every Claim in its family until it ends — by itself, at
 // Until, or by a resume — and never a plain Acquire; the newest write wins.
-func testPause(t *testing.T, l locking.Backend) {
+func testPause(t *testing.T, l locking.Locker) {
 	fam := family(t)
 	slot := func(n int) locking.Key { return locking.Key{Family: fam, Name: "slot:" + string(rune('0'+n))} }
 

@@ -12,7 +12,7 @@ import (
 // Cases on the rest of the Locker: records, canceled contexts, Ping, Mode
 // and Close.
 
-func testRecords(t *testing.T, l locking.Backend) {
+func testRecords(t *testing.T, l locking.Locker) {
 	fam := family(t)
 	k, other := locking.Key{Family: fam, Name: "last"}, locking.Key{Family: fam, Name: "other"}
 	read := func(key locking.Key) int64 {
@@ -44,7 +44,7 @@ func testRecords(t *testing.T, l locking.Backend) {
 	}
 }
 
-func testCanceled(t *testing.T, l locking.Backend) {
+func testCanceled(t *testing.T, l locking.Locker) {
 	key := locking.Key{Family: family(t), Name: "k"}
 	lease := mustAcquire(t, l, key, 5*time.Second)
 	c, cancel := context.WithCancel(context.Background())
@@ -80,7 +80,7 @@ func testCanceled(t *testing.T, l locking.Backend) {
 	}
 }
 
-func testPingModeClose(t *testing.T, l locking.Backend) {
+func testPingModeClose(t *testing.T, l locking.Locker) {
 	st, err := l.Ping(ctx(t))
 	if err != nil || len(st) == 0 {
 		t.Fatalf("Ping: %v %+v", err, st)

@@ -13,7 +13,7 @@ import (
 // Cases on semaphores (locking.Semaphore): at most Limit permits held at
 // once, also under contention; a permit ended or expired is free again.
 
-func testSemaphore(t *testing.T, l locking.Backend) {
+func testSemaphore(t *testing.T, l locking.Locker) {
 	s := locking.Semaphore{Name: family(t), Limit: 2}
 	a, err := s.Acquire(ctx(t), l, 5*time.Second, 0)
 	if err != nil {
@@ -64,7 +64,7 @@ func testSemaphore(t *testing.T, l locking.Backend) {
 
 // testSemaphoreContended: 8 callers take and end permits of a semaphore
 // of 3 as fast as they can; never more than 3 are held at once.
-func testSemaphoreContended(t *testing.T, l locking.Backend) {
+func testSemaphoreContended(t *testing.T, l locking.Locker) {
 	s := locking.Semaphore{Name: family(t), Limit: 3}
 	var inside, most, wins atomic.Int32
 	var wg sync.WaitGroup

@@ -15,7 +15,7 @@ import (
 // free for the next run at once, the record is raised (never lowered), a
 // second End does nothing, and a job lease that is no longer ours is
 // reported lost without touching the new holder's.
-func testEndTogether(t *testing.T, l locking.Backend) {
+func testEndTogether(t *testing.T, l locking.Locker) {
 	fam := family(t)
 	slot := locking.Key{Family: fam, Name: "slot:1"}
 	run := locking.Key{Family: fam, Name: "run"}
@@ -28,7 +28,7 @@ func testEndTogether(t *testing.T, l locking.Backend) {
 	last := locking.Key{Family: fam, Name: "last"}
 	require.NoError(t, l.AdvanceRecord(ctx(t), last, 5))
 	done := locking.Ending{DoneTTL: time.Minute, Note: "succeeded", Entry: &entry, Keep: 10, Also: job, Record: last, RecordValue: 7}
-	require.Equal(t, locking.EndResult{}, claim.End(ctx(t), done))
+	require.Equal(t, locking.Released{}, claim.End(ctx(t), done))
 	require.Error(t, kctx.Err(), "the job lease's kept context ends with it")
 	rec, err := l.ReadRecord(ctx(t), last)
 	require.NoError(t, err)
@@ -43,7 +43,7 @@ func testEndTogether(t *testing.T, l locking.Backend) {
 	require.Greater(t, next.Token(), job.Token())
 
 	done.RecordValue = 6
-	require.Equal(t, locking.EndResult{}, claim.End(ctx(t), done), "a second end does nothing")
+	require.Equal(t, locking.Released{}, claim.End(ctx(t), done), "a second end does nothing")
 	_, err = l.Acquire(ctx(t), run, time.Second)
 	wantHeld(t, err, false) // next still holds it
 	rec, err = l.ReadRecord(ctx(t), last)
@@ -72,7 +72,7 @@ func testEndTogether(t *testing.T, l locking.Backend) {
 // one token: only where the job lease is free and the claim is the
 // caller's own; otherwise the claim is as Claim's and the job lease is
 // left as it was.
-func testClaimWith(t *testing.T, l locking.Backend) {
+func testClaimWith(t *testing.T, l locking.Locker) {
 	fam := family(t)
 	run := locking.Key{Family: fam, Name: "run"}
 	slot := func(i int) locking.Key { return locking.Key{Family: fam, Name: fmt.Sprintf("slot:%d", i)} }
@@ -99,7 +99,7 @@ func testClaimWith(t *testing.T, l locking.Backend) {
 	require.NoError(t, j1.Extend(ctx(t)), "the holder's job lease is untouched")
 	require.NoError(t, c2.End(ctx(t), locking.Ending{}).Err)
 
-	require.Equal(t, locking.EndResult{}, c1.End(ctx(t), locking.Ending{DoneTTL: time.Minute, Note: "succeeded", Also: j1}))
+	require.Equal(t, locking.Released{}, c1.End(ctx(t), locking.Ending{DoneTTL: time.Minute, Note: "succeeded", Also: j1}))
 	// Done: refused, and the job lease stays free.
 	_, err = l.Claim(ctx(t), slot(1), time.Second, locking.With(run))
 	wantHeld(t, err, true)

@@ -11,7 +11,7 @@ import (
 // Cases on fencing tokens: they increase, and a stale lease (a lower
 // token) can neither release nor extend.
 
-func testTokensIncrease(t *testing.T, l locking.Backend) {
+func testTokensIncrease(t *testing.T, l locking.Locker) {
 	fam := family(t)
 	k1, k2 := locking.Key{Family: fam, Name: "a"}, locking.Key{Family: fam, Name: "b"}
 	var last uint64
@@ -46,7 +46,7 @@ func testTokensIncrease(t *testing.T, l locking.Backend) {
 	}
 }
 
-func testStale(t *testing.T, l locking.Backend) {
+func testStale(t *testing.T, l locking.Locker) {
 	key := locking.Key{Family: family(t), Name: "k"}
 	// TTLs stay well above a slow acquisition on a loaded machine: an
 	// acquisition slower than its TTL is refused by design.

@@ -14,7 +14,7 @@ import (
 // Cases on Keep's watchdog: it renews a lease across TTLs, and no
 // goroutine of it outlives End.
 
-func testKeep(t *testing.T, l locking.Backend) {
+func testKeep(t *testing.T, l locking.Locker) {
 	key := locking.Key{Family: family(t), Name: "k"}
 	const ttl = 450 * time.Millisecond
 	lease := mustAcquire(t, l, key, ttl)
@@ -55,7 +55,7 @@ func testKeep(t *testing.T, l locking.Backend) {
 	}
 }
 
-func testNoGoroutineLeft(t *testing.T, l locking.Backend) {
+func testNoGoroutineLeft(t *testing.T, l locking.Locker) {
 	key := locking.Key{Family: family(t), Name: "k"}
 	// Warm up: connection pools and their helpers start on first use.
 	w := mustAcquire(t, l, key, time.Second)

@@ -4,29 +4,29 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/driver"
 	"github.com/slotlock/slotlock/locking/internal/wire"
 )
 
 // The lease ops as Store.Apply runs them, with the store's lock held.
 
 // acquire applies an AcquireOp.
-func (s *Store) acquire(op locking.AcquireOp, now time.Time, nowMS int64) locking.Result {
+func (s *Store) acquire(op driver.AcquireOp, now time.Time, nowMS int64) driver.Result {
 	fence := s.num(op.Fence, now)
 	if _, undone := s.getStr(op.Tomb, now); op.Tomb != "" && undone {
-		return locking.Result{N: fence}
+		return driver.Result{N: fence}
 	}
-	res := locking.Result{Status: 1, N: fence}
+	res := driver.Result{Status: 1, N: fence}
 	if op.Field != "" {
 		pause, _ := s.getStr(op.Pause, now)
 		res.Pause = pause
 		if done, ok := s.getStr(op.Key, now); ok {
-			return locking.Result{Value: done, N: fence, Pause: pause}
+			return driver.Result{Value: done, N: fence, Pause: pause}
 		}
 		if l, ok := s.hget(op.Lives, op.Field, now); ok {
 			if v, exp := parseLive(l); exp > nowMS {
 				c, _ := s.hget(op.Claims, op.Field, now)
-				return locking.Result{Value: v, N: fence, Pause: pause, Claim: c}
+				return driver.Result{Value: v, N: fence, Pause: pause, Claim: c}
 			}
 		}
 		if c, ok := s.hget(op.Claims, op.Field, now); ok {
@@ -44,7 +44,7 @@ func (s *Store) acquire(op locking.AcquireOp, now time.Time, nowMS int64) lockin
 		}
 	} else {
 		if v, ok := s.getStr(op.Key, now); ok {
-			return locking.Result{Value: v, N: fence}
+			return driver.Result{Value: v, N: fence}
 		}
 		s.setStr(op.Key, op.Value, ms(op.TTL), now)
 	}
@@ -54,28 +54,28 @@ func (s *Store) acquire(op locking.AcquireOp, now time.Time, nowMS int64) lockin
 }
 
 // extend applies an ExtendOp.
-func (s *Store) extend(op locking.ExtendOp, now time.Time, nowMS int64) locking.Result {
+func (s *Store) extend(op driver.ExtendOp, now time.Time, nowMS int64) driver.Result {
 	if op.Field != "" {
 		l, ok := s.hget(op.Lives, op.Field, now)
 		v, exp := parseLive(l)
 		if !ok || v != op.Value || exp <= nowMS {
-			return locking.Result{}
+			return driver.Result{}
 		}
 		s.hset(op.Lives, op.Field, op.Value+"|"+strconv.FormatInt(nowMS+op.TTL, 10), now)
 		if c, _ := s.hget(op.Claims, op.Field, now); op.Start && c == op.Value {
 			s.hset(op.Claims, op.Field, wire.StartedPrefix+op.Value, now)
 		}
-		return locking.Result{Status: 1}
+		return driver.Result{Status: 1}
 	}
 	if v, ok := s.getStr(op.Key, now); ok && v == op.Value {
 		s.setStr(op.Key, v, ms(op.TTL), now)
-		return locking.Result{Status: 1}
+		return driver.Result{Status: 1}
 	}
-	return locking.Result{}
+	return driver.Result{}
 }
 
 // releaseAll applies a ReleaseOp: its Also and Record parts, then release.
-func (s *Store) releaseAll(op locking.ReleaseOp, now time.Time, nowMS int64) locking.Result {
+func (s *Store) releaseAll(op driver.ReleaseOp, now time.Time, nowMS int64) driver.Result {
 	if op.TombTTL > 0 {
 		s.setStr(op.Tomb, "1", ms(op.TombTTL), now)
 	}
@@ -96,8 +96,8 @@ func (s *Store) releaseAll(op locking.ReleaseOp, now time.Time, nowMS int64) loc
 
 // raise sets the integer at k to n where it is lower: Status 1 where it
 // did, N its value afterwards.
-func (s *Store) raise(k string, n int64, now time.Time) locking.Result {
-	res := locking.Result{N: s.num(k, now)}
+func (s *Store) raise(k string, n int64, now time.Time) driver.Result {
+	res := driver.Result{N: s.num(k, now)}
 	if n > res.N {
 		s.setStr(k, strconv.FormatInt(n, 10), 0, now)
 		res.N, res.Status = n, 1
@@ -106,9 +106,9 @@ func (s *Store) raise(k string, n int64, now time.Time) locking.Result {
 }
 
 // release is a ReleaseOp without its Also part.
-func (s *Store) release(op locking.ReleaseOp, now time.Time, nowMS int64) locking.Result {
+func (s *Store) release(op driver.ReleaseOp, now time.Time, nowMS int64) driver.Result {
 	if v, ok := s.getStr(op.Key, now); op.DoneTTL > 0 && ok && v == op.Done {
-		return locking.Result{Status: 1}
+		return driver.Result{Status: 1}
 	}
 	if op.Field == "" {
 		cur, ok := s.getStr(op.Key, now)
@@ -118,12 +118,12 @@ func (s *Store) release(op locking.ReleaseOp, now time.Time, nowMS int64) lockin
 			} else {
 				delete(s.kv, op.Key)
 			}
-			return locking.Result{Status: 1}
+			return driver.Result{Status: 1}
 		}
 		if !ok && op.DoneTTL > 0 {
 			s.setStr(op.Key, op.Done, ms(op.DoneTTL), now)
 		}
-		return locking.Result{}
+		return driver.Result{}
 	}
 	claim, claimOK := s.hget(op.Claims, op.Field, now)
 	claimOurs := claimOK && (claim == op.Value || claim == wire.StartedPrefix+op.Value)
@@ -133,7 +133,7 @@ func (s *Store) release(op locking.ReleaseOp, now time.Time, nowMS int64) lockin
 	if op.DoneTTL > 0 && op.Taken && !claimOurs && !liveMine && op.Entry != "" && s.zhas(op.Log, op.Entry, now) {
 		// A settler's entry is added only where its lease was ours: a
 		// retry of an end that landed, its marker expired since.
-		return locking.Result{Status: 1}
+		return driver.Result{Status: 1}
 	}
 	liveOurs := false
 	if liveMine {
@@ -156,7 +156,7 @@ func (s *Store) release(op locking.ReleaseOp, now time.Time, nowMS int64) lockin
 		s.hdel(op.Claims, op.Field, now)
 	}
 	if claimOurs || liveOurs {
-		return locking.Result{Status: 1}
+		return driver.Result{Status: 1}
 	}
-	return locking.Result{}
+	return driver.Result{}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/driver"
 	"github.com/slotlock/slotlock/locking/locksim"
 	"github.com/slotlock/slotlock/locking/redlock"
 )
@@ -50,7 +51,7 @@ func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, ni
 
 // simLocker is replica name's Locker over net's stores (100 ms per store
 // and round), closed with the test.
-func simLocker(t *testing.T, net *locksim.Net, name string) locking.Backend {
+func simLocker(t *testing.T, net *locksim.Net, name string) locking.Locker {
 	t.Helper()
 	l, err := redlock.OnNodes(net.Nodes(name, locksim.NewGate(0)), "t", 100*time.Millisecond,
 		locking.Options{Replica: name, Logger: discard()})
@@ -72,7 +73,7 @@ func TestClaimOverALeftover(t *testing.T) {
 		key := locking.Key{Family: "job", Name: "slot:1"}
 
 		// A request executed late on store 0 alone: a claim, soon expired.
-		_, err := stores[0].Apply(locking.AcquireOp{Key: "t:{job}:slot:1", Fence: "t:{job}:fence",
+		_, err := stores[0].Apply(driver.AcquireOp{Key: "t:{job}:slot:1", Fence: "t:{job}:fence",
 			Claims: "t:{job}:claims", Lives: "t:{job}:lives", Field: "slot:1", Value: "0123456789abcdef|x", TTL: 10})
 		require.NoError(t, err)
 		time.Sleep(50 * time.Millisecond)

@@ -1,6 +1,8 @@
 package locksim
 
-import "github.com/slotlock/slotlock/locking"
+import (
+	"github.com/slotlock/slotlock/locking/driver"
+)
 
 // A frozen store (SetFrozen) executes nothing: a Redis whose process is
 // stopped (SIGSTOP, a VM paused, a long fork) keeps its connections open,
@@ -13,7 +15,7 @@ import "github.com/slotlock/slotlock/locking"
 // queued is a request held by a frozen store, or, on an ordered network,
 // one that reached its store at the current instant.
 type queued struct {
-	op    locking.Op
+	op    driver.Op
 	from  *link
 	reply chan reply // buffered: the answer, once the store ran it
 	key   string     // its place among the requests of one instant (ordered.go)
@@ -61,7 +63,7 @@ func (n *Net) isFrozen(i int) bool {
 
 // deliver runs op on store i now, or queues it while the store is frozen;
 // the answer arrives on the channel.
-func (n *Net) deliver(from *link, op locking.Op) <-chan reply {
+func (n *Net) deliver(from *link, op driver.Op) <-chan reply {
 	i := from.id.store
 	ch := make(chan reply, 1)
 	n.mu.Lock()

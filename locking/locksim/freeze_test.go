@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/driver"
 	"github.com/slotlock/slotlock/locking/locksim"
 )
 
@@ -23,7 +23,7 @@ func TestFrozenStoreReplaysItsQueue(t *testing.T) {
 		require.True(t, net.Frozen(0))
 		for _, v := range []string{"1", "2", "3", "4", "5", "6"} {
 			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-			_, err := node.Do(ctx, locking.LogAddOp{Key: "log", Entry: v, N: int64(len(v))})
+			_, err := node.Do(ctx, driver.LogAddOp{Key: "log", Entry: v, N: int64(len(v))})
 			cancel()
 			require.ErrorIs(t, err, context.DeadlineExceeded, "a frozen store answers nothing")
 		}
@@ -32,7 +32,7 @@ func TestFrozenStoreReplaysItsQueue(t *testing.T) {
 
 		net.SetFrozen(0, false)
 		require.False(t, net.Frozen(0))
-		res, err := node.Do(context.Background(), locking.LogOp{Key: "log", Limit: 10})
+		res, err := node.Do(context.Background(), driver.LogOp{Key: "log", Limit: 10})
 		require.NoError(t, err)
 		require.Len(t, res.Log, 6, "the queue ran when the store thawed")
 	})
@@ -51,7 +51,7 @@ func TestFrozenStoreReplayOrder(t *testing.T) {
 			for _, v := range []string{"a", "b", "c", "d", "e"} {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 				// SET NX: the first request the store runs wins the key.
-				_, _ = node.Do(ctx, locking.AcquireOp{Key: "k", Fence: "f", Value: v, TTL: 60_000})
+				_, _ = node.Do(ctx, driver.AcquireOp{Key: "k", Fence: "f", Value: v, TTL: 60_000})
 				cancel()
 				time.Sleep(10 * time.Millisecond) // queued in this order
 			}

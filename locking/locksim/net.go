@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"reflect"
 	"sync"
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/driver"
 )
 
 // Net joins replicas to stores. Every request travels over a link with a
@@ -87,11 +89,11 @@ func (n *Net) set(f func()) {
 	f()
 }
 
-// Nodes returns one locking.Node per store, for one replica process whose
+// Nodes returns one driver.Node per store, for one replica process whose
 // life the gate tracks: a dead process sends nothing, a paused one sends
 // and receives nothing until it resumes.
-func (n *Net) Nodes(replica string, gate *Gate) []locking.Node {
-	out := make([]locking.Node, len(n.stores))
+func (n *Net) Nodes(replica string, gate *Gate) []driver.Node {
+	out := make([]driver.Node, len(n.stores))
 	for i := range n.stores {
 		h := fnv.New64a()
 		h.Write([]byte(replica))
@@ -100,6 +102,10 @@ func (n *Net) Nodes(replica string, gate *Gate) []locking.Node {
 	}
 	return out
 }
+
+// A link is how a replica reaches a simulated store: a driver.Node, run
+// under the Redlock driver as a Redis node is.
+var _ driver.Node = (*link)(nil)
 
 type link struct {
 	net  *Net
@@ -112,6 +118,13 @@ type link struct {
 	sent   map[uint64]int // requests sent at sentAt, by hash of their content
 }
 
+// opName is the op's type as it enters the draws: named in the package
+// that defined the ops when the seeds were recorded (locking), so that a
+// recorded seed replays the same world whatever package holds them.
+func opName(op driver.Op) string {
+	return "locking." + reflect.TypeOf(op).Name()
+}
+
 // draws returns the random source of one request. It is drawn from the
 // request itself — its content, the virtual instant it is sent at and how
 // many identical requests this link sent at that instant — and not from
@@ -119,9 +132,9 @@ type link struct {
 // that send at the same instant run in an order the Go scheduler picks,
 // and a shared stream would hand them its draws in that order, so a
 // replay of the seed would not give each request the same latency.
-func (l *link) draws(op locking.Op) *rand.Rand {
+func (l *link) draws(op driver.Op) *rand.Rand {
 	h := fnv.New64a()
-	fmt.Fprintf(h, "%T %+v", op, op)
+	fmt.Fprintf(h, "%s %+v", opName(op), op)
 	c := h.Sum64()
 	now := time.Now()
 	l.mu.Lock()
@@ -147,7 +160,7 @@ const (
 )
 
 // plan draws a request's delays and fate.
-func (l *link) plan(op locking.Op) (out, back time.Duration, f fate, down bool) {
+func (l *link) plan(op driver.Op) (out, back time.Duration, f fate, down bool) {
 	n := l.net
 	n.mu.Lock()
 	down = n.down[l.id.store]
@@ -171,19 +184,19 @@ func (l *link) plan(op locking.Op) (out, back time.Duration, f fate, down bool) 
 }
 
 type reply struct {
-	res locking.Result
+	res driver.Result
 	err error
 }
 
 // Do sends op to the store and waits for the answer or ctx's end. A
 // request that was sent is executed at its time whether or not its sender
 // still waits for it; at a frozen store, when the store thaws.
-func (l *link) Do(ctx context.Context, op locking.Op) (locking.Result, error) {
+func (l *link) Do(ctx context.Context, op driver.Op) (driver.Result, error) {
 	if !l.gate.Wait() {
-		return locking.Result{}, errors.New("process is dead")
+		return driver.Result{}, errors.New("process is dead")
 	}
 	if err := ctx.Err(); err != nil {
-		return locking.Result{}, err // as go-redis: an ended context sends nothing
+		return driver.Result{}, err // as go-redis: an ended context sends nothing
 	}
 	out, back, f, down := l.plan(op)
 	i := l.id.store
@@ -193,17 +206,17 @@ func (l *link) Do(ctx context.Context, op locking.Op) (locking.Result, error) {
 		// at its deadline).
 		time.Sleep(out)
 		if down || l.net.refuses(i) {
-			return locking.Result{}, ErrRefused
+			return driver.Result{}, ErrRefused
 		}
 		select {
 		case r := <-l.net.deliver(l, op):
 			time.Sleep(back)
 			if !l.gate.Wait() {
-				return locking.Result{}, errors.New("process is dead")
+				return driver.Result{}, errors.New("process is dead")
 			}
 			return r.res, r.err
 		case <-ctx.Done():
-			return locking.Result{}, ctx.Err()
+			return driver.Result{}, ctx.Err()
 		}
 	}
 	ch := make(chan reply, 1)
@@ -226,11 +239,11 @@ func (l *link) Do(ctx context.Context, op locking.Op) (locking.Result, error) {
 	select {
 	case r := <-ch:
 		if !l.gate.Wait() {
-			return locking.Result{}, errors.New("process is dead")
+			return driver.Result{}, errors.New("process is dead")
 		}
 		return r.res, r.err
 	case <-ctx.Done():
-		return locking.Result{}, ctx.Err()
+		return driver.Result{}, ctx.Err()
 	}
 }
 

@@ -110,7 +110,7 @@ func (n *Net) isOrdered() bool {
 func shuffle(q []*queued, rng *rand.Rand) {
 	for _, r := range q {
 		if r.key == "" {
-			r.key = fmt.Sprintf("%s|%d|%d|%T %+v", r.from.id.replica, r.from.id.store, r.from.gate.epoch, r.op, r.op)
+			r.key = fmt.Sprintf("%s|%d|%d|%s %+v", r.from.id.replica, r.from.id.store, r.from.gate.epoch, opName(r.op), r.op)
 		}
 	}
 	slices.SortStableFunc(q, func(a, b *queued) int { return cmp.Compare(a.key, b.key) })

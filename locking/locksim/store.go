@@ -1,6 +1,6 @@
 // Package locksim simulates the lock stores of a Redlock deployment in one
 // process: Stores with the exact semantics of the Lua scripts behind
-// locking.Node (the conformance suite in locking/lockingtest runs against
+// driver.Node (the conformance suite in locking/lockingtest runs against
 // them as against real Redis), and a Net that joins replicas to stores
 // through links that can lose, delay or hold requests. Time is the
 // process's clock, so inside a testing/synctest bubble everything runs on
@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/driver"
 	"github.com/slotlock/slotlock/locking/internal/wire"
 )
 
@@ -169,7 +169,7 @@ func ms(d int64) time.Duration { return time.Duration(d) * time.Millisecond }
 // orphan picks, as the script does, one claim of claims other than
 // op.Field whose lease has expired: sorted by field, indexed by the first
 // 24 bits of op.Value's token.
-func (s *Store) orphan(claims map[string]string, op locking.AcquireOp, now time.Time) (string, string) {
+func (s *Store) orphan(claims map[string]string, op driver.AcquireOp, now time.Time) (string, string) {
 	var fields []string
 	for f := range claims {
 		if f == op.Field {
@@ -190,81 +190,81 @@ func (s *Store) orphan(claims map[string]string, op locking.AcquireOp, now time.
 }
 
 // Apply runs op atomically with the semantics documented on its type
-// (locking.Op).
-func (s *Store) Apply(op locking.Op) (locking.Result, error) {
+// (driver.Op).
+func (s *Store) Apply(op driver.Op) (driver.Result, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
 	nowMS := now.UnixMilli()
 	switch op := op.(type) {
-	case locking.AcquireOp:
+	case driver.AcquireOp:
 		return s.acquire(op, now, nowMS), nil
 
-	case locking.ExtendOp:
+	case driver.ExtendOp:
 		return s.extend(op, now, nowMS), nil
 
-	case locking.ReleaseOp:
+	case driver.ReleaseOp:
 		return s.releaseAll(op, now, nowMS), nil
 
-	case locking.PauseOp:
+	case driver.PauseOp:
 		cur, _ := s.getStr(op.Key, now)
 		v, _, _ := strings.Cut(cur, "|")
 		version, _ := strconv.ParseInt(v, 10, 64)
 		if op.N > version {
 			s.setStr(op.Key, op.Value, 0, now)
-			return locking.Result{Status: 1, Value: op.Value}, nil
+			return driver.Result{Status: 1, Value: op.Value}, nil
 		}
-		return locking.Result{Value: cur}, nil
+		return driver.Result{Value: cur}, nil
 
-	case locking.FenceOp:
+	case driver.FenceOp:
 		// Raise the counter to N where it is lower, and answer whether it
 		// did (Status).
 		return s.raise(op.Key, op.N, now), nil
 
-	case locking.MaxSetOp:
+	case driver.MaxSetOp:
 		// Raise the record to N where it is lower; only its value is
 		// answered.
 		res := s.raise(op.Key, op.N, now)
 		res.Status = 0
 		return res, nil
 
-	case locking.GetOp:
+	case driver.GetOp:
 		v, ok := s.getStr(op.Key, now)
 		if !ok {
-			return locking.Result{Nil: true}, nil
+			return driver.Result{Nil: true}, nil
 		}
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
-			return locking.Result{}, errors.New("ERR value is not an integer")
+			return driver.Result{}, errors.New("ERR value is not an integer")
 		}
-		return locking.Result{N: n}, nil
+		return driver.Result{N: n}, nil
 
-	case locking.PingOp:
-		return locking.Result{}, nil
+	case driver.PingOp:
+		return driver.Result{}, nil
 
-	case locking.LogAddOp:
-		return locking.Result{Status: s.logAdd(op, now)}, nil
+	case driver.LogAddOp:
+		return driver.Result{Status: s.logAdd(op, now)}, nil
 
-	case locking.ClaimsOp:
+	case driver.ClaimsOp:
 		e, _ := s.get(op.Claims, now)
 		var fields []string
 		for f := range e.hash {
 			fields = append(fields, f)
 		}
-		return locking.Result{Fields: fields}, nil
+		return driver.Result{Fields: fields}, nil
 
-	case locking.DoneOp:
+	case driver.DoneOp:
 		fields := make([]string, len(op.Keys))
 		for i, k := range op.Keys {
 			if v, ok := s.getStr(k, now); ok && strings.HasPrefix(v, wire.DonePrefix) {
 				fields[i] = v
 			}
 		}
-		return locking.Result{Fields: fields}, nil
+		return driver.Result{Fields: fields}, nil
 
-	case locking.LogOp:
+	case driver.LogOp:
 		e, _ := s.get(op.Key, now)
-		return locking.Result{Log: newestFirst(e.zset, op.Since, int(op.Limit))}, nil
+		return driver.Result{Log: newestFirst(e.zset, op.Since, int(op.Limit))}, nil
 	}
-	return locking.Result{}, errors.New("ERR unknown op")
+	return driver.Result{}, errors.New("ERR unknown op")
 }

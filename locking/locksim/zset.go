@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/driver"
 )
 
 // The sorted sets behind a family's log (Lease.End,
@@ -63,7 +64,7 @@ func newestFirst(z map[string]int64, since int64, limit int) []locking.LogEntry 
 // (unless it is the entry itself), add the entry, then drop what is
 // scored below op.Floor and all but the newest op.Keep (ZREM, ZADD,
 // ZREMRANGEBYSCORE, ZREMRANGEBYRANK). It returns the Status.
-func (s *Store) logAdd(op locking.LogAddOp, now time.Time) int64 {
+func (s *Store) logAdd(op driver.LogAddOp, now time.Time) int64 {
 	if op.RecordN != 0 {
 		seen := s.num(op.Record, now)
 		if seen > op.RecordN {

@@ -6,15 +6,16 @@ import (
 	"strings"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/driver"
 	"github.com/slotlock/slotlock/locking/internal/wire"
 )
 
 // The Redlock acquisition: one round on every node, read by tallyAcquire,
 // then granted (grantWon, claimMet) or undone (acquireLost).
 
-func (r *redlock) Acquire(ctx context.Context, s locking.LeaseSpec) (locking.Granted, error) {
-	if err := locking.CheckKey(s.Key); err != nil {
-		return locking.Granted{}, err
+func (r *redlock) Acquire(ctx context.Context, s driver.Lease) (driver.Grant, error) {
+	if err := driver.CheckKey(s.Key); err != nil {
+		return driver.Grant{}, err
 	}
 	family := s.Key.Family
 	proposal := r.propose(family)
@@ -31,7 +32,7 @@ func (r *redlock) Acquire(ctx context.Context, s locking.LeaseSpec) (locking.Gra
 		op.SentMS, op.FreshMS = r.clock.Now().UnixMilli(), (r.opTimeout + jointFresh).Milliseconds()
 	}
 	op.Tomb = r.tombKey(s)
-	res := make([]locking.Result, len(r.nodes))
+	res := make([]driver.Result, len(r.nodes))
 	errs := make([]error, len(r.nodes))
 	r.round(ctx, all(op), res, errs)
 
@@ -52,7 +53,7 @@ func (r *redlock) Acquire(ctx context.Context, s locking.LeaseSpec) (locking.Gra
 			return g, err
 		}
 	}
-	return locking.Granted{}, r.acquireLost(ctx, s, &t, res, errs)
+	return driver.Grant{}, r.acquireLost(ctx, s, &t, res, errs)
 }
 
 // acquireTally is what the answers to one acquire round say.
@@ -67,12 +68,12 @@ type acquireTally struct {
 	// takeover of it going on), found under its own live lease.
 	tookBy, underBy, ownBy map[string]int
 	started                map[string]bool // a copy met is confirmed started
-	orphan                 locking.Result
+	orphan                 driver.Result
 	seen, top              uint64 // highest counter seen anywhere / raised by a winner
 }
 
 // tallyAcquire reads the answers of an acquire round.
-func tallyAcquire(res []locking.Result, errs []error) acquireTally {
+func tallyAcquire(res []driver.Result, errs []error) acquireTally {
 	// The maps stay nil (no allocation) unless a claim is met.
 	t := acquireTally{pauses: make([]string, 0, len(res)), allPauses: make([]string, 0, len(res))}
 	for i, rep := range res {
@@ -158,21 +159,21 @@ func (t *acquireTally) meet(by *map[string]int, v string, started bool) {
 // (paused, a claim met that forbids it); decided is false, and nothing
 // was undone, when the token could not be settled before ctx ended (the
 // caller then treats the round as failed).
-func (r *redlock) grantWon(ctx context.Context, s locking.LeaseSpec, fence string, t *acquireTally, res []locking.Result, errs []error) (g locking.Granted, decided bool, err error) {
+func (r *redlock) grantWon(ctx context.Context, s driver.Lease, fence string, t *acquireTally, res []driver.Result, errs []error) (g driver.Grant, decided bool, err error) {
 	family := s.Key.Family
 	// The winners are a majority: they hold the newest pause written to
 	// a majority.
-	p := locking.NewestPause(t.pauses)
+	p := driver.NewestPause(t.pauses)
 	if s.Claim && p.ActiveAt(r.clock.Now()) {
 		r.undo(ctx, s, nil, errs)
-		return locking.Granted{}, true, &locking.PausedError{Key: s.Key, Pause: p}
+		return driver.Grant{}, true, &locking.PausedError{Key: s.Key, Pause: p}
 	}
-	g = locking.Granted{Pause: p}
+	g = driver.Grant{Pause: p}
 	if err := r.claimMet(ctx, s, t, errs, &g); err != nil {
-		return locking.Granted{}, true, err
+		return driver.Grant{}, true, err
 	}
 	if t.orphan.Orphan != "" {
-		g.Orphan = locking.ParseAbandoned(locking.Key{Family: family, Name: t.orphan.Orphan}, t.orphan.OrphanValue)
+		g.Orphan = driver.ParseAbandoned(locking.Key{Family: family, Name: t.orphan.Orphan}, t.orphan.OrphanValue)
 	}
 	// Quorum register. Each winner raised its counter to at least one
 	// above what it held. Where a majority of winners raised it to the
@@ -201,15 +202,15 @@ func (r *redlock) grantWon(ctx context.Context, s locking.LeaseSpec, fence strin
 	}
 	if ctx.Err() == nil {
 		r.undo(ctx, s, nil, errs)
-		return locking.Granted{}, true, err
+		return driver.Grant{}, true, err
 	}
-	return locking.Granted{}, false, nil
+	return driver.Grant{}, false, nil
 }
 
 // claimMet decides, for a claim, what the claims this round met mean for
 // g: an abandoned claim taken over, a leftover covered, or a refusal (a
 // *HeldError with Claimed) after undoing the round.
-func (r *redlock) claimMet(ctx context.Context, s locking.LeaseSpec, t *acquireTally, errs []error, g *locking.Granted) error {
+func (r *redlock) claimMet(ctx context.Context, s driver.Lease, t *acquireTally, errs []error, g *driver.Grant) error {
 	took, tookN := t.mostTaken()
 	// A claim that started work was written, with one value, on a
 	// majority. Found on a majority, it is abandoned. Found on fewer
@@ -227,13 +228,13 @@ func (r *redlock) claimMet(ctx context.Context, s locking.LeaseSpec, t *acquireT
 	// whose other copies are on the silent nodes: refused (Claimed).
 	switch {
 	case tookN >= r.quorum || (tookN > 0 && t.started[took] && t.answered == len(r.nodes)):
-		g.Abandoned = locking.ParseAbandoned(s.Key, took)
+		g.Abandoned = driver.ParseAbandoned(s.Key, took)
 		g.Abandoned.Started = t.started[took]
 	case tookN > 0 && t.answered == len(r.nodes):
 		g.Leftover = true
 	case tookN > 0:
 		r.undo(ctx, s, nil, errs)
-		he := locking.ParseHeld(s.Key, took)
+		he := driver.ParseHeld(s.Key, took)
 		he.Claimed = true
 		return he
 	}
@@ -242,7 +243,7 @@ func (r *redlock) claimMet(ctx context.Context, s locking.LeaseSpec, t *acquireT
 
 // acquireLost ends a round that was not won: it leaves nothing behind
 // where it wrote or may have written, and says why.
-func (r *redlock) acquireLost(ctx context.Context, s locking.LeaseSpec, t *acquireTally, res []locking.Result, errs []error) error {
+func (r *redlock) acquireLost(ctx context.Context, s driver.Lease, t *acquireTally, res []driver.Result, errs []error) error {
 	r.learnToken(s.Key.Family, t.seen)
 	// Failed: leave nothing behind where we wrote or may have written.
 	// (A counter raised to our proposal on some nodes stays raised: that
@@ -258,7 +259,7 @@ func (r *redlock) acquireLost(ctx context.Context, s locking.LeaseSpec, t *acqui
 	err := r.acquireFailure(s.Key, res, errs)
 	var held *locking.HeldError
 	done := errors.As(err, &held) && held.Done
-	if p := locking.NewestPause(t.allPauses); s.Claim && t.answered >= r.quorum && !done && p.ActiveAt(r.clock.Now()) {
+	if p := driver.NewestPause(t.allPauses); s.Claim && t.answered >= r.quorum && !done && p.ActiveAt(r.clock.Now()) {
 		// Refused while paused (another replica's attempt held the key
 		// for a moment): say so, as the winner of the race hears it —
 		// with the refusal, for a lease that holds the key since before
@@ -270,7 +271,7 @@ func (r *redlock) acquireLost(ctx context.Context, s locking.LeaseSpec, t *acqui
 
 // agreed returns the counter value that a majority of the round's
 // winners (Status 1 or 2) raised their counters to, if there is one.
-func (r *redlock) agreed(res []locking.Result, errs []error) (uint64, bool) {
+func (r *redlock) agreed(res []driver.Result, errs []error) (uint64, bool) {
 	for i, a := range res {
 		if errs[i] != nil || (a.Status != 1 && a.Status != 2) {
 			continue
@@ -289,7 +290,7 @@ func (r *redlock) agreed(res []locking.Result, errs []error) (uint64, bool) {
 }
 
 // acquireFailure classifies a failed acquisition.
-func (r *redlock) acquireFailure(key locking.Key, res []locking.Result, errs []error) error {
+func (r *redlock) acquireFailure(key locking.Key, res []driver.Result, errs []error) error {
 	counts := map[string]int{}
 	answered := 0
 	var done *locking.HeldError
@@ -303,7 +304,7 @@ func (r *redlock) acquireFailure(key locking.Key, res []locking.Result, errs []e
 		}
 		counts[rep.Value]++
 		if done == nil && strings.HasPrefix(rep.Value, wire.DonePrefix) {
-			done = locking.ParseHeld(key, rep.Value)
+			done = driver.ParseHeld(key, rep.Value)
 		}
 	}
 	if done != nil {
@@ -319,7 +320,7 @@ func (r *redlock) acquireFailure(key locking.Key, res []locking.Result, errs []e
 			top, topN = v, c
 		}
 	}
-	held := locking.ParseHeld(key, top)
+	held := driver.ParseHeld(key, top)
 	if topN >= r.quorum {
 		return held
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/driver"
 	"github.com/slotlock/slotlock/locking/redistest"
 	"github.com/slotlock/slotlock/locking/redlock"
 )
@@ -61,7 +62,7 @@ func TestCommandsPerCall(t *testing.T) {
 		claim.Start()
 		m.call(counted, "start confirmation", 6, func() { require.NoError(t, claim.Extend(ctx)) })
 		m.call(counted, "end: done marker, log entry, job lease, record", 11, func() {
-			require.Equal(t, locking.EndResult{}, claim.End(ctx, end(i, job)))
+			require.Equal(t, driver.Released{}, claim.End(ctx, end(i, job)))
 		})
 		m.call(counted, "claim refused by a done marker", 2, func() {
 			_, err := l.Claim(ctx, slot(i), 10*time.Second, locking.With(run))
@@ -187,7 +188,7 @@ func TestOrphanScanBatches(t *testing.T) {
 func BenchmarkSlotRedisCost(b *testing.B) {
 	c := redistest.Start(b, 3)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	var ls [2]locking.Backend
+	var ls [2]locking.Locker
 	for i := range ls {
 		l, err := redlock.New(redlock.Config{Nodes: c.Addrs(), OpTimeout: 2 * time.Second},
 			locking.Options{Replica: "bench-" + strconv.Itoa(i), Logger: quiet})
@@ -205,7 +206,7 @@ func BenchmarkSlotRedisCost(b *testing.B) {
 		_, err = ls[1].Claim(ctx, key, 10*time.Second, locking.With(run))
 		requireHeld(b, err, false)
 		entry := locking.LogEntry{Score: int64(i), Value: "slot " + strconv.Itoa(i) + " succeeded"}
-		require.Equal(b, locking.EndResult{}, claim.End(ctx, locking.Ending{DoneTTL: time.Minute, Note: "succeeded",
+		require.Equal(b, driver.Released{}, claim.End(ctx, locking.Ending{DoneTTL: time.Minute, Note: "succeeded",
 			Entry: &entry, Keep: 100, Also: claim.Grant().Joined, Record: last, RecordValue: int64(i)}))
 		_, err = ls[1].Claim(ctx, key, 10*time.Second, locking.With(run))
 		requireHeld(b, err, true)

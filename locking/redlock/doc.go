@@ -5,7 +5,7 @@
 //
 // # Using it
 //
-// New returns a locking.Backend over the nodes of a Config; it does not
+// New returns a locking.Locker over the nodes of a Config; it does not
 // connect, so nodes down now are tried again on every operation and New
 // fails only on a configuration error:
 //
@@ -16,7 +16,7 @@
 //
 // Everything else — Claim, Lease, Store — is package locking's; this
 // package only does the store calls of each step. OnNodes runs the same
-// algorithm over any locking.Node (the simulation's stores, or Redis
+// algorithm over any driver.Node (the simulation's stores, or Redis
 // nodes wrapped by a test to delay or lose requests); RedisNodes makes the
 // Redis ones. CheckEviction reads each node's maxmemory-policy (anything
 // but noeviction can lose a lock). RouteRedisLog sends go-redis's own

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/driver"
 	"github.com/slotlock/slotlock/locking/internal/wire"
 )
 
@@ -21,7 +22,7 @@ const maxFenceRounds = 16
 // before this one began left its token on a majority, which this one's
 // majority meets, so tokens increase in that order.
 func (r *redlock) claimToken(ctx context.Context, key locking.Key, fenceKey string, t uint64, acqErrs []error) (uint64, error) {
-	res := make([]locking.Result, len(r.nodes))
+	res := make([]driver.Result, len(r.nodes))
 	errs := make([]error, len(r.nodes))
 	for range maxFenceRounds {
 		if r.hookBeforeFence != nil {
@@ -30,8 +31,8 @@ func (r *redlock) claimToken(ctx context.Context, key locking.Key, fenceKey stri
 		if t > wire.MaxRecord {
 			return 0, errors.New("locking: fencing token out of range (2^53)")
 		}
-		op := locking.FenceOp{Key: fenceKey, N: int64(t)}
-		r.round(ctx, func(i int) (locking.Op, bool) { return op, acqErrs[i] == nil }, res, errs)
+		op := driver.FenceOp{Key: fenceKey, N: int64(t)}
+		r.round(ctx, func(i int) (driver.Op, bool) { return op, acqErrs[i] == nil }, res, errs)
 		if err := ctx.Err(); err != nil {
 			return 0, err
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/driver"
 )
 
 // handledTries is how many nodes Handled asks before it gives up: a hint
@@ -16,8 +17,8 @@ const handledTries = 2
 // does not answer, on the one after it. One node suffices: Handled is a
 // hint (store.go), and a marker written on a majority is on every node
 // but a minority.
-func (r *redlock) Handled(ctx context.Context, keys []locking.Key) ([]bool, error) {
-	op := locking.DoneOp{Keys: make([]string, len(keys))}
+func (r *store) Handled(ctx context.Context, keys []locking.Key) ([]bool, error) {
+	op := driver.DoneOp{Keys: make([]string, len(keys))}
 	for i, k := range keys {
 		op.Keys[i] = r.key(k)
 	}
@@ -46,7 +47,7 @@ func (r *redlock) Handled(ctx context.Context, keys []locking.Key) ([]bool, erro
 
 // readOrder is up to n nodes to read from, in order: round the nodes from
 // the next in turn, those not known to be down first.
-func (r *redlock) readOrder(n int) []int {
+func (r *store) readOrder(n int) []int {
 	start := int(r.nextRead.Add(1))
 	var up, down []int
 	for k := range r.nodes {

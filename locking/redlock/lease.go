@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/driver"
 	"github.com/slotlock/slotlock/locking/internal/wire"
 )
 
@@ -12,7 +13,7 @@ func msec(d time.Duration) int64 { return max(d.Milliseconds(), 1) }
 
 // claimKeys are the claims hash, the lives hash and the field of s, a
 // claim; "" for a plain lease.
-func (r *redlock) claimKeys(s locking.LeaseSpec) (claims, lives, field string) {
+func (r *redlock) claimKeys(s driver.Lease) (claims, lives, field string) {
 	if !s.Claim {
 		return "", "", ""
 	}
@@ -20,8 +21,8 @@ func (r *redlock) claimKeys(s locking.LeaseSpec) (claims, lives, field string) {
 }
 
 // acquireOp is the AcquireOp of s, its lease keys filled in.
-func (r *redlock) acquireOp(s locking.LeaseSpec) locking.AcquireOp {
-	op := locking.AcquireOp{Key: r.key(s.Key), Value: s.Value, TTL: msec(s.TTL)}
+func (r *redlock) acquireOp(s driver.Lease) driver.AcquireOp {
+	op := driver.AcquireOp{Key: r.key(s.Key), Value: s.Value, TTL: msec(s.TTL)}
 	op.Claims, op.Lives, op.Field = r.claimKeys(s)
 	if s.Claim {
 		op.Pause = r.pauseKey(s.Key.Family)
@@ -30,15 +31,15 @@ func (r *redlock) acquireOp(s locking.LeaseSpec) locking.AcquireOp {
 }
 
 // extendOp is the ExtendOp of s.
-func (r *redlock) extendOp(s locking.LeaseSpec) locking.ExtendOp {
-	op := locking.ExtendOp{Key: r.key(s.Key), Value: s.Value, TTL: msec(s.TTL)}
+func (r *redlock) extendOp(s driver.Lease) driver.ExtendOp {
+	op := driver.ExtendOp{Key: r.key(s.Key), Value: s.Value, TTL: msec(s.TTL)}
 	op.Claims, op.Lives, op.Field = r.claimKeys(s)
 	return op
 }
 
 // releaseOp is the ReleaseOp of s, its lease keys filled in.
-func (r *redlock) releaseOp(s locking.LeaseSpec) locking.ReleaseOp {
-	op := locking.ReleaseOp{Key: r.key(s.Key), Value: s.Value}
+func (r *redlock) releaseOp(s driver.Lease) driver.ReleaseOp {
+	op := driver.ReleaseOp{Key: r.key(s.Key), Value: s.Value}
 	op.Claims, op.Lives, op.Field = r.claimKeys(s)
 	if s.Claim {
 		op.Log = r.key(locking.Key{Family: s.Key.Family, Name: wire.LogName})
@@ -48,20 +49,20 @@ func (r *redlock) releaseOp(s locking.LeaseSpec) locking.ReleaseOp {
 
 // compareAct runs a compare-and-act op on every node and classifies the
 // answers (verdict).
-func (r *redlock) compareAct(ctx context.Context, name string, key locking.Key, op locking.Op) error {
-	res := make([]locking.Result, len(r.nodes))
+func (r *redlock) compareAct(ctx context.Context, name string, key locking.Key, op driver.Op) error {
+	res := make([]driver.Result, len(r.nodes))
 	errs := make([]error, len(r.nodes))
 	r.round(ctx, all(op), res, errs)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return r.verdict(name, key, res, errs, func(rep locking.Result) bool { return rep.Status == 1 })
+	return r.verdict(name, key, res, errs, func(rep driver.Result) bool { return rep.Status == 1 })
 }
 
 // verdict classifies a compare-and-act round: nil on a majority of nodes
 // where ours holds, ErrLockLost when so many nodes answered otherwise
 // that such a majority is impossible, else a *QuorumError.
-func (r *redlock) verdict(name string, key locking.Key, res []locking.Result, errs []error, ours func(locking.Result) bool) error {
+func (r *redlock) verdict(name string, key locking.Key, res []driver.Result, errs []error, ours func(driver.Result) bool) error {
 	ok, notOurs := 0, 0
 	for i, rep := range res {
 		switch {
@@ -81,13 +82,13 @@ func (r *redlock) verdict(name string, key locking.Key, res []locking.Result, er
 	return &locking.QuorumError{Op: name, Key: key, Need: r.quorum, Got: ok, Err: r.nodeErrs(errs)}
 }
 
-func (r *redlock) Extend(ctx context.Context, s locking.LeaseSpec, start bool) error {
+func (r *redlock) Extend(ctx context.Context, s driver.Lease, start bool) error {
 	op := r.extendOp(s)
 	op.Start = start && s.Claim
 	return r.compareAct(ctx, "extend", s.Key, op)
 }
 
-func (r *redlock) Release(ctx context.Context, s locking.LeaseSpec, e locking.EndSpec) locking.Released {
+func (r *redlock) Release(ctx context.Context, s driver.Lease, e driver.End) driver.Released {
 	op := r.releaseOp(s)
 	if e.DoneTTL > 0 {
 		op.Done, op.DoneTTL = e.Done, msec(e.DoneTTL)
@@ -95,26 +96,26 @@ func (r *redlock) Release(ctx context.Context, s locking.LeaseSpec, e locking.En
 	if s.Claim && e.Entry != nil {
 		op.Entry, op.N, op.Keep, op.Taken = e.Entry.Value, e.Entry.Score, int64(e.Keep), e.Taken
 	}
-	if !s.Claim || (e.Also == nil && e.RecordN == 0) {
-		return locking.Released{Err: r.compareAct(ctx, "release", s.Key, op)}
+	if !s.Claim || (e.Also == nil && e.RecordValue == 0) {
+		return driver.Released{Err: r.compareAct(ctx, "release", s.Key, op)}
 	}
 	if e.Also != nil {
 		op.Also, op.AlsoValue = r.key(e.Also.Key), e.Also.Value
 	}
-	if e.RecordN != 0 {
-		op.Record, op.RecordN = r.key(e.Record), e.RecordN
+	if e.RecordValue != 0 {
+		op.Record, op.RecordN = r.key(e.Record), e.RecordValue
 	}
-	res := make([]locking.Result, len(r.nodes))
+	res := make([]driver.Result, len(r.nodes))
 	errs := make([]error, len(r.nodes))
 	r.round(ctx, all(op), res, errs)
 	if err := ctx.Err(); err != nil {
-		return locking.Released{Err: err, Also: err, Record: err}
+		return driver.Released{Err: err, Also: err, Record: err}
 	}
-	out := locking.Released{Err: r.verdict("release", s.Key, res, errs, func(rep locking.Result) bool { return rep.Status == 1 })}
+	out := driver.Released{Err: r.verdict("release", s.Key, res, errs, func(rep driver.Result) bool { return rep.Status == 1 })}
 	if e.Also != nil {
-		out.Also = r.verdict("release", e.Also.Key, res, errs, func(rep locking.Result) bool { return rep.AlsoStatus == 1 })
+		out.Also = r.verdict("release", e.Also.Key, res, errs, func(rep driver.Result) bool { return rep.AlsoStatus == 1 })
 	}
-	if e.RecordN != 0 {
+	if e.RecordValue != 0 {
 		// Max-assign is done wherever the script ran.
 		if got := r.answered(errs); got < r.quorum {
 			out.Record = &locking.QuorumError{Op: "record", Key: e.Record, Need: r.quorum, Got: got, Err: r.nodeErrs(errs)}

@@ -4,16 +4,17 @@ import (
 	"context"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/driver"
 	"github.com/slotlock/slotlock/locking/internal/wire"
 )
 
 // ReadLog reads the family's log on every node and merges what a majority
 // answered: an entry written with a done marker that reached a majority is
 // on at least one of them.
-func (r *redlock) ReadLog(ctx context.Context, family string, since int64, limit int) ([]locking.LogEntry, error) {
-	res := make([]locking.Result, len(r.nodes))
+func (r *store) ReadLog(ctx context.Context, family string, since int64, limit int) ([]locking.LogEntry, error) {
+	res := make([]driver.Result, len(r.nodes))
 	errs := make([]error, len(r.nodes))
-	op := locking.LogOp{Key: r.key(locking.Key{Family: family, Name: wire.LogName}), Since: since, Limit: int64(limit)}
+	op := driver.LogOp{Key: r.key(locking.Key{Family: family, Name: wire.LogName}), Since: since, Limit: int64(limit)}
 	r.round(ctx, all(op), res, errs)
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -27,14 +28,14 @@ func (r *redlock) ReadLog(ctx context.Context, family string, since int64, limit
 			logs = append(logs, rep.Log)
 		}
 	}
-	return locking.MergeLogs(logs, limit), nil
+	return driver.MergeLogs(logs, limit), nil
 }
 
 // AppendLog adds a.Entry to the family's log on a majority.
-func (r *redlock) AppendLog(ctx context.Context, family string, a locking.LogAppend) error {
-	res := make([]locking.Result, len(r.nodes))
+func (r *store) AppendLog(ctx context.Context, family string, a locking.LogAppend) error {
+	res := make([]driver.Result, len(r.nodes))
 	errs := make([]error, len(r.nodes))
-	op := locking.LogAddOp{Key: r.key(locking.Key{Family: family, Name: wire.LogName}), Entry: a.Entry.Value, N: a.Entry.Score,
+	op := driver.LogAddOp{Key: r.key(locking.Key{Family: family, Name: wire.LogName}), Entry: a.Entry.Value, N: a.Entry.Score,
 		Value: a.Replace, Keep: int64(a.Keep), Floor: a.Floor, IfAbsent: a.IfAbsent}
 	if a.Token != 0 {
 		op.Record, op.RecordN = r.key(locking.Key{Family: family, Name: a.Fence}), int64(a.Token)
@@ -82,10 +83,10 @@ func appendVerdict(made, fenced, quorum int) error {
 
 // ReadClaims lists the family's open claims on every node and returns the
 // union of what a majority answered.
-func (r *redlock) ReadClaims(ctx context.Context, family string) ([]locking.Key, error) {
-	res := make([]locking.Result, len(r.nodes))
+func (r *store) ReadClaims(ctx context.Context, family string) ([]locking.Key, error) {
+	res := make([]driver.Result, len(r.nodes))
 	errs := make([]error, len(r.nodes))
-	op := locking.ClaimsOp{Claims: r.key(locking.Key{Family: family, Name: wire.ClaimsName})}
+	op := driver.ClaimsOp{Claims: r.key(locking.Key{Family: family, Name: wire.ClaimsName})}
 	r.round(ctx, all(op), res, errs)
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -99,5 +100,5 @@ func (r *redlock) ReadClaims(ctx context.Context, family string) ([]locking.Key,
 			names = append(names, rep.Fields...)
 		}
 	}
-	return locking.ClaimKeys(family, names), nil
+	return driver.ClaimKeys(family, names), nil
 }

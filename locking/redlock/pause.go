@@ -6,20 +6,21 @@ import (
 	"strings"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/driver"
 	"github.com/slotlock/slotlock/locking/internal/wire"
 )
 
-func (r *redlock) pauseKey(family string) string {
+func (r *store) pauseKey(family string) string {
 	return r.key(locking.Key{Family: family, Name: wire.PauseName})
 }
 
 // ReadPause reads the family's register on every node; it needs a
 // majority and returns the newest value: a write that reached a majority
 // is seen.
-func (r *redlock) ReadPause(ctx context.Context, family string) (locking.Pause, error) {
-	res := make([]locking.Result, len(r.nodes))
+func (r *store) ReadPause(ctx context.Context, family string) (locking.Pause, error) {
+	res := make([]driver.Result, len(r.nodes))
 	errs := make([]error, len(r.nodes))
-	r.round(ctx, all(locking.PauseOp{Key: r.pauseKey(family)}), res, errs)
+	r.round(ctx, all(driver.PauseOp{Key: r.pauseKey(family)}), res, errs)
 	if err := ctx.Err(); err != nil {
 		return locking.Pause{}, err
 	}
@@ -33,7 +34,7 @@ func (r *redlock) ReadPause(ctx context.Context, family string) (locking.Pause, 
 		return locking.Pause{}, &locking.QuorumError{Op: "pause", Need: r.quorum, Got: len(vals), Err: r.nodeErrs(errs)}
 	}
 	r.repairPause(family, func(i int) (string, bool) { return res[i].Value, errs[i] == nil })
-	return locking.NewestPause(vals), nil
+	return driver.NewestPause(vals), nil
 }
 
 // repairPause writes the newest register value any node answered with
@@ -46,7 +47,7 @@ func (r *redlock) ReadPause(ctx context.Context, family string) (locking.Pause, 
 // register is the same on every node: the failed command may still take
 // effect (it says so), never on some slots only. A node that misses the
 // repair is repaired by the next reader; versions only rise.
-func (r *redlock) repairPause(family string, value func(i int) (string, bool)) {
+func (r *store) repairPause(family string, value func(i int) (string, bool)) {
 	newest, version := "", int64(0)
 	for i := range r.nodes {
 		if v, ok := value(i); ok {
@@ -68,15 +69,15 @@ func (r *redlock) repairPause(family string, value func(i int) (string, bool)) {
 	if !anyStale {
 		return
 	}
-	op := locking.PauseOp{Key: r.pauseKey(family), Value: newest, N: version}
+	op := driver.PauseOp{Key: r.pauseKey(family), Value: newest, N: version}
 	r.bg.Add(1)
 	go func() {
 		defer r.bg.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*r.opTimeout)
 		defer cancel()
-		res := make([]locking.Result, len(r.nodes))
+		res := make([]driver.Result, len(r.nodes))
 		errs := make([]error, len(r.nodes))
-		r.round(ctx, func(i int) (locking.Op, bool) { return op, stale[i] }, res, errs)
+		r.round(ctx, func(i int) (driver.Op, bool) { return op, stale[i] }, res, errs)
 	}()
 }
 
@@ -89,14 +90,14 @@ func pauseVersion(v string) int64 {
 
 // SetPause writes p, with a version above the newest one read, to a
 // majority.
-func (r *redlock) SetPause(ctx context.Context, family string, p locking.Pause) (locking.Pause, error) {
+func (r *store) SetPause(ctx context.Context, family string, p locking.Pause) (locking.Pause, error) {
 	cur, err := r.ReadPause(ctx, family)
 	if err != nil {
 		return locking.Pause{}, err
 	}
 	p.Version = max(cur.Version+1, r.clock.Now().UnixMilli())
-	op := locking.PauseOp{Key: r.pauseKey(family), Value: locking.FormatPause(p), N: p.Version}
-	res := make([]locking.Result, len(r.nodes))
+	op := driver.PauseOp{Key: r.pauseKey(family), Value: driver.FormatPause(p), N: p.Version}
+	res := make([]driver.Result, len(r.nodes))
 	errs := make([]error, len(r.nodes))
 	r.round(ctx, all(op), res, errs)
 	if err := ctx.Err(); err != nil {
@@ -113,5 +114,5 @@ func (r *redlock) SetPause(ctx context.Context, family string, p locking.Pause) 
 	if held < r.quorum {
 		return locking.Pause{}, &locking.QuorumError{Op: "pause", Need: r.quorum, Got: held, Err: r.nodeErrs(errs)}
 	}
-	return locking.NewestPause(vals), nil
+	return driver.NewestPause(vals), nil
 }

@@ -4,20 +4,21 @@ import (
 	"context"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/driver"
 )
 
-func (r *redlock) AdvanceRecord(ctx context.Context, key locking.Key, v int64) error {
-	if err := locking.CheckRecord(key, v); err != nil {
+func (r *store) AdvanceRecord(ctx context.Context, key locking.Key, v int64) error {
+	if err := driver.CheckRecord(key, v); err != nil {
 		return err
 	}
 	return r.maxSet(ctx, key, v)
 }
 
 // maxSet raises the record key to at least v on a majority of all nodes.
-func (r *redlock) maxSet(ctx context.Context, key locking.Key, v int64) error {
-	res := make([]locking.Result, len(r.nodes))
+func (r *store) maxSet(ctx context.Context, key locking.Key, v int64) error {
+	res := make([]driver.Result, len(r.nodes))
 	errs := make([]error, len(r.nodes))
-	r.round(ctx, all(locking.MaxSetOp{Key: r.key(key), N: v}), res, errs)
+	r.round(ctx, all(driver.MaxSetOp{Key: r.key(key), N: v}), res, errs)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -27,23 +28,13 @@ func (r *redlock) maxSet(ctx context.Context, key locking.Key, v int64) error {
 	return nil
 }
 
-func (r *redlock) answered(errs []error) int {
-	n := 0
-	for _, err := range errs {
-		if err == nil {
-			n++
-		}
-	}
-	return n
-}
-
-func (r *redlock) ReadRecord(ctx context.Context, key locking.Key) (int64, error) {
-	if err := locking.CheckKey(key); err != nil {
+func (r *store) ReadRecord(ctx context.Context, key locking.Key) (int64, error) {
+	if err := driver.CheckKey(key); err != nil {
 		return 0, err
 	}
-	res := make([]locking.Result, len(r.nodes))
+	res := make([]driver.Result, len(r.nodes))
 	errs := make([]error, len(r.nodes))
-	r.round(ctx, all(locking.GetOp{Key: r.key(key)}), res, errs)
+	r.round(ctx, all(driver.GetOp{Key: r.key(key)}), res, errs)
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -75,10 +66,10 @@ func (r *redlock) ReadRecord(ctx context.Context, key locking.Key) (int64, error
 	return max(best, 0), nil
 }
 
-func (r *redlock) Ping(ctx context.Context) ([]locking.NodeStatus, error) {
-	res := make([]locking.Result, len(r.nodes))
+func (r *store) Ping(ctx context.Context) ([]locking.NodeStatus, error) {
+	res := make([]driver.Result, len(r.nodes))
 	errs := make([]error, len(r.nodes))
-	r.round(ctx, all(locking.PingOp{}), res, errs)
+	r.round(ctx, all(driver.PingOp{}), res, errs)
 	st := make([]locking.NodeStatus, len(r.nodes))
 	for i, n := range r.nodes {
 		st[i] = locking.NodeStatus{Addr: n.Addr(), Up: errs[i] == nil, Err: errs[i]}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/driver"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -82,32 +83,32 @@ var epoch = time.Now()
 func monoNow() int64 { return int64(time.Since(epoch)) }
 
 // newCall is a call of op under ctx and, when set, until.
-func (b *batcher) newCall(ctx context.Context, until time.Time, op locking.Op) *nodeCall {
+func (b *batcher) newCall(ctx context.Context, until time.Time, op driver.Op) *nodeCall {
 	c := callPool.Get().(*nodeCall)
 	c.ctx, c.until, c.op, c.b = ctx, until, op, b
 	return c
 }
 
 // call is a call of op under ctx and until, for sendOwn.
-func (n *redisNode) call(ctx context.Context, until time.Time, op locking.Op) *nodeCall {
+func (n *redisNode) call(ctx context.Context, until time.Time, op driver.Op) *nodeCall {
 	return n.batch.newCall(ctx, until, op)
 }
 
 // start queues op, under ctx and until, and returns its call; the sender
 // goroutine starts with the first call, so an unused node costs nothing.
-func (n *redisNode) start(ctx context.Context, until time.Time, op locking.Op) *nodeCall {
+func (n *redisNode) start(ctx context.Context, until time.Time, op driver.Op) *nodeCall {
 	b := &n.batch
 	c := b.newCall(ctx, until, op)
 	b.mu.Lock()
 	switch {
 	case b.closed:
 		b.mu.Unlock()
-		c.finish(locking.Result{}, redis.ErrClosed)
+		c.finish(driver.Result{}, redis.ErrClosed)
 		return c
-	case len(b.queue) >= queueDepth && op.Kind() != locking.OpRelease:
+	case len(b.queue) >= queueDepth && op.Kind() != driver.OpRelease:
 		b.mu.Unlock()
 		c.state.Store(callDropped)
-		c.finish(locking.Result{}, locking.ErrBusy)
+		c.finish(driver.Result{}, locking.ErrBusy)
 		return c
 	}
 	if !b.started {
@@ -211,7 +212,7 @@ func (n *redisNode) drain() {
 	b.mu.Unlock()
 	for _, c := range q {
 		if c.state.CompareAndSwap(callQueued, callDropped) {
-			c.finish(locking.Result{}, redis.ErrClosed)
+			c.finish(driver.Result{}, redis.ErrClosed)
 		}
 	}
 }
@@ -230,13 +231,13 @@ func (n *redisNode) exec(batch []*nodeCall) {
 	now := time.Now()
 	live := batch[:0]
 	for _, c := range batch {
-		if c.op.Kind() != locking.OpRelease && !c.inTime(now, need) {
+		if c.op.Kind() != driver.OpRelease && !c.inTime(now, need) {
 			if c.state.CompareAndSwap(callQueued, callDropped) {
 				over := c.over(now)
 				if over == nil {
 					over = context.DeadlineExceeded // too close to it
 				}
-				c.finish(locking.Result{}, b.notSent(over))
+				c.finish(driver.Result{}, b.notSent(over))
 			}
 			continue
 		}

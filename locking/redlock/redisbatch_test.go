@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/driver"
 
 	"github.com/stretchr/testify/require"
 
@@ -19,11 +20,11 @@ import (
 
 // loggedRedlock is a Redlock over addrs whose log goes to the returned
 // buffer.
-func loggedRedlock(t *testing.T, addrs []string) (locking.Backend, *syncBuf) {
+func loggedRedlock(t *testing.T, addrs []string) (locking.Locker, *syncBuf) {
 	t.Helper()
 	var buf syncBuf
 	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	l, err := newBackend(Config{Nodes: addrs, OpTimeout: testOpTimeout, KeyPrefix: "t"}, locking.Options{Replica: "me", Logger: logger})
+	l, err := newLocker(Config{Nodes: addrs, OpTimeout: testOpTimeout, KeyPrefix: "t"}, locking.Options{Replica: "me", Logger: logger})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
 	return l, &buf
@@ -35,7 +36,7 @@ func loggedRedlock(t *testing.T, addrs []string) (locking.Backend, *syncBuf) {
 func holdSender(t *testing.T, n *redisNode) func() {
 	t.Helper()
 	require.Eventually(t, n.claim, time.Second, time.Millisecond, "node idle")
-	return func() { n.sendOwn(n.call(context.Background(), time.Time{}, locking.PingOp{})) }
+	return func() { n.sendOwn(n.call(context.Background(), time.Time{}, driver.PingOp{})) }
 }
 
 // Calls that wait in the replica's own queue past their round's deadline
@@ -103,7 +104,7 @@ func TestQueueFloodIsBusy(t *testing.T) {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Millisecond)
 			defer cancel()
-			_, err := n.Do(ctx, locking.FenceOp{Key: "flood:{f}:fence", N: 1})
+			_, err := n.Do(ctx, driver.FenceOp{Key: "flood:{f}:fence", N: 1})
 			switch {
 			case err == nil:
 				ok.Add(1)
@@ -158,12 +159,12 @@ func TestDeadlineAwareSending(t *testing.T) {
 	short, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := n.Do(short, locking.FenceOp{Key: "aware:{a}:fence", N: 7})
+	_, err := n.Do(short, driver.FenceOp{Key: "aware:{a}:fence", N: 7})
 	require.ErrorIs(t, err, locking.ErrBusy)
 	require.Less(t, time.Since(start), 20*time.Millisecond, "answered at once, not at the deadline")
 	require.Zero(t, c.Node(0).Client().Exists(context.Background(), "aware:{a}:fence").Val(), "not sent")
 
-	res, err := n.Do(tctx(t, time.Second), locking.FenceOp{Key: "aware:{a}:fence", N: 7})
+	res, err := n.Do(tctx(t, time.Second), driver.FenceOp{Key: "aware:{a}:fence", N: 7})
 	require.NoError(t, err)
 	require.EqualValues(t, 7, res.N)
 }

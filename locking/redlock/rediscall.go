@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/driver"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -23,9 +23,9 @@ const (
 type nodeCall struct {
 	ctx   context.Context
 	until time.Time // the round's deadline (zero: ctx's own alone)
-	op    locking.Op
+	op    driver.Op
 	b     *batcher
-	res   locking.Result
+	res   driver.Result
 	err   error
 	state atomic.Uint32
 	done  chan struct{}
@@ -34,7 +34,7 @@ type nodeCall struct {
 
 // finish answers the call; whoever finishes it touches it no more (its
 // waiter may recycle it at once).
-func (c *nodeCall) finish(res locking.Result, err error) {
+func (c *nodeCall) finish(res driver.Result, err error) {
 	c.res, c.err = res, err
 	c.done <- struct{}{} // capacity 1, one answer per call
 }
@@ -48,7 +48,7 @@ var callPool = sync.Pool{New: func() any { return &nodeCall{done: make(chan stru
 // (ctx ends, or expire fires at the round's deadline): ErrBusy if the
 // call was never written (and now never will be), else an
 // *unansweredError.
-func (c *nodeCall) wait(expire <-chan time.Time) (locking.Result, error) {
+func (c *nodeCall) wait(expire <-chan time.Time) (driver.Result, error) {
 	select {
 	case <-c.done:
 		res, err := c.res, c.err
@@ -62,18 +62,18 @@ func (c *nodeCall) wait(expire <-chan time.Time) (locking.Result, error) {
 	if over == nil {
 		over = context.DeadlineExceeded // expire fired
 	}
-	if c.op.Kind() != locking.OpRelease {
+	if c.op.Kind() != driver.OpRelease {
 		c.state.CompareAndSwap(callQueued, callDropped)
 	}
 	if c.state.Load() == callDropped {
-		return locking.Result{}, c.b.notSent(over)
+		return driver.Result{}, c.b.notSent(over)
 	}
 	select {
 	case <-c.done:
 		return c.res, c.err
 	default:
 	}
-	return locking.Result{}, &unansweredError{err: over}
+	return driver.Result{}, &unansweredError{err: over}
 }
 
 // over is why the call's caller no longer waits at now (its context's

@@ -8,10 +8,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/driver"
 
 	"github.com/redis/go-redis/v9"
 )
+
+// A Redis node is a driver.Node, as the simulated stores are.
+var _ driver.Node = (*redisNode)(nil)
 
 // redisNode is one configured Redis. It starts as a plain client and
 // switches, once and for good, to a cluster client when the node answers
@@ -117,7 +120,7 @@ func (n *redisNode) switchToCluster() {
 // Do runs op as its script (EVALSHA, falling back to EVAL when the node
 // lost its script cache) or command, following a cluster redirection once.
 // It is sent in the node's next pipeline (redisbatch.go).
-func (n *redisNode) Do(ctx context.Context, op locking.Op) (locking.Result, error) {
+func (n *redisNode) Do(ctx context.Context, op driver.Op) (driver.Result, error) {
 	if isRead(op) {
 		return n.read(ctx, op)
 	}

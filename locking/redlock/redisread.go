@@ -5,7 +5,7 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/driver"
 	"github.com/slotlock/slotlock/locking/internal/wire"
 
 	"github.com/redis/go-redis/v9"
@@ -40,7 +40,7 @@ func isReadError(err error) bool {
 const readerPool = 2
 
 // isRead reports whether op is a pure read served by the reader.
-func isRead(op locking.Op) bool { return op.Kind() == locking.OpLog || op.Kind() == locking.OpDone }
+func isRead(op driver.Op) bool { return op.Kind() == driver.OpLog || op.Kind() == driver.OpDone }
 
 // newReader builds the node's reader client from the lock client's
 // options.
@@ -52,14 +52,14 @@ func newReader(uopt *redis.UniversalOptions) redis.UniversalClient {
 
 // read runs op on the reader connection, one read at a time per node,
 // with the same script and cluster handling as the pipeline.
-func (n *redisNode) read(ctx context.Context, op locking.Op) (locking.Result, error) {
-	if d, ok := op.(locking.DoneOp); ok {
+func (n *redisNode) read(ctx context.Context, op driver.Op) (driver.Result, error) {
+	if d, ok := op.(driver.DoneOp); ok {
 		return n.readDone(ctx, d)
 	}
 	select {
 	case n.reading <- struct{}{}:
 	case <-ctx.Done():
-		return locking.Result{}, &readError{ctx.Err()}
+		return driver.Result{}, &readError{ctx.Err()}
 	}
 	defer func() { <-n.reading }()
 	run := func(eval bool) (any, error) {
@@ -90,7 +90,7 @@ func (n *redisNode) read(ctx context.Context, op locking.Op) (locking.Result, er
 // second after their slots (the scheduler's candidates), a read that
 // waited behind a page would come too late to be of use. The reader's
 // pool has a connection for it beside the page's.
-func (n *redisNode) readDone(ctx context.Context, op locking.DoneOp) (locking.Result, error) {
+func (n *redisNode) readDone(ctx context.Context, op driver.DoneOp) (driver.Result, error) {
 	var vals []string
 	var err error
 	if !n.cluster.Load() {
@@ -103,9 +103,9 @@ func (n *redisNode) readDone(ctx context.Context, op locking.DoneOp) (locking.Re
 		vals, err = n.getsDone(ctx, op.Keys)
 	}
 	if err != nil {
-		return locking.Result{}, &readError{err}
+		return driver.Result{}, &readError{err}
 	}
-	res := locking.Result{Fields: make([]string, len(vals))}
+	res := driver.Result{Fields: make([]string, len(vals))}
 	for i, v := range vals {
 		if strings.HasPrefix(v, wire.DonePrefix) {
 			res.Fields[i] = v

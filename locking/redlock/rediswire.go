@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/driver"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -47,19 +48,19 @@ var (
 // eval is set) or command, and returns the command, to read after Exec.
 // A script's arguments are built in one list (no key slice, variadic
 // copy or reply closure per call).
-func queueOp(ctx context.Context, p redis.Pipeliner, op locking.Op, eval bool) redis.Cmder {
+func queueOp(ctx context.Context, p redis.Pipeliner, op driver.Op, eval bool) redis.Cmder {
 	var a []any
 	switch op := op.(type) {
-	case locking.AcquireOp:
+	case driver.AcquireOp:
 		a = acquireArgs(op, eval)
-	case locking.ExtendOp:
+	case driver.ExtendOp:
 		a = extendArgs(op, eval)
-	case locking.ReleaseOp:
+	case driver.ReleaseOp:
 		a = releaseArgs(op, eval)
-	case locking.LogOp:
+	case driver.LogOp:
 		a = append(scriptArgs(logScript, eval, 3), op.Key, op.Since, op.Limit)
 		a[2] = 1
-	case locking.LogAddOp:
+	case driver.LogAddOp:
 		fence, absent := op.Key, 0 // unused: stands in, with the call's hash tag
 		if op.RecordN != 0 {
 			fence = op.Record
@@ -69,20 +70,20 @@ func queueOp(ctx context.Context, p redis.Pipeliner, op locking.Op, eval bool) r
 		}
 		a = append(scriptArgs(logAddScript, eval, 9), op.Key, fence, op.Entry, op.N, op.Value, op.Keep, op.Floor, op.RecordN, absent)
 		a[2] = 2
-	case locking.ClaimsOp:
+	case driver.ClaimsOp:
 		return p.HKeys(ctx, op.Claims)
-	case locking.PauseOp:
+	case driver.PauseOp:
 		a = append(scriptArgs(pauseScript, eval, 3), op.Key, op.Value, op.N)
 		a[2] = 1
-	case locking.FenceOp:
+	case driver.FenceOp:
 		a = append(scriptArgs(fenceScript, eval, 2), op.Key, op.N)
 		a[2] = 1
-	case locking.MaxSetOp:
+	case driver.MaxSetOp:
 		a = append(scriptArgs(maxsetScript, eval, 2), op.Key, op.N)
 		a[2] = 1
-	case locking.GetOp:
+	case driver.GetOp:
 		return p.Get(ctx, op.Key)
-	case locking.PingOp:
+	case driver.PingOp:
 		return p.Ping(ctx)
 	default:
 		cmd := redis.NewCmd(ctx)
@@ -97,7 +98,7 @@ func queueOp(ctx context.Context, p redis.Pipeliner, op locking.Op, eval bool) r
 // acquireArgs, extendArgs and releaseArgs are the EVALSHA (EVAL when
 // eval) arguments of the lease scripts' calls: keys, their count at
 // a[2], then the arguments.
-func acquireArgs(op locking.AcquireOp, eval bool) []any {
+func acquireArgs(op driver.AcquireOp, eval bool) []any {
 	a := scriptArgs(acquireScript, eval, 14)
 	a = append(a, op.Key, op.Fence)
 	if op.Field != "" {
@@ -112,7 +113,7 @@ func acquireArgs(op locking.AcquireOp, eval bool) []any {
 	return append(a, op.Value, op.TTL, op.N, op.Field, op.AlsoValue, op.SentMS, op.FreshMS)
 }
 
-func extendArgs(op locking.ExtendOp, eval bool) []any {
+func extendArgs(op driver.ExtendOp, eval bool) []any {
 	a := scriptArgs(extendScript, eval, 7)
 	a = append(a, op.Key)
 	start := "0"
@@ -126,7 +127,7 @@ func extendArgs(op locking.ExtendOp, eval bool) []any {
 	return append(a, op.Value, op.TTL, op.Field, start)
 }
 
-func releaseArgs(op locking.ReleaseOp, eval bool) []any {
+func releaseArgs(op driver.ReleaseOp, eval bool) []any {
 	a := scriptArgs(releaseScript, eval, 18)
 	a = append(a, op.Key)
 	if op.Field != "" {
@@ -188,66 +189,66 @@ func cmdReply(cmd redis.Cmder) (any, error) {
 }
 
 // reply turns a command's reply into op's Result.
-func reply(op locking.Op, v any, err error) (locking.Result, error) {
-	if op.Kind() == locking.OpGet && errors.Is(err, redis.Nil) {
-		return locking.Result{Nil: true}, nil
+func reply(op driver.Op, v any, err error) (driver.Result, error) {
+	if op.Kind() == driver.OpGet && errors.Is(err, redis.Nil) {
+		return driver.Result{Nil: true}, nil
 	}
 	if err != nil {
-		return locking.Result{}, err
+		return driver.Result{}, err
 	}
 	return parseReply(op, v)
 }
 
 // parseReply turns a script's or command's reply into a Result.
-func parseReply(op locking.Op, v any) (locking.Result, error) {
+func parseReply(op driver.Op, v any) (driver.Result, error) {
 	switch op.Kind() {
-	case locking.OpAcquire, locking.OpFence, locking.OpPause:
+	case driver.OpAcquire, driver.OpFence, driver.OpPause:
 		arr, ok := v.([]any)
 		if !ok || len(arr) < 2 {
-			return locking.Result{}, fmt.Errorf("unexpected reply %T", v)
+			return driver.Result{}, fmt.Errorf("unexpected reply %T", v)
 		}
 		return parseArrayReply(op.Kind(), arr), nil
-	case locking.OpClaims:
+	case driver.OpClaims:
 		fields, ok := v.([]string)
 		if !ok {
-			return locking.Result{}, fmt.Errorf("unexpected reply %T", v)
+			return driver.Result{}, fmt.Errorf("unexpected reply %T", v)
 		}
-		return locking.Result{Fields: fields}, nil
-	case locking.OpExtend, locking.OpRelease, locking.OpMaxSet, locking.OpLogAdd:
+		return driver.Result{Fields: fields}, nil
+	case driver.OpExtend, driver.OpRelease, driver.OpMaxSet, driver.OpLogAdd:
 		n, ok := v.(int64)
 		if !ok {
-			return locking.Result{}, fmt.Errorf("unexpected reply %T", v)
+			return driver.Result{}, fmt.Errorf("unexpected reply %T", v)
 		}
 		switch op.Kind() {
-		case locking.OpMaxSet:
-			return locking.Result{N: n}, nil
-		case locking.OpRelease:
-			return locking.Result{Status: n & 1, AlsoStatus: n >> 1}, nil
+		case driver.OpMaxSet:
+			return driver.Result{N: n}, nil
+		case driver.OpRelease:
+			return driver.Result{Status: n & 1, AlsoStatus: n >> 1}, nil
 		}
-		return locking.Result{Status: n}, nil
-	case locking.OpLog:
+		return driver.Result{Status: n}, nil
+	case driver.OpLog:
 		return parseLogReply(v)
-	case locking.OpGet:
+	case driver.OpGet:
 		s, _ := v.(string)
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
-			return locking.Result{}, fmt.Errorf("record %q: %w", s, err)
+			return driver.Result{}, fmt.Errorf("record %q: %w", s, err)
 		}
-		return locking.Result{N: n}, nil
+		return driver.Result{N: n}, nil
 	}
-	return locking.Result{}, nil
+	return driver.Result{}, nil
 }
 
 // parseArrayReply reads the array an acquire, fence or pause script
 // returns: its status first, then what the kind adds.
-func parseArrayReply(kind locking.OpKind, arr []any) locking.Result {
-	var r locking.Result
+func parseArrayReply(kind driver.OpKind, arr []any) driver.Result {
+	var r driver.Result
 	r.Status, _ = arr[0].(int64)
 	switch kind {
-	case locking.OpFence:
+	case driver.OpFence:
 		r.N, _ = arr[1].(int64)
 		return r
-	case locking.OpPause:
+	case driver.OpPause:
 		r.Value, _ = arr[1].(string)
 		return r
 	}
@@ -272,18 +273,18 @@ func parseArrayReply(kind locking.OpKind, arr []any) locking.Result {
 }
 
 // parseLogReply reads a log read's (value, score) pairs.
-func parseLogReply(v any) (locking.Result, error) {
+func parseLogReply(v any) (driver.Result, error) {
 	arr, ok := v.([]any)
 	if !ok {
-		return locking.Result{}, fmt.Errorf("unexpected reply %T", v)
+		return driver.Result{}, fmt.Errorf("unexpected reply %T", v)
 	}
-	var r locking.Result
+	var r driver.Result
 	for i := 0; i+1 < len(arr); i += 2 {
 		val, _ := arr[i].(string)
 		sc, _ := arr[i+1].(string)
 		n, err := strconv.ParseFloat(sc, 64)
 		if err != nil {
-			return locking.Result{}, fmt.Errorf("log score %q: %w", sc, err)
+			return driver.Result{}, fmt.Errorf("log score %q: %w", sc, err)
 		}
 		r.Log = append(r.Log, locking.LogEntry{Score: int64(n), Value: val})
 	}

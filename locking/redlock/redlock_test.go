@@ -16,17 +16,18 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/driver"
 
 	"github.com/slotlock/slotlock/locking/redistest"
 )
 
 const testOpTimeout = 100 * time.Millisecond
 
-// drivers maps each Backend that newBackend made to its Redlock driver.
+// drivers maps each Locker that newLocker made to its Redlock driver.
 var drivers sync.Map
 
-// newBackend is New, remembering the driver for driverOf.
-func newBackend(cfg Config, opt locking.Options) (locking.Backend, error) {
+// newLocker is New, remembering the driver for driverOf.
+func newLocker(cfg Config, opt locking.Options) (locking.Locker, error) {
 	l, r, err := newWithDriver(cfg, opt)
 	if err != nil {
 		return nil, err
@@ -35,21 +36,21 @@ func newBackend(cfg Config, opt locking.Options) (locking.Backend, error) {
 	return l, nil
 }
 
-// driverOf is the Redlock driver under l, a Backend from newBackend.
-func driverOf(l locking.Backend) *redlock {
+// driverOf is the Redlock driver under l, a Locker from newLocker.
+func driverOf(l locking.Locker) *redlock {
 	r, _ := drivers.Load(l)
 	return r.(*redlock)
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func newTestRedlock(t testing.TB, addrs []string, replica string, mod ...func(*Config)) locking.Backend {
+func newTestRedlock(t testing.TB, addrs []string, replica string, mod ...func(*Config)) locking.Locker {
 	t.Helper()
 	cfg := Config{Nodes: addrs, OpTimeout: testOpTimeout, KeyPrefix: "t"}
 	for _, m := range mod {
 		m(&cfg)
 	}
-	l, err := newBackend(cfg, locking.Options{Replica: replica, Logger: quietLogger()})
+	l, err := newLocker(cfg, locking.Options{Replica: replica, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +138,7 @@ func TestRedlockAcquireReleaseAndHolder(t *testing.T) {
 func TestRedlockContention(t *testing.T) {
 	c := redistest.Start(t, 3)
 	ctx := tctx(t, 30*time.Second)
-	lockers := make([]locking.Backend, 5)
+	lockers := make([]locking.Locker, 5)
 	for i := range lockers {
 		// A loaded 2-core machine under -race can stall a round past
 		// 100ms; a lost round is retried, it is not what this test checks.
@@ -520,7 +521,7 @@ func TestRedlockStaleTokenCannotReleaseOrExtend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stale := locking.LeaseSpec{Key: key, Value: storedValue(t, c, key, la), TTL: 300 * time.Millisecond}
+	stale := driver.Lease{Key: key, Value: storedValue(t, c, key, la), TTL: 300 * time.Millisecond}
 	time.Sleep(400 * time.Millisecond)
 	lb, err := b.Acquire(ctx, key, 10*time.Second)
 	if err != nil {
@@ -530,13 +531,13 @@ func TestRedlockStaleTokenCannotReleaseOrExtend(t *testing.T) {
 	// Ask the nodes directly with the stale value: the front end would
 	// refuse before asking, as a's ValidUntil has passed.
 	ab := driverOf(a)
-	if err := ab.Extend(ctx, locking.LeaseSpec{Key: key, Value: stale.Value, TTL: time.Minute}, false); !errors.Is(err, locking.ErrLockLost) {
+	if err := ab.Extend(ctx, driver.Lease{Key: key, Value: stale.Value, TTL: time.Minute}, false); !errors.Is(err, locking.ErrLockLost) {
 		t.Fatalf("stale extend: %v", err)
 	}
-	if err := ab.Release(ctx, stale, locking.EndSpec{}).Err; !errors.Is(err, locking.ErrLockLost) {
+	if err := ab.Release(ctx, stale, driver.End{}).Err; !errors.Is(err, locking.ErrLockLost) {
 		t.Fatalf("stale release: %v", err)
 	}
-	if err := ab.Release(ctx, stale, locking.EndSpec{Done: "done|a|x", DoneTTL: time.Minute}).Err; !errors.Is(err, locking.ErrLockLost) {
+	if err := ab.Release(ctx, stale, driver.End{Done: "done|a|x", DoneTTL: time.Minute}).Err; !errors.Is(err, locking.ErrLockLost) {
 		t.Fatalf("stale mark done: %v", err)
 	}
 	if err := la.Extend(ctx); !errors.Is(err, locking.ErrLockLost) {
@@ -567,7 +568,7 @@ func TestRedlockFencingAcrossRestart(t *testing.T) {
 	}
 	c := redistest.Start(t, 3, redistest.AppendOnlyOn(0))
 	ctx := tctx(t, 60*time.Second)
-	lockers := make([]locking.Backend, 4)
+	lockers := make([]locking.Locker, 4)
 	for i := range lockers {
 		lockers[i] = newTestRedlock(t, c.Addrs(), fmt.Sprintf("r%d", i))
 	}
@@ -791,11 +792,11 @@ func TestNewRedlockConfigErrors(t *testing.T) {
 		{Nodes: []string{"a:1", "a:1"}},
 		{Nodes: []string{"a:1"}, KeyPrefix: "x{y}"},
 	} {
-		if _, err := newBackend(cfg, locking.Options{}); err == nil {
+		if _, err := newLocker(cfg, locking.Options{}); err == nil {
 			t.Errorf("%+v: no error", cfg)
 		}
 	}
-	l, err := newBackend(Config{Nodes: []string{"127.0.0.1:1"}}, locking.Options{Logger: quietLogger()})
+	l, err := newLocker(Config{Nodes: []string{"127.0.0.1:1"}}, locking.Options{Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -914,7 +915,7 @@ func redisSlot(tag string) int {
 func TestRedlockTokenHintsAndFallback(t *testing.T) {
 	c := redistest.Start(t, 3)
 	ctx := tctx(t, 10*time.Second)
-	ls := []locking.Backend{
+	ls := []locking.Locker{
 		newTestRedlock(t, c.Addrs(), "a"),
 		newTestRedlock(t, c.Addrs(), "b"),
 		newTestRedlock(t, c.Addrs(), "c"),
@@ -971,7 +972,7 @@ func TestRedlockLogsNodeTransitions(t *testing.T) {
 	ctx := tctx(t, 15*time.Second)
 	var buf syncBuf
 	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	l, err := newBackend(Config{Nodes: c.Addrs(), Password: "hunter2-secret", OpTimeout: testOpTimeout}, locking.Options{Replica: "me", Logger: logger})
+	l, err := newLocker(Config{Nodes: c.Addrs(), Password: "hunter2-secret", OpTimeout: testOpTimeout}, locking.Options{Replica: "me", Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1254,13 +1255,13 @@ func TestRedlockLateJointAcquireTakesNoJobLease(t *testing.T) {
 }
 
 // jointSpec is a joint claim of slot:1 with the job lease run in family.
-func jointSpec(family string) locking.LeaseSpec {
-	return locking.LeaseSpec{Key: locking.Key{Family: family, Name: "slot:1"}, Value: testToken() + "|a", TTL: 5 * time.Second, Claim: true,
-		Also: &locking.LeaseSpec{Key: locking.Key{Family: family, Name: "run"}, Value: testToken() + "|a", TTL: 5 * time.Second}}
+func jointSpec(family string) driver.Lease {
+	return driver.Lease{Key: locking.Key{Family: family, Name: "slot:1"}, Value: testToken() + "|a", TTL: 5 * time.Second, Claim: true,
+		Also: &driver.Lease{Key: locking.Key{Family: family, Name: "run"}, Value: testToken() + "|a", TTL: 5 * time.Second}}
 }
 
 // jointOp is the acquire op of s as the acquisition sends it, sent now.
-func jointOp(r *redlock, s locking.LeaseSpec) locking.AcquireOp {
+func jointOp(r *redlock, s driver.Lease) driver.AcquireOp {
 	op := r.acquireOp(s)
 	op.Fence, op.N, op.Tomb = r.fenceKey(s.Key.Family), 1, r.tombKey(s)
 	op.Also, op.AlsoValue = r.key(s.Also.Key), s.Also.Value

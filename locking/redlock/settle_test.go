@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/driver"
 
 	"github.com/stretchr/testify/require"
 
@@ -109,7 +110,7 @@ func TestRedlockRepairsAPauseThatReachedSomeNodes(t *testing.T) {
 	paused, err := l.SetPause(ctx, "job", locking.Pause{Paused: true, By: "ops"})
 	require.NoError(t, err)
 	// A resume that reached node 0 alone (its command exited 1).
-	resume := locking.FormatPause(locking.Pause{Version: paused.Version + 1, By: "ops"})
+	resume := driver.FormatPause(locking.Pause{Version: paused.Version + 1, By: "ops"})
 	pauseKey := rkey(locking.Key{Family: "job", Name: wire.PauseName})
 	require.NoError(t, c.Node(0).Client().Set(ctx, pauseKey, resume, 0).Err())
 
@@ -126,7 +127,7 @@ func TestRedlockRepairsAPauseThatReachedSomeNodes(t *testing.T) {
 	}, 5*time.Second, 20*time.Millisecond, "every node holds the newest register")
 
 	// The same through a read.
-	pause := locking.FormatPause(locking.Pause{Version: paused.Version + 2, Paused: true, By: "ops"})
+	pause := driver.FormatPause(locking.Pause{Version: paused.Version + 2, Paused: true, By: "ops"})
 	require.NoError(t, c.Node(2).Client().Set(ctx, pauseKey, pause, 0).Err())
 	got, err := l.ReadPause(ctx, "job")
 	require.NoError(t, err)

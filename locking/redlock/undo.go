@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/driver"
 	"github.com/slotlock/slotlock/locking/internal/wire"
 )
 
@@ -30,21 +31,21 @@ import (
 // have started. So where the acquisition may have landed on a majority,
 // the undo is sent again, in the background, to every node that did not
 // answer it, until each has.
-func (r *redlock) undo(ctx context.Context, s locking.LeaseSpec, mask []bool, unanswered []error) {
+func (r *redlock) undo(ctx context.Context, s driver.Lease, mask []bool, unanswered []error) {
 	op := r.releaseOp(s)
 	if s.Claim && s.Also != nil {
 		op.Also, op.AlsoValue = r.key(s.Also.Key), s.Also.Value
 	}
 	tomb := op
 	tomb.Tomb, tomb.TombTTL = r.tombKey(s), msec(s.TTL)
-	res := make([]locking.Result, len(r.nodes))
+	res := make([]driver.Result, len(r.nodes))
 	errs := make([]error, len(r.nodes))
 	// A node the acquisition was never sent to (ErrBusy) holds nothing
 	// of it: there is nothing to undo.
 	masked := func(i int) bool {
 		return (mask == nil || mask[i]) && (unanswered == nil || !errors.Is(unanswered[i], locking.ErrBusy))
 	}
-	r.round(context.WithoutCancel(ctx), func(i int) (locking.Op, bool) {
+	r.round(context.WithoutCancel(ctx), func(i int) (driver.Op, bool) {
 		if unanswered != nil && unanswered[i] != nil {
 			return tomb, masked(i)
 		}
@@ -76,7 +77,7 @@ const undoFor = 4
 // nodes, with a backoff from twice the op timeout up to one second, until
 // each has answered, undoFor TTLs have passed, or the locker closes. It
 // runs in the background: the failed acquisition returns at once.
-func (r *redlock) undoLater(s locking.LeaseSpec, tomb locking.Op, pending []bool) {
+func (r *redlock) undoLater(s driver.Lease, tomb driver.Op, pending []bool) {
 	r.bg.Add(1)
 	go func() {
 		defer r.bg.Done()
@@ -84,7 +85,7 @@ func (r *redlock) undoLater(s locking.LeaseSpec, tomb locking.Op, pending []bool
 		wait := 2 * r.opTimeout
 		timer := r.clock.NewTimer(wait)
 		defer timer.Stop()
-		res := make([]locking.Result, len(r.nodes))
+		res := make([]driver.Result, len(r.nodes))
 		errs := make([]error, len(r.nodes))
 		for {
 			select {
@@ -93,7 +94,7 @@ func (r *redlock) undoLater(s locking.LeaseSpec, tomb locking.Op, pending []bool
 			case <-timer.C():
 			}
 			clear(errs)
-			r.round(context.Background(), func(i int) (locking.Op, bool) { return tomb, pending[i] }, res, errs)
+			r.round(context.Background(), func(i int) (driver.Op, bool) { return tomb, pending[i] }, res, errs)
 			left := false
 			for i := range pending {
 				pending[i] = pending[i] && errs[i] != nil
@@ -110,7 +111,7 @@ func (r *redlock) undoLater(s locking.LeaseSpec, tomb locking.Op, pending []bool
 
 // tombKey is where an undo leaves s's tombstone: under s's family, named
 // by its value's random token.
-func (r *redlock) tombKey(s locking.LeaseSpec) string {
+func (r *redlock) tombKey(s driver.Lease) string {
 	tok, _, _ := strings.Cut(s.Value, "|")
 	return r.key(locking.Key{Family: s.Key.Family, Name: wire.TombPrefix + tok})
 }
@@ -126,7 +127,7 @@ const jointFresh = time.Second
 // step: it is g's too, with g's token, where it was set on a majority and
 // the claim is this lease's own (not taken over); otherwise it is undone
 // wherever it was set or may have been, and the caller takes it alone.
-func (r *redlock) joint(ctx context.Context, s locking.LeaseSpec, g *locking.Granted, res []locking.Result, errs []error) {
+func (r *redlock) joint(ctx context.Context, s driver.Lease, g *driver.Grant, res []driver.Result, errs []error) {
 	if s.Also == nil {
 		return
 	}
@@ -150,9 +151,9 @@ func (r *redlock) joint(ctx context.Context, s locking.LeaseSpec, g *locking.Gra
 	op := r.releaseOp(*s.Also)
 	tomb := op
 	tomb.Tomb, tomb.TombTTL = r.tombKey(s), msec(s.TTL)
-	ures := make([]locking.Result, len(r.nodes))
+	ures := make([]driver.Result, len(r.nodes))
 	uerrs := make([]error, len(r.nodes))
-	r.round(context.WithoutCancel(ctx), func(i int) (locking.Op, bool) {
+	r.round(context.WithoutCancel(ctx), func(i int) (driver.Op, bool) {
 		if errs[i] != nil {
 			return tomb, !errors.Is(errs[i], locking.ErrBusy)
 		}
@@ -163,6 +164,6 @@ func (r *redlock) joint(ctx context.Context, s locking.LeaseSpec, g *locking.Gra
 // UndoAcquired ends s, a granted acquisition that is not handed out (it
 // took longer than its lease lasts), as a failed one is: everywhere, made
 // sure of.
-func (r *redlock) UndoAcquired(ctx context.Context, s locking.LeaseSpec) {
+func (r *redlock) UndoAcquired(ctx context.Context, s driver.Lease) {
 	r.undo(ctx, s, nil, nil)
 }

@@ -9,7 +9,7 @@
 // skip, a cancel or a miss, its Reason); the fleet log holds the replicas'
 // heartbeats, the outages they saw and the operators' control actions.
 //
-// Reading a job's newest outcomes takes a Store (a locking.Backend, such
+// Reading a job's newest outcomes takes a Store (a locking.Locker, such
 // as scheduler.Config.Locker, is one):
 //
 //	entries, err := history.ReadEntries(ctx, locker, "backup", time.Time{}, 20)

@@ -7,7 +7,7 @@ import (
 )
 
 // Store is what the read model needs of the lock stores: their logs, a
-// job's pause register and its open claims. A locking.Backend (what
+// job's pause register and its open claims. A locking.Locker (what
 // redlock.New and locking.NewLocal return, scheduler.Config.Locker) is one;
 // a bare locking.Locker is not.
 type Store interface {

@@ -126,7 +126,7 @@ type Config struct {
 	// Store holds the notification log and the sweeper's lease, and
 	// answers the recovered question (the job's history): the scheduler's
 	// Locker.
-	Store   locking.Backend
+	Store   locking.Locker
 	Replica string        // this replica, in records and bodies
 	Clock   locking.Clock // default locking.SystemClock(0)
 	Logger  *slog.Logger  // notify.sent and notify.failed; default slog.Default()

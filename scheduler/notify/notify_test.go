@@ -82,7 +82,7 @@ func (m *countMetrics) get(k string) int {
 // fixture is a notifier on in-process stores, logging to a buffer.
 type fixture struct {
 	n       *Notifier
-	store   locking.Backend
+	store   locking.Locker
 	log     *syncBuffer
 	metrics *countMetrics
 }

@@ -1,4 +1,4 @@
-package locking
+package driver
 
 // The requests a Node applies (Op), one type per kind, each applied
 // atomically. TTLs and times are in milliseconds.

@@ -1,10 +1,10 @@
-package locking
+package driver
 
 import "context"
 
 // A Node is one lock store as the Redlock client sees it: it applies one
 // Op atomically and answers with a Result. redlock.New talks to Redis
-// nodes through the Lua scripts beside this file (redisNode);
+// nodes through the Lua scripts of locking/redlock (redisNode);
 // redlock.OnNodes takes any implementation, such as the simulated nodes of
 // locking/locksim, which must keep exactly these semantics: the
 // conformance suite in locking/lockingtest runs against both.
@@ -25,7 +25,7 @@ type Node interface {
 
 // An Op is one request to a Node: an AcquireOp, ExtendOp, ReleaseOp,
 // PauseOp, FenceOp, MaxSetOp, GetOp, PingOp, LogOp, LogAddOp, ClaimsOp or
-// DoneOp (node_ops.go), each a value. Keys in an Op are full store keys;
+// DoneOp (ops.go), each a value. Keys in an Op are full store keys;
 // all keys of one Op share one hash tag (except DoneOp's). A Node that wraps another may rewrite an
 // op by its type:
 //

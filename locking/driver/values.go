@@ -1,12 +1,48 @@
-package locking
+package driver
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/slotlock/slotlock/locking/internal/wire"
 )
+
+// Abandoned describes a claim (Locker.Claim) whose lease expired before
+// its holder ended it: the holder died or froze after winning it. Claim
+// hands such a key to a new lease with Grant.Abandoned set, so that
+// exactly one caller learns of it; the work must not be done again.
+//
+// Started tells what the holder did with it. True: the holder confirmed
+// on a store that its work began (Lease.Start, then a renewal): the work
+// started and was abandoned. False: no store holds that confirmation, so
+// the holder died or froze between winning the claim and its first
+// confirming renewal — its work may have started or not, and no store can
+// tell (see the package documentation, "Started, not started, unknown").
+type Abandoned struct {
+	Key     Key
+	Holder  string // the replica that claimed it
+	ID      string // the claim's Grant.ID
+	Started bool   // the holder confirmed that the work began
+}
+
+// ParseAbandoned describes the claim stored in k, whose lease expired.
+func ParseAbandoned(k Key, stored string) *Abandoned {
+	value, started := wire.ClaimOf(stored)
+	tok, holder, _ := strings.Cut(value, "|")
+	return &Abandoned{Key: k, Holder: holder, ID: LeaseID(tok), Started: started}
+}
+
+// LeaseID is the short form of a lease's random token.
+func LeaseID(token string) string { return token[:min(len(token), 16)] }
+
+// NodeStatus is one node's answer to a Ping.
+type NodeStatus struct {
+	Addr string
+	Up   bool
+	Err  error
+}
 
 // Pause is a family's pause state, kept in the lock stores beside its keys
 // (<prefix>:{<family>}:pause) and read by every Claim in the family in the
@@ -37,30 +73,6 @@ func (p Pause) Since() time.Time { return time.UnixMilli(p.Version) }
 // after it ended is still covered.
 func (p Pause) Covers(t time.Time) bool { return p.ActiveAt(t) && !t.Before(p.Since()) }
 
-// ErrPaused is matched by the error of a Claim refused by a pause.
-var ErrPaused = errors.New("locking: paused")
-
-// PausedError is a Claim refused because its family is paused.
-type PausedError struct {
-	Key   Key
-	Pause Pause
-	// Refusal, when set, is what else refused the claim in the same
-	// round: another lease holds the key (a *HeldError). A pause that
-	// began after the work was due (Pause.Covers is false) did not stop
-	// that lease's work: the key is held, not paused.
-	Refusal error
-}
-
-func (e *PausedError) Error() string {
-	s := "locking: " + e.Key.String() + " not claimed: paused"
-	if !e.Pause.Until.IsZero() {
-		s += " until " + e.Pause.Until.UTC().Format(time.RFC3339)
-	}
-	return s
-}
-
-func (e *PausedError) Is(target error) bool { return target == ErrPaused }
-
 // FormatPause is the register's value: "<version>|<p or r>|<until ms>|<by>|<reason>".
 func FormatPause(p Pause) string {
 	state, until := "r", int64(0)
@@ -73,8 +85,8 @@ func FormatPause(p Pause) string {
 	return fmt.Sprintf("%d|%s|%d|%s|%s", p.Version, state, until, p.By, p.Reason)
 }
 
-// parsePause reads a register's value; "" (never set) is not paused.
-func parsePause(v string) Pause {
+// ParsePause reads a register's value; "" (never set) is not paused.
+func ParsePause(v string) Pause {
 	if v == "" {
 		return Pause{} // the common case, without splitting
 	}
@@ -96,7 +108,7 @@ func parsePause(v string) Pause {
 func NewestPause(values []string) Pause {
 	var best Pause
 	for _, v := range values {
-		if p := parsePause(v); p.Version > best.Version {
+		if p := ParsePause(v); p.Version > best.Version {
 			best = p
 		}
 	}

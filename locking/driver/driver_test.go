@@ -1,0 +1,29 @@
+package driver_test
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/slotlock/slotlock/locking/driver"
+)
+
+// TestDriverHasFewMethods keeps a driver small to write: a lease's steps
+// and the driver's own upkeep, with the store's reads and writes in
+// their own interface (Store), embedded.
+func TestDriverHasFewMethods(t *testing.T) {
+	const most = 8
+	d := reflect.TypeFor[driver.Driver]()
+	s := reflect.TypeFor[driver.Store]()
+	own := 0
+	for i := range d.NumMethod() {
+		if _, inStore := s.MethodByName(d.Method(i).Name); !inStore {
+			own++
+		}
+	}
+	if own > most {
+		t.Errorf("driver.Driver has %d methods besides Store's, at most %d", own, most)
+	}
+	if !d.Implements(s) {
+		t.Error("driver.Driver does not embed Store")
+	}
+}

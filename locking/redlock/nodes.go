@@ -1,0 +1,210 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/driver"
+	"github.com/slotlock/slotlock/locking/internal/wire"
+)
+
+// nodeSet is the nodes of one Redlock driver and how a round reaches
+// them: every op goes to each node in parallel under one deadline, and a
+// majority (quorum) of answers decides. The lease steps (redlock) and the
+// fleet's state (store) both run their rounds here; the background sends
+// (an undo sent again, a pause repaired) are tied to it so that Close
+// waits for them.
+type nodeSet struct {
+	nodes     []driver.Node
+	down      []atomic.Bool // per node: last seen unreachable
+	quorum    int
+	prefix    string
+	opTimeout time.Duration
+	log       *slog.Logger
+	clock     locking.Clock
+
+	// bg and quit: work sent in the background (undoLater, repairPause);
+	// quit stops it at close, which waits for it.
+	bg   sync.WaitGroup
+	quit chan struct{}
+}
+
+// observe logs a node's transitions between reachable and unreachable,
+// once each way. Errors caused by the caller's own context, or by this
+// replica's own queue (ErrBusy), are not the node's fault and are
+// ignored. A queuing node also reports each pipeline's outcome here
+// (watchFaults), timed from its write.
+func (r *nodeSet) observe(parent context.Context, i int, err error) {
+	if err == nil {
+		if r.down[i].Swap(false) {
+			r.log.Info("locking: redis node reachable again", "node", r.nodes[i].Addr())
+		}
+		return
+	}
+	// ErrBusy is this replica's load: the call was not sent.
+	if parent.Err() != nil || isReadError(err) || errors.Is(err, locking.ErrBusy) {
+		return
+	}
+	if !r.down[i].Swap(true) {
+		r.log.Warn("locking: redis node unreachable", "node", r.nodes[i].Addr(), "error", err.Error())
+	}
+}
+
+func (r *nodeSet) key(k locking.Key) string {
+	return r.prefix + ":{" + k.Family + "}:" + k.Name
+}
+
+func (r *nodeSet) fenceKey(family string) string {
+	return r.prefix + ":{" + family + "}:" + wire.FenceName
+}
+
+// round applies one op per node, in parallel, under one OpTimeout
+// deadline, and waits for every answer. op(i) gives node i's op; ok is
+// false for a node to leave out. Answers go to res and errs, indexed by
+// node; node errors are observed. Nodes that queue their calls (Redis
+// nodes: redisbatch.go) get them all queued before the first answer is
+// awaited, without a goroutine each, and the first of them found idle is
+// sent on the calling goroutine (no hop to its sender); others are called
+// on goroutines of their own (the first on the calling goroutine).
+func (r *nodeSet) round(ctx context.Context, op func(i int) (driver.Op, bool), res []driver.Result, errs []error) {
+	// The deadline is real time, as the sockets' are. Queued calls carry
+	// it and share one pooled timer; a context of its own is made only
+	// for nodes called through Do.
+	until := time.Now().Add(r.opTimeout)
+	var rctx context.Context
+	var calls [maxQueuedNodes]*nodeCall
+	var wg sync.WaitGroup
+	first, firstOp, own, queued := -1, driver.Op(nil), -1, false
+	for i := range r.nodes {
+		o, ok := op(i)
+		if !ok {
+			continue
+		}
+		if q, isQ := r.nodes[i].(queuingNode); isQ && i < maxQueuedNodes && !isRead(o) {
+			queued = true
+			if own < 0 && q.claim() {
+				own, calls[i] = i, q.call(ctx, until, o)
+				continue
+			}
+			calls[i] = q.start(ctx, until, o)
+			continue
+		}
+		if rctx == nil {
+			var cancel context.CancelFunc
+			rctx, cancel = context.WithDeadline(ctx, until)
+			defer cancel()
+		}
+		if first < 0 {
+			first, firstOp = i, o
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res[i], errs[i] = r.nodes[i].Do(rctx, o)
+			r.observe(ctx, i, errs[i])
+		}()
+	}
+	if own >= 0 {
+		r.nodes[own].(queuingNode).sendOwn(calls[own])
+	}
+	if first >= 0 {
+		res[first], errs[first] = r.nodes[first].Do(rctx, firstOp)
+		r.observe(ctx, first, errs[first])
+	}
+	if queued {
+		r.awaitQueued(ctx, until, calls[:min(len(r.nodes), maxQueuedNodes)], res, errs)
+	}
+	wg.Wait()
+}
+
+// awaitQueued waits for the queued calls' answers, until the round's
+// deadline, and observes what they say of their nodes.
+func (r *nodeSet) awaitQueued(ctx context.Context, until time.Time, calls []*nodeCall, res []driver.Result, errs []error) {
+	timer := getTimer(time.Until(until))
+	defer putTimer(timer)
+	expire := timer.C
+	for i, c := range calls {
+		if c == nil {
+			continue
+		}
+		res[i], errs[i] = c.wait(expire)
+		if !time.Now().Before(until) {
+			expire = expired // the timer's tick may have been taken
+		}
+		if !queueHeld(errs[i]) {
+			r.observe(ctx, i, errs[i])
+		}
+	}
+}
+
+// nodeErrs turns per-node errors into one errors.Join of *NodeError.
+func (r *nodeSet) nodeErrs(errs []error) error {
+	var out []error
+	for i, err := range errs {
+		if err != nil {
+			out = append(out, &locking.NodeError{Addr: r.nodes[i].Addr(), Err: err})
+		}
+	}
+	return errors.Join(out...)
+}
+
+func (r *nodeSet) answered(errs []error) int {
+	n := 0
+	for _, err := range errs {
+		if err == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// timers are the rounds' deadline timers, reused (a stopped timer
+// delivers no stale tick since Go 1.23).
+var timers sync.Pool
+
+func getTimer(d time.Duration) *time.Timer {
+	if t, ok := timers.Get().(*time.Timer); ok {
+		t.Reset(d)
+		return t
+	}
+	return time.NewTimer(d)
+}
+
+func putTimer(t *time.Timer) {
+	t.Stop()
+	timers.Put(t)
+}
+
+// expired is a channel that is always ready: a deadline already passed.
+var expired = func() <-chan time.Time {
+	c := make(chan time.Time)
+	close(c)
+	return c
+}()
+
+// queuingNode is a Node that queues a call and answers it later
+// (redisNode), so that a round needs no goroutine per node. claim makes
+// the caller the node's sender when it is idle: the caller then sends its
+// own call (sendOwn) instead of queuing it (start).
+type queuingNode interface {
+	start(ctx context.Context, until time.Time, op driver.Op) *nodeCall
+	claim() bool
+	call(ctx context.Context, until time.Time, op driver.Op) *nodeCall
+	sendOwn(c *nodeCall)
+	watchFaults(f func(error))
+}
+
+// maxQueuedNodes bounds the nodes whose calls a round queues at once (a
+// fixed array, kept on the stack); further nodes are called on goroutines.
+const maxQueuedNodes = 16
+
+// all is a round's op selector for the same op on every node.
+func all(o driver.Op) func(int) (driver.Op, bool) {
+	return func(int) (driver.Op, bool) { return o, true }
+}
