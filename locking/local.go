@@ -88,15 +88,21 @@ func (b *localBackend) Acquire(ctx context.Context, s LeaseSpec) (Granted, error
 	if s.Claim {
 		// As AcquireOp for a claim.
 		fam, field := s.Key.Family, s.Key.Name
-		if p := b.pauses[fam]; p.ActiveAt(now) {
-			return Granted{}, &PausedError{Key: s.Key, Pause: p}
-		}
-		g.Pause = b.pauses[fam]
+		p := b.pauses[fam]
+		g.Pause = p
 		if l, ok := b.lives[fam][field]; ok && now.Before(l.expires) {
+			if p.ActiveAt(now) {
+				// As the Redis driver: the run's refusal goes with the
+				// pause, which may have begun after that run's work.
+				return Granted{}, &PausedError{Key: s.Key, Pause: p, Refusal: ParseHeld(s.Key, l.value)}
+			}
 			return Granted{}, ParseHeld(s.Key, l.value)
 		}
 		if c, ok := b.claims[fam][field]; ok {
+			// Taken over even while paused: settling starts no work.
 			g.Abandoned = ParseAbandoned(s.Key, c)
+		} else if p.ActiveAt(now) {
+			return Granted{}, &PausedError{Key: s.Key, Pause: p}
 		} else {
 			setIn(b.claims, fam, field, s.Value)
 		}
