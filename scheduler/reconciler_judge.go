@@ -44,7 +44,7 @@ func (r *reconciler) after(j *job) time.Duration {
 	if j.spec.Misfire.Policy.recovers() {
 		d = max(d, j.spec.Misfire.Deadline+r.recoverAfter()+time.Second)
 	}
-	return d + j.spec.Jitter // a slot is due up to Jitter after its nominal time
+	return d + j.largestJitter() // a slot is due up to the jitter after its nominal time, on any replica
 }
 
 // settleAfter is how old a slot of the named job may be and still have no
