@@ -65,7 +65,7 @@ func (f *fleet) beatLoop(started time.Time) {
 			}
 		}
 		if beats++; beats%jitterBeats == 0 {
-			f.learnJitters()
+			f.learnDefinitions()
 		}
 		if !f.sleep(f.cfg.Beat, f.stopping) {
 			// A last heartbeat says it: the others drop this replica from

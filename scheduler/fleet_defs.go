@@ -7,7 +7,7 @@ import (
 	"github.com/slotlock/slotlock/scheduler/history"
 )
 
-// The jitter other replicas run a job with. During a rolling change of a
+// What other replicas run a job with: its jitter, its overlap policy. During a rolling change of a
 // job's jitter — a restart or a reload, one replica after the other — a
 // replica with the lower jitter finds slot T due long before one with the
 // higher jitter fires it. Two things must then hold: its start-up check
@@ -19,16 +19,21 @@ import (
 // jitter included (fleet.go); this one keeps, per job, the largest jitter
 // of the versions published within a republication interval — those some
 // replica still runs — and of the definition a reload replaced here.
+//
+// Likewise a replica that runs a job under forbid or replace beside one
+// that runs it under allow (a rolling change of the policy): the allow
+// runs hold no job lease, so its slots look for them (watchAllowRuns).
 
 // jitterBeats is how many beats apart a replica reads the fleet's
-// definitions again: a replica with a larger jitter that started since
-// is learned within it.
+// definitions again: a replica with a larger jitter, or under allow,
+// that started since is learned within it.
 const jitterBeats = 6
 
-// learnJitters reads the definitions the fleet published lately and
-// keeps each job's largest jitter (largestJitter); a read that fails
-// leaves what was learned before.
-func (f *fleet) learnJitters() {
+// learnDefinitions reads the definitions the fleet published lately and
+// keeps each job's largest jitter (largestJitter), and opens the window
+// of a job that others run under allow (watchAllowRuns); a read that
+// fails leaves what was learned before.
+func (f *fleet) learnDefinitions() {
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
 	versions, err := history.ReadDefinitions(ctx, f.cfg.Locker)
@@ -40,11 +45,34 @@ func (f *fleet) learnJitters() {
 	if beat <= 0 {
 		beat = history.DefaultBeat
 	}
-	since := f.clock.Now().Add(-(republishBeats + 2) * beat)
+	now := f.clock.Now()
+	since := now.Add(-(republishBeats + 2) * beat)
 	largest := history.LargestJitters(versions, since)
+	allow := history.AllowsOverlap(versions, since)
 	for _, j := range f.jobList() {
 		j.fleetJitter.Store(int64(largest[j.name()]))
+		if allow[j.name()] && j.spec.Overlap != OverlapAllow {
+			j.watchAllowRuns(now, f.cfg.LockTTL)
+		}
 	}
+}
+
+// watchAllowRuns opens, unless one is open, the window in which j's
+// slots look for runs of the job that hold no job lease (attempt's
+// allowRuns step): another replica runs j under overlap allow, or did
+// lately — a restart from allow to forbid or replace, as timer's
+// noteAllowRuns is the reload's. Its runs may go on for their timeout
+// (this definition's, else a day) and a lease's time.
+func (j *job) watchAllowRuns(now time.Time, ttl time.Duration) {
+	d := j.spec.Timeout
+	if d <= 0 {
+		d = 24 * time.Hour
+	}
+	j.mu.Lock()
+	if !now.Before(j.allowRunsUntil) {
+		j.allowRunsUntil = now.Add(d + ttl)
+	}
+	j.mu.Unlock()
 }
 
 // noteJitter raises j's largest jitter to d: the jitter of a definition

@@ -237,7 +237,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	s.spawn(func() {
 		// The start-up checks count a slot as missed only once it is due
 		// under the largest jitter the fleet runs (fleet_defs.go).
-		s.fleet.learnJitters()
+		s.fleet.learnDefinitions()
 		for _, j := range s.jobList() {
 			if !j.spec.Disabled {
 				s.spawn(func() { s.misfire.startupCheck(j, start) })

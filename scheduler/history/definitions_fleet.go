@@ -29,3 +29,22 @@ func LargestJitters(versions []Definitions, since time.Time) map[string]time.Dur
 	}
 	return out
 }
+
+// AllowsOverlap names the jobs that some version of the definitions
+// published at since or later runs under overlap allow: a replica that
+// runs one of them under forbid or replace may have runs of it beside its
+// own that hold no job lease.
+func AllowsOverlap(versions []Definitions, since time.Time) map[string]bool {
+	out := map[string]bool{}
+	for _, d := range versions {
+		if d.Published.Before(since.Truncate(time.Second)) {
+			continue
+		}
+		for _, j := range d.Jobs {
+			if j.Overlap == "allow" {
+				out[j.Name] = true
+			}
+		}
+	}
+	return out
+}

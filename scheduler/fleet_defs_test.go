@@ -125,3 +125,46 @@ func TestLowerJitterKeepsTheMarkerForTheOldJitter(t *testing.T) {
 		})
 	}
 }
+
+// TestLeavingAllowWaitsForTheRunsGoingOn: a rolling restart from overlap
+// allow to forbid. The old replica, stopping, still runs slot 5 (8 s,
+// under allow: no job lease) when the new one starts with forbid; the new
+// replica's first slots while that run goes on are skipped for overlap,
+// not run beside it, and the next slot after it ended runs. (The new
+// replica took the free job lease and ran slot 10 beside it.)
+func TestLeavingAllowWaitsForTheRunsGoingOn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		rec := &recorder{d: 8 * time.Second, now: time.Now}
+		mk := func(name string, o Overlap) *Scheduler {
+			sp := cronSpec(t, "j", "*/5 * * * * *", rec)
+			sp.Overlap = o
+			s, err := New(Config{Replica: name, Locker: e.locker, Logger: e.sink.logger(name), Metrics: e.metrics,
+				LockTTL: 30 * time.Second, MaxClockSkew: 2 * time.Second, ShutdownGrace: 10 * time.Second,
+				Beat: 10 * time.Second, Jobs: []JobSpec{sp}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+		stopOld := running(t, mk("old", OverlapAllow))
+		time.Sleep(6 * time.Second) // the old replica's run of slot 5 goes on to 13 s
+		stopped := make(chan struct{})
+		go func() { stopOld(); close(stopped) }() // a rolling restart: it finishes its run
+		stopNew := running(t, mk("new", OverlapForbid))
+		time.Sleep(20 * time.Second)
+		stopNew()
+		<-stopped
+		runs := rec.all()
+		for i := 1; i < len(runs); i++ {
+			if runs[i].Start.Before(runs[i-1].End) {
+				e.sink.dump(t)
+				t.Errorf("run of %s on %s started at %v, before the run of %s ended (%v)", slotString(runs[i].Run.Slot),
+					runs[i].Run.Replica, runs[i].Start.Sub(bubbleStart), slotString(runs[i-1].Run.Slot), runs[i-1].End.Sub(bubbleStart))
+			}
+		}
+		if len(runs) < 2 {
+			t.Errorf("%d runs: the new replica ran nothing", len(runs))
+		}
+	})
+}
