@@ -138,6 +138,10 @@ type job struct {
 	// old jitter after the reload but under the new one long before it
 	// was found late and dropped.
 	dueFloor, floorFrom time.Time
+	// replaced is what a reload that changed this job's slots replaced:
+	// the definitions in force before, newest first, for the reconciler
+	// to judge the slots they fired (reconciler_replaced.go).
+	replaced []*job
 
 	*jobState
 }
