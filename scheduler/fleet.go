@@ -64,7 +64,7 @@ func (f *fleet) beatLoop(started time.Time) {
 				published, sincePublished = d, 0
 			}
 		}
-		if beats++; beats%jitterBeats == 0 {
+		if beats++; beats%defsBeats == 0 {
 			f.learnDefinitions()
 		}
 		if !f.sleep(f.cfg.Beat, f.stopping) {

@@ -7,9 +7,9 @@ import (
 	"github.com/slotlock/slotlock/scheduler/history"
 )
 
-// What other replicas run a job with: its jitter, its overlap policy. During a rolling change of a
-// job's jitter — a restart or a reload, one replica after the other — a
-// replica with the lower jitter finds slot T due long before one with the
+// What other replicas run a job with: its jitter, its overlap policy.
+// During a rolling change of a job's jitter — a restart or a reload, one
+// replica after the other — a replica with the lower jitter finds slot T due long before one with the
 // higher jitter fires it. Two things must then hold: its start-up check
 // must not take T for missed and hand it to the misfire policy (under
 // skip it would close T as late, and the replica that still had to fire
@@ -24,10 +24,10 @@ import (
 // that runs it under allow (a rolling change of the policy): the allow
 // runs hold no job lease, so its slots look for them (watchAllowRuns).
 
-// jitterBeats is how many beats apart a replica reads the fleet's
+// defsBeats is how many beats apart a replica reads the fleet's
 // definitions again: a replica with a larger jitter, or under allow,
 // that started since is learned within it.
-const jitterBeats = 6
+const defsBeats = 6
 
 // learnDefinitions reads the definitions the fleet published lately and
 // keeps each job's largest jitter (largestJitter), and opens the window

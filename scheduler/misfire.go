@@ -74,10 +74,8 @@ func newMisfire(e *engine, attempts misfireAttempts, outcomes *outcomes) *misfir
 
 // handle applies j's misfire policy to the slots in late: run_all or
 // run_once recovers what it takes, and the rest is logged late — of
-// those the loop woke too late for, the ones no other replica handled
-// (misfire_handled.go). A slot an attempt gave up (this replica's own
-// overload, a claim won too late) is logged at once, with no store call
-// more.
+// those the loop woke too late for, the ones nobody handled
+// (misfire_handled.go); a slot an attempt gave up, at once.
 func (m *misfire) handle(j *job, late lateRange) {
 	switch {
 	case m.recoverLate(j, late):
