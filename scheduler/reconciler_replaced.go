@@ -58,6 +58,9 @@ func (p *pass) judgeOld(ctx context.Context, old *job, from, upto, now time.Time
 	if cut := now.Add(-r.after(old)); cut.Before(upto) {
 		upto = cut
 	}
+	// Beyond a day the fleet's records no longer tell why a slot was
+	// missed (the new definition's pass reports its own as unjudged).
+	from = later(from, now.Add(-history.Retention))
 	slots := history.SlotsBetween(old.spec.Schedule, from, upto, max(1, r.cfg.HistoryKeep/2))
 	if len(slots) == 0 {
 		return from, nil
