@@ -65,8 +65,10 @@
 // # Pause
 //
 // The Store keeps each family's pause register (SetPause, ReadPause):
-// while a pause is active, Claim fails with a *PausedError, and a granted
-// claim carries the newest pause (Grant.Pause) so that work due during a
+// while a pause is active, Claim fails with a *PausedError (its Refusal is
+// the *HeldError of a lease that holds the key, work that may have begun
+// before the pause) unless it takes an abandoned claim over, which starts
+// no work; a granted claim carries the newest pause (Grant.Pause) so that work due during a
 // pause that has since ended can be told apart (Pause.Covers). Acquire is
 // not affected. The Store also keeps each family's log (AppendLog,
 // ReadLog), its records (AdvanceRecord, ReadRecord: max-assigned

@@ -92,15 +92,21 @@ func (b *localDriver) Acquire(ctx context.Context, s driver.Lease) (driver.Grant
 	if s.Claim {
 		// As AcquireOp for a claim.
 		fam, field := s.Key.Family, s.Key.Name
-		if p := b.pauses[fam]; p.ActiveAt(now) {
-			return driver.Grant{}, &PausedError{Key: s.Key, Pause: p}
-		}
-		g.Pause = b.pauses[fam]
+		p := b.pauses[fam]
+		g.Pause = p
 		if l, ok := b.lives[fam][field]; ok && now.Before(l.expires) {
+			if p.ActiveAt(now) {
+				// As the Redis driver: the run's refusal goes with the
+				// pause, which may have begun after that run's work.
+				return driver.Grant{}, &PausedError{Key: s.Key, Pause: p, Refusal: driver.ParseHeld(s.Key, l.value)}
+			}
 			return driver.Grant{}, driver.ParseHeld(s.Key, l.value)
 		}
 		if c, ok := b.claims[fam][field]; ok {
+			// Taken over even while paused: settling starts no work.
 			g.Abandoned = driver.ParseAbandoned(s.Key, c)
+		} else if p.ActiveAt(now) {
+			return driver.Grant{}, &PausedError{Key: s.Key, Pause: p}
 		} else {
 			setIn(b.claims, fam, field, s.Value)
 		}

@@ -55,7 +55,7 @@ func (ap *attempts) probeLate(j *job, t time.Time) bool {
 		a.exit(v)
 		return false
 	}
-	ap.outcomes.endHandled(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: string(history.ReasonLate),
+	ap.outcomes.endHandled(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.markerTTL(), note: string(history.ReasonLate),
 		entry: logged(history.Entry{Slot: slot, Outcome: history.OutcomeSkipped, Reason: history.ReasonLate, Replica: ap.cfg.Replica}, t)}, j, t)
 	return true
 }

@@ -365,6 +365,9 @@ func (j JobSpec) Definition() history.JobDef {
 	if spec.Group != nil {
 		d.Group, d.GroupLimit = spec.Group.Name, spec.Group.Limit
 	}
+	if spec.Jitter > 0 {
+		d.Jitter = spec.Jitter.String()
+	}
 	return d
 }
 

@@ -80,7 +80,7 @@ func (a *attempt) endRun(h *history.Entry) {
 // ending is the end of a handled slot: its claim a done marker with note
 // and entry (when set), and the job lease released with it.
 func (a *attempt) ending(note string, entry *history.Entry) pendingEnd {
-	p := pendingEnd{job: a.name, slot: a.slot, lease: a.claim, doneTTL: a.j.doneTTL, note: note, jobLease: a.jobLease}
+	p := pendingEnd{job: a.name, slot: a.slot, lease: a.claim, doneTTL: a.j.markerTTL(), note: note, jobLease: a.jobLease}
 	if entry != nil {
 		p.entry = logged(*entry, a.t)
 	}

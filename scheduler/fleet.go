@@ -52,6 +52,7 @@ func (f *fleet) beatLoop(started time.Time) {
 	prevRuns := ""
 	var published *defs // the job set last published (publishDefinitions)
 	sincePublished := 0 // beats since
+	beats := 0
 	for {
 		d := f.jobSet()
 		info := history.ReplicaInfo{Replica: f.cfg.Replica, Instance: instance,
@@ -62,6 +63,9 @@ func (f *fleet) beatLoop(started time.Time) {
 			if f.publishDefinitions(d) {
 				published, sincePublished = d, 0
 			}
+		}
+		if beats++; beats%defsBeats == 0 {
+			f.learnDefinitions()
 		}
 		if !f.sleep(f.cfg.Beat, f.stopping) {
 			// A last heartbeat says it: the others drop this replica from

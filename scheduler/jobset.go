@@ -62,8 +62,8 @@ func (e *engine) buildJobs(specs []JobSpec, now time.Time) (*defs, error) {
 		// whose definitions of the job differ for a while (a rolling
 		// change): one whose offset for the slot is up to Jitter later than
 		// this one's — any replica with a jitter no larger — still finds
-		// the marker. A replica with a larger jitter is covered only up to
-		// the lifetime's margin (docs/concepts.md, "Jitter").
+		// the marker. A larger jitter that the fleet still runs is added
+		// when the marker is written (job.markerTTL, fleet_defs.go).
 		j.doneTTL += spec.Jitter
 		d.byName[spec.Name] = j
 		d.order = append(d.order, j)

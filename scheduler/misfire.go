@@ -73,9 +73,15 @@ func newMisfire(e *engine, attempts misfireAttempts, outcomes *outcomes) *misfir
 }
 
 // handle applies j's misfire policy to the slots in late: run_all or
-// run_once recovers what it takes, and the rest is logged late.
+// run_once recovers what it takes, and the rest is logged late — of
+// those the loop woke too late for, the ones nobody handled
+// (misfire_handled.go); a slot an attempt gave up, at once.
 func (m *misfire) handle(j *job, late lateRange) {
-	if !m.recoverLate(j, late) {
+	switch {
+	case m.recoverLate(j, late):
+	case late.woke:
+		m.logUnhandled(j, late, lateNote(j))
+	default:
 		m.logLate(j.name(), late, lateNote(j))
 	}
 }

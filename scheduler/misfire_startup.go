@@ -25,7 +25,9 @@ func (m *misfire) startupCheck(j *job, start time.Time) {
 	if rec == 0 {
 		return // never ran: nothing can have been missed
 	}
-	last := j.spec.lastDueBy(start)
+	// A slot due by the start under this replica's jitter may be due
+	// after it for a replica with a larger one, which still fires it.
+	last := j.lateSpec().lastDueBy(start)
 	if last.IsZero() || last.Unix() <= rec {
 		return
 	}

@@ -11,8 +11,11 @@ import (
 )
 
 // TestJitterRaiseDoesNotRerun: a rolling change adds a 119 s jitter to a
-// job that runs every two minutes. An old replica (no jitter) runs each
-// slot T at T; its done marker lives DoneTTL (30 s). A new replica fires
+// job that runs every two minutes. An old replica (no jitter, and of a
+// version that does not learn the fleet's jitters: no heartbeat, its one
+// read of the definitions at start made before the new replica published
+// them) runs each slot T at T; its done marker lives DoneTTL (30 s). A
+// new replica fires
 // T at T + offset: where the offset is longer than the marker's life, the
 // claim is free again, yet the slot must not run twice — the slot history
 // says it ran (slot.skipped reason done, outcome succeeded). Once the old
@@ -25,12 +28,19 @@ func TestJitterRaiseDoesNotRerun(t *testing.T) {
 		const jitter = 119 * time.Second
 		oldSpec := jitterSpec(t, "raise", "0 */2 * * * *", 0, rec)
 		newSpec := jitterSpec(t, "raise", "0 */2 * * * *", jitter, rec)
-		oldRep := e.scheduler("old", nil, oldSpec)
+		oldRep, err := New(Config{Replica: "old", Locker: e.locker, Logger: e.sink.logger("old"), Metrics: e.metrics,
+			LockTTL: 30 * time.Second, MaxClockSkew: 2 * time.Second, ShutdownGrace: 5 * time.Second, Beat: -1,
+			Jobs: []JobSpec{oldSpec}})
+		if err != nil {
+			t.Fatal(err)
+		}
 		newRep := e.scheduler("new", nil, newSpec)
 		if oldRep.DoneTTL() != 30*time.Second {
 			t.Fatalf("DoneTTL %v", oldRep.DoneTTL())
 		}
-		stopOld, stopNew := running(t, oldRep), running(t, newRep)
+		stopOld := running(t, oldRep)
+		time.Sleep(time.Second)
+		stopNew := running(t, newRep)
 		time.Sleep(21 * time.Minute) // slots 2..20 min: both replicas
 		stopOld()
 		time.Sleep(11 * time.Minute) // slots 22..30 min: the new replica alone

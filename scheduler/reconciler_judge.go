@@ -44,7 +44,7 @@ func (r *reconciler) after(j *job) time.Duration {
 	if j.spec.Misfire.Policy.recovers() {
 		d = max(d, j.spec.Misfire.Deadline+r.recoverAfter()+time.Second)
 	}
-	return d + j.spec.Jitter // a slot is due up to Jitter after its nominal time
+	return d + j.largestJitter() // a slot is due up to the jitter after its nominal time, on any replica
 }
 
 // settleAfter is how old a slot of the named job may be and still have no
@@ -69,6 +69,9 @@ func (p *pass) job(ctx context.Context, j *job) error {
 	}
 	now := r.clock.Now()
 	from, err := p.from(ctx, j, now)
+	if errors.Is(err, errReplacedPending) {
+		return nil // judged further at a later pass
+	}
 	if err != nil {
 		return err
 	}
@@ -106,7 +109,13 @@ func (p *pass) from(ctx context.Context, j *job, now time.Time) (time.Time, erro
 	}
 	// A job a reload added or rescheduled here has run as it is since then
 	// on this replica, which fires each of its slots after that: earlier
-	// ones are another definition's (docs/configuration.md, "Hot reload").
+	// ones are another definition's (docs/configuration.md, "Hot reload"),
+	// judged as that one's (reconciler_replaced.go).
+	if from.Before(j.since) {
+		if err := p.replacedJudged(ctx, j, from, now); err != nil {
+			return time.Time{}, err
+		}
+	}
 	from = later(from, j.since)
 	if cut := now.Add(-history.Retention); from.Before(cut) {
 		if err := p.unjudged(ctx, j, from, cut); err != nil {

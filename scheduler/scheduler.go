@@ -45,6 +45,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -137,6 +138,10 @@ type job struct {
 	// old jitter after the reload but under the new one long before it
 	// was found late and dropped.
 	dueFloor, floorFrom time.Time
+	// replaced is what a reload that changed this job's slots replaced:
+	// the definitions in force before, newest first, for the reconciler
+	// to judge the slots they fired (reconciler_replaced.go).
+	replaced []*job
 
 	*jobState
 }
@@ -165,6 +170,10 @@ type jobState struct {
 	recWrittenAt           time.Time
 	// Control: paused at the latest slot this replica tried (notePause).
 	paused bool
+	// Fleet (fleet_defs.go) and timer (a reload): the largest jitter of
+	// the job that some replica may still fire its slots with, in
+	// nanoseconds (largestJitter).
+	fleetJitter atomic.Int64
 }
 
 func (j *job) name() string { return j.spec.Name }
@@ -229,11 +238,16 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		defer close(loopDone)
 		s.timer.loop(ctx, start)
 	})
-	for _, j := range s.jobList() {
-		if !j.spec.Disabled {
-			s.spawn(func() { s.misfire.startupCheck(j, start) })
+	s.spawn(func() {
+		// The start-up checks count a slot as missed only once it is due
+		// under the largest jitter the fleet runs (fleet_defs.go).
+		s.fleet.learnDefinitions()
+		for _, j := range s.jobList() {
+			if !j.spec.Disabled {
+				s.spawn(func() { s.misfire.startupCheck(j, start) })
+			}
 		}
-	}
+	})
 	if s.cfg.Beat > 0 {
 		s.spawn(func() { s.fleet.beatLoop(start) })
 		if s.fleet.candidates() > 0 {

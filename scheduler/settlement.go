@@ -108,7 +108,7 @@ func (st *settlement) settleOrphan(j *job, o *locking.Abandoned) {
 		// started (a started one is granted as abandoned), or settled
 		// meanwhile with its marker gone: claiming it must not run it.
 		// Close it, so that no store points to it again.
-		st.ends.endLease(j.name(), slotString(t), lease, j.doneTTL, string(history.OutcomeAbandoned))
+		st.ends.endLease(j.name(), slotString(t), lease, j.markerTTL(), string(history.OutcomeAbandoned))
 		st.log.Debug("abandoned claim closed without an entry: no store shows it started, and it holds no majority "+
 			"(a node that missed a run's end, or a request run after its acquisition failed)",
 			"event", evMisfireCheck, "job", j.name(), "slot", slotString(t))
@@ -146,7 +146,7 @@ func (st *settlement) closeRecorded(j *job, t time.Time, lease *locking.Lease, a
 		return false
 	}
 	name, slot := j.name(), slotString(t)
-	st.ends.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: string(e.Outcome),
+	st.ends.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.markerTTL(), note: string(e.Outcome),
 		entry: logged(e, t), then: func() {
 			st.log.Debug("abandoned claim closed: the slot history already records its run", "event", evMisfireCheck,
 				"job", name, "slot", slot, "run_id", ab.ID, "holder", ab.Holder, "outcome", e.Outcome)
@@ -174,7 +174,7 @@ func (st *settlement) settleAbandoned(j *job, t time.Time, lease *locking.Lease)
 	name, slot := j.name(), slotString(t)
 	e := history.Entry{Slot: slot, Outcome: history.OutcomeAbandoned, Replica: ab.Holder, RunID: ab.ID,
 		SettledBy: st.cfg.Replica, SettleID: lease.Grant().ID}
-	st.ends.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: string(history.OutcomeAbandoned),
+	st.ends.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.markerTTL(), note: string(history.OutcomeAbandoned),
 		entry: logged(e, t),
 		then: func() {
 			st.log.Warn("run abandoned: its replica stopped renewing its lease before the run ended; the slot is not run again",
@@ -193,7 +193,7 @@ func (st *settlement) settleUnconfirmed(j *job, t time.Time, lease *locking.Leas
 	name, slot := j.name(), slotString(t)
 	e := history.Entry{Slot: slot, Outcome: history.OutcomeMissed, Reason: history.ReasonUnknown, Replica: ab.Holder, RunID: ab.ID,
 		MayHaveStarted: true, SettledBy: st.cfg.Replica, SettleID: lease.Grant().ID}
-	st.ends.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.doneTTL, note: string(history.OutcomeMissed),
+	st.ends.endLeaseThen(pendingEnd{job: name, slot: slot, lease: lease, doneTTL: j.markerTTL(), note: string(history.OutcomeMissed),
 		entry: logged(e, t),
 		then: func() {
 			st.log.Warn("slot missed: its winner stopped before confirming that its run started; it may have started, so it is not run again",

@@ -155,6 +155,10 @@ type lateRange struct {
 	first, prev, last time.Time // prev: the slot before last (zero when count is 1)
 	count             int
 	atLeast           bool // count is a lower bound (maxCatchUp reached)
+	// woke: the loop found them late on waking (this replica paused or
+	// starved), not one slot an attempt gave up: the misfire policy looks
+	// up which of them other replicas handled (misfire_handled.go).
+	woke bool
 }
 
 func (r *lateRange) add(t time.Time) {
@@ -197,7 +201,7 @@ func (tm *timer) fireTime(j *job, t time.Time) (time.Time, bool) {
 // and it returns checks — late ones (more than the lateness bound after
 // their due time) go to the misfire policy.
 func (tm *timer) fireDue(j *job, now time.Time, checks []dueSlot) []dueSlot {
-	var late lateRange
+	late := lateRange{woke: true}
 	t := j.next
 	for n := 1; !t.IsZero(); n++ {
 		at, fallback := tm.fireTime(j, t)

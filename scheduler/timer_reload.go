@@ -80,6 +80,10 @@ func (tm *timer) applyReload(h *jobHeap, req reloadReq) {
 		default:
 			res.Rescheduled = append(res.Rescheduled, j.name())
 			j.jobState, j.since = prev.jobState, now
+			// Replicas not reloaded yet fire its slots with the old
+			// jitter: this one's markers outlive them (fleet_defs.go).
+			j.noteJitter(prev.spec.Jitter)
+			j.replaced = replacedChain(prev, now)
 			if !prev.next.IsZero() && !prev.spec.Disabled {
 				j.dueFloor, j.floorFrom = now, prev.next
 			}

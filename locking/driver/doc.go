@@ -183,7 +183,10 @@
 // Every Claim also reads the family's pause register (Pause, written by
 // Store.SetPause as a versioned register: the newest write wins on every node).
 // While the newest pause over the answering majority is active, the claim
-// is undone and refused with a *PausedError; a granted lease carries the
+// is undone and refused with a *PausedError — with, as its Refusal, the
+// *HeldError of a lease that holds the key (work that may have begun
+// before the pause) — unless it takes an abandoned claim over: settling
+// a dead run's slot starts no work. A granted lease carries the
 // newest pause (locking.Grant.Pause), so that its caller can tell work that was
 // due during a pause that has since ended (Pause.Covers).
 //

@@ -47,7 +47,9 @@ type NodeStatus struct {
 // Pause is a family's pause state, kept in the lock stores beside its keys
 // (<prefix>:{<family>}:pause) and read by every Claim in the family in the
 // same round trip: while a pause is active, Claim fails with a
-// *PausedError. Acquire is not affected (a manual run still runs).
+// *PausedError, except one that takes an abandoned claim over (its caller
+// settles the dead run's slot, and runs nothing). Acquire is not
+// affected (a manual run still runs).
 type Pause struct {
 	Paused bool
 	Until  time.Time // when Paused: the end, on the writer's clock; zero means until resumed

@@ -72,6 +72,7 @@ var cases = []struct {
 	{"ClaimOrphan", testClaimOrphan},
 	{"ClaimStarted", testClaimStarted},
 	{"Pause", testPause},
+	{"PauseAfterTheClaim", testPauseAfterTheClaim},
 	{"Log", testLog},
 	{"LogOwnEndAfterASettle", testLogOwnEndAfterASettle},
 	{"AppendLog", testAppendLog},

@@ -60,3 +60,39 @@ func testPause(t *testing.T, l locking.Locker) {
 	require.NoError(t, err, "resumed")
 	require.NoError(t, b.End(ctx(t), locking.Ending{}).Err)
 }
+
+// A pause written while a run holds a slot's claim does not make that
+// claim a paused one: a second claim of the slot is refused with the
+// *PausedError and, as its Refusal, the *HeldError of the run going on
+// (whose work began before the pause: the caller tells by Pause.Covers).
+// Once the run's lease expired unended, a claim that takes it over is
+// granted despite the pause (Grant.Abandoned): settling a dead run's
+// slot starts no work, and left to the pause's end it would keep the
+// slot without an outcome. A fresh slot is still refused.
+func testPauseAfterTheClaim(t *testing.T, l locking.Locker) {
+	fam := family(t)
+	slot := func(n int) locking.Key { return locking.Key{Family: fam, Name: "slot:" + string(rune('0'+n))} }
+	const ttl = 300 * time.Millisecond
+	run, err := l.Claim(ctx(t), slot(1), ttl)
+	require.NoError(t, err)
+	_, err = l.SetPause(ctx(t), fam, locking.Pause{Paused: true, By: "ops"})
+	require.NoError(t, err)
+
+	_, err = l.Claim(ctx(t), slot(1), time.Second)
+	var pe *locking.PausedError
+	require.ErrorAs(t, err, &pe)
+	var he *locking.HeldError
+	require.ErrorAs(t, pe.Refusal, &he, "the refusal of the run's claim goes with the pause")
+	require.False(t, he.Done)
+
+	time.Sleep(ttl + 100*time.Millisecond) // the run's replica died: its lease expired
+	settler, err := l.Claim(ctx(t), slot(1), time.Second)
+	require.NoError(t, err, "taking a dead run's claim over is not refused by the pause")
+	ab := settler.Grant().Abandoned
+	require.NotNil(t, ab)
+	require.Equal(t, run.Grant().ID, ab.ID)
+	require.NoError(t, settler.End(ctx(t), locking.Ending{DoneTTL: time.Minute, Note: "missed"}).Err)
+
+	_, err = l.Claim(ctx(t), slot(2), time.Second)
+	require.ErrorIs(t, err, locking.ErrPaused, "a fresh slot is still paused")
+}

@@ -163,8 +163,11 @@ func (r *redlock) grantWon(ctx context.Context, s driver.Lease, fence string, t 
 	family := s.Key.Family
 	// The winners are a majority: they hold the newest pause written to
 	// a majority.
+	// A claim that takes an abandoned one over is granted even so: its
+	// caller settles the dead run's slot and starts no work, and refused
+	// until the pause ends the slot would have no outcome meanwhile.
 	p := driver.NewestPause(t.pauses)
-	if s.Claim && p.ActiveAt(r.clock.Now()) {
+	if s.Claim && p.ActiveAt(r.clock.Now()) && !r.takesOver(t) {
 		r.undo(ctx, s, nil, errs)
 		return driver.Grant{}, true, &locking.PausedError{Key: s.Key, Pause: p}
 	}
@@ -227,7 +230,7 @@ func (r *redlock) claimMet(ctx context.Context, s driver.Lease, t *acquireTally,
 	// fewer while some node did not answer, it may be a started run's
 	// whose other copies are on the silent nodes: refused (Claimed).
 	switch {
-	case tookN >= r.quorum || (tookN > 0 && t.started[took] && t.answered == len(r.nodes)):
+	case r.takesOver(t):
 		g.Abandoned = driver.ParseAbandoned(s.Key, took)
 		g.Abandoned.Started = t.started[took]
 	case tookN > 0 && t.answered == len(r.nodes):
@@ -239,6 +242,13 @@ func (r *redlock) claimMet(ctx context.Context, s driver.Lease, t *acquireTally,
 		return he
 	}
 	return nil
+}
+
+// takesOver reports whether the claims a won round met make it a
+// takeover of an abandoned claim (claimMet says why).
+func (r *redlock) takesOver(t *acquireTally) bool {
+	took, tookN := t.mostTaken()
+	return tookN >= r.quorum || (tookN > 0 && t.started[took] && t.answered == len(r.nodes))
 }
 
 // acquireLost ends a round that was not won: it leaves nothing behind

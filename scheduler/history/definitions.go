@@ -39,11 +39,15 @@ type JobDef struct {
 	// without one, so that such a job publishes what it did before.
 	Group      string `json:"group,omitempty"`
 	GroupLimit int    `json:"group_limit,omitempty"`
+	// Jitter is the job's jitter (a Go duration), absent without one:
+	// a replica that starts, or reloads, with a lower one learns from it
+	// how late the others may still fire a slot (JobJitter).
+	Jitter string `json:"jitter,omitempty"`
 }
 
 // Differences names the fields in which d and o differ, in the
 // configuration's words (schedule, timezone, overlap, misfire.policy,
-// enabled, group); none when they agree.
+// enabled, group, jitter); none when they agree.
 func (d JobDef) Differences(o JobDef) []string {
 	var out []string
 	for _, f := range []struct {
@@ -56,6 +60,7 @@ func (d JobDef) Differences(o JobDef) []string {
 		{"misfire.policy", d.Misfire == o.Misfire},
 		{"enabled", d.Enabled == o.Enabled},
 		{"group", d.Group == o.Group && d.GroupLimit == o.GroupLimit},
+		{"jitter", d.Jitter == o.Jitter},
 	} {
 		if !f.same {
 			out = append(out, f.name)
