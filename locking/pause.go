@@ -22,6 +22,9 @@ type Pause struct {
 	// write's time in Unix milliseconds (or one more than the previous
 	// version): Since.
 	Version int64
+	// Past are the pauses that ended before this write, oldest first
+	// (pause_past.go).
+	Past []PauseSpan
 }
 
 // ActiveAt reports whether the pause holds at t.
@@ -61,7 +64,8 @@ func (e *PausedError) Error() string {
 
 func (e *PausedError) Is(target error) bool { return target == ErrPaused }
 
-// FormatPause is the register's value: "<version>|<p or r>|<until ms>|<by>|<reason>".
+// FormatPause is the register's value: "<version>|<p or r>|<until ms>|<by>|<reason>",
+// then the past pauses (formatPast).
 func FormatPause(p Pause) string {
 	state, until := "r", int64(0)
 	if p.Paused {
@@ -70,7 +74,8 @@ func FormatPause(p Pause) string {
 			until = p.Until.UnixMilli()
 		}
 	}
-	return fmt.Sprintf("%d|%s|%d|%s|%s", p.Version, state, until, p.By, p.Reason)
+	reason := strings.ReplaceAll(p.Reason, pastMark[:1], " ")
+	return fmt.Sprintf("%d|%s|%d|%s|%s", p.Version, state, until, p.By, reason) + formatPast(p.Past)
 }
 
 // parsePause reads a register's value; "" (never set) is not paused.
@@ -88,7 +93,8 @@ func parsePause(v string) Pause {
 	if ms, _ := strconv.ParseInt(f[2], 10, 64); p.Paused && ms > 0 {
 		p.Until = time.UnixMilli(ms)
 	}
-	p.By, p.Reason = f[3], f[4]
+	p.By = f[3]
+	p.Reason, p.Past = cutPast(f[4])
 	return p
 }
 

@@ -72,6 +72,7 @@ var cases = []struct {
 	{"ClaimOrphan", testClaimOrphan},
 	{"ClaimStarted", testClaimStarted},
 	{"Pause", testPause},
+	{"PausePast", testPausePast},
 	{"Log", testLog},
 	{"LogOwnEndAfterASettle", testLogOwnEndAfterASettle},
 	{"AppendLog", testAppendLog},
