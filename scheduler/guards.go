@@ -151,8 +151,14 @@ func (a *attempt) leftover() verdict {
 }
 
 // paused skips a fired slot due while the job was paused, claimed after
-// the pause ended (a recovery): still paused.
+// the pause ended (a recovery): still paused. A backfill refuses a slot
+// due during any pause the register holds, past ones included: the
+// operator paused it (PlanBackfill says so too).
 func (a *attempt) paused() verdict {
+	if a.origin == originBackfill && a.claim.Grant().Pause.PausedAt(a.t) {
+		return verdict{act: actRelease, reason: history.ReasonPaused,
+			err: &HandledError{Slot: a.t, Reason: string(history.ReasonPaused)}}
+	}
 	if !a.origin.fired() {
 		return goOn
 	}
