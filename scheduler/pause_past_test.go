@@ -76,6 +76,12 @@ func TestPauseResumedBeforeAnyReplicaIsNotMissed(t *testing.T) {
 			}
 		}
 
+		if n := len(where(e.sink.events(t), evSlotSkipped, "job", "bf", "reason", "paused", "note", "judged by the reconciler")); n != 5 {
+			t.Errorf("%d slot.skipped paused lines of the reconciler, want one a paused slot", n)
+		}
+		if n := len(where(e.sink.events(t), evSlotMissed, "job", "bf")); n != 5 {
+			t.Errorf("%d slot.missed lines, want the 5 slots around the pause that nobody ran", n)
+		}
 		if n := len(rec.all()); n != 0 {
 			t.Errorf("%d runs of a paused slot", n)
 		}

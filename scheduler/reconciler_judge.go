@@ -207,7 +207,13 @@ func (p *pass) beyondHistory(j *job, slots []time.Time) {
 func (p *pass) judgeMissing(ctx context.Context, j *job, t time.Time, pause locking.Pause) error {
 	r, name := p.r, j.name()
 	if pause.PausedAt(t) {
-		if err := p.write(ctx, j, pausedEntry(t), t); err != nil && !errors.Is(err, locking.ErrLogHasEntry) {
+		err := p.write(ctx, j, pausedEntry(t), t)
+		if err == nil {
+			// No replica fired it (none was up, or the pause ended before
+			// one wrote the entry): its outcome is told here, once.
+			r.skipped(name, slotString(t), history.ReasonPaused, 1, "note", "judged by the reconciler")
+		}
+		if err != nil && !errors.Is(err, locking.ErrLogHasEntry) {
 			return err
 		}
 		return nil
