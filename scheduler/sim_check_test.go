@@ -149,7 +149,7 @@ func (w *world) check(from, to time.Time) (viol []string, st checkStats) {
 						a.runID, a.holder, describeRuns(rs), w.trace(audits, k.job, k.slot))
 				}
 			}
-			if len(abandoned[k]) > 0 && len(missed[k]) > 0 {
+			if len(abandoned[k]) > 0 && len(missed[k]) > 0 && !w.backfillOfMissed(k, abandoned[k], missed[k], rs) {
 				bad("one outcome: %s %s reported both abandoned and missed%s", k.job, k.slot, w.trace(audits, k.job, k.slot))
 			}
 			why := explained[k]
@@ -180,21 +180,13 @@ func (w *world) check(from, to time.Time) (viol []string, st checkStats) {
 			}
 			if m := missed[k]; len(m) > 0 {
 				st.missed++
-				switch {
-				case len(m) > 1:
-					bad("missed: %s %s reported missed %d times%s", k.job, k.slot, len(m), w.trace(audits, k.job, k.slot))
-				case m[0].mayHaveStarted:
-					st.mayHaveStarted++
-					for _, r := range rs {
-						if r.runID != m[0].runID || !w.couldNotConfirm(r) {
-							bad("missed: %s %s reported missed, may have started (run %s), but run %s started and could confirm it%s",
-								k.job, k.slot, m[0].runID, describeRuns([]*runRec{r}), w.trace(audits, k.job, k.slot))
-						}
+				for _, v := range w.checkMissed(k, m, rs, pause == pausedSurely) {
+					bad("%s%s", v, w.trace(audits, k.job, k.slot))
+				}
+				for _, a := range m {
+					if a.mayHaveStarted {
+						st.mayHaveStarted++
 					}
-				case len(rs) > 0:
-					bad("missed: %s %s reported missed (%s) but it started (%s)%s", k.job, k.slot, m[0].reason, describeRuns(rs), w.trace(audits, k.job, k.slot))
-				case pause == pausedSurely:
-					bad("missed: %s %s reported missed (%s) while the job was paused%s", k.job, k.slot, m[0].reason, w.trace(audits, k.job, k.slot))
 				}
 			}
 			if len(rs) == 0 && pause == notPaused && w.faults.quiet(due.Add(-2*w.cfg.ttl-lateness), due.Add(w.cfg.ttl+lateness+time.Second)) {
@@ -433,7 +425,7 @@ func (w *world) pausedAt(job string, s time.Time, lateness time.Duration) pauseS
 		if p.job != job {
 			continue
 		}
-		if !p.from.After(s.Add(margin)) && !p.acked.Before(s.Add(-margin)) || p.failed && !p.from.After(s) {
+		if !p.from.After(s.Add(margin)) && !p.acked.Before(s.Add(-margin)) || p.failed && !p.from.After(s) && w.mayHold(i, s.Add(-margin)) {
 			near = true // a write under way around s, or one whose outcome is unknown
 		}
 		if !p.from.After(s) && (last == nil || p.from.After(last.from)) {
@@ -450,4 +442,24 @@ func (w *world) pausedAt(job string, s time.Time, lateness time.Duration) pauseS
 		return pausedMaybe
 	}
 	return pausedSurely
+}
+
+// mayHold reports whether the failed pause write w.pauses[i] may still
+// decide work due at s (w.mu held): a pause until its end (it reached some
+// stores, and a reader may pass it on, never past its end); a resume until
+// the job's next write that was confirmed (written above it on a
+// majority). w.pauses is in the order the writes were recorded.
+func (w *world) mayHold(i int, s time.Time) bool {
+	p := w.pauses[i]
+	if p.until.After(p.from) {
+		return !s.After(p.until)
+	}
+	for _, q := range w.pauses[i+1:] {
+		// Begun well after p (clock offsets and a second apart): its
+		// version is above p's.
+		if q.job == p.job && !q.failed && q.from.After(p.from.Add(w.cfg.skew+time.Second)) && q.acked.Before(s) {
+			return false
+		}
+	}
+	return true
 }

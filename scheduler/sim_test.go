@@ -146,6 +146,11 @@ func simulate(t *testing.T, cfg simConfig) []string {
 		faults["trigger (not a fault)"] = w.triggers
 		faults["reload (not a fault)"] = w.reloads
 		faults["job paused (not a fault)"] = len(w.pauses)
+		faults["backfill (not a fault)"] = w.backfills
+		faults["outage pause (not a fault)"] = w.outagePauses
+		faults["reconciler pass (not a fault)"] = w.reconciles
+		faults["backfill runs (not a fault)"], faults["backfills killed"] = w.backfillRuns()
+		faults["pause write reaching one store"] = w.partialPauses
 		trace = w.traceLines()
 	})
 	if *simTraceOut != "" {
