@@ -162,7 +162,7 @@ func (c *control) planBackfill(ctx context.Context, name string, from, to time.T
 			b.Why = "running"
 		case t.Unix() < reach:
 			b.Why = "beyond history"
-		case pause.PausedAt(t):
+		case pause.PausedAt(j.spec.Due(t)):
 			b.Why = string(history.ReasonPaused) // the operator paused it: no entry says so yet
 		case found:
 			b.Run, b.Why = true, describeEntry(e)

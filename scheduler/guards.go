@@ -156,7 +156,7 @@ func (a *attempt) leftover() verdict {
 // due during any pause the register holds, past ones included: the
 // operator paused it (PlanBackfill says so too).
 func (a *attempt) paused() verdict {
-	if a.origin == originBackfill && a.claim.Grant().Pause.PausedAt(a.t) {
+	if a.origin == originBackfill && a.claim.Grant().Pause.PausedAt(a.j.spec.Due(a.t)) {
 		return verdict{act: actRelease, reason: history.ReasonPaused,
 			err: &HandledError{Slot: a.t, Reason: string(history.ReasonPaused)}}
 	}

@@ -206,7 +206,7 @@ func (p *pass) beyondHistory(j *job, slots []time.Time) {
 // else missed (and reported: slot.missed) with why nobody ran it.
 func (p *pass) judgeMissing(ctx context.Context, j *job, t time.Time, pause locking.Pause) error {
 	r, name := p.r, j.name()
-	if pause.PausedAt(t) {
+	if pause.PausedAt(j.spec.Due(t)) { // when the replicas fire it, as they judge a pause
 		err := p.write(ctx, j, pausedEntry(t), t)
 		if err == nil {
 			// No replica fired it (none was up, or the pause ended before
