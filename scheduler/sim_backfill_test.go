@@ -3,8 +3,6 @@ package scheduler_test
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
@@ -15,14 +13,34 @@ import (
 // mid-pass), pauses and resumes while every replica is down, and pause
 // writes that reach one store (their command failed).
 
-// opsProcess starts a fresh process named prefix-<n> and returns it and
-// the number of processes of that kind so far.
-func (w *world) opsProcess(prefix string) *instance {
+// Every draw of an operator's process (its name, whether and when it is
+// killed) is made by the fault plan's goroutine when the fault is drawn:
+// a process started later, on a goroutine of its own, draws nothing from
+// the world's stream, whose order would then be the Go scheduler's.
+
+// opsName is the name of a fresh process: prefix-<n>.
+func (w *world) opsName(prefix string) string {
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	w.opsSeq++
-	name := fmt.Sprintf("%s-%d", prefix, w.opsSeq)
-	w.mu.Unlock()
-	return w.process(name, 0)
+	return fmt.Sprintf("%s-%d", prefix, w.opsSeq)
+}
+
+// opsPlan is a backfill process drawn by the fault plan: its name, and
+// when it is killed (negative: never).
+type opsPlan struct {
+	name   string
+	killAt time.Duration
+}
+
+// planBackfill draws a backfill process: one in three is killed 0–30 s in
+// (often in a slot's body, before or after it confirmed its start).
+func (w *world) planBackfill() opsPlan {
+	p := opsPlan{name: w.opsName("backfill"), killAt: -1}
+	if w.pick(3) == 0 {
+		p.killAt = w.between(0, 30*time.Second)
+	}
+	return p
 }
 
 // kill ends process in at once, as a SIGKILL: it sends nothing more.
@@ -42,24 +60,20 @@ func (w *world) kill(in *instance, cancel context.CancelFunc) {
 func (w *world) backfill() {
 	job := w.cfg.jobs[w.pick(len(w.cfg.jobs))].name
 	span := w.between(time.Minute, 30*time.Minute)
-	w.runBackfill(job, func(to time.Time) time.Time { return to.Add(-span) }, time.Time{})
+	w.runBackfill(w.planBackfill(), job, func(to time.Time) time.Time { return to.Add(-span) }, time.Time{})
 }
 
-// runBackfill backfills job from from(to) to until (zero: as late as
-// the replicas let it, to) in a fresh process; one in three is killed 0–30
-// s in (often in a slot's body, before or after it confirmed its start).
-func (w *world) runBackfill(job string, from func(to time.Time) time.Time, until time.Time) {
+// runBackfill backfills job from from(to) to until (zero: as late as the
+// replicas let it, to) in the fresh process plan draws.
+func (w *world) runBackfill(plan opsPlan, job string, from func(to time.Time) time.Time, until time.Time) {
 	w.mu.Lock()
 	stopped := w.stopped
 	w.mu.Unlock()
 	if stopped {
 		return
 	}
-	in := w.opsProcess("backfill")
-	killAt := time.Duration(-1)
-	if w.pick(3) == 0 {
-		killAt = w.between(0, 30*time.Second)
-	}
+	in := w.process(plan.name, 0)
+	killAt := plan.killAt
 	w.mu.Lock()
 	w.backfills++
 	w.mu.Unlock()
@@ -84,12 +98,12 @@ func (w *world) runBackfill(job string, from func(to time.Time) time.Time, until
 			return
 		}
 		pctx, pcancel := context.WithTimeout(ctx, 10*time.Second)
-		plan, err := in.sched.PlanBackfill(pctx, job, start, to)
+		slots, err := in.sched.PlanBackfill(pctx, job, start, to)
 		pcancel()
 		if err != nil {
 			return
 		}
-		for _, b := range plan {
+		for _, b := range slots {
 			if !b.Run || ctx.Err() != nil || !in.gate.Alive() {
 				continue
 			}
@@ -104,7 +118,7 @@ func (w *world) runBackfill(job string, from func(to time.Time) time.Time, until
 // reconcile runs one reconciler pass from a fresh process (a replica that
 // starts and is gone), killed mid-pass one time in three.
 func (w *world) reconcile() {
-	in := w.opsProcess("reconcile")
+	in := w.process(w.opsName("reconcile"), 0)
 	w.mu.Lock()
 	w.reconciles++
 	w.mu.Unlock()
@@ -120,8 +134,8 @@ func (w *world) reconcile() {
 // setPause writes a pause (or a resume) of job from a fresh process and
 // records it for the checker (pausedAt): a resume ends the pause in force
 // at its write; a pause without an end lasts until resumed.
-func (w *world) setPause(job string, p locking.Pause) {
-	in := w.opsProcess("pauser")
+func (w *world) setPause(name, job string, p locking.Pause) {
+	in := w.process(name, 0)
 	defer close(in.done)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -148,6 +162,9 @@ func (w *world) setPause(job string, p locking.Pause) {
 func (w *world) outagePause() {
 	job := w.cfg.jobs[w.pick(len(w.cfg.jobs))].name
 	d := w.between(2*time.Minute, 8*time.Minute)
+	if time.Now().Add(d + 2*time.Minute).After(w.start.Add(w.cfg.duration)) {
+		return // the replicas would be down past the end: nobody would judge the last slots
+	}
 	for _, rep := range w.reps {
 		w.crash(rep, d+w.between(5*time.Second, time.Minute))
 	}
@@ -156,19 +173,22 @@ func (w *world) outagePause() {
 	w.mu.Unlock()
 	began := time.Now()
 	later := w.between(20*time.Minute, 50*time.Minute)
+	wait := w.between(time.Second, 10*time.Second)
+	pauser, resumer := w.opsName("pauser"), w.opsName("pauser")
 	w.wg.Go(func() {
-		time.Sleep(w.between(time.Second, 10*time.Second))
-		w.setPause(job, locking.Pause{Paused: true, Reason: "outage"})
+		time.Sleep(wait)
+		w.setPause(pauser, job, locking.Pause{Paused: true, Reason: "outage"})
 		time.Sleep(d - 15*time.Second)
-		w.setPause(job, locking.Pause{})
+		w.setPause(resumer, job, locking.Pause{})
 	})
 	// The operator backfills the outage's window once it can: its slots
 	// before the pause and after the resume were missed, those between
 	// were paused.
 	end := began.Add(d + 2*time.Minute)
 	for _, jd := range w.cfg.jobs {
+		plan := w.planBackfill()
 		w.after(later, func() {
-			w.runBackfill(jd.name, func(time.Time) time.Time { return began.Add(-time.Minute) }, end)
+			w.runBackfill(plan, jd.name, func(time.Time) time.Time { return began.Add(-time.Minute) }, end)
 		})
 	}
 }
@@ -181,7 +201,7 @@ func (w *world) partialPause() {
 	store := w.pick(w.cfg.stores)
 	paused := w.pick(2) == 0
 	until := w.between(time.Minute, 10*time.Minute)
-	in := w.opsProcess("pauser")
+	in := w.process(w.opsName("pauser"), 0)
 	w.mu.Lock()
 	w.partialPauses++
 	w.mu.Unlock()
@@ -207,89 +227,6 @@ func (w *world) partialPause() {
 		w.mu.Unlock()
 		_, _ = w.net.Nodes(in.name, in.gate)[store].Do(ctx, op)
 	})
-}
-
-// checkMissed is the missed invariant for slot k, reported missed by m,
-// whose runs are rs: a plain report (not may_have_started) at most once,
-// never for a slot that started before it nor while the job was surely
-// paused; a may_have_started report at most once for the run it names,
-// which could not confirm its start. A backfill may run a slot after its
-// plain report (that is what backfill is for), never after a
-// may_have_started one of another run.
-func (w *world) checkMissed(k slotKey, m []auditRec, rs []*runRec, surelyPaused bool) (viol []string) {
-	var plain []auditRec
-	named := map[string]int{}
-	for _, a := range m {
-		if a.mayHaveStarted {
-			named[a.runID]++
-		} else {
-			plain = append(plain, a)
-		}
-	}
-	if len(plain) > 1 {
-		viol = append(viol, fmt.Sprintf("missed: %s %s reported missed %d times", k.job, k.slot, len(plain)))
-	}
-	for id, n := range named {
-		if n > 1 {
-			viol = append(viol, fmt.Sprintf("missed: %s %s reported missed, may have started (run %s), %d times", k.job, k.slot, id, n))
-		}
-	}
-	for _, r := range rs {
-		switch {
-		case named[r.runID] > 0:
-			if !w.couldNotConfirm(r) {
-				viol = append(viol, fmt.Sprintf("missed: %s %s reported missed, may have started, but run %s started and could confirm it",
-					k.job, k.slot, describeRuns([]*runRec{r})))
-			}
-		case w.backfillAfter(r, plain, m):
-		case len(plain) > 0:
-			viol = append(viol, fmt.Sprintf("missed: %s %s reported missed (%s) but it started (%s)", k.job, k.slot, plain[0].reason,
-				describeRuns([]*runRec{r})))
-		default:
-			viol = append(viol, fmt.Sprintf("missed: %s %s reported missed, may have started (run %s), but run %s started",
-				k.job, k.slot, m[0].runID, describeRuns([]*runRec{r})))
-		}
-	}
-	if len(plain) > 0 && len(rs) == 0 && surelyPaused {
-		viol = append(viol, fmt.Sprintf("missed: %s %s reported missed (%s) while the job was paused", k.job, k.slot, plain[0].reason))
-	}
-	return viol
-}
-
-// backfillAfter reports whether r is a backfill's run that started after
-// a plain missed report of its slot and after no may_have_started report
-// naming another run (that slot may have run: never again).
-func (w *world) backfillAfter(r *runRec, plain, m []auditRec) bool {
-	if !w.isBackfill(r.inst) || len(plain) == 0 || !plain[0].at.Before(r.start) {
-		return false
-	}
-	for _, a := range m {
-		if a.mayHaveStarted && a.runID != r.runID && a.at.Before(r.start) {
-			return false
-		}
-	}
-	return true
-}
-
-func (w *world) isBackfill(in *instance) bool { return strings.HasPrefix(in.name, "backfill-") }
-
-// backfillOfMissed reports whether slot k's abandoned and missed reports
-// are honest together: every abandoned run is a backfill's run of a slot
-// reported missed before it started.
-func (w *world) backfillOfMissed(k slotKey, abandoned, m []auditRec, rs []*runRec) bool {
-	var plain []auditRec
-	for _, a := range m {
-		if !a.mayHaveStarted {
-			plain = append(plain, a)
-		}
-	}
-	for _, a := range abandoned {
-		i := slices.IndexFunc(rs, func(r *runRec) bool { return r.runID == a.runID })
-		if i < 0 || !w.backfillAfter(rs[i], plain, m) {
-			return false
-		}
-	}
-	return true
 }
 
 // backfillRuns counts the runs that backfills started, and the backfill
