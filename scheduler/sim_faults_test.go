@@ -224,9 +224,11 @@ func (w *world) inject(kind string) {
 		w.mu.Lock()
 		w.reloads++
 		w.mu.Unlock()
+		w.traceNote(in, "reload.begin")
 		w.wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
+			defer w.traceNote(in, "reload.end")
 			if _, err := in.sched.Reload(ctx, "", w.specs(in, timeout)); err != nil &&
 				!errors.Is(err, scheduler.ErrStopped) && ctx.Err() == nil && in.gate.Alive() {
 				w.t.Errorf("reload of %s: %v", in.name, err)
@@ -306,4 +308,12 @@ func (w *world) run() {
 	// Let pending heals and restarts happen, then stop everyone.
 	time.Sleep(2 * time.Minute)
 	w.stop()
+}
+
+// traceNote adds what the fault plan did to process in to the trace (an
+// audit record no check reads), at this instant.
+func (w *world) traceNote(in *instance, what string) {
+	w.rec.mu.Lock()
+	w.rec.audits = append(w.rec.audits, auditRec{at: time.Now(), inst: in, event: what, replica: in.name})
+	w.rec.mu.Unlock()
 }
