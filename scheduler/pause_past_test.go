@@ -87,3 +87,41 @@ func TestPauseResumedBeforeAnyReplicaIsNotMissed(t *testing.T) {
 		}
 	})
 }
+
+// A slot due during a pause, missed for lack of a quorum and recovered
+// under run_once after a resume ended the pause (not its end: the register
+// then holds the resume, the pause only in its past), is still paused —
+// the simulation's outage pauses ran such slots once the replicas came
+// back.
+func TestPauseResumedCoversARecoveredSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		inner := e.locker
+		f := &faultyLocker{Backend: inner}
+		e.locker = f
+		rec := &recorder{now: time.Now}
+		spec := everySecond(t, "job", rec)
+		spec.Misfire = Misfire{Policy: MisfireRunOnce, Deadline: time.Minute}
+		stop := running(t, e.scheduler("r1", nil, spec))
+		time.Sleep(1500 * time.Millisecond)
+		f.down.Store(true) // slots 2.. skipped no_quorum once their freshness runs out
+		time.Sleep(time.Second)
+		ctx := context.Background()
+		if _, err := inner.SetPause(ctx, "job", locking.Pause{Paused: true, By: "ops"}); err != nil { // from 2.5 s
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Second)
+		if _, err := inner.SetPause(ctx, "job", locking.Pause{By: "ops"}); err != nil { // to 7.5 s
+			t.Fatal(err)
+		}
+		time.Sleep(500 * time.Millisecond)
+		f.down.Store(false) // 8 s: the latest missed slot is recovered once the replicas had their chance
+		time.Sleep(12 * time.Second)
+		stop()
+		for _, r := range rec.all() {
+			if at := r.Run.Slot.Sub(bubbleStart); at >= 3*time.Second && at < 8*time.Second {
+				t.Errorf("slot %v, due during the pause, ran", at)
+			}
+		}
+	})
+}
