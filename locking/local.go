@@ -290,6 +290,7 @@ func (b *localDriver) SetPause(ctx context.Context, family string, p Pause) (Pau
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p.Version = max(b.pauses[family].Version+1, b.clock.Now().UnixMilli())
+	p = b.pauses[family].Succeed(p)
 	b.pauses[family] = p
 	return p, nil
 }

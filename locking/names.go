@@ -13,6 +13,8 @@ type (
 	Abandoned = driver.Abandoned
 	// Pause is a family's pause state (Store.SetPause, Grant.Pause).
 	Pause = driver.Pause
+	// PauseSpan is a pause that ended, kept in the register (Pause.Past).
+	PauseSpan = driver.PauseSpan
 	// NodeStatus is one node's answer to Locker.Ping.
 	NodeStatus = driver.NodeStatus
 	// Store is the fleet's state kept beside the locks: pause register,

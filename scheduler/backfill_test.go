@@ -245,3 +245,47 @@ func TestBackfillOfAReplaceJob(t *testing.T) {
 		}
 	})
 }
+
+// TestBackfillOfAReplaceJobYieldsToAWaitingSlot: a backfilled run of an
+// overlap replace job holds the job lease as a scheduled run does, and
+// yields it as one does: a slot due after the backfill started, waiting
+// for the lease (it raised the replace record), cancels the run as
+// replaced, naming that slot. A record of a slot due before the backfill
+// started (by more than the clock skew) does not.
+func TestBackfillOfAReplaceJobYieldsToAWaitingSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, s, rec := backfillEnv(t, OverlapReplace, 50)
+		rec.d = time.Minute
+		ctx := context.Background()
+		now := time.Now().Truncate(time.Second)
+		slot := now.Add(-30 * time.Second)
+		if err := e.locker.AdvanceRecord(ctx, history.ReplaceKey("bf"), now.Add(-5*time.Second).Unix()); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		var h history.Entry
+		var err error
+		go func() {
+			defer close(done)
+			h, err = s.RunSlot(ctx, "bf", slot)
+		}()
+		time.Sleep(10 * time.Second)
+		if n := len(rec.all()); n != 0 {
+			t.Fatalf("the run ended early (%d runs): replaced by a slot due before it started", n)
+		}
+		if _, jerr := e.locker.Acquire(ctx, history.RunKey("bf"), time.Second); !errors.Is(jerr, locking.ErrNotAcquired) {
+			t.Fatalf("the backfilled run does not hold the job lease: %v", jerr)
+		}
+		waiting := time.Now().Truncate(time.Second)
+		if err := e.locker.AdvanceRecord(ctx, history.ReplaceKey("bf"), waiting.Unix()); err != nil {
+			t.Fatal(err)
+		}
+		<-done
+		if h.Outcome != history.OutcomeCanceled || h.Reason != history.ReasonReplaced || h.BySlot != slotString(waiting) {
+			t.Fatalf("backfill beside a waiting slot: %+v (%v), want canceled, replaced by %s", h, err, slotString(waiting))
+		}
+		if runs := rec.all(); len(runs) != 1 || !errors.Is(runs[0].Cause, ErrReplaced) {
+			t.Fatalf("runs %+v, want one canceled as replaced", runs)
+		}
+	})
+}

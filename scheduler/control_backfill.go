@@ -41,7 +41,8 @@ const MaxBackfillSlots = history.MaxWindowSlots
 // slot was handled: Reason is "running" (its claim is open: a run going
 // on, or one abandoned and not yet settled), "done" (its done marker
 // stands), "abandoned" (RunSlot found the claim of a run that never ended
-// and settled it: run.abandoned), or the outcome the history records.
+// and settled it: run.abandoned), "paused" (due during a pause, now or
+// past: the pause register's), or the outcome the history records.
 type HandledError struct {
 	Slot   time.Time
 	Reason string
@@ -68,8 +69,9 @@ type BackfillSlot struct {
 	Run  bool
 	// Why: for a slot to run, "no outcome" or its entry's outcome (missed,
 	// skipped) and reason; for one skipped, its entry's outcome and
-	// reason, "running" (open claim) or "beyond history" (older than the
-	// history reaches: it cannot tell whether the slot ran).
+	// reason, "running" (open claim), "beyond history" (older than the
+	// history reaches: it cannot tell whether the slot ran) or "paused"
+	// (due during a pause, now or past, that no entry records yet).
 	Why string
 	// Entry is the slot's outcome in the history, the join of its
 	// entries: for a refused slot, the entry that decided it
@@ -139,6 +141,10 @@ func (c *control) planBackfill(ctx context.Context, name string, from, to time.T
 		return nil, err
 	}
 	open := history.ClaimedSlots(claims)
+	pause, err := c.cfg.Locker.ReadPause(ctx, name)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]BackfillSlot, len(slots))
 	for i, t := range slots {
 		b := BackfillSlot{Slot: t}
@@ -156,6 +162,8 @@ func (c *control) planBackfill(ctx context.Context, name string, from, to time.T
 			b.Why = "running"
 		case t.Unix() < reach:
 			b.Why = "beyond history"
+		case pause.PausedAt(j.spec.Due(t)):
+			b.Why = string(history.ReasonPaused) // the operator paused it: no entry says so yet
 		case found:
 			b.Run, b.Why = true, describeEntry(e)
 		default:

@@ -61,3 +61,8 @@ func (s *Scheduler) SlotRank(job string, t time.Time) (int, bool) {
 // SetDraw makes s draw its random numbers (draw.go) from f: f(what) for
 // what. Call it before Run.
 func SetDraw(s *Scheduler, f func(what string) uint64) { s.draw = f }
+
+// ReconcilePass runs one reconciler pass now, as a replica started at
+// started does every ReconcileEvery (the simulation's reconciler
+// processes).
+func (s *Scheduler) ReconcilePass(started time.Time) { s.reconciler.pass(started) }

@@ -151,12 +151,19 @@ func (a *attempt) leftover() verdict {
 }
 
 // paused skips a fired slot due while the job was paused, claimed after
-// the pause ended (a recovery): still paused.
+// the pause ended (a recovery): still paused, also when a resume ended
+// the pause (it is in the register's past). A backfill refuses a slot
+// due during any pause the register holds, past ones included: the
+// operator paused it (PlanBackfill says so too).
 func (a *attempt) paused() verdict {
+	if a.origin == originBackfill && a.claim.Grant().Pause.PausedAt(a.j.spec.Due(a.t)) {
+		return verdict{act: actRelease, reason: history.ReasonPaused,
+			err: &HandledError{Slot: a.t, Reason: string(history.ReasonPaused)}}
+	}
 	if !a.origin.fired() {
 		return goOn
 	}
-	if p := a.claim.Grant().Pause; p.Covers(a.due) {
+	if p := a.claim.Grant().Pause; p.PausedAt(a.due) {
 		a.pause = p
 		return verdict{act: actPaused, reason: history.ReasonPaused}
 	}

@@ -210,12 +210,19 @@ func (p *pass) beyondHistory(j *job, slots []time.Time) {
 }
 
 // judgeMissing writes the entry of slot t of j, which has none and no
-// open claim: paused when the job's pause covers it, else missed (and
-// reported: slot.missed) with why nobody ran it.
+// open claim: paused when the job's pause covers it or covered it (a
+// pause resumed before any replica wrote the slot's entry: Pause.Past),
+// else missed (and reported: slot.missed) with why nobody ran it.
 func (p *pass) judgeMissing(ctx context.Context, j *job, t time.Time, pause locking.Pause) error {
 	r, name := p.r, j.name()
-	if pause.Covers(t) {
-		if err := p.write(ctx, j, pausedEntry(t), t); err != nil && !errors.Is(err, locking.ErrLogHasEntry) {
+	if pause.PausedAt(j.spec.Due(t)) { // when the replicas fire it, as they judge a pause
+		err := p.write(ctx, j, pausedEntry(t), t)
+		if err == nil {
+			// No replica fired it (none was up, or the pause ended before
+			// one wrote the entry): its outcome is told here, once.
+			r.skipped(name, slotString(t), history.ReasonPaused, 1, "note", "judged by the reconciler")
+		}
+		if err != nil && !errors.Is(err, locking.ErrLogHasEntry) {
 			return err
 		}
 		return nil

@@ -350,3 +350,35 @@ func TestReloadFromAllowToForbidWaitsForTheRunsGoingOn(t *testing.T) {
 		}
 	})
 }
+
+// TestReloadGivenUpIsNotApplied: a reload whose context ended before it
+// was sent (a process frozen past the deadline of a SIGHUP's reload) fails
+// with the context's error and changes nothing, every time — with the
+// scheduler's loop ready to take it, it was applied or not as the Go
+// runtime picked a ready case of a select, while the caller was told it
+// failed (the simulation's seed 315852 × 24 h gave two traces).
+func TestReloadGivenUpIsNotApplied(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		a := &recorder{now: time.Now}
+		s := e.scheduler("r1", nil, everySecond(t, "a", a))
+		stop := running(t, s)
+		defer stop()
+		time.Sleep(1500 * time.Millisecond)
+		synctest.Wait() // the loop waits for its next slot, ready to take a reload
+		before := s.DefinitionsHash()
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		changed := everySecond(t, "a", a)
+		changed.Timeout = 11 * time.Minute
+		for i := range 32 {
+			if _, err := s.Reload(ctx, "", []JobSpec{changed}); err == nil {
+				t.Fatalf("reload %d with its context ended: no error", i)
+			}
+			synctest.Wait()
+			if h := s.DefinitionsHash(); h != before {
+				t.Fatalf("reload %d with its context ended was applied: hash %q, want %q", i, h, before)
+			}
+		}
+	})
+}

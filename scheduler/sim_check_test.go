@@ -149,7 +149,7 @@ func (w *world) check(from, to time.Time) (viol []string, st checkStats) {
 						a.runID, a.holder, describeRuns(rs), w.trace(audits, k.job, k.slot))
 				}
 			}
-			if len(abandoned[k]) > 0 && len(missed[k]) > 0 {
+			if len(abandoned[k]) > 0 && len(missed[k]) > 0 && !w.backfillOfMissed(k, abandoned[k], missed[k], rs) {
 				bad("one outcome: %s %s reported both abandoned and missed%s", k.job, k.slot, w.trace(audits, k.job, k.slot))
 			}
 			why := explained[k]
@@ -176,25 +176,18 @@ func (w *world) check(from, to time.Time) (viol []string, st checkStats) {
 			}
 			pause := w.pausedAt(d.name, due, lateness)
 			if pause == pausedSurely && len(rs) > 0 {
-				bad("paused: %s %s started while the job was paused (%s)", k.job, k.slot, describeRuns(rs))
+				bad("paused: %s %s started while the job was paused (%s; pause writes: %s)%s", k.job, k.slot, describeRuns(rs),
+					w.pausesNear(d.name, due), w.trace(audits, k.job, k.slot))
 			}
 			if m := missed[k]; len(m) > 0 {
 				st.missed++
-				switch {
-				case len(m) > 1:
-					bad("missed: %s %s reported missed %d times%s", k.job, k.slot, len(m), w.trace(audits, k.job, k.slot))
-				case m[0].mayHaveStarted:
-					st.mayHaveStarted++
-					for _, r := range rs {
-						if r.runID != m[0].runID || !w.couldNotConfirm(r) {
-							bad("missed: %s %s reported missed, may have started (run %s), but run %s started and could confirm it%s",
-								k.job, k.slot, m[0].runID, describeRuns([]*runRec{r}), w.trace(audits, k.job, k.slot))
-						}
+				for _, v := range w.checkMissed(k, m, rs, pause == pausedSurely) {
+					bad("%s%s", v, w.trace(audits, k.job, k.slot))
+				}
+				for _, a := range m {
+					if a.mayHaveStarted {
+						st.mayHaveStarted++
 					}
-				case len(rs) > 0:
-					bad("missed: %s %s reported missed (%s) but it started (%s)%s", k.job, k.slot, m[0].reason, describeRuns(rs), w.trace(audits, k.job, k.slot))
-				case pause == pausedSurely:
-					bad("missed: %s %s reported missed (%s) while the job was paused%s", k.job, k.slot, m[0].reason, w.trace(audits, k.job, k.slot))
 				}
 			}
 			if len(rs) == 0 && pause == notPaused && w.faults.quiet(due.Add(-2*w.cfg.ttl-lateness), due.Add(w.cfg.ttl+lateness+time.Second)) {
@@ -406,48 +399,4 @@ func (w *world) trace(audits []auditRec, job, slot string) string {
 	}
 	w.faults.mu.Unlock()
 	return out
-}
-
-type pauseState int
-
-const (
-	notPaused pauseState = iota
-	pausedMaybe
-	pausedSurely
-)
-
-// pausedAt says whether job was paused at slot s. The newest pause
-// written replaces the older ones (the register keeps the newest), so the
-// pause in force is the last one written before s. Surely paused: that one
-// was confirmed, covers s with a margin (the writes, clock offsets and the
-// lateness bound), and no other pause write of the job was under way near
-// s; maybe: near a pause's edges or writes, or under an unconfirmed one.
-func (w *world) pausedAt(job string, s time.Time, lateness time.Duration) pauseState {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	margin := w.cfg.skew + lateness + time.Second
-	var last *pauseRec
-	near := false
-	for i := range w.pauses {
-		p := &w.pauses[i]
-		if p.job != job {
-			continue
-		}
-		if !p.from.After(s.Add(margin)) && !p.acked.Before(s.Add(-margin)) || p.failed && !p.from.After(s) {
-			near = true // a write under way around s, or one whose outcome is unknown
-		}
-		if !p.from.After(s) && (last == nil || p.from.After(last.from)) {
-			last = p
-		}
-	}
-	switch {
-	case last == nil || s.After(last.until.Add(margin)):
-		if near {
-			return pausedMaybe
-		}
-		return notPaused
-	case near || last.failed || !s.Before(last.until.Add(-margin)) || !s.After(last.acked.Add(margin)):
-		return pausedMaybe
-	}
-	return pausedSurely
 }

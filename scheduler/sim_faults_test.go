@@ -65,17 +65,21 @@ var faultKinds = []struct {
 	kind   string
 	weight int
 }{
-	{"crash", 4},     // a replica dies at any instant, and restarts 0.5–90 s later
-	{"pause", 3},     // a replica freezes for 1–4 lock TTLs
-	{"stall", 2},     // a replica freezes for 2 % to 100 % of a lock TTL (a GC pause, a starved CPU): around its renewals and its checks of validity
-	{"store", 2},     // a store refuses connections for 1–60 s, then comes back with its data
-	{"partition", 2}, // a replica loses one or two stores for 1–60 s
-	{"slow", 2},      // a store answers 50–400 ms late (past op_timeout) for 1–30 s
-	{"loss", 2},      // 5 % of requests lost, 3 % executed 0.2–2 s late with no answer, for 5–60 s
-	{"freeze", 2},    // a store runs nothing for 0.2–20 s (its callers time out), then replays its queue in a seeded random order
-	{"trigger", 2},   // a fresh process runs `slotlock trigger` for a job
-	{"pausejob", 1},  // a fresh process pauses a job for 1–10 minutes (slotlock pause --for)
-	{"reload", 1},    // a replica reloads its jobs (SIGHUP) with every job's timeout changed
+	{"crash", 4},       // a replica dies at any instant, and restarts 0.5–90 s later
+	{"pause", 3},       // a replica freezes for 1–4 lock TTLs
+	{"stall", 2},       // a replica freezes for 2 % to 100 % of a lock TTL (a GC pause, a starved CPU): around its renewals and its checks of validity
+	{"store", 2},       // a store refuses connections for 1–60 s, then comes back with its data
+	{"partition", 2},   // a replica loses one or two stores for 1–60 s
+	{"slow", 2},        // a store answers 50–400 ms late (past op_timeout) for 1–30 s
+	{"loss", 2},        // 5 % of requests lost, 3 % executed 0.2–2 s late with no answer, for 5–60 s
+	{"freeze", 2},      // a store runs nothing for 0.2–20 s (its callers time out), then replays its queue in a seeded random order
+	{"trigger", 2},     // a fresh process runs `slotlock trigger` for a job
+	{"pausejob", 1},    // a fresh process pauses a job for 1–10 minutes (slotlock pause --for)
+	{"reload", 1},      // a replica reloads its jobs (SIGHUP) with every job's timeout changed
+	{"backfill", 2},    // a fresh process backfills up to 30 minutes of a job's past slots; one in three is killed 0–30 s in
+	{"reconcile", 1},   // a fresh process runs one reconciler pass; one in three is killed 0–5 s in
+	{"outagepause", 1}, // every replica crashes for 2–9 minutes; meanwhile a job is paused and resumed
+	{"pausewrite", 1},  // a pause or resume reaches one store (its command failed)
 }
 
 func (w *world) between(lo, hi time.Duration) time.Duration {
@@ -220,14 +224,24 @@ func (w *world) inject(kind string) {
 		w.mu.Lock()
 		w.reloads++
 		w.mu.Unlock()
+		w.traceNote(in, "reload.begin")
 		w.wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
+			defer w.traceNote(in, "reload.end")
 			if _, err := in.sched.Reload(ctx, "", w.specs(in, timeout)); err != nil &&
 				!errors.Is(err, scheduler.ErrStopped) && ctx.Err() == nil && in.gate.Alive() {
 				w.t.Errorf("reload of %s: %v", in.name, err)
 			}
 		})
+	case "backfill":
+		w.backfill()
+	case "reconcile":
+		w.reconcile()
+	case "outagepause":
+		w.outagePause()
+	case "pausewrite":
+		w.partialPause()
 	case "trigger":
 		w.mu.Lock()
 		w.triggers++
@@ -294,4 +308,12 @@ func (w *world) run() {
 	// Let pending heals and restarts happen, then stop everyone.
 	time.Sleep(2 * time.Minute)
 	w.stop()
+}
+
+// traceNote adds what the fault plan did to process in to the trace (an
+// audit record no check reads), at this instant.
+func (w *world) traceNote(in *instance, what string) {
+	w.rec.mu.Lock()
+	w.rec.audits = append(w.rec.audits, auditRec{at: time.Now(), inst: in, event: what, replica: in.name})
+	w.rec.mu.Unlock()
 }

@@ -22,7 +22,10 @@ import (
 // replay their queue in any order, partitions, slow stores, lost requests
 // and requests executed after their sender gave up, clock offsets within
 // max_clock_skew, reloads, job pauses and `trigger` runs from fresh
-// processes (sim_faults_test.go lists them with their weights); TestSimulationGroups runs the
+// processes, backfills (some killed mid-body), reconciler passes of
+// processes of their own, a job paused and resumed while every replica
+// is down, and pause writes that reach one store (sim_faults_test.go lists
+// them with their weights, sim_backfill_test.go the operators' ones); TestSimulationGroups runs the
 // same plan with jobs in a concurrency group (sim_group_test.go). The invariants
 // (sim_check_test.go) are checked after every simulated hour.
 //
@@ -146,6 +149,11 @@ func simulate(t *testing.T, cfg simConfig) []string {
 		faults["trigger (not a fault)"] = w.triggers
 		faults["reload (not a fault)"] = w.reloads
 		faults["job paused (not a fault)"] = len(w.pauses)
+		faults["backfill (not a fault)"] = w.backfills
+		faults["outage pause (not a fault)"] = w.outagePauses
+		faults["reconciler pass (not a fault)"] = w.reconciles
+		faults["backfill runs (not a fault)"], faults["backfills killed"] = w.backfillRuns()
+		faults["pause write reaching one store"] = w.partialPauses
 		trace = w.traceLines()
 	})
 	if *simTraceOut != "" {

@@ -58,6 +58,12 @@ type world struct {
 	reloads  int // hot reloads injected
 	stopped  bool
 	pauses   []pauseRec
+	// The operators' processes (sim_backfill_test.go): how many were
+	// started, backfills, reconciler passes, outage pauses and pause
+	// writes that reached one store among them, and the slots a backfill
+	// asked to run.
+	opsSeq, backfills, backfillsKilled, reconciles, outagePauses, partialPauses int
+	backfilled                                                                  map[slotKey]bool
 }
 
 // pauseRec is one pause an operator process wrote (or tried to: failed,
@@ -168,7 +174,8 @@ func newWorld(t testing.TB, cfg simConfig) *world {
 		stores = append(stores, locksim.NewStore(fmt.Sprintf("store-%d", i)))
 	}
 	w := &world{t: t, cfg: cfg, rng: rand.New(rand.NewPCG(cfg.seed, 0x5107)),
-		net: locksim.NewNet(cfg.seed, stores...), rec: &record{}, start: time.Now(), faults: &faultLog{}}
+		net: locksim.NewNet(cfg.seed, stores...), rec: &record{}, start: time.Now(), faults: &faultLog{},
+		backfilled: map[slotKey]bool{}}
 	w.net.SetOrdered(true)
 	for i := range cfg.replicas {
 		w.reps = append(w.reps, &replica{name: fmt.Sprintf("r%d", i)})

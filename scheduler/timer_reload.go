@@ -194,6 +194,14 @@ func (tm *timer) reload(ctx context.Context, hash string, specs []JobSpec) (Relo
 	if tm.isStopping() {
 		return ReloadResult{}, fmt.Errorf("%w: no reload while shutting down", ErrStopped)
 	}
+	if ctx.Err() != nil {
+		// Given up before it was sent (a process frozen past its deadline
+		// reads the clock above only once it resumes): not applied. Left
+		// to the select below, with the loop ready too, it would be
+		// applied or not as the Go runtime picks a ready case, and the
+		// caller told it failed either way.
+		return ReloadResult{}, context.Cause(ctx)
+	}
 	select {
 	case tm.reloads <- req:
 	case <-tm.stopping:

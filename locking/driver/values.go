@@ -60,6 +60,9 @@ type Pause struct {
 	// write's time in Unix milliseconds (or one more than the previous
 	// version): Since.
 	Version int64
+	// Past are the pauses that ended before this write, oldest first
+	// (pause_past.go).
+	Past []PauseSpan
 }
 
 // ActiveAt reports whether the pause holds at t.
@@ -75,7 +78,8 @@ func (p Pause) Since() time.Time { return time.UnixMilli(p.Version) }
 // after it ended is still covered.
 func (p Pause) Covers(t time.Time) bool { return p.ActiveAt(t) && !t.Before(p.Since()) }
 
-// FormatPause is the register's value: "<version>|<p or r>|<until ms>|<by>|<reason>".
+// FormatPause is the register's value: "<version>|<p or r>|<until ms>|<by>|<reason>",
+// then the past pauses (formatPast).
 func FormatPause(p Pause) string {
 	state, until := "r", int64(0)
 	if p.Paused {
@@ -84,7 +88,8 @@ func FormatPause(p Pause) string {
 			until = p.Until.UnixMilli()
 		}
 	}
-	return fmt.Sprintf("%d|%s|%d|%s|%s", p.Version, state, until, p.By, p.Reason)
+	reason := strings.ReplaceAll(p.Reason, pastMark[:1], " ")
+	return fmt.Sprintf("%d|%s|%d|%s|%s", p.Version, state, until, p.By, reason) + formatPast(p.Past)
 }
 
 // ParsePause reads a register's value; "" (never set) is not paused.
@@ -102,7 +107,8 @@ func ParsePause(v string) Pause {
 	if ms, _ := strconv.ParseInt(f[2], 10, 64); p.Paused && ms > 0 {
 		p.Until = time.UnixMilli(ms)
 	}
-	p.By, p.Reason = f[3], f[4]
+	p.By = f[3]
+	p.Reason, p.Past = cutPast(f[4])
 	return p
 }
 

@@ -73,6 +73,7 @@ var cases = []struct {
 	{"ClaimStarted", testClaimStarted},
 	{"Pause", testPause},
 	{"PauseAfterTheClaim", testPauseAfterTheClaim},
+	{"PausePast", testPausePast},
 	{"Log", testLog},
 	{"LogOwnEndAfterASettle", testLogOwnEndAfterASettle},
 	{"AppendLog", testAppendLog},

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/driver"
 )
 
 // A pause refuses every Claim in its family until it ends — by itself, at
@@ -95,4 +96,48 @@ func testPauseAfterTheClaim(t *testing.T, l locking.Locker) {
 
 	_, err = l.Claim(ctx(t), slot(2), time.Second)
 	require.ErrorIs(t, err, locking.ErrPaused, "a fresh slot is still paused")
+}
+
+// A pause or resume keeps the pauses that ended in the register (bounded
+// by driver.MaxPastPauses), so that work due during a pause is known as
+// paused after it ended; a reader of the value's older form would still
+// read the current pause.
+func testPausePast(t *testing.T, l locking.Locker) {
+	fam := family(t)
+	first, err := l.SetPause(ctx(t), fam, locking.Pause{Paused: true, By: "ops", Reason: "migration"})
+	require.NoError(t, err)
+	resumed, err := l.SetPause(ctx(t), fam, locking.Pause{Paused: false, By: "ops"})
+	require.NoError(t, err)
+	got, err := l.ReadPause(ctx(t), fam)
+	require.NoError(t, err)
+	require.False(t, got.Paused)
+	require.Equal(t, []locking.PauseSpan{{From: first.Since(), To: resumed.Since()}}, got.Past,
+		"the pause that the resume ended")
+	require.True(t, got.PausedAt(first.Since()), "work due when the pause was written was paused")
+	require.False(t, got.PausedAt(resumed.Since()), "work due at the resume was not")
+	require.False(t, got.PausedAt(first.Since().Add(-time.Millisecond)))
+
+	// A pause that ended by itself ends its span at Until.
+	second, err := l.SetPause(ctx(t), fam, locking.Pause{Paused: true, Until: time.Now().Add(10 * time.Millisecond), By: "ops", Reason: "a|b"})
+	require.NoError(t, err)
+	time.Sleep(30 * time.Millisecond)
+	_, err = l.SetPause(ctx(t), fam, locking.Pause{Paused: false, By: "ops"})
+	require.NoError(t, err)
+	got, err = l.ReadPause(ctx(t), fam)
+	require.NoError(t, err)
+	require.Len(t, got.Past, 2)
+	require.Equal(t, locking.PauseSpan{From: second.Since(), To: second.Until.Truncate(time.Millisecond)}, got.Past[1])
+
+	// Many pauses later, the newest MaxPastPauses are kept.
+	for range driver.MaxPastPauses {
+		_, err = l.SetPause(ctx(t), fam, locking.Pause{Paused: true, By: "ops"})
+		require.NoError(t, err)
+		_, err = l.SetPause(ctx(t), fam, locking.Pause{Paused: false, By: "ops"})
+		require.NoError(t, err)
+	}
+	got, err = l.ReadPause(ctx(t), fam)
+	require.NoError(t, err)
+	require.Len(t, got.Past, driver.MaxPastPauses)
+	require.False(t, got.PausedAt(first.Since()), "the oldest spans are dropped")
+	require.Equal(t, "", got.Reason)
 }

@@ -88,14 +88,15 @@ func pauseVersion(v string) int64 {
 	return n
 }
 
-// SetPause writes p, with a version above the newest one read, to a
-// majority.
+// SetPause writes p, with a version above the newest one read and the
+// past pauses it holds (Pause.Succeed), to a majority.
 func (r *store) SetPause(ctx context.Context, family string, p locking.Pause) (locking.Pause, error) {
 	cur, err := r.ReadPause(ctx, family)
 	if err != nil {
 		return locking.Pause{}, err
 	}
 	p.Version = max(cur.Version+1, r.clock.Now().UnixMilli())
+	p = cur.Succeed(p)
 	op := driver.PauseOp{Key: r.pauseKey(family), Value: driver.FormatPause(p), N: p.Version}
 	res := make([]driver.Result, len(r.nodes))
 	errs := make([]error, len(r.nodes))
