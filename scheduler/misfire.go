@@ -91,7 +91,6 @@ func (m *misfire) handle(j *job, late lateRange) {
 // nothing, under skip or when no slot of late is within the deadline: the
 // caller then logs them as late.
 func (m *misfire) recoverLate(j *job, late lateRange) bool {
-	name := j.name()
 	switch j.spec.Misfire.Policy {
 	case MisfireRunAll:
 		picked, before := m.pickMissed(j, late)
@@ -99,7 +98,7 @@ func (m *misfire) recoverLate(j *job, late lateRange) bool {
 			return false
 		}
 		if rest := late.count - len(picked); (rest > 0 || late.atLeast) && !before.IsZero() {
-			m.logLate(name, lateRange{first: late.first, last: before, count: max(rest, 1), atLeast: late.atLeast},
+			m.logOlder(j, lateRange{first: late.first, last: before, count: max(rest, 1), atLeast: late.atLeast, woke: late.woke},
 				"older missed slots: run_all runs the newest "+strconv.Itoa(j.spec.Misfire.Max)+
 					" (misfire.max) that are within the misfire deadline")
 		}
@@ -113,7 +112,7 @@ func (m *misfire) recoverLate(j *job, late lateRange) bool {
 			rest := late
 			rest.count--
 			rest.last = late.prev
-			m.logLate(name, rest, "older missed slots: run_once runs only the latest")
+			m.logOlder(j, rest, "older missed slots: run_once runs only the latest")
 		}
 		m.recover(j, late.last)
 		return true

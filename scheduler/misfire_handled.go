@@ -55,6 +55,18 @@ func (m *misfire) logUnhandled(j *job, late lateRange, note string) {
 	}
 }
 
+// logOlder logs the slots of late that the policy leaves, older than
+// those it recovers. Those the loop woke too late for are looked up first,
+// as under skip (logUnhandled), on a goroutine of their own so that the
+// recovery does not wait for the lookup.
+func (m *misfire) logOlder(j *job, late lateRange, note string) {
+	if !late.woke {
+		m.logLate(j.name(), late, note)
+		return
+	}
+	m.spawn(func() { m.logUnhandled(j, late, note) })
+}
+
 // handledSlots reports, for each of job's slots, whether some replica
 // handled it: its done marker is on a store, its history says more than
 // "did not run" (the join of its entries), or its claim is open (a run
