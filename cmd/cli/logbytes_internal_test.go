@@ -1,0 +1,172 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/slotlock/slotlock/internal/config"
+	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler"
+)
+
+// The log bytes a fleet writes per slot it runs, at the command's
+// default log settings (log.level info, log.format auto: JSON on a pipe),
+// with the scale benchmark's jobs (e2e TestScale: every-second log-plugin
+// jobs named s00000…, message "x", replicas r1…). Bytes do not depend on
+// the CPU: the replicas run in a synctest bubble on one in-process store.
+//
+//	go test ./cmd/cli -run TestLogBytesPerRunSlot -count=1 -v
+
+var logBytesJobs = flag.Int("logbytes.jobs", 1000, "TestLogBytesPerRunSlot: every-second jobs")
+
+// maxLogBytesPerRunSlot bounds every line, on every replica, that names
+// a slot, divided by the slots run: the run's own lines on its winner and
+// whatever the others write about the slot.
+const maxLogBytesPerRunSlot = 688
+
+// lineCounter counts the bytes and lines the replicas write per event,
+// for the lines whose slot is in [from, to).
+type lineCounter struct {
+	mu       sync.Mutex
+	buf      bytes.Buffer
+	from, to time.Time
+}
+
+func (c *lineCounter) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.buf.Write(p)
+}
+
+// logTally is what the lines of the window's slots cost.
+type logTally struct {
+	runs   int            // run.started lines
+	bytes  int            // bytes of every line naming a slot in the window
+	lines  map[string]int // per event (message when no event)
+	byEv   map[string]int // bytes per event
+	sample map[string]string
+}
+
+func (c *lineCounter) tally(t *testing.T) logTally {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := logTally{lines: map[string]int{}, byEv: map[string]int{}, sample: map[string]string{}}
+	sc := bufio.NewScanner(bytes.NewReader(c.buf.Bytes()))
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var l struct{ Event, Slot, Msg string }
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			t.Fatalf("log line is not JSON: %q: %v", sc.Text(), err)
+		}
+		slot, err := time.Parse(time.RFC3339, l.Slot)
+		if err != nil || slot.Before(c.from) || !slot.Before(c.to) {
+			continue
+		}
+		ev := l.Event
+		if ev == "" {
+			ev = l.Msg
+		}
+		n := len(sc.Bytes()) + 1
+		out.bytes += n
+		out.lines[ev]++
+		out.byEv[ev] += n
+		if _, ok := out.sample[ev]; !ok {
+			out.sample[ev] = sc.Text()
+		}
+		if l.Event == "run.started" {
+			out.runs++
+		}
+	}
+	return out
+}
+
+// logBytesConfig is the scale benchmark's configuration for n jobs, with
+// Redis nodes named (their defaults apply) though the test swaps in an
+// in-process store.
+func logBytesConfig(t *testing.T, n int) *config.Config {
+	var b strings.Builder
+	b.WriteString("redis:\n  nodes: [{addr: 'a:6379'}, {addr: 'b:6379'}, {addr: 'c:6379'}]\n")
+	b.WriteString("lock: {ttl: 10s}\njobs:\n")
+	for i := range n {
+		fmt.Fprintf(&b, "  - {name: s%05d, schedule: '* * * * * *', plugin: log, params: {message: x}, misfire: {policy: skip}}\n", i)
+	}
+	path := filepath.Join(t.TempDir(), "slotlock.yaml")
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// TestLogBytesPerRunSlot: three replicas of the default command run
+// every-second jobs; every line that names a slot, summed over the
+// replicas, divided by the slots run, stays within the bound, and every
+// slot of the window ran once.
+func TestLogBytesPerRunSlot(t *testing.T) {
+	n := *logBytesJobs
+	synctest.Test(t, func(t *testing.T) {
+		cfg := logBytesConfig(t, n)
+		start := time.Now()
+		w := &lineCounter{from: start.Add(10 * time.Second), to: start.Add(15 * time.Second)}
+		store := locking.NewLocal(locking.Options{Replica: "local"})
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		for i := 1; i <= 3; i++ {
+			name := fmt.Sprintf("r%d", i)
+			log, err := newLogger(w, "auto", "info", name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sc := cfg.SchedulerConfig()
+			sc.Replica, sc.Locker, sc.Logger = name, store, log
+			s, err := scheduler.New(sc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wg.Go(func() {
+				if err := s.Run(ctx); err != nil {
+					t.Errorf("%s: %v", name, err)
+				}
+			})
+		}
+		time.Sleep(20 * time.Second)
+		cancel()
+		wg.Wait()
+
+		tl := w.tally(t)
+		want := n * int(w.to.Sub(w.from)/time.Second)
+		if tl.runs != want {
+			t.Errorf("%d run.started lines in the window, want %d (every slot once)", tl.runs, want)
+		}
+		per := float64(tl.bytes) / float64(max(tl.runs, 1))
+		t.Logf("%d jobs, 3 replicas: %d slots run, %d bytes of lines naming them: %.1f bytes per run slot", n, tl.runs, tl.bytes, per)
+		evs := make([]string, 0, len(tl.lines))
+		for ev := range tl.lines {
+			evs = append(evs, ev)
+		}
+		sort.Strings(evs)
+		for _, ev := range evs {
+			t.Logf("  %-16s %6d lines, %6.1f per run slot, %6.1f bytes per run slot; e.g. %s", ev, tl.lines[ev],
+				float64(tl.lines[ev])/float64(max(tl.runs, 1)), float64(tl.byEv[ev])/float64(max(tl.runs, 1)), tl.sample[ev])
+		}
+		if per > maxLogBytesPerRunSlot {
+			t.Errorf("%.1f log bytes per run slot, want at most %d", per, maxLogBytesPerRunSlot)
+		}
+	})
+}
