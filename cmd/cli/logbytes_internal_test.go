@@ -34,7 +34,7 @@ var logBytesJobs = flag.Int("logbytes.jobs", 1000, "TestLogBytesPerRunSlot: ever
 // maxLogBytesPerRunSlot bounds every line, on every replica, that names
 // a slot, divided by the slots run: the run's own lines on its winner and
 // whatever the others write about the slot.
-const maxLogBytesPerRunSlot = 688
+const maxLogBytesPerRunSlot = 658
 
 // lineCounter counts the bytes and lines the replicas write per event,
 // for the lines whose slot is in [from, to).
