@@ -29,7 +29,10 @@ import (
 //
 //	go test ./cmd/cli -run TestLogBytesPerRunSlot -count=1 -v
 
-var logBytesJobs = flag.Int("logbytes.jobs", 1000, "TestLogBytesPerRunSlot: every-second jobs")
+var (
+	logBytesJobs  = flag.Int("logbytes.jobs", 1000, "TestLogBytesPerRunSlot: every-second jobs")
+	logBytesLevel = flag.String("logbytes.level", "info", "TestLogBytesPerRunSlot: log.level (the bounds hold at info)")
+)
 
 // maxLogBytesPerRunSlot bounds every line, on every replica, that names
 // a slot, divided by the slots run: the run's own lines on its winner and
@@ -52,22 +55,32 @@ func (c *lineCounter) Write(p []byte) (int, error) {
 
 // logTally is what the lines of the window's slots cost.
 type logTally struct {
-	runs   int            // run.started lines
-	bytes  int            // bytes of every line naming a slot in the window
-	lines  map[string]int // per event (message when no event)
-	byEv   map[string]int // bytes per event
-	sample map[string]string
+	runs   int // run.started lines
+	bytes  int // bytes of every line naming a slot in the window
+	others int // of which written by a replica that did not run the slot
+	// lines and byEv count the lines and their bytes per event (message
+	// when no event), prefixed "other " for a replica that did not run
+	// the slot; sample is one line of each.
+	lines, byEv map[string]int
+	sample      map[string]string
+}
+
+// slotLine is one line naming a slot, and its size.
+type slotLine struct {
+	Event, Job, Slot, Replica, Msg string
+	text                           string
 }
 
 func (c *lineCounter) tally(t *testing.T) logTally {
 	t.Helper()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := logTally{lines: map[string]int{}, byEv: map[string]int{}, sample: map[string]string{}}
+	var ls []slotLine
+	winner := map[string]string{} // job and slot -> the replica that started its run
 	sc := bufio.NewScanner(bytes.NewReader(c.buf.Bytes()))
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	for sc.Scan() {
-		var l struct{ Event, Slot, Msg string }
+		var l slotLine
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 			t.Fatalf("log line is not JSON: %q: %v", sc.Text(), err)
 		}
@@ -75,19 +88,27 @@ func (c *lineCounter) tally(t *testing.T) logTally {
 		if err != nil || slot.Before(c.from) || !slot.Before(c.to) {
 			continue
 		}
-		ev := l.Event
-		if ev == "" {
-			ev = l.Msg
-		}
-		n := len(sc.Bytes()) + 1
-		out.bytes += n
-		out.lines[ev]++
-		out.byEv[ev] += n
-		if _, ok := out.sample[ev]; !ok {
-			out.sample[ev] = sc.Text()
-		}
+		l.text = sc.Text()
+		ls = append(ls, l)
 		if l.Event == "run.started" {
-			out.runs++
+			winner[l.Job+" "+l.Slot] = l.Replica
+		}
+	}
+	out := logTally{runs: len(winner), lines: map[string]int{}, byEv: map[string]int{}, sample: map[string]string{}}
+	for _, l := range ls {
+		key, n := l.Event, len(l.text)+1
+		if key == "" {
+			key = l.Msg
+		}
+		if winner[l.Job+" "+l.Slot] != l.Replica {
+			key = "other " + key
+			out.others += n
+		}
+		out.bytes += n
+		out.lines[key]++
+		out.byEv[key] += n
+		if _, ok := out.sample[key]; !ok {
+			out.sample[key] = l.text
 		}
 	}
 	return out
@@ -129,7 +150,7 @@ func TestLogBytesPerRunSlot(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := 1; i <= 3; i++ {
 			name := fmt.Sprintf("r%d", i)
-			log, err := newLogger(w, "auto", "info", name)
+			log, err := newLogger(w, "auto", *logBytesLevel, name)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -151,11 +172,13 @@ func TestLogBytesPerRunSlot(t *testing.T) {
 
 		tl := w.tally(t)
 		want := n * int(w.to.Sub(w.from)/time.Second)
-		if tl.runs != want {
-			t.Errorf("%d run.started lines in the window, want %d (every slot once)", tl.runs, want)
+		if tl.runs != want || tl.lines["run.started"] != want {
+			t.Errorf("%d slots started in %d run.started lines in the window, want %d (every slot once)",
+				tl.runs, tl.lines["run.started"], want)
 		}
 		per := float64(tl.bytes) / float64(max(tl.runs, 1))
-		t.Logf("%d jobs, 3 replicas: %d slots run, %d bytes of lines naming them: %.1f bytes per run slot", n, tl.runs, tl.bytes, per)
+		t.Logf("%d jobs, 3 replicas, log.level %s: %d slots run, %d bytes of lines naming them: %.1f bytes per run slot, %.1f of them by the replicas that did not run it",
+			n, *logBytesLevel, tl.runs, tl.bytes, per, float64(tl.others)/float64(max(tl.runs, 1)))
 		evs := make([]string, 0, len(tl.lines))
 		for ev := range tl.lines {
 			evs = append(evs, ev)
@@ -164,6 +187,12 @@ func TestLogBytesPerRunSlot(t *testing.T) {
 		for _, ev := range evs {
 			t.Logf("  %-16s %6d lines, %6.1f per run slot, %6.1f bytes per run slot; e.g. %s", ev, tl.lines[ev],
 				float64(tl.lines[ev])/float64(max(tl.runs, 1)), float64(tl.byEv[ev])/float64(max(tl.runs, 1)), tl.sample[ev])
+		}
+		if *logBytesLevel != "info" {
+			return
+		}
+		if tl.others != 0 {
+			t.Errorf("%d bytes at info from replicas that did not run the slot: want none (held and done are debug)", tl.others)
 		}
 		if per > maxLogBytesPerRunSlot {
 			t.Errorf("%.1f log bytes per run slot, want at most %d", per, maxLogBytesPerRunSlot)
