@@ -160,7 +160,7 @@ func (r *slotRun) runLog(runID string, token uint64) *slog.Logger {
 	}
 	// Debug: run.started, a moment later, carries the same fields, and at
 	// the default level every byte goes to a billed log store.
-	log.Debug("slot acquired", "event", evSlotAcquired)
+	log.Debug(evSlotAcquired, "event", evSlotAcquired)
 	return log
 }
 
