@@ -37,7 +37,7 @@ var (
 // maxLogBytesPerRunSlot bounds every line, on every replica, that names
 // a slot, divided by the slots run: the run's own lines on its winner and
 // whatever the others write about the slot.
-const maxLogBytesPerRunSlot = 658
+const maxLogBytesPerRunSlot = 667
 
 // lineCounter counts the bytes and lines the replicas write per event,
 // for the lines whose slot is in [from, to).

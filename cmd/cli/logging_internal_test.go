@@ -53,7 +53,7 @@ func TestTextLogMessageCannotForgeLines(t *testing.T) {
 	}
 }
 
-// TestJSONLogCompact: a JSON line's time is UTC with milliseconds, fixed
+// TestJSONLogCompact: a JSON line's time is UTC with microseconds, fixed
 // width; its message is left out when it only repeats its own event, and
 // kept when it says more or when the event came from Logger.With.
 func TestJSONLogCompact(t *testing.T) {
@@ -82,7 +82,7 @@ func TestJSONLogCompact(t *testing.T) {
 			t.Fatalf("line %d: %v: %s", i, err, line)
 		}
 		if _, err := time.Parse(time.RFC3339Nano, v.Time); err != nil || len(v.Time) != len(jsonTimeLayout) || !strings.HasSuffix(v.Time, "Z") {
-			t.Errorf("line %d: time %q: want RFC 3339 UTC with milliseconds", i, v.Time)
+			t.Errorf("line %d: time %q: want RFC 3339 UTC with microseconds", i, v.Time)
 		}
 		if !strings.HasSuffix(line, want) {
 			t.Errorf("line %d:\n got %s\nwant …%s", i, line, want)

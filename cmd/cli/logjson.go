@@ -10,16 +10,18 @@ import (
 // thousands of jobs every byte goes to a billed log store; the JSON lines
 // therefore leave out what they would repeat. Their fields and values
 // are slog's JSON handler's, but for two:
-//   - time is UTC with milliseconds, always 24 characters
-//     (2026-12-03T06:01:02.123Z): the nanoseconds slog writes order
-//     nothing that the milliseconds do not, and a fixed width keeps the
-//     size of a line independent of the instant;
+//   - time is UTC with microseconds, always 27 characters
+//     (2026-12-03T06:01:02.123456Z): a fixed width keeps the size of a
+//     line independent of the instant; microseconds still order a run's
+//     start after the end of the run before it, which at least two
+//     round trips to the lock stores separate (the nanoseconds slog
+//     writes add nothing), where milliseconds would not;
 //   - msg is left out when it only repeats the line's event (the run's
 //     own lines say "run.started" once, in event); a message that says
 //     more than the event, as a log job's, stays.
 
-// jsonTimeLayout is RFC 3339 with milliseconds, for UTC times.
-const jsonTimeLayout = "2006-01-02T15:04:05.000Z"
+// jsonTimeLayout is RFC 3339 with microseconds, for UTC times.
+const jsonTimeLayout = "2006-01-02T15:04:05.000000Z"
 
 // jsonHandler is the JSON audit handler at level lv.
 func jsonHandler(w io.Writer, lv slog.Level) slog.Handler {
