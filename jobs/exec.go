@@ -240,9 +240,15 @@ func (j *execJob) Run(ctx context.Context, run Run) error {
 	p.finish(termAt, j.p.KillGrace)
 	runErr := j.outcome(ctx, p, termAt, waitErr, scrub)
 	attrs := p.logAttrs(scrub)
-	if runErr != nil {
+	switch {
+	case runErr != nil:
 		run.Log().WarnContext(ctx, "exec: command failed", attrs...)
-	} else {
+	case p.stdout.Total() == 0 && p.stderr.Total() == 0:
+		// A success that printed nothing says nothing run.succeeded
+		// does not (it has the duration too): at the default level it
+		// would be a third line per run slot, on a billed log store.
+		run.Log().DebugContext(ctx, "exec: command exited", attrs...)
+	default:
 		run.Log().InfoContext(ctx, "exec: command exited", attrs...)
 	}
 	return scrub.Error(runErr)

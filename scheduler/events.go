@@ -66,7 +66,9 @@ func (e *engine) skipped(job, slot string, reason history.Reason, n int, attrs .
 		return
 	}
 	args := append([]any{"event", evSlotSkipped, "job", job, "slot", slot, "reason", string(reason)}, attrs...)
-	e.log.Log(context.Background(), level, "slot skipped", args...)
+	// The message is the event, which the command's JSON lines leave
+	// out: past capacity a replica writes one of these per slot it sheds.
+	e.log.Log(context.Background(), level, evSlotSkipped, args...)
 }
 
 // heldAttrs describes a lost Acquire for slot.skipped.

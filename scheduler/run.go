@@ -160,7 +160,7 @@ func (r *slotRun) runLog(runID string, token uint64) *slog.Logger {
 	}
 	// Debug: run.started, a moment later, carries the same fields, and at
 	// the default level every byte goes to a billed log store.
-	log.Debug("slot acquired", "event", evSlotAcquired)
+	log.Debug(evSlotAcquired, "event", evSlotAcquired)
 	return log
 }
 
@@ -222,7 +222,9 @@ func (r *slotRun) logStarted(log *slog.Logger, started time.Time) {
 	if a.origin != originManual && a.j.spec.Jitter > 0 {
 		attrs = append(attrs, "jitter_ms", jitterOffset(a.name, a.t, a.j.spec.Jitter).Milliseconds())
 	}
-	log.Info("run started", attrs...)
+	// The message is the event: the command's JSON lines then leave it
+	// out (a line per run slot), the text lines show the event first.
+	log.Info(evRunStarted, attrs...)
 }
 
 // tries runs the plugin until an attempt succeeds, the run is
@@ -287,7 +289,7 @@ func logOutcome(ctx context.Context, log *slog.Logger, scrub *jobs.Scrubber, out
 	runErr error) {
 	switch outcome {
 	case history.OutcomeSucceeded:
-		log.Info("run succeeded", "event", evRunSucceeded, "attempt", attempt, "duration_ms", dur.Milliseconds())
+		log.Info(evRunSucceeded, "event", evRunSucceeded, "attempt", attempt, "duration_ms", dur.Milliseconds())
 	case history.OutcomeFailed:
 		log.Error("run failed", "event", evRunFailed, "attempt", attempt, "duration_ms", dur.Milliseconds(),
 			"error", scrub.String(runErr.Error()), "error_class", errorClass(runErr))

@@ -15,9 +15,9 @@ import (
 )
 
 // newLogger builds the process logger: format "json" is slog's JSON
-// handler (the audit trail), "text" is tint's text without colour, and
-// "auto" picks tint's coloured text when w is a terminal and JSON
-// otherwise. Every line carries replica.
+// handler (the audit trail, written compactly: jsonHandler), "text" is
+// tint's text without colour, and "auto" picks tint's coloured text when
+// w is a terminal and JSON otherwise. Every line carries replica.
 func newLogger(w io.Writer, format, level, replica string) (*slog.Logger, error) {
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
@@ -26,14 +26,14 @@ func newLogger(w io.Writer, format, level, replica string) (*slog.Logger, error)
 	var h slog.Handler
 	switch strings.ToLower(format) {
 	case "json":
-		h = slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lv})
+		h = jsonHandler(w, lv)
 	case "text":
 		h = tint.NewHandler(w, &tint.Options{Level: lv, NoColor: true, TimeFormat: time.RFC3339Nano, ReplaceAttr: safeMessage})
 	case "auto", "":
 		if isTerminal(w) {
 			h = tint.NewHandler(w, &tint.Options{Level: lv, TimeFormat: time.TimeOnly, ReplaceAttr: safeMessage})
 		} else {
-			h = slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lv})
+			h = jsonHandler(w, lv)
 		}
 	default:
 		return nil, fmt.Errorf("log.format %q: want auto, json or text", format)

@@ -3,8 +3,10 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/slotlock/slotlock/jobs"
 )
@@ -48,5 +50,42 @@ func TestTextLogMessageCannotForgeLines(t *testing.T) {
 	log.Info(`all "good" here: 100% = done`)
 	if !strings.Contains(buf.String(), ` all "good" here: 100% = done `) {
 		t.Errorf("plain message changed: %q", buf.String())
+	}
+}
+
+// TestJSONLogCompact: a JSON line's time is UTC with microseconds, fixed
+// width; its message is left out when it only repeats its own event, and
+// kept when it says more or when the event came from Logger.With.
+func TestJSONLogCompact(t *testing.T) {
+	var buf bytes.Buffer
+	log, err := newLogger(&buf, "json", "info", "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.Info("run.started", "event", "run.started", "job", "a")
+	log.Info("x", "event", "job.log")
+	log.With("event", "job.log").Info("job.log")
+	log.Info("no event")
+	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("want 4 lines:\n%s", buf.String())
+	}
+	for i, want := range []string{
+		`"level":"INFO","replica":"r1","event":"run.started","job":"a"}`,
+		`"level":"INFO","msg":"x","replica":"r1","event":"job.log"}`,
+		`"level":"INFO","msg":"job.log","replica":"r1","event":"job.log"}`,
+		`"level":"INFO","msg":"no event","replica":"r1"}`,
+	} {
+		line := lines[i]
+		var v struct{ Time string }
+		if err := json.Unmarshal([]byte(line), &v); err != nil {
+			t.Fatalf("line %d: %v: %s", i, err, line)
+		}
+		if _, err := time.Parse(time.RFC3339Nano, v.Time); err != nil || len(v.Time) != len(jsonTimeLayout) || !strings.HasSuffix(v.Time, "Z") {
+			t.Errorf("line %d: time %q: want RFC 3339 UTC with microseconds", i, v.Time)
+		}
+		if !strings.HasSuffix(line, want) {
+			t.Errorf("line %d:\n got %s\nwant …%s", i, line, want)
+		}
 	}
 }
