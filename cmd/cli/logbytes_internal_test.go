@@ -153,8 +153,8 @@ type logBytesCase struct {
 // on the number of jobs).
 func TestLogBytesPerRunSlot(t *testing.T) {
 	cases := []logBytesCase{
-		{name: "log_job", level: "info", job: "plugin: log, params: {message: x}", jobs: 1000, max: 667},
-		{name: "silent_exec", level: "info", job: `plugin: exec, params: {command: ["true"]}`, jobs: 20, max: 453},
+		{name: "log_job", level: "info", job: "plugin: log, params: {message: x}", jobs: 1000, max: 709},
+		{name: "silent_exec", level: "info", job: `plugin: exec, params: {command: ["true"]}`, jobs: 20, max: 495},
 	}
 	if *logBytesJobs > 0 {
 		cases = append(cases, logBytesCase{name: "custom", level: *logBytesLevel, job: *logBytesJob, jobs: *logBytesJobs})

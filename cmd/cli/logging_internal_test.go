@@ -54,8 +54,8 @@ func TestTextLogMessageCannotForgeLines(t *testing.T) {
 }
 
 // TestJSONLogCompact: a JSON line's time is UTC with microseconds, fixed
-// width; its message is left out when it only repeats its own event, and
-// kept when it says more or when the event came from Logger.With.
+// width; its other fields are slog's JSON handler's, the message always
+// included (the contract names that handler).
 func TestJSONLogCompact(t *testing.T) {
 	var buf bytes.Buffer
 	log, err := newLogger(&buf, "json", "info", "r1")
@@ -71,7 +71,7 @@ func TestJSONLogCompact(t *testing.T) {
 		t.Fatalf("want 4 lines:\n%s", buf.String())
 	}
 	for i, want := range []string{
-		`"level":"INFO","replica":"r1","event":"run.started","job":"a"}`,
+		`"level":"INFO","msg":"run.started","replica":"r1","event":"run.started","job":"a"}`,
 		`"level":"INFO","msg":"x","replica":"r1","event":"job.log"}`,
 		`"level":"INFO","msg":"job.log","replica":"r1","event":"job.log"}`,
 		`"level":"INFO","msg":"no event","replica":"r1"}`,
