@@ -70,10 +70,14 @@ func TestLocksAlone(t *testing.T) {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		_, err := lk.acquire("tick", run, retryPolicy{heldUntil: start.Add(300 * time.Millisecond)})
+		const heldFor = 300 * time.Millisecond
+		_, err := lk.acquire("tick", run, retryPolicy{heldUntil: start.Add(heldFor)})
 		var he *locking.HeldError
-		if !errors.As(err, &he) || time.Since(start) < 200*time.Millisecond {
-			t.Errorf("held key: %v after %v, want a HeldError after the held bound", err, time.Since(start))
+		// Asked again until the next wait (at most heldBackoffMax and half
+		// of it in jitter) would start past the bound, and never after it.
+		took := time.Since(start)
+		if !errors.As(err, &he) || took < heldFor-heldBackoffMax*3/2 || took >= heldFor {
+			t.Errorf("held key: %v after %v, want a HeldError once the next try would start past %v", err, took, heldFor)
 		}
 
 		_, err = lk.acquire("tick", locking.Key{Family: "tick", Name: "late"}, retryPolicy{claim: true,
