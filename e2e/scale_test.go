@@ -28,9 +28,9 @@ var (
 // TestScale is the scale benchmark of issue #13: for every point (jobs ×
 // replicas × nodes × overlap) it starts redis-server nodes and `slotlock
 // run` replicas as separate processes, N every-second `log` jobs
-// (log.level info, log.format json, lock.ttl 10s, misfire skip), lets them
-// warm up, measures a window of whole seconds and prints one table row per
-// point. Only exactly-once is asserted: a slot started twice fails the
+// (log.level info, log.format json, lock.ttl 10s, misfire skip; every N
+// seconds with -scale.every N), lets them warm up, measures a window of
+// whole seconds (whole instants) and prints one table row per point. Only exactly-once is asserted: a slot started twice fails the
 // test; every figure is reported, none judged. Run it with:
 //
 //	go test ./e2e -run TestScale -scale -scale.jobs 100,1000,5000 -scale.seconds 20 -v -timeout 30m
