@@ -198,7 +198,11 @@ func scaleCeilings(t *testing.T, sbs []scaleBin, points []ScalePoint) string {
 			overloads = append(overloads, scaleOverloads(t, sbs, p, factors, goods(searches), rates(searches)))
 		}
 	}
-	out := "ceiling: the highest number of every-second jobs with no slot of the window shed\n\n" + strings.Join(lines, "\n")
+	kind := "every-second jobs"
+	if *scaleEvery > 1 {
+		kind = fmt.Sprintf("jobs every %d s (slots of one burst)", *scaleEvery)
+	}
+	out := "ceiling: the highest number of " + kind + " with no slot of the window shed\n\n" + strings.Join(lines, "\n")
 	for _, o := range overloads {
 		out += "\n\n" + o
 	}
