@@ -30,8 +30,9 @@ var (
 // run` replicas as separate processes, N every-second `log` jobs
 // (log.level info, log.format json, lock.ttl 10s, misfire skip; every N
 // seconds with -scale.every N), lets them warm up, measures a window of
-// whole seconds (whole instants) and prints one table row per point. Only exactly-once is asserted: a slot started twice fails the
-// test; every figure is reported, none judged. Run it with:
+// whole seconds (whole instants) and prints one table row per point.
+// Only exactly-once is asserted: a slot started twice fails the test;
+// every figure is reported, none judged. Run it with:
 //
 //	go test ./e2e -run TestScale -scale -scale.jobs 100,1000,5000 -scale.seconds 20 -v -timeout 30m
 //	go test ./e2e -run TestScale -scale -scale.jobs 1000 -scale.replicas 1,3,5 -scale.nodes 1,3,5 -v -timeout 30m
