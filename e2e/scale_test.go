@@ -22,15 +22,17 @@ var (
 	scaleNodes    = flag.String("scale.nodes", "3", "scale: numbers of redis-server nodes, comma-separated (sweep: 1,3,5)")
 	scaleOverlap  = flag.String("scale.overlap", "forbid", "scale: overlap policies, comma-separated: forbid, allow")
 	scaleOut      = flag.String("scale.out", "", "scale: also write the table (markdown, with the host line) to this file")
+	scaleEvery    = flag.Int("scale.every", 1, "scale: every job runs */N seconds, all at the same instants (bursts of as many slots as jobs); N divides 60")
 )
 
 // TestScale is the scale benchmark of issue #13: for every point (jobs ×
 // replicas × nodes × overlap) it starts redis-server nodes and `slotlock
 // run` replicas as separate processes, N every-second `log` jobs
-// (log.level info, log.format json, lock.ttl 10s, misfire skip), lets them
-// warm up, measures a window of whole seconds and prints one table row per
-// point. Only exactly-once is asserted: a slot started twice fails the
-// test; every figure is reported, none judged. Run it with:
+// (log.level info, log.format json, lock.ttl 10s, misfire skip; every N
+// seconds with -scale.every N), lets them warm up, measures a window of
+// whole seconds (whole instants) and prints one table row per point.
+// Only exactly-once is asserted: a slot started twice fails the test;
+// every figure is reported, none judged. Run it with:
 //
 //	go test ./e2e -run TestScale -scale -scale.jobs 100,1000,5000 -scale.seconds 20 -v -timeout 30m
 //	go test ./e2e -run TestScale -scale -scale.jobs 1000 -scale.replicas 1,3,5 -scale.nodes 1,3,5 -v -timeout 30m
@@ -40,6 +42,11 @@ var (
 //
 //	go test ./e2e -run TestScale -scale -scale.base ac36530 -scale.rounds 2 -scale.jobs 2000,3000,4000,6000 -v -timeout 60m
 //	go test ./e2e -run TestScale -scale -scale.base ac36530 -scale.ceiling -v -timeout 90m
+//
+// Bursts: every job `*/10 * * * * *`, so that each instant is due for
+// all of them at once (the window is rounded to whole instants):
+//
+//	go test ./e2e -run 'TestScale$' -scale -scale.jobs 5000,10000 -scale.every 10 -scale.seconds 30 -v -timeout 40m
 func TestScale(t *testing.T) {
 	if !*scaleFlag {
 		t.Skip("scale: set -scale to run the scale benchmark")
@@ -62,6 +69,11 @@ func TestScale(t *testing.T) {
 	if *scaleSeconds < 1 || *scaleWarmup < 0 {
 		t.Fatal("scale: -scale.seconds must be at least 1 and -scale.warmup not negative")
 	}
+	// A period that does not divide the minute puts a shorter gap
+	// before second 0: the instants would not be evenly spaced.
+	if *scaleEvery < 1 || 60%*scaleEvery != 0 {
+		t.Fatalf("scale: -scale.every %d: want a divisor of 60", *scaleEvery)
+	}
 	host := HostLine()
 	t.Log(host)
 	sbs := scaleBins(t)
@@ -70,11 +82,11 @@ func TestScale(t *testing.T) {
 		for _, r := range replicas {
 			for _, n := range nodes {
 				if *scaleCeiling {
-					points = append(points, ScalePoint{Replicas: r, Nodes: n, Overlap: o})
+					points = append(points, ScalePoint{Replicas: r, Nodes: n, Overlap: o, Every: *scaleEvery})
 					continue
 				}
 				for _, j := range jobs {
-					points = append(points, ScalePoint{Jobs: j, Replicas: r, Nodes: n, Overlap: o})
+					points = append(points, ScalePoint{Jobs: j, Replicas: r, Nodes: n, Overlap: o, Every: *scaleEvery})
 				}
 			}
 		}
@@ -85,7 +97,7 @@ func TestScale(t *testing.T) {
 	} else {
 		table = scaleSweep(t, sbs, points)
 	}
-	table = fmt.Sprintf("%s; window %d s per point after %d s of warm-up\n\n%s", host, *scaleSeconds, *scaleWarmup, table)
+	table = fmt.Sprintf("%s; window %d s per point after %d s of warm-up%s\n\n%s", host, *scaleSeconds, *scaleWarmup, burstLine(*scaleEvery, *scaleSeconds), table)
 	fmt.Println(table)
 	t.Log("\n" + table)
 	if *scaleOut != "" {
@@ -112,7 +124,7 @@ func scaleSweep(t *testing.T, sbs []scaleBin, points []ScalePoint) string {
 				name := fmt.Sprintf("%s/%s/%d", p, strings.ReplaceAll(sb.label, " ", "_"), round+1)
 				t.Run(name, func(t *testing.T) {
 					res := runScalePointWith(t, sb.bin, p, time.Duration(*scaleWarmup)*time.Second, *scaleSeconds, nil)
-					t.Logf("%s\n%s\n%s", sb.label, ScaleHeader, res.Row())
+					t.Logf("%s\n%s\n%s", sb.label, res.Header(), res.Row())
 					t.Logf("commands per slot per node: %s", res.CommandMix())
 					perBin[i] = append(perBin[i], res)
 					results[i] = append(results[i], res)
@@ -129,7 +141,7 @@ func scaleSweep(t *testing.T, sbs []scaleBin, points []ScalePoint) string {
 	}
 	if len(sbs) > 1 {
 		out = append(out, fmt.Sprintf("side by side, %s → new (new ÷ base), mean of %d interleaved pair(s) per point:\n\n%s\n%s",
-			sbs[0].label, rounds, CompareHeader, strings.Join(compare, "\n")))
+			sbs[0].label, rounds, compareHeaderFor(*scaleEvery), strings.Join(compare, "\n")))
 	}
 	return strings.Join(out, "\n\n")
 }
@@ -159,7 +171,7 @@ func scaleCeilings(t *testing.T, sbs []scaleBin, points []ScalePoint) string {
 				q.Jobs = c.next
 				t.Run(fmt.Sprintf("ceiling/%s/%s", q, strings.ReplaceAll(sb.label, " ", "_")), func(t *testing.T) {
 					res := runScalePointWith(t, sb.bin, q, time.Duration(*scaleWarmup)*time.Second, *scaleSeconds, nil)
-					t.Logf("%s\n%s\n%s", sb.label, ScaleHeader, res.Row())
+					t.Logf("%s\n%s\n%s", sb.label, res.Header(), res.Row())
 					shed := res.Tally.Missed() > 0
 					if !shed {
 						c.goodRate = figuresOf(res).runPerSec
@@ -187,7 +199,11 @@ func scaleCeilings(t *testing.T, sbs []scaleBin, points []ScalePoint) string {
 			overloads = append(overloads, scaleOverloads(t, sbs, p, factors, goods(searches), rates(searches)))
 		}
 	}
-	out := "ceiling: the highest number of every-second jobs with no slot of the window shed\n\n" + strings.Join(lines, "\n")
+	kind := "every-second jobs"
+	if *scaleEvery > 1 {
+		kind = fmt.Sprintf("jobs every %d s (slots of one burst)", *scaleEvery)
+	}
+	out := "ceiling: the highest number of " + kind + " with no slot of the window shed\n\n" + strings.Join(lines, "\n")
 	for _, o := range overloads {
 		out += "\n\n" + o
 	}
@@ -242,7 +258,7 @@ func runScalePointWith(t *testing.T, bin Binaries, p ScalePoint, warmup time.Dur
 	names := make([]string, p.Jobs)
 	for i := range defs {
 		names[i] = fmt.Sprintf("s%05d", i)
-		defs[i] = JobDef{Name: names[i], Schedule: "* * * * * *", Log: "x", Forbid: p.Overlap == "forbid"}
+		defs[i] = JobDef{Name: names[i], Schedule: p.schedule(), Log: "x", Forbid: p.Overlap == "forbid"}
 	}
 	c := NewCluster(t, bin, Spec{Nodes: p.Nodes, ProxyNode: -1, TTL: 10 * time.Second, LogLevel: "info", Jobs: defs,
 		UI: load != nil})
@@ -251,8 +267,7 @@ func runScalePointWith(t *testing.T, bin Binaries, p ScalePoint, warmup time.Dur
 		replicas = append(replicas, fmt.Sprintf("r%d", i+1))
 	}
 	c.StartAll(replicas...)
-	from := NextSecond(time.Now()).Add(warmup)
-	to := from.Add(time.Duration(seconds) * time.Second)
+	from, to := burstWindow(NextSecond(time.Now()).Add(warmup), p.period(), seconds)
 
 	// The counters are read half a second before the window's first slot
 	// and after its last one, between two bursts of slots: read on the
@@ -290,7 +305,7 @@ func runScalePointWith(t *testing.T, bin Binaries, p ScalePoint, warmup time.Dur
 	logs := func() []string { ps, _ := filepath.Glob(filepath.Join(c.Dir(), "*.log")); return ps }
 	SleepUntil(to.Add(3 * time.Second))
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Second) {
-		tl, err := TallySlots(names, from, to, logs()...)
+		tl, err := TallySlotsEvery(names, p.period(), from, to, logs()...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -305,7 +320,7 @@ func runScalePointWith(t *testing.T, bin Binaries, p ScalePoint, warmup time.Dur
 	}
 	c.mu.Unlock()
 
-	tl, err := TallySlots(names, from, to, logs()...)
+	tl, err := TallySlotsEvery(names, p.period(), from, to, logs()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,6 +336,18 @@ func runScalePointWith(t *testing.T, bin Binaries, p ScalePoint, warmup time.Dur
 		t.Errorf("scale: %d slots in the window have neither run.started nor slot.skipped/slot.missed explaining them", n)
 	}
 	return ScaleResult{ScalePoint: p, Tally: tl, Start: start, End: end, RSS: rss, HWM: hwm}
+}
+
+// burstLine is the table's note on bursts: their size, and how the
+// window was rounded.
+func burstLine(every, seconds int) string {
+	if every <= 1 {
+		return ""
+	}
+	_, to := burstWindow(time.Unix(0, 0), time.Duration(every)*time.Second, seconds)
+	n := int(to.Unix()) / every
+	return fmt.Sprintf("; bursts: every job `*/%d * * * * *`, a burst of one slot per job every %d s, %d instants per window (%d s); "+
+		"start delays are measured from each slot's instant", every, every, n, n*every)
 }
 
 func intList(s string) ([]int, error) {

@@ -72,6 +72,9 @@ func buildRevision(dir, rev string) (string, error) {
 // scaleFigures are the figures compared between binaries at one point.
 type scaleFigures struct {
 	runPerSec, p99, cpu, redisCPU, cmds, rss, logBytes, unreachable float64
+	// With bursts: the start delay's p50, the share of slots shed and
+	// the last start after the instant (max, and median over instants).
+	p50, shed, lastMax, lastMedian float64
 }
 
 func figuresOf(r ScaleResult) scaleFigures {
@@ -83,7 +86,12 @@ func figuresOf(r ScaleResult) scaleFigures {
 		return x / slots
 	}
 	_, all := r.callsPerNode()
+	b := r.Tally.Bursts()
 	return scaleFigures{
+		p50:         b.P50,
+		shed:        b.Shed(),
+		lastMax:     b.LastMax,
+		lastMedian:  b.LastMedian,
 		runPerSec:   slots / r.Tally.To.Sub(r.Tally.From).Seconds(),
 		p99:         r.Tally.Percentile(99),
 		cpu:         per(float64(r.End.ReplicaCPU - r.Start.ReplicaCPU)),
@@ -108,9 +116,14 @@ func meanFigures(rs []ScaleResult) scaleFigures {
 		m.rss += f.rss
 		m.logBytes += f.logBytes
 		m.unreachable += f.unreachable
+		m.p50 += f.p50
+		m.shed += f.shed
+		m.lastMax += f.lastMax
+		m.lastMedian += f.lastMedian
 	}
 	n := float64(max(len(rs), 1))
-	return scaleFigures{m.runPerSec / n, m.p99 / n, m.cpu / n, m.redisCPU / n, m.cmds / n, m.rss / n, m.logBytes / n, m.unreachable / n}
+	return scaleFigures{m.runPerSec / n, m.p99 / n, m.cpu / n, m.redisCPU / n, m.cmds / n, m.rss / n, m.logBytes / n, m.unreachable / n,
+		m.p50 / n, m.shed / n, m.lastMax / n, m.lastMedian / n}
 }
 
 // CompareHeader is the side-by-side table's header: each cell holds
@@ -118,6 +131,20 @@ func meanFigures(rs []ScaleResult) scaleFigures {
 const CompareHeader = "| point | slots run / s | start delay p99 | CPU per slot, replicas summed | Redis CPU per slot, nodes summed | " +
 	"all commands per slot per node | RSS per replica | log bytes per slot | node unreachable warnings |\n" +
 	"|---|---|---|---|---|---|---|---|---|"
+
+// compareBurstHeader is the columns the side-by-side table gains with
+// bursts.
+const compareBurstHeader = "start delay p50 | shed | last start after the instant, max | last start, median over instants"
+
+// compareHeaderFor is CompareHeader, with the burst columns when every
+// is above 1.
+func compareHeaderFor(every int) string {
+	if every <= 1 {
+		return CompareHeader
+	}
+	head, rule, _ := strings.Cut(CompareHeader, "\n")
+	return head + " " + compareBurstHeader + " |\n" + rule + strings.Repeat("---|", strings.Count(compareBurstHeader, "|")+1)
+}
 
 // CompareRow renders one point's base and new figures and their ratios.
 func CompareRow(p ScalePoint, base, cur scaleFigures) string {
@@ -136,6 +163,11 @@ func CompareRow(p ScalePoint, base, cur scaleFigures) string {
 	cells := []string{p.String(), cell(base.runPerSec, cur.runPerSec, num), cell(base.p99, cur.p99, ms),
 		cell(base.cpu, cur.cpu, dur), cell(base.redisCPU, cur.redisCPU, dur), cell(base.cmds, cur.cmds, dec),
 		cell(base.rss, cur.rss, mb), cell(base.logBytes, cur.logBytes, num), cell(base.unreachable, cur.unreachable, num)}
+	if p.every() > 1 {
+		pct := func(x float64) string { return fmt.Sprintf("%.1f %%", 100*x) }
+		cells = append(cells, cell(base.p50, cur.p50, ms), cell(base.shed, cur.shed, pct),
+			cell(base.lastMax, cur.lastMax, ms), cell(base.lastMedian, cur.lastMedian, ms))
+	}
 	return "| " + strings.Join(cells, " | ") + " |"
 }
 

@@ -24,10 +24,11 @@ import (
 // nominal time is in [From, To).
 type SlotTally struct {
 	From, To time.Time
-	Jobs     int // jobs, all every-second
-	Expected int // Jobs × whole seconds in [From, To)
-	Runs     int // run.started lines for slots in the window
-	Slots    int // distinct slots with at least one run.started
+	Every    time.Duration // every job's period: its slots fall on the same instants
+	Jobs     int           // jobs, all of period Every
+	Expected int           // Jobs × instants in [From, To)
+	Runs     int           // run.started lines for slots in the window
+	Slots    int           // distinct slots with at least one run.started
 	// Duplicates lists "job slot ×n" for every slot started more than
 	// once: any entry is a failure.
 	Duplicates []string
@@ -49,7 +50,7 @@ type SlotTally struct {
 	// BySecond holds, per slot second (Unix) in the window, the start
 	// delays logged for it and the reasons its slots did not run: for
 	// comparing the seconds of one run that differ in a condition (a page
-	// storm on or off).
+	// storm on or off), and for the bursts' instants (BurstStats).
 	BySecond map[int64]*SecondTally
 }
 
@@ -78,7 +79,16 @@ var skipOrder = []string{"late", "no_quorum", "slow_lock", "claimed", "shutdown"
 // TallySlots reads the log files and tallies the slots of jobs (every
 // job runs every second) in [from, to).
 func TallySlots(jobs []string, from, to time.Time, paths ...string) (SlotTally, error) {
-	tl := newTallier(jobs, from, to)
+	return TallySlotsEvery(jobs, time.Second, from, to, paths...)
+}
+
+// TallySlotsEvery is TallySlots for jobs that all run every period, at
+// the same instants: from, from+every, … before to.
+func TallySlotsEvery(jobs []string, every time.Duration, from, to time.Time, paths ...string) (SlotTally, error) {
+	if every <= 0 {
+		return SlotTally{}, fmt.Errorf("tally: period %v is not positive", every)
+	}
+	tl := newTallier(jobs, every, from, to)
 	for _, p := range paths {
 		f, err := os.Open(p)
 		if err != nil {
@@ -96,6 +106,7 @@ func TallySlots(jobs []string, from, to time.Time, paths ...string) (SlotTally, 
 type tallier struct {
 	jobs     []string
 	from, to time.Time
+	every    time.Duration
 	starts   map[string]int                 // job \x00 unix second -> run.started lines (in the window)
 	started  map[string]bool                // same key -> a run.started line (any slot)
 	abandons map[string]string              // same key -> "job slot" of a run.abandoned line
@@ -103,11 +114,11 @@ type tallier struct {
 	t        SlotTally
 }
 
-func newTallier(jobs []string, from, to time.Time) *tallier {
-	return &tallier{jobs: jobs, from: from, to: to,
+func newTallier(jobs []string, every time.Duration, from, to time.Time) *tallier {
+	return &tallier{jobs: jobs, from: from, to: to, every: every,
 		starts: map[string]int{}, skips: map[string]map[string]struct{}{},
 		started: map[string]bool{}, abandons: map[string]string{},
-		t: SlotTally{From: from, To: to, Jobs: len(jobs), NotRun: map[string]int{}}}
+		t: SlotTally{From: from, To: to, Every: every, Jobs: len(jobs), NotRun: map[string]int{}}}
 }
 
 // second is the tally of slot second t, made when first needed.
@@ -169,14 +180,14 @@ func (tl *tallier) read(r io.Reader) error {
 			}
 		case "slot.skipped":
 			// A late line may stand for a range of missed slots: every
-			// second from first_slot to slot (the jobs run every second).
+			// instant from first_slot to slot.
 			first := slot
 			if l.Missed > 1 {
 				if f, err := time.Parse(time.RFC3339, l.FirstSlot); err == nil {
 					first = f
 				}
 			}
-			for t := first; !t.After(slot); t = t.Add(time.Second) {
+			for t := first; !t.After(slot); t = t.Add(tl.every) {
 				if tl.inWindow(t) {
 					tl.skip(slotKeyOf(l.Job, t), l.Reason)
 				}
@@ -197,7 +208,7 @@ func (tl *tallier) skip(k, reason string) {
 func (tl *tallier) result() SlotTally {
 	t := tl.t
 	for _, job := range tl.jobs {
-		for s := tl.from; s.Before(tl.to); s = s.Add(time.Second) {
+		for s := tl.from; s.Before(tl.to); s = s.Add(tl.every) {
 			t.Expected++
 			k := slotKeyOf(job, s)
 			if n := tl.starts[k]; n > 0 {

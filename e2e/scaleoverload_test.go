@@ -57,7 +57,7 @@ func scaleOverloads(t *testing.T, sbs []scaleBin, p ScalePoint, factors []float6
 			q.Jobs = roundJobs(int(float64(ceilings[i]) * f))
 			t.Run(fmt.Sprintf("overload/%s/x%g/%s", q, f, strings.ReplaceAll(sb.label, " ", "_")), func(t *testing.T) {
 				res := runScalePointWith(t, sb.bin, q, time.Duration(*scaleWarmup)*time.Second, *scaleSeconds, nil)
-				t.Logf("%s\n%s\n%s", sb.label, ScaleHeader, res.Row())
+				t.Logf("%s\n%s\n%s", sb.label, res.Header(), res.Row())
 				t.Logf("commands per slot per node: %s", res.CommandMix())
 				fig := figuresOf(res)
 				rows[fi][i] = overloadPoint{jobs: q.Jobs, runPerSec: fig.runPerSec, shed: res.Tally.Missed(), p99: fig.p99}

@@ -21,10 +21,31 @@ import (
 type ScalePoint struct {
 	Jobs, Replicas, Nodes int
 	Overlap               string // forbid | allow
+	// Every is the jobs' period in seconds: above 1 each job runs
+	// `*/Every * * * * *`, so all the slots come in bursts at the same
+	// instants; 0 is 1.
+	Every int
 }
 
 func (p ScalePoint) String() string {
-	return fmt.Sprintf("jobs=%d_replicas=%d_nodes=%d_%s", p.Jobs, p.Replicas, p.Nodes, p.Overlap)
+	s := fmt.Sprintf("jobs=%d_replicas=%d_nodes=%d_%s", p.Jobs, p.Replicas, p.Nodes, p.Overlap)
+	if p.every() > 1 {
+		s += fmt.Sprintf("_every=%d", p.every())
+	}
+	return s
+}
+
+func (p ScalePoint) every() int { return max(p.Every, 1) }
+
+// period is the time between two of a job's slots.
+func (p ScalePoint) period() time.Duration { return time.Duration(p.every()) * time.Second }
+
+// schedule is every job's cron expression.
+func (p ScalePoint) schedule() string {
+	if p.every() == 1 {
+		return "* * * * * *"
+	}
+	return fmt.Sprintf("*/%d * * * * *", p.every())
 }
 
 // ScaleResult is what one point measured over its window.
@@ -40,6 +61,18 @@ const ScaleHeader = "| jobs | replicas × nodes | overlap | slots run / s | ever
 	"CPU per slot, replicas summed (% of a core) | Redis CPU per slot, nodes summed | EVALSHA per slot per node | " +
 	"all commands per slot per node | memory per replica, RSS (peak) | log bytes per slot | node unreachable warnings |\n" +
 	"|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+
+// Header is the header of the point's table: with bursts, the burst
+// columns follow the others.
+func (r ScaleResult) Header() string { return headerFor(r.every()) }
+
+func headerFor(every int) string {
+	if every <= 1 {
+		return ScaleHeader
+	}
+	head, rule, _ := strings.Cut(ScaleHeader, "\n")
+	return head + " " + BurstHeader + " |\n" + rule + strings.Repeat("---|", strings.Count(BurstHeader, "|")+1)
+}
 
 // Row is the point's table row.
 func (r ScaleResult) Row() string {
@@ -68,6 +101,9 @@ func (r ScaleResult) Row() string {
 		fmt.Sprintf("%s (%s)", mib(r.RSS), mib(r.HWM)),
 		fmt.Sprintf("%.0f", per(float64(r.End.LogBytes-r.Start.LogBytes))),
 		thousands(r.Tally.Unreachable),
+	}
+	if r.every() > 1 {
+		cells = append(cells, r.Tally.Bursts().Cells()...)
 	}
 	return "| " + strings.Join(cells, " | ") + " |"
 }
@@ -118,6 +154,9 @@ func (r ScaleResult) CommandMix() string {
 // ScaleTable renders the header and one row per result.
 func ScaleTable(rs []ScaleResult) string {
 	lines := []string{ScaleHeader}
+	if len(rs) > 0 {
+		lines[0] = rs[0].Header()
+	}
 	for _, r := range rs {
 		lines = append(lines, r.Row())
 	}

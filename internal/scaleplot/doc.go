@@ -6,8 +6,9 @@
 // writes, kept under docs/data/ (scale-DATE-*.md; the charts show the newest
 // DATE's alone, one sitting never mixed with another), and the overload chart from
 // the side-by-side runs of -scale.base (round*-*.md: each binary's tables
-// and the overload table). No figure in a chart is typed by hand. Its
-// test fails when docs/images/*.svg differ from what the data gives;
+// and the overload table). A table of bursts (-scale.every N) is drawn
+// on a burst chart of its own (scale-burst.svg). No figure in a chart is
+// typed by hand. Its test fails when docs/images/*.svg differ from what the data gives;
 //
 //	go test ./internal/scaleplot -update
 //

@@ -15,7 +15,21 @@ type Point struct {
 	Setup    string  // "3 × 3 forbid": replicas × nodes and overlap
 	RunPerS  float64 // slots run per second
 	P50, P99 float64 // start delay, milliseconds
+	// Burst is set for a table of bursts (TestScale -scale.every N): its
+	// jobs' slots all fall on the same instants, and LastMax and
+	// LastMedian are the last start after the instant, milliseconds.
+	Burst               bool
+	LastMax, LastMedian float64
+	Every               int // the burst period in seconds, from the line above the table; 0: not said
 }
+
+// everyLine finds the burst period in the line TestScale writes above a
+// table of bursts ("bursts: every job `*/10 * * * * *`, …").
+var everyLine = regexp.MustCompile("bursts: every job `\\*/(\\d+) ")
+
+// lastColumn is the burst table's column of the last start after the
+// instant.
+const lastColumn = "last start after the instant, max (median)"
 
 // columns are the headers a table must have (others are ignored).
 var columns = []string{"jobs", "replicas × nodes", "overlap", "slots run / s", "start delay p50 / p99"}
@@ -23,8 +37,9 @@ var columns = []string{"jobs", "replicas × nodes", "overlap", "slots run / s", 
 // Parse reads every scale table in r.
 func Parse(r io.Reader) ([]Point, error) {
 	var (
-		pts []Point
-		idx map[string]int
+		pts   []Point
+		idx   map[string]int
+		every int
 	)
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
@@ -33,6 +48,9 @@ func Parse(r io.Reader) ([]Point, error) {
 		switch {
 		case !ok:
 			idx = nil
+			if m := everyLine.FindStringSubmatch(sc.Text()); m != nil {
+				every, _ = strconv.Atoi(m[1])
+			}
 		case idx == nil:
 			idx = header(cells)
 		case len(idx) == 0 || strings.HasPrefix(cells[0], "---"):
@@ -41,6 +59,9 @@ func Parse(r io.Reader) ([]Point, error) {
 			p, err := point(cells, idx)
 			if err != nil {
 				return nil, fmt.Errorf("line %d: %w", line, err)
+			}
+			if p.Burst {
+				p.Every = every
 			}
 			pts = append(pts, p)
 		}
@@ -93,13 +114,40 @@ func point(cells []string, idx map[string]int) (Point, error) {
 	if err != nil {
 		return Point{}, err
 	}
-	return Point{
+	p := Point{
 		Jobs:    int(jobs),
 		Setup:   cell("replicas × nodes") + " " + cell("overlap"),
 		RunPerS: run,
 		P50:     p50,
 		P99:     p99,
-	}, nil
+	}
+	if i, ok := idx[lastColumn]; ok && i < len(cells) {
+		p.Burst = true
+		if p.LastMax, p.LastMedian, err = lastStart(cells[i]); err != nil {
+			return Point{}, err
+		}
+	}
+	return p, nil
+}
+
+var lastCell = regexp.MustCompile(`^([\d.]+) (ms|s) \(([\d.]+) (ms|s)\)`)
+
+// lastStart reads "1.20 s (800 ms)", and what follows it (a note on
+// instants where nothing started), as milliseconds.
+func lastStart(s string) (maxMs, medianMs float64, err error) {
+	m := lastCell.FindStringSubmatch(s)
+	if m == nil {
+		return 0, 0, fmt.Errorf("last start %q: want \"MAX ms (MEDIAN ms)\"", s)
+	}
+	return millis(m[1], m[2]), millis(m[3], m[4]), nil
+}
+
+func millis(v, unit string) float64 {
+	f, _ := strconv.ParseFloat(v, 64)
+	if unit == "s" {
+		return f * 1000
+	}
+	return f
 }
 
 // number reads "5,000" or "4.19".

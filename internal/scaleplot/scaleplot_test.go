@@ -145,3 +145,36 @@ func TestParseSideBySide(t *testing.T) {
 		{Binary: "base r1", Setup: "3 × 3 forbid", Jobs: 4200, RunPerS: 1208},
 	}, got, "the 0-job cell is not a point; a table with no name above it is not a binary's")
 }
+
+// A table of bursts (-scale.every N) gives burst points, drawn on the
+// burst chart alone: the last start after the instant against the slots
+// of a burst, a line per setup.
+func TestBurstChart(t *testing.T) {
+	in := "host: x; bursts: every job `*/10 * * * * *`\n\n" +
+		"| jobs | replicas × nodes | overlap | slots run / s | start delay p50 / p99 | slots due | run | shed | duplicates | last start after the instant, max (median) |\n" +
+		"|---|---|---|---|---|---|---|---|---|---|\n" +
+		"| 5,000 | 3 × 3 | forbid | 500 | 523 / 1400 ms | 15,000 | 15,000 | 0.0 % | 0 | 1.64 s (1.50 s) |\n" +
+		"| 10,000 | 3 × 3 | forbid | 740 | 0.9 / 2.0 s | 30,000 | 22,200 | 26.0 % | 0 | 2.22 s (2.10 s); 1 of 3 instants started nothing |\n" +
+		"| 1,000 | 3 × 3 | forbid | 100 | 50 / 180 ms | 3,000 | 3,000 | 0.0 % | 0 | 210 ms (190 ms) |\n"
+	pts, err := Parse(strings.NewReader(in))
+	require.NoError(t, err)
+	require.Len(t, pts, 3)
+	require.Equal(t, Point{Jobs: 10000, Setup: "3 × 3 forbid", RunPerS: 740, P50: 900, P99: 2000,
+		Burst: true, LastMax: 2220, LastMedian: 2100, Every: 10}, pts[1])
+
+	steady := Point{Jobs: 100, Setup: "3 × 3 forbid", RunPerS: 100, P50: 10, P99: 20}
+	charts := Charts(append(pts, steady, Point{Jobs: 1000, Setup: steady.Setup, RunPerS: 1000, P50: 20, P99: 40}))
+	require.Contains(t, charts, "scale-burst.svg")
+	require.Len(t, charts["scale-delay.svg"].Series, 2, "burst points stay off the steady charts")
+	burst := charts["scale-burst.svg"]
+	require.Len(t, burst.Series, 2)
+	require.Equal(t, "3 × 3 forbid, every 10 s max", burst.Series[0].Name)
+	require.Equal(t, []XY{{1000, 210}, {5000, 1640}, {10000, 2220}}, burst.Series[0].Points)
+	require.Equal(t, []XY{{1000, 190}, {5000, 1500}, {10000, 2100}}, burst.Series[1].Points)
+	require.True(t, burst.Series[1].Dashed)
+	require.Contains(t, burst.SVG(), "<polyline")
+	require.NotContains(t, Charts([]Point{steady}), "scale-burst.svg", "no bursts: no burst chart")
+
+	_, err = Parse(strings.NewReader(strings.Replace(in, "210 ms (190 ms)", "soon", 1)))
+	require.ErrorContains(t, err, `line 7: last start "soon"`)
+}
