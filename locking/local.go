@@ -105,6 +105,7 @@ func (b *localDriver) Acquire(ctx context.Context, s driver.Lease) (driver.Grant
 		if c, ok := b.claims[fam][field]; ok {
 			// Taken over even while paused: settling starts no work.
 			g.Abandoned = driver.ParseAbandoned(s.Key, c)
+			g.Abandoned.Majority = true // the one store
 		} else if p.ActiveAt(now) {
 			return driver.Grant{}, &PausedError{Key: s.Key, Pause: p}
 		} else {

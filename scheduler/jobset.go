@@ -48,7 +48,7 @@ func (e *engine) buildJobs(specs []JobSpec, now time.Time) (*defs, error) {
 	d := &defs{byName: make(map[string]*job, len(specs))}
 	for i := range specs {
 		spec := specs[i].withDefaults()
-		j := &job{spec: spec, doneTTL: e.doneTTL, jobState: &jobState{}}
+		j := &job{spec: spec, doneTTL: e.doneTTL, jobState: &jobState{recovering: make(chan struct{}, 1)}}
 		if spec.Misfire.Policy.recovers() {
 			// recover judges a missed slot at most Deadline after it, by
 			// its claim first: a handled slot's marker must outlive

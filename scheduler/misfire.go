@@ -182,8 +182,8 @@ func (m *misfire) recover(j *job, t time.Time) {
 // paused again) starts with its oldest slot once this one is over, and
 // its slots that passed the deadline meanwhile are late.
 func (m *misfire) recoverAll(j *job, picked []time.Time) {
-	j.recovering.Lock()
-	defer j.recovering.Unlock()
+	j.recovering <- struct{}{}
+	defer func() { <-j.recovering }()
 	for _, t := range picked {
 		if m.isStopping() {
 			return

@@ -36,9 +36,11 @@ type outage struct {
 	since   time.Time               // the earliest work the outage hit (published when it ends)
 }
 
-// leaseEnderThen ends a lease as p says (outcomes.go).
+// leaseEnderThen ends a lease as p says (outcomes.go): endLeaseThen
+// hands a failure back to the outage, tryEnd returns it.
 type leaseEnderThen interface {
 	endLeaseThen(p pendingEnd)
+	tryEnd(p *pendingEnd) error
 }
 
 // outagePublisher records an outage in the fleet log (fleet.go).
@@ -67,11 +69,43 @@ func (ot *outage) markDown(at time.Time) {
 }
 
 func (ot *outage) retryEnd(p pendingEnd) {
+	if p.doneTTL > 0 && ot.state.Load() == stateNew {
+		ot.finishEnd(p)
+		return
+	}
 	ot.mu.Lock()
 	ot.pending[p.job] = append(ot.pending[p.job], p)
 	ot.mu.Unlock()
 	ot.markDown(ot.clock.Now())
 	ot.startProbe()
+}
+
+// finishEnd ends p again, before the call that ended it returns, in a
+// scheduler that never ran: a backfill, trigger or reconciler process,
+// which exits once its call returns and has no probe to end p later. p
+// writes a slot's outcome, and a settler's is the only report of a dead
+// run (run.abandoned, or slot.missed with may_have_started), made once the
+// stores took it; left on a minority, its entry makes a later settler
+// close the claim as already recorded, and the run is reported nowhere. It
+// is retried every probeEvery until the stores take it, the lease was lost
+// (another took the claim over: it reports), or ShutdownGrace has passed.
+func (ot *outage) finishEnd(p pendingEnd) {
+	until := ot.clock.Now().Add(ot.cfg.ShutdownGrace)
+	for ot.clock.Now().Before(until) {
+		ot.sleep(probeEvery, nil)
+		err := ot.ends.tryEnd(&p)
+		switch {
+		case err == nil:
+			return
+		case errors.Is(err, locking.ErrLockLost):
+			ot.log.Debug("lease was no longer held when ended again", "event", evLockReleaseFailed,
+				"job", p.job, "slot", p.slot, "key", p.lease.Grant().Key.Name, "error", err.Error())
+			return
+		}
+	}
+	ot.log.Warn("could not end lease within the shutdown grace; the slot's outcome may stand on too few stores, "+
+		"and a settler's report of a dead run is not made", "event", evLockReleaseFailed,
+		"job", p.job, "slot", p.slot, "key", p.lease.Grant().Key.Name, "grace", ot.cfg.ShutdownGrace.String())
 }
 
 func (ot *outage) startProbe() {

@@ -22,6 +22,11 @@ func (f *fakeOutageDeps) endLeaseThen(p pendingEnd) {
 	f.ended = append(f.ended, p)
 }
 
+func (f *fakeOutageDeps) tryEnd(p *pendingEnd) error {
+	f.endLeaseThen(*p)
+	return nil
+}
+
 func (f *fakeOutageDeps) publishOutage(from, to time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

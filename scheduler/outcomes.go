@@ -44,6 +44,14 @@ func (o *outcomes) endLease(job, slot string, l *locking.Lease, doneTTL time.Dur
 // endLeaseThen ends p.lease as endLease does and calls p.then once the
 // stores accepted it (now or after a retry), never when the lease was lost.
 func (o *outcomes) endLeaseThen(p pendingEnd) {
+	if err := o.tryEnd(&p); err != nil {
+		o.endLeaseFailed(p, err)
+	}
+}
+
+// tryEnd ends p.lease once and calls p.then if the stores accepted it; on
+// an error p is left as a retry ends it (the slot's lease alone).
+func (o *outcomes) tryEnd(p *pendingEnd) error {
 	// The slot's end, the job lease's release and the job's record in one
 	// call per store where they are given (locking.Lease.End); a plain
 	// release or done marker otherwise.
@@ -60,7 +68,6 @@ func (o *outcomes) endLeaseThen(p pendingEnd) {
 		}
 	}
 	res := p.lease.End(context.Background(), e)
-	err := res.Err
 	if recOK {
 		o.recordWritten(p.record, rec, prevAt, res.Record)
 	}
@@ -70,13 +77,10 @@ func (o *outcomes) endLeaseThen(p pendingEnd) {
 	}
 	p.jobLease, p.record = nil, nil // a retry ends the slot's lease alone
 	<-o.ending
-	if err == nil {
-		if p.then != nil {
-			p.then()
-		}
-		return
+	if res.Err == nil && p.then != nil {
+		p.then()
 	}
-	o.endLeaseFailed(p, err)
+	return res.Err
 }
 
 // endLeaseFailed logs why p's lease could not be ended and, unless it was

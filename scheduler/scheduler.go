@@ -162,8 +162,12 @@ type jobState struct {
 	// run_all recovery, and the earliest (run_all recovers the range).
 	missed, missedFirst time.Time
 	// Misfire: serializes run_all's recoveries of this job on this
-	// replica: missed slots run one at a time, oldest first.
-	recovering sync.Mutex
+	// replica: missed slots run one at a time, oldest first. A channel
+	// of one token, not a mutex: a recovery waiting for the one going on
+	// is blocked on a channel, which a synctest bubble (the simulation)
+	// counts as blocked, so its clock moves on; waiting on a mutex, it
+	// stops the clock while the other waits on a timer.
+	recovering chan struct{}
 	// Outcomes: the "last handled slot" record — the latest slot this
 	// replica handled, what it last wrote, and when (recordHandled).
 	recPending, recWritten time.Time

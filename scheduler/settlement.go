@@ -125,7 +125,11 @@ func (st *settlement) settleOrphan(j *job, o *locking.Abandoned) {
 // a settler's end, that missed them — is closed, not reported again. The
 // recorded entry goes with the end, so that it stands on a majority
 // (it may have reached a minority only). False, and nothing done, when
-// the history says less or cannot tell: the caller settles the claim.
+// the history says less or cannot tell, or when what it records is a
+// settler's verdict while the claim stood on a majority (ab.Majority):
+// that settler's end reached a minority, so it never reported the slot,
+// and its retry cannot succeed now that this lease holds the claim — the
+// caller settles the claim, and its report is the slot's only one.
 func (st *settlement) closeRecorded(j *job, t time.Time, lease *locking.Lease, ab *locking.Abandoned) bool {
 	if st.cfg.HistoryKeep <= 0 {
 		return false
@@ -142,7 +146,8 @@ func (st *settlement) closeRecorded(j *job, t time.Time, lease *locking.Lease, a
 	// closing it (a settler runs no body). The slot ran; saying it may
 	// have started would report a missed slot that ran.
 	ours := e.RunID == ab.ID || (!ab.Started && e.Evidence() == history.Ran)
-	if err != nil || !found || !ours || e.Evidence() < settled {
+	unreported := e.SettledBy != "" && ab.Majority
+	if err != nil || !found || !ours || e.Evidence() < settled || unreported {
 		return false
 	}
 	name, slot := j.name(), slotString(t)

@@ -14,10 +14,13 @@ import (
 
 // TestSettleAbandonedReadsTheHistory: a started claim whose holder died is
 // settled and reported once — run.abandoned and an abandoned entry —
-// unless the slot history already records that run (its own end, or a
-// settler's verdict, which reached some stores while the claim stayed on
-// others): then the claim is closed with that entry and reported no
-// second time.
+// unless the slot history already records that run's own end: then the
+// claim is closed with that entry and reported no second time. A
+// settler's verdict beside the claim on every store (here the one store:
+// Abandoned.Majority) was written by an end that reached no majority and
+// never reported: the slot is reported now. A settler's verdict beside a
+// claim left on a minority is that settler's report
+// (TestSettledClaimLeftOnAMinorityIsNotReportedAgain).
 func TestSettleAbandonedReadsTheHistory(t *testing.T) {
 	for _, c := range []struct {
 		name     string
@@ -27,7 +30,7 @@ func TestSettleAbandonedReadsTheHistory(t *testing.T) {
 	}{
 		{"nothing recorded", nil, 1, history.RanUnfinished},
 		{"its own end recorded", &history.Entry{Outcome: history.OutcomeSucceeded, Replica: "dead"}, 0, history.Ran},
-		{"settled before", &history.Entry{Outcome: history.OutcomeAbandoned, Replica: "dead", SettledBy: "r9"}, 0, history.RanUnfinished},
+		{"a settler's verdict beside the claim on a majority", &history.Entry{Outcome: history.OutcomeAbandoned, Replica: "dead", SettledBy: "r9"}, 1, history.RanUnfinished},
 		{"a reconciler's missed", &history.Entry{Outcome: history.OutcomeMissed, Reason: history.ReasonUnknown}, 1, history.RanUnfinished},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -144,7 +144,7 @@ func (a *actor) settleAbandoned(slot int, lease *locking.Lease) {
 	if !ab.Started {
 		outcome, note, event = outMayHaveStarted, outMissed, "slot.missed"
 	}
-	if rec, ok := a.recorded(slot, ab.ID, ab.Started); ok {
+	if rec, ok := a.recorded(slot, ab); ok {
 		// closeRecorded: the history records the run at least as
 		// strongly; closed with that entry, not reported again.
 		if a.step("close-recorded") {
@@ -260,9 +260,9 @@ func finalRead(a *actor) {
 }
 
 // recorded is scheduler.closeRecorded's read: the join of slot's entries
-// when it records run id at least as strongly as settling its claim
-// would (recordsRun).
-func (a *actor) recorded(slot int, id string, started bool) (history.Entry, bool) {
+// when it records the run of the claim ab taken over at least as strongly
+// as settling it would (recordsRun).
+func (a *actor) recorded(slot int, ab *locking.Abandoned) (history.Entry, bool) {
 	if !closeRecordedOn || !a.step("settle-read") {
 		return history.Entry{}, false
 	}
@@ -271,7 +271,7 @@ func (a *actor) recorded(slot int, id string, started bool) (history.Entry, bool
 		return history.Entry{}, false
 	}
 	e, found := joinOf(got)
-	return e, recordsRun(e, found, id, started)
+	return e, recordsRun(e, found, ab)
 }
 
 // readLog returns slot's history entries, in the order the stores' merge

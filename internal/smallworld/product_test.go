@@ -31,17 +31,20 @@ func backfillable(e history.Entry, found bool) bool {
 	return !found || e.Backfillable()
 }
 
-// recordsRun is closeRecorded's test: the history records the run id
-// at least as strongly as settling its claim would (started: abandoned,
-// else may_have_started), or the claim is unconfirmed and the history
-// records a run's own end.
-func recordsRun(e history.Entry, found bool, id string, started bool) bool {
+// recordsRun is closeRecorded's test: the history records the run of
+// the claim ab taken over at least as strongly as settling it would
+// (started: abandoned, else may_have_started), or the claim is
+// unconfirmed and the history records a run's own end — and it is not a
+// settler's verdict while the claim stood on a majority (that settler's
+// end reached a minority: it never reported).
+func recordsRun(e history.Entry, found bool, ab *locking.Abandoned) bool {
 	settled := history.MayHaveRun
-	if started {
+	if ab.Started {
 		settled = history.RanUnfinished
 	}
-	ours := e.RunID == id || (!started && e.Evidence() == history.Ran)
-	return found && ours && e.Evidence() >= settled
+	ours := e.RunID == ab.ID || (!ab.Started && e.Evidence() == history.Ran)
+	unreported := e.SettledBy != "" && ab.Majority
+	return found && ours && e.Evidence() >= settled && !unreported
 }
 
 // closeRecordedOn: the settler reads the history before it settles a

@@ -25,6 +25,12 @@ type Abandoned struct {
 	Holder  string // the replica that claimed it
 	ID      string // the claim's Grant.ID
 	Started bool   // the holder confirmed that the work began
+	// Majority: the takeover met the claim on a majority of the stores.
+	// A done marker replaces the claim where it is set, so no settler's
+	// end (its marker, entry and report) reached a majority before: a
+	// settler's entry of the claim found in the history was left on a
+	// minority, by an end that never reported and can no longer succeed.
+	Majority bool
 }
 
 // ParseAbandoned describes the claim stored in k, whose lease expired.

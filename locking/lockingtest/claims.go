@@ -32,7 +32,7 @@ func testClaimAbandoned(t *testing.T, l locking.Locker) {
 	require.NoError(t, err, "Claim over an abandoned claim")
 	ab := taker.Grant().Abandoned
 	require.NotNil(t, ab, "the taker must learn that the claim was abandoned")
-	require.Equal(t, locking.Abandoned{Key: key, Holder: dead.Grant().Holder, ID: dead.Grant().ID}, *ab)
+	require.Equal(t, locking.Abandoned{Key: key, Holder: dead.Grant().Holder, ID: dead.Grant().ID, Majority: true}, *ab)
 	require.Greater(t, taker.Token(), dead.Token())
 
 	_, err = l.Claim(ctx(t), key, time.Second)

@@ -233,6 +233,7 @@ func (r *redlock) claimMet(ctx context.Context, s driver.Lease, t *acquireTally,
 	case r.takesOver(t):
 		g.Abandoned = driver.ParseAbandoned(s.Key, took)
 		g.Abandoned.Started = t.started[took]
+		g.Abandoned.Majority = tookN >= r.quorum
 	case tookN > 0 && t.answered == len(r.nodes):
 		g.Leftover = true
 	case tookN > 0:
