@@ -315,6 +315,19 @@ func (a *attempt) backfillJobLease() verdict {
 	if a.j.spec.Overlap == OverlapAllow {
 		return goOn
 	}
+	if a.j.spec.Overlap == OverlapReplace {
+		// The claim is renewed while the backfill yields.
+		kctx := a.claim.Keep(a.ap.runCtx)
+		if err := a.ap.yieldToWaitingSlot(a.j, a.t, kctx.Done()); err != nil {
+			err = a.ap.waitEnded(kctx, err)
+			v := a.lost(err)
+			if errors.Is(err, errStopping) {
+				v.reason = history.ReasonShutdown
+			}
+			v.err = fmt.Errorf("scheduler: backfill %s %s: job lease: %w", a.name, a.slot, err)
+			return v
+		}
+	}
 	jl, err := a.ap.locks.acquire(a.name, history.RunKey(a.name), a.jobLeasePolicy())
 	if err == nil {
 		a.jobLease = jl

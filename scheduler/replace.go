@@ -208,3 +208,35 @@ func (ap *attempts) watchReplace(ctx context.Context, cancel context.CancelCause
 		}
 	}
 }
+
+// yieldToWaitingSlot lets a scheduled slot of replace job name that is
+// newer than backfilled slot t and asked for the job lease (the replace
+// record names it) go first: while that slot may still be waiting for the
+// lease (within replaceWait of its due time) and no store shows it
+// handled, the backfill waits, so that it does not take the lease the
+// moment its previous run let it go. A backfilled run is replaced only by
+// a slot due after it started, so one that took the lease here would keep
+// the waiting slot out until its wait ran out (skipped overlap).
+func (ap *attempts) yieldToWaitingSlot(j *job, t time.Time, abort <-chan struct{}) error {
+	name := j.name()
+	for {
+		by := ap.readReplace(context.Background(), name)
+		if !by.After(t) {
+			return nil
+		}
+		now := ap.clock.Now()
+		waitEnd := j.spec.Due(by).Add(ap.replaceWait())
+		if !now.Before(waitEnd) {
+			return nil
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+		done, err := ap.cfg.Locker.Handled(ctx, []locking.Key{history.SlotKey(name, by)})
+		cancel()
+		if err == nil && len(done) == 1 && done[0] {
+			return nil
+		}
+		if !ap.sleep(min(replaceCheckEvery, waitEnd.Sub(now)), abort) {
+			return errStopping
+		}
+	}
+}
