@@ -19,14 +19,7 @@ func (d JobDef) JobJitter() time.Duration {
 // runs, when since is a republication interval back.
 func LargestJitters(versions []Definitions, since time.Time) map[string]time.Duration {
 	out := map[string]time.Duration{}
-	for _, d := range versions {
-		if d.Published.Before(since.Truncate(time.Second)) {
-			continue
-		}
-		for _, j := range d.Jobs {
-			out[j.Name] = max(out[j.Name], j.JobJitter())
-		}
-	}
+	eachRecentJob(versions, since, func(j JobDef) { out[j.Name] = max(out[j.Name], j.JobJitter()) })
 	return out
 }
 
@@ -36,15 +29,24 @@ func LargestJitters(versions []Definitions, since time.Time) map[string]time.Dur
 // own that hold no job lease.
 func AllowsOverlap(versions []Definitions, since time.Time) map[string]bool {
 	out := map[string]bool{}
+	eachRecentJob(versions, since, func(j JobDef) {
+		if j.Overlap == "allow" {
+			out[j.Name] = true
+		}
+	})
+	return out
+}
+
+// eachRecentJob calls f with every job definition of the versions
+// published at since (to the second, as they are stamped) or later.
+func eachRecentJob(versions []Definitions, since time.Time, f func(JobDef)) {
+	since = since.Truncate(time.Second)
 	for _, d := range versions {
-		if d.Published.Before(since.Truncate(time.Second)) {
+		if d.Published.Before(since) {
 			continue
 		}
 		for _, j := range d.Jobs {
-			if j.Overlap == "allow" {
-				out[j.Name] = true
-			}
+			f(j)
 		}
 	}
-	return out
 }
