@@ -1,0 +1,102 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/slotlock/slotlock/locking"
+)
+
+// The timer path's cost, fleet-wide, of the replicas that are no
+// candidate for a slot: each of N schedulers in this process, with the
+// same view of N replicas, fires one every-second job's slots through its
+// timer (rank, heap step, and for a fallback the batched Handled read on
+// a store that answers "handled", as after a candidate's run). The
+// candidates' claims are stubbed out (counted, not sent): they are the
+// same k per slot whatever N, and are measured by the Redis benchmarks.
+// ns/op is the CPU of one slot summed over the fleet:
+//
+//	go test ./scheduler -run '^$' -bench NonCandidates -benchmem -count 5 -timeout 10m
+func BenchmarkNonCandidates(b *testing.B) {
+	for _, n := range []int{3, 9} {
+		b.Run(fmt.Sprintf("replicas=%d", n), func(b *testing.B) { nonCandidates(b, n) })
+	}
+}
+
+// handledLocker answers every Handled read "handled" and counts the
+// reads; nothing else is called on it here.
+type handledLocker struct {
+	locking.Locker
+	reads atomic.Int64
+}
+
+func (l *handledLocker) Handled(ctx context.Context, keys []locking.Key) ([]bool, error) {
+	l.reads.Add(1)
+	out := make([]bool, len(keys))
+	for i := range out {
+		out[i] = true
+	}
+	return out, nil
+}
+
+// stubClaims stands for admission in the benchmark: a candidate's slot is
+// counted, a fallback's goes to the real check.
+type stubClaims struct {
+	fired atomic.Int64
+	real  *admission
+}
+
+func (s *stubClaims) fireSlot(j *job, t time.Time)     { s.fired.Add(1) }
+func (s *stubClaims) checkFallbacks(checks []dueSlot) { s.real.checkFallbacks(checks) }
+
+func nonCandidates(b *testing.B, n int) {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("replica-%d", i)
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	locker := &handledLocker{Locker: locking.NewLocal(locking.Options{})}
+	start := time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)
+	var scheds []*Scheduler
+	var stubs []*stubClaims
+	for _, name := range names {
+		s, err := New(Config{Replica: name, Locker: locker, Logger: quiet,
+			Jobs: []JobSpec{everySecond(b, "tick", &recorder{now: time.Now})}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		s.fleet.viewSource = func() []string { return names }
+		s.fleet.refreshView()
+		stub := &stubClaims{real: s.admit}
+		s.timer.admit = stub
+		s.timer.setNext(s.jobList()[0], start)
+		scheds = append(scheds, s)
+		stubs = append(stubs, stub)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		// Every replica's slot due, fallbacks included (at most half the
+		// second of an every-second job), the next slot not yet.
+		now := start.Add(time.Duration(i)*time.Second + 600*time.Millisecond)
+		for _, s := range scheds {
+			j := s.jobList()[0]
+			s.timer.admit.checkFallbacks(s.timer.fireDue(j, now, nil))
+		}
+		for _, s := range scheds {
+			s.wg.Wait()
+		}
+	}
+	b.StopTimer()
+	fired := int64(0)
+	for _, st := range stubs {
+		fired += st.fired.Load()
+	}
+	b.ReportMetric(float64(fired)/float64(b.N), "claims/slot")
+	b.ReportMetric(float64(locker.reads.Load())/float64(b.N), "handled/slot")
+}
