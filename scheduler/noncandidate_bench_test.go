@@ -51,7 +51,7 @@ type stubClaims struct {
 	real  *admission
 }
 
-func (s *stubClaims) fireSlot(j *job, t time.Time)     { s.fired.Add(1) }
+func (s *stubClaims) fireSlot(j *job, t time.Time)    { s.fired.Add(1) }
 func (s *stubClaims) checkFallbacks(checks []dueSlot) { s.real.checkFallbacks(checks) }
 
 func nonCandidates(b *testing.B, n int) {
