@@ -139,3 +139,39 @@ func nonCandidates(b *testing.B, n int, redis bool) {
 	b.ReportMetric(float64(fired)/float64(b.N), "claims/slot")
 	b.ReportMetric(float64(reads.Load())/float64(b.N), "handled/slot")
 }
+
+// The timer's step over a slot this replica is idle for (ranked after the
+// fallbacks, of nine): ranking the slot and the next one, the schedule's
+// next slot; nothing is allocated.
+//
+//	go test ./scheduler -run '^$' -bench IdleSlotStep -benchmem -count 5 -timeout 5m
+func BenchmarkIdleSlotStep(b *testing.B) {
+	names := nineNames()
+	s, err := New(Config{Replica: names[0], Locker: locking.NewLocal(locking.Options{}),
+		Jobs: []JobSpec{everySecond(b, "tick", &recorder{now: time.Now})}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.fleet.viewSource = func() []string { return names }
+	s.fleet.refreshView()
+	stub := &stubClaims{real: s.admit}
+	s.timer.admit = stub
+	j := s.jobList()[0]
+	var idle []time.Time
+	for i := 0; len(idle) < 1000; i++ {
+		if t := bubbleStart.Add(time.Duration(i) * time.Second); s.fleet.slotRank("tick", t) >= DefaultCandidates+dueFallbacks {
+			idle = append(idle, t)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		t := idle[i%len(idle)]
+		s.timer.setNext(j, t)
+		s.timer.fireDue(j, t.Add(600*time.Millisecond), nil)
+	}
+	b.StopTimer()
+	if n := stub.fired.Load(); n > 0 {
+		b.Fatalf("an idle replica fired %d slots", n)
+	}
+}
