@@ -8,8 +8,8 @@ import (
 	"github.com/slotlock/slotlock/scheduler/history"
 )
 
-// The fallbacks (fleet_view.go): a replica that is not among a slot's
-// candidates fires it Fallback after its due time and first asks the
+// The fallbacks (slot_ranks.go): a replica ranked just after a slot's
+// candidates (dueFallbacks of them) fires it Fallback after its due time and first asks the
 // stores, cheaply, whether it was handled — a done marker on the claim,
 // read on one store (locking.Store.Handled) — before trying any claim.
 // Handled: nothing happens here (the slot's outcome is its winner's). Not

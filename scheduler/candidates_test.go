@@ -191,7 +191,8 @@ func TestDeadCandidatesRunViaFallback(t *testing.T) {
 func rankedReplicas(job string, t time.Time, names []string) []string {
 	out := slices.Clone(names)
 	slices.SortFunc(out, func(a, b string) int {
-		sa, sb := slotScore(job, t, a), slotScore(job, t, b)
+		h := slotHash(job, t)
+		sa, sb := slotScore(h, replicaSeed(a)), slotScore(h, replicaSeed(b))
 		switch {
 		case sa > sb:
 			return -1

@@ -184,16 +184,18 @@ type Config struct {
 	Spread time.Duration
 	// Candidates is how many replicas try each slot at its due time (k),
 	// chosen per slot by rendezvous hashing over the replicas alive in the
-	// heartbeats that run the same job definitions (fleet_view.go); the
-	// others check Fallback later whether it was handled (one read on one
-	// lock store), and try it only if not. The lock stores' work per slot
-	// is thus that of k replicas, whatever their number. The choice only
-	// moves work: exactly-once never depends on it. Default
+	// heartbeats that run the same job definitions (slot_ranks.go); the
+	// next two in the slot's ranking, its fallbacks, check Fallback later
+	// whether it was handled (one read on one lock store), and try it only
+	// if not; the others do nothing for it. The lock stores' work per slot
+	// is thus that of k replicas, and a replica's per slot bounded,
+	// whatever their number. The choice only moves work: exactly-once
+	// never depends on it. Default
 	// DefaultCandidates (2); negative: every replica tries every slot at
 	// its due time. Needs the heartbeat (Beat not negative).
 	Candidates int
-	// Fallback is how long after a slot's due time the replicas that are
-	// not its candidates check it; it bounds the delay of a slot whose
+	// Fallback is how long after a slot's due time its fallbacks check
+	// it; it bounds the delay of a slot whose
 	// candidates are all gone (dead, paused) but still in the view. It
 	// must be less than the lateness bound. Default DefaultFallback
 	// (750ms), at most half the lateness bound. Keep it off whole seconds

@@ -54,8 +54,8 @@ func SetViewSource(s *Scheduler, f func() []string) { s.fleet.viewSource = f }
 // SlotRank is this replica's rank among its view for slot t of job
 // (-1: no view yet), and whether it is a fallback for it.
 func (s *Scheduler) SlotRank(job string, t time.Time) (int, bool) {
-	_, fb := s.fleet.slotDelay(job, t)
-	return s.fleet.slotRank(job, t), fb
+	_, role := s.fleet.slotDelay(job, t)
+	return s.fleet.slotRank(job, t), role == roleFallback
 }
 
 // SetDraw makes s draw its random numbers (draw.go) from f: f(what) for

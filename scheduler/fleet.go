@@ -24,6 +24,7 @@ import (
 type fleet struct {
 	*engine
 	fallback time.Duration // Config.Fallback, defaulted
+	seed     uint64        // replicaSeed of this replica's name (slot_ranks.go)
 
 	runsMu  sync.Mutex
 	running map[string]history.RunInfo // runs going on, by run id
@@ -37,7 +38,7 @@ type fleet struct {
 }
 
 func newFleet(e *engine) *fleet {
-	return &fleet{engine: e, fallback: e.cfg.Fallback, running: map[string]history.RunInfo{}}
+	return &fleet{engine: e, fallback: e.cfg.Fallback, seed: replicaSeed(e.cfg.Replica), running: map[string]history.RunInfo{}}
 }
 
 // dropView forgets the view (every replica a candidate) until the next

@@ -34,8 +34,8 @@ func TestFleetAloneRanksOverItsView(t *testing.T) {
 		fallbacks := 0
 		for _, f := range fleets {
 			ranks = append(ranks, f.slotRank("tick", slot))
-			d, fb := f.slotDelay("tick", slot)
-			if fb {
+			d, role := f.slotDelay("tick", slot)
+			if role == roleFallback {
 				fallbacks++
 				if d != f.fallback {
 					t.Errorf("slot %v: a fallback waits %v, want %v", slot, d, f.fallback)

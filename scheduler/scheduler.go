@@ -12,8 +12,8 @@
 //  2. After this replica's delay for the slot — none or a fraction of
 //     Config.Spread for the slot's candidates (Config.Candidates, ranked
 //     by a hash of J and T over the live replicas), Config.Fallback for
-//     the others, which first ask whether the slot was handled
-//     (fleet_view.go) — it acquires the claim <J>/slot:<unix T>; with overlap
+//     the next two, which first ask whether the slot was handled, never
+//     for the rest (slot_ranks.go) — it acquires the claim <J>/slot:<unix T>; with overlap
 //     forbid also the job lease <J>/run; with overlap replace too, after
 //     asking the run that holds it to stop (replace.go). Losing gives
 //     slot.skipped with reason held, done, overlap or no_quorum. A split vote (nobody got a

@@ -15,8 +15,9 @@ import (
 // admission (admission.go: a goroutine of its own once its claim may be
 // sent, attempt.go) or, when late, to the misfire policy. When a slot is
 // due on this replica depends on its rank among the slot's candidates
-// (below: slotDelay): at once, Spread later, or, for a fallback, only
-// if nobody handled it (admission_fallback.go).
+// (slot_ranks.go: slotDelay): at once, Spread later, for a fallback only
+// if nobody handled it (admission_fallback.go), or, past the fallbacks,
+// never: the slot is only stepped over.
 
 // timer is the component that knows which slots are due when: the loop
 // goroutine owns every job's next slot and due time (job.next, job.due),
@@ -51,10 +52,11 @@ type misfirePolicy interface {
 	handle(j *job, late lateRange)
 }
 
-// slotRanks is this replica's delay for a slot, as a candidate or a
-// fallback, over its view of the fleet (fleet_view.go).
+// slotRanks is this replica's delay for a slot and its role (a
+// candidate, a fallback or idle), over its view of the fleet
+// (slot_ranks.go).
 type slotRanks interface {
-	slotDelay(job string, t time.Time) (time.Duration, bool)
+	slotDelay(job string, t time.Time) (time.Duration, slotRole)
 	fallbackDelay(j *job, t time.Time) time.Duration
 	dropView()
 }
@@ -179,32 +181,34 @@ func (tm *timer) setNext(j *job, t time.Time) {
 }
 
 // fireAt is when this replica fires slot t of j: its due time plus this
-// replica's delay for it (slotDelay: a candidate's, or the fallback's).
+// replica's delay for it (slotDelay: a candidate's, the fallback's, or
+// none for an idle replica, which only steps over the slot then).
 func (tm *timer) fireAt(j *job, t time.Time) time.Time {
 	at, _ := tm.fireTime(j, t)
 	return at
 }
 
-// fireTime is fireAt, and whether this replica is one of slot t's
-// fallbacks.
-func (tm *timer) fireTime(j *job, t time.Time) (time.Time, bool) {
-	d, fb := tm.ranks.slotDelay(j.name(), t)
-	if fb {
+// fireTime is fireAt, and this replica's role for slot t.
+func (tm *timer) fireTime(j *job, t time.Time) (time.Time, slotRole) {
+	d, role := tm.ranks.slotDelay(j.name(), t)
+	if role == roleFallback {
 		d = tm.ranks.fallbackDelay(j, t)
 	}
-	return j.dueAt(t).Add(d), fb
+	return j.dueAt(t).Add(d), role
 }
 
 // fireDue hands every slot of j that is due at now on: fresh slots to
 // admission, which attempts them on a goroutine each when their turn
 // comes — those of which this replica is a fallback are added to checks,
-// and it returns checks — late ones (more than the lateness bound after
-// their due time) go to the misfire policy.
+// and it returns checks; those of which it is idle are stepped over —
+// late ones (more than the lateness bound after their due time) go to the
+// misfire policy, whatever the role: a replica that wakes late does not
+// know what the others did, and the policy looks it up.
 func (tm *timer) fireDue(j *job, now time.Time, checks []dueSlot) []dueSlot {
 	late := lateRange{woke: true}
 	t := j.next
 	for n := 1; !t.IsZero(); n++ {
-		at, fallback := tm.fireTime(j, t)
+		at, role := tm.fireTime(j, t)
 		if at.After(now) {
 			break
 		}
@@ -215,18 +219,22 @@ func (tm *timer) fireDue(j *job, now time.Time, checks []dueSlot) []dueSlot {
 			t, _ = j.spec.NextDue(now.Add(-tm.lateness))
 			break
 		}
-		if now.Sub(j.dueAt(t)) > tm.lateness {
+		switch {
+		case now.Sub(j.dueAt(t)) > tm.lateness:
 			late.add(t)
-		} else if fallback {
+		case role == roleFallback:
 			checks = append(checks, dueSlot{j: j, t: t})
-		} else {
+		case role == roleCandidate:
 			tm.admit.fireSlot(j, t) // admission.go: started, queued or shed
 		}
 		t = j.spec.Schedule.Next(t)
 	}
 	tm.setNext(j, t)
 	if late.count > 0 {
-		tm.spawn(func() { tm.late.handle(j, late) })
+		// A copy for the goroutine: late itself stays on the stack, so a
+		// slot stepped over allocates nothing.
+		r := late
+		tm.spawn(func() { tm.late.handle(j, r) })
 	}
 	if j.next.IsZero() {
 		tm.log.Warn("job has no more slots", "event", evScheduleExhausted, "job", j.name(), "schedule", j.spec.Spec)

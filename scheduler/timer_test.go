@@ -38,8 +38,11 @@ func (f *fakeTimerDeps) handle(j *job, late lateRange) {
 	f.late = append(f.late, late)
 }
 
-func (f *fakeTimerDeps) slotDelay(job string, t time.Time) (time.Duration, bool) {
-	return 0, t.Unix()%2 == 1
+func (f *fakeTimerDeps) slotDelay(job string, t time.Time) (time.Duration, slotRole) {
+	if t.Unix()%2 == 1 {
+		return 0, roleFallback
+	}
+	return 0, roleCandidate
 }
 
 func (f *fakeTimerDeps) fallbackDelay(j *job, t time.Time) time.Duration {
