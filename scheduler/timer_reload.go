@@ -63,6 +63,11 @@ func (tm *timer) applyReload(h *jobHeap, req reloadReq) {
 		prev := old.byName[j.name()]
 		if prev != nil {
 			tm.noteAllowRuns(prev, j, now)
+			if prev.spec.Overlap != OverlapAllow && j.spec.Overlap == OverlapAllow {
+				// Runs started before it hold the job lease: slots under
+				// allow look for them (guards.go, leaseRuns).
+				prev.watchLeaseRuns(now, tm.cfg.LockTTL)
+			}
 		}
 		switch {
 		case prev == nil:
