@@ -23,9 +23,10 @@ import (
 // Likewise a replica that runs a job under forbid or replace beside one
 // that runs it under allow (a rolling change of the policy): the allow
 // runs hold no job lease, so its slots look for them (watchAllowRuns);
-// and the replica under allow looks, in turn, for the job lease its
-// slots do not take (watchLeaseRuns): each side waits for the other
-// (guards.go, leaseRuns, says why that pairing is safe).
+// and the replica under allow, which reads the job lease on every slot,
+// takes it as under forbid while it knows of such a replica
+// (watchLeaseRuns): each side waits for the other (guards_rolling.go says
+// why that pairing is safe).
 
 // defsBeats is how many beats apart a replica reads the fleet's
 // definitions again: a replica with a larger jitter, or under allow,
@@ -65,12 +66,13 @@ func (f *fleet) learnDefinitions() {
 }
 
 // watchLeaseRuns opens, or draws out, the window in which j's slots,
-// under allow, look for a run of the job that holds the job lease
-// (attempt's leaseRuns step): another replica runs j under forbid or
-// replace, or did lately — as timer's noteLeaseRuns is a reload's from
-// forbid or replace to allow. It lasts as long as a run that started
-// under the other policy may go on: its timeout (this definition's, else
-// a day) and a lease's time; learned again, it is drawn out.
+// under allow, take the job lease as under forbid (attempt's takeJobLease
+// step): another replica runs j under forbid or replace, or did lately,
+// and may not know yet that this one runs it under allow; a reload from
+// forbid or replace to allow opens it too (timer's applyReload). It lasts
+// as long as a run that started under the other policy may go on: its
+// timeout (this definition's, else a day) and a lease's time; learned
+// again, it is drawn out.
 func (j *job) watchLeaseRuns(now time.Time, ttl time.Duration) {
 	d := j.spec.Timeout
 	if d <= 0 {

@@ -65,7 +65,7 @@ func (tm *timer) applyReload(h *jobHeap, req reloadReq) {
 			tm.noteAllowRuns(prev, j, now)
 			if prev.spec.Overlap != OverlapAllow && j.spec.Overlap == OverlapAllow {
 				// Runs started before it hold the job lease: slots under
-				// allow look for them (guards.go, leaseRuns).
+				// allow take it too for a while (guards_rolling.go).
 				prev.watchLeaseRuns(now, tm.cfg.LockTTL)
 			}
 		}
