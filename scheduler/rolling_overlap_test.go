@@ -1,10 +1,14 @@
 package scheduler
 
 import (
+	"context"
+	"slices"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/scheduler/history"
 )
 
@@ -79,4 +83,57 @@ func checkRollingRuns(t *testing.T, sink *logSink, runs []record) {
 	if won[string(OverlapAllow)] == 0 || won[string(OverlapForbid)] == 0 {
 		t.Errorf("slots won per replica %v: want both sides to win some", won)
 	}
+}
+
+// TestForbidSideCountsANewerAllowRun: after a reload from allow to
+// forbid, a run under allow of a newer slot (15 s) is going on — another
+// replica claimed it and read the job lease free before this replica's
+// slot 10 took it (its claim stands in for it here). Slot 10 sees that
+// claim after it took the lease and is skipped for overlap, naming slot
+// 15; nothing runs here until that run ended, then slot 25 runs. (Only an
+// older slot's claim counted: slot 10 ran beside it.)
+func TestForbidSideCountsANewerAllowRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		ctx := context.Background()
+		rec := &recorder{d: time.Second, now: time.Now}
+		mk := func(o Overlap) JobSpec {
+			sp := cronSpec(t, "j", "*/5 * * * * *", rec)
+			sp.Overlap = o
+			return sp
+		}
+		s := e.scheduler("r1", nil, mk(OverlapAllow))
+		stop := running(t, s)
+		time.Sleep(time.Second)
+		if _, err := s.Reload(ctx, "v2", []JobSpec{mk(OverlapForbid)}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Until(bubbleStart.Add(9 * time.Second)))
+		other, err := e.locker.Claim(ctx, history.SlotKey("j", bubbleStart.Add(15*time.Second)), 30*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		other.Keep(ctx)
+		time.Sleep(time.Until(bubbleStart.Add(22 * time.Second)))
+		if err := other.End(ctx, locking.Ending{DoneTTL: time.Minute, Note: "succeeded"}).Err; err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Second)
+		stop()
+		var slots []string
+		for _, r := range rec.all() {
+			slots = append(slots, slotString(r.Run.Slot))
+			if r.Start.After(bubbleStart.Add(9*time.Second)) && r.Start.Before(bubbleStart.Add(22*time.Second)) {
+				e.sink.dump(t)
+				t.Errorf("slot %s ran at %v, beside the run of slot 15 (9 s to 22 s)", slotString(r.Run.Slot), r.Start.Sub(bubbleStart))
+			}
+		}
+		if !slices.Contains(slots, slotAt(25)) {
+			t.Errorf("slots run %v: want 25 after the other run ended", slots)
+		}
+		skipped := where(e.sink.events(t), evSlotSkipped, "slot", slotAt(10), "reason", string(history.ReasonOverlap))
+		if len(skipped) != 1 || !strings.Contains(skipped[0].str("note"), slotAt(15)) {
+			t.Errorf("slot 10's overlap skips %v: want one naming slot 15", skipped)
+		}
+	})
 }
