@@ -95,3 +95,38 @@ func TestReconcilerReportsOldSlotsOfAReplacedDefinition(t *testing.T) {
 		}
 	})
 }
+
+// TestReconcilerJudgesAReplacedDefinitionBeforeAnyRecord: a new */2 job's
+// first slot (2 s) finds no majority while it is fresh (the stores are
+// down until 5.5 s); at 4.5 s, before any pass judged a slot of the job
+// (its record is still unset), a reload makes it */3. Slot 2 is judged under the definition that fired it and
+// reported missed, once. (With no record, the pass started from the
+// reload: slot 2 was dropped without a line.)
+func TestReconcilerJudgesAReplacedDefinitionBeforeAnyRecord(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		fl := &faultyLocker{Locker: e.locker}
+		rec := &recorder{now: time.Now}
+		s := e.reconciling("r1", fl, time.Second, cronSpec(t, "resched", "*/2 * * * * *", rec))
+		fl.down.Store(true)
+		stop := running(t, s)
+		time.Sleep(4500 * time.Millisecond) // slot 2 finds the stores down while it is fresh (to 5 s)
+		w, err := e.locker.ReadRecord(context.Background(), history.ReconciledKey("resched"))
+		if err != nil || w != 0 {
+			t.Fatalf("record %d (%v) before the reload, want none", w, err)
+		}
+		if _, err := s.Reload(context.Background(), "v2", []JobSpec{cronSpec(t, "resched", "*/3 * * * * *", rec)}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second) // slot 2's freshness runs out: no_quorum
+		fl.down.Store(false)
+		time.Sleep(40 * time.Second)
+		stop()
+		evs := e.sink.events(t)
+		missed := where(evs, evSlotMissed, "job", "resched")
+		if len(missed) != 1 || missed[0].str("slot") != slotAt(2) {
+			e.sink.dump(t)
+			t.Errorf("slot.missed lines %v, want one, of slot 2", missed)
+		}
+	})
+}
