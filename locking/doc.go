@@ -72,7 +72,9 @@
 // pause that has since ended can be told apart (Pause.Covers). Acquire is
 // not affected. The Store also keeps each family's log (AppendLog,
 // ReadLog), its records (AdvanceRecord, ReadRecord: max-assigned
-// integers) and its open claims (ReadClaims, Handled).
+// integers) and its open claims (ReadClaims, Handled); ReadLease tells
+// whether a plain lease's key is held (a job's lease, read by a run that
+// takes none).
 //
 // Why all of this holds — the claims, their proof, the joint steps — is
 // in package locking/driver, for implementers.

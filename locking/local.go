@@ -361,6 +361,20 @@ func (b *localDriver) ReadClaims(ctx context.Context, family string) ([]Key, err
 	return driver.ClaimKeys(family, names), nil
 }
 
+func (b *localDriver) ReadLease(ctx context.Context, key Key) (*HeldError, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	now := b.clock.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, ok := b.live(key, now)
+	if !ok {
+		return nil, nil
+	}
+	return driver.ParseHeld(key, e.value), nil
+}
+
 func (b *localDriver) Handled(ctx context.Context, keys []Key) ([]bool, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err

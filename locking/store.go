@@ -88,6 +88,17 @@ func (l *locker) ReadClaims(ctx context.Context, family string) ([]Key, error) {
 	return keys, ctxOr(ctx, err)
 }
 
+func (l *locker) ReadLease(ctx context.Context, key Key) (*HeldError, error) {
+	if err := driver.CheckKey(key); err != nil {
+		return nil, err
+	}
+	if l.closed.Load() {
+		return nil, ErrClosed
+	}
+	he, err := l.b.ReadLease(ctx, key)
+	return he, ctxOr(ctx, err)
+}
+
 func (l *locker) Handled(ctx context.Context, keys []Key) ([]bool, error) {
 	for _, k := range keys {
 		if err := driver.CheckKey(k); err != nil {

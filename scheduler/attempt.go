@@ -107,9 +107,11 @@ type step func(*attempt) verdict
 //     for the job lease, nor take it from the next slot;
 //   - the job lease after every check that can end the attempt without
 //     it: its wait holds the claim (and may be long, under replace);
-//   - the runs started under allow before a reload to forbid or replace
-//     right after the job lease: they hold none, so the lease alone
-//     cannot keep this slot from running beside them;
+//   - the runs of the other policy during a rolling change of the
+//     job's overlap (guards_rolling.go) right after the job lease: runs
+//     under allow hold none, so the lease alone cannot keep this slot
+//     from running beside them; and a slot under allow, which takes
+//     none, looks for the lease instead;
 //   - run_once's outage check after the job lease: it needs it held,
 //     since the replica that recovered the outage first wrote its entry
 //     in the step that freed it;
@@ -128,7 +130,8 @@ func (a *attempt) steps() []step {
 		(*attempt).late,
 		(*attempt).recorded,
 		(*attempt).takeJobLease,
-		(*attempt).allowRuns,
+		allowRuns,
+		leaseRuns,
 		(*attempt).outageRecovered,
 		(*attempt).takePermit,
 	}

@@ -22,7 +22,11 @@ import (
 //
 // Likewise a replica that runs a job under forbid or replace beside one
 // that runs it under allow (a rolling change of the policy): the allow
-// runs hold no job lease, so its slots look for them (watchAllowRuns).
+// runs hold no job lease, so its slots look for them (watchAllowRuns);
+// and the replica under allow, which reads the job lease on every slot,
+// takes it as under forbid while it knows of such a replica
+// (watchLeaseRuns): each side waits for the other (guards_rolling.go says
+// why that pairing is safe).
 
 // defsBeats is how many beats apart a replica reads the fleet's
 // definitions again: a replica with a larger jitter, or under allow,
@@ -49,12 +53,41 @@ func (f *fleet) learnDefinitions() {
 	since := now.Add(-(republishBeats + 2) * beat)
 	largest := history.LargestJitters(versions, since)
 	allow := history.AllowsOverlap(versions, since)
+	leased := history.HoldsJobLease(versions, since)
 	for _, j := range f.jobList() {
 		j.fleetJitter.Store(int64(largest[j.name()]))
 		if allow[j.name()] && j.spec.Overlap != OverlapAllow {
 			j.watchAllowRuns(now, f.cfg.LockTTL)
 		}
+		if leased[j.name()] && j.spec.Overlap == OverlapAllow {
+			j.watchLeaseRuns(now, f.cfg.LockTTL)
+		}
 	}
+}
+
+// watchLeaseRuns opens, or draws out, the window in which j's slots,
+// under allow, take the job lease as under forbid (attempt's takeJobLease
+// step): another replica runs j under forbid or replace, or did lately,
+// and may not know yet that this one runs it under allow; a reload from
+// forbid or replace to allow opens it too (timer's applyReload). It lasts
+// as long as a run that started under the other policy may go on: its
+// timeout (this definition's, else a day) and a lease's time; learned
+// again, it is drawn out.
+func (j *job) watchLeaseRuns(now time.Time, ttl time.Duration) {
+	d := j.spec.Timeout
+	if d <= 0 {
+		d = 24 * time.Hour
+	}
+	j.mu.Lock()
+	j.leaseRunsUntil = maxTime(j.leaseRunsUntil, now.Add(d+ttl))
+	j.mu.Unlock()
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // watchAllowRuns opens, unless one is open, the window in which j's

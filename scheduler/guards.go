@@ -247,9 +247,11 @@ func (a *attempt) takeJobLease() verdict {
 		a.jobLease, a.joined = a.joined, nil
 		ap.outage.flushPending(a.name)
 		return goOn
-	case a.j.spec.Overlap == OverlapAllow:
+	case a.j.spec.Overlap == OverlapAllow && !within(a.j, &a.j.leaseRunsUntil, ap.clock.Now()):
 		return goOn
 	}
+	// Under allow, within the window of a rolling change (guards_rolling.go),
+	// the slot takes the job lease as under forbid.
 	ap.outage.flushPending(a.name)
 	var err error
 	if a.j.spec.Overlap == OverlapReplace {
@@ -272,40 +274,6 @@ func (a *attempt) takeJobLease() verdict {
 	}
 	// The slot is lost here; the others saw our claim as held.
 	return a.lost(err)
-}
-
-// allowRuns skips a slot for overlap, for a while after a reload changed
-// the job's overlap from allow to forbid or replace, while a run of an
-// older slot of the job is going on (its claim is open): started under
-// allow, it holds no job lease, so the job lease alone would let this
-// slot run beside it. An open claim of a dead run counts too until it is
-// settled.
-func (a *attempt) allowRuns() verdict {
-	ap := a.ap
-	if a.jobLease == nil {
-		return goOn
-	}
-	a.j.mu.Lock()
-	until := a.j.allowRunsUntil
-	a.j.mu.Unlock()
-	if !ap.clock.Now().Before(until) {
-		return goOn
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-	claims, err := ap.cfg.Locker.ReadClaims(ctx, a.name)
-	cancel()
-	if err != nil {
-		return a.lost(err)
-	}
-	for u := range history.ClaimedSlots(claims) {
-		// Newer slots' claims wait for the job lease this slot holds.
-		if u < a.t.Unix() {
-			return verdict{act: actDone, reason: history.ReasonOverlap, entry: a.skippedEntry(history.ReasonOverlap),
-				attrs: []any{"note", "a run started under overlap allow before the reload is still going on (slot " +
-					slotString(time.Unix(u, 0)) + ")"}}
-		}
-	}
-	return goOn
 }
 
 // backfillJobLease takes the job lease of a backfill under forbid and

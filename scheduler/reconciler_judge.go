@@ -106,6 +106,14 @@ func (p *pass) from(ctx context.Context, j *job, now time.Time) (time.Time, erro
 			return time.Time{}, err
 		}
 		from = p.firstStart(fleet) // a replica takes part from the first slot after its start
+		// A job a reload rescheduled here ran under the definitions it
+		// replaced before that, from when the oldest came into force here
+		// (this replica's start, for one it started with): their slots are
+		// judged under them. (firstStart is the reload's time: with no
+		// record yet, they were passed over without a line.)
+		if n := len(j.replaced); n > 0 {
+			from = minTime(from, later(j.replaced[n-1].since, p.started))
+		}
 	}
 	// A job a reload added or rescheduled here has run as it is since then
 	// on this replica, which fires each of its slots after that: earlier

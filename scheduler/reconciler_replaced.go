@@ -59,8 +59,15 @@ func (p *pass) judgeOld(ctx context.Context, old *job, from, upto, now time.Time
 		upto = cut
 	}
 	// Beyond a day the fleet's records no longer tell why a slot was
-	// missed (the new definition's pass reports its own as unjudged).
-	from = later(from, now.Add(-history.Retention))
+	// missed: such slots are reported unjudged, under the definition that
+	// fired them, as the new definition's pass reports its own (pass.from).
+	// (They were passed over without a line.)
+	if cut := now.Add(-history.Retention); from.Before(cut) {
+		if err := p.unjudged(ctx, old, from, minTime(cut, upto)); err != nil {
+			return from, err
+		}
+		from = cut
+	}
 	slots := history.SlotsBetween(old.spec.Schedule, from, upto, max(1, r.cfg.HistoryKeep/2))
 	if len(slots) == 0 {
 		return from, nil

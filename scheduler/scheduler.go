@@ -158,6 +158,12 @@ type jobState struct {
 	// hold no job lease and may go on until then (their timeout), so
 	// slots look for them.
 	allowRunsUntil time.Time
+	// Fleet (learnDefinitions) and timer (a reload) write, attempts'
+	// takeJobLease step reads: leaseRunsUntil (zero: none): some replica
+	// runs the job under forbid or replace, or did lately, while this one
+	// runs it under allow: slots here take the job lease as under forbid
+	// (guards_rolling.go).
+	leaseRunsUntil time.Time
 	// Outage: the latest slot skipped for no_quorum, awaiting run_once or
 	// run_all recovery, and the earliest (run_all recovers the range).
 	missed, missedFirst time.Time

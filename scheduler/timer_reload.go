@@ -63,6 +63,11 @@ func (tm *timer) applyReload(h *jobHeap, req reloadReq) {
 		prev := old.byName[j.name()]
 		if prev != nil {
 			tm.noteAllowRuns(prev, j, now)
+			if prev.spec.Overlap != OverlapAllow && j.spec.Overlap == OverlapAllow {
+				// Runs started before it hold the job lease: slots under
+				// allow take it too for a while (guards_rolling.go).
+				prev.watchLeaseRuns(now, tm.cfg.LockTTL)
+			}
 		}
 		switch {
 		case prev == nil:

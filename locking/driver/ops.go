@@ -141,8 +141,11 @@ type MaxSetOp struct {
 }
 
 // GetOp reads the integer record Key: N (Result), or Nil when absent.
+// With Lease it reads a lease's key instead: Value is what it holds (a
+// lease's or a done marker's value), Nil when absent or expired.
 type GetOp struct {
-	Key string
+	Key   string
+	Lease bool
 }
 
 // PingOp asks the node to answer.

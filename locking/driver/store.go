@@ -44,6 +44,15 @@ type Store interface {
 	// yet ended): the union of what a majority of the stores hold, sorted.
 	ReadClaims(ctx context.Context, family string) ([]Key, error)
 
+	// ReadLease reads a lease's key (one taken with Acquire, such as a
+	// job's lease) on every store and answers from a majority: a
+	// *HeldError naming the holder of a live lease held there on any of
+	// them (Done set when all that any holds is a done marker), nil when
+	// the key is free on every store that answered. Like ReadClaims it
+	// reads the union of a majority: a lease acquired before the read
+	// began is seen, whatever majority answers.
+	ReadLease(ctx context.Context, key Key) (*HeldError, error)
+
 	// Handled reports, per key, whether one store holds a done marker
 	// there: the claim was ended as handled (Lease.End with a done note).
 	// Unlike every other read it asks a single store (the next reachable

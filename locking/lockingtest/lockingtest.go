@@ -80,6 +80,7 @@ var cases = []struct {
 	{"AppendLogFenced", testAppendLogFenced},
 	{"ReadClaims", testReadClaims},
 	{"Handled", testHandled},
+	{"ReadLease", testReadLease},
 	{"TokensUnique", testTokensUnique},
 	{"BadKeys", testBadKeys},
 	{"EndTogether", testEndTogether},

@@ -233,6 +233,9 @@ func (s *Store) Apply(op driver.Op) (driver.Result, error) {
 		if !ok {
 			return driver.Result{Nil: true}, nil
 		}
+		if op.Lease {
+			return driver.Result{Value: v}, nil
+		}
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
 			return driver.Result{}, errors.New("ERR value is not an integer")

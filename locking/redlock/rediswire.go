@@ -230,6 +230,9 @@ func parseReply(op driver.Op, v any) (driver.Result, error) {
 		return parseLogReply(v)
 	case driver.OpGet:
 		s, _ := v.(string)
+		if g, _ := op.(driver.GetOp); g.Lease {
+			return driver.Result{Value: s}, nil
+		}
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
 			return driver.Result{}, fmt.Errorf("record %q: %w", s, err)

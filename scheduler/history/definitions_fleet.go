@@ -37,6 +37,20 @@ func AllowsOverlap(versions []Definitions, since time.Time) map[string]bool {
 	return out
 }
 
+// HoldsJobLease names the jobs that some version of the definitions
+// published at since or later runs under overlap forbid or replace: a
+// replica that runs one of them under allow may have runs of it beside
+// its own that hold the job lease, and its own hold none.
+func HoldsJobLease(versions []Definitions, since time.Time) map[string]bool {
+	out := map[string]bool{}
+	eachRecentJob(versions, since, func(j JobDef) {
+		if j.Overlap == "forbid" || j.Overlap == "replace" {
+			out[j.Name] = true
+		}
+	})
+	return out
+}
+
 // eachRecentJob calls f with every job definition of the versions
 // published at since (to the second, as they are stamped) or later.
 func eachRecentJob(versions []Definitions, since time.Time, f func(JobDef)) {
