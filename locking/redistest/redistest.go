@@ -49,7 +49,8 @@ type TB interface {
 }
 
 // Cluster is a set of independent redis-server processes (not a Redis
-// Cluster: the nodes do not know each other, as Redlock wants).
+// Cluster: the nodes do not know each other, as Redlock wants), or, made
+// by NewRedisCluster, the shards of one Redis Cluster (shards.go).
 type Cluster struct {
 	cfg   config
 	dir   string
