@@ -49,6 +49,11 @@ var (
 // all of them at once (the window is rounded to whole instants):
 //
 //	go test ./e2e -run 'TestScale$' -scale -scale.jobs 5000,10000 -scale.every 10 -scale.seconds 30 -v -timeout 40m
+//
+// Scale-out: every node a Redis Cluster endpoint of 3 masters beside
+// standalone nodes, with commands per slot per shard (scaleshards.go):
+//
+//	go test ./e2e -run 'TestScale$' -scale -scale.jobs 300 -scale.seconds 15 -scale.shards 1,3 -v -timeout 20m
 func TestScale(t *testing.T) {
 	if !*scaleFlag {
 		t.Skip("scale: set -scale to run the scale benchmark")
