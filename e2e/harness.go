@@ -24,8 +24,9 @@ type Cluster struct {
 	dir    string
 	config string
 	ledger string
-	Redis  *redistest.Cluster
-	Proxy  *Proxy // nil unless Spec.ProxyNode >= 0
+	Redis  *redistest.Cluster // nil when Spec.Shards or ClusterMode asks for cluster endpoints
+	Shards *redistest.Shards  // the cluster endpoints, or nil
+	Proxy  *Proxy             // nil unless Spec.ProxyNode >= 0
 
 	mu       sync.Mutex
 	replicas map[string]*Replica
@@ -70,17 +71,7 @@ func NewCluster(t testing.TB, bin Binaries, spec Spec) *Cluster {
 		}
 		_ = os.RemoveAll(dir)
 	})
-	var opts []redistest.Option
-	if spec.AppendOnly {
-		opts = append(opts, redistest.AppendOnly())
-	}
-	rc, err := redistest.New(spec.Nodes, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Redis = rc
-	t.Cleanup(func() { _ = rc.Close() })
-	addrs := rc.Addrs()
+	addrs := c.startRedis()
 	if spec.ProxyNode >= 0 && spec.ProxyNode < len(addrs) {
 		px, err := NewProxy(addrs[spec.ProxyNode])
 		if err != nil {
@@ -94,6 +85,52 @@ func NewCluster(t testing.TB, bin Binaries, spec Spec) *Cluster {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// startRedis starts the Redis nodes (standalone, or each a Redis Cluster
+// of Spec.Shards masters) and returns the address per node the replicas
+// are given: with clusters, one seed each.
+func (c *Cluster) startRedis() []string {
+	t, spec := c.t, c.spec
+	var opts []redistest.Option
+	if spec.AppendOnly {
+		opts = append(opts, redistest.AppendOnly())
+	}
+	if spec.Shards > 1 || spec.ClusterMode {
+		if spec.ProxyNode >= 0 {
+			t.Fatal("e2e: a proxy in front of a cluster endpoint is not supported (Spec.ProxyNode)")
+		}
+		rs, err := redistest.NewShards(spec.Nodes, max(spec.Shards, 1), opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Shards = rs
+		t.Cleanup(func() { _ = rs.Close() })
+		return rs.Seeds()
+	}
+	rc, err := redistest.New(spec.Nodes, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Redis = rc
+	t.Cleanup(func() { _ = rc.Close() })
+	return rc.Addrs()
+}
+
+// redisShards returns, per Redis node, its processes: the node itself, or
+// the shards of its cluster.
+func (c *Cluster) redisShards() [][]*redistest.Node {
+	var out [][]*redistest.Node
+	if c.Shards != nil {
+		for _, rc := range c.Shards.Nodes() {
+			out = append(out, rc.Nodes())
+		}
+		return out
+	}
+	for _, n := range c.Redis.Nodes() {
+		out = append(out, []*redistest.Node{n})
+	}
+	return out
 }
 
 // Dir is the scenario's directory (config, ledger, logs).

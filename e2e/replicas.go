@@ -51,6 +51,10 @@ func (c *Cluster) StartReplica(name string, offset time.Duration) *Replica {
 	if offset != 0 {
 		env = append(env, "SLOTLOCK_CLOCK_OFFSET="+offset.String())
 	}
+	if c.Shards != nil {
+		// One seed per Redlock node: the replica finds the other shards.
+		env = append(env, "SLOTLOCK_REDIS__NODES="+strings.Join(c.Shards.Seeds(), ","))
+	}
 	var httpAddr string
 	if c.spec.UI {
 		httpAddr = freeLoopbackAddr(c.t)

@@ -22,6 +22,8 @@ var (
 	scaleNodes    = flag.String("scale.nodes", "3", "scale: numbers of redis-server nodes, comma-separated (sweep: 1,3,5)")
 	scaleOverlap  = flag.String("scale.overlap", "forbid", "scale: overlap policies, comma-separated: forbid, allow")
 	scaleOut      = flag.String("scale.out", "", "scale: also write the table (markdown, with the host line) to this file")
+	scaleShards   = flag.String("scale.shards", "1", "scale: numbers of shards per Redis node, comma-separated; above 1 every node is a Redis Cluster endpoint of that many masters (sweep: 1,3)")
+	scaleCluster  = flag.Bool("scale.cluster", false, "scale: at 1 shard too, every node is a Redis Cluster endpoint (of one master)")
 	scaleEvery    = flag.Int("scale.every", 1, "scale: every job runs */N seconds, all at the same instants (bursts of as many slots as jobs); N divides 60")
 )
 
@@ -47,6 +49,11 @@ var (
 // all of them at once (the window is rounded to whole instants):
 //
 //	go test ./e2e -run 'TestScale$' -scale -scale.jobs 5000,10000 -scale.every 10 -scale.seconds 30 -v -timeout 40m
+//
+// Scale-out: every node a Redis Cluster endpoint of 3 masters beside
+// standalone nodes, with commands per slot per shard (scaleshards.go):
+//
+//	go test ./e2e -run 'TestScale$' -scale -scale.jobs 300 -scale.seconds 15 -scale.shards 1,3 -v -timeout 20m
 func TestScale(t *testing.T) {
 	if !*scaleFlag {
 		t.Skip("scale: set -scale to run the scale benchmark")
@@ -55,8 +62,9 @@ func TestScale(t *testing.T) {
 	jobs, err1 := intList(*scaleJobs)
 	replicas, err2 := intList(*scaleReplicas)
 	nodes, err3 := intList(*scaleNodes)
+	shards, err4 := intList(*scaleShards)
 	overlaps := strings.Split(*scaleOverlap, ",")
-	for _, err := range []error{err1, err2, err3} {
+	for _, err := range []error{err1, err2, err3, err4} {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,12 +89,16 @@ func TestScale(t *testing.T) {
 	for _, o := range overlaps {
 		for _, r := range replicas {
 			for _, n := range nodes {
-				if *scaleCeiling {
-					points = append(points, ScalePoint{Replicas: r, Nodes: n, Overlap: o, Every: *scaleEvery})
-					continue
-				}
-				for _, j := range jobs {
-					points = append(points, ScalePoint{Jobs: j, Replicas: r, Nodes: n, Overlap: o, Every: *scaleEvery})
+				for _, s := range shards {
+					p := ScalePoint{Replicas: r, Nodes: n, Overlap: o, Every: *scaleEvery, Shards: s, Cluster: *scaleCluster}
+					if *scaleCeiling {
+						points = append(points, p)
+						continue
+					}
+					for _, j := range jobs {
+						p.Jobs = j
+						points = append(points, p)
+					}
 				}
 			}
 		}
@@ -126,6 +138,9 @@ func scaleSweep(t *testing.T, sbs []scaleBin, points []ScalePoint) string {
 					res := runScalePointWith(t, sb.bin, p, time.Duration(*scaleWarmup)*time.Second, *scaleSeconds, nil)
 					t.Logf("%s\n%s\n%s", sb.label, res.Header(), res.Row())
 					t.Logf("commands per slot per node: %s", res.CommandMix())
+					if shardSweep(points) {
+						t.Logf("scale-out:\n%s\n%s", ShardHeader, res.ShardRow())
+					}
 					perBin[i] = append(perBin[i], res)
 					results[i] = append(results[i], res)
 				})
@@ -138,6 +153,9 @@ func scaleSweep(t *testing.T, sbs []scaleBin, points []ScalePoint) string {
 	var out []string
 	for i, sb := range sbs {
 		out = append(out, fmt.Sprintf("%s:\n\n%s", sb.label, ScaleTable(results[i])))
+		if shardSweep(points) {
+			out = append(out, fmt.Sprintf("%s, scale-out (commands from INFO commandstats of every shard):\n\n%s", sb.label, ShardTable(results[i])))
+		}
 	}
 	if len(sbs) > 1 {
 		out = append(out, fmt.Sprintf("side by side, %s → new (new ÷ base), mean of %d interleaved pair(s) per point:\n\n%s\n%s",
@@ -257,11 +275,11 @@ func runScalePointWith(t *testing.T, bin Binaries, p ScalePoint, warmup time.Dur
 	defs := make([]JobDef, p.Jobs)
 	names := make([]string, p.Jobs)
 	for i := range defs {
-		names[i] = fmt.Sprintf("s%05d", i)
+		names[i] = scaleJobName(i)
 		defs[i] = JobDef{Name: names[i], Schedule: p.schedule(), Log: "x", Forbid: p.Overlap == "forbid"}
 	}
-	c := NewCluster(t, bin, Spec{Nodes: p.Nodes, ProxyNode: -1, TTL: 10 * time.Second, LogLevel: "info", Jobs: defs,
-		UI: load != nil})
+	c := NewCluster(t, bin, Spec{Nodes: p.Nodes, Shards: p.Shards, ClusterMode: p.Cluster, ProxyNode: -1, TTL: 10 * time.Second,
+		LogLevel: "info", Jobs: defs, UI: load != nil})
 	var replicas []string
 	for i := range p.Replicas {
 		replicas = append(replicas, fmt.Sprintf("r%d", i+1))
@@ -348,6 +366,17 @@ func burstLine(every, seconds int) string {
 	n := int(to.Unix()) / every
 	return fmt.Sprintf("; bursts: every job `*/%d * * * * *`, a burst of one slot per job every %d s, %d instants per window (%d s); "+
 		"start delays are measured from each slot's instant", every, every, n, n*every)
+}
+
+// shardSweep tells whether the points use cluster endpoints, so the
+// scale-out table is worth printing.
+func shardSweep(points []ScalePoint) bool {
+	for _, p := range points {
+		if p.Shards > 1 || p.Cluster {
+			return true
+		}
+	}
+	return false
 }
 
 func intList(s string) ([]int, error) {

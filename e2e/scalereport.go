@@ -25,12 +25,23 @@ type ScalePoint struct {
 	// `*/Every * * * * *`, so all the slots come in bursts at the same
 	// instants; 0 is 1.
 	Every int
+	// Shards above 1: every node is a Redis Cluster endpoint of that many
+	// masters (scaleshards.go); 0 is 1, a standalone redis-server.
+	Shards int
+	// Cluster makes a node a Redis Cluster endpoint at 1 shard too.
+	Cluster bool
 }
 
 func (p ScalePoint) String() string {
 	s := fmt.Sprintf("jobs=%d_replicas=%d_nodes=%d_%s", p.Jobs, p.Replicas, p.Nodes, p.Overlap)
 	if p.every() > 1 {
 		s += fmt.Sprintf("_every=%d", p.every())
+	}
+	if p.Shards > 1 {
+		s += fmt.Sprintf("_shards=%d", p.Shards)
+	}
+	if p.Cluster {
+		s += "_cluster"
 	}
 	return s
 }
@@ -89,7 +100,7 @@ func (r ScaleResult) Row() string {
 	evalsha, all := r.callsPerNode()
 	cells := []string{
 		thousands(r.Jobs),
-		fmt.Sprintf("%d × %d", r.Replicas, r.Nodes),
+		r.layout(),
 		r.Overlap,
 		thousands(int(slots/r.Tally.To.Sub(r.Tally.From).Seconds() + 0.5)),
 		r.Tally.Verdict(),
@@ -108,16 +119,23 @@ func (r ScaleResult) Row() string {
 	return "| " + strings.Join(cells, " | ") + " |"
 }
 
-// callsPerNode is the window's EVALSHA calls and all calls, averaged over
-// the nodes.
+// layout is "replicas × nodes", and "× shards" with cluster endpoints.
+func (r ScaleResult) layout() string {
+	if r.Shards > 1 {
+		return fmt.Sprintf("%d × %d × %d shards", r.Replicas, r.Nodes, r.Shards)
+	}
+	return fmt.Sprintf("%d × %d", r.Replicas, r.Nodes)
+}
+
+// callsPerNode is the window's EVALSHA calls and all calls, summed over a
+// node's shards and averaged over the nodes.
 func (r ScaleResult) callsPerNode() (evalsha, all float64) {
 	n := len(r.End.Calls)
 	if n == 0 || len(r.Start.Calls) != n {
 		return 0, 0
 	}
 	for i := range n {
-		for cmd, v := range r.End.Calls[i] {
-			d := float64(v - r.Start.Calls[i][cmd])
+		for cmd, d := range r.nodeCalls(i) {
 			all += d
 			if cmd == "evalsha" {
 				evalsha += d
@@ -125,6 +143,18 @@ func (r ScaleResult) callsPerNode() (evalsha, all float64) {
 		}
 	}
 	return evalsha / float64(n), all / float64(n)
+}
+
+// nodeCalls is node i's calls in the window per command, summed over its
+// shards.
+func (r ScaleResult) nodeCalls(i int) map[string]float64 {
+	out := map[string]float64{}
+	for s, calls := range r.End.Calls[i] {
+		for cmd, v := range calls {
+			out[cmd] += float64(v - r.Start.Calls[i][s][cmd])
+		}
+	}
+	return out
 }
 
 // CommandMix lists the window's calls per slot per node by command, most
@@ -137,9 +167,9 @@ func (r ScaleResult) CommandMix() string {
 	}
 	per := map[string]float64{}
 	for i := range n {
-		for cmd, v := range r.End.Calls[i] {
-			if d := v - r.Start.Calls[i][cmd]; d > 0 {
-				per[cmd] += float64(d) / float64(n) / float64(r.Tally.Slots)
+		for cmd, d := range r.nodeCalls(i) {
+			if d > 0 {
+				per[cmd] += d / float64(n) / float64(r.Tally.Slots)
 			}
 		}
 	}

@@ -23,10 +23,10 @@ import (
 // ScaleSample is one reading of the cluster.
 type ScaleSample struct {
 	At         time.Time
-	ReplicaCPU time.Duration      // utime+stime, summed over the running replicas
-	RedisCPU   time.Duration      // used_cpu_user+used_cpu_sys, summed over the nodes
-	Calls      []map[string]int64 // per node: INFO commandstats calls per command
-	LogBytes   int64              // size of every replica log
+	ReplicaCPU time.Duration        // utime+stime, summed over the running replicas
+	RedisCPU   time.Duration        // used_cpu_user+used_cpu_sys, summed over the nodes' shards
+	Calls      [][]map[string]int64 // per node, per shard: INFO commandstats calls per command
+	LogBytes   int64                // size of every replica log
 }
 
 // SampleScale reads the cluster's counters now.
@@ -39,13 +39,17 @@ func (c *Cluster) SampleScale() (ScaleSample, error) {
 		}
 		s.ReplicaCPU += cpu
 	}
-	for _, n := range c.Redis.Nodes() {
-		calls, cpu, err := redisInfo(n.Client().Info(context.Background(), "commandstats", "cpu").Result())
-		if err != nil {
-			return s, fmt.Errorf("INFO on %s: %w", n.Addr(), err)
+	for _, shards := range c.redisShards() {
+		var node []map[string]int64
+		for _, n := range shards {
+			calls, cpu, err := redisInfo(n.Client().Info(context.Background(), "commandstats", "cpu").Result())
+			if err != nil {
+				return s, fmt.Errorf("INFO on %s: %w", n.Addr(), err)
+			}
+			node = append(node, calls)
+			s.RedisCPU += cpu
 		}
-		s.Calls = append(s.Calls, calls)
-		s.RedisCPU += cpu
+		s.Calls = append(s.Calls, node)
 	}
 	paths, _ := filepath.Glob(filepath.Join(c.dir, "*.log"))
 	for _, p := range paths {

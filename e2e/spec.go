@@ -51,14 +51,20 @@ type JobDef struct {
 
 // Spec is the cluster a scenario runs on.
 type Spec struct {
-	Nodes      int // Redis nodes; default 3
-	ProxyNode  int // index of the node reached through a Proxy; -1 none
-	AppendOnly bool
-	TTL        time.Duration // lock.ttl; default 3s
-	Skew       time.Duration // lock.max_clock_skew; default 1s
-	Grace      time.Duration // shutdown.grace; default 5s
-	OpTimeout  time.Duration // redis.op_timeout; default 100ms
-	LogLevel   string        // log.level; default debug (the checker reads held/done skips)
+	Nodes int // Redis nodes; default 3
+	// Shards above 1 makes every Redis node a Redis Cluster endpoint of
+	// that many masters (Cluster.Shards; the replicas name one seed per
+	// node), and so does ClusterMode at 1 shard. Redis is then nil and
+	// ProxyNode must be -1.
+	Shards      int
+	ClusterMode bool
+	ProxyNode   int // index of the node reached through a Proxy; -1 none
+	AppendOnly  bool
+	TTL         time.Duration // lock.ttl; default 3s
+	Skew        time.Duration // lock.max_clock_skew; default 1s
+	Grace       time.Duration // shutdown.grace; default 5s
+	OpTimeout   time.Duration // redis.op_timeout; default 100ms
+	LogLevel    string        // log.level; default debug (the checker reads held/done skips)
 	// UI gives every replica an ops server on a loopback port of its own
 	// (Replica.HTTPAddr) with the status page on (http.ui).
 	UI bool

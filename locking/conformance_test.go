@@ -47,3 +47,24 @@ func TestInterleavingsRedlock(t *testing.T) {
 		}
 	})
 }
+
+// The suite on Redis Cluster endpoints, 3 nodes × 3 shards, with one
+// shard of the first node killed before it starts: a family whose hash
+// tag that shard served has lost that node (and, once the other shards
+// mark it failed, every family has), so the other two carry the quorum.
+// The seed shard stays up, so the node has switched to its cluster client.
+func TestConformanceRedlockShards(t *testing.T) {
+	s := redistest.StartShards(t, 3, 3)
+	if err := s.Node(0).Node(1).Kill(); err != nil {
+		t.Fatal(err)
+	}
+	lockingtest.Run(t, func(t *testing.T) locking.Locker {
+		l, err := redlock.New(redlock.Config{Nodes: s.Seeds(), OpTimeout: 500 * time.Millisecond},
+			locking.Options{Replica: "redlock-1", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = l.Close() })
+		return l
+	})
+}

@@ -17,6 +17,9 @@ type Node struct {
 	idx  int
 	port int
 	dir  string
+	// busPort is the Redis Cluster bus port in cluster mode, kept across
+	// Restart as port is.
+	busPort int
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd

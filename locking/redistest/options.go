@@ -19,6 +19,9 @@ type config struct {
 	user       string
 	readyWait  time.Duration
 	extraArgs  []string
+	// clusterMode: every node is a master of one Redis Cluster
+	// (shards.go), with its bus on a port of its own.
+	clusterMode bool
 }
 
 // AppendOnly gives every node an append-only file (appendfsync always) in
@@ -97,6 +100,17 @@ func (n *Node) args() []string {
 		)
 	case cfg.password != "":
 		a = append(a, "--requirepass", cfg.password)
+	}
+	if cfg.clusterMode {
+		// The bus port is set, not left at port+10000: a free port above
+		// 55535 would give none. The node timeout is short so that a test
+		// sees a killed shard marked failed within a few seconds; Args can
+		// override it (the later word wins).
+		a = append(a,
+			"--cluster-enabled", "yes",
+			"--cluster-port", strconv.Itoa(n.busPort),
+			"--cluster-node-timeout", "2000",
+		)
 	}
 	return append(a, cfg.extraArgs...)
 }

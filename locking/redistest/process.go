@@ -128,6 +128,11 @@ func (n *Node) startFreshPort() error {
 		if err != nil {
 			return err
 		}
+		if n.c.cfg.clusterMode {
+			if n.busPort, err = freePort(); err != nil {
+				return err
+			}
+		}
 		if err = n.launch(); err == nil || !errors.Is(err, errPortInUse) {
 			return err
 		}

@@ -19,6 +19,10 @@
 //	if err != nil { ... }
 //	defer c.Close()
 //
+// A Redlock node that is a Redis Cluster endpoint: StartShards(t, nodes,
+// shards) starts one Redis Cluster of shards masters per node; Seeds gives
+// the address to configure per node, Nodes each cluster's shards.
+//
 // redis-server must be on PATH (Debian/Ubuntu: apt-get install -y redis-server).
 package redistest
 
@@ -49,7 +53,8 @@ type TB interface {
 }
 
 // Cluster is a set of independent redis-server processes (not a Redis
-// Cluster: the nodes do not know each other, as Redlock wants).
+// Cluster: the nodes do not know each other, as Redlock wants), or, made
+// by NewRedisCluster, the shards of one Redis Cluster (shards.go).
 type Cluster struct {
 	cfg   config
 	dir   string

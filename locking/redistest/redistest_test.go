@@ -3,6 +3,7 @@ package redistest_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"syscall"
@@ -228,4 +229,32 @@ func processAlive(pid int) bool {
 		return false
 	}
 	return p.Signal(syscall.Signal(0)) == nil
+}
+
+// A Redis Cluster endpoint per Redlock node: every shard serves the keys
+// ShardOf gives it, and a key of another shard is redirected.
+func TestShards(t *testing.T) {
+	s := redistest.StartShards(t, 2, 3)
+	ctx := ctxT(t)
+	if len(s.Seeds()) != 2 || s.Seeds()[0] == s.Seeds()[1] {
+		t.Fatalf("seeds %v", s.Seeds())
+	}
+	for _, c := range s.Nodes() {
+		if len(c.Nodes()) != 3 {
+			t.Fatalf("%d shards", len(c.Nodes()))
+		}
+		for tag := range 12 {
+			key := fmt.Sprintf("p:{job%d}:x", tag)
+			slot, err := c.Node(0).Client().ClusterKeySlot(ctx, key).Result()
+			if err != nil || int(slot) != redistest.KeySlot(key) {
+				t.Fatalf("%s: CLUSTER KEYSLOT %d %v, KeySlot %d", key, slot, err, redistest.KeySlot(key))
+			}
+			for i, n := range c.Nodes() {
+				err := n.Client().Set(ctx, key, 1, 0).Err()
+				if mine := i == redistest.ShardOf(key, 3); mine != (err == nil) {
+					t.Fatalf("%s (slot %d) on shard %d: %v", key, slot, i, err)
+				}
+			}
+		}
+	}
 }

@@ -33,7 +33,9 @@
 // parallel: if the key is absent, SET it with PX ttl and return the
 // family's fencing counter; otherwise return the value found. Each node has
 // OpTimeout (default 100ms) for this, go-redis retries are off, so a dead
-// or frozen node costs one OpTimeout, never a TTL.
+// or frozen node costs one OpTimeout, never a TTL. On a Redis Cluster
+// endpoint too: its cluster client follows no redirection itself
+// (MaxRedirects -1), as its loop would send a timed-out pipeline again.
 //
 //   - Success needs a majority (N/2+1) of "set" answers and no done marker
 //     anywhere, and validity = ttl − elapsed − drift must still be

@@ -111,6 +111,13 @@ func (n *redisNode) switchToCluster() {
 	}
 	o := *n.uopt
 	o.IsClusterMode = true
+	// One attempt per command here too: the cluster client's own loop
+	// (three more by default) sends a pipeline again after a timeout or a
+	// refused dial, with a backoff, and is not bound by a context, so a
+	// frozen shard held the node's sender for seconds. A MOVED it gets
+	// then (a resharding) fails that call on this node and reloads the
+	// slot map for the next.
+	o.MaxRedirects = -1
 	n.old = append(n.old, n.c(), n.reader.Load().c)
 	n.client.Store(&clientBox{c: redis.NewUniversalClient(&o)})
 	n.reader.Store(&clientBox{c: newReader(&o)})
