@@ -273,7 +273,8 @@ func (n *redisNode) exec(batch []*nodeCall) {
 	}
 }
 
-// pipe sends calls in one pipeline (scripts as EVAL when eval is set) and
+// pipe sends calls in one pipeline (scripts as EVAL when eval is set),
+// the calls of one script folded into one call (redisfold.go), and
 // answers them, except those it returns: refused unexecuted for a missing
 // script (when !eval) or redirected to another cluster node (when the node
 // is not yet a cluster client), for the caller to send again. fault is
@@ -283,8 +284,9 @@ func (n *redisNode) pipe(ctx context.Context, calls []*nodeCall, eval bool) (aga
 	box := n.client.Load()
 	p := box.pipeline()
 	defer box.pipes.Put(p)
-	for _, c := range calls {
-		c.cmd = queueOp(ctx, p, c.op, eval)
+	units := n.plan(calls)
+	for i := range units {
+		units[i].queue(ctx, p, eval)
 	}
 	cmds, execErr := p.Exec(ctx)
 	fault = pipeFault(execErr)
@@ -297,20 +299,12 @@ func (n *redisNode) pipe(ctx context.Context, calls []*nodeCall, eval bool) (aga
 			break
 		}
 	}
-	for _, c := range calls {
-		v, err := cmdReply(c.cmd)
+	for i := range units {
+		v, err := cmdReply(units[i].cmd)
 		if execErr != nil {
 			v, err = nil, execErr
 		}
-		switch {
-		case err != nil && !eval && redis.HasErrorPrefix(err, "NOSCRIPT"):
-			again = append(again, c)
-			continue
-		case err != nil && !n.cluster.Load() && isRedirect(err):
-			again = append(again, c)
-			continue
-		}
-		c.finish(reply(c.op, v, err))
+		again = n.answer(&units[i], v, err, eval, again)
 	}
 	return again, fault
 }

@@ -1,0 +1,148 @@
+package redlock
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slotlock/slotlock/locking/driver"
+	"github.com/slotlock/slotlock/locking/redistest"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+)
+
+// sendTogether sends ops to n in one pipeline (the node's sender held
+// while they queue) and returns their answers, in order.
+func sendTogether(t *testing.T, n *redisNode, ops []driver.Op) ([]driver.Result, []error) {
+	t.Helper()
+	free := holdSender(t, n)
+	calls := make([]*nodeCall, len(ops))
+	for i, op := range ops {
+		calls[i] = n.start(context.Background(), time.Time{}, op)
+	}
+	free()
+	res, errs := make([]driver.Result, len(ops)), make([]error, len(ops))
+	for i, c := range calls {
+		res[i], errs[i] = c.wait(nil)
+	}
+	return res, errs
+}
+
+// scriptCalls is how many script calls (EVALSHA and EVAL) cl's node ran
+// since its statistics were last reset.
+func scriptCalls(t *testing.T, cl *redis.Client) int {
+	t.Helper()
+	info, err := cl.Info(context.Background(), "commandstats").Result()
+	require.NoError(t, err)
+	n := 0
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, _ := strings.Cut(strings.TrimSpace(line), ":")
+		if name == "cmdstat_evalsha" || name == "cmdstat_eval" {
+			var calls int
+			_, _ = fmt.Sscanf(rest, "calls=%d", &calls)
+			n += calls
+		}
+	}
+	return n
+}
+
+// Calls of one script queued together run as one script call, each
+// answered with its own reply; one that fails (a Redis error inside it)
+// is that call's error alone, as it would be sent alone, and the calls
+// after it run. On a node whose script cache is empty (fresh, then
+// flushed) the batch form is sent with its source.
+func TestFoldedCallsAnswerEachAlone(t *testing.T) {
+	c := redistest.Start(t, 1)
+	cl := c.Node(0).Client()
+	ctx := tctx(t, 10*time.Second)
+	n := newRedisNode(c.Addrs()[0], "127.0.0.1", Config{OpTimeout: time.Second}.withDefaults())
+	defer n.Close()
+	require.NoError(t, cl.RPush(ctx, "f:{bad}:rec", "not a number").Err())
+	_, alone := n.Do(ctx, driver.MaxSetOp{Key: "f:{bad}:rec", N: 1})
+	require.ErrorContains(t, alone, "WRONGTYPE")
+
+	for round := range 3 {
+		if round == 2 {
+			require.NoError(t, cl.ScriptFlush(ctx).Err())
+		}
+		require.NoError(t, cl.ConfigResetStat(ctx).Err())
+		var ops []driver.Op
+		for i := range 20 {
+			ops = append(ops, driver.MaxSetOp{Key: fmt.Sprintf("f:{k%d}:rec", i), N: int64(100*round + i + 1)})
+			if i == 7 {
+				ops = append(ops, driver.MaxSetOp{Key: "f:{bad}:rec", N: 5})
+			}
+		}
+		res, errs := sendTogether(t, n, ops)
+		for i, op := range ops {
+			m := op.(driver.MaxSetOp)
+			if m.Key == "f:{bad}:rec" {
+				require.ErrorContains(t, errs[i], "WRONGTYPE", "the failing call's own error")
+				require.ErrorContains(t, errs[i], alone.Error()[:strings.Index(alone.Error(), " ")], "as when sent alone")
+				continue
+			}
+			require.NoError(t, errs[i], "call %d, round %d", i, round)
+			require.Equal(t, m.N, res[i].N)
+			v, err := cl.Get(ctx, m.Key).Int64()
+			require.NoError(t, err)
+			require.Equal(t, m.N, v)
+		}
+		if round == 1 {
+			require.Equal(t, 1, scriptCalls(t, cl), "21 calls of one script, one script call")
+		}
+	}
+}
+
+// A call alone in its pipeline (the node idle) is a plain call of the
+// plain script: the batch form is never loaded for it.
+func TestLoneCallIsPlainScript(t *testing.T) {
+	c := redistest.Start(t, 1)
+	cl := c.Node(0).Client()
+	ctx := tctx(t, 10*time.Second)
+	n := newRedisNode(c.Addrs()[0], "127.0.0.1", Config{OpTimeout: time.Second}.withDefaults())
+	defer n.Close()
+	res, err := n.Do(ctx, driver.FenceOp{Key: "lone:{a}:fence", N: 3})
+	require.NoError(t, err)
+	require.EqualValues(t, 3, res.N)
+	have, err := cl.ScriptExists(ctx, fenceScript.sha.(string), fenceScript.fold.sha.(string)).Result()
+	require.NoError(t, err)
+	require.Equal(t, []bool{true, false}, have)
+}
+
+// Folding keeps the queue's order tag by tag: a call joins an earlier
+// fold of its script only where no call between touches its hash tag.
+func TestFoldKeepsTagOrder(t *testing.T) {
+	n := &redisNode{}
+	call := func(op driver.Op) *nodeCall { return &nodeCall{op: op} }
+	x1 := call(driver.MaxSetOp{Key: "p:{x}:a", N: 1})
+	x2 := call(driver.FenceOp{Key: "p:{x}:b", N: 1})
+	x3 := call(driver.MaxSetOp{Key: "p:{x}:a", N: 2})
+	y1 := call(driver.MaxSetOp{Key: "p:{y}:a", N: 1})
+	z1 := call(driver.FenceOp{Key: "p:{z}:b", N: 1})
+	z2 := call(driver.GetOp{Key: "p:{z}:c"})
+	z3 := call(driver.FenceOp{Key: "p:{z}:b", N: 2})
+	w1 := call(driver.MaxSetOp{Key: "p:{w}:a", N: 1})
+	units := n.plan([]*nodeCall{x1, x2, x3, y1, z1, z2, z3, w1})
+	var got [][]*nodeCall
+	for _, u := range units {
+		got = append(got, u.calls)
+		require.Equal(t, len(u.calls) > 1, u.fold != nil)
+	}
+	require.Equal(t, [][]*nodeCall{{x1}, {x2, z1}, {x3, y1, w1}, {z2}, {z3}}, got)
+}
+
+// The slot of a hash tag is Redis Cluster's (its documented examples),
+// and a key's hash tag is as Redis Cluster reads it.
+func TestTagSlot(t *testing.T) {
+	require.Equal(t, 0x31C3&16383, tagSlot("123456789"))
+	require.Equal(t, 12182, tagSlot("foo"))
+	require.Equal(t, 5061, tagSlot("bar"))
+	require.Equal(t, "user1000", hashTag("{user1000}.following"))
+	require.Equal(t, "foo{}{bar}", hashTag("foo{}{bar}"))
+	require.Equal(t, "{bar", hashTag("foo{{bar}}zap"))
+	require.Equal(t, "bar", hashTag("foo{bar}{zap}"))
+	require.Equal(t, "plain", hashTag("plain"))
+}
