@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/locking/driver"
 	"github.com/slotlock/slotlock/locking/redistest"
 
@@ -145,4 +147,138 @@ func TestTagSlot(t *testing.T) {
 	require.Equal(t, "{bar", hashTag("foo{{bar}}zap"))
 	require.Equal(t, "bar", hashTag("foo{bar}{zap}"))
 	require.Equal(t, "plain", hashTag("plain"))
+}
+
+// On a Redis Cluster endpoint a script's keys must lie in one hash slot:
+// a fold across slots, sent before the node knows it for a cluster
+// endpoint, is refused whole and sent again through the cluster client,
+// folded by slot; every call is answered with its own reply. Then each
+// slot's calls are one script call on its shard.
+func TestFoldOnClusterEndpoint(t *testing.T) {
+	c := startShards(t)
+	ctx := tctx(t, 20*time.Second)
+	n := newRedisNode(c.Node(0).Addr(), "127.0.0.1", Config{OpTimeout: time.Second}.withDefaults())
+	defer n.Close()
+	slots, onB := map[int]bool{}, 0
+	for f := range 8 {
+		s := tagSlot(fmt.Sprintf("job%d", f))
+		slots[s] = true
+		if s >= 8192 {
+			onB++
+		}
+	}
+	require.Positive(t, onB, "no family on the second shard; the test proves nothing")
+	for round := range 2 {
+		for _, node := range c.Nodes() {
+			require.NoError(t, node.Client().ConfigResetStat(ctx).Err())
+		}
+		var ops []driver.Op
+		for j := range 5 {
+			for f := range 8 {
+				ops = append(ops, driver.MaxSetOp{Key: fmt.Sprintf("t:{job%d}:rec%d", f, j), N: int64(10*round + j + f + 1)})
+			}
+		}
+		res, errs := sendTogether(t, n, ops)
+		for i, op := range ops {
+			require.NoError(t, errs[i], "call %d, round %d", i, round)
+			require.Equal(t, op.(driver.MaxSetOp).N, res[i].N)
+		}
+		require.True(t, n.cluster.Load(), "switched to the cluster client")
+		if round == 1 {
+			calls := 0
+			for _, node := range c.Nodes() {
+				calls += scriptCalls(t, node.Client())
+			}
+			require.Equal(t, len(slots), calls, "one script call per slot")
+		}
+	}
+	// Claims of a burst, through a Locker on the same endpoint.
+	l := newTestRedlock(t, []string{c.Node(0).Addr()}, "me", func(cfg *Config) { cfg.OpTimeout = time.Second })
+	_, err := l.Claim(ctx, locking.Key{Family: "job0", Name: "warm"}, 5*time.Second)
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	errc := make(chan error, 64)
+	for i := range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			k := locking.Key{Family: fmt.Sprintf("job%d", i%8), Name: fmt.Sprintf("slot:%d", i)}
+			lease, err := l.Claim(ctx, k, 5*time.Second)
+			if err == nil {
+				err = lease.End(ctx, locking.Ending{DoneTTL: time.Minute, Note: "succeeded"}).Err
+			}
+			errc <- err
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		require.NoError(t, err)
+	}
+}
+
+// The node's time for a fold of maxBatch claims, against the same claims
+// sent one by one (each a plain call): logged, not bounded (times depend
+// on the host); the calls are bounded: one script call for the fold.
+//
+//	go test ./locking/redlock -run 'TestFoldLatency' -count=1 -v
+func TestFoldLatency(t *testing.T) {
+	c := redistest.Start(t, 1)
+	cl := c.Node(0).Client()
+	ctx := tctx(t, 30*time.Second)
+	n := newRedisNode(c.Addrs()[0], "127.0.0.1", Config{OpTimeout: time.Second}.withDefaults())
+	defer n.Close()
+	claims := func(round int) []driver.Op {
+		ops := make([]driver.Op, maxBatch)
+		for i := range ops {
+			fam := fmt.Sprintf("t:{lat%d-%d}:", round, i)
+			ops[i] = driver.AcquireOp{Key: fam + "slot:1", Value: "00ff|me", TTL: 30000, Fence: fam + "fence", N: 1,
+				Tomb: fam + "tomb", Claims: fam + "claims", Lives: fam + "lives", Field: "slot:1", Pause: fam + "pause",
+				Also: fam + "run", AlsoValue: "00ff|me", SentMS: time.Now().UnixMilli(), FreshMS: 60000}
+		}
+		return ops
+	}
+	require.NoError(t, cl.ConfigSet(ctx, "slowlog-log-slower-than", "0").Err())
+	sendTogether(t, n, claims(0))      // the batch form loaded
+	_, err := n.Do(ctx, claims(-1)[0]) // and the plain script
+	require.NoError(t, err)
+	var folded, plain []time.Duration
+	for round := 1; round <= 5; round++ {
+		require.NoError(t, cl.Do(ctx, "SLOWLOG", "RESET").Err())
+		require.NoError(t, cl.ConfigResetStat(ctx).Err())
+		_, errs := sendTogether(t, n, claims(round))
+		for _, err := range errs {
+			require.NoError(t, err)
+		}
+		require.Equal(t, 1, scriptCalls(t, cl))
+		folded = append(folded, scriptTime(t, cl))
+		require.NoError(t, cl.ConfigResetStat(ctx).Err())
+		for _, op := range claims(100 + round) {
+			_, err := n.Do(ctx, op)
+			require.NoError(t, err)
+		}
+		require.Equal(t, maxBatch, scriptCalls(t, cl))
+		plain = append(plain, scriptTime(t, cl))
+	}
+	t.Logf("%d claims on one node, in scripts: folded %v, one by one %v (summed)", maxBatch, folded, plain)
+}
+
+// scriptTime is the time cl's node spent in script calls since its
+// statistics were last reset.
+func scriptTime(t *testing.T, cl *redis.Client) time.Duration {
+	t.Helper()
+	info, err := cl.Info(context.Background(), "commandstats").Result()
+	require.NoError(t, err)
+	var d time.Duration
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, _ := strings.Cut(strings.TrimSpace(line), ":")
+		if name == "cmdstat_evalsha" || name == "cmdstat_eval" {
+			_, us, _ := strings.Cut(rest, "usec=")
+			us, _, _ = strings.Cut(us, ",")
+			var n int
+			_, _ = fmt.Sscanf(us, "%d", &n)
+			d += time.Duration(n) * time.Microsecond
+		}
+	}
+	return d
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/slotlock/slotlock/locking/driver"
 
 	"github.com/slotlock/slotlock/locking/redistest"
+	"github.com/stretchr/testify/require"
 )
 
 const testOpTimeout = 100 * time.Millisecond
@@ -813,43 +814,45 @@ func TestNewRedlockConfigErrors(t *testing.T) {
 	}
 }
 
-// A node may be a Redis Cluster endpoint: keys whose slot lives on another
-// shard come back as MOVED, and the node switches to a cluster client.
-func TestRedlockClusterEndpoint(t *testing.T) {
+// startShards starts a Redis Cluster of two shards, slots 0-8191 on node
+// 0 and the rest on node 1, and waits until it is formed.
+func startShards(t *testing.T) *redistest.Cluster {
+	t.Helper()
 	c := redistest.Start(t, 2, redistest.Args("--cluster-enabled", "yes", "--cluster-node-timeout", "2000"))
 	ctx := tctx(t, 20*time.Second)
 	a, b := c.Node(0).Client(), c.Node(1).Client()
-	if err := a.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 8191).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 8192, 16383).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Do(ctx, "CLUSTER", "MEET", "127.0.0.1", c.Node(1).Port()).Err(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, a.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 8191).Err())
+	require.NoError(t, b.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 8192, 16383).Err())
+	require.NoError(t, a.Do(ctx, "CLUSTER", "MEET", "127.0.0.1", c.Node(1).Port()).Err())
 	for {
 		info, _ := a.ClusterInfo(ctx).Result()
 		info2, _ := b.ClusterInfo(ctx).Result()
 		if strings.Contains(info, "cluster_state:ok") && strings.Contains(info2, "cluster_state:ok") {
-			break
+			return c
 		}
 		if ctx.Err() != nil {
 			t.Fatalf("cluster did not form: %s", info)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// A node may be a Redis Cluster endpoint: keys whose slot lives on another
+// shard come back as MOVED, and the node switches to a cluster client.
+func TestRedlockClusterEndpoint(t *testing.T) {
+	c := startShards(t)
+	ctx := tctx(t, 20*time.Second)
 	// One Redlock "node" = the cluster, reached through node 0's address.
 	l := newTestRedlock(t, []string{c.Node(0).Addr()}, "me", func(cfg *Config) { cfg.OpTimeout = time.Second })
 	onB := 0
 	for i := 0; i < 8; i++ {
 		fam := fmt.Sprintf("job%d", i)
-		if redisSlot(fam) >= 8192 {
+		if tagSlot(fam) >= 8192 {
 			onB++
 		}
 		lease, err := l.Acquire(ctx, locking.Key{Family: fam, Name: "slot:1"}, 5*time.Second)
 		if err != nil {
-			t.Fatalf("family %s (slot %d): %v", fam, redisSlot(fam), err)
+			t.Fatalf("family %s (slot %d): %v", fam, tagSlot(fam), err)
 		}
 		if err := lease.Extend(ctx); err != nil {
 			t.Fatal(err)
@@ -892,22 +895,6 @@ func TestRedlockClusterEndpoint(t *testing.T) {
 	if want := []bool{false, false, false, false, false, false, false, false, true}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("Handled = %v, want %v", got, want)
 	}
-}
-
-// redisSlot is Redis Cluster's CRC16 key slot of a hash tag.
-func redisSlot(tag string) int {
-	var crc uint16
-	for i := 0; i < len(tag); i++ {
-		crc ^= uint16(tag[i]) << 8
-		for j := 0; j < 8; j++ {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return int(crc) % 16384
 }
 
 // Tokens stay increasing when lockers with stale hints alternate (the
