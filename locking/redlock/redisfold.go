@@ -97,19 +97,26 @@ type foldGroup struct {
 }
 
 // plan orders calls into the pipeline's units (see Order above), building
-// each script call's arguments once (kept on the call for a resend).
+// each script call's arguments once (kept on the call for a resend). A
+// unit's calls start as a sub-slice of calls, capped so that a call
+// joining it copies them out.
 func (n *redisNode) plan(calls []*nodeCall) []unit {
-	cluster := n.cluster.Load()
-	units := make([]unit, 0, len(calls))
-	open := map[foldGroup]int{} // the unit a call of the group may join
-	last := map[string]int{}    // the last unit touching a hash tag
 	for _, c := range calls {
 		if c.args == nil {
 			c.script, c.args = scriptCall(c.op, false)
 		}
+	}
+	if len(calls) == 1 { // a lone call: nothing to fold
+		return []unit{{calls: calls}}
+	}
+	cluster := n.cluster.Load()
+	units := make([]unit, 0, len(calls))
+	open := map[foldGroup]int{} // the unit a call of the group may join
+	last := map[string]int{}    // the last unit touching a hash tag
+	for i, c := range calls {
 		tag := hashTag(opKey(c))
 		if c.script == nil {
-			units = append(units, unit{calls: []*nodeCall{c}})
+			units = append(units, unit{calls: calls[i : i+1 : i+1]})
 			if tag != "" {
 				last[tag] = len(units) - 1
 			}
@@ -123,12 +130,13 @@ func (n *redisNode) plan(calls []*nodeCall) []unit {
 		if l, touched := last[tag]; ok && touched && l > at {
 			ok = false
 		}
-		if !ok {
-			units = append(units, unit{})
+		if ok {
+			units[at].calls = append(units[at].calls, c)
+		} else {
+			units = append(units, unit{calls: calls[i : i+1 : i+1]})
 			at = len(units) - 1
 			open[g] = at
 		}
-		units[at].calls = append(units[at].calls, c)
 		if l, touched := last[tag]; !touched || l < at {
 			last[tag] = at
 		}
@@ -145,10 +153,11 @@ func (n *redisNode) plan(calls []*nodeCall) []unit {
 // a call without keys.
 func opKey(c *nodeCall) string {
 	if c.args != nil {
-		if k, ok := c.args[3].(string); ok && c.args[2].(int) > 0 {
-			return k
+		if c.args[2].(int) == 0 {
+			return ""
 		}
-		return ""
+		k, _ := c.args[3].(string)
+		return k
 	}
 	switch op := c.op.(type) {
 	case driver.ClaimsOp:
