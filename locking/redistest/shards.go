@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/slotlock/slotlock/locking/internal/wire"
 )
 
 // Redis Cluster endpoints: a Redlock node may be a Redis Cluster, and a
@@ -16,7 +18,7 @@ import (
 // several of them, one per Redlock node.
 
 // hashSlots is the number of Redis Cluster hash slots.
-const hashSlots = 16384
+const hashSlots = wire.HashSlots
 
 // StartShards starts nodes Redis Clusters of shards masters each and
 // stops them when the test ends: one Redlock node per cluster, reached
@@ -151,22 +153,4 @@ func ShardOf(key string, shards int) int {
 
 // KeySlot is Redis Cluster's hash slot of key: CRC16 of its hash tag
 // (the text inside the first {...}, when not empty) or of the whole key.
-func KeySlot(key string) int {
-	if i := strings.IndexByte(key, '{'); i >= 0 {
-		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
-			key = key[i+1 : i+1+j]
-		}
-	}
-	var crc uint16
-	for i := 0; i < len(key); i++ {
-		crc ^= uint16(key[i]) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return int(crc) % hashSlots
-}
+func KeySlot(key string) int { return wire.TagSlot(wire.HashTag(key)) }

@@ -67,8 +67,18 @@
 // per node takes whatever calls have queued and sends them as one write,
 // their answers read back in one go. An idle node sends a call at once;
 // calls that arrive while a pipeline is in flight form the next one (at
-// most 256). Each call is still its own atomic script, answered alone. A
-// lone caller, the node idle, sends its own call without the hop to the
+// most 256). Within a pipeline, the calls of one script are folded into
+// ONE call of its batch form (redisfold.go), generated from the script's
+// own source: it runs each call on its own keys and arguments, under
+// pcall, and replies an array of the calls' replies, so a call's error is
+// its own and the others run on. The folded calls run back to back in
+// their queue order, atomically as a whole — stronger than the pipeline,
+// which only orders them; a call folds only where no call between touches
+// its hash tag, so the effect is the queue's order, tag by tag. On a
+// Redis Cluster endpoint calls fold only within a hash slot. A burst of a
+// thousand claims is thus a handful of script calls per node, not a
+// thousand (TestBurstScriptCalls). A lone caller, the node idle, sends
+// its own call, a plain call of the plain script, without the hop to the
 // sender. A call this replica could not send before its deadline (its
 // caller gave up while it queued, or too little time is left for the
 // node's recent round trip) is not sent and is answered ErrBusy: this

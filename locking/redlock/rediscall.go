@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/locking/driver"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // The states of a nodeCall: queued until the sender writes it (sent) or
@@ -29,7 +27,10 @@ type nodeCall struct {
 	err   error
 	state atomic.Uint32
 	done  chan struct{}
-	cmd   redis.Cmder // the queued command, its reply read after Exec
+	// The call's script and EVALSHA arguments (nil for a command), built
+	// once for its pipeline and any resend.
+	script *luaScript
+	args   []any
 }
 
 // finish answers the call; whoever finishes it touches it no more (its

@@ -46,20 +46,53 @@ var (
 
 // queueOp adds op to the pipeline p, as its script (EVALSHA, or EVAL when
 // eval is set) or command, and returns the command, to read after Exec.
-// A script's arguments are built in one list (no key slice, variadic
-// copy or reply closure per call).
 func queueOp(ctx context.Context, p redis.Pipeliner, op driver.Op, eval bool) redis.Cmder {
+	if _, a := scriptCall(op, eval); a != nil {
+		return queueScript(ctx, p, a)
+	}
+	return queueCommand(ctx, p, op)
+}
+
+// queueScript adds a script call, its argument list built whole.
+func queueScript(ctx context.Context, p redis.Pipeliner, a []any) redis.Cmder {
+	cmd := redis.NewCmd(ctx, a...)
+	_ = p.Process(ctx, cmd)
+	return cmd
+}
+
+// queueCommand adds op, which is no script call, as its command.
+func queueCommand(ctx context.Context, p redis.Pipeliner, op driver.Op) redis.Cmder {
+	switch op := op.(type) {
+	case driver.ClaimsOp:
+		return p.HKeys(ctx, op.Claims)
+	case driver.GetOp:
+		return p.Get(ctx, op.Key)
+	case driver.PingOp:
+		return p.Ping(ctx)
+	}
+	cmd := redis.NewCmd(ctx)
+	cmd.SetErr(fmt.Errorf("locking: unknown op %T", op))
+	return cmd
+}
+
+// scriptCall is op's script and the argument list of its call
+// ("EVALSHA sha numkeys keys... args...", EVAL with the source when eval
+// is set), or nil, nil when op is a command. A script's arguments are
+// built in one list (no key slice, variadic copy or reply closure per
+// call); numkeys, a[2], is an int.
+func scriptCall(op driver.Op, eval bool) (*luaScript, []any) {
 	var a []any
 	switch op := op.(type) {
 	case driver.AcquireOp:
-		a = acquireArgs(op, eval)
+		return acquireScript, acquireArgs(op, eval)
 	case driver.ExtendOp:
-		a = extendArgs(op, eval)
+		return extendScript, extendArgs(op, eval)
 	case driver.ReleaseOp:
-		a = releaseArgs(op, eval)
+		return releaseScript, releaseArgs(op, eval)
 	case driver.LogOp:
 		a = append(scriptArgs(logScript, eval, 3), op.Key, op.Since, op.Limit)
 		a[2] = 1
+		return logScript, a
 	case driver.LogAddOp:
 		fence, absent := op.Key, 0 // unused: stands in, with the call's hash tag
 		if op.RecordN != 0 {
@@ -70,29 +103,21 @@ func queueOp(ctx context.Context, p redis.Pipeliner, op driver.Op, eval bool) re
 		}
 		a = append(scriptArgs(logAddScript, eval, 9), op.Key, fence, op.Entry, op.N, op.Value, op.Keep, op.Floor, op.RecordN, absent)
 		a[2] = 2
-	case driver.ClaimsOp:
-		return p.HKeys(ctx, op.Claims)
+		return logAddScript, a
 	case driver.PauseOp:
 		a = append(scriptArgs(pauseScript, eval, 3), op.Key, op.Value, op.N)
 		a[2] = 1
+		return pauseScript, a
 	case driver.FenceOp:
 		a = append(scriptArgs(fenceScript, eval, 2), op.Key, op.N)
 		a[2] = 1
+		return fenceScript, a
 	case driver.MaxSetOp:
 		a = append(scriptArgs(maxsetScript, eval, 2), op.Key, op.N)
 		a[2] = 1
-	case driver.GetOp:
-		return p.Get(ctx, op.Key)
-	case driver.PingOp:
-		return p.Ping(ctx)
-	default:
-		cmd := redis.NewCmd(ctx)
-		cmd.SetErr(fmt.Errorf("locking: unknown op %T", op))
-		return cmd
+		return maxsetScript, a
 	}
-	cmd := redis.NewCmd(ctx, a...)
-	_ = p.Process(ctx, cmd)
-	return cmd
+	return nil, nil
 }
 
 // acquireArgs, extendArgs and releaseArgs are the EVALSHA (EVAL when
@@ -154,11 +179,15 @@ func releaseArgs(op driver.ReleaseOp, eval bool) []any {
 }
 
 // luaScript is a script's source and SHA1, boxed once for the argument
-// lists of its calls.
-type luaScript struct{ src, sha any }
+// lists of its calls, and its batch form (redisfold.go), which runs many
+// calls of it in one.
+type luaScript struct {
+	src, sha any
+	fold     *luaScript
+}
 
 func newScript(src string) *luaScript {
-	return &luaScript{src: src, sha: redis.NewScript(src).Hash()}
+	return &luaScript{src: src, sha: redis.NewScript(src).Hash(), fold: newFoldScript(src)}
 }
 
 // scriptArgs starts the argument list of a call of s ("EVALSHA sha

@@ -1,0 +1,272 @@
+package redlock
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/driver"
+	"github.com/slotlock/slotlock/locking/internal/wire"
+	"github.com/slotlock/slotlock/locking/redistest"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+)
+
+// sendTogether sends ops to n in one pipeline (the node's sender held
+// while they queue) and returns their answers, in order.
+func sendTogether(t *testing.T, n *redisNode, ops []driver.Op) ([]driver.Result, []error) {
+	t.Helper()
+	free := holdSender(t, n)
+	calls := make([]*nodeCall, len(ops))
+	for i, op := range ops {
+		calls[i] = n.start(context.Background(), time.Time{}, op)
+	}
+	free()
+	res, errs := make([]driver.Result, len(ops)), make([]error, len(ops))
+	for i, c := range calls {
+		res[i], errs[i] = c.wait(nil)
+	}
+	return res, errs
+}
+
+// scriptCalls is how many script calls (EVALSHA and EVAL) cl's node ran
+// since its statistics were last reset.
+func scriptCalls(t *testing.T, cl *redis.Client) int {
+	t.Helper()
+	info, err := cl.Info(context.Background(), "commandstats").Result()
+	require.NoError(t, err)
+	n := 0
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, _ := strings.Cut(strings.TrimSpace(line), ":")
+		if name == "cmdstat_evalsha" || name == "cmdstat_eval" {
+			var calls int
+			_, _ = fmt.Sscanf(rest, "calls=%d", &calls)
+			n += calls
+		}
+	}
+	return n
+}
+
+// Calls of one script queued together run as one script call, each
+// answered with its own reply; one that fails (a Redis error inside it)
+// is that call's error alone, as it would be sent alone, and the calls
+// after it run. On a node whose script cache is empty (fresh, then
+// flushed) the batch form is sent with its source.
+func TestFoldedCallsAnswerEachAlone(t *testing.T) {
+	c := redistest.Start(t, 1)
+	cl := c.Node(0).Client()
+	ctx := tctx(t, 10*time.Second)
+	n := newRedisNode(c.Addrs()[0], "127.0.0.1", Config{OpTimeout: time.Second}.withDefaults())
+	defer n.Close()
+	require.NoError(t, cl.RPush(ctx, "f:{bad}:rec", "not a number").Err())
+	_, alone := n.Do(ctx, driver.MaxSetOp{Key: "f:{bad}:rec", N: 1})
+	require.ErrorContains(t, alone, "WRONGTYPE")
+
+	for round := range 3 {
+		if round == 2 {
+			require.NoError(t, cl.ScriptFlush(ctx).Err())
+		}
+		require.NoError(t, cl.ConfigResetStat(ctx).Err())
+		var ops []driver.Op
+		for i := range 20 {
+			ops = append(ops, driver.MaxSetOp{Key: fmt.Sprintf("f:{k%d}:rec", i), N: int64(100*round + i + 1)})
+			if i == 7 {
+				ops = append(ops, driver.MaxSetOp{Key: "f:{bad}:rec", N: 5})
+			}
+		}
+		res, errs := sendTogether(t, n, ops)
+		for i, op := range ops {
+			m := op.(driver.MaxSetOp)
+			if m.Key == "f:{bad}:rec" {
+				require.ErrorContains(t, errs[i], "WRONGTYPE", "the failing call's own error")
+				require.ErrorContains(t, errs[i], alone.Error()[:strings.Index(alone.Error(), " ")], "as when sent alone")
+				continue
+			}
+			require.NoError(t, errs[i], "call %d, round %d", i, round)
+			require.Equal(t, m.N, res[i].N)
+			v, err := cl.Get(ctx, m.Key).Int64()
+			require.NoError(t, err)
+			require.Equal(t, m.N, v)
+		}
+		if round == 1 {
+			require.Equal(t, 1, scriptCalls(t, cl), "21 calls of one script, one script call")
+		}
+	}
+}
+
+// A call alone in its pipeline (the node idle) is a plain call of the
+// plain script: the batch form is never loaded for it.
+func TestLoneCallIsPlainScript(t *testing.T) {
+	c := redistest.Start(t, 1)
+	cl := c.Node(0).Client()
+	ctx := tctx(t, 10*time.Second)
+	n := newRedisNode(c.Addrs()[0], "127.0.0.1", Config{OpTimeout: time.Second}.withDefaults())
+	defer n.Close()
+	res, err := n.Do(ctx, driver.FenceOp{Key: "lone:{a}:fence", N: 3})
+	require.NoError(t, err)
+	require.EqualValues(t, 3, res.N)
+	have, err := cl.ScriptExists(ctx, fenceScript.sha.(string), fenceScript.fold.sha.(string)).Result()
+	require.NoError(t, err)
+	require.Equal(t, []bool{true, false}, have)
+}
+
+// Folding keeps the queue's order tag by tag: a call joins an earlier
+// fold of its script only where no call between touches its hash tag.
+func TestFoldKeepsTagOrder(t *testing.T) {
+	n := &redisNode{}
+	call := func(op driver.Op) *nodeCall { return &nodeCall{op: op} }
+	x1 := call(driver.MaxSetOp{Key: "p:{x}:a", N: 1})
+	x2 := call(driver.FenceOp{Key: "p:{x}:b", N: 1})
+	x3 := call(driver.MaxSetOp{Key: "p:{x}:a", N: 2})
+	y1 := call(driver.MaxSetOp{Key: "p:{y}:a", N: 1})
+	z1 := call(driver.FenceOp{Key: "p:{z}:b", N: 1})
+	z2 := call(driver.GetOp{Key: "p:{z}:c"})
+	z3 := call(driver.FenceOp{Key: "p:{z}:b", N: 2})
+	w1 := call(driver.MaxSetOp{Key: "p:{w}:a", N: 1})
+	units := n.plan([]*nodeCall{x1, x2, x3, y1, z1, z2, z3, w1})
+	var got [][]*nodeCall
+	for _, u := range units {
+		got = append(got, u.calls)
+		require.Equal(t, len(u.calls) > 1, u.fold != nil)
+	}
+	require.Equal(t, [][]*nodeCall{{x1}, {x2, z1}, {x3, y1, w1}, {z2}, {z3}}, got)
+}
+
+// On a Redis Cluster endpoint a script's keys must lie in one hash slot:
+// a fold across slots, sent before the node knows it for a cluster
+// endpoint, is refused whole and sent again through the cluster client,
+// folded by slot; every call is answered with its own reply. Then each
+// slot's calls are one script call on its shard.
+func TestFoldOnClusterEndpoint(t *testing.T) {
+	c := redistest.StartShards(t, 1, 2).Node(0)
+	ctx := tctx(t, 20*time.Second)
+	n := newRedisNode(c.Node(0).Addr(), "127.0.0.1", Config{OpTimeout: time.Second}.withDefaults())
+	defer n.Close()
+	slots, onB := map[int]bool{}, 0
+	for f := range 8 {
+		fam := fmt.Sprintf("job%d", f)
+		slots[wire.TagSlot(fam)] = true
+		if redistest.ShardOf(fam, 2) == 1 {
+			onB++
+		}
+	}
+	require.Positive(t, onB, "no family on the second shard; the test proves nothing")
+	for round := range 2 {
+		for _, node := range c.Nodes() {
+			require.NoError(t, node.Client().ConfigResetStat(ctx).Err())
+		}
+		var ops []driver.Op
+		for j := range 5 {
+			for f := range 8 {
+				ops = append(ops, driver.MaxSetOp{Key: fmt.Sprintf("t:{job%d}:rec%d", f, j), N: int64(10*round + j + f + 1)})
+			}
+		}
+		res, errs := sendTogether(t, n, ops)
+		for i, op := range ops {
+			require.NoError(t, errs[i], "call %d, round %d", i, round)
+			require.Equal(t, op.(driver.MaxSetOp).N, res[i].N)
+		}
+		require.True(t, n.cluster.Load(), "switched to the cluster client")
+		if round == 1 {
+			calls := 0
+			for _, node := range c.Nodes() {
+				calls += scriptCalls(t, node.Client())
+			}
+			require.Equal(t, len(slots), calls, "one script call per slot")
+		}
+	}
+	// Claims of a burst, through a Locker on the same endpoint.
+	l := newTestRedlock(t, []string{c.Node(0).Addr()}, "me", func(cfg *Config) { cfg.OpTimeout = time.Second })
+	_, err := l.Claim(ctx, locking.Key{Family: "job0", Name: "warm"}, 5*time.Second)
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	errc := make(chan error, 64)
+	for i := range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			k := locking.Key{Family: fmt.Sprintf("job%d", i%8), Name: fmt.Sprintf("slot:%d", i)}
+			lease, err := l.Claim(ctx, k, 5*time.Second)
+			if err == nil {
+				err = lease.End(ctx, locking.Ending{DoneTTL: time.Minute, Note: "succeeded"}).Err
+			}
+			errc <- err
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		require.NoError(t, err)
+	}
+}
+
+// The node's time for a fold of maxBatch claims, against the same claims
+// sent one by one (each a plain call): logged, not bounded (times depend
+// on the host); the calls are bounded: one script call for the fold.
+//
+//	go test ./locking/redlock -run 'TestFoldLatency' -count=1 -v
+func TestFoldLatency(t *testing.T) {
+	c := redistest.Start(t, 1)
+	cl := c.Node(0).Client()
+	ctx := tctx(t, 30*time.Second)
+	n := newRedisNode(c.Addrs()[0], "127.0.0.1", Config{OpTimeout: time.Second}.withDefaults())
+	defer n.Close()
+	claims := func(round int) []driver.Op {
+		ops := make([]driver.Op, maxBatch)
+		for i := range ops {
+			fam := fmt.Sprintf("t:{lat%d-%d}:", round, i)
+			ops[i] = driver.AcquireOp{Key: fam + "slot:1", Value: "00ff|me", TTL: 30000, Fence: fam + "fence", N: 1,
+				Tomb: fam + "tomb", Claims: fam + "claims", Lives: fam + "lives", Field: "slot:1", Pause: fam + "pause",
+				Also: fam + "run", AlsoValue: "00ff|me", SentMS: time.Now().UnixMilli(), FreshMS: 60000}
+		}
+		return ops
+	}
+	require.NoError(t, cl.ConfigSet(ctx, "slowlog-log-slower-than", "0").Err())
+	sendTogether(t, n, claims(0))      // the batch form loaded
+	_, err := n.Do(ctx, claims(-1)[0]) // and the plain script
+	require.NoError(t, err)
+	var folded, plain []time.Duration
+	for round := 1; round <= 5; round++ {
+		require.NoError(t, cl.Do(ctx, "SLOWLOG", "RESET").Err())
+		require.NoError(t, cl.ConfigResetStat(ctx).Err())
+		_, errs := sendTogether(t, n, claims(round))
+		for _, err := range errs {
+			require.NoError(t, err)
+		}
+		require.Equal(t, 1, scriptCalls(t, cl))
+		folded = append(folded, scriptTime(t, cl))
+		require.NoError(t, cl.ConfigResetStat(ctx).Err())
+		for _, op := range claims(100 + round) {
+			_, err := n.Do(ctx, op)
+			require.NoError(t, err)
+		}
+		require.Equal(t, maxBatch, scriptCalls(t, cl))
+		plain = append(plain, scriptTime(t, cl))
+	}
+	t.Logf("%d claims on one node, in scripts: folded %v, one by one %v (summed)", maxBatch, folded, plain)
+}
+
+// scriptTime is the time cl's node spent in script calls since its
+// statistics were last reset.
+func scriptTime(t *testing.T, cl *redis.Client) time.Duration {
+	t.Helper()
+	info, err := cl.Info(context.Background(), "commandstats").Result()
+	require.NoError(t, err)
+	var d time.Duration
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, _ := strings.Cut(strings.TrimSpace(line), ":")
+		if name == "cmdstat_evalsha" || name == "cmdstat_eval" {
+			_, us, _ := strings.Cut(rest, "usec=")
+			us, _, _ = strings.Cut(us, ",")
+			var n int
+			_, _ = fmt.Sscanf(us, "%d", &n)
+			d += time.Duration(n) * time.Microsecond
+		}
+	}
+	return d
+}
