@@ -116,6 +116,7 @@ func (n *wnode) Do(ctx context.Context, op driver.Op) (driver.Result, error) {
 type replica struct {
 	locking.Locker
 	nodes []*wnode
+	t     *testing.T
 }
 
 // nodeOpTimeout is the op timeout of the checks' lockers: above a loaded
@@ -123,7 +124,7 @@ type replica struct {
 const nodeOpTimeout = 200 * time.Millisecond
 
 func newReplica(t *testing.T, w World, name string) *replica {
-	r := &replica{}
+	r := &replica{t: t}
 	var nodes []driver.Node
 	for _, n := range w(name) {
 		wn := &wnode{Node: n, fates: map[driver.OpKind][]fate{}, turn: make(chan struct{}), done: make(chan struct{})}
@@ -138,11 +139,27 @@ func newReplica(t *testing.T, w World, name string) *replica {
 	return r
 }
 
+// stepWait bounds how long step waits for a sequenced request: one that
+// never comes (its call gave up before reaching the store) fails the
+// check with a message instead of hanging the package until its timeout.
+const stepWait = 10 * time.Second
+
 // step lets the sequenced request of r on store i run, and waits until it
 // has.
 func (r *replica) step(i int) {
-	r.nodes[i].turn <- struct{}{}
-	<-r.nodes[i].done
+	r.t.Helper()
+	timeout := time.NewTimer(stepWait)
+	defer timeout.Stop()
+	select {
+	case r.nodes[i].turn <- struct{}{}:
+	case <-timeout.C:
+		r.t.Fatalf("store %d: the sequenced request never came (its call gave up before reaching the store)", i)
+	}
+	select {
+	case <-r.nodes[i].done:
+	case <-timeout.C:
+		r.t.Fatalf("store %d: the sequenced request did not finish", i)
+	}
 }
 
 type claimed struct {
