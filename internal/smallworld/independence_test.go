@@ -29,7 +29,7 @@ func independent(a, b action) bool {
 // storeOf is the store an action touches, -1 for none.
 func storeOf(a action) int {
 	switch a.kind {
-	case "deliver", "lose", "freeze", "thaw", "wipe":
+	case "deliver", "lose", "mute", "freeze", "thaw", "wipe":
 		return a.store
 	}
 	return -1
