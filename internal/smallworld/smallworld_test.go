@@ -30,6 +30,9 @@ func TestSmallWorld(t *testing.T) {
 	x.start(prefix)
 	x.explore()
 	t.Log(x.summary())
+	if x.unreportedPath != nil {
+		t.Logf("the shortest schedule to a run no line reports (%d actions):\n%s", len(x.unreportedPath), traceText(cfg, x.unreportedPath))
+	}
 	for _, class := range x.order {
 		c := x.found[class]
 		t.Errorf("%s (%d terminal states): %s\nschedule (%d actions):\n%s", class, c.count, c.v.detail, len(c.path), traceText(cfg, c.path))
