@@ -142,23 +142,35 @@ func (a *actor) fireUnder(slot int, forbid bool) {
 			return
 		}
 	}
-	if forbid && !a.allowRunsClear(slot) {
-		a.skipOverlap(slot, lease, jobLease)
-		return
+	if forbid {
+		clear, err := a.allowRunsClear(slot)
+		switch {
+		case err != nil:
+			// a.lost: the slot is handed back, both leases released.
+			if a.step("release") {
+				a.releaseBoth(lease, jobLease)
+				a.w.report(a, "skipped", slot, skipReason(err))
+			}
+			return
+		case !clear:
+			a.skipOverlap(slot, lease, jobLease)
+			return
+		}
 	}
 	a.runBodyWith(slot, lease, jobLease)
 }
 
 // allowRunsClear is allowRuns: no claim of an older slot of the job is
 // open (history.ClaimedSlots of ReadClaims, the product's names). A read
-// that fails loses the slot (a.lost): not clear.
-func (a *actor) allowRunsClear(slot int) bool {
+// that fails is its error (the caller loses the slot: a.lost); a process
+// gone at the step, not clear.
+func (a *actor) allowRunsClear(slot int) (bool, error) {
 	if !a.step("allow-runs") {
-		return false
+		return false, nil
 	}
 	claims, err := a.locker.ReadClaims(context.Background(), family)
 	if err != nil {
-		return false
+		return false, err
 	}
 	var named []locking.Key
 	for _, k := range claims {
@@ -168,10 +180,10 @@ func (a *actor) allowRunsClear(slot int) bool {
 	}
 	for u := range history.ClaimedSlots(named) {
 		if u < slotTime(slot).Unix() {
-			return false
+			return false, nil
 		}
 	}
-	return true
+	return true, nil
 }
 
 // skipOverlap is actDone for overlap: the claim a done marker with the
