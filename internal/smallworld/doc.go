@@ -5,6 +5,7 @@
 //	go test ./internal/smallworld -check.world big -v    # a bigger world (world_test.go lists them)
 //	go test ./internal/smallworld -check.world cast3 -check.time 10m -v  # stop after 10 min
 //	go test ./internal/smallworld -run Replay -v         # the recorded counterexamples
+//	go test ./internal/smallworld -run KnownLimits -v    # the schedules of a documented limit (testdata/*.limit)
 //
 // The simulation (scheduler/sim_test.go) samples random interleavings of
 // a big world; this checker enumerates every interleaving of a small one:
