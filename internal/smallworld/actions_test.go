@@ -16,6 +16,7 @@ import (
 //	expire            a done marker's lifetime passes: every done marker expires
 //	thaw s1           store 1 thaws; its queue runs as later deliveries choose
 //	lose R1 s0 2      fault: the request never runs
+//	mute R1 s0 2      fault: the request runs now, its answer is lost
 //	freeze s1         fault: store 1 runs nothing until it thaws
 //	crash R1          fault: R1 dies here; what it sent may still run
 //	crash0 R1         fault: R1 died before sending its last round
@@ -30,7 +31,7 @@ type action struct {
 
 func (x action) String() string {
 	switch x.kind {
-	case "deliver", "lose":
+	case "deliver", "lose", "mute":
 		return fmt.Sprintf("%s %s s%d %d", x.kind, x.actor, x.store, x.k)
 	case "tick", "expire":
 		return x.kind
@@ -49,7 +50,7 @@ func parseAction(line string) (action, error) {
 	x.kind = f[0]
 	var err error
 	switch {
-	case (x.kind == "deliver" || x.kind == "lose") && len(f) == 4:
+	case (x.kind == "deliver" || x.kind == "lose" || x.kind == "mute") && len(f) == 4:
 		x.actor = f[1]
 		_, err = fmt.Sscanf(f[2]+" "+f[3], "s%d %d", &x.store, &x.k)
 	case (x.kind == "tick" || x.kind == "expire") && len(f) == 1:
@@ -64,7 +65,7 @@ func parseAction(line string) (action, error) {
 }
 
 func isFault(kind string) bool {
-	return slices.Contains([]string{"lose", "freeze", "crash", "crash0", "pause", "wipe"}, kind)
+	return slices.Contains([]string{"lose", "mute", "freeze", "crash", "crash0", "pause", "wipe"}, kind)
 }
 
 // enabled lists the actions possible now, in the order the explorer
@@ -84,6 +85,9 @@ func (w *world) enabled() []action {
 		}
 		if !r.lost && budget {
 			faults = append(faults, action{kind: "lose", actor: r.actor.name, store: r.store, k: r.k})
+			if r.awaited && !w.frozen[r.store] {
+				faults = append(faults, action{kind: "mute", actor: r.actor.name, store: r.store, k: r.k})
+			}
 		}
 	}
 	for _, a := range w.actors {
@@ -129,7 +133,9 @@ func (w *world) enabled() []action {
 // excluded reports a fault the world does not draw.
 func (c worldConfig) excluded(x action) bool {
 	return isFault(x.kind) && (c.kinds != nil && !slices.Contains(c.kinds, x.kind) ||
-		c.victims != nil && x.actor != "" && x.kind != "lose" && !slices.Contains(c.victims, x.actor))
+		c.kinds == nil && x.kind == "mute" || // drawn only where named: the worlds before it stay as they were
+		c.victims != nil && x.actor != "" && x.kind != "lose" && x.kind != "mute" && !slices.Contains(c.victims, x.actor) ||
+		x.kind == "mute" && c.muted != nil && !slices.Contains(c.muted, x.actor))
 }
 
 // eagerStep is the partial-order reduction: a process waiting at a step
@@ -142,7 +148,7 @@ func (w *world) eagerStep() []action {
 		return nil
 	}
 	for _, a := range w.actors {
-		if a.dead || a.done || a.atGate == "" || a.gateMin != 0 || a.gateMax != forever || a.gateAge != 0 {
+		if a.dead || a.done || a.atGate == "" || a.gateMin != 0 || a.gateMax != forever || a.gateAge != 0 || a.visible || !w.afterDone(a) {
 			continue
 		}
 		out := []action{{kind: "step", actor: a.name}}
@@ -211,7 +217,7 @@ func (w *world) canExpire() bool {
 
 // gateOpen: a waits at a step it may take now. w.mu is held.
 func (w *world) gateOpen(a *actor) bool {
-	return a.atGate != "" && w.ticks >= a.gateMin && w.ticks <= a.gateMax && w.aged >= a.gateAge
+	return a.atGate != "" && w.ticks >= a.gateMin && w.ticks <= a.gateMax && w.aged >= a.gateAge && w.afterDone(a)
 }
 
 // canPass: time may pass (a tick or an expiry). w.mu is held.

@@ -40,6 +40,14 @@ type actor struct {
 	// token, once sent.
 	claiming bool
 	claimTok string
+	claims   int // Claim calls returned
+	// A reload's worlds (reload_test.go): def is the definition a firer
+	// fired its slot under; visible, that its waiting step is read by the
+	// others (never taken eagerly); gateAfter, the firer whose slot must
+	// be fired (or decided) before its own gate opens.
+	def       string
+	visible   bool
+	gateAfter string
 }
 
 const (
@@ -122,14 +130,18 @@ func (a *actor) first(label string, min, max int) bool {
 func (a *actor) step(label string) bool { return a.gate(label, 0, forever) }
 
 // claim is locking's Claim of slot, noted in the ledger when granted.
-func (a *actor) claim(slot int) (*locking.Lease, error) {
+func (a *actor) claim(slot int) (*locking.Lease, error) { return a.claimWith(slot) }
+
+// claimWith is claim with Claim's options (the job lease taken with it).
+func (a *actor) claimWith(slot int, opts ...locking.ClaimOption) (*locking.Lease, error) {
 	begin := a.w.clockStep()
 	a.w.mu.Lock()
 	a.claiming, a.claimTok = true, ""
 	a.w.mu.Unlock()
-	l, err := a.locker.Claim(context.Background(), slotKey(slot), ttl)
+	l, err := a.locker.Claim(context.Background(), slotKey(slot), ttl, opts...)
 	a.w.mu.Lock()
 	a.claiming = false
+	a.claims++
 	a.w.mu.Unlock()
 	if err == nil {
 		a.w.granted(a, slot, l, begin)

@@ -21,12 +21,17 @@ func (w *world) apply(x action) bool {
 	var gate *actor
 	ok := true
 	switch x.kind {
-	case "deliver", "lose":
+	case "deliver", "lose", "mute":
 		r := w.find(x.actor, x.store, x.k)
-		if ok = r != nil && !r.lost && (x.kind == "lose" || !w.frozen[r.store]); ok {
-			if x.kind == "deliver" {
+		if ok = r != nil && !r.lost && (x.kind == "lose" || !w.frozen[r.store]) && (x.kind != "mute" || r.awaited); ok {
+			switch x.kind {
+			case "deliver":
 				w.deliver(r)
-			} else {
+			case "mute":
+				// Run now; the answer never comes: its sender times out.
+				_, _ = w.stores[r.store].Apply(r.op)
+				r.lost = true
+			default:
 				r.lost = true
 				if !r.awaited {
 					w.drop(r)
@@ -107,6 +112,7 @@ func (w *world) apply(x action) bool {
 // except, with unsent, its latest round. w.mu is held.
 func (w *world) crash(a *actor, unsent bool) {
 	a.dead = true
+	w.bodyEnded(a)
 	if a.holding != nil {
 		a.holding.lost = true
 	}

@@ -33,6 +33,8 @@ func (w *world) violations() []violation {
 		out = append(out, w.checkSlot(slot)...)
 	}
 	out = append(out, w.checkReports()...)
+	out = append(out, w.checkOverlap()...)
+	out = append(out, w.checkUnreported()...)
 	return append(out, w.checkTokens()...)
 }
 
@@ -117,7 +119,7 @@ func (w *world) checkEntry(slot int, e string, runs []runRec, final bool) (viola
 		if !ran {
 			return violation{"abandoned-not-started", fmt.Sprintf("slot %d: entry %q, but run %s never started (runs: %v)", slot, e, id, runs)}, true
 		}
-	case outMissed, outSkippedLate, outSkippedPaused:
+	case outMissed, outSkippedLate, outSkippedPaused, outSkippedOverlap:
 		if final && len(runs) > 0 {
 			return violation{"missed-but-started", fmt.Sprintf("slot %d: entry %q, but it started: %v", slot, e, runs)}, true
 		}

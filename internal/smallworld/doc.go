@@ -5,6 +5,7 @@
 //	go test ./internal/smallworld -check.world big -v    # a bigger world (world_test.go lists them)
 //	go test ./internal/smallworld -check.world cast3 -check.time 10m -v  # stop after 10 min
 //	go test ./internal/smallworld -run Replay -v         # the recorded counterexamples
+//	go test ./internal/smallworld -run KnownLimits -v    # the schedules of a documented limit (testdata/*.limit)
 //
 // The simulation (scheduler/sim_test.go) samples random interleavings of
 // a big world; this checker enumerates every interleaving of a small one:
@@ -20,7 +21,14 @@
 // and the start-up probe (its skipped/late entry); the history trimmed at
 // history.keep (world trim); a pause and a resume of the job (the pause
 // register: worlds pause and pauselose), which the replicas' claims and
-// the reconciler's pass read. Every actor runs the real Redlock client
+// the reconciler's pass read; a reload of the job's definition from
+// overlap allow to forbid (reload_test.go: worlds reload, reloadcrash,
+// reloadlose, reloadfast), with one process per slot firing it under the
+// definition in force then (a slot fired under forbid claims with the job
+// lease and looks for older slots' open claims: allowRuns); and a
+// one-shot process's end whose answers are lost, retried or given up by
+// the process's death (retry_test.go: worlds retry, retrybackfill). Every
+// actor runs the real Redlock client
 // (locking's Claim, Lease.Start, Lease.End, ReadLog, ReadClaims,
 // AppendLog) over the simulated stores of
 // locking/locksim; the network between them is the checker's: every
@@ -30,6 +38,8 @@
 // keeps a majority of the stores with their data:
 //
 //   - a request lost (never run; its sender times out);
+//   - an answer lost (mute: the request runs, its sender times out; only
+//     in the worlds that name it);
 //   - a store frozen: it runs nothing, its senders time out, and when it
 //     thaws it runs its queue in any order (every order is explored);
 //   - a process that crashes at any step: at a step boundary, or between
@@ -67,8 +77,12 @@
 // body started, the join of its entries read from every majority of the
 // stores (each store left out in turn: the read that misses it) is one a
 // backfill refuses — the outcome stands on a majority, not on the union
-// of three. A slot whose entry the history trimmed (history.keep newer
-// entries) is exempt from the "has an outcome" checks only.
+// of three; a run that no line reports (its end's, run.abandoned,
+// slot.missed: the one-shot settler that died with its answers lost) has
+// an entry naming it on a majority of the stores; and no body run under
+// overlap forbid runs beside another body of the job. A slot whose entry
+// the history trimmed (history.keep newer entries) is exempt from the
+// "has an outcome" checks only.
 //
 // The entries are the product's (history.Entry, as JSON, scored by the
 // slot's time), so the stores sort and merge them as they sort the
@@ -133,13 +147,17 @@
 // inline rather than spawned; the reconciler's pass has one missed
 // reason (unknown) and reads the pause register only in worlds with a
 // pauser; the probe and the backfill do not meet a pause (they are not in
-// the pause worlds); there is no reload of the job's definition
-// (schedule, jitter, overlap policy): its actor is not in any world yet;
-// the probe and the backfill work on slot 0 only, under misfire skip and
+// the pause worlds); a reload changes the overlap policy only (allow to
+// forbid: a lowered jitter and a replaced schedule are in no world: their
+// rules read time in seconds — markerTTL, continueAt, the reconciler's
+// windows — that the world's ticks do not measure), the window it opens
+// for allowRuns lasts the whole world, and a job lease held is asked for
+// once (time stands still while it is held); the probe and the backfill work on slot 0 only, under misfire skip and
 // overlap allow (no job lease); a backfill's plan reads the history once
 // (PlanBackfill) and its run-time check once (slotRecorded's growing
 // reads are one read of the whole log here); an end that did not
-// settle is retried once, before any done marker can expire (a retry after its markers
+// settle is retried once (finishEnd retries until its grace: one retry
+// that the stores answer is the same end), before any done marker can expire (a retry after its markers
 // expired, told by its own history entry, is locking's interleaving
 // check EndRetriedAfterItsMarkerExpired); settlers start whether or not
 // a claim points to them; time passes only at ticks, so a background undo's timer fires and its requests

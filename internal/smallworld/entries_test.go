@@ -29,6 +29,9 @@ const (
 	// outSkippedPaused is pausedSlot's entry, and the reconciler's for a
 	// slot its pause covers.
 	outSkippedPaused = "skipped:paused"
+	// outSkippedOverlap is a slot skipped for overlap (takeJobLease,
+	// allowRuns).
+	outSkippedOverlap = "skipped:overlap"
 )
 
 // slotTime is slot i's nominal time: its entries' score is i+1.
@@ -48,6 +51,8 @@ func histEntry(slot int, code, runID, replica string) history.Entry {
 		e.Outcome, e.Reason = history.OutcomeSkipped, history.ReasonLate
 	case outSkippedPaused:
 		e.Outcome, e.Reason = history.OutcomeSkipped, history.ReasonPaused
+	case outSkippedOverlap:
+		e.Outcome, e.Reason = history.OutcomeSkipped, history.ReasonOverlap
 	default:
 		e.Outcome = history.Outcome(code)
 	}

@@ -26,6 +26,8 @@ type explorer struct {
 
 	// Figures.
 	runs, terminals, pruned, maxDepth int
+	unreported                        int      // terminal states with a run no line reports (checkUnreported)
+	unreportedPath                    []action // the shortest schedule to one
 	began                             time.Time
 	cut                               float64 // stopped by -check.time: the share explored by then
 	finished                          bool
@@ -171,7 +173,14 @@ func (x *explorer) visit(w *world) (acts []action, terminal bool) {
 func (x *explorer) terminal(w *world) {
 	x.terminals++
 	w.close()
-	for _, v := range w.violations() {
+	vs := w.violations()
+	if w.unreported > 0 {
+		x.unreported++
+		if x.unreportedPath == nil || len(x.path) < len(x.unreportedPath) {
+			x.unreportedPath = append([]action(nil), x.path...)
+		}
+	}
+	for _, v := range vs {
 		c := x.found[v.class]
 		if c == nil {
 			c = &counterexample{v: v, path: append([]action(nil), x.path...)}

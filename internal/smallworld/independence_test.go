@@ -1,7 +1,6 @@
 package smallworld
 
 import (
-	"fmt"
 	"slices"
 )
 
@@ -29,7 +28,7 @@ func independent(a, b action) bool {
 // storeOf is the store an action touches, -1 for none.
 func storeOf(a action) int {
 	switch a.kind {
-	case "deliver", "lose", "freeze", "thaw", "wipe":
+	case "deliver", "lose", "mute", "freeze", "thaw", "wipe":
 		return a.store
 	}
 	return -1
@@ -58,7 +57,7 @@ func (w *world) independentAt(a, b action) bool {
 	b2, f2 := s2.Apply(rb.op)
 	a2, e2 := s2.Apply(ra.op)
 	return e1 == nil && f1 == nil && e2 == nil && f2 == nil &&
-		fmt.Sprint(a1, b1) == fmt.Sprint(a2, b2) && s1.Snapshot() == s2.Snapshot()
+		resultText(ra.op, a1) == resultText(ra.op, a2) && resultText(rb.op, b1) == resultText(rb.op, b2) && s1.Snapshot() == s2.Snapshot()
 }
 
 // sleeps are the sleep sets after taking each of f.alts in w's state:

@@ -70,7 +70,11 @@ func (a *actor) fire(slot int) {
 // runBody is run.go's: the body begins (Start), the watchdog's first
 // renewal confirms the start, the run ends with its outcome; then the
 // abandoned claim the stores pointed to, if any, is settled.
-func (a *actor) runBody(slot int, lease *locking.Lease) {
+func (a *actor) runBody(slot int, lease *locking.Lease) { a.runBodyWith(slot, lease, nil) }
+
+// runBodyWith is runBody with the job lease the run holds (nil: none),
+// released in the same call as the claim ends.
+func (a *actor) runBodyWith(slot int, lease, jobLease *locking.Lease) {
 	if !a.step("run") {
 		return
 	}
@@ -85,8 +89,11 @@ func (a *actor) runBody(slot int, lease *locking.Lease) {
 	if !a.step("end") {
 		return
 	}
+	a.w.mu.Lock()
+	a.w.bodyEnded(a)
+	a.w.mu.Unlock()
 	e := entry(slot, outSucceeded, lease.Grant().ID, a.name)
-	if a.endRetried(lease, locking.Ending{DoneTTL: doneTTL, Note: outSucceeded, Entry: &e, Keep: a.w.keep()}) {
+	if a.endRetried(lease, locking.Ending{DoneTTL: doneTTL, Note: outSucceeded, Entry: &e, Keep: a.w.keep(), Also: jobLease}) {
 		a.w.report(a, "succeeded", slot, lease.Grant().ID)
 	}
 	if o := lease.Grant().Orphan; o != nil {
@@ -105,6 +112,7 @@ func (a *actor) endRetried(lease *locking.Lease, e locking.Ending) bool {
 	if errors.Is(res.Err, locking.ErrLockLost) || !a.step("retry-end") {
 		return false
 	}
+	e.Also = nil // tryEnd: a retry ends the slot's lease alone
 	return a.end(lease, e).Err == nil
 }
 

@@ -119,7 +119,7 @@ func (w *world) answer(r *request, rep reply) {
 	a.batch++
 	text := "err " + fmt.Sprint(rep.err)
 	if rep.err == nil {
-		text = fmt.Sprint(rep.res)
+		text = resultText(r.op, rep.res)
 	}
 	a.obs = append(a.obs, fmt.Sprintf("s%d.%d=%s", r.store, r.k, text))
 	r.reply <- rep
@@ -196,4 +196,14 @@ func (w *world) canonicalK() {
 			r.k = ks[i]
 		}
 	}
+}
+
+// resultText is res, the answer to op, as text. A store lists its claims
+// in its map's order (as HKEYS does): the answer is the set, or two runs
+// of one schedule hash, and judge commuting requests, apart.
+func resultText(op driver.Op, res driver.Result) string {
+	if _, ok := op.(driver.ClaimsOp); ok {
+		res.Fields = slices.Sorted(slices.Values(res.Fields))
+	}
+	return fmt.Sprint(res)
 }

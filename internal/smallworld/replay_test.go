@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"testing/cryptotest"
@@ -104,4 +105,33 @@ func replay(t *testing.T, cfg worldConfig, path []action) (out []violation) {
 		t.Logf("ledger: runs %v; reports %v; history %v", w.runs, w.reports, w.final)
 	})
 	return out
+}
+
+// TestSmallWorldKnownLimits replays testdata/*.limit: schedules that
+// break an invariant by a limit the docs state and the code keeps. Each
+// names its class on a line "# expect CLASS", and must still break it (a
+// change that lifts the limit makes it a .trace, and the docs change).
+func TestSmallWorldKnownLimits(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.limit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(f), ".limit"), func(t *testing.T) {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, rest, ok := strings.Cut(string(data), "# expect ")
+			want, _, _ := strings.Cut(rest, "\n")
+			if !ok || want == "" {
+				t.Fatalf("%s: no \"# expect CLASS\" line", f)
+			}
+			cfg, path := readTrace(t, f)
+			got := replay(t, cfg, path)
+			if !slices.ContainsFunc(got, func(v violation) bool { return v.class == want }) {
+				t.Errorf("%s no longer breaks %s (got %v): the limit is lifted; make it a .trace and update docs/guarantees.md", f, want, got)
+			}
+		})
+	}
 }

@@ -43,7 +43,7 @@ func (w *world) stateKey() ([16]byte, renaming) {
 // stateLines describes the state, one self-describing line per item (so
 // that sorting them loses nothing); w.mu is held.
 func (w *world) stateLines() []string {
-	out := []string{fmt.Sprintf("world t%d a%d f%d %v %v %v", w.ticks, w.aged, w.spent, w.frozen, w.froze, w.wiped)}
+	out := []string{fmt.Sprintf("world t%d a%d f%d %v %v %v forbid=%v", w.ticks, w.aged, w.spent, w.frozen, w.froze, w.wiped, w.forbid)}
 	for i, s := range w.stores {
 		for _, l := range strings.Split(s.Snapshot(), "\n") {
 			out = append(out, fmt.Sprintf("s%d %s", i, l))
@@ -57,8 +57,8 @@ func (w *world) stateLines() []string {
 		if a.holding != nil {
 			hold = a.holding.id
 		}
-		out = append(out, fmt.Sprintf("actor %s gate=%q[%d,%d,%d] steps=%d st=%v done=%v dead=%v paused=%v hold=%s",
-			a.name, a.atGate, a.gateMin, a.gateMax, a.gateAge, a.steps, a.started, a.done, a.dead, a.paused, hold))
+		out = append(out, fmt.Sprintf("actor %s gate=%q[%d,%d,%d] steps=%d st=%v done=%v dead=%v paused=%v hold=%s def=%s claims=%d",
+			a.name, a.atGate, a.gateMin, a.gateMax, a.gateAge, a.steps, a.started, a.done, a.dead, a.paused, hold, a.def, a.claims))
 		for _, o := range a.obs {
 			out = append(out, "obs "+a.name+" "+o)
 		}
@@ -79,6 +79,11 @@ func (w *world) ledgerLines() []string {
 	}
 	for _, r := range w.reports {
 		out = append(out, fmt.Sprintf("report %v", r))
+	}
+	for _, b := range w.bodies {
+		// The order of begin and end is what checkOverlap reads, not the
+		// step numbers.
+		out = append(out, fmt.Sprintf("body %s %d %s ended=%v overlaps=%v", b.actor, b.slot, b.def, b.end >= 0, w.overlapping(b)))
 	}
 	return out
 }

@@ -22,6 +22,11 @@ type worldConfig struct {
 	reconcilers []string
 	probes      []string
 	pausers     []string // pause the job, then resume it (names start with U)
+	// A reload (reload_test.go): firers[i] fires slot i alone, under the
+	// definition in force then; reloaders switch it from allow to forbid.
+	firers    []string
+	reloaders []string
+	fastFire  bool // slot i+1 fired once slot i was, not once its claim is decided
 	// at: the tick an actor's first step waits for (its program's own
 	// when absent): the phases of a world whose actors come one after the
 	// other, as an operator's backfill comes after the reconciler's pass.
@@ -34,6 +39,7 @@ type worldConfig struct {
 	faults   int      // the fault budget of a path
 	kinds    []string // the faults drawn (nil: all)
 	victims  []string // the processes that may crash or pause (nil: all)
+	muted    []string // the processes whose answers may be lost (mute; nil: all)
 	ticks    int      // how many times time may pass (one lock TTL each)
 	expiries int      // how many times the done markers' lifetime may pass (expire)
 	noWipe   bool
@@ -82,10 +88,12 @@ type world struct {
 	froze   []bool // frozen once already
 	wiped   bool
 	closing bool
+	forbid  bool // reloaded: the job runs under overlap forbid
 
 	// The ledger: what the jobs saw and the processes reported.
 	grants  []*grantRec
 	runs    []runRec
+	bodies  []*bodyRec
 	reports []reportRec
 	final   map[int][]string   // history entries per slot, read at the end
 	logs    map[int][][]string // history entries per slot and store, read at the end
@@ -93,6 +101,8 @@ type world struct {
 	// newer entries): their lack of an entry tells nothing.
 	trimmed map[int]bool
 	open    map[int]bool // slots with an open claim at the end
+	// unreported: runs no line reports (checkUnreported), at the end.
+	unreported int
 	// lostClaims: the run ids (locking's lease id: the token's first 16
 	// characters) of claims whose claimer crashed during its Claim call.
 	lostClaims map[string]bool
@@ -116,6 +126,16 @@ type runRec struct {
 	actor, id string
 	slot      int
 	token     uint64
+}
+
+// bodyRec is a body's time: from the action that began it to the one
+// that ended it (its end step, or its process's death; -1 while it
+// runs), and the overlap policy it ran under (def: "" outside a reload's
+// worlds).
+type bodyRec struct {
+	actor, def string
+	slot       int
+	begin, end int
 }
 
 // reportRec is an audit line: run.abandoned, slot.missed, succeeded,
@@ -150,6 +170,12 @@ func newWorld(cfg worldConfig) *world {
 	for i, n := range cfg.backfills {
 		w.newActor(n).run(backfill(i))
 	}
+	for i, n := range cfg.firers {
+		w.newActor(n).run(firer(i))
+	}
+	for _, n := range cfg.reloaders {
+		w.newActor(n).run(reloader)
+	}
 	return w
 }
 
@@ -183,6 +209,16 @@ func (w *world) started(a *actor, slot int, l *locking.Lease) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.runs = append(w.runs, runRec{actor: a.name, id: l.Grant().ID, slot: slot, token: l.Token()})
+	w.bodies = append(w.bodies, &bodyRec{actor: a.name, slot: slot, def: a.def, begin: w.steps, end: -1})
+}
+
+// bodyEnded: a's body returned (or a died). w.mu is held.
+func (w *world) bodyEnded(a *actor) {
+	for _, b := range w.bodies {
+		if b.actor == a.name && b.end < 0 {
+			b.end = w.steps
+		}
+	}
 }
 
 func (w *world) report(a *actor, kind string, slot int, detail string) {
