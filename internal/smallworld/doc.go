@@ -25,7 +25,8 @@
 // overlap allow to forbid (reload_test.go: worlds reload, reloadcrash,
 // reloadlose, reloadfast), with one process per slot firing it under the
 // definition in force then (a slot fired under forbid claims with the job
-// lease and looks for older slots' open claims: allowRuns); and a
+// lease and looks for other slots' open claims: allowRuns; one fired
+// under allow reads the job lease after its claim: leaseRuns); and a
 // one-shot process's end whose answers are lost, retried or given up by
 // the process's death (retry_test.go: worlds retry, retrybackfill). Every
 // actor runs the real Redlock client

@@ -103,7 +103,8 @@ func firer(slot int) func(*actor) {
 
 // fireUnder is attemptSlot of a fired slot under overlap allow or forbid:
 // claimSlot (with the job lease under forbid), abandoned, leftover,
-// takeJobLease, allowRuns, then the run; the orphan the stores pointed to
+// takeJobLease, allowRuns under forbid or leaseRuns under allow (the two
+// sides of scheduler/guards_rolling.go), then the run; the orphan the stores pointed to
 // is settled after the run (as fire does).
 func (a *actor) fireUnder(slot int, forbid bool) {
 	var opts []locking.ClaimOption
@@ -142,6 +143,11 @@ func (a *actor) fireUnder(slot int, forbid bool) {
 			return
 		}
 	}
+	if !forbid {
+		if !a.leaseRunsClear(slot, lease) {
+			return
+		}
+	}
 	if forbid {
 		clear, err := a.allowRunsClear(slot)
 		switch {
@@ -160,7 +166,7 @@ func (a *actor) fireUnder(slot int, forbid bool) {
 	a.runBodyWith(slot, lease, jobLease)
 }
 
-// allowRunsClear is allowRuns: no claim of an older slot of the job is
+// allowRunsClear is allowRuns: no claim of another slot of the job is
 // open (history.ClaimedSlots of ReadClaims, the product's names). A read
 // that fails is its error (the caller loses the slot: a.lost); a process
 // gone at the step, not clear.
@@ -179,11 +185,37 @@ func (a *actor) allowRunsClear(slot int) (bool, error) {
 		}
 	}
 	for u := range history.ClaimedSlots(named) {
-		if u < slotTime(slot).Unix() {
+		// Every other open claim, a newer slot's too: it may be a run
+		// under allow that read the job lease before this slot took it.
+		if u != slotTime(slot).Unix() {
 			return false, nil
 		}
 	}
 	return true, nil
+}
+
+// leaseRunsClear is leaseRuns (scheduler/guards_rolling.go): a slot under
+// allow, its claim won, reads the job lease and skips for overlap while a
+// run holds it. A read that fails loses the slot (handed back). It
+// reports whether the slot goes on to its run; when not, the slot was
+// ended here (or its process is gone).
+func (a *actor) leaseRunsClear(slot int, lease *locking.Lease) bool {
+	if !a.step("lease-runs") {
+		return false
+	}
+	he, err := a.locker.ReadLease(context.Background(), runKey)
+	switch {
+	case err != nil:
+		if a.step("release") {
+			a.releaseBoth(lease, nil)
+			a.w.report(a, "skipped", slot, skipReason(err))
+		}
+		return false
+	case he != nil && !he.Done:
+		a.skipOverlap(slot, lease, nil)
+		return false
+	}
+	return true
 }
 
 // skipOverlap is actDone for overlap: the claim a done marker with the

@@ -116,6 +116,9 @@ func TestSmallWorldKnownLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(files) == 0 {
+		t.Skip("no known limit kept as a trace")
+	}
 	for _, f := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(f), ".limit"), func(t *testing.T) {
 			data, err := os.ReadFile(f)
