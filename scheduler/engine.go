@@ -39,6 +39,13 @@ type engine struct {
 
 	state atomic.Int32 // stateNew, stateRunning, stateStopping, stateStopped
 
+	// defsUnread: Run has started and the fleet's definitions were not
+	// read yet (fleet_defs.go's learnDefinitions clears it). Until then a
+	// replica cannot know whether another runs its jobs under another
+	// overlap policy, so its slots keep both sides of a rolling change
+	// apart as within their windows (guards_rolling.go).
+	defsUnread atomic.Bool
+
 	// Goroutines: every one is started by spawn (or bracketed by enter
 	// and leave) and tracked by wg.
 	mu     sync.Mutex

@@ -65,7 +65,7 @@ func (f *fleet) beatLoop(started time.Time) {
 				published, sincePublished = d, 0
 			}
 		}
-		if beats++; beats%defsBeats == 0 {
+		if beats++; beats%defsBeats == 0 || f.defsUnread.Load() {
 			f.learnDefinitions()
 		}
 		if !f.sleep(f.cfg.Beat, f.stopping) {

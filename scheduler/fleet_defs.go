@@ -45,6 +45,7 @@ func (f *fleet) learnDefinitions() {
 		f.log.Debug("fleet's job definitions unread", "error", err.Error())
 		return
 	}
+	defer f.defsUnread.Store(false) // once the windows below are open
 	beat := f.cfg.Beat
 	if beat <= 0 {
 		beat = history.DefaultBeat

@@ -39,9 +39,11 @@ import (
 // the store its majority shares with the claim's. So at least one side
 // sees the other: both may skip, never both run. Hence allowRuns counts
 // every other open claim, a newer slot's too: a newer slot's claim may be
-// an allow run that read the lease before this slot took it. Two replicas
-// of different policies that both do not know of the other yet — started
-// within one read of the definitions of each other — are not kept apart
+// an allow run that read the lease before this slot took it. A replica
+// whose first read of the fleet's definitions has not answered yet acts
+// as within both windows (engine.defsUnread): its first slots may fire
+// before that read. Two replicas of different policies that both read the
+// definitions before either had published its own are not kept apart
 // until one learns. A replica frozen past its lease is the contract's
 // honest exception, as for forbid alone.
 
@@ -58,7 +60,7 @@ import (
 // window costs (both may skip).
 func allowRuns(a *attempt) verdict {
 	ap := a.ap
-	if a.jobLease == nil || !within(a.j, &a.j.allowRunsUntil, ap.clock.Now()) {
+	if a.jobLease == nil || !(ap.defsUnread.Load() || within(a.j, &a.j.allowRunsUntil, ap.clock.Now())) {
 		return goOn
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)

@@ -137,3 +137,68 @@ func TestForbidSideCountsANewerAllowRun(t *testing.T) {
 		}
 	})
 }
+
+// slowDefinitions is a locker whose reads of the fleet's published
+// definitions take delay: a replica's first slots then fire before it
+// has learned what the others run.
+type slowDefinitions struct {
+	locking.Locker
+	delay time.Duration
+}
+
+func (l slowDefinitions) ReadLog(ctx context.Context, family string, since int64, limit int) ([]locking.LogEntry, error) {
+	if family == history.DefinitionsFamily {
+		time.Sleep(l.delay)
+	}
+	return l.Locker.ReadLog(ctx, family, since, limit)
+}
+
+// TestRollingChangeBeforeTheFirstDefinitionsRead: a rolling change of
+// overlap where the second replica's first slot fires before its first
+// read of the fleet's definitions has answered (it takes 2 s here), while
+// the first replica does not know of it either (it reads the definitions
+// again only every defsBeats beats). The first replica's clock is 100 ms
+// behind, so the second claims every slot first. Until its first read
+// the second replica keeps both sides apart as within the windows:
+//
+//   - first allow: its run of slot 5 goes on to 12 s; the forbid replica,
+//     started at 9.5 s, wins slot 10 and finds slot 5's claim open
+//     (without the read of the claims, it ran slot 10 beside it);
+//   - first forbid: its runs follow one another, each slot waiting for
+//     the job lease, until its run of slot 20 ends at 29.2 s; the allow
+//     replica, started at 29.5 s, wins slot 30 with the lease free and,
+//     not knowing yet, takes the job lease with it, and every slot after.
+//     (This order passes without the fix too — the forbid replica claims
+//     no slot once the allow replica runs, as its clock is behind — and is
+//     here to show the allow side's early job lease keeps both running.)
+func TestRollingChangeBeforeTheFirstDefinitionsRead(t *testing.T) {
+	startAt := map[Overlap]time.Duration{OverlapAllow: 9500 * time.Millisecond, OverlapForbid: 29500 * time.Millisecond}
+	for _, first := range []Overlap{OverlapAllow, OverlapForbid} {
+		t.Run("first "+string(first), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := newEnv(t)
+				rec := &recorder{d: 7 * time.Second, now: time.Now}
+				mk := func(o Overlap, l locking.Locker, clock locking.Clock) *Scheduler {
+					sp := cronSpec(t, "j", "*/5 * * * * *", rec)
+					sp.Overlap = o
+					s, err := New(Config{Replica: string(o), Locker: l, Clock: clock, Logger: e.sink.logger(string(o)), Metrics: e.metrics,
+						LockTTL: 30 * time.Second, MaxClockSkew: 2 * time.Second, ShutdownGrace: 10 * time.Second,
+						Beat: 10 * time.Second, Jobs: []JobSpec{sp}})
+					if err != nil {
+						t.Fatal(err)
+					}
+					return s
+				}
+				second := map[Overlap]Overlap{OverlapAllow: OverlapForbid, OverlapForbid: OverlapAllow}[first]
+				start := time.Now() // a whole second: slots fall every 5 s from it
+				stopFirst := running(t, mk(first, e.locker, newJumpClock(-100*time.Millisecond)))
+				time.Sleep(time.Until(start.Add(startAt[first])))
+				stopSecond := running(t, mk(second, slowDefinitions{Locker: e.locker, delay: 2 * time.Second}, nil))
+				time.Sleep(30 * time.Second)
+				stopSecond()
+				stopFirst()
+				checkRollingRuns(t, e.sink, rec.all())
+			})
+		})
+	}
+}

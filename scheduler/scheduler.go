@@ -243,6 +243,10 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 	start := s.clock.Now()
 	s.timer.heartbeat.Store(start.UnixNano())
+	// Its first slots may fire before the fleet's definitions are read:
+	// they keep a rolling change of overlap apart meanwhile. Without
+	// heartbeats nothing is published, so there is nothing to wait for.
+	s.defsUnread.Store(s.cfg.Beat > 0)
 	loopDone := make(chan struct{})
 	s.spawn(func() {
 		defer close(loopDone)
