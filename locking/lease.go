@@ -96,9 +96,9 @@ func (ls *Lease) Lost() <-chan struct{} { return ls.lost }
 
 // Extend renews the lease to its full TTL on a majority. It returns
 // ErrLockLost when the key no longer holds this lease's value on a
-// majority, a *QuorumError when a majority could not be reached, and
-// ctx.Err() when ctx ends first. A failed Extend leaves ValidUntil as it
-// was.
+// majority, a *QuorumError when a majority could not be reached,
+// ErrUnfit without a call while Options.Fit refuses, and ctx.Err() when
+// ctx ends first. A failed Extend leaves ValidUntil as it was.
 func (ls *Lease) Extend(ctx context.Context) (err error) {
 	if ls.lk.tracer != nil {
 		var sp trace.Span
@@ -117,6 +117,9 @@ func (ls *Lease) Extend(ctx context.Context) (err error) {
 	}
 	started := ls.started
 	ls.mu.Unlock()
+	if err := ls.lk.fit(); err != nil {
+		return err
+	}
 	if err := ctxOr(ctx, ls.lk.b.Extend(ctx, ls.spec, started)); err != nil {
 		return err
 	}

@@ -36,6 +36,15 @@ type Options struct {
 	// its seed replays them. Tokens must be unique and unguessable:
 	// never set it in production.
 	Token func(key Key) [16]byte
+	// Fit, when set, says whether this process is fit to hold leases: it
+	// is asked before every acquisition and every renewal. While it
+	// returns an error no lease is taken (ErrUnfit, wrapping it) and none
+	// is renewed, so the leases held lapse at their validity — their
+	// kept contexts canceled with ErrLockLost — and other processes may
+	// take them over, as from a frozen process. For a process that must
+	// not hold work it cannot account for: the command's, while its log
+	// output is blocked. Ending a lease is always allowed.
+	Fit func() error
 }
 
 // WithDefaults is o with its zero fields set to their defaults: the
@@ -158,6 +167,9 @@ func (l *locker) acquire(ctx context.Context, s driver.Lease) (ls *Lease, err er
 	if l.closed.Load() {
 		return nil, ErrClosed
 	}
+	if err := l.fit(); err != nil {
+		return nil, err
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -239,6 +251,17 @@ func (l *locker) newToken(key Key) string {
 // Replica is the name this locker writes in lock values
 // (Options.Replica, defaulted); a scheduler given the locker takes it as
 // its own when none is set.
+// fit is Options.Fit's verdict as ErrUnfit, nil when fit (or not asked).
+func (l *locker) fit() error {
+	if l.opt.Fit == nil {
+		return nil
+	}
+	if err := l.opt.Fit(); err != nil {
+		return fmt.Errorf("%w: %w", ErrUnfit, err)
+	}
+	return nil
+}
+
 func (l *locker) Replica() string { return l.opt.Replica }
 
 // NewLocker returns the Locker over d: the front end (Lease, its

@@ -1,6 +1,10 @@
 package locking
 
-import "github.com/slotlock/slotlock/locking/driver"
+import (
+	"errors"
+
+	"github.com/slotlock/slotlock/locking/driver"
+)
 
 // The values a caller passes and gets back are the ones that cross to the
 // driver, so they have one definition (in locking/driver) and one name
@@ -68,3 +72,7 @@ var (
 	// ErrPaused: a Claim refused by its family's pause (*PausedError).
 	ErrPaused = driver.ErrPaused
 )
+
+// ErrUnfit: Options.Fit said this process may not hold leases now; no
+// call was made. The error wraps Fit's.
+var ErrUnfit = errors.New("locking: this process is unfit to hold leases")
