@@ -158,7 +158,14 @@ type Config struct {
 	// it (as the command does). Default: JSON lines on stderr at level
 	// info, each with the replica attribute, as the contract's audit
 	// events are.
-	Logger  *slog.Logger
+	Logger *slog.Logger
+	// Fit, when set, says whether this replica is fit to do its part:
+	// while it returns an error, Healthy returns it too (the ops server's
+	// /healthz answers 503 with it, for the orchestrator to restart the
+	// replica). Give the Locker the same function (locking.Options.Fit)
+	// so that an unfit replica also holds no lease. The command's says
+	// whether its log output is blocked.
+	Fit     func() error
 	Metrics Metrics // nil: none
 	// Notifier is told of each slot outcome this replica writes as the
 	// writer of record, for the jobs with Notify rules (notify.go). nil:

@@ -320,6 +320,11 @@ func (s *Scheduler) Healthy() error {
 	if age := s.clock.Now().Sub(last); age > loopStuckAfter {
 		return fmt.Errorf("scheduler: loop stuck: last tick %v ago", age.Round(time.Millisecond))
 	}
+	if fit := s.cfg.Fit; fit != nil {
+		if err := fit(); err != nil {
+			return fmt.Errorf("scheduler: unfit: %w", err)
+		}
+	}
 	return nil
 }
 

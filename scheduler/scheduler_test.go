@@ -845,3 +845,39 @@ func (c *countingRecords) Do(_ context.Context, op driver.Op) (driver.Result, er
 	}
 	return c.Apply(op)
 }
+
+// A running scheduler whose Config.Fit refuses is not healthy, with Fit's
+// reason, and is again once Fit is content.
+func TestHealthyAsksFit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		var unfit atomic.Bool
+		blocked := errors.New("log output blocked for 2s")
+		s, err := New(Config{
+			Replica: "r1", Locker: e.locker, Logger: e.sink.logger("r1"), LockTTL: 30 * time.Second,
+			Fit: func() error {
+				if unfit.Load() {
+					return blocked
+				}
+				return nil
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := running(t, s)
+		defer stop()
+		time.Sleep(2 * time.Second)
+		if err := s.Healthy(); err != nil {
+			t.Fatalf("Healthy while fit: %v", err)
+		}
+		unfit.Store(true)
+		if err := s.Healthy(); !errors.Is(err, blocked) {
+			t.Fatalf("Healthy while unfit = %v, want Fit's error", err)
+		}
+		unfit.Store(false)
+		if err := s.Healthy(); err != nil {
+			t.Fatalf("Healthy once fit again: %v", err)
+		}
+	})
+}
