@@ -69,6 +69,9 @@ func printable(s string) bool {
 
 // isTerminal reports whether w is a character device (a terminal).
 func isTerminal(w io.Writer) bool {
+	if lw, ok := w.(*logWatch); ok {
+		w = lw.w
+	}
 	f, ok := w.(*os.File)
 	if !ok {
 		return false

@@ -66,16 +66,19 @@ func printErrors(env cmdEnv, err error) {
 // is a configuration error (exit 2) unless it says otherwise.
 func build(ctx context.Context, cfg *config.Config, env cmdEnv) (*replica, error) {
 	r := &replica{cfg: cfg, name: replicaName(env.getenv)}
-	log, err := newLogger(env.Stderr, cfg.Log.Format, cfg.Log.Level, r.name)
-	if err != nil {
-		return nil, err
-	}
-	r.log = log
 	offset, err := clockOffset(env.getenv)
 	if err != nil {
 		return nil, err
 	}
 	r.clock = locking.SystemClock(offset)
+	// The log output, watched: a replica whose output blocks is unfit
+	// (logstall.go).
+	out := newLogWatch(env.Stderr, r.clock, stallAfter(cfg.Lock.TTL))
+	log, err := newLogger(out, cfg.Log.Format, cfg.Log.Level, r.name)
+	if err != nil {
+		return nil, err
+	}
+	r.log = log
 	if offset != 0 {
 		log.Warn("clock offset in effect (SLOTLOCK_CLOCK_OFFSET): this replica's wall clock is shifted, for rehearsing clock skew", "offset", offset.String())
 	}
@@ -84,7 +87,7 @@ func build(ctx context.Context, cfg *config.Config, env cmdEnv) (*replica, error
 		return nil, err
 	}
 	r.closers = append(r.closers, tr.shutdown) // the first closer runs last: after the last lease's end
-	opts := locking.Options{Replica: r.name, Clock: r.clock, Logger: log, TracerProvider: tr.provider()}
+	opts := locking.Options{Replica: r.name, Clock: r.clock, Logger: log, TracerProvider: tr.provider(), Fit: out.Fit}
 	if len(cfg.Redis.Nodes) == 0 {
 		r.locker = locking.NewLocal(opts)
 		log.Warn("no redis.nodes configured: using in-process locks, which are safe for ONE replica only: " +
@@ -118,6 +121,7 @@ func build(ctx context.Context, cfg *config.Config, env cmdEnv) (*replica, error
 	sc.Locker = r.locker
 	sc.Clock = r.clock
 	sc.Logger = log
+	sc.Fit = out.Fit
 	metrics := ops.NewMetrics() // the ops server's /metrics (ops.Handler finds it)
 	sc.Metrics = metrics
 	r.addNotifier(&sc, metrics)
