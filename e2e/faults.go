@@ -56,3 +56,22 @@ func (c *Cluster) Legit(from, to time.Time, why string) {
 	c.legit = append(c.legit, Window{From: from, To: to, Why: why})
 	c.mu.Unlock()
 }
+
+// StallLogs stops draining the replica's output for d (Spec.PipedLogs),
+// so that its writes block as under a log driver's backpressure, and
+// records the stall. It blocks for d.
+func (r *Replica) StallLogs(d time.Duration) Stall {
+	if r.logs == nil {
+		r.c.t.Fatalf("replica %s: StallLogs needs Spec.PipedLogs", r.Name)
+	}
+	s := Stall{Replica: r.Name, From: time.Now()}
+	r.logs.stall(d)
+	s.To = time.Now()
+	return s
+}
+
+// Stall is a span in which a replica's log writes blocked.
+type Stall struct {
+	Replica  string
+	From, To time.Time
+}

@@ -24,6 +24,7 @@ type Replica struct {
 	HTTPAddr string        // with Spec.UI: its ops server (host:port)
 	c        *Cluster
 	p        *proc
+	logs     *logPipe // with Spec.PipedLogs
 }
 
 // StartReplica starts `slotlock run` as replica name (a new process each
@@ -42,11 +43,19 @@ func (c *Cluster) StartReplica(name string, offset time.Duration) *Replica {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	defer lf.Close()
 	before := fileSize(logPath)
 	cmd := exec.Command(c.bin.Slotlock, "run", "--config", c.configFor(name))
 	cmd.Dir = c.dir
-	cmd.Stdout, cmd.Stderr = lf, lf
+	var logs *logPipe
+	if c.spec.PipedLogs {
+		if logs, err = newLogPipe(lf); err != nil {
+			c.t.Fatal(err)
+		}
+		cmd.Stdout, cmd.Stderr = logs.w, logs.w
+	} else {
+		defer lf.Close()
+		cmd.Stdout, cmd.Stderr = lf, lf
+	}
 	env := []string{"SLOTLOCK_REPLICA=" + name}
 	if offset != 0 {
 		env = append(env, "SLOTLOCK_CLOCK_OFFSET="+offset.String())
@@ -69,9 +78,18 @@ func (c *Cluster) StartReplica(name string, offset time.Duration) *Replica {
 	cmd.Env = env
 	p, err := startProc("replica "+name, cmd)
 	if err != nil {
+		if logs != nil {
+			logs.closeWriter()
+		}
 		c.t.Fatalf("start replica %s: %v", name, err)
 	}
-	r := &Replica{Name: name, Offset: offset, HTTPAddr: httpAddr, c: c, p: p}
+	if logs != nil {
+		go func() {
+			<-p.done
+			logs.closeWriter()
+		}()
+	}
+	r := &Replica{Name: name, Offset: offset, HTTPAddr: httpAddr, c: c, p: p, logs: logs}
 	c.mu.Lock()
 	if _, ok := c.replicas[name]; !ok {
 		c.order = append(c.order, name)

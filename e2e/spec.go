@@ -65,6 +65,10 @@ type Spec struct {
 	Grace       time.Duration // shutdown.grace; default 5s
 	OpTimeout   time.Duration // redis.op_timeout; default 100ms
 	LogLevel    string        // log.level; default debug (the checker reads held/done skips)
+	// PipedLogs passes every replica's output through a pipe the suite
+	// drains into its log file, so that Replica.StallLogs can stop
+	// draining it.
+	PipedLogs bool
 	// UI gives every replica an ops server on a loopback port of its own
 	// (Replica.HTTPAddr) with the status page on (http.ui).
 	UI bool
