@@ -80,6 +80,7 @@ func (r *nodeSet) round(ctx context.Context, op func(i int) (driver.Op, bool), r
 	var calls [maxQueuedNodes]*nodeCall
 	var wg sync.WaitGroup
 	first, firstOp, own, queued := -1, driver.Op(nil), -1, false
+	var w wireCall // the last queued op's wire form, shared by the nodes sent the same op
 	for i := range r.nodes {
 		o, ok := op(i)
 		if !ok {
@@ -87,11 +88,14 @@ func (r *nodeSet) round(ctx context.Context, op func(i int) (driver.Op, bool), r
 		}
 		if q, isQ := r.nodes[i].(queuingNode); isQ && i < maxQueuedNodes && !isRead(o) {
 			queued = true
+			if w.op == nil || !sameOp(w.op, o) {
+				w = wireOf(o)
+			}
 			if own < 0 && q.claim() {
-				own, calls[i] = i, q.call(ctx, until, o)
+				own, calls[i] = i, q.call(ctx, until, w)
 				continue
 			}
-			calls[i] = q.start(ctx, until, o)
+			calls[i] = q.start(ctx, until, w)
 			continue
 		}
 		if rctx == nil {
@@ -193,9 +197,9 @@ var expired = func() <-chan time.Time {
 // the caller the node's sender when it is idle: the caller then sends its
 // own call (sendOwn) instead of queuing it (start).
 type queuingNode interface {
-	start(ctx context.Context, until time.Time, op driver.Op) *nodeCall
+	start(ctx context.Context, until time.Time, w wireCall) *nodeCall
 	claim() bool
-	call(ctx context.Context, until time.Time, op driver.Op) *nodeCall
+	call(ctx context.Context, until time.Time, w wireCall) *nodeCall
 	sendOwn(c *nodeCall)
 	watchFaults(f func(error))
 }

@@ -101,3 +101,42 @@ func (c *nodeCall) inTime(now time.Time, need time.Duration) bool {
 	}
 	return !ok || dl.Sub(now) >= need
 }
+
+// wireCall is an op and, for a script, its script and call arguments
+// (scriptCall), built once for every node a round sends the op to: the
+// argument list is read-only once built (a resend as EVAL copies it), so
+// the nodes' pipelines share it, and a round of n nodes boxes its
+// arguments once, not n times. A zero script and nil args leave them to
+// the pipeline (plan).
+type wireCall struct {
+	op     driver.Op
+	script *luaScript
+	args   []any
+}
+
+// wireOf is o's wire form.
+func wireOf(o driver.Op) wireCall {
+	s, a := scriptCall(o, false)
+	return wireCall{op: o, script: s, args: a}
+}
+
+// sameOp reports whether a and b are the same script op (equal fields),
+// so that their calls may share one argument list. Ops of other kinds
+// are never the same: the lease ops are the ones a round repeats.
+func sameOp(a, b driver.Op) bool {
+	switch a := a.(type) {
+	case driver.AcquireOp:
+		b, ok := b.(driver.AcquireOp)
+		return ok && a == b
+	case driver.ReleaseOp:
+		b, ok := b.(driver.ReleaseOp)
+		return ok && a == b
+	case driver.ExtendOp:
+		b, ok := b.(driver.ExtendOp)
+		return ok && a == b
+	case driver.LogAddOp:
+		b, ok := b.(driver.LogAddOp)
+		return ok && a == b
+	}
+	return false
+}

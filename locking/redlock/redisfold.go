@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/slotlock/slotlock/locking/driver"
 	"github.com/slotlock/slotlock/locking/internal/wire"
@@ -177,7 +178,11 @@ func (u *unit) queue(ctx context.Context, p redis.Pipeliner, eval bool) {
 		u.cmd = queueCommand(ctx, p, c.op)
 		return
 	case u.fold == nil:
-		if eval {
+		if eval && c.args[0] != "eval" {
+			// The list may be shared with the op's calls to the other
+			// nodes (wireOf), which may be writing it now: this call
+			// takes a copy of its own.
+			c.args = slices.Clone(c.args)
 			c.args[0], c.args[1] = "eval", c.script.src
 		}
 		u.cmd = queueScript(ctx, p, c.args)

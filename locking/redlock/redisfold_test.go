@@ -24,7 +24,7 @@ func sendTogether(t *testing.T, n *redisNode, ops []driver.Op) ([]driver.Result,
 	free := holdSender(t, n)
 	calls := make([]*nodeCall, len(ops))
 	for i, op := range ops {
-		calls[i] = n.start(context.Background(), time.Time{}, op)
+		calls[i] = n.start(context.Background(), time.Time{}, wireCall{op: op})
 	}
 	free()
 	res, errs := make([]driver.Result, len(ops)), make([]error, len(ops))
