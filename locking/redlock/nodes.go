@@ -10,7 +10,6 @@ import (
 
 	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/locking/driver"
-	"github.com/slotlock/slotlock/locking/internal/wire"
 )
 
 // nodeSet is the nodes of one Redlock driver and how a round reaches
@@ -24,6 +23,7 @@ type nodeSet struct {
 	down      []atomic.Bool // per node: last seen unreachable
 	quorum    int
 	prefix    string
+	families  *familyCache // keys.go
 	opTimeout time.Duration
 	log       *slog.Logger
 	clock     locking.Clock
@@ -53,14 +53,6 @@ func (r *nodeSet) observe(parent context.Context, i int, err error) {
 	if !r.down[i].Swap(true) {
 		r.log.Warn("locking: redis node unreachable", "node", r.nodes[i].Addr(), "error", err.Error())
 	}
-}
-
-func (r *nodeSet) key(k locking.Key) string {
-	return r.prefix + ":{" + k.Family + "}:" + k.Name
-}
-
-func (r *nodeSet) fenceKey(family string) string {
-	return r.prefix + ":{" + family + "}:" + wire.FenceName
 }
 
 // round applies one op per node, in parallel, under one OpTimeout
