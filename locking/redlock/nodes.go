@@ -68,10 +68,9 @@ func (r *nodeSet) round(ctx context.Context, op func(i int) (driver.Op, bool), r
 	// it and share one pooled timer; a context of its own is made only
 	// for nodes called through Do.
 	until := time.Now().Add(r.opTimeout)
-	var rctx context.Context
 	var calls [maxQueuedNodes]*nodeCall
-	var wg sync.WaitGroup
-	first, firstOp, own, queued := -1, driver.Op(nil), -1, false
+	var direct *directCalls // made for the first node called through Do
+	own, queued := -1, false
 	var w wireCall // the last queued op's wire form, shared by the nodes sent the same op
 	for i := range r.nodes {
 		o, ok := op(i)
@@ -90,33 +89,52 @@ func (r *nodeSet) round(ctx context.Context, op func(i int) (driver.Op, bool), r
 			calls[i] = q.start(ctx, until, w)
 			continue
 		}
-		if rctx == nil {
-			var cancel context.CancelFunc
-			rctx, cancel = context.WithDeadline(ctx, until)
-			defer cancel()
-		}
-		if first < 0 {
-			first, firstOp = i, o
+		if direct == nil {
+			direct = newDirectCalls(ctx, until, i, o)
 			continue
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			res[i], errs[i] = r.nodes[i].Do(rctx, o)
-			r.observe(ctx, i, errs[i])
-		}()
+		direct.wg.Add(1)
+		go direct.do(r, ctx, i, o, res, errs)
 	}
 	if own >= 0 {
 		r.nodes[own].(queuingNode).sendOwn(calls[own])
 	}
-	if first >= 0 {
-		res[first], errs[first] = r.nodes[first].Do(rctx, firstOp)
-		r.observe(ctx, first, errs[first])
+	if direct != nil {
+		res[direct.first], errs[direct.first] = r.nodes[direct.first].Do(direct.ctx, direct.firstOp)
+		r.observe(ctx, direct.first, errs[direct.first])
 	}
 	if queued {
 		r.awaitQueued(ctx, until, calls[:min(len(r.nodes), maxQueuedNodes)], res, errs)
 	}
-	wg.Wait()
+	if direct != nil {
+		direct.wg.Wait()
+		direct.cancel()
+	}
+}
+
+// directCalls are a round's calls through Do (nodes that do not queue):
+// each on a goroutine of its own, the first on the round's, under a
+// context of the round's deadline. Made only when the round has one, so
+// that a round of queuing nodes allocates none of it.
+type directCalls struct {
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	first   int
+	firstOp driver.Op
+}
+
+func newDirectCalls(parent context.Context, until time.Time, first int, o driver.Op) *directCalls {
+	d := &directCalls{first: first, firstOp: o}
+	d.ctx, d.cancel = context.WithDeadline(parent, until)
+	return d
+}
+
+// do calls node i (observed against parent, the round's context).
+func (d *directCalls) do(r *nodeSet, parent context.Context, i int, o driver.Op, res []driver.Result, errs []error) {
+	defer d.wg.Done()
+	res[i], errs[i] = r.nodes[i].Do(d.ctx, o)
+	r.observe(parent, i, errs[i])
 }
 
 // awaitQueued waits for the queued calls' answers, until the round's
