@@ -290,7 +290,8 @@ func (n *redisNode) pipe(ctx context.Context, calls []*nodeCall, eval bool) (aga
 	box := n.client.Load()
 	p := box.pipeline()
 	defer box.pipes.Put(p)
-	units := n.plan(calls)
+	var one [1]unit
+	units := n.plan(calls, &one)
 	for i := range units {
 		units[i].queue(ctx, p, eval)
 	}

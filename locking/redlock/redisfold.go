@@ -100,15 +100,17 @@ type foldGroup struct {
 // plan orders calls into the pipeline's units (see Order above), building
 // each script call's arguments once (kept on the call for a resend). A
 // unit's calls start as a sub-slice of calls, capped so that a call
-// joining it copies them out.
-func (n *redisNode) plan(calls []*nodeCall) []unit {
+// joining it copies them out. A lone call's unit goes in one, the
+// caller's (a pipeline of one call allocates no unit list).
+func (n *redisNode) plan(calls []*nodeCall, one *[1]unit) []unit {
 	for _, c := range calls {
 		if c.args == nil {
 			c.script, c.args = scriptCall(c.op, false)
 		}
 	}
 	if len(calls) == 1 { // a lone call: nothing to fold
-		return []unit{{calls: calls}}
+		one[0] = unit{calls: calls}
+		return one[:]
 	}
 	cluster := n.cluster.Load()
 	units := make([]unit, 0, len(calls))

@@ -128,7 +128,7 @@ func TestFoldKeepsTagOrder(t *testing.T) {
 	z2 := call(driver.GetOp{Key: "p:{z}:c"})
 	z3 := call(driver.FenceOp{Key: "p:{z}:b", N: 2})
 	w1 := call(driver.MaxSetOp{Key: "p:{w}:a", N: 1})
-	units := n.plan([]*nodeCall{x1, x2, x3, y1, z1, z2, z3, w1})
+	units := n.plan([]*nodeCall{x1, x2, x3, y1, z1, z2, z3, w1}, new([1]unit))
 	var got [][]*nodeCall
 	for _, u := range units {
 		got = append(got, u.calls)
