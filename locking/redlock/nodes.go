@@ -70,7 +70,7 @@ func (r *nodeSet) round(ctx context.Context, op func(i int) (driver.Op, bool), r
 	until := time.Now().Add(r.opTimeout)
 	var calls [maxQueuedNodes]*nodeCall
 	var direct *directCalls // made for the first node called through Do
-	own, queued := -1, false
+	own := -1
 	var w wireCall // the last queued op's wire form, shared by the nodes sent the same op
 	for i := range r.nodes {
 		o, ok := op(i)
@@ -78,9 +78,13 @@ func (r *nodeSet) round(ctx context.Context, op func(i int) (driver.Op, bool), r
 			continue
 		}
 		if q, isQ := r.nodes[i].(queuingNode); isQ && i < maxQueuedNodes && !isRead(o) {
-			queued = true
 			if w.op == nil || !sameOp(w.op, o) {
+				g := w.group
+				if g == nil {
+					g = newRoundDone()
+				}
 				w = wireOf(o)
+				w.group = g
 			}
 			if own < 0 && q.claim() {
 				own, calls[i] = i, q.call(ctx, until, w)
@@ -103,8 +107,8 @@ func (r *nodeSet) round(ctx context.Context, op func(i int) (driver.Op, bool), r
 		res[direct.first], errs[direct.first] = r.nodes[direct.first].Do(direct.ctx, direct.firstOp)
 		r.observe(ctx, direct.first, errs[direct.first])
 	}
-	if queued {
-		r.awaitQueued(ctx, until, calls[:min(len(r.nodes), maxQueuedNodes)], res, errs)
+	if w.group != nil {
+		r.awaitQueued(ctx, until, w.group, calls[:min(len(r.nodes), maxQueuedNodes)], res, errs)
 	}
 	if direct != nil {
 		direct.wg.Wait()
@@ -137,23 +141,38 @@ func (d *directCalls) do(r *nodeSet, parent context.Context, i int, o driver.Op,
 	r.observe(parent, i, errs[i])
 }
 
-// awaitQueued waits for the queued calls' answers, until the round's
-// deadline, and observes what they say of their nodes.
-func (r *nodeSet) awaitQueued(ctx context.Context, until time.Time, calls []*nodeCall, res []driver.Result, errs []error) {
-	timer := getTimer(time.Until(until))
-	defer putTimer(timer)
-	expire := timer.C
+// awaitQueued waits for the queued calls' answers (their one completion,
+// g), until the round's deadline, and observes what they say of their
+// nodes.
+func (r *nodeSet) awaitQueued(ctx context.Context, until time.Time, g *roundDone, calls []*nodeCall, res []driver.Result, errs []error) {
+	g.answer() // the round's own count: every call is queued
+	all := false
+	select {
+	case <-g.ch:
+		all = true
+	default:
+		timer := getTimer(time.Until(until))
+		select {
+		case <-g.ch:
+			all = true
+		case <-ctx.Done():
+		case <-timer.C:
+		}
+		putTimer(timer)
+	}
 	for i, c := range calls {
 		if c == nil {
 			continue
 		}
-		res[i], errs[i] = c.wait(expire)
-		if !time.Now().Before(until) {
-			expire = expired // the timer's tick may have been taken
-		}
+		res[i], errs[i] = c.take()
 		if !queueHeld(errs[i]) {
 			r.observe(ctx, i, errs[i])
 		}
+	}
+	if all {
+		// Every call answered and the signal taken: nothing touches g
+		// any more.
+		roundPool.Put(g)
 	}
 }
 
@@ -194,13 +213,6 @@ func putTimer(t *time.Timer) {
 	t.Stop()
 	timers.Put(t)
 }
-
-// expired is a channel that is always ready: a deadline already passed.
-var expired = func() <-chan time.Time {
-	c := make(chan time.Time)
-	close(c)
-	return c
-}()
 
 // queuingNode is a Node that queues a call and answers it later
 // (redisNode), so that a round needs no goroutine per node. claim makes

@@ -91,6 +91,9 @@ func (b *batcher) newCall(ctx context.Context, until time.Time, w wireCall) *nod
 	c := callPool.Get().(*nodeCall)
 	c.ctx, c.until, c.op, c.b = ctx, until, w.op, b
 	c.script, c.args = w.script, w.args
+	if c.group = w.group; c.group != nil {
+		c.group.left.Add(1) // before the call can be answered
+	}
 	return c
 }
 

@@ -29,7 +29,7 @@ func sendTogether(t *testing.T, n *redisNode, ops []driver.Op) ([]driver.Result,
 	free()
 	res, errs := make([]driver.Result, len(ops)), make([]error, len(ops))
 	for i, c := range calls {
-		res[i], errs[i] = c.wait(nil)
+		res[i], errs[i] = c.wait()
 	}
 	return res, errs
 }

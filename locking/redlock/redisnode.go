@@ -134,9 +134,9 @@ func (n *redisNode) Do(ctx context.Context, op driver.Op) (driver.Result, error)
 	if n.claim() {
 		c := n.call(ctx, time.Time{}, wireCall{op: op})
 		n.sendOwn(c)
-		return c.wait(nil)
+		return c.wait()
 	}
-	return n.start(ctx, time.Time{}, wireCall{op: op}).wait(nil)
+	return n.start(ctx, time.Time{}, wireCall{op: op}).wait()
 }
 
 func isRedirect(err error) bool {
