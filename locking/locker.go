@@ -3,10 +3,10 @@ package locking
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -173,10 +173,10 @@ func (l *locker) acquire(ctx context.Context, s driver.Lease) (ls *Lease, err er
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	s.Value = l.newToken(s.Key) + "|" + l.opt.Replica
+	s.Value = l.leaseValue(s.Key)
 	if s.Also != nil {
 		also := *s.Also
-		also.Value = l.newToken(also.Key) + "|" + l.opt.Replica
+		also.Value = l.leaseValue(also.Key)
 		s.Also = &also
 	}
 	start := l.opt.Clock.Now()
@@ -235,17 +235,25 @@ func ctxOr(ctx context.Context, err error) error {
 	return err
 }
 
-// newToken returns 128 random bits as 32 hex characters.
-func (l *locker) newToken(key Key) string {
-	if l.opt.Token != nil {
-		b := l.opt.Token(key)
-		return hex.EncodeToString(b[:])
-	}
+// leaseValue is a new lease's value: its token, 128 random bits as 32
+// hex characters, then "|" and the replica's name — built in one string.
+func (l *locker) leaseValue(key Key) string {
 	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
+	if l.opt.Token != nil {
+		b = l.opt.Token(key)
+	} else if _, err := rand.Read(b[:]); err != nil {
 		panic("locking: crypto/rand failed: " + err.Error()) // never happens on Linux
 	}
-	return hex.EncodeToString(b[:])
+	const digits = "0123456789abcdef"
+	var v strings.Builder
+	v.Grow(2*len(b) + 1 + len(l.opt.Replica))
+	for _, x := range b {
+		v.WriteByte(digits[x>>4])
+		v.WriteByte(digits[x&15])
+	}
+	v.WriteByte('|')
+	v.WriteString(l.opt.Replica)
+	return v.String()
 }
 
 // Replica is the name this locker writes in lock values

@@ -2,6 +2,7 @@ package driver_test
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/slotlock/slotlock/locking/driver"
@@ -25,5 +26,17 @@ func TestDriverHasFewMethods(t *testing.T) {
 	}
 	if !d.Implements(s) {
 		t.Error("driver.Driver does not embed Store")
+	}
+}
+
+// TestCheckKeyFamilyBytes holds CheckKey's family rule to its definition:
+// a family is refused exactly when it holds a brace or white space.
+func TestCheckKeyFamilyBytes(t *testing.T) {
+	for b := range 256 {
+		f := "job" + string([]byte{byte(b)}) + "x"
+		bad := strings.ContainsAny(f, "{} \t\r\n")
+		if err := driver.CheckKey(driver.Key{Family: f, Name: "slot"}); (err != nil) != bad {
+			t.Errorf("family %q: CheckKey error %v, want refused %v", f, err, bad)
+		}
 	}
 }

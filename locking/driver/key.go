@@ -33,12 +33,25 @@ func CheckKey(k Key) error {
 	switch {
 	case k.Family == "":
 		return fmt.Errorf("locking: key %q: empty family", k)
-	case strings.ContainsAny(k.Family, "{} \t\r\n"):
+	case badFamily(k.Family):
 		return fmt.Errorf("locking: key %q: family must not contain braces or white space", k)
 	case k.Name == "" || reservedName(k.Name):
 		return fmt.Errorf("locking: key %q: name must be non-empty and not %q, %q, %q, %q or %q", k, wire.FenceName, wire.ClaimsName, wire.LivesName, wire.PauseName, wire.LogName)
 	}
 	return nil
+}
+
+// badFamily reports whether f holds a brace or white space (as CheckKey
+// defines them: "{} \t\r\n"). A byte loop, as CheckKey runs on every
+// acquisition: strings.ContainsAny builds its byte set on each call.
+func badFamily(f string) bool {
+	for i := 0; i < len(f); i++ {
+		switch f[i] {
+		case '{', '}', ' ', '\t', '\r', '\n':
+			return true
+		}
+	}
+	return false
 }
 
 // CheckRecord reports whether v can be written to the record key.

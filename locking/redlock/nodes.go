@@ -10,7 +10,6 @@ import (
 
 	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/locking/driver"
-	"github.com/slotlock/slotlock/locking/internal/wire"
 )
 
 // nodeSet is the nodes of one Redlock driver and how a round reaches
@@ -24,6 +23,7 @@ type nodeSet struct {
 	down      []atomic.Bool // per node: last seen unreachable
 	quorum    int
 	prefix    string
+	families  *familyCache // keys.go
 	opTimeout time.Duration
 	log       *slog.Logger
 	clock     locking.Clock
@@ -55,14 +55,6 @@ func (r *nodeSet) observe(parent context.Context, i int, err error) {
 	}
 }
 
-func (r *nodeSet) key(k locking.Key) string {
-	return r.prefix + ":{" + k.Family + "}:" + k.Name
-}
-
-func (r *nodeSet) fenceKey(family string) string {
-	return r.prefix + ":{" + family + "}:" + wire.FenceName
-}
-
 // round applies one op per node, in parallel, under one OpTimeout
 // deadline, and waits for every answer. op(i) gives node i's op; ok is
 // false for a node to leave out. Answers go to res and errs, indexed by
@@ -76,70 +68,111 @@ func (r *nodeSet) round(ctx context.Context, op func(i int) (driver.Op, bool), r
 	// it and share one pooled timer; a context of its own is made only
 	// for nodes called through Do.
 	until := time.Now().Add(r.opTimeout)
-	var rctx context.Context
 	var calls [maxQueuedNodes]*nodeCall
-	var wg sync.WaitGroup
-	first, firstOp, own, queued := -1, driver.Op(nil), -1, false
+	var direct *directCalls // made for the first node called through Do
+	own := -1
+	var w wireCall // the last queued op's wire form, shared by the nodes sent the same op
 	for i := range r.nodes {
 		o, ok := op(i)
 		if !ok {
 			continue
 		}
 		if q, isQ := r.nodes[i].(queuingNode); isQ && i < maxQueuedNodes && !isRead(o) {
-			queued = true
+			if w.op == nil || !sameOp(w.op, o) {
+				g := w.group
+				if g == nil {
+					g = newRoundDone()
+				}
+				w = wireOf(o)
+				w.group = g
+			}
 			if own < 0 && q.claim() {
-				own, calls[i] = i, q.call(ctx, until, o)
+				own, calls[i] = i, q.call(ctx, until, w)
 				continue
 			}
-			calls[i] = q.start(ctx, until, o)
+			calls[i] = q.start(ctx, until, w)
 			continue
 		}
-		if rctx == nil {
-			var cancel context.CancelFunc
-			rctx, cancel = context.WithDeadline(ctx, until)
-			defer cancel()
-		}
-		if first < 0 {
-			first, firstOp = i, o
+		if direct == nil {
+			direct = newDirectCalls(ctx, until, i, o)
 			continue
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			res[i], errs[i] = r.nodes[i].Do(rctx, o)
-			r.observe(ctx, i, errs[i])
-		}()
+		direct.wg.Add(1)
+		go direct.do(r, ctx, i, o, res, errs)
 	}
 	if own >= 0 {
 		r.nodes[own].(queuingNode).sendOwn(calls[own])
 	}
-	if first >= 0 {
-		res[first], errs[first] = r.nodes[first].Do(rctx, firstOp)
-		r.observe(ctx, first, errs[first])
+	if direct != nil {
+		res[direct.first], errs[direct.first] = r.nodes[direct.first].Do(direct.ctx, direct.firstOp)
+		r.observe(ctx, direct.first, errs[direct.first])
 	}
-	if queued {
-		r.awaitQueued(ctx, until, calls[:min(len(r.nodes), maxQueuedNodes)], res, errs)
+	if w.group != nil {
+		r.awaitQueued(ctx, until, w.group, calls[:min(len(r.nodes), maxQueuedNodes)], res, errs)
 	}
-	wg.Wait()
+	if direct != nil {
+		direct.wg.Wait()
+		direct.cancel()
+	}
 }
 
-// awaitQueued waits for the queued calls' answers, until the round's
-// deadline, and observes what they say of their nodes.
-func (r *nodeSet) awaitQueued(ctx context.Context, until time.Time, calls []*nodeCall, res []driver.Result, errs []error) {
-	timer := getTimer(time.Until(until))
-	defer putTimer(timer)
-	expire := timer.C
+// directCalls are a round's calls through Do (nodes that do not queue):
+// each on a goroutine of its own, the first on the round's, under a
+// context of the round's deadline. Made only when the round has one, so
+// that a round of queuing nodes allocates none of it.
+type directCalls struct {
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	first   int
+	firstOp driver.Op
+}
+
+func newDirectCalls(parent context.Context, until time.Time, first int, o driver.Op) *directCalls {
+	d := &directCalls{first: first, firstOp: o}
+	d.ctx, d.cancel = context.WithDeadline(parent, until)
+	return d
+}
+
+// do calls node i (observed against parent, the round's context).
+func (d *directCalls) do(r *nodeSet, parent context.Context, i int, o driver.Op, res []driver.Result, errs []error) {
+	defer d.wg.Done()
+	res[i], errs[i] = r.nodes[i].Do(d.ctx, o)
+	r.observe(parent, i, errs[i])
+}
+
+// awaitQueued waits for the queued calls' answers (their one completion,
+// g), until the round's deadline, and observes what they say of their
+// nodes.
+func (r *nodeSet) awaitQueued(ctx context.Context, until time.Time, g *roundDone, calls []*nodeCall, res []driver.Result, errs []error) {
+	g.answer() // the round's own count: every call is queued
+	all := false
+	select {
+	case <-g.ch:
+		all = true
+	default:
+		timer := getTimer(time.Until(until))
+		select {
+		case <-g.ch:
+			all = true
+		case <-ctx.Done():
+		case <-timer.C:
+		}
+		putTimer(timer)
+	}
 	for i, c := range calls {
 		if c == nil {
 			continue
 		}
-		res[i], errs[i] = c.wait(expire)
-		if !time.Now().Before(until) {
-			expire = expired // the timer's tick may have been taken
-		}
+		res[i], errs[i] = c.take()
 		if !queueHeld(errs[i]) {
 			r.observe(ctx, i, errs[i])
 		}
+	}
+	if all {
+		// Every call answered and the signal taken: nothing touches g
+		// any more.
+		roundPool.Put(g)
 	}
 }
 
@@ -181,21 +214,14 @@ func putTimer(t *time.Timer) {
 	timers.Put(t)
 }
 
-// expired is a channel that is always ready: a deadline already passed.
-var expired = func() <-chan time.Time {
-	c := make(chan time.Time)
-	close(c)
-	return c
-}()
-
 // queuingNode is a Node that queues a call and answers it later
 // (redisNode), so that a round needs no goroutine per node. claim makes
 // the caller the node's sender when it is idle: the caller then sends its
 // own call (sendOwn) instead of queuing it (start).
 type queuingNode interface {
-	start(ctx context.Context, until time.Time, op driver.Op) *nodeCall
+	start(ctx context.Context, until time.Time, w wireCall) *nodeCall
 	claim() bool
-	call(ctx context.Context, until time.Time, op driver.Op) *nodeCall
+	call(ctx context.Context, until time.Time, w wireCall) *nodeCall
 	sendOwn(c *nodeCall)
 	watchFaults(f func(error))
 }

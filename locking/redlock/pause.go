@@ -83,6 +83,9 @@ func (r *store) repairPause(family string, value func(i int) (string, bool)) {
 
 // pauseVersion is the version a register value starts with (0: none).
 func pauseVersion(v string) int64 {
+	if v == "" {
+		return 0 // no register: the usual case, spared ParseInt's error
+	}
 	head, _, _ := strings.Cut(v, "|")
 	n, _ := strconv.ParseInt(head, 10, 64)
 	return n

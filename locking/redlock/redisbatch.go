@@ -86,23 +86,28 @@ var epoch = time.Now()
 // the injected Clock.
 func monoNow() int64 { return int64(time.Since(epoch)) }
 
-// newCall is a call of op under ctx and, when set, until.
-func (b *batcher) newCall(ctx context.Context, until time.Time, op driver.Op) *nodeCall {
+// newCall is a call of w under ctx and, when set, until.
+func (b *batcher) newCall(ctx context.Context, until time.Time, w wireCall) *nodeCall {
 	c := callPool.Get().(*nodeCall)
-	c.ctx, c.until, c.op, c.b = ctx, until, op, b
+	c.ctx, c.until, c.op, c.b = ctx, until, w.op, b
+	c.script, c.args = w.script, w.args
+	if c.group = w.group; c.group != nil {
+		c.group.left.Add(1) // before the call can be answered
+	}
 	return c
 }
 
-// call is a call of op under ctx and until, for sendOwn.
-func (n *redisNode) call(ctx context.Context, until time.Time, op driver.Op) *nodeCall {
-	return n.batch.newCall(ctx, until, op)
+// call is a call of w under ctx and until, for sendOwn.
+func (n *redisNode) call(ctx context.Context, until time.Time, w wireCall) *nodeCall {
+	return n.batch.newCall(ctx, until, w)
 }
 
-// start queues op, under ctx and until, and returns its call; the sender
+// start queues w, under ctx and until, and returns its call; the sender
 // goroutine starts with the first call, so an unused node costs nothing.
-func (n *redisNode) start(ctx context.Context, until time.Time, op driver.Op) *nodeCall {
+func (n *redisNode) start(ctx context.Context, until time.Time, w wireCall) *nodeCall {
 	b := &n.batch
-	c := b.newCall(ctx, until, op)
+	c := b.newCall(ctx, until, w)
+	op := w.op
 	b.mu.Lock()
 	switch {
 	case b.closed:
@@ -288,7 +293,8 @@ func (n *redisNode) pipe(ctx context.Context, calls []*nodeCall, eval bool) (aga
 	box := n.client.Load()
 	p := box.pipeline()
 	defer box.pipes.Put(p)
-	units := n.plan(calls)
+	var one [1]unit
+	units := n.plan(calls, &one)
 	for i := range units {
 		units[i].queue(ctx, p, eval)
 	}

@@ -36,7 +36,7 @@ func loggedRedlock(t *testing.T, addrs []string) (locking.Locker, *syncBuf) {
 func holdSender(t *testing.T, n *redisNode) func() {
 	t.Helper()
 	require.Eventually(t, n.claim, time.Second, time.Millisecond, "node idle")
-	return func() { n.sendOwn(n.call(context.Background(), time.Time{}, driver.PingOp{})) }
+	return func() { n.sendOwn(n.call(context.Background(), time.Time{}, wireCall{op: driver.PingOp{}})) }
 }
 
 // Calls that wait in the replica's own queue past their round's deadline

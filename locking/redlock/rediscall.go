@@ -17,7 +17,8 @@ const (
 	callDropped
 )
 
-// nodeCall is one queued request and, once done has signalled, its answer.
+// nodeCall is one queued request and, once done has signalled (or, for
+// a call of a round, answered is set), its answer.
 type nodeCall struct {
 	ctx   context.Context
 	until time.Time // the round's deadline (zero: ctx's own alone)
@@ -27,6 +28,10 @@ type nodeCall struct {
 	err   error
 	state atomic.Uint32
 	done  chan struct{}
+	// A round's calls signal its one completion (group) instead of
+	// done: the round waits once for all its nodes, not once per node.
+	group    *roundDone
+	answered atomic.Bool
 	// The call's script and EVALSHA arguments (nil for a command), built
 	// once for its pipeline and any resend.
 	script *luaScript
@@ -37,6 +42,11 @@ type nodeCall struct {
 // waiter may recycle it at once).
 func (c *nodeCall) finish(res driver.Result, err error) {
 	c.res, c.err = res, err
+	if g := c.group; g != nil {
+		c.answered.Store(true)
+		g.answer()
+		return
+	}
 	c.done <- struct{}{} // capacity 1, one answer per call
 }
 
@@ -45,11 +55,10 @@ func (c *nodeCall) finish(res driver.Result, err error) {
 // a call and its channel per node and round.
 var callPool = sync.Pool{New: func() any { return &nodeCall{done: make(chan struct{}, 1)} }}
 
-// wait returns the call's answer. When its caller stops waiting first
-// (ctx ends, or expire fires at the round's deadline): ErrBusy if the
-// call was never written (and now never will be), else an
-// *unansweredError.
-func (c *nodeCall) wait(expire <-chan time.Time) (driver.Result, error) {
+// wait returns the answer of a call of Do. When its caller stops waiting
+// first (ctx ends): ErrBusy if the call was never written (and now never
+// will be), else an *unansweredError (givenUp).
+func (c *nodeCall) wait() (driver.Result, error) {
 	select {
 	case <-c.done:
 		res, err := c.res, c.err
@@ -57,11 +66,25 @@ func (c *nodeCall) wait(expire <-chan time.Time) (driver.Result, error) {
 		callPool.Put(c)
 		return res, err
 	case <-c.ctx.Done():
-	case <-expire:
 	}
+	return c.givenUp(func() bool {
+		select {
+		case <-c.done:
+			return true
+		default:
+			return false
+		}
+	})
+}
+
+// givenUp is the answer of a call its caller stopped waiting for:
+// ErrBusy if it was never written (and now never will be), its answer if
+// it came meanwhile (answered reports it), else an *unansweredError. The
+// call is not recycled: its sender may still answer it.
+func (c *nodeCall) givenUp(answered func() bool) (driver.Result, error) {
 	over := c.over(time.Now())
 	if over == nil {
-		over = context.DeadlineExceeded // expire fired
+		over = context.DeadlineExceeded // the round's deadline passed
 	}
 	if c.op.Kind() != driver.OpRelease {
 		c.state.CompareAndSwap(callQueued, callDropped)
@@ -69,12 +92,47 @@ func (c *nodeCall) wait(expire <-chan time.Time) (driver.Result, error) {
 	if c.state.Load() == callDropped {
 		return driver.Result{}, c.b.notSent(over)
 	}
-	select {
-	case <-c.done:
+	if answered() {
 		return c.res, c.err
-	default:
 	}
 	return driver.Result{}, &unansweredError{err: over}
+}
+
+// take is the answer of a call of a round, once the round stopped
+// waiting: the call is recycled when it was answered, else given up.
+func (c *nodeCall) take() (driver.Result, error) {
+	if c.answered.Load() {
+		res, err := c.res, c.err
+		*c = nodeCall{done: c.done}
+		callPool.Put(c)
+		return res, err
+	}
+	return c.givenUp(c.answered.Load)
+}
+
+// roundDone is a round's one completion: left counts its calls not yet
+// answered, plus one that the round holds while it queues them, and the
+// answer that brings it to zero signals ch. Recycled by a round that saw
+// every call answered (no answer can come to it after).
+type roundDone struct {
+	left atomic.Int32
+	ch   chan struct{} // capacity 1
+}
+
+var roundPool = sync.Pool{New: func() any { return &roundDone{ch: make(chan struct{}, 1)} }}
+
+// newRoundDone is a completion held by its round (left 1).
+func newRoundDone() *roundDone {
+	g := roundPool.Get().(*roundDone)
+	g.left.Store(1)
+	return g
+}
+
+// answer counts one call answered; the last signals the round.
+func (g *roundDone) answer() {
+	if g.left.Add(-1) == 0 {
+		g.ch <- struct{}{}
+	}
 }
 
 // over is why the call's caller no longer waits at now (its context's
@@ -100,4 +158,44 @@ func (c *nodeCall) inTime(now time.Time, need time.Duration) bool {
 		dl, ok = c.until, true
 	}
 	return !ok || dl.Sub(now) >= need
+}
+
+// wireCall is an op and, for a script, its script and call arguments
+// (scriptCall), built once for every node a round sends the op to: the
+// argument list is read-only once built (a resend as EVAL copies it), so
+// the nodes' pipelines share it, and a round of n nodes boxes its
+// arguments once, not n times. A zero script and nil args leave them to
+// the pipeline (plan).
+type wireCall struct {
+	op     driver.Op
+	script *luaScript
+	args   []any
+	group  *roundDone // the round's completion; nil for a call of Do
+}
+
+// wireOf is o's wire form.
+func wireOf(o driver.Op) wireCall {
+	s, a := scriptCall(o, false)
+	return wireCall{op: o, script: s, args: a}
+}
+
+// sameOp reports whether a and b are the same script op (equal fields),
+// so that their calls may share one argument list. Ops of other kinds
+// are never the same: the lease ops are the ones a round repeats.
+func sameOp(a, b driver.Op) bool {
+	switch a := a.(type) {
+	case driver.AcquireOp:
+		b, ok := b.(driver.AcquireOp)
+		return ok && a == b
+	case driver.ReleaseOp:
+		b, ok := b.(driver.ReleaseOp)
+		return ok && a == b
+	case driver.ExtendOp:
+		b, ok := b.(driver.ExtendOp)
+		return ok && a == b
+	case driver.LogAddOp:
+		b, ok := b.(driver.LogAddOp)
+		return ok && a == b
+	}
+	return false
 }

@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/slotlock/slotlock/locking/driver"
 	"github.com/slotlock/slotlock/locking/internal/wire"
@@ -99,15 +100,17 @@ type foldGroup struct {
 // plan orders calls into the pipeline's units (see Order above), building
 // each script call's arguments once (kept on the call for a resend). A
 // unit's calls start as a sub-slice of calls, capped so that a call
-// joining it copies them out.
-func (n *redisNode) plan(calls []*nodeCall) []unit {
+// joining it copies them out. A lone call's unit goes in one, the
+// caller's (a pipeline of one call allocates no unit list).
+func (n *redisNode) plan(calls []*nodeCall, one *[1]unit) []unit {
 	for _, c := range calls {
 		if c.args == nil {
 			c.script, c.args = scriptCall(c.op, false)
 		}
 	}
 	if len(calls) == 1 { // a lone call: nothing to fold
-		return []unit{{calls: calls}}
+		one[0] = unit{calls: calls}
+		return one[:]
 	}
 	cluster := n.cluster.Load()
 	units := make([]unit, 0, len(calls))
@@ -177,7 +180,11 @@ func (u *unit) queue(ctx context.Context, p redis.Pipeliner, eval bool) {
 		u.cmd = queueCommand(ctx, p, c.op)
 		return
 	case u.fold == nil:
-		if eval {
+		if eval && c.args[0] != "eval" {
+			// The list may be shared with the op's calls to the other
+			// nodes (wireOf), which may be writing it now: this call
+			// takes a copy of its own.
+			c.args = slices.Clone(c.args)
 			c.args[0], c.args[1] = "eval", c.script.src
 		}
 		u.cmd = queueScript(ctx, p, c.args)

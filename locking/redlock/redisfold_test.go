@@ -24,12 +24,12 @@ func sendTogether(t *testing.T, n *redisNode, ops []driver.Op) ([]driver.Result,
 	free := holdSender(t, n)
 	calls := make([]*nodeCall, len(ops))
 	for i, op := range ops {
-		calls[i] = n.start(context.Background(), time.Time{}, op)
+		calls[i] = n.start(context.Background(), time.Time{}, wireCall{op: op})
 	}
 	free()
 	res, errs := make([]driver.Result, len(ops)), make([]error, len(ops))
 	for i, c := range calls {
-		res[i], errs[i] = c.wait(nil)
+		res[i], errs[i] = c.wait()
 	}
 	return res, errs
 }
@@ -128,7 +128,7 @@ func TestFoldKeepsTagOrder(t *testing.T) {
 	z2 := call(driver.GetOp{Key: "p:{z}:c"})
 	z3 := call(driver.FenceOp{Key: "p:{z}:b", N: 2})
 	w1 := call(driver.MaxSetOp{Key: "p:{w}:a", N: 1})
-	units := n.plan([]*nodeCall{x1, x2, x3, y1, z1, z2, z3, w1})
+	units := n.plan([]*nodeCall{x1, x2, x3, y1, z1, z2, z3, w1}, new([1]unit))
 	var got [][]*nodeCall
 	for _, u := range units {
 		got = append(got, u.calls)

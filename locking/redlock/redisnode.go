@@ -132,11 +132,11 @@ func (n *redisNode) Do(ctx context.Context, op driver.Op) (driver.Result, error)
 		return n.read(ctx, op)
 	}
 	if n.claim() {
-		c := n.call(ctx, time.Time{}, op)
+		c := n.call(ctx, time.Time{}, wireCall{op: op})
 		n.sendOwn(c)
-		return c.wait(nil)
+		return c.wait()
 	}
-	return n.start(ctx, time.Time{}, op).wait(nil)
+	return n.start(ctx, time.Time{}, wireCall{op: op}).wait()
 }
 
 func isRedirect(err error) bool {

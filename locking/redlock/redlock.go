@@ -169,6 +169,7 @@ func onNodes(nodes []driver.Node, prefix string, opTimeout time.Duration, opt lo
 		nodes:     nodes,
 		down:      make([]atomic.Bool, len(nodes)),
 		prefix:    prefix,
+		families:  newFamilyCache(),
 		opTimeout: opTimeout,
 		quorum:    len(nodes)/2 + 1,
 		log:       opt.Logger,

@@ -32,6 +32,20 @@ import (
 // the undo is sent again, in the background, to every node that did not
 // answer it, until each has.
 func (r *redlock) undo(ctx context.Context, s driver.Lease, mask []bool, unanswered []error) {
+	// A node the acquisition was never sent to (ErrBusy) holds nothing
+	// of it: there is nothing to undo.
+	masked := func(i int) bool {
+		return (mask == nil || mask[i]) && (unanswered == nil || !errors.Is(unanswered[i], locking.ErrBusy))
+	}
+	nothing := true
+	for i := range r.nodes {
+		nothing = nothing && !masked(i)
+	}
+	if nothing {
+		// Refused everywhere it was sent (a claim lost to a live lease
+		// or a done marker): no node to undo on, no round to make.
+		return
+	}
 	op := r.releaseOp(s)
 	if s.Claim && s.Also != nil {
 		op.Also, op.AlsoValue = r.key(s.Also.Key), s.Also.Value
@@ -40,11 +54,6 @@ func (r *redlock) undo(ctx context.Context, s driver.Lease, mask []bool, unanswe
 	tomb.Tomb, tomb.TombTTL = r.tombKey(s), msec(s.TTL)
 	res := make([]driver.Result, len(r.nodes))
 	errs := make([]error, len(r.nodes))
-	// A node the acquisition was never sent to (ErrBusy) holds nothing
-	// of it: there is nothing to undo.
-	masked := func(i int) bool {
-		return (mask == nil || mask[i]) && (unanswered == nil || !errors.Is(unanswered[i], locking.ErrBusy))
-	}
 	r.round(context.WithoutCancel(ctx), func(i int) (driver.Op, bool) {
 		if unanswered != nil && unanswered[i] != nil {
 			return tomb, masked(i)
