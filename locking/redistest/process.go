@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -119,6 +120,25 @@ func (n *Node) Start() error {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return err
+}
+
+// StartEmpty starts a node that was killed or stopped, on its old port,
+// with its data files removed first: it comes back with nothing, as a
+// node without persistence does, and — unlike a FLUSHALL after Start —
+// never acknowledges a write it then loses.
+func (n *Node) StartEmpty() error {
+	n.mu.Lock()
+	running := n.cmd != nil
+	n.mu.Unlock()
+	if running {
+		return fmt.Errorf("redistest: node %d (%s) is running: kill or stop it first", n.idx, n.Addr())
+	}
+	for _, name := range []string{"appendonlydir", "appendonly.aof", "dump.rdb"} {
+		if err := os.RemoveAll(filepath.Join(n.dir, name)); err != nil {
+			return fmt.Errorf("redistest: empty node %d: %w", n.idx, err)
+		}
+	}
+	return n.Start()
 }
 
 func (n *Node) startFreshPort() error {

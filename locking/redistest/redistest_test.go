@@ -113,6 +113,23 @@ func TestAppendOnlyRestartKeepsData(t *testing.T) {
 	if v, err := n.Client().Get(ctx, "fence").Int(); err != nil || v != 42 {
 		t.Fatalf("after kill: %d, %v", v, err)
 	}
+	// StartEmpty: the same node, its data gone before it answers anyone.
+	if err := n.StartEmpty(); err == nil {
+		t.Fatal("StartEmpty of a running node: no error")
+	}
+	if err := n.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.StartEmpty(); err != nil {
+		t.Fatal(err)
+	}
+	waitPing(t, n)
+	if n.Port() != port {
+		t.Fatalf("port changed across StartEmpty: %d -> %d", port, n.Port())
+	}
+	if err := n.Client().Get(ctx, "fence").Err(); err != redis.Nil {
+		t.Fatalf("after StartEmpty: fence %v, want no key", err)
+	}
 }
 
 func TestTLSAndPassword(t *testing.T) {
