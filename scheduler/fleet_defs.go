@@ -70,18 +70,24 @@ func (f *fleet) learnDefinitions() {
 // under allow, take the job lease as under forbid (attempt's takeJobLease
 // step): another replica runs j under forbid or replace, or did lately,
 // and may not know yet that this one runs it under allow; a reload from
-// forbid or replace to allow opens it too (timer's applyReload). It lasts
+// forbid or replace to allow opens it too (timer's notePolicyChange). It lasts
 // as long as a run that started under the other policy may go on: its
 // timeout (this definition's, else a day) and a lease's time; learned
 // again, it is drawn out.
 func (j *job) watchLeaseRuns(now time.Time, ttl time.Duration) {
+	j.mu.Lock()
+	j.leaseRunsUntil = maxTime(j.leaseRunsUntil, now.Add(j.runsLast(ttl)))
+	j.mu.Unlock()
+}
+
+// runsLast is how long a run of j may go on, seen from the slot that
+// started it: its timeout (a day when it has none) and a lease's time ttl.
+func (j *job) runsLast(ttl time.Duration) time.Duration {
 	d := j.spec.Timeout
 	if d <= 0 {
 		d = 24 * time.Hour
 	}
-	j.mu.Lock()
-	j.leaseRunsUntil = maxTime(j.leaseRunsUntil, now.Add(d+ttl))
-	j.mu.Unlock()
+	return d + ttl
 }
 
 func maxTime(a, b time.Time) time.Time {
@@ -95,16 +101,12 @@ func maxTime(a, b time.Time) time.Time {
 // slots look for runs of the job that hold no job lease (attempt's
 // allowRuns step): another replica runs j under overlap allow, or did
 // lately — a restart from allow to forbid or replace, as timer's
-// noteAllowRuns is the reload's. Its runs may go on for their timeout
+// notePolicyChange is the reload's. Its runs may go on for their timeout
 // (this definition's, else a day) and a lease's time.
 func (j *job) watchAllowRuns(now time.Time, ttl time.Duration) {
-	d := j.spec.Timeout
-	if d <= 0 {
-		d = 24 * time.Hour
-	}
 	j.mu.Lock()
 	if !now.Before(j.allowRunsUntil) {
-		j.allowRunsUntil = now.Add(d + ttl)
+		j.allowRunsUntil = now.Add(j.runsLast(ttl))
 	}
 	j.mu.Unlock()
 }

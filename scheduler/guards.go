@@ -247,7 +247,7 @@ func (a *attempt) takeJobLease() verdict {
 		a.jobLease, a.joined = a.joined, nil
 		ap.outage.flushPending(a.name)
 		return goOn
-	case a.j.spec.Overlap == OverlapAllow && !ap.defsUnread.Load() && !within(a.j, &a.j.leaseRunsUntil, ap.clock.Now()):
+	case a.j.spec.Overlap == OverlapAllow && !inRollingWindow(a, leaseRunsWindow):
 		return goOn
 	}
 	// Under allow, within the window of a rolling change (guards_rolling.go),

@@ -41,11 +41,11 @@ import (
 // every other open claim, a newer slot's too: a newer slot's claim may be
 // an allow run that read the lease before this slot took it. A replica
 // whose first read of the fleet's definitions has not answered yet acts
-// as within both windows (engine.defsUnread): its first slots may fire
-// before that read. Two replicas of different policies that both read the
-// definitions before either had published its own are not kept apart
-// until one learns. A replica frozen past its lease is the contract's
-// honest exception, as for forbid alone.
+// as within both windows (engine.defsUnread, inRollingWindow): its first
+// slots may fire before that read. Two replicas of different policies
+// that both read the definitions before either had published its own are
+// not kept apart until one learns. A replica frozen past its lease is the
+// contract's honest exception, as for forbid alone.
 
 // The steps and their helpers are functions of the attempt, not methods,
 // to keep attempt's method set small (TestEngineShape).
@@ -60,7 +60,7 @@ import (
 // window costs (both may skip).
 func allowRuns(a *attempt) verdict {
 	ap := a.ap
-	if a.jobLease == nil || !(ap.defsUnread.Load() || within(a.j, &a.j.allowRunsUntil, ap.clock.Now())) {
+	if a.jobLease == nil || !inRollingWindow(a, allowRunsWindow) {
 		return goOn
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
@@ -101,12 +101,34 @@ func leaseRuns(a *attempt) verdict {
 	return rollingOverlap(a, heldAttrs(he), "a run under overlap forbid or replace holds the job lease")
 }
 
-// within reports whether now is before the window's end *until, one of
-// j's (read under its lock).
-func within(j *job, until *time.Time, now time.Time) bool {
+// rollingWindow names one of a job's two windows of a rolling change of
+// its overlap policy, one a side.
+type rollingWindow int
+
+const (
+	// allowRunsWindow: the slots that take the job lease read the open
+	// claims (allowRuns) until j.allowRunsUntil.
+	allowRunsWindow rollingWindow = iota
+	// leaseRunsWindow: the slots under allow take the job lease
+	// (takeJobLease) until j.leaseRunsUntil.
+	leaseRunsWindow
+)
+
+// inRollingWindow reports whether a's slot is within w, its job's window
+// (read under the job's lock), or acts as within it: while this replica's
+// first read of the fleet's definitions has not answered, both sides'
+// rule, since its first slots may fire before that read.
+func inRollingWindow(a *attempt, w rollingWindow) bool {
+	if a.ap.defsUnread.Load() {
+		return true
+	}
+	now, j := a.ap.clock.Now(), a.j
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return now.Before(*until)
+	if w == leaseRunsWindow {
+		return now.Before(j.leaseRunsUntil)
+	}
+	return now.Before(j.allowRunsUntil)
 }
 
 // rollingOverlap is the verdict on a slot skipped for a run of the other

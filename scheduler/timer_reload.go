@@ -62,12 +62,7 @@ func (tm *timer) applyReload(h *jobHeap, req reloadReq) {
 	for _, j := range next.order {
 		prev := old.byName[j.name()]
 		if prev != nil {
-			tm.noteAllowRuns(prev, j, now)
-			if prev.spec.Overlap != OverlapAllow && j.spec.Overlap == OverlapAllow {
-				// Runs started before it hold the job lease: slots under
-				// allow take it too for a while (guards_rolling.go).
-				prev.watchLeaseRuns(now, tm.cfg.LockTTL)
-			}
+			tm.notePolicyChange(prev, j, now)
 		}
 		switch {
 		case prev == nil:
@@ -104,31 +99,9 @@ func (tm *timer) applyReload(h *jobHeap, req reloadReq) {
 			gone = append(gone, j)
 		}
 	}
-	*h = (*h)[:0]
-	for _, j := range next.order {
-		if !j.spec.Disabled && !j.next.IsZero() {
-			*h = append(*h, j)
-		}
-	}
-	for i, j := range *h {
-		j.heapIdx = i
-	}
-	heap.Init(h)
+	fillHeap(h, next)
 	tm.defs.Store(next)
-	if len(gone) > 0 {
-		tm.mu.Lock()
-		for _, j := range gone {
-			tm.retired[j.name()] = j
-		}
-		tm.mu.Unlock()
-		// Removed jobs' records, as far as this replica handled them: a
-		// job added again later starts its misfire check from there.
-		tm.spawn(func() {
-			for _, j := range gone {
-				tm.records.flushRecord(j)
-			}
-		})
-	}
+	tm.retire(gone)
 	req.done <- res
 }
 
@@ -145,21 +118,56 @@ func locationName(l *time.Location) string {
 	return l.String()
 }
 
-// noteAllowRuns starts, when a reload changes j's overlap from allow to
-// forbid or replace, the window in which its slots look for runs that
-// started under allow: they hold no job lease, and may go on for their
-// timeout (a day when they have none) and a lease's time.
-func (tm *timer) noteAllowRuns(prev, j *job, now time.Time) {
-	if prev.spec.Overlap != OverlapAllow || j.spec.Overlap == OverlapAllow {
+// notePolicyChange opens, when a reload changes j's overlap policy to or
+// from allow, the window in which its slots look for the runs that started
+// under the old policy. From allow to forbid or replace, those runs hold
+// no job lease: its slots read the open claims (allowRuns). From forbid or
+// replace to allow, they hold it: its slots take it too (takeJobLease,
+// guards_rolling.go). Either kind may go on for its timeout (a day when it
+// has none) and a lease's time.
+func (tm *timer) notePolicyChange(prev, j *job, now time.Time) {
+	wasAllow, isAllow := prev.spec.Overlap == OverlapAllow, j.spec.Overlap == OverlapAllow
+	switch {
+	case wasAllow && !isAllow:
+		prev.mu.Lock()
+		prev.allowRunsUntil = now.Add(prev.runsLast(tm.cfg.LockTTL))
+		prev.mu.Unlock()
+	case !wasAllow && isAllow:
+		prev.watchLeaseRuns(now, tm.cfg.LockTTL)
+	}
+}
+
+// fillHeap makes h the heap of next's jobs that have a slot to fire.
+func fillHeap(h *jobHeap, next *defs) {
+	*h = (*h)[:0]
+	for _, j := range next.order {
+		if !j.spec.Disabled && !j.next.IsZero() {
+			*h = append(*h, j)
+		}
+	}
+	for i, j := range *h {
+		j.heapIdx = i
+	}
+	heap.Init(h)
+}
+
+// retire keeps the jobs a reload removed, whose slots fired already may
+// still end, and flushes their records: as far as this replica handled
+// them, a job added again later starts its misfire check from there.
+func (tm *timer) retire(gone []*job) {
+	if len(gone) == 0 {
 		return
 	}
-	d := prev.spec.Timeout
-	if d <= 0 {
-		d = 24 * time.Hour
+	tm.mu.Lock()
+	for _, j := range gone {
+		tm.retired[j.name()] = j
 	}
-	prev.mu.Lock()
-	prev.allowRunsUntil = now.Add(d + tm.cfg.LockTTL)
-	prev.mu.Unlock()
+	tm.mu.Unlock()
+	tm.spawn(func() {
+		for _, j := range gone {
+			tm.records.flushRecord(j)
+		}
+	})
 }
 
 // continueAt is the first slot that spec, the new definition of prev's

@@ -43,20 +43,10 @@ func (a *actor) fire(slot int) {
 		return
 	}
 	lease, err := a.claim(slot)
-	switch {
-	case err != nil:
-		a.refused(slot, err)
+	if !a.settleClaim(slot, lease, err) {
 		return
-	case lease.Grant().Abandoned != nil:
-		a.settleAbandoned(slot, lease)
-		return
-	case lease.Grant().Leftover:
-		if a.step("release") {
-			a.end(lease, locking.Ending{})
-			a.w.report(a, "skipped", slot, "claimed")
-		}
-		return
-	case lease.Grant().Pause.Covers(slotTime(slot)):
+	}
+	if lease.Grant().Pause.Covers(slotTime(slot)) {
 		// attempt.paused: won after the pause ended, still paused.
 		if a.step("release") {
 			a.end(lease, locking.Ending{})
@@ -65,6 +55,28 @@ func (a *actor) fire(slot int) {
 		return
 	}
 	a.runBody(slot, lease)
+}
+
+// settleClaim is what attemptSlot does with its claim's answer before any
+// guard: a claim refused is reported, one taken over from an abandoned
+// claim is settled, a leftover is handed back. It reports whether the
+// slot goes on with lease, a claim won fresh.
+func (a *actor) settleClaim(slot int, lease *locking.Lease, err error) (goOn bool) {
+	switch {
+	case err != nil:
+		a.refused(slot, err)
+		return false
+	case lease.Grant().Abandoned != nil:
+		a.settleAbandoned(slot, lease)
+		return false
+	case lease.Grant().Leftover:
+		if a.step("release") {
+			a.end(lease, locking.Ending{})
+			a.w.report(a, "skipped", slot, "claimed")
+		}
+		return false
+	}
+	return true
 }
 
 // runBody is run.go's: the body begins (Start), the watchdog's first

@@ -15,7 +15,7 @@ import (
 // it was fired (the attempt holds its job), so a slot fired before the
 // reload runs under allow — no job lease — and one fired after it under
 // forbid: its claim takes the job lease with it (claimPolicy's With), and,
-// since the reload opened the window of noteAllowRuns, its allowRuns step
+// since the reload opened the window of notePolicyChange, its allowRuns step
 // reads the open claims of the job and skips the slot for overlap while a
 // claim of an older slot is open — a run started under allow, which holds
 // no job lease, or a dead one not settled yet.
@@ -102,28 +102,17 @@ func firer(slot int) func(*actor) {
 }
 
 // fireUnder is attemptSlot of a fired slot under overlap allow or forbid:
-// claimSlot (with the job lease under forbid), abandoned, leftover,
-// takeJobLease, allowRuns under forbid or leaseRuns under allow (the two
-// sides of scheduler/guards_rolling.go), then the run; the orphan the stores pointed to
-// is settled after the run (as fire does).
+// claimSlot (with the job lease under forbid), abandoned, leftover
+// (settleClaim), takeJobLease, allowRuns under forbid or leaseRuns under
+// allow (the two sides of scheduler/guards_rolling.go), then the run; the
+// orphan the stores pointed to is settled after the run (as fire does).
 func (a *actor) fireUnder(slot int, forbid bool) {
 	var opts []locking.ClaimOption
 	if forbid {
 		opts = append(opts, locking.With(runKey))
 	}
 	lease, err := a.claimWith(slot, opts...)
-	switch {
-	case err != nil:
-		a.refused(slot, err)
-		return
-	case lease.Grant().Abandoned != nil:
-		a.settleAbandoned(slot, lease)
-		return
-	case lease.Grant().Leftover:
-		if a.step("release") {
-			a.end(lease, locking.Ending{})
-			a.w.report(a, "skipped", slot, "claimed")
-		}
+	if !a.settleClaim(slot, lease, err) {
 		return
 	}
 	jobLease := lease.Grant().Joined

@@ -3,8 +3,6 @@ package redlock_test
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,7 +13,6 @@ import (
 
 	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/locking/redistest"
-	"github.com/slotlock/slotlock/locking/redlock"
 )
 
 // A burst: many slots of different jobs due at the same instant, claimed
@@ -30,10 +27,7 @@ import (
 //	go test ./locking/redlock -run 'TestBurstScriptCalls' -count=1 -v
 func TestBurstScriptCalls(t *testing.T) {
 	c := redistest.Start(t, 3)
-	l, err := redlock.New(redlock.Config{Nodes: c.Addrs(), OpTimeout: 2 * time.Second},
-		locking.Options{Replica: "burst-1", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = l.Close() })
+	l := newCostLocker(t, c, "burst-1")
 	burst(t, c, l, "warm", 50) // scripts loaded, connections open
 	for _, n := range []int{100, 1000} {
 		for _, phase := range burst(t, c, l, "b"+strconv.Itoa(n), n) {

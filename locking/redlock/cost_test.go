@@ -28,11 +28,9 @@ import (
 // drift.
 func TestCommandsPerCall(t *testing.T) {
 	c := redistest.Start(t, 3)
-	l, err := redlock.New(redlock.Config{Nodes: c.Addrs(), OpTimeout: 2 * time.Second},
-		locking.Options{Replica: "cost-1", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = l.Close() })
+	l := newCostLocker(t, c, "cost-1")
 	ctx := context.Background()
+	var err error
 	m := &meter{t: t, nodes: c.Nodes()}
 	fam := "costjob"
 	run := locking.Key{Family: fam, Name: "run"}
@@ -83,6 +81,17 @@ func TestCommandsPerCall(t *testing.T) {
 		})
 		m.call(counted, "plain Release", 3, func() { require.NoError(t, plain.End(ctx, locking.Ending{}).Err) })
 	}
+}
+
+// newCostLocker is a Redlock of replica on c's nodes, quiet, with a
+// timeout that a loaded host meets; closed when tb ends.
+func newCostLocker(tb testing.TB, c *redistest.Cluster, replica string) locking.Locker {
+	tb.Helper()
+	l, err := redlock.New(redlock.Config{Nodes: c.Addrs(), OpTimeout: 2 * time.Second},
+		locking.Options{Replica: replica, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(tb, err)
+	tb.Cleanup(func() { _ = l.Close() })
+	return l
 }
 
 // meter counts, per node, the commands one call makes Redis run.
@@ -152,10 +161,7 @@ func requireHeld(t testing.TB, err error, done bool) {
 // abandoned; every orphan reported must be an abandoned one.
 func TestOrphanScanBatches(t *testing.T) {
 	c := redistest.Start(t, 3)
-	l, err := redlock.New(redlock.Config{Nodes: c.Addrs(), OpTimeout: 2 * time.Second},
-		locking.Options{Replica: "orphans-1", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = l.Close() })
+	l := newCostLocker(t, c, "orphans-1")
 	ctx := context.Background()
 	key := func(name string) locking.Key { return locking.Key{Family: "manyclaims", Name: name} }
 	abandoned := map[string]bool{}
@@ -187,14 +193,9 @@ func TestOrphanScanBatches(t *testing.T) {
 //	flock /tmp/slotlock-heavy.lock go test ./locking/redlock -run '^$' -bench SlotRedisCost -benchtime 3000x
 func BenchmarkSlotRedisCost(b *testing.B) {
 	c := redistest.Start(b, 3)
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var ls [2]locking.Locker
 	for i := range ls {
-		l, err := redlock.New(redlock.Config{Nodes: c.Addrs(), OpTimeout: 2 * time.Second},
-			locking.Options{Replica: "bench-" + strconv.Itoa(i), Logger: quiet})
-		require.NoError(b, err)
-		b.Cleanup(func() { _ = l.Close() })
-		ls[i] = l
+		ls[i] = newCostLocker(b, c, "bench-"+strconv.Itoa(i))
 	}
 	ctx := context.Background()
 	run := locking.Key{Family: "benchjob", Name: "run"}

@@ -34,22 +34,77 @@ func sendTogether(t *testing.T, n *redisNode, ops []driver.Op) ([]driver.Result,
 	return res, errs
 }
 
+// sendRound resets the command statistics of nodes, sends ops to n in one
+// pipeline (sendTogether) and requires each call answered on its own: no
+// error, but for the calls failing picks (nil: none), whose errors it
+// returns for the caller to judge; a MaxSetOp's answer is its own N. It
+// returns the errors and the script calls the nodes ran for ops, summed.
+func sendRound(t *testing.T, n *redisNode, nodes []*redis.Client, ops []driver.Op, failing func(driver.Op) bool) (errs []error, scripts int) {
+	t.Helper()
+	for _, cl := range nodes {
+		require.NoError(t, cl.ConfigResetStat(context.Background()).Err())
+	}
+	res, errs := sendTogether(t, n, ops)
+	for i, op := range ops {
+		if failing != nil && failing(op) {
+			continue
+		}
+		require.NoError(t, errs[i], "call %d", i)
+		if m, ok := op.(driver.MaxSetOp); ok {
+			require.Equal(t, m.N, res[i].N, "call %d", i)
+		}
+	}
+	for _, cl := range nodes {
+		scripts += scriptCalls(t, cl)
+	}
+	return errs, scripts
+}
+
+// oneNode starts one Redis node and a redisNode that sends to it, closed
+// when t ends.
+func oneNode(t *testing.T) (*redis.Client, *redisNode) {
+	t.Helper()
+	c := redistest.Start(t, 1)
+	n := newRedisNode(c.Addrs()[0], "127.0.0.1", Config{OpTimeout: time.Second}.withDefaults())
+	t.Cleanup(func() { _ = n.Close() })
+	return c.Node(0).Client(), n
+}
+
 // scriptCalls is how many script calls (EVALSHA and EVAL) cl's node ran
 // since its statistics were last reset.
 func scriptCalls(t *testing.T, cl *redis.Client) int {
 	t.Helper()
+	calls, _ := scriptStats(t, cl)
+	return calls
+}
+
+// scriptTime is the time cl's node spent in script calls since its
+// statistics were last reset.
+func scriptTime(t *testing.T, cl *redis.Client) time.Duration {
+	t.Helper()
+	_, d := scriptStats(t, cl)
+	return d
+}
+
+// scriptStats is the script calls (EVALSHA and EVAL) cl's node ran since
+// its statistics were last reset, and the time it spent in them.
+func scriptStats(t *testing.T, cl *redis.Client) (calls int, d time.Duration) {
+	t.Helper()
 	info, err := cl.Info(context.Background(), "commandstats").Result()
 	require.NoError(t, err)
-	n := 0
 	for _, line := range strings.Split(info, "\n") {
 		name, rest, _ := strings.Cut(strings.TrimSpace(line), ":")
-		if name == "cmdstat_evalsha" || name == "cmdstat_eval" {
-			var calls int
-			_, _ = fmt.Sscanf(rest, "calls=%d", &calls)
-			n += calls
+		if name != "cmdstat_evalsha" && name != "cmdstat_eval" {
+			continue
 		}
+		var n, us int
+		_, _ = fmt.Sscanf(rest, "calls=%d", &n)
+		_, usec, _ := strings.Cut(rest, "usec=")
+		_, _ = fmt.Sscanf(usec, "%d", &us)
+		calls += n
+		d += time.Duration(us) * time.Microsecond
 	}
-	return n
+	return calls, d
 }
 
 // Calls of one script queued together run as one script call, each
@@ -58,11 +113,8 @@ func scriptCalls(t *testing.T, cl *redis.Client) int {
 // after it run. On a node whose script cache is empty (fresh, then
 // flushed) the batch form is sent with its source.
 func TestFoldedCallsAnswerEachAlone(t *testing.T) {
-	c := redistest.Start(t, 1)
-	cl := c.Node(0).Client()
+	cl, n := oneNode(t)
 	ctx := tctx(t, 10*time.Second)
-	n := newRedisNode(c.Addrs()[0], "127.0.0.1", Config{OpTimeout: time.Second}.withDefaults())
-	defer n.Close()
 	require.NoError(t, cl.RPush(ctx, "f:{bad}:rec", "not a number").Err())
 	_, alone := n.Do(ctx, driver.MaxSetOp{Key: "f:{bad}:rec", N: 1})
 	require.ErrorContains(t, alone, "WRONGTYPE")
@@ -71,7 +123,6 @@ func TestFoldedCallsAnswerEachAlone(t *testing.T) {
 		if round == 2 {
 			require.NoError(t, cl.ScriptFlush(ctx).Err())
 		}
-		require.NoError(t, cl.ConfigResetStat(ctx).Err())
 		var ops []driver.Op
 		for i := range 20 {
 			ops = append(ops, driver.MaxSetOp{Key: fmt.Sprintf("f:{k%d}:rec", i), N: int64(100*round + i + 1)})
@@ -79,22 +130,21 @@ func TestFoldedCallsAnswerEachAlone(t *testing.T) {
 				ops = append(ops, driver.MaxSetOp{Key: "f:{bad}:rec", N: 5})
 			}
 		}
-		res, errs := sendTogether(t, n, ops)
+		bad := func(op driver.Op) bool { return op.(driver.MaxSetOp).Key == "f:{bad}:rec" }
+		errs, scripts := sendRound(t, n, []*redis.Client{cl}, ops, bad)
 		for i, op := range ops {
 			m := op.(driver.MaxSetOp)
-			if m.Key == "f:{bad}:rec" {
+			if bad(op) {
 				require.ErrorContains(t, errs[i], "WRONGTYPE", "the failing call's own error")
 				require.ErrorContains(t, errs[i], alone.Error()[:strings.Index(alone.Error(), " ")], "as when sent alone")
 				continue
 			}
-			require.NoError(t, errs[i], "call %d, round %d", i, round)
-			require.Equal(t, m.N, res[i].N)
 			v, err := cl.Get(ctx, m.Key).Int64()
 			require.NoError(t, err)
-			require.Equal(t, m.N, v)
+			require.Equal(t, m.N, v, "call %d, round %d", i, round)
 		}
 		if round == 1 {
-			require.Equal(t, 1, scriptCalls(t, cl), "21 calls of one script, one script call")
+			require.Equal(t, 1, scripts, "21 calls of one script, one script call")
 		}
 	}
 }
@@ -102,11 +152,8 @@ func TestFoldedCallsAnswerEachAlone(t *testing.T) {
 // A call alone in its pipeline (the node idle) is a plain call of the
 // plain script: the batch form is never loaded for it.
 func TestLoneCallIsPlainScript(t *testing.T) {
-	c := redistest.Start(t, 1)
-	cl := c.Node(0).Client()
+	cl, n := oneNode(t)
 	ctx := tctx(t, 10*time.Second)
-	n := newRedisNode(c.Addrs()[0], "127.0.0.1", Config{OpTimeout: time.Second}.withDefaults())
-	defer n.Close()
 	res, err := n.Do(ctx, driver.FenceOp{Key: "lone:{a}:fence", N: 3})
 	require.NoError(t, err)
 	require.EqualValues(t, 3, res.N)
@@ -156,27 +203,20 @@ func TestFoldOnClusterEndpoint(t *testing.T) {
 		}
 	}
 	require.Positive(t, onB, "no family on the second shard; the test proves nothing")
+	var shards []*redis.Client
+	for _, node := range c.Nodes() {
+		shards = append(shards, node.Client())
+	}
 	for round := range 2 {
-		for _, node := range c.Nodes() {
-			require.NoError(t, node.Client().ConfigResetStat(ctx).Err())
-		}
 		var ops []driver.Op
 		for j := range 5 {
 			for f := range 8 {
 				ops = append(ops, driver.MaxSetOp{Key: fmt.Sprintf("t:{job%d}:rec%d", f, j), N: int64(10*round + j + f + 1)})
 			}
 		}
-		res, errs := sendTogether(t, n, ops)
-		for i, op := range ops {
-			require.NoError(t, errs[i], "call %d, round %d", i, round)
-			require.Equal(t, op.(driver.MaxSetOp).N, res[i].N)
-		}
+		_, calls := sendRound(t, n, shards, ops, nil)
 		require.True(t, n.cluster.Load(), "switched to the cluster client")
 		if round == 1 {
-			calls := 0
-			for _, node := range c.Nodes() {
-				calls += scriptCalls(t, node.Client())
-			}
 			require.Equal(t, len(slots), calls, "one script call per slot")
 		}
 	}
@@ -211,11 +251,8 @@ func TestFoldOnClusterEndpoint(t *testing.T) {
 //
 //	go test ./locking/redlock -run 'TestFoldLatency' -count=1 -v
 func TestFoldLatency(t *testing.T) {
-	c := redistest.Start(t, 1)
-	cl := c.Node(0).Client()
+	cl, n := oneNode(t)
 	ctx := tctx(t, 30*time.Second)
-	n := newRedisNode(c.Addrs()[0], "127.0.0.1", Config{OpTimeout: time.Second}.withDefaults())
-	defer n.Close()
 	claims := func(round int) []driver.Op {
 		ops := make([]driver.Op, maxBatch)
 		for i := range ops {
@@ -233,12 +270,8 @@ func TestFoldLatency(t *testing.T) {
 	var folded, plain []time.Duration
 	for round := 1; round <= 5; round++ {
 		require.NoError(t, cl.Do(ctx, "SLOWLOG", "RESET").Err())
-		require.NoError(t, cl.ConfigResetStat(ctx).Err())
-		_, errs := sendTogether(t, n, claims(round))
-		for _, err := range errs {
-			require.NoError(t, err)
-		}
-		require.Equal(t, 1, scriptCalls(t, cl))
+		_, scripts := sendRound(t, n, []*redis.Client{cl}, claims(round), nil)
+		require.Equal(t, 1, scripts)
 		folded = append(folded, scriptTime(t, cl))
 		require.NoError(t, cl.ConfigResetStat(ctx).Err())
 		for _, op := range claims(100 + round) {
@@ -249,24 +282,4 @@ func TestFoldLatency(t *testing.T) {
 		plain = append(plain, scriptTime(t, cl))
 	}
 	t.Logf("%d claims on one node, in scripts: folded %v, one by one %v (summed)", maxBatch, folded, plain)
-}
-
-// scriptTime is the time cl's node spent in script calls since its
-// statistics were last reset.
-func scriptTime(t *testing.T, cl *redis.Client) time.Duration {
-	t.Helper()
-	info, err := cl.Info(context.Background(), "commandstats").Result()
-	require.NoError(t, err)
-	var d time.Duration
-	for _, line := range strings.Split(info, "\n") {
-		name, rest, _ := strings.Cut(strings.TrimSpace(line), ":")
-		if name == "cmdstat_evalsha" || name == "cmdstat_eval" {
-			_, us, _ := strings.Cut(rest, "usec=")
-			us, _, _ = strings.Cut(us, ",")
-			var n int
-			_, _ = fmt.Sscanf(us, "%d", &n)
-			d += time.Duration(n) * time.Microsecond
-		}
-	}
-	return d
 }
