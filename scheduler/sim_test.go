@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -111,8 +112,15 @@ func simTTL(seed uint64) time.Duration {
 	return 8 * time.Second
 }
 
+// simSlots keeps the simulation's worlds one a core: each is CPU-bound
+// for its whole run, and the package's -test.parallel is raised for its
+// real-time tests (parallel_test.go).
+var simSlots = make(chan struct{}, runtime.GOMAXPROCS(0))
+
 // simulate runs cfg's world and checks it; it returns the world's trace.
 func simulate(t *testing.T, cfg simConfig) []string {
+	simSlots <- struct{}{}
+	defer func() { <-simSlots }()
 	began := time.Now()
 	var trace []string
 	var viol []string
