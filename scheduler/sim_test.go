@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -29,7 +30,7 @@ import (
 // same plan with jobs in a concurrency group (sim_group_test.go). The invariants
 // (sim_check_test.go) are checked after every simulated hour.
 //
-//	go test ./scheduler -run Simulation                          # the default: 2 fixed seeds × 24 h
+//	go test ./scheduler -run Simulation                          # the default: 2 fixed seeds × 24 h (3 h under -race)
 //	go test ./scheduler -run Simulation -sim.seeds 20 -sim.hours 100   # long mode: 20 new seeds
 //	go test ./scheduler -run Simulation -sim.seed 42 -sim.hours 24    # replay one seed
 //	go test ./scheduler -run 'TestSimulation$' -sim.seed 42 -sim.trace /tmp/t   # and write its trace to /tmp/t.42
@@ -64,7 +65,7 @@ var (
 	simSeed     = flag.Uint64("sim.seed", 0, "simulate only this seed (a failure prints its seed)")
 	simSeeds    = flag.Int("sim.seeds", 0, "simulate this many seeds drawn at random (printed) instead of -sim.seedlist")
 	simSeedList = flag.String("sim.seedlist", "315852,171171", "the seeds to simulate (comma-separated)")
-	simHours    = flag.Float64("sim.hours", 24, "simulated hours per seed")
+	simHours    = flag.Float64("sim.hours", simDefaultHours, "simulated hours per seed (24; 3 under the race detector: sim_span_race_test.go)")
 	simTraceOut = flag.String("sim.trace", "", "write each seed's trace (sim_trace_test.go) to this file, the seed appended to its name")
 )
 
@@ -111,8 +112,15 @@ func simTTL(seed uint64) time.Duration {
 	return 8 * time.Second
 }
 
+// simSlots keeps the simulation's worlds one a core: each is CPU-bound
+// for its whole run, and the package's -test.parallel is raised for its
+// real-time tests (parallel_test.go).
+var simSlots = make(chan struct{}, runtime.GOMAXPROCS(0))
+
 // simulate runs cfg's world and checks it; it returns the world's trace.
 func simulate(t *testing.T, cfg simConfig) []string {
+	simSlots <- struct{}{}
+	defer func() { <-simSlots }()
 	began := time.Now()
 	var trace []string
 	var viol []string

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-var simReplayHours = flag.Float64("sim.replayhours", 3, "simulated hours of each replay in TestSimulationReplaysItsSeed")
+var simReplayHours = flag.Float64("sim.replayhours", simDefaultReplayHours, "simulated hours of each replay in TestSimulationReplaysItsSeed (3; 1 under the race detector: sim_span_race_test.go)")
 
 // traceLines is what a simulation did, one event a line: every run
 // started and ended (job, slot, replica, process, run id, token), every

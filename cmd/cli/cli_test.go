@@ -424,8 +424,10 @@ jobs:
 
 // TestEntraWithoutIdentityIsNotAConfigError: with redis.auth: entra on a
 // host that has no managed identity, run fails at start with exit 1 (a
-// failure to start), not 2 (the configuration is valid).
+// failure to start), not 2 (the configuration is valid). Parallel: the
+// SDK's retries to the closed identity port take about 10 s of waiting.
 func TestEntraWithoutIdentityIsNotAConfigError(t *testing.T) {
+	t.Parallel()
 	cfg := writeConfig(t, `
 http: {addr: ""}
 redis:
