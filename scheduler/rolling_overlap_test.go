@@ -41,7 +41,13 @@ func TestRollingChangeFromAllowAllowSideWaits(t *testing.T) {
 				stopFirst := running(t, mk(first))
 				time.Sleep(6 * time.Second) // the first replica's run of slot 5 goes on to 13 s
 				stopSecond := running(t, mk(second))
-				time.Sleep(40 * time.Second)
+				// The two sides run different definitions, so neither counts
+				// the other in its view: both claim each slot at its due
+				// time, and which one's claim lands first is the order the
+				// runtime runs them at that instant. Over 40 s (9 slots) one
+				// side won them all in about 1 run of 70 under -race; over
+				// 120 s (25 slots) the sides meet in every run.
+				time.Sleep(120 * time.Second)
 				stopSecond()
 				stopFirst()
 				checkRollingRuns(t, e.sink, rec.all())
