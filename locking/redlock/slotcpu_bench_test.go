@@ -2,8 +2,6 @@ package redlock_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -14,7 +12,6 @@ import (
 	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/locking/driver"
 	"github.com/slotlock/slotlock/locking/redistest"
-	"github.com/slotlock/slotlock/locking/redlock"
 )
 
 // BenchmarkSlotLockCPU measures what one slot's lock calls cost the
@@ -31,14 +28,9 @@ import (
 //	go test ./locking/redlock -run '^$' -bench SlotLockCPU -benchmem -count 5
 func BenchmarkSlotLockCPU(b *testing.B) {
 	c := redistest.Start(b, 3)
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var ls [2]locking.Locker
 	for i := range ls {
-		l, err := redlock.New(redlock.Config{Nodes: c.Addrs(), OpTimeout: 2 * time.Second},
-			locking.Options{Replica: "cpu-" + strconv.Itoa(i), Logger: quiet})
-		require.NoError(b, err)
-		b.Cleanup(func() { _ = l.Close() })
-		ls[i] = l
+		ls[i] = newCostLocker(b, c, "cpu-"+strconv.Itoa(i))
 	}
 	ctx := context.Background()
 	run := locking.Key{Family: "cpujob", Name: "run"}
