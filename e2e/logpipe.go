@@ -64,9 +64,19 @@ func (p *logPipe) drain(r *os.File, lf *os.File) {
 	}
 }
 
-// closeWriter drops the suite's own write end once the replica exited, so
-// that the copy sees the end of the pipe.
-func (p *logPipe) closeWriter() { _ = p.w.Close() }
+// closeWriterAfter drops the suite's own write end once the replica
+// exited (at once when it never started: pr nil), so that the copy sees
+// the end of the pipe.
+func (p *logPipe) closeWriterAfter(pr *proc) {
+	if pr == nil {
+		_ = p.w.Close()
+		return
+	}
+	go func() {
+		<-pr.done
+		_ = p.w.Close()
+	}()
+}
 
 // stall stops draining for d and fills the pipe, so that the replica's
 // next write blocks until the stall ends. It blocks for d.

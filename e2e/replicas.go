@@ -39,55 +39,16 @@ func (c *Cluster) StartReplica(name string, offset time.Duration) *Replica {
 	}
 	c.mu.Unlock()
 	logPath := filepath.Join(c.dir, name+".log")
-	lf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		c.t.Fatal(err)
-	}
 	before := fileSize(logPath)
 	cmd := exec.Command(c.bin.Slotlock, "run", "--config", c.configFor(name))
 	cmd.Dir = c.dir
-	var logs *logPipe
-	if c.spec.PipedLogs {
-		if logs, err = newLogPipe(lf); err != nil {
-			c.t.Fatal(err)
-		}
-		cmd.Stdout, cmd.Stderr = logs.w, logs.w
-	} else {
-		defer lf.Close()
-		cmd.Stdout, cmd.Stderr = lf, lf
-	}
-	env := []string{"SLOTLOCK_REPLICA=" + name}
-	if offset != 0 {
-		env = append(env, "SLOTLOCK_CLOCK_OFFSET="+offset.String())
-	}
-	if c.Shards != nil {
-		// One seed per Redlock node: the replica finds the other shards.
-		env = append(env, "SLOTLOCK_REDIS__NODES="+strings.Join(c.Shards.Seeds(), ","))
-	}
-	var httpAddr string
-	if c.spec.UI {
-		httpAddr = freeLoopbackAddr(c.t)
-		env = append(env, "SLOTLOCK_HTTP__ADDR="+httpAddr)
-	}
-	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "SLOTLOCK_") || strings.HasPrefix(kv, "CONTAINER_APP_") {
-			continue
-		}
-		env = append(env, kv)
-	}
+	logs, started := c.attachOutput(cmd, logPath)
+	env, httpAddr := c.replicaEnv(name, offset)
 	cmd.Env = env
 	p, err := startProc("replica "+name, cmd)
+	started(p)
 	if err != nil {
-		if logs != nil {
-			logs.closeWriter()
-		}
 		c.t.Fatalf("start replica %s: %v", name, err)
-	}
-	if logs != nil {
-		go func() {
-			<-p.done
-			logs.closeWriter()
-		}()
 	}
 	r := &Replica{Name: name, Offset: offset, HTTPAddr: httpAddr, c: c, p: p, logs: logs}
 	c.mu.Lock()
@@ -96,21 +57,68 @@ func (c *Cluster) StartReplica(name string, offset time.Duration) *Replica {
 	}
 	c.replicas[name] = r
 	c.mu.Unlock()
-	// Its first line comes once the config is loaded and validated: with
-	// thousands of jobs, on a host its peers already load past its
-	// capacity (the scale benchmark's overload points), that takes longer.
+	c.waitFirstLine(r, logPath, before)
+	return r
+}
+
+// attachOutput points cmd's stdout and stderr at the replica's log file:
+// directly, or with Spec.PipedLogs through a pipe the suite drains into
+// it (returned; nil otherwise). Call started with the process once it
+// started (nil: it did not): it lets go of the suite's own descriptor.
+func (c *Cluster) attachOutput(cmd *exec.Cmd, logPath string) (logs *logPipe, started func(*proc)) {
+	c.t.Helper()
+	lf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if !c.spec.PipedLogs {
+		// The child has its own descriptor once started.
+		cmd.Stdout, cmd.Stderr = lf, lf
+		return nil, func(*proc) { _ = lf.Close() }
+	}
+	if logs, err = newLogPipe(lf); err != nil {
+		c.t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logs.w, logs.w
+	return logs, logs.closeWriterAfter
+}
+
+// replicaEnv is a replica's environment: its name, clock offset, Redis
+// seeds (with shards) and ops address (with Spec.UI, returned), then this
+// process's environment without slotlock's own variables.
+func (c *Cluster) replicaEnv(name string, offset time.Duration) (env []string, httpAddr string) {
+	env = []string{"SLOTLOCK_REPLICA=" + name}
+	if offset != 0 {
+		env = append(env, "SLOTLOCK_CLOCK_OFFSET="+offset.String())
+	}
+	if c.Shards != nil {
+		// One seed per Redlock node: the replica finds the other shards.
+		env = append(env, "SLOTLOCK_REDIS__NODES="+strings.Join(c.Shards.Seeds(), ","))
+	}
+	if c.spec.UI {
+		httpAddr = freeLoopbackAddr(c.t)
+		env = append(env, "SLOTLOCK_HTTP__ADDR="+httpAddr)
+	}
+	return append(env, cleanEnv()...), httpAddr
+}
+
+// waitFirstLine waits until the replica's log grew past before. Its first
+// line comes once the config is loaded and validated: with thousands of
+// jobs, on a host its peers already load past its capacity (the scale
+// benchmark's overload points), that takes longer.
+func (c *Cluster) waitFirstLine(r *Replica, logPath string, before int64) {
+	c.t.Helper()
 	wait := 5*time.Second + time.Duration(len(c.spec.Jobs))*2*time.Millisecond
 	deadline := time.Now().Add(wait)
 	for fileSize(logPath) == before {
-		if !p.running() {
-			c.t.Fatalf("replica %s exited with %d at start:\n%s", name, p.exitCode(), tail(logPath, 20))
+		if !r.p.running() {
+			c.t.Fatalf("replica %s exited with %d at start:\n%s", r.Name, r.p.exitCode(), tail(logPath, 20))
 		}
 		if time.Now().After(deadline) {
-			c.t.Fatalf("replica %s logged nothing within %v", name, wait)
+			c.t.Fatalf("replica %s logged nothing within %v", r.Name, wait)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return r
 }
 
 func fileSize(p string) int64 {
