@@ -102,15 +102,7 @@ func nonCandidates(b *testing.B, n int, redis bool) {
 	var scheds []*Scheduler
 	var stubs []*stubClaims
 	for _, name := range names {
-		s, err := New(Config{Replica: name, Locker: benchLocker(b, name, nodes, &reads), Logger: quiet,
-			Jobs: []JobSpec{everySecond(b, "tick", &recorder{now: time.Now})}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		s.fleet.viewSource = func() []string { return names }
-		s.fleet.refreshView()
-		stub := &stubClaims{real: s.admit}
-		s.timer.admit = stub
+		s, stub := viewedReplica(b, Config{Replica: name, Locker: benchLocker(b, name, nodes, &reads), Logger: quiet}, names)
 		s.timer.setNext(s.jobList()[0], start)
 		scheds = append(scheds, s)
 		stubs = append(stubs, stub)
@@ -147,15 +139,7 @@ func nonCandidates(b *testing.B, n int, redis bool) {
 //	go test ./scheduler -run '^$' -bench IdleSlotStep -benchmem -count 5 -timeout 5m
 func BenchmarkIdleSlotStep(b *testing.B) {
 	names := nineNames()
-	s, err := New(Config{Replica: names[0], Locker: locking.NewLocal(locking.Options{}),
-		Jobs: []JobSpec{everySecond(b, "tick", &recorder{now: time.Now})}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	s.fleet.viewSource = func() []string { return names }
-	s.fleet.refreshView()
-	stub := &stubClaims{real: s.admit}
-	s.timer.admit = stub
+	s, stub := viewedReplica(b, Config{Replica: names[0], Locker: locking.NewLocal(locking.Options{})}, names)
 	j := s.jobList()[0]
 	var idle []time.Time
 	for i := 0; len(idle) < 1000; i++ {
@@ -174,4 +158,20 @@ func BenchmarkIdleSlotStep(b *testing.B) {
 	if n := stub.fired.Load(); n > 0 {
 		b.Fatalf("an idle replica fired %d slots", n)
 	}
+}
+
+// viewedReplica is a scheduler of cfg with one every-second job "tick",
+// whose view of the fleet is names and whose claims are stubbed.
+func viewedReplica(b *testing.B, cfg Config, names []string) (*Scheduler, *stubClaims) {
+	b.Helper()
+	cfg.Jobs = []JobSpec{everySecond(b, "tick", &recorder{now: time.Now})}
+	s, err := New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.fleet.viewSource = func() []string { return names }
+	s.fleet.refreshView()
+	stub := &stubClaims{real: s.admit}
+	s.timer.admit = stub
+	return s, stub
 }
