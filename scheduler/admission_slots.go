@@ -68,7 +68,7 @@ func (ad *admission) carryOut(ds []admitted) {
 		switch d.o {
 		case admitGo:
 			j, t := w.j, w.t
-			if !ad.spawn(func() { ad.attemptAdmitted(j, t) }) {
+			if !ad.spawnDeep(func() { ad.attemptAdmitted(j, t) }) {
 				ad.admitDone(0, admitUnsent)
 			}
 		case admitShed:
