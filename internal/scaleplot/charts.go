@@ -71,14 +71,17 @@ func Charts(points []Point) map[string]Chart {
 
 // BurstChart draws, against the slots of a burst (one per job), how long
 // after the instant the burst's last slot started (the max over its
-// instants, and dashed the median) for each setup with two points or
-// more.
+// instants, and dashed the median) for each setup — and binary, in a
+// side-by-side run — with two points or more.
 func BurstChart(points []Point) Chart {
 	bySetup := map[string]map[int]Point{}
 	for _, p := range points {
 		setup := p.Setup
 		if p.Every > 0 {
 			setup = fmt.Sprintf("%s, every %d s", setup, p.Every)
+		}
+		if p.Binary != "" {
+			setup = p.Binary + ": " + setup
 		}
 		if bySetup[setup] == nil {
 			bySetup[setup] = map[int]Point{}

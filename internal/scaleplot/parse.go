@@ -21,6 +21,9 @@ type Point struct {
 	Burst               bool
 	LastMax, LastMedian float64
 	Every               int // the burst period in seconds, from the line above the table; 0: not said
+	// Binary is the name of a side-by-side run's binary ("base 88f3cb8",
+	// "new") from the "name:" line just above the table; "" when unnamed.
+	Binary string
 }
 
 // everyLine finds the burst period in the line TestScale writes above a
@@ -40,15 +43,23 @@ func Parse(r io.Reader) ([]Point, error) {
 		pts   []Point
 		idx   map[string]int
 		every int
+		label string // the "name:" line just above the table, if any
 	)
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
 	for line := 1; sc.Scan(); line++ {
-		cells, ok := row(sc.Text())
+		text := strings.TrimSpace(sc.Text())
+		cells, ok := row(text)
 		switch {
 		case !ok:
+			if idx != nil || text != "" {
+				label = "" // a name is the next table's only
+			}
+			if name, named := strings.CutSuffix(text, ":"); named {
+				label = name
+			}
 			idx = nil
-			if m := everyLine.FindStringSubmatch(sc.Text()); m != nil {
+			if m := everyLine.FindStringSubmatch(text); m != nil {
 				every, _ = strconv.Atoi(m[1])
 			}
 		case idx == nil:
@@ -63,6 +74,7 @@ func Parse(r io.Reader) ([]Point, error) {
 			if p.Burst {
 				p.Every = every
 			}
+			p.Binary = label
 			pts = append(pts, p)
 		}
 	}

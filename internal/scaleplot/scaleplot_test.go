@@ -35,10 +35,26 @@ func TestChartsMatchTheData(t *testing.T) {
 	}
 }
 
+// The burst chart is what the newest sitting of bursts gives
+// (burst-DATE*.md of the latest DATE, each binary of a side-by-side run a
+// line of its own).
+func TestBurstChartMatchesTheData(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(dataDir, "burst-*.md"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files, "no burst data under docs/data")
+	newest := ""
+	for _, f := range files {
+		newest = max(newest, sitting(filepath.Base(f)))
+	}
+	chart := BurstChart(parseData(t, "burst-"+newest+"*.md", Parse))
+	require.NotEmpty(t, chart.Series, "no setup with two burst sizes")
+	golden(t, "scale-burst.svg", chart.SVG())
+}
+
 // sitting is the date in a data file's name: 2026-12-02 of
-// scale-2026-12-02-latest.md.
+// scale-2026-12-02-latest.md or burst-2026-12-02.md.
 func sitting(name string) string {
-	date := strings.TrimPrefix(name, "scale-")
+	_, date, _ := strings.Cut(name, "-")
 	return date[:min(len(date), len("2006-01-02"))]
 }
 
