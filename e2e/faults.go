@@ -75,3 +75,17 @@ type Stall struct {
 	Replica  string
 	From, To time.Time
 }
+
+// Throttle lets the replica (and its jobs' processes) run for on out of
+// every on+off, for d, as a CPU quota does: a container limited to a
+// fraction of a core is stopped whole by the kernel for the rest of each
+// scheduling period once its quota is spent (CFS throttling; 100 ms
+// periods by default). It blocks for d and leaves the replica running.
+func (r *Replica) Throttle(d, on, off time.Duration) {
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		r.p.freeze()
+		time.Sleep(off)
+		r.p.thaw()
+		time.Sleep(on)
+	}
+}

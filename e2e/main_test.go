@@ -18,6 +18,9 @@ import (
 var (
 	soakFlag = flag.Duration("soak", 0, "run the soak test (TestSoak) for this long, e.g. 10m; also SLOTLOCK_SOAK")
 	seedFlag = flag.Int64("seed", 0, "soak: random seed for the fault schedule (0: time-based, printed)")
+	// faultsFlag narrows the draw, to soak a new fault (or one under
+	// suspicion) more often than one in fifteen.
+	faultsFlag = flag.String("soak.faults", "", "soak: draw only these faults (comma-separated names; default all)")
 )
 
 // bins holds the programs built once by TestMain; buildErr says why the

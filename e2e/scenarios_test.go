@@ -45,8 +45,9 @@ func TestScenario(t *testing.T) {
 		{"crash_restart_run_once", func(t *testing.T) { scenarioCrashRestart(t, "run_once") }},
 		{"crash_restart_skip", func(t *testing.T) { scenarioCrashRestart(t, "skip") }},
 		{"pause_kill_history", scenarioPauseKillHistory},
-		{"reload", scenarioReload},      // reload_test.go
-		{"log_stall", scenarioLogStall}, // logstall_test.go
+		{"reload", scenarioReload},            // reload_test.go
+		{"log_stall", scenarioLogStall},       // logstall_test.go
+		{"cpu_throttle", scenarioCPUThrottle}, // throttle_test.go
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -36,6 +37,7 @@ func TestSoak(t *testing.T) {
 	}
 	t.Logf("soak: %v, seed %d (replay with -seed %d)", d, seed, seed)
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x5107))
+	faults := drawnFaults(t, *faultsFlag)
 
 	long := JobDef{Name: "long", Schedule: "* * * * * *", Sleep: 2500 * time.Millisecond, Forbid: true}
 	c := NewCluster(t, bins, Spec{ProxyNode: 2, AppendOnly: true, PipedLogs: true, Jobs: []JobDef{tick, guard, five, long}})
@@ -49,7 +51,7 @@ func TestSoak(t *testing.T) {
 	var log []string
 	for time.Until(end) > 25*time.Second {
 		time.Sleep(time.Duration(3000+rng.IntN(5000)) * time.Millisecond)
-		f := soakFaults[rng.IntN(len(soakFaults))]
+		f := faults[rng.IntN(len(faults))]
 		at := time.Now()
 		what := f.run(s)
 		counts[f.name]++
@@ -136,6 +138,27 @@ type soak struct {
 	offsets map[string]time.Duration
 }
 
+// drawnFaults are the faults a soak draws from: those named (-soak.faults),
+// or all. An unknown name fails the test with the names it knows.
+func drawnFaults(t *testing.T, names string) []soakFault {
+	if names == "" {
+		return soakFaults
+	}
+	var out []soakFault
+	for _, n := range strings.Split(names, ",") {
+		i := slices.IndexFunc(soakFaults, func(f soakFault) bool { return f.name == strings.TrimSpace(n) })
+		if i < 0 {
+			known := make([]string, len(soakFaults))
+			for j, f := range soakFaults {
+				known[j] = f.name
+			}
+			t.Fatalf("soak: no fault %q (-soak.faults); the faults are %s", n, strings.Join(known, ", "))
+		}
+		out = append(out, soakFaults[i])
+	}
+	return out
+}
+
 func (s *soak) dur(minMs, maxMs int) time.Duration {
 	return time.Duration(minMs+s.rng.IntN(maxMs-minMs+1)) * time.Millisecond
 }
@@ -184,6 +207,14 @@ var soakFaults = []soakFault{
 		s.c.Legit(s.c.FaultStart(at), at.Add(s.c.spec.TTL/2+s.c.spec.TTL+time.Second), "replica "+r.Name+"'s log output blocked")
 		r.StallLogs(3 * s.c.spec.TTL)
 		return r.Name
+	}},
+	{"replica_cpu_throttled", func(s *soak) string {
+		// A tenth of a core (scenario cpu_throttle): slow, not gone, so
+		// no fault window.
+		r := s.replica()
+		d := s.dur(3000, 8000)
+		r.Throttle(d, 10*time.Millisecond, 90*time.Millisecond)
+		return fmt.Sprintf("%s ran 10 ms of every 100 ms for %v", r.Name, d)
 	}},
 	{"replica_sigterm_restart", func(s *soak) string {
 		r := s.replica()
