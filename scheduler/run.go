@@ -222,8 +222,9 @@ func (r *slotRun) logStarted(log *slog.Logger, started time.Time) {
 	if a.origin != originManual && a.j.spec.Jitter > 0 {
 		attrs = append(attrs, "jitter_ms", jitterOffset(a.name, a.t, a.j.spec.Jitter).Milliseconds())
 	}
-	// The message is the event: the command's JSON lines then leave it
-	// out (a line per run slot), the text lines show the event first.
+	// The message is the event's name: the shortest one the JSON lines
+	// (which always carry msg) can have, and the text lines show the
+	// event first.
 	log.Info(evRunStarted, attrs...)
 }
 
