@@ -22,14 +22,7 @@ const (
 // files give (scale-DATE-*.md of the latest DATE): points of one sitting,
 // one revision and one state of the host, never mixed with older ones.
 func TestChartsMatchTheData(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join(dataDir, "scale-*.md"))
-	require.NoError(t, err)
-	require.NotEmpty(t, files, "no scale data under docs/data")
-	newest := ""
-	for _, f := range files {
-		newest = max(newest, sitting(filepath.Base(f)))
-	}
-	points := parseData(t, "scale-"+newest+"-*.md", Parse)
+	points := parseData(t, "scale-"+newestSitting(t, "scale")+"-*.md", Parse)
 	for name, chart := range Charts(points) {
 		golden(t, name, chart.SVG())
 	}
@@ -39,16 +32,22 @@ func TestChartsMatchTheData(t *testing.T) {
 // (burst-DATE*.md of the latest DATE, each binary of a side-by-side run a
 // line of its own).
 func TestBurstChartMatchesTheData(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join(dataDir, "burst-*.md"))
+	chart := BurstChart(parseData(t, "burst-"+newestSitting(t, "burst")+"*.md", Parse))
+	require.NotEmpty(t, chart.Series, "no setup with two burst sizes")
+	golden(t, "scale-burst.svg", chart.SVG())
+}
+
+// newestSitting is the latest date of the data files KIND-DATE*.md.
+func newestSitting(t *testing.T, kind string) string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dataDir, kind+"-*.md"))
 	require.NoError(t, err)
-	require.NotEmpty(t, files, "no burst data under docs/data")
+	require.NotEmpty(t, files, "no %s data under docs/data", kind)
 	newest := ""
 	for _, f := range files {
 		newest = max(newest, sitting(filepath.Base(f)))
 	}
-	chart := BurstChart(parseData(t, "burst-"+newest+"*.md", Parse))
-	require.NotEmpty(t, chart.Series, "no setup with two burst sizes")
-	golden(t, "scale-burst.svg", chart.SVG())
+	return newest
 }
 
 // sitting is the date in a data file's name: 2026-12-02 of
