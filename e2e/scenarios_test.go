@@ -3,10 +3,15 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/slotlock/slotlock/locking/redistest"
 )
 
 // The short-mode scenarios of issue 6. Each runs its own Redis nodes and
@@ -247,14 +252,21 @@ func scenarioRedisDown(t *testing.T) {
 }
 
 // One node (behind the proxy) becomes slow below op_timeout, then above
-// it, then unreachable (blackhole), then refuses connections: a majority
-// stays healthy throughout, so nothing may be missed.
+// it, then unreachable (blackhole), then refuses connections, then
+// executes every request but loses its answers (an asymmetric partition:
+// claims, renewals and ends applied on a node the replicas count as
+// failed), then holds every write for longer than a lock TTL (CLIENT
+// PAUSE WRITE, as a failover or a managed service's maintenance does: the
+// held claims and ends are applied late, when it ends). A majority stays
+// healthy throughout, so nothing may be missed or run twice.
 func scenarioRedisSlow(t *testing.T) {
 	c := NewCluster(t, bins, Spec{ProxyNode: 2, Jobs: []JobDef{tick, guard}})
 	up := c.StartAll("r1", "r2", "r3")
 	from := NextSecond(up).Add(time.Second)
 	SleepUntil(from.Add(2 * time.Second))
 	op := c.spec.OpTimeout
+	pause := c.spec.TTL * 4 / 3 // longer than a lease: the held claims and ends outlive it
+	lost, paused := &nodeFault{node: c.Redis.Node(2)}, &nodeFault{node: c.Redis.Node(2)}
 	steps := []struct {
 		what string
 		do   func()
@@ -266,15 +278,86 @@ func scenarioRedisSlow(t *testing.T) {
 		{"healed", func() { c.Proxy.SetMode(Pass) }, 3 * time.Second},
 		{"reject (connections reset)", func() { c.Proxy.SetMode(Reject) }, 4 * time.Second},
 		{"healed", func() { c.Proxy.SetMode(Pass) }, 3 * time.Second},
+		{"loses replies (requests executed, answers held)", func() { lost.begin(); c.Proxy.SetMode(LoseReplies) }, 5 * time.Second},
+		{"healed", func() { lost.end(); c.Proxy.SetMode(Pass) }, 3 * time.Second},
+		{fmt.Sprintf("writes paused for %v (CLIENT PAUSE WRITE; lock.ttl %v)", pause, c.spec.TTL), func() {
+			paused.begin()
+			if err := c.Redis.Node(2).PauseWrites(pause); err != nil {
+				t.Fatal(err)
+			}
+		}, pause + 2*time.Second},
 	}
 	for _, s := range steps {
 		t.Logf("%s: node %d %s", stamp(time.Now()), 2, s.what)
 		s.do()
 		time.Sleep(s.d)
 	}
+	paused.until = paused.from.Add(pause)
 	to := time.Now().Truncate(time.Second)
 	SleepUntil(to.Add(2 * time.Second))
 	c.Check(from, to)
+	// The two faults must have bitten: a fault the replicas never noticed
+	// proves nothing. With replies lost the node still executed requests.
+	evs := c.Events()
+	lost.requireSeen(t, evs, "losing replies")
+	paused.requireSeen(t, evs, "pausing writes")
+	if lost.executed < 10 {
+		t.Errorf("node 2 processed %d commands while its replies were lost: the requests did not reach it", lost.executed)
+	} else {
+		t.Logf("node 2 processed %d commands while its replies were lost", lost.executed)
+	}
+}
+
+// nodeFault is one fault on one Redis node in a scenario: when it lasted
+// and how many commands the node processed meanwhile.
+type nodeFault struct {
+	node        *redistest.Node
+	from, until time.Time
+	before      int64
+	executed    int64
+}
+
+func (f *nodeFault) begin() { f.from, f.before = time.Now(), commandsProcessed(f.node) }
+
+func (f *nodeFault) end() {
+	f.until = time.Now()
+	f.executed = commandsProcessed(f.node) - f.before
+}
+
+// requireSeen fails unless some replica logged the node unreachable
+// while the fault lasted (the replicas' first call to it after the fault
+// began counts it failed; a healthy node's calls never do).
+func (f *nodeFault) requireSeen(t *testing.T, evs []Event, what string) {
+	t.Helper()
+	seen := 0
+	for _, e := range evs {
+		if e.Msg == "locking: redis node unreachable" && !e.Time.Before(f.from) && !e.Time.After(f.until) {
+			seen++
+		}
+	}
+	if seen > 0 {
+		t.Logf("%s on node 2 (%s..%s): logged unreachable %d time(s)", what, stamp(f.from), stamp(f.until), seen)
+		return
+	}
+	t.Errorf("%s on node 2 (%s..%s): no replica logged it unreachable", what, stamp(f.from), stamp(f.until))
+}
+
+// commandsProcessed is the node's total_commands_processed (INFO stats),
+// or -1 when it cannot be read.
+func commandsProcessed(n *redistest.Node) int64 {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	info, err := n.Client().Info(ctx, "stats").Result()
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "total_commands_processed:"); ok {
+			x, _ := strconv.ParseInt(v, 10, 64)
+			return x
+		}
+	}
+	return -1
 }
 
 // Replica clocks offset by +0.8, -0.8 and 0 times lock.max_clock_skew
