@@ -256,16 +256,17 @@ func scenarioRedisDown(t *testing.T) {
 // executes every request but loses its answers (an asymmetric partition:
 // claims, renewals and ends applied on a node the replicas count as
 // failed), then holds every write for longer than a lock TTL (CLIENT
-// PAUSE WRITE, as a failover or a managed service's maintenance does: the
-// held claims and ends are applied late, when it ends). A majority stays
-// healthy throughout, so nothing may be missed or run twice.
+// PAUSE WRITE, as a failover or a managed service's maintenance does: it
+// answers reads at once, and drops the claims, renewals and ends it held
+// when their replicas time out and close the connections). A majority
+// stays healthy throughout, so nothing may be missed or run twice.
 func scenarioRedisSlow(t *testing.T) {
 	c := NewCluster(t, bins, Spec{ProxyNode: 2, Jobs: []JobDef{tick, guard}})
 	up := c.StartAll("r1", "r2", "r3")
 	from := NextSecond(up).Add(time.Second)
 	SleepUntil(from.Add(2 * time.Second))
 	op := c.spec.OpTimeout
-	pause := c.spec.TTL * 4 / 3 // longer than a lease: the held claims and ends outlive it
+	pause := c.spec.TTL * 4 / 3 // longer than a lease: none on the node is renewed, and none expires
 	lost, paused := &nodeFault{node: c.Redis.Node(2)}, &nodeFault{node: c.Redis.Node(2)}
 	steps := []struct {
 		what string

@@ -90,8 +90,10 @@ func (n *Node) clientOptions() *redis.Options {
 // WRITE, Redis >= 6.2), as Redis's own FAILOVER and managed services'
 // maintenance do: reads are answered at once, while each write, and each
 // EVAL/EVALSHA of a script not flagged no-writes, waits until the pause
-// ends; keys do not expire meanwhile. The pause ends by itself; of two
-// overlapping pauses the later end wins.
+// ends; keys do not expire meanwhile. A held write whose client gives up
+// and closes its connection (go-redis does on a timeout) is dropped, never
+// executed. The pause ends by itself; of two overlapping pauses the later
+// end wins.
 func (n *Node) PauseWrites(d time.Duration) error {
 	ms := d.Milliseconds()
 	if ms < 1 {
