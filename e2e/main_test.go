@@ -18,6 +18,9 @@ import (
 var (
 	soakFlag = flag.Duration("soak", 0, "run the soak test (TestSoak) for this long, e.g. 10m; also SLOTLOCK_SOAK")
 	seedFlag = flag.Int64("seed", 0, "soak: random seed for the fault schedule (0: time-based, printed)")
+	// A soak of a few faults, to rehearse a new one without waiting for
+	// the draw to reach it among all.
+	soakOnlyFlag = flag.String("soak-faults", "", "soak: comma-separated names of the faults to draw from (default: all of soakFaults)")
 )
 
 // bins holds the programs built once by TestMain; buildErr says why the

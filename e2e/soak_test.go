@@ -20,7 +20,8 @@ import (
 //
 //	go test ./e2e/ -run Soak -soak 10m -timeout 30m -v
 //
-// (or SLOTLOCK_SOAK=10m); -seed N replays a fault schedule.
+// (or SLOTLOCK_SOAK=10m); -seed N replays a fault schedule (with the same
+// -soak-faults); -soak-faults a,b draws from those faults only.
 func TestSoak(t *testing.T) {
 	d := soakDuration(t)
 	if d == 0 {
@@ -44,12 +45,13 @@ func TestSoak(t *testing.T) {
 	from := NextSecond(time.Now()).Add(time.Second)
 	end := start.Add(d)
 
+	faults := pickSoakFaults(t, *soakOnlyFlag)
 	s := &soak{c: c, rng: rng, t: t, offsets: map[string]time.Duration{}}
 	counts := map[string]int{}
 	var log []string
 	for time.Until(end) > 25*time.Second {
 		time.Sleep(time.Duration(3000+rng.IntN(5000)) * time.Millisecond)
-		f := soakFaults[rng.IntN(len(soakFaults))]
+		f := faults[rng.IntN(len(faults))]
 		at := time.Now()
 		what := f.run(s)
 		counts[f.name]++
@@ -79,6 +81,28 @@ func TestSoak(t *testing.T) {
 			t.Errorf("write soak report: %v", err)
 		}
 	}
+}
+
+// pickSoakFaults is soakFaults, or those named in only (comma-separated);
+// an unknown name fails the test.
+func pickSoakFaults(t *testing.T, only string) []soakFault {
+	if only == "" {
+		return soakFaults
+	}
+	var out []soakFault
+	for _, name := range strings.Split(only, ",") {
+		found := false
+		for _, f := range soakFaults {
+			if f.name == strings.TrimSpace(name) {
+				out, found = append(out, f), true
+			}
+		}
+		if !found {
+			t.Fatalf("-soak-faults: no fault named %q", name)
+		}
+	}
+	t.Logf("soak: drawing from %d of %d faults: %s", len(out), len(soakFaults), only)
+	return out
 }
 
 // TestSoakGap is the all-replicas-down scenario with a minute-long gap,
@@ -287,6 +311,25 @@ var soakFaults = []soakFault{
 		time.Sleep(d)
 		s.c.Proxy.SetMode(Pass)
 		return fmt.Sprintf("node 2 for %v", d)
+	}},
+	{"proxy_lose_replies", func(s *soak) string {
+		// Requests reach node 2 and run; their answers never come back.
+		s.c.Proxy.SetMode(LoseReplies)
+		d := s.dur(3000, 8000)
+		time.Sleep(d)
+		s.c.Proxy.SetMode(Pass)
+		return fmt.Sprintf("node 2 for %v", d)
+	}},
+	{"redis_pause_writes_one", func(s *soak) string {
+		// Reads answered, writes held (and dropped when their callers
+		// give up), for up to two lock TTLs.
+		i := s.rng.IntN(3)
+		d := s.dur(1000, int(2*s.c.spec.TTL/time.Millisecond))
+		if err := s.c.Redis.Node(i).PauseWrites(d); err != nil {
+			s.t.Fatal(err)
+		}
+		time.Sleep(d)
+		return fmt.Sprintf("node %d CLIENT PAUSE WRITE %v", i, d)
 	}},
 	{"proxy_reject", func(s *soak) string {
 		s.c.Proxy.SetMode(Reject)
