@@ -327,13 +327,22 @@ func (f *nodeFault) end() {
 
 // requireSeen fails unless some replica logged the node unreachable
 // while the fault lasted (the replicas' first call to it after the fault
-// began counts it failed; a healthy node's calls never do).
+// began counts it failed; a healthy node's calls never do), and when one
+// logged it more than once: the node was never back in between (a write
+// paused node answering reads used to be logged back after each).
 func (f *nodeFault) requireSeen(t *testing.T, evs []Event, what string) {
 	t.Helper()
 	seen := 0
+	by := map[string]int{}
 	for _, e := range evs {
 		if e.Msg == "locking: redis node unreachable" && !e.Time.Before(f.from) && !e.Time.After(f.until) {
 			seen++
+			by[e.Replica]++
+		}
+	}
+	for r, n := range by {
+		if n > 1 {
+			t.Errorf("%s on node 2: %s logged it unreachable %d times, want once (it flapped)", what, r, n)
 		}
 	}
 	if seen > 0 {
