@@ -24,6 +24,13 @@ const (
 	// Reject closes every connection with a reset and resets new ones at
 	// once, like a host whose port is closed.
 	Reject
+	// LoseReplies forwards requests as Pass does but holds every answer
+	// as Blackhole holds it: an asymmetric partition (a one-way route
+	// failure, a NAT or conntrack table dropping the return traffic). The
+	// server executes what it is sent while its client times out and
+	// counts it as failed; the held answers arrive late, in order, once
+	// the mode returns to Pass, if the client still listens.
+	LoseReplies
 )
 
 func (m ProxyMode) String() string {
@@ -34,6 +41,8 @@ func (m ProxyMode) String() string {
 		return "blackhole"
 	case Reject:
 		return "reject"
+	case LoseReplies:
+		return "lose-replies"
 	}
 	return fmt.Sprintf("ProxyMode(%d)", int(m))
 }
@@ -103,7 +112,8 @@ func (p *Proxy) SetLatency(d time.Duration) {
 }
 
 // SetMode switches the proxy's behaviour. Reject resets every open
-// connection now; Blackhole silences them; Pass resumes forwarding on the
+// connection now; Blackhole silences them; LoseReplies silences their
+// server-to-client direction only; Pass resumes forwarding on the
 // connections that are still open.
 func (p *Proxy) SetMode(m ProxyMode) {
 	p.mu.Lock()
@@ -210,8 +220,8 @@ func (p *Proxy) serve(c *proxyConn) {
 		return
 	}
 	done := make(chan struct{}, 2)
-	go func() { p.pipe(c, sc, c.client); done <- struct{}{} }()
-	go func() { p.pipe(c, c.client, sc); done <- struct{}{} }()
+	go func() { p.pipe(c, sc, c.client, false); done <- struct{}{} }()
+	go func() { p.pipe(c, c.client, sc, true); done <- struct{}{} }()
 	<-done // one direction ended: end both
 	c.close(false)
 	<-done
@@ -225,8 +235,9 @@ type chunk struct {
 // pipe copies src to dst, each chunk held until its arrival time plus the
 // latency in force. In Blackhole mode chunks are read and held, not
 // written, like segments TCP keeps retransmitting: when the mode returns
-// to Pass they arrive late, in order.
-func (p *Proxy) pipe(c *proxyConn, dst, src net.Conn) {
+// to Pass they arrive late, in order. LoseReplies holds them so on the
+// replies direction (server to client) only.
+func (p *Proxy) pipe(c *proxyConn, dst, src net.Conn, replies bool) {
 	q := make(chan chunk, 4096)
 	wdone := make(chan struct{})
 	go func() {
@@ -248,10 +259,11 @@ func (p *Proxy) pipe(c *proxyConn, dst, src net.Conn) {
 				default:
 				}
 				d := time.Until(ch.at.Add(lat))
-				if mode == Pass && d <= 0 {
+				held := mode == Blackhole || (mode == LoseReplies && replies)
+				if !held && d <= 0 {
 					break
 				}
-				if mode != Pass || d > 10*time.Millisecond {
+				if held || d > 10*time.Millisecond {
 					d = 10 * time.Millisecond
 				}
 				time.Sleep(d)

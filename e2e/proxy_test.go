@@ -174,3 +174,85 @@ func TestProxyCloseWithHeldConnections(t *testing.T) {
 		t.Fatal("Close hangs with a blackholed connection")
 	}
 }
+
+// recordingEcho is echoServer that also hands every line it received to
+// got, so a test can tell a request that arrived from one that did not.
+func recordingEcho(t *testing.T) (addr string, got <-chan string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	lines := make(chan string, 16)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				r := bufio.NewReader(c)
+				for {
+					l, err := r.ReadString('\n')
+					if err != nil {
+						return
+					}
+					lines <- l
+					if _, err := c.Write([]byte(l)); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String(), lines
+}
+
+func TestProxyLoseRepliesExecutesWithoutAnswer(t *testing.T) {
+	addr, got := recordingEcho(t)
+	p, err := NewProxy(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	received := func(want string) {
+		t.Helper()
+		select {
+		case l := <-got:
+			if l != want+"\n" {
+				t.Fatalf("server received %q, want %q", l, want)
+			}
+		case <-time.After(2 * time.Second):
+			t.Fatalf("server never received %q", want)
+		}
+	}
+	c := dialLine(t, p.Addr())
+	if _, err := c.roundTrip("a", 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	received("a")
+	p.SetMode(LoseReplies)
+	// The request reaches the server; its answer does not come back.
+	if _, err := c.roundTrip("executed", 200*time.Millisecond); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("lose-replies answered: %v", err)
+	}
+	received("executed")
+	// A new connection is served the same way.
+	c2 := dialLine(t, p.Addr())
+	if _, err := c2.roundTrip("executed2", 200*time.Millisecond); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("lose-replies answered a new connection: %v", err)
+	}
+	received("executed2")
+	p.SetMode(Pass)
+	// The held answer arrives late, in order, then the next one.
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	if l, err := c.r.ReadString('\n'); err != nil || l != "executed\n" {
+		t.Fatalf("held answer: %q %v", l, err)
+	}
+	if _, err := c.roundTrip("b", 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	received("b")
+}

@@ -248,14 +248,22 @@ func scenarioRedisDown(t *testing.T) {
 }
 
 // One node (behind the proxy) becomes slow below op_timeout, then above
-// it, then unreachable (blackhole), then refuses connections: a majority
-// stays healthy throughout, so nothing may be missed.
+// it, then unreachable (blackhole), then refuses connections, then
+// executes every request but loses its answers (an asymmetric partition:
+// claims, renewals and ends applied on a node the replicas count as
+// failed), then holds every write for longer than a lock TTL (CLIENT
+// PAUSE WRITE, as a failover or a managed service's maintenance does: it
+// answers reads at once, and drops the claims, renewals and ends it held
+// when their replicas time out and close the connections). A majority
+// stays healthy throughout, so nothing may be missed or run twice.
 func scenarioRedisSlow(t *testing.T) {
 	c := NewCluster(t, bins, Spec{ProxyNode: 2, Jobs: []JobDef{tick, guard}})
 	up := c.StartAll("r1", "r2", "r3")
 	from := NextSecond(up).Add(time.Second)
 	SleepUntil(from.Add(2 * time.Second))
 	op := c.spec.OpTimeout
+	pause := c.spec.TTL * 4 / 3 // longer than a lease: none on the node is renewed, and none expires
+	lost, paused := &nodeFault{node: c.Redis.Node(2)}, &nodeFault{node: c.Redis.Node(2)}
 	steps := []struct {
 		what string
 		do   func()
@@ -267,15 +275,34 @@ func scenarioRedisSlow(t *testing.T) {
 		{"healed", func() { c.Proxy.SetMode(Pass) }, 3 * time.Second},
 		{"reject (connections reset)", func() { c.Proxy.SetMode(Reject) }, 4 * time.Second},
 		{"healed", func() { c.Proxy.SetMode(Pass) }, 3 * time.Second},
+		{"loses replies (requests executed, answers held)", func() { lost.begin(); c.Proxy.SetMode(LoseReplies) }, 5 * time.Second},
+		{"healed", func() { lost.end(); c.Proxy.SetMode(Pass) }, 3 * time.Second},
+		{fmt.Sprintf("writes paused for %v (CLIENT PAUSE WRITE; lock.ttl %v)", pause, c.spec.TTL), func() {
+			paused.begin()
+			if err := c.Redis.Node(2).PauseWrites(pause); err != nil {
+				t.Fatal(err)
+			}
+		}, pause + 2*time.Second},
 	}
 	for _, s := range steps {
 		t.Logf("%s: node %d %s", stamp(time.Now()), 2, s.what)
 		s.do()
 		time.Sleep(s.d)
 	}
+	paused.until = paused.from.Add(pause)
 	to := time.Now().Truncate(time.Second)
 	SleepUntil(to.Add(2 * time.Second))
 	c.Check(from, to)
+	// The two faults must have bitten: a fault the replicas never noticed
+	// proves nothing. With replies lost the node still executed requests.
+	evs := c.Events()
+	lost.requireSeen(t, evs, "losing replies")
+	paused.requireSeen(t, evs, "pausing writes")
+	if lost.executed < 10 {
+		t.Errorf("node 2 processed %d commands while its replies were lost: the requests did not reach it", lost.executed)
+	} else {
+		t.Logf("node 2 processed %d commands while its replies were lost", lost.executed)
+	}
 }
 
 // Replica clocks offset by +0.8, -0.8 and 0 times lock.max_clock_skew

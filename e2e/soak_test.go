@@ -21,7 +21,8 @@ import (
 //
 //	go test ./e2e/ -run Soak -soak 10m -timeout 30m -v
 //
-// (or SLOTLOCK_SOAK=10m); -seed N replays a fault schedule.
+// (or SLOTLOCK_SOAK=10m); -seed N replays a fault schedule (with the same
+// -soak.faults); -soak.faults a,b draws from those faults only.
 func TestSoak(t *testing.T) {
 	d := soakDuration(t)
 	if d == 0 {
@@ -156,6 +157,7 @@ func drawnFaults(t *testing.T, names string) []soakFault {
 		}
 		out = append(out, soakFaults[i])
 	}
+	t.Logf("soak: drawing from %d of %d faults: %s", len(out), len(soakFaults), names)
 	return out
 }
 
@@ -318,6 +320,25 @@ var soakFaults = []soakFault{
 		time.Sleep(d)
 		s.c.Proxy.SetMode(Pass)
 		return fmt.Sprintf("node 2 for %v", d)
+	}},
+	{"proxy_lose_replies", func(s *soak) string {
+		// Requests reach node 2 and run; their answers never come back.
+		s.c.Proxy.SetMode(LoseReplies)
+		d := s.dur(3000, 8000)
+		time.Sleep(d)
+		s.c.Proxy.SetMode(Pass)
+		return fmt.Sprintf("node 2 for %v", d)
+	}},
+	{"redis_pause_writes_one", func(s *soak) string {
+		// Reads answered, writes held (and dropped when their callers
+		// give up), for up to two lock TTLs.
+		i := s.rng.IntN(3)
+		d := s.dur(1000, int(2*s.c.spec.TTL/time.Millisecond))
+		if err := s.c.Redis.Node(i).PauseWrites(d); err != nil {
+			s.t.Fatal(err)
+		}
+		time.Sleep(d)
+		return fmt.Sprintf("node %d CLIENT PAUSE WRITE %v", i, d)
 	}},
 	{"proxy_reject", func(s *soak) string {
 		s.c.Proxy.SetMode(Reject)

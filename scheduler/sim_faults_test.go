@@ -69,7 +69,8 @@ var faultKinds = []struct {
 	{"pause", 3},       // a replica freezes for 1–4 lock TTLs
 	{"stall", 2},       // a replica freezes for 2 % to 100 % of a lock TTL (a GC pause, a starved CPU): around its renewals and its checks of validity
 	{"store", 2},       // a store refuses connections for 1–60 s, then comes back with its data
-	{"partition", 2},   // a replica loses one or two stores for 1–60 s
+	{"partition", 1},   // a replica loses one or two stores for 1–60 s
+	{"oneway", 1},      // a replica hears no answer from one or two stores for 1–60 s while they run its requests (an asymmetric partition)
 	{"slow", 2},        // a store answers 50–400 ms late (past op_timeout) for 1–30 s
 	{"loss", 2},        // 5 % of requests lost, 3 % executed 0.2–2 s late with no answer, for 5–60 s
 	{"freeze", 2},      // a store runs nothing for 0.2–20 s (its callers time out), then replays its queue in a seeded random order
@@ -160,19 +161,23 @@ func (w *world) inject(kind string) {
 		f := w.faults.open(kind, fmt.Sprint(i))
 		w.net.SetDown(i, true)
 		w.after(w.between(time.Second, time.Minute), func() { w.net.SetDown(i, false); w.faults.close(f) })
-	case "partition":
+	case "partition", "oneway":
 		rep := w.reps[w.pick(len(w.reps))]
 		stores := []int{w.pick(w.cfg.stores)}
 		if w.pick(3) == 0 {
 			stores = append(stores, (stores[0]+1)%w.cfg.stores)
 		}
+		set := w.net.SetCut
+		if kind == "oneway" {
+			set = w.net.SetAnswersLost
+		}
 		f := w.faults.open(kind, fmt.Sprint(rep.name, stores))
 		for _, i := range stores {
-			w.net.SetCut(rep.name, i, true)
+			set(rep.name, i, true)
 		}
 		w.after(w.between(time.Second, time.Minute), func() {
 			for _, i := range stores {
-				w.net.SetCut(rep.name, i, false)
+				set(rep.name, i, false)
 			}
 			w.faults.close(f)
 		})

@@ -20,7 +20,8 @@ import (
 // the same conformance suite as real Redis) and a fault plan drawn from a
 // seed: replica crashes at any instant and restarts, pauses longer than the
 // lock TTL and stalls shorter than it, stores down, frozen stores that
-// replay their queue in any order, partitions, slow stores, lost requests
+// replay their queue in any order, partitions (both ways, or only the
+// answers lost: requests still run), slow stores, lost requests
 // and requests executed after their sender gave up, clock offsets within
 // max_clock_skew, reloads, job pauses and `trigger` runs from fresh
 // processes, backfills (some killed mid-body), reconciler passes of

@@ -16,8 +16,10 @@ import (
 
 // Net joins replicas to stores. Every request travels over a link with a
 // latency drawn per request; faults make a store refuse connections
-// (down), make links lose requests (partition), slow a store, make a
-// fraction of requests execute long after their sender gave up, and freeze
+// (down), make links lose requests (partition) or only their answers (a
+// one-way partition: the store runs what it is sent, its sender hears
+// nothing), slow a store, make a fraction of requests execute long after
+// their sender gave up, and freeze
 // a store: it executes nothing while frozen, and when it thaws it runs
 // what queued up in an order of the seed's drawing (freeze.go).
 type Net struct {
@@ -29,6 +31,7 @@ type Net struct {
 	frozen    map[int][]*queued // per frozen store: the requests it holds, in arrival order
 	down      map[int]bool
 	cut       map[linkID]bool // partitions: replica <-> store
+	deaf      map[linkID]bool // one-way partitions: store -> replica (answers lost)
 	slow      map[int]time.Duration
 	lossRate  float64 // requests lost on every link (never executed, no answer)
 	lateRate  float64 // requests executed after LateDelay, their answers lost
@@ -58,7 +61,7 @@ var ErrRefused = errors.New("connection refused")
 
 // NewNet returns a network over stores; seed fixes every link's draws.
 func NewNet(seed uint64, stores ...*Store) *Net {
-	return &Net{seed: seed, stores: stores, down: map[int]bool{}, cut: map[linkID]bool{}, slow: map[int]time.Duration{},
+	return &Net{seed: seed, stores: stores, down: map[int]bool{}, cut: map[linkID]bool{}, deaf: map[linkID]bool{}, slow: map[int]time.Duration{},
 		rng: rand.New(rand.NewPCG(seed, 0xf4ee2e)), frozen: map[int][]*queued{}}
 }
 
@@ -71,6 +74,15 @@ func (n *Net) SetDown(i int, down bool) { n.set(func() { n.down[i] = down }) }
 // SetCut partitions replica from store i (requests and answers are lost).
 func (n *Net) SetCut(replica string, i int, cut bool) {
 	n.set(func() { n.cut[linkID{replica, i}] = cut })
+}
+
+// SetAnswersLost partitions store i from replica one way (lost true):
+// the replica's requests still reach the store and run at their time, but
+// every answer is lost, so the replica counts as failed what the store
+// applied — a route that fails one way, a NAT or conntrack table dropping
+// the return traffic.
+func (n *Net) SetAnswersLost(replica string, i int, lost bool) {
+	n.set(func() { n.deaf[linkID{replica, i}] = lost })
 }
 
 // SetSlow adds d to every request's delay to store i (0 ends it).
@@ -156,7 +168,8 @@ type fate int
 const (
 	delivered fate = iota
 	lost
-	late
+	late       // executed after LateDelay, its answer lost
+	unanswered // executed at its time, its answer lost (SetAnswersLost)
 )
 
 // plan draws a request's delays and fate.
@@ -164,7 +177,7 @@ func (l *link) plan(op driver.Op) (out, back time.Duration, f fate, down bool) {
 	n := l.net
 	n.mu.Lock()
 	down = n.down[l.id.store]
-	cut := n.cut[l.id]
+	cut, deaf := n.cut[l.id], n.deaf[l.id]
 	slow := n.slow[l.id.store]
 	loss, lateRate, lateDelay := n.lossRate, n.lateRate, n.lateDelay
 	n.mu.Unlock()
@@ -179,6 +192,8 @@ func (l *link) plan(op driver.Op) (out, back time.Duration, f fate, down bool) {
 		f = lost
 	case p < loss+lateRate:
 		f, out = late, out+lateDelay
+	case deaf:
+		f = unanswered
 	}
 	return out, back, f, down
 }
@@ -230,7 +245,7 @@ func (l *link) Do(ctx context.Context, op driver.Op) (driver.Result, error) {
 			return
 		}
 		r := <-l.net.deliver(l, op)
-		if f == late {
+		if f == late || f == unanswered {
 			return
 		}
 		time.Sleep(back)

@@ -1,6 +1,8 @@
 package redistest
 
 import (
+	"context"
+	"fmt"
 	"os/exec"
 	"strconv"
 	"sync"
@@ -82,4 +84,25 @@ func (n *Node) clientOptions() *redis.Options {
 		// command to a paused node ends when the caller's context does.
 		ContextTimeoutEnabled: true,
 	}
+}
+
+// PauseWrites makes the node hold every write for d (CLIENT PAUSE d
+// WRITE, Redis >= 6.2), as Redis's own FAILOVER and managed services'
+// maintenance do: reads are answered at once, while each write, and each
+// EVAL/EVALSHA of a script not flagged no-writes, waits until the pause
+// ends; keys do not expire meanwhile. A held write whose client gives up
+// and closes its connection (go-redis does on a timeout) is dropped, never
+// executed. The pause ends by itself; of two overlapping pauses the later
+// end wins.
+func (n *Node) PauseWrites(d time.Duration) error {
+	ms := d.Milliseconds()
+	if ms < 1 {
+		return fmt.Errorf("redistest: pause writes of node %d for %v: want at least 1ms", n.idx, d)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := n.Client().Do(ctx, "CLIENT", "PAUSE", ms, "WRITE").Err(); err != nil {
+		return fmt.Errorf("redistest: pause writes of node %d (%s): %w", n.idx, n.Addr(), err)
+	}
+	return nil
 }

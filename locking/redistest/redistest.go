@@ -5,8 +5,9 @@
 // port (never 6379), without persistence unless asked (--save "" and
 // --appendonly no). Nodes are stopped by PID when the test ends; a paused
 // (SIGSTOP) node is resumed before it is killed so nothing is left behind.
-// Faults are real: Kill (SIGKILL), Pause (SIGSTOP), Resume (SIGCONT) and
-// Restart (same port, same data directory).
+// Faults are real: Kill (SIGKILL), Pause (SIGSTOP), Resume (SIGCONT),
+// Restart (same port, same data directory) and PauseWrites (CLIENT PAUSE
+// WRITE: reads answered, writes held).
 //
 // In a test:
 //

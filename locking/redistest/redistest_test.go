@@ -275,3 +275,38 @@ func TestShards(t *testing.T) {
 		}
 	}
 }
+
+// PauseWrites holds writes and scripts, not reads, until the pause ends,
+// and then applies what it held.
+func TestPauseWrites(t *testing.T) {
+	c := redistest.Start(t, 1)
+	n := c.Node(0)
+	ctx := ctxT(t)
+	if err := n.Client().Set(ctx, "k", "before", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	const pause = 600 * time.Millisecond
+	start := time.Now()
+	if err := n.PauseWrites(pause); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := n.Client().Get(ctx, "k").Result(); err != nil || v != "before" {
+		t.Fatalf("GET during the pause: %q %v", v, err)
+	}
+	if d := time.Since(start); d > pause/2 {
+		t.Fatalf("GET during the pause took %v: reads must not wait", d)
+	}
+	// A script that writes (no no-writes flag) is held like a plain write.
+	if err := n.Client().Eval(ctx, "return redis.call('SET', KEYS[1], ARGV[1])", []string{"k"}, "during").Err(); err != nil {
+		t.Fatalf("EVAL after the pause: %v", err)
+	}
+	if d := time.Since(start); d < pause-50*time.Millisecond {
+		t.Fatalf("a write script ran %v into a %v write pause", d, pause)
+	}
+	if v, err := n.Client().Get(ctx, "k").Result(); err != nil || v != "during" {
+		t.Fatalf("the held write was not applied: %q %v", v, err)
+	}
+	if err := n.PauseWrites(0); err == nil {
+		t.Fatal("PauseWrites(0): no error")
+	}
+}

@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -91,7 +92,7 @@ func TestQueueFloodIsBusy(t *testing.T) {
 	n := newRedisNode(c.Addrs()[0], "127.0.0.1", Config{OpTimeout: time.Second, DialTimeout: time.Second}.withDefaults())
 	defer n.Close()
 	var faults atomic.Int32
-	n.watchFaults(func(err error) {
+	n.watchFaults(func(_ driver.OpKind, err error) {
 		if err != nil {
 			faults.Add(1)
 		}
@@ -140,6 +141,40 @@ func TestFrozenNodeIsUnreachable(t *testing.T) {
 		s := buf.String()
 		return strings.Contains(s, "redis node unreachable") && strings.Contains(s, frozen.Addr())
 	}, 5*time.Second, 10*time.Millisecond, "log:\n%s", buf.String())
+}
+
+// A node whose writes are paused (CLIENT PAUSE WRITE: a failover, a
+// managed service's maintenance) answers PING, GET and HKEYS at once
+// while it holds every claim. It is logged unreachable once, and
+// reachable again once its writes go through, not after every read it
+// answers in between (which logged the pair every slot).
+func TestWritePausedNodeIsUnreachableOnce(t *testing.T) {
+	c := redistest.Start(t, 3)
+	l, buf := loggedRedlock(t, c.Addrs())
+	ctx := tctx(t, 10*time.Second)
+	paused := c.Node(1)
+	count := func(s string) int { return strings.Count(buf.String(), s) }
+	const pause = time.Second
+	require.NoError(t, paused.PauseWrites(pause))
+	end := time.Now().Add(pause)
+	for i := 0; time.Until(end) > 3*testOpTimeout; i++ {
+		lease, err := l.Acquire(ctx, locking.Key{Family: "wpause", Name: fmt.Sprint(i)}, 5*time.Second)
+		require.NoError(t, err, "the other two are a majority")
+		_, err = l.Ping(ctx) // answered by the paused node too
+		require.NoError(t, err)
+		require.NoError(t, lease.End(ctx, locking.Ending{}).Err)
+	}
+	require.Equal(t, 1, count("redis node unreachable"), "log:\n%s", buf.String())
+	require.Zero(t, count("reachable again"), "a node whose writes are held is not back; log:\n%s", buf.String())
+	time.Sleep(time.Until(end))
+	require.Eventually(t, func() bool {
+		lease, err := l.Acquire(ctx, locking.Key{Family: "wpause", Name: "after"}, 5*time.Second)
+		if err == nil {
+			lease.End(ctx, locking.Ending{})
+		}
+		return count("reachable again") == 1
+	}, 5*time.Second, 50*time.Millisecond, "log:\n%s", buf.String())
+	require.Equal(t, 1, count("redis node unreachable"), "log:\n%s", buf.String())
 }
 
 // idle reports a node with nothing queued and nobody sending.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/driver"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -83,5 +84,6 @@ func pipeFault(err error) error {
 }
 
 // watchFaults makes f hear the outcome of each pipeline the node sends:
-// nil when the node answered, else its fault (redlock's observe).
-func (n *redisNode) watchFaults(f func(error)) { n.batch.watch.Store(&f) }
+// nil when the node answered, else its fault (redlock's observe), with
+// the pipeline's kind: a write's when it carries one.
+func (n *redisNode) watchFaults(f func(driver.OpKind, error)) { n.batch.watch.Store(&f) }

@@ -1,0 +1,74 @@
+//go:build linux
+
+package e2e
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slotlock/slotlock/locking/redistest"
+)
+
+// nodeFault is one fault on one Redis node in a scenario: when it lasted
+// and how many commands the node processed meanwhile.
+type nodeFault struct {
+	node        *redistest.Node
+	from, until time.Time
+	before      int64
+	executed    int64
+}
+
+func (f *nodeFault) begin() { f.from, f.before = time.Now(), commandsProcessed(f.node) }
+
+func (f *nodeFault) end() {
+	f.until = time.Now()
+	f.executed = commandsProcessed(f.node) - f.before
+}
+
+// requireSeen fails unless some replica logged the node unreachable
+// while the fault lasted (the replicas' first call to it after the fault
+// began counts it failed; a healthy node's calls never do), and when one
+// logged it more than once: the node was never back in between (a write
+// paused node answering reads used to be logged back after each).
+func (f *nodeFault) requireSeen(t *testing.T, evs []Event, what string) {
+	t.Helper()
+	seen := 0
+	by := map[string]int{}
+	for _, e := range evs {
+		if e.Msg == "locking: redis node unreachable" && !e.Time.Before(f.from) && !e.Time.After(f.until) {
+			seen++
+			by[e.Replica]++
+		}
+	}
+	for r, n := range by {
+		if n > 1 {
+			t.Errorf("%s on node 2: %s logged it unreachable %d times, want once (it flapped)", what, r, n)
+		}
+	}
+	if seen > 0 {
+		t.Logf("%s on node 2 (%s..%s): logged unreachable %d time(s)", what, stamp(f.from), stamp(f.until), seen)
+		return
+	}
+	t.Errorf("%s on node 2 (%s..%s): no replica logged it unreachable", what, stamp(f.from), stamp(f.until))
+}
+
+// commandsProcessed is the node's total_commands_processed (INFO stats),
+// or -1 when it cannot be read.
+func commandsProcessed(n *redistest.Node) int64 {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	info, err := n.Client().Info(ctx, "stats").Result()
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "total_commands_processed:"); ok {
+			x, _ := strconv.ParseInt(v, 10, 64)
+			return x
+		}
+	}
+	return -1
+}
