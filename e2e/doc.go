@@ -3,11 +3,12 @@
 // Package e2e is slotlock's multi-process acceptance suite: it builds the
 // slotlock binary, starts real redis-server nodes and several `slotlock run`
 // replicas as separate processes, injects real faults (SIGKILL, SIGSTOP of a
-// replica's process tree, SIGTERM rolling restarts, Redis nodes killed,
-// paused or with their writes paused, a TCP proxy adding latency,
-// blackholing, resetting or losing only the replies, clock offsets, an
-// all-down gap) and judges each scenario with a checker over a
-// ledger the jobs write and the replicas' JSON audit logs.
+// replica's process tree — at once, or on a duty cycle as a CPU quota
+// throttles it — SIGTERM rolling restarts, Redis nodes killed, paused or
+// with their writes paused, a TCP proxy adding latency, blackholing,
+// resetting or losing only the replies, clock offsets, an all-down gap)
+// and judges each scenario with a checker over a ledger the jobs write and
+// the replicas' JSON audit logs.
 //
 //	go test ./e2e/                                     # the short scenarios, ~2.5 min on 2 cores
 //	go test ./e2e/ -run 'TestSoak$' -soak 10m -timeout 30m -v   # random faults, printed seed
