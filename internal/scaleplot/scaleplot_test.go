@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -22,38 +23,35 @@ const (
 // files give (scale-DATE-*.md of the latest DATE): points of one sitting,
 // one revision and one state of the host, never mixed with older ones.
 func TestChartsMatchTheData(t *testing.T) {
-	points := parseData(t, "scale-"+newestSitting(t, "scale")+"-*.md", Parse)
+	files, err := filepath.Glob(filepath.Join(dataDir, "scale-*.md"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files, "no scale data under docs/data")
+	newest := ""
+	for _, f := range files {
+		newest = max(newest, sitting(filepath.Base(f)))
+	}
+	points := parseData(t, "scale-"+newest+"-*.md", Parse)
 	for name, chart := range Charts(points) {
 		golden(t, name, chart.SVG())
 	}
 }
 
-// The burst chart is what the newest sitting of bursts gives
-// (burst-DATE*.md of the latest DATE, each binary of a side-by-side run a
-// line of its own).
+// The burst chart is what the newest sitting of bursts gives: the last
+// of the files burst-DATE-N.md by name (a sitting a file; N orders the
+// sittings of a day), each binary of its side-by-side run a line.
 func TestBurstChartMatchesTheData(t *testing.T) {
-	chart := BurstChart(parseData(t, "burst-"+newestSitting(t, "burst")+"*.md", Parse))
+	files, err := filepath.Glob(filepath.Join(dataDir, "burst-*.md"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files, "no burst data under docs/data")
+	chart := BurstChart(parseData(t, filepath.Base(slices.Max(files)), Parse))
 	require.NotEmpty(t, chart.Series, "no setup with two burst sizes")
 	golden(t, "scale-burst.svg", chart.SVG())
 }
 
-// newestSitting is the latest date of the data files KIND-DATE*.md.
-func newestSitting(t *testing.T, kind string) string {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dataDir, kind+"-*.md"))
-	require.NoError(t, err)
-	require.NotEmpty(t, files, "no %s data under docs/data", kind)
-	newest := ""
-	for _, f := range files {
-		newest = max(newest, sitting(filepath.Base(f)))
-	}
-	return newest
-}
-
 // sitting is the date in a data file's name: 2026-12-02 of
-// scale-2026-12-02-latest.md or burst-2026-12-02.md.
+// scale-2026-12-02-latest.md.
 func sitting(name string) string {
-	_, date, _ := strings.Cut(name, "-")
+	date := strings.TrimPrefix(name, "scale-")
 	return date[:min(len(date), len("2006-01-02"))]
 }
 
