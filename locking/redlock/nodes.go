@@ -37,16 +37,12 @@ type nodeSet struct {
 // observe logs a node's transitions between reachable and unreachable,
 // once each way. Errors caused by the caller's own context, or by this
 // replica's own queue (ErrBusy), are not the node's fault and are
-// ignored. A node is back only when it answers op that writes
-// (answersWrite): a node whose writes are held — CLIENT PAUSE WRITE, as a
-// failover or a managed service's maintenance does — still answers GET,
-// HKEYS and PING at once, and counting those would log it unreachable and
-// reachable again every slot while no claim goes through. A queuing node
-// also reports each pipeline's outcome here (watchFaults), timed from its
-// write.
-func (r *nodeSet) observe(parent context.Context, i int, op driver.OpKind, err error) {
+// ignored. A node is back only when an answer shows it took a write
+// (tookWrite). A queuing node also reports each pipeline's failure here
+// (watchFaults), timed from its write.
+func (r *nodeSet) observe(parent context.Context, i int, op driver.OpKind, res driver.Result, err error) {
 	if err == nil {
-		if answersWrite(op) && r.down[i].Swap(false) {
+		if tookWrite(op, res) && r.down[i].Swap(false) {
 			r.log.Info("locking: redis node reachable again", "node", r.nodes[i].Addr())
 		}
 		return
@@ -60,16 +56,22 @@ func (r *nodeSet) observe(parent context.Context, i int, op driver.OpKind, err e
 	}
 }
 
-// answersWrite reports whether an answer to an op of kind k shows that
-// the node takes writes: every script call (leases, fences, the logs'
-// appends, pauses) is held by a write pause; a GET, HKEYS, PING or a
-// read-model read is not, or goes over the reader's own connections.
-func answersWrite(k driver.OpKind) bool {
+// tookWrite reports whether an answer to an op of kind k shows that the
+// node takes writes: a script call that changed something (Status > 0:
+// a lease set, renewed or released, a counter raised, an entry added). A
+// node that holds or refuses writes still answers the rest at once —
+// PING, GET, HKEYS, and a script's read-only path (a claim refused by a
+// done marker reads and writes nothing) — under CLIENT PAUSE WRITE (a
+// failover, a managed service's maintenance) and under maxmemory with
+// noeviction (every write refused with OOM). Counting those answers
+// logged such a node unreachable and reachable again every slot, while
+// no claim went through, and put it back first in Handled's read order.
+func tookWrite(k driver.OpKind, res driver.Result) bool {
 	switch k {
 	case driver.OpGet, driver.OpClaims, driver.OpPing, driver.OpLog, driver.OpDone:
 		return false
 	}
-	return true
+	return res.Status > 0
 }
 
 // round applies one op per node, in parallel, under one OpTimeout
@@ -122,7 +124,7 @@ func (r *nodeSet) round(ctx context.Context, op func(i int) (driver.Op, bool), r
 	}
 	if direct != nil {
 		res[direct.first], errs[direct.first] = r.nodes[direct.first].Do(direct.ctx, direct.firstOp)
-		r.observe(ctx, direct.first, direct.firstOp.Kind(), errs[direct.first])
+		r.observe(ctx, direct.first, direct.firstOp.Kind(), res[direct.first], errs[direct.first])
 	}
 	if w.group != nil {
 		r.awaitQueued(ctx, until, w.group, calls[:min(len(r.nodes), maxQueuedNodes)], res, errs)
@@ -155,7 +157,7 @@ func newDirectCalls(parent context.Context, until time.Time, first int, o driver
 func (d *directCalls) do(r *nodeSet, parent context.Context, i int, o driver.Op, res []driver.Result, errs []error) {
 	defer d.wg.Done()
 	res[i], errs[i] = r.nodes[i].Do(d.ctx, o)
-	r.observe(parent, i, o.Kind(), errs[i])
+	r.observe(parent, i, o.Kind(), res[i], errs[i])
 }
 
 // awaitQueued waits for the queued calls' answers (their one completion,
@@ -184,7 +186,7 @@ func (r *nodeSet) awaitQueued(ctx context.Context, until time.Time, g *roundDone
 		kind := c.op.Kind() // before take recycles c
 		res[i], errs[i] = c.take()
 		if !queueHeld(errs[i]) {
-			r.observe(ctx, i, kind, errs[i])
+			r.observe(ctx, i, kind, res[i], errs[i])
 		}
 	}
 	if all {
@@ -241,7 +243,7 @@ type queuingNode interface {
 	claim() bool
 	call(ctx context.Context, until time.Time, w wireCall) *nodeCall
 	sendOwn(c *nodeCall)
-	watchFaults(f func(driver.OpKind, error))
+	watchFaults(f func(error))
 }
 
 // maxQueuedNodes bounds the nodes whose calls a round queues at once (a

@@ -60,7 +60,7 @@ type batcher struct {
 	opTimeout time.Duration
 	rtt       atomic.Int64 // recent pipeline round trip (ns, moving average)
 	sentAt    atomic.Int64 // when the pipeline in flight was written (monoNow), 0 when none
-	watch     atomic.Pointer[func(driver.OpKind, error)]
+	watch     atomic.Pointer[func(error)]
 }
 
 // owner says who is sending a node's pipelines: nobody (the node is
@@ -257,15 +257,6 @@ func (n *redisNode) exec(batch []*nodeCall) {
 	if len(live) == 0 {
 		return
 	}
-	// The pipeline's kind for watch: a write when it carries one, so that
-	// its answer tells the node takes writes (redlock's observe).
-	kind := live[0].op.Kind()
-	for _, c := range live {
-		if answersWrite(c.op.Kind()) {
-			kind = c.op.Kind()
-			break
-		}
-	}
 	// No deadline of its own: the client's read and write timeouts (the
 	// op timeout) bound the pipeline from its write, without a context
 	// and a timer per pipeline.
@@ -286,8 +277,8 @@ func (n *redisNode) exec(batch []*nodeCall) {
 		old := b.rtt.Load()
 		b.rtt.Store(old + (d-old)/8)
 	}
-	if w := b.watch.Load(); w != nil && !errors.Is(fault, redis.ErrClosed) {
-		(*w)(kind, fault)
+	if w := b.watch.Load(); w != nil && fault != nil && !errors.Is(fault, redis.ErrClosed) {
+		(*w)(fault)
 	}
 }
 

@@ -92,7 +92,7 @@ func TestQueueFloodIsBusy(t *testing.T) {
 	n := newRedisNode(c.Addrs()[0], "127.0.0.1", Config{OpTimeout: time.Second, DialTimeout: time.Second}.withDefaults())
 	defer n.Close()
 	var faults atomic.Int32
-	n.watchFaults(func(_ driver.OpKind, err error) {
+	n.watchFaults(func(err error) {
 		if err != nil {
 			faults.Add(1)
 		}
@@ -175,6 +175,39 @@ func TestWritePausedNodeIsUnreachableOnce(t *testing.T) {
 		return count("reachable again") == 1
 	}, 5*time.Second, 50*time.Millisecond, "log:\n%s", buf.String())
 	require.Equal(t, 1, count("redis node unreachable"), "log:\n%s", buf.String())
+}
+
+// A node whose memory is full (maxmemory reached, noeviction) refuses
+// every write with an OOM error reply while it answers reads, and runs a
+// script's read-only path to its end: a claim of a key it holds is
+// refused there without a write. Neither the pipeline's answer nor that
+// refusal shows the node takes writes: it is logged unreachable once,
+// not after each of them (which logged the pair every slot).
+func TestFullNodeIsUnreachableOnce(t *testing.T) {
+	c := redistest.Start(t, 3)
+	l, buf := loggedRedlock(t, c.Addrs())
+	ctx := tctx(t, 10*time.Second)
+	count := func(s string) int { return strings.Count(buf.String(), s) }
+	heldKey := locking.Key{Family: "full", Name: "held"}
+	_, err := l.Acquire(ctx, heldKey, 10*time.Second)
+	require.NoError(t, err)
+	full := c.Node(1).Client()
+	require.NoError(t, full.ConfigSet(ctx, "maxmemory", "1").Err())
+	for i := range 5 {
+		lease, err := l.Acquire(ctx, locking.Key{Family: "full", Name: fmt.Sprint(i)}, 5*time.Second)
+		require.NoError(t, err, "the other two are a majority")
+		require.NoError(t, lease.End(ctx, locking.Ending{}).Err)
+		_, err = l.Acquire(ctx, heldKey, 5*time.Second)
+		require.ErrorIs(t, err, locking.ErrNotAcquired, "held on every node: refused, the full one by a read")
+	}
+	require.Equal(t, 1, count("redis node unreachable"), "log:\n%s", buf.String())
+	require.Contains(t, buf.String(), "OOM", "the warning says why")
+	require.Zero(t, count("reachable again"), "a node that refuses writes is not back; log:\n%s", buf.String())
+	require.NoError(t, full.ConfigSet(ctx, "maxmemory", "0").Err())
+	lease, err := l.Acquire(ctx, locking.Key{Family: "full", Name: "after"}, 5*time.Second)
+	require.NoError(t, err)
+	require.NoError(t, lease.End(ctx, locking.Ending{}).Err)
+	require.Equal(t, 1, count("reachable again"), "log:\n%s", buf.String())
 }
 
 // idle reports a node with nothing queued and nobody sending.

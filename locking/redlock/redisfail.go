@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
-	"github.com/slotlock/slotlock/locking/driver"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -83,7 +82,8 @@ func pipeFault(err error) error {
 	return err
 }
 
-// watchFaults makes f hear the outcome of each pipeline the node sends:
-// nil when the node answered, else its fault (redlock's observe), with
-// the pipeline's kind: a write's when it carries one.
-func (n *redisNode) watchFaults(f func(driver.OpKind, error)) { n.batch.watch.Store(&f) }
+// watchFaults makes f hear each pipeline the node failed as a whole (no
+// answer, a broken or refused connection: redlock's observe). An answered
+// pipeline is not reported: whether the node is back is for its calls'
+// answers to tell (observe), since one that refuses writes answers too.
+func (n *redisNode) watchFaults(f func(error)) { n.batch.watch.Store(&f) }
