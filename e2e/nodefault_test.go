@@ -72,3 +72,15 @@ func commandsProcessed(n *redistest.Node) int64 {
 	}
 	return -1
 }
+
+// setMaxmemory sets the node's maxmemory (noeviction, Redis's default
+// policy): "1" makes it refuse every write with an OOM error while it
+// answers reads, as a node whose memory is full does; "0" lifts it.
+func setMaxmemory(t *testing.T, n *redistest.Node, v string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := n.Client().ConfigSet(ctx, "maxmemory", v).Err(); err != nil {
+		t.Fatalf("node maxmemory %s: %v", v, err)
+	}
+}

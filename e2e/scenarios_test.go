@@ -263,7 +263,7 @@ func scenarioRedisSlow(t *testing.T) {
 	SleepUntil(from.Add(2 * time.Second))
 	op := c.spec.OpTimeout
 	pause := c.spec.TTL * 4 / 3 // longer than a lease: none on the node is renewed, and none expires
-	lost, paused := &nodeFault{node: c.Redis.Node(2)}, &nodeFault{node: c.Redis.Node(2)}
+	lost, paused, full := &nodeFault{node: c.Redis.Node(2)}, &nodeFault{node: c.Redis.Node(2)}, &nodeFault{node: c.Redis.Node(2)}
 	steps := []struct {
 		what string
 		do   func()
@@ -283,6 +283,11 @@ func scenarioRedisSlow(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, pause + 2*time.Second},
+		{"out of memory (maxmemory reached, noeviction: every write refused with OOM, reads answered)", func() {
+			full.begin()
+			setMaxmemory(t, c.Redis.Node(2), "1")
+		}, 4 * time.Second},
+		{"memory back", func() { full.end(); setMaxmemory(t, c.Redis.Node(2), "0") }, 3 * time.Second},
 	}
 	for _, s := range steps {
 		t.Logf("%s: node %d %s", stamp(time.Now()), 2, s.what)
@@ -298,6 +303,7 @@ func scenarioRedisSlow(t *testing.T) {
 	evs := c.Events()
 	lost.requireSeen(t, evs, "losing replies")
 	paused.requireSeen(t, evs, "pausing writes")
+	full.requireSeen(t, evs, "out of memory")
 	if lost.executed < 10 {
 		t.Errorf("node 2 processed %d commands while its replies were lost: the requests did not reach it", lost.executed)
 	} else {

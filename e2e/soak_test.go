@@ -340,6 +340,16 @@ var soakFaults = []soakFault{
 		time.Sleep(d)
 		return fmt.Sprintf("node %d CLIENT PAUSE WRITE %v", i, d)
 	}},
+	{"redis_out_of_memory_one", func(s *soak) string {
+		// Memory full (maxmemory reached, noeviction): every write
+		// refused with OOM, reads answered.
+		i := s.rng.IntN(3)
+		d := s.dur(2000, 6000)
+		setMaxmemory(s.t, s.c.Redis.Node(i), "1")
+		time.Sleep(d)
+		setMaxmemory(s.t, s.c.Redis.Node(i), "0")
+		return fmt.Sprintf("node %d out of memory for %v", i, d)
+	}},
 	{"proxy_reject", func(s *soak) string {
 		s.c.Proxy.SetMode(Reject)
 		d := s.dur(2000, 6000)
