@@ -14,6 +14,12 @@ import (
 
 // echoServer answers every line with the same line.
 func echoServer(t *testing.T) string {
+	return tcpServer(t, func(c net.Conn) { _, _ = io.Copy(c, c) })
+}
+
+// tcpServer listens on a loopback port until the test ends and serves
+// each connection with serve, closing it after.
+func tcpServer(t *testing.T, serve func(c net.Conn)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -28,7 +34,7 @@ func echoServer(t *testing.T) string {
 			}
 			go func() {
 				defer c.Close()
-				_, _ = io.Copy(c, c)
+				serve(c)
 			}()
 		}
 	}()
@@ -178,36 +184,21 @@ func TestProxyCloseWithHeldConnections(t *testing.T) {
 // recordingEcho is echoServer that also hands every line it received to
 // got, so a test can tell a request that arrived from one that did not.
 func recordingEcho(t *testing.T) (addr string, got <-chan string) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
 	lines := make(chan string, 16)
-	go func() {
+	addr = tcpServer(t, func(c net.Conn) {
+		r := bufio.NewReader(c)
 		for {
-			c, err := ln.Accept()
+			l, err := r.ReadString('\n')
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				r := bufio.NewReader(c)
-				for {
-					l, err := r.ReadString('\n')
-					if err != nil {
-						return
-					}
-					lines <- l
-					if _, err := c.Write([]byte(l)); err != nil {
-						return
-					}
-				}
-			}()
+			lines <- l
+			if _, err := c.Write([]byte(l)); err != nil {
+				return
+			}
 		}
-	}()
-	return ln.Addr().String(), lines
+	})
+	return addr, lines
 }
 
 func TestProxyLoseRepliesExecutesWithoutAnswer(t *testing.T) {
