@@ -38,15 +38,20 @@ type nodeSet struct {
 // once each way. Errors caused by the caller's own context, or by this
 // replica's own queue (ErrBusy), are not the node's fault and are
 // ignored. A node is back only when an answer shows it took a write
-// (tookWrite). A queuing node also reports each pipeline's failure here
-// (watchFaults), timed from its write.
+// (tookWrite). A queuing node also reports each pipeline's failure
+// (watchFaults, to observeFailure), timed from its write.
 func (r *nodeSet) observe(parent context.Context, i int, op driver.OpKind, res driver.Result, err error) {
-	if err == nil {
-		if tookWrite(op, res) && r.down[i].Swap(false) {
-			r.log.Info("locking: redis node reachable again", "node", r.nodes[i].Addr())
-		}
+	if err != nil {
+		r.observeFailure(parent, i, err)
 		return
 	}
+	if tookWrite(op, res) && r.down[i].Swap(false) {
+		r.log.Info("locking: redis node reachable again", "node", r.nodes[i].Addr())
+	}
+}
+
+// observeFailure is observe's half for a call or pipeline that failed.
+func (r *nodeSet) observeFailure(parent context.Context, i int, err error) {
 	// ErrBusy is this replica's load: the call was not sent.
 	if parent.Err() != nil || isReadError(err) || errors.Is(err, locking.ErrBusy) {
 		return

@@ -185,17 +185,22 @@ func wireOf(o driver.Op) wireCall {
 func sameOp(a, b driver.Op) bool {
 	switch a := a.(type) {
 	case driver.AcquireOp:
-		b, ok := b.(driver.AcquireOp)
-		return ok && a == b
+		return equalOp(a, b)
 	case driver.ReleaseOp:
-		b, ok := b.(driver.ReleaseOp)
-		return ok && a == b
+		return equalOp(a, b)
 	case driver.ExtendOp:
-		b, ok := b.(driver.ExtendOp)
-		return ok && a == b
+		return equalOp(a, b)
 	case driver.LogAddOp:
-		b, ok := b.(driver.LogAddOp)
-		return ok && a == b
+		return equalOp(a, b)
 	}
 	return false
+}
+
+// equalOp reports whether b is an op of a's type with a's fields.
+func equalOp[T interface {
+	driver.Op
+	comparable
+}](a T, b driver.Op) bool {
+	o, ok := b.(T)
+	return ok && a == o
 }

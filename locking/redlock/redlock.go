@@ -179,7 +179,7 @@ func onNodes(nodes []driver.Node, prefix string, opTimeout time.Duration, opt lo
 	r := &redlock{nodeSet: ns, store: &store{nodeSet: ns}}
 	for i, n := range nodes {
 		if q, ok := n.(queuingNode); ok {
-			q.watchFaults(func(err error) { r.observe(context.Background(), i, 0, driver.Result{}, err) })
+			q.watchFaults(func(err error) { r.observeFailure(context.Background(), i, err) })
 		}
 	}
 	r.modeStr = fmt.Sprintf("redlock(%d nodes)", len(nodes))
