@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 )
 
@@ -42,7 +43,7 @@ func (c *Cluster) StartReplica(name string, offset time.Duration) *Replica {
 	before := fileSize(logPath)
 	cmd := exec.Command(c.bin.Slotlock, "run", "--config", c.configFor(name))
 	cmd.Dir = c.dir
-	logs, started := c.attachOutput(cmd, logPath)
+	logs, started := attachOutput(c.t, cmd, logPath, c.spec.PipedLogs)
 	env, httpAddr := c.replicaEnv(name, offset)
 	cmd.Env = env
 	p, err := startProc("replica "+name, cmd)
@@ -57,27 +58,28 @@ func (c *Cluster) StartReplica(name string, offset time.Duration) *Replica {
 	}
 	c.replicas[name] = r
 	c.mu.Unlock()
-	c.waitFirstLine(r, logPath, before)
+	r.waitFirstLine(logPath, before)
 	return r
 }
 
 // attachOutput points cmd's stdout and stderr at the replica's log file:
-// directly, or with Spec.PipedLogs through a pipe the suite drains into
-// it (returned; nil otherwise). Call started with the process once it
-// started (nil: it did not): it lets go of the suite's own descriptor.
-func (c *Cluster) attachOutput(cmd *exec.Cmd, logPath string) (logs *logPipe, started func(*proc)) {
-	c.t.Helper()
+// directly, or when piped (Spec.PipedLogs) through a pipe the suite
+// drains into it (returned; nil otherwise). Call started with the process
+// once it started (nil: it did not): it lets go of the suite's own
+// descriptor.
+func attachOutput(t testing.TB, cmd *exec.Cmd, logPath string, piped bool) (logs *logPipe, started func(*proc)) {
+	t.Helper()
 	lf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
-		c.t.Fatal(err)
+		t.Fatal(err)
 	}
-	if !c.spec.PipedLogs {
+	if !piped {
 		// The child has its own descriptor once started.
 		cmd.Stdout, cmd.Stderr = lf, lf
 		return nil, func(*proc) { _ = lf.Close() }
 	}
 	if logs, err = newLogPipe(lf); err != nil {
-		c.t.Fatal(err)
+		t.Fatal(err)
 	}
 	cmd.Stdout, cmd.Stderr = logs.w, logs.w
 	return logs, logs.closeWriterAfter
@@ -106,16 +108,17 @@ func (c *Cluster) replicaEnv(name string, offset time.Duration) (env []string, h
 // line comes once the config is loaded and validated: with thousands of
 // jobs, on a host its peers already load past its capacity (the scale
 // benchmark's overload points), that takes longer.
-func (c *Cluster) waitFirstLine(r *Replica, logPath string, before int64) {
-	c.t.Helper()
-	wait := 5*time.Second + time.Duration(len(c.spec.Jobs))*2*time.Millisecond
+func (r *Replica) waitFirstLine(logPath string, before int64) {
+	t := r.c.t
+	t.Helper()
+	wait := 5*time.Second + time.Duration(len(r.c.spec.Jobs))*2*time.Millisecond
 	deadline := time.Now().Add(wait)
 	for fileSize(logPath) == before {
 		if !r.p.running() {
-			c.t.Fatalf("replica %s exited with %d at start:\n%s", r.Name, r.p.exitCode(), tail(logPath, 20))
+			t.Fatalf("replica %s exited with %d at start:\n%s", r.Name, r.p.exitCode(), tail(logPath, 20))
 		}
 		if time.Now().After(deadline) {
-			c.t.Fatalf("replica %s logged nothing within %v", r.Name, wait)
+			t.Fatalf("replica %s logged nothing within %v", r.Name, wait)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
