@@ -13,13 +13,18 @@ import (
 
 	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/locking/redistest"
+	"github.com/slotlock/slotlock/locking/redlock"
 )
 
 // A burst: many slots of different jobs due at the same instant, claimed
 // at once and ended at once, on 3 real Redis nodes. The calls of one
 // script that meet in a node's pipeline are one script call there, so a
 // burst costs a handful of script calls per node, not one per slot (it
-// was about three per slot per node: claim, start, end). Counted with
+// was about three per slot per node: claim, start, end). The calls meet
+// because each node is busy when they arrive (HoldNodes: a pipeline in
+// flight) — in a real burst it is, with the first slot's call; here it is
+// held until every call queued, since on a loaded host the test's own
+// goroutines may reach the locker one by one, each finding the node idle. Counted with
 // INFO commandstats; counts, not times, are bounded. The largest script
 // call's duration on the node (SLOWLOG) is logged: a fold of up to
 // maxBatch calls runs on the node as one step.
@@ -96,7 +101,16 @@ func burst(t *testing.T, c *redistest.Cluster, l locking.Locker, tag string, n i
 		for _, node := range c.Nodes() {
 			cpu0[node] = nodeWork(t, node).cpu
 		}
-		ran, shed := all(t, n, ph.f)
+		calls := n
+		if ph.name != "claims" {
+			calls = countLive(leases)
+		}
+		queued, free := redlock.HoldNodes(t, l)
+		ran, shed := all(t, n, ph.f, func() {
+			require.Eventually(t, func() bool { return queued() >= calls }, time.Minute, time.Millisecond,
+				"%d calls queued at every node", calls)
+			free()
+		})
 		cost := burstCost{name: ph.name, slots: ran, shed: shed}
 		for _, node := range c.Nodes() {
 			w := nodeWork(t, node)
@@ -119,12 +133,22 @@ func burst(t *testing.T, c *redistest.Cluster, l locking.Locker, tag string, n i
 // shed).
 var errSkip = errors.New("skipped")
 
+// countLive is how many of leases were won.
+func countLive(leases []*locking.Lease) (k int) {
+	for _, l := range leases {
+		if l != nil {
+			k++
+		}
+	}
+	return k
+}
+
 // all runs f(0) … f(n-1) at once, each on its own goroutine released
-// together, and returns how many ran (not errSkip) and how many of those
+// together, runs gathered once they are released, and returns how many ran (not errSkip) and how many of those
 // this replica shed for its own overload (ErrBusy, or a deadline the
 // loaded host let pass: the calls still count, per slot that ran). Any
 // other error fails the test.
-func all(t *testing.T, n int, f func(int) error) (ran, shed int) {
+func all(t *testing.T, n int, f func(int) error, gathered func()) (ran, shed int) {
 	t.Helper()
 	var wg sync.WaitGroup
 	gate := make(chan struct{})
@@ -138,6 +162,7 @@ func all(t *testing.T, n int, f func(int) error) (ran, shed int) {
 		}()
 	}
 	close(gate)
+	gathered()
 	wg.Wait()
 	for i, err := range errs {
 		switch {

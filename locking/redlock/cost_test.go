@@ -87,7 +87,7 @@ func TestCommandsPerCall(t *testing.T) {
 // timeout that a loaded host meets; closed when tb ends.
 func newCostLocker(tb testing.TB, c *redistest.Cluster, replica string) locking.Locker {
 	tb.Helper()
-	l, err := redlock.New(redlock.Config{Nodes: c.Addrs(), OpTimeout: 2 * time.Second},
+	l, err := redlock.NewLocker(redlock.Config{Nodes: c.Addrs(), OpTimeout: 2 * time.Second},
 		locking.Options{Replica: replica, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(tb, err)
 	tb.Cleanup(func() { _ = l.Close() })

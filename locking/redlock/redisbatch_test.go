@@ -34,7 +34,7 @@ func loggedRedlock(t *testing.T, addrs []string) (locking.Locker, *syncBuf) {
 // holdSender makes node busy as a replica's own sender is under load:
 // calls queue behind a pipeline of this goroutine's that is not sent
 // until the returned func runs.
-func holdSender(t *testing.T, n *redisNode) func() {
+func holdSender(t testing.TB, n *redisNode) func() {
 	t.Helper()
 	require.Eventually(t, n.claim, time.Second, time.Millisecond, "node idle")
 	return func() { n.sendOwn(n.call(context.Background(), time.Time{}, wireCall{op: driver.PingOp{}})) }
