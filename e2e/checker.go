@@ -150,7 +150,9 @@ func newScenario(in Input) *scenario {
 			s.badSlots = append(s.badSlots, e)
 			continue
 		}
-		s.evBySlot[keyOf(e.Job, t)] = append(s.evBySlot[keyOf(e.Job, t)], e)
+		for _, at := range s.slotsOf(in.Jobs, e, t) {
+			s.evBySlot[keyOf(e.Job, at)] = append(s.evBySlot[keyOf(e.Job, at)], e)
+		}
 		if e.Event == "run.started" {
 			s.started[e.Job+"\x00"+e.RunID] = append(s.started[e.Job+"\x00"+e.RunID], e)
 		}
@@ -167,6 +169,26 @@ func newScenario(in Input) *scenario {
 		}
 	}
 	return s
+}
+
+// slotsOf is the slots e accounts for: its slot t and, for a line that
+// reports a run of late slots (missed > 1, first_slot), the slots of its
+// job's schedule from first_slot to t — at most the last missed of them,
+// should the schedule have changed meanwhile (a reload).
+func (s *scenario) slotsOf(jobs []JobExpect, e Event, t time.Time) []time.Time {
+	first, err := time.Parse(time.RFC3339, e.FirstSlot)
+	if err != nil || !first.Before(t) || e.Missed < 2 {
+		return []time.Time{t}
+	}
+	for _, j := range jobs {
+		if j.Name != e.Job {
+			continue
+		}
+		if slots, err := ExpectedSlots(j.Schedule, first, t); err == nil && len(slots) > 0 {
+			return slots[max(len(slots)-e.Missed, 0):]
+		}
+	}
+	return []time.Time{t}
 }
 
 func (s *scenario) inLegit(t time.Time) bool {

@@ -118,6 +118,27 @@ func TestCheckMissOutsideAndInsideWindow(t *testing.T) {
 	}
 }
 
+// One slot.skipped late line accounts for the run of late slots it names
+// (missed, first_slot .. slot): a replica paused past the lateness bound
+// reports the slots it stepped over in one line, and those slots are
+// explained, though still misses outside fault windows.
+func TestCheckLateRangeExplainsEachSlot(t *testing.T) {
+	runs, evs := steady(8)
+	runs = append(runs[:3:3], runs[6:]...)
+	evs = append(evs[:3:3], evs[6:]...)
+	late := skipEv("tick", 5, "r1", "late")
+	late.FirstSlot, late.Missed = at(3).Format(time.RFC3339), 3
+	r := Check(tickInput(runs, append(evs, late), 8))
+	require.Equal(t, 3, r.Misses, "%v", r)
+	require.Zero(t, r.Unexplained, "%v", r)
+
+	// missed bounds the range: a line for two slots explains the last two.
+	late.Missed = 2
+	r = Check(tickInput(runs, append(evs, late), 8))
+	require.Equal(t, 1, r.Unexplained, "%v", r)
+	require.Contains(t, r.Err().Error(), "unexplained: tick slot 2026-11-29T10:00:03Z")
+}
+
 func TestCheckNoQuorumSkipExplainsButStillMisses(t *testing.T) {
 	runs, evs := steady(5)
 	runs = append(runs[:2:2], runs[3:]...)

@@ -130,11 +130,16 @@ type Event struct {
 	Event   string
 	Job     string
 	Slot    string // RFC 3339 UTC, "manual" or ""
-	RunID   string
-	Token   uint64
-	Reason  string
-	Holder  string
-	Error   string
+	// FirstSlot and Missed: a line that accounts for several slots of its
+	// job (a slot.skipped late with missed > 1) names the first of them
+	// and their number, the last being Slot.
+	FirstSlot string
+	Missed    int
+	RunID     string
+	Token     uint64
+	Reason    string
+	Holder    string
+	Error     string
 	// ErrorClass is run.failed's error_class (stale_token, panic, ...).
 	ErrorClass string
 }
@@ -188,15 +193,18 @@ func ParseEvents(r io.Reader) (events []Event, junk []string, err error) {
 			Job:     str(m["job"]),
 			Slot:    str(m["slot"]),
 			RunID:   str(m["run_id"]),
-			Reason:  str(m["reason"]),
-			Holder:  str(m["holder"]),
-			Error:   str(m["error"]),
+
+			FirstSlot: str(m["first_slot"]),
+			Reason:    str(m["reason"]),
+			Holder:    str(m["holder"]),
+			Error:     str(m["error"]),
 
 			ErrorClass: str(m["error_class"]),
 		}
 		if t, err := time.Parse(time.RFC3339Nano, str(m["time"])); err == nil {
 			e.Time = t
 		}
+		e.Missed, _ = strconv.Atoi(str(m["missed"]))
 		if v := str(m["fencing_token"]); v != "" {
 			e.Token, _ = strconv.ParseUint(v, 10, 64)
 		}
