@@ -55,9 +55,16 @@ type Input struct {
 	From, To time.Time
 	Legit    []Window
 	Freezes  []Freeze
-	Kills    []Kill
-	Runs     []Run
-	Events   []Event
+	// HostPauses are the slots, by due time, of the whole host's pauses
+	// and of the lateness bound after each: the slots fired late together
+	// when it ended, whose runs may start out of token order (one replica
+	// claims two slots of an every-second job at once and starts them a
+	// few milliseconds apart, either first) — outside the conditions, as
+	// the pause is.
+	HostPauses []Window
+	Kills      []Kill
+	Runs       []Run
+	Events     []Event
 	// Skew is the largest clock difference between replicas (the
 	// configured lock.max_clock_skew); it is the tolerance for matching an
 	// "overlap" skip with the run that caused it.

@@ -136,6 +136,11 @@ func checkTokens(s *scenario, r *Report, f *Finding) {
 		runs := s.byJob[job]
 		for i := 1; i < len(runs); i++ {
 			a, b := runs[i-1], runs[i]
+			if w, ok := bothIn(s.HostPauses, a.Slot, b.Slot); ok && b.Token <= a.Token {
+				r.Excused = append(r.Excused, fmt.Sprintf("%s: run %s (slot %s, token %d) started after run %s (slot %s, token %d): %s",
+					job, b.RunID, slotString(b), b.Token, a.RunID, slotString(a), a.Token, w.Why))
+				continue
+			}
 			if b.Token <= a.Token {
 				r.TokenViolations++
 				f.problem("token order: %s run %s (%s, slot %s, start %s) token %d after run %s (%s, slot %s, start %s) token %d",
@@ -263,6 +268,16 @@ func excusedOverlap(a Run, ea time.Time, b Run, freezes []Freeze, cancelWithin t
 		return fmt.Sprintf("%s frozen %s..%s", f.Replica, stamp(f.From), stamp(f.To)), true
 	}
 	return "", false
+}
+
+// bothIn is the window of ws that holds both slot times, if any.
+func bothIn(ws []Window, a, b time.Time) (Window, bool) {
+	for _, w := range ws {
+		if w.contains(a) && w.contains(b) {
+			return w, true
+		}
+	}
+	return Window{}, false
 }
 
 // explainingSkips are the slot.skipped reasons that account for a slot no

@@ -18,7 +18,9 @@
 // What the suite guarantees: any duplicate run of a slot, miss outside a
 // fault window the scenario declares, overlap of an overlap: forbid job
 // (except a frozen replica's stale run canceled on waking), fencing-token
-// order violation, unexplained slot or ledger/log mismatch fails the run;
+// order violation, unexplained slot or ledger/log mismatch fails the run
+// (a pause of the whole host longer than the lateness bound — a VM
+// snapshot — is a fault window the harness declares itself, hostpause.go);
 // every process it starts is stopped by PID, also when a test fails, and is
 // killed by the kernel if the test binary dies. What it does not: it injects
 // one fault at a time, runs on Linux only (/proc, process groups,

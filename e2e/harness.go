@@ -28,6 +28,7 @@ type Cluster struct {
 	Shards *redistest.Shards  // the cluster endpoints, or nil
 	Proxy  *Proxy             // nil unless Spec.ProxyNode >= 0
 
+	born     time.Time // when NewCluster began: host pauses since count
 	mu       sync.Mutex
 	replicas map[string]*Replica
 	order    []string // replica names in first-start order
@@ -40,6 +41,7 @@ type Cluster struct {
 // NewCluster starts the Redis nodes (and proxy) and writes the config.
 func NewCluster(t testing.TB, bin Binaries, spec Spec) *Cluster {
 	t.Helper()
+	born := time.Now()
 	if spec.Nodes == 0 {
 		spec.Nodes = 3
 	}
@@ -60,7 +62,7 @@ func NewCluster(t testing.TB, bin Binaries, spec Spec) *Cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &Cluster{t: t, bin: bin, spec: spec, dir: dir,
+	c := &Cluster{t: t, bin: bin, spec: spec, dir: dir, born: born,
 		config: filepath.Join(dir, "config.yaml"), ledger: filepath.Join(dir, "ledger.jsonl"),
 		replicas: map[string]*Replica{}}
 	t.Cleanup(func() {

@@ -39,7 +39,9 @@ func TestMain(m *testing.M) {
 			bins, buildErr = build(dir)
 		}
 	}
+	stopWatch := watchHost()
 	code := m.Run()
+	stopWatch()
 	KillAll()
 	if dir != "" {
 		_ = os.RemoveAll(dir)

@@ -51,7 +51,7 @@ func (c *Cluster) Input(from, to time.Time) Input {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return Input{
+	in := Input{
 		Jobs: jobs, From: from, To: to,
 		Legit:   append([]Window(nil), c.legit...),
 		Freezes: append([]Freeze(nil), c.freezes...),
@@ -59,6 +59,17 @@ func (c *Cluster) Input(from, to time.Time) Input {
 		Skew:    c.spec.Skew,
 		Now:     time.Now(),
 	}
+	// A pause of the whole host longer than the lateness bound: every
+	// replica frozen (hostpause.go).
+	lateness := c.spec.Skew + time.Second
+	for _, p := range hostPauses(c.born, in.Now, lateness) {
+		in.Legit = append(in.Legit, Window{From: c.FaultStart(p.From), To: p.To, Why: p.String()})
+		in.HostPauses = append(in.HostPauses, Window{From: c.FaultStart(p.From), To: p.To.Add(lateness), Why: p.String()})
+		for _, name := range c.order {
+			in.Freezes = append(in.Freezes, Freeze{Replica: name, From: p.From, To: p.To})
+		}
+	}
+	return in
 }
 
 // Check stops every replica (SIGTERM), then runs the checker over slots in
