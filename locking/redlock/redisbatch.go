@@ -33,8 +33,9 @@ import (
 // the queue, or was too close to let the node answer: deadline-aware
 // sending, below its recent round trip) is answered ErrBusy — this
 // replica's overload, nothing done on the node, no node fault. A call that
-// was written is the node's to answer: its pipeline has OpTimeout from its
-// write, and when that pipeline fails the node is reported (watch) —
+// was written is the node's to answer: its pipeline has maxWaitFactor ×
+// OpTimeout from its write, and when that pipeline fails the node is
+// reported (watch) —
 // not when a caller who queued long stops waiting for it. A release is
 // sent however late (it only ends what holds its own value; an undo must
 // reach a node that may still run the acquisition it undoes).
@@ -59,6 +60,7 @@ type batcher struct {
 
 	opTimeout time.Duration
 	rtt       atomic.Int64 // recent pipeline round trip (ns, moving average)
+	rttDev    atomic.Int64 // its mean deviation (ns, moving average)
 	sentAt    atomic.Int64 // when the pipeline in flight was written (monoNow), 0 when none
 	watch     atomic.Pointer[func(error)]
 }
@@ -164,7 +166,7 @@ func (n *redisNode) claim() bool {
 // sendOwn sends c, a call of the goroutine that claimed the node, on that
 // goroutine, then hands the calls that queued meanwhile to the sender.
 func (n *redisNode) sendOwn(c *nodeCall) {
-	n.exec([]*nodeCall{c})
+	n.exec([]*nodeCall{c}, n.ownDeadline(c))
 	b := &n.batch
 	b.mu.Lock()
 	wake := len(b.queue) > 0
@@ -176,6 +178,53 @@ func (n *redisNode) sendOwn(c *nodeCall) {
 	if wake {
 		b.wakeSender()
 	}
+}
+
+// ownDeadline is the socket deadline of a lone caller's call c, sent on
+// its own goroutine (sendOwn), which waits for it: c's round's deadline,
+// but no later than the node's answers lately took — their round trip
+// plus four mean deviations (TCP's retransmission timeout, RFC 6298) —
+// or the op timeout, if longer. A node frozen since it last answered
+// costs the caller one op timeout, not the round's wait for a majority;
+// on a loaded host, where answers are read late, the wait stretches with
+// them.
+func (n *redisNode) ownDeadline(c *nodeCall) time.Time {
+	b := &n.batch
+	wait := max(time.Duration(b.rtt.Load()+4*b.rttDev.Load()), n.opTimeout)
+	at := time.Now().Add(wait)
+	if !c.until.IsZero() && c.until.Before(at) {
+		return c.until
+	}
+	return at
+}
+
+// socketDeadline is the deadline of a pipeline (and of its retries: a
+// script loaded, a cluster endpoint's redirections) sent until until, or,
+// when until is zero, maxWaitFactor × the op timeout from now (exec).
+func (n *redisNode) socketDeadline(until time.Time) context.Context {
+	if until.IsZero() {
+		until = time.Now().Add(maxWaitFactor * n.opTimeout)
+	}
+	return socketDeadline{Context: context.Background(), at: until}
+}
+
+// socketDeadline carries a pipeline's deadline to go-redis, which sets
+// its connection's read and write deadlines from the context's Deadline
+// (ContextTimeoutEnabled) and otherwise treats it as Background: no
+// timer and no cancellation of its own, which a pipeline does not need —
+// the socket's deadline ends it.
+type socketDeadline struct {
+	context.Context
+	at time.Time
+}
+
+func (c socketDeadline) Deadline() (time.Time, bool) { return c.at, true }
+
+func abs(d int64) int64 {
+	if d < 0 {
+		return -d
+	}
+	return d
 }
 
 // send is the node's sender: it takes the queued calls in batches and
@@ -206,7 +255,7 @@ func (n *redisNode) send() {
 			clear(b.queue[rest:])
 			b.queue = b.queue[:rest]
 			b.mu.Unlock()
-			n.exec(batch)
+			n.exec(batch, time.Time{})
 			clear(batch)
 		}
 	}
@@ -234,7 +283,14 @@ func (n *redisNode) drain() {
 // Calls refused for a missing script are sent again with the script's
 // source (EVAL); calls redirected by a cluster endpoint switch the node to
 // its cluster client and are sent again there. Neither was executed.
-func (n *redisNode) exec(batch []*nodeCall) {
+//
+// The pipeline's socket deadline is until, a lone caller's round's
+// (sendOwn: it waits no longer, and a node frozen since its last answer
+// costs it that wait), or, for the sender's batches of many rounds' calls,
+// maxWaitFactor × the op timeout from now: on a loaded host a pipeline
+// answered in time is read late, and a socket deadline of one op timeout
+// closed the connection under hundreds of calls that had been answered.
+func (n *redisNode) exec(batch []*nodeCall, until time.Time) {
 	b := &n.batch
 	need := time.Duration(min(b.rtt.Load(), int64(n.opTimeout/2)))
 	now := time.Now()
@@ -257,24 +313,27 @@ func (n *redisNode) exec(batch []*nodeCall) {
 	if len(live) == 0 {
 		return
 	}
-	// No deadline of its own: the client's read and write timeouts (the
-	// op timeout) bound the pipeline from its write, without a context
-	// and a timer per pipeline.
-	ctx := context.Background()
 	t0 := monoNow()
 	b.sentAt.Store(t0)
-	again, fault := n.pipe(ctx, live, false)
-	if len(again) > 0 {
-		again, fault = n.pipe(ctx, again, true)
+	again, fault := n.pipe(n.socketDeadline(until), live, false)
+	resent := len(again) > 0
+	if resent {
+		again, fault = n.pipe(n.socketDeadline(until), again, true)
 	}
 	if len(again) > 0 && !n.cluster.Load() {
 		n.switchToCluster()
-		_, fault = n.pipe(ctx, again, true)
+		_, fault = n.pipe(n.socketDeadline(until), again, true)
 	}
 	d := monoNow() - t0
 	b.sentAt.Store(0)
-	if fault == nil {
-		old := b.rtt.Load()
+	if !resent && (fault == nil || isTimeout(fault)) {
+		// TCP's estimator (RFC 6298), gains 1/8 and 1/4, over pipelines
+		// sent once (a script loaded or a switch to a cluster client is
+		// not the node's answer time). One that timed out counts as
+		// answered at its deadline, so that a host on which answers come
+		// later than the wait stretches it.
+		old, dev := b.rtt.Load(), b.rttDev.Load()
+		b.rttDev.Store(dev + (abs(d-old)-dev)/4)
 		b.rtt.Store(old + (d-old)/8)
 	}
 	if w := b.watch.Load(); w != nil && fault != nil && !errors.Is(fault, redis.ErrClosed) {

@@ -44,7 +44,7 @@ func (c *nodeCall) finish(res driver.Result, err error) {
 	c.res, c.err = res, err
 	if g := c.group; g != nil {
 		c.answered.Store(true)
-		g.answer()
+		g.answer(err == nil)
 		return
 	}
 	c.done <- struct{}{} // capacity 1, one answer per call
@@ -112,24 +112,43 @@ func (c *nodeCall) take() (driver.Result, error) {
 
 // roundDone is a round's one completion: left counts its calls not yet
 // answered, plus one that the round holds while it queues them, and the
-// answer that brings it to zero signals ch. Recycled by a round that saw
-// every call answered (no answer can come to it after).
+// answer that brings it to zero signals ch; short counts the answers (not
+// errors) the round still needs for a majority, and the one that brings
+// it to zero signals majority. Recycled by a round that saw every call
+// answered (no answer can come to it after).
 type roundDone struct {
-	left atomic.Int32
-	ch   chan struct{} // capacity 1
+	left, short  atomic.Int32
+	ch, majority chan struct{} // capacity 1
 }
 
-var roundPool = sync.Pool{New: func() any { return &roundDone{ch: make(chan struct{}, 1)} }}
+var roundPool = sync.Pool{New: func() any {
+	return &roundDone{ch: make(chan struct{}, 1), majority: make(chan struct{}, 1)}
+}}
 
-// newRoundDone is a completion held by its round (left 1).
-func newRoundDone() *roundDone {
+// newRoundDone is a completion held by its round (left 1) that needs
+// quorum answers for a majority.
+func newRoundDone(quorum int) *roundDone {
 	g := roundPool.Get().(*roundDone)
+	select {
+	case <-g.majority: // a majority signal of its last round, not taken
+	default:
+	}
 	g.left.Store(1)
+	g.short.Store(int32(quorum))
 	return g
 }
 
-// answer counts one call answered; the last signals the round.
-func (g *roundDone) answer() {
+// answer counts one call answered (ok: not an error); the last signals
+// the round, as does the one that completes a majority.
+func (g *roundDone) answer(ok bool) {
+	if ok && g.short.Add(-1) == 0 {
+		g.majority <- struct{}{}
+	}
+	g.release()
+}
+
+// release counts one call answered, or the round's own hold.
+func (g *roundDone) release() {
 	if g.left.Add(-1) == 0 {
 		g.ch <- struct{}{}
 	}

@@ -3,6 +3,8 @@ package redlock
 import (
 	"context"
 	"errors"
+	"net"
+	"os"
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
@@ -87,3 +89,9 @@ func pipeFault(err error) error {
 // pipeline is not reported: whether the node is back is for its calls'
 // answers to tell (observe), since one that refuses writes answers too.
 func (n *redisNode) watchFaults(f func(error)) { n.batch.watch.Store(&f) }
+
+// isTimeout reports whether err is a deadline that passed on the socket.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
+}

@@ -54,14 +54,19 @@ func newRedisNode(addr, host string, cfg Config) *redisNode {
 		Username: cfg.Username,
 		Password: cfg.Password,
 		// One attempt per command: the quorum is the retry. A dead node
-		// costs one OpTimeout, and latency is one round trip.
+		// costs a round its wait (roundWait), and latency is one round
+		// trip.
 		MaxRetries:    -1,
 		DialTimeout:   cfg.DialTimeout,
 		DialerRetries: 1,
-		ReadTimeout:   cfg.OpTimeout,
-		WriteTimeout:  cfg.OpTimeout,
-		// The per-round context deadline (OpTimeout) also bounds the
-		// socket, so a frozen node answers nothing within OpTimeout.
+		// A pipeline (no context deadline) may take as long as the
+		// longest a round waits (roundWait): on a loaded host a pipeline
+		// answered in time is read late, and a socket timeout at the op
+		// timeout closed the connection under it, failing every call in
+		// it. A call through Do has its round's deadline as its context's,
+		// which bounds the socket too (ContextTimeoutEnabled).
+		ReadTimeout:           maxWaitFactor * cfg.OpTimeout,
+		WriteTimeout:          maxWaitFactor * cfg.OpTimeout,
 		ContextTimeoutEnabled: true,
 		PoolTimeout:           cfg.OpTimeout,
 		DisableIdentity:       true,
