@@ -20,7 +20,8 @@ import (
 // waits for them.
 type nodeSet struct {
 	nodes     []driver.Node
-	down      []atomic.Bool // per node: last seen unreachable
+	down      []atomic.Bool  // per node: last seen unreachable
+	downAt    []atomic.Int64 // per node: when a failure was last seen (monoNow)
 	quorum    int
 	prefix    string
 	families  *familyCache // keys.go
@@ -39,13 +40,17 @@ type nodeSet struct {
 // replica's own queue (ErrBusy), are not the node's fault and are
 // ignored. A node is back only when an answer shows it took a write
 // (tookWrite). A queuing node also reports each pipeline's failure
-// (watchFaults, to observeFailure), timed from its write.
-func (r *nodeSet) observe(parent context.Context, i int, op driver.OpKind, res driver.Result, err error) {
+// (watchFaults, to observeFailure), timed from its write. sent is when
+// the call's round began (monoNow): an answer to a call sent before the
+// node's last failure was seen does not show it back — a round waits
+// for late answers, and a write the node took before its memory filled
+// up was answered after a refusal that came later.
+func (r *nodeSet) observe(parent context.Context, i int, op driver.OpKind, res driver.Result, err error, sent int64) {
 	if err != nil {
 		r.observeFailure(parent, i, err)
 		return
 	}
-	if tookWrite(op, res) && r.down[i].Swap(false) {
+	if tookWrite(op, res) && r.down[i].Load() && sent > r.downAt[i].Load() && r.down[i].Swap(false) {
 		r.log.Info("locking: redis node reachable again", "node", r.nodes[i].Addr())
 	}
 }
@@ -56,6 +61,7 @@ func (r *nodeSet) observeFailure(parent context.Context, i int, err error) {
 	if parent.Err() != nil || isReadError(err) || errors.Is(err, locking.ErrBusy) {
 		return
 	}
+	r.downAt[i].Store(monoNow()) // before down: observe reads them the other way round
 	if !r.down[i].Swap(true) {
 		r.log.Warn("locking: redis node unreachable", "node", r.nodes[i].Addr(), "error", err.Error())
 	}
@@ -99,7 +105,7 @@ func (r *nodeSet) round(ctx context.Context, op func(i int) (driver.Op, bool), r
 	// thousands of failed ends a second, or collapsed to none. Queued
 	// calls carry until and share one pooled timer; a context of its own,
 	// to all, is made only for nodes called through Do.
-	now := time.Now()
+	now, sent := time.Now(), monoNow()
 	all, until := now.Add(r.opTimeout), now.Add(maxWaitFactor*r.opTimeout)
 	var calls [maxQueuedNodes]*nodeCall
 	var direct *directCalls // made for the first node called through Do
@@ -127,7 +133,7 @@ func (r *nodeSet) round(ctx context.Context, op func(i int) (driver.Op, bool), r
 			continue
 		}
 		if direct == nil {
-			direct = newDirectCalls(ctx, all, i, o)
+			direct = newDirectCalls(ctx, all, i, o, sent)
 			continue
 		}
 		direct.wg.Add(1)
@@ -138,10 +144,10 @@ func (r *nodeSet) round(ctx context.Context, op func(i int) (driver.Op, bool), r
 	}
 	if direct != nil {
 		res[direct.first], errs[direct.first] = r.nodes[direct.first].Do(direct.ctx, direct.firstOp)
-		r.observe(ctx, direct.first, direct.firstOp.Kind(), res[direct.first], errs[direct.first])
+		r.observe(ctx, direct.first, direct.firstOp.Kind(), res[direct.first], errs[direct.first], sent)
 	}
 	if w.group != nil {
-		r.awaitQueued(ctx, all, until, w.group, calls[:min(len(r.nodes), maxQueuedNodes)], res, errs)
+		r.awaitQueued(ctx, all, until, sent, w.group, calls[:min(len(r.nodes), maxQueuedNodes)], res, errs)
 	}
 	if direct != nil {
 		direct.wg.Wait()
@@ -159,10 +165,11 @@ type directCalls struct {
 	wg      sync.WaitGroup
 	first   int
 	firstOp driver.Op
+	sent    int64 // the round's start (monoNow)
 }
 
-func newDirectCalls(parent context.Context, until time.Time, first int, o driver.Op) *directCalls {
-	d := &directCalls{first: first, firstOp: o}
+func newDirectCalls(parent context.Context, until time.Time, first int, o driver.Op, sent int64) *directCalls {
+	d := &directCalls{first: first, firstOp: o, sent: sent}
 	d.ctx, d.cancel = context.WithDeadline(parent, until)
 	return d
 }
@@ -171,13 +178,13 @@ func newDirectCalls(parent context.Context, until time.Time, first int, o driver
 func (d *directCalls) do(r *nodeSet, parent context.Context, i int, o driver.Op, res []driver.Result, errs []error) {
 	defer d.wg.Done()
 	res[i], errs[i] = r.nodes[i].Do(d.ctx, o)
-	r.observe(parent, i, o.Kind(), res[i], errs[i])
+	r.observe(parent, i, o.Kind(), res[i], errs[i], d.sent)
 }
 
 // awaitQueued waits for the queued calls' answers (their one completion,
 // g) until all, and while they are short of a majority until until, and
 // observes what they say of their nodes.
-func (r *nodeSet) awaitQueued(ctx context.Context, all, until time.Time, g *roundDone, calls []*nodeCall, res []driver.Result, errs []error) {
+func (r *nodeSet) awaitQueued(ctx context.Context, all, until time.Time, sent int64, g *roundDone, calls []*nodeCall, res []driver.Result, errs []error) {
 	g.release() // the round's own count: every call is queued
 	// everyone: every call answered and ch's signal taken.
 	everyone := waitFor(ctx, g.ch, all)
@@ -195,7 +202,7 @@ func (r *nodeSet) awaitQueued(ctx context.Context, all, until time.Time, g *roun
 		kind := c.op.Kind() // before take recycles c
 		res[i], errs[i] = c.take()
 		if !queueHeld(errs[i]) {
-			r.observe(ctx, i, kind, res[i], errs[i])
+			r.observe(ctx, i, kind, res[i], errs[i], sent)
 		}
 	}
 	if everyone {

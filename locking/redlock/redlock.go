@@ -168,6 +168,7 @@ func onNodes(nodes []driver.Node, prefix string, opTimeout time.Duration, opt lo
 	ns := &nodeSet{
 		nodes:     nodes,
 		down:      make([]atomic.Bool, len(nodes)),
+		downAt:    make([]atomic.Int64, len(nodes)),
 		prefix:    prefix,
 		families:  newFamilyCache(),
 		opTimeout: opTimeout,
