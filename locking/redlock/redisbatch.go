@@ -180,53 +180,6 @@ func (n *redisNode) sendOwn(c *nodeCall) {
 	}
 }
 
-// ownDeadline is the socket deadline of a lone caller's call c, sent on
-// its own goroutine (sendOwn), which waits for it: c's round's deadline,
-// but no later than the node's answers lately took — their round trip
-// plus four mean deviations (TCP's retransmission timeout, RFC 6298) —
-// or the op timeout, if longer. A node frozen since it last answered
-// costs the caller one op timeout, not the round's wait for a majority;
-// on a loaded host, where answers are read late, the wait stretches with
-// them.
-func (n *redisNode) ownDeadline(c *nodeCall) time.Time {
-	b := &n.batch
-	wait := max(time.Duration(b.rtt.Load()+4*b.rttDev.Load()), n.opTimeout)
-	at := time.Now().Add(wait)
-	if !c.until.IsZero() && c.until.Before(at) {
-		return c.until
-	}
-	return at
-}
-
-// socketDeadline is the deadline of a pipeline (and of its retries: a
-// script loaded, a cluster endpoint's redirections) sent until until, or,
-// when until is zero, maxWaitFactor × the op timeout from now (exec).
-func (n *redisNode) socketDeadline(until time.Time) context.Context {
-	if until.IsZero() {
-		until = time.Now().Add(maxWaitFactor * n.opTimeout)
-	}
-	return socketDeadline{Context: context.Background(), at: until}
-}
-
-// socketDeadline carries a pipeline's deadline to go-redis, which sets
-// its connection's read and write deadlines from the context's Deadline
-// (ContextTimeoutEnabled) and otherwise treats it as Background: no
-// timer and no cancellation of its own, which a pipeline does not need —
-// the socket's deadline ends it.
-type socketDeadline struct {
-	context.Context
-	at time.Time
-}
-
-func (c socketDeadline) Deadline() (time.Time, bool) { return c.at, true }
-
-func abs(d int64) int64 {
-	if d < 0 {
-		return -d
-	}
-	return d
-}
-
 // send is the node's sender: it takes the queued calls in batches and
 // sends each batch as one pipeline, until the node is closed.
 func (n *redisNode) send() {
@@ -284,9 +237,9 @@ func (n *redisNode) drain() {
 // source (EVAL); calls redirected by a cluster endpoint switch the node to
 // its cluster client and are sent again there. Neither was executed.
 //
-// The pipeline's socket deadline is until, a lone caller's round's
-// (sendOwn: it waits no longer, and a node frozen since its last answer
-// costs it that wait), or, for the sender's batches of many rounds' calls,
+// The pipeline's socket deadline is until for a lone caller's call
+// (sendOwn, ownDeadline: a node frozen since its last answer costs its
+// caller one op timeout), or, for the sender's batches of many rounds' calls,
 // maxWaitFactor × the op timeout from now: on a loaded host a pipeline
 // answered in time is read late, and a socket deadline of one op timeout
 // closed the connection under hundreds of calls that had been answered.
@@ -327,14 +280,11 @@ func (n *redisNode) exec(batch []*nodeCall, until time.Time) {
 	d := monoNow() - t0
 	b.sentAt.Store(0)
 	if !resent && (fault == nil || isTimeout(fault)) {
-		// TCP's estimator (RFC 6298), gains 1/8 and 1/4, over pipelines
-		// sent once (a script loaded or a switch to a cluster client is
-		// not the node's answer time). One that timed out counts as
-		// answered at its deadline, so that a host on which answers come
-		// later than the wait stretches it.
-		old, dev := b.rtt.Load(), b.rttDev.Load()
-		b.rttDev.Store(dev + (abs(d-old)-dev)/4)
-		b.rtt.Store(old + (d-old)/8)
+		// Pipelines sent once: a script loaded or a switch to a cluster
+		// client is not the node's answer time. One that timed out counts
+		// as answered at its deadline, so that a host on which answers
+		// come later than the wait stretches it.
+		b.sampleRTT(d)
 	}
 	if w := b.watch.Load(); w != nil && fault != nil && !errors.Is(fault, redis.ErrClosed) {
 		(*w)(fault)
