@@ -188,8 +188,10 @@ func (r *nodeSet) awaitQueued(ctx context.Context, all, until time.Time, sent in
 	g.release() // the round's own count: every call is queued
 	// everyone: every call answered and ch's signal taken.
 	everyone := waitFor(ctx, g.ch, all)
-	if !everyone && ctx.Err() == nil && g.short.Load() > 0 {
-		// No majority yet: its answers may come late, not never.
+	if !everyone && ctx.Err() == nil && g.short.Load() > 0 && queued(calls) >= r.quorum {
+		// No majority yet: its answers may come late, not never. (A
+		// round sent to fewer nodes — an undo where a claim was written —
+		// has none to wait for.)
 		if waitFor(ctx, g.majority, until) && g.left.Load() == 0 {
 			<-g.ch // sent by the answer that made left 0, if not yet
 			everyone = true
@@ -210,6 +212,16 @@ func (r *nodeSet) awaitQueued(ctx context.Context, all, until time.Time, sent in
 		// any more.
 		roundPool.Put(g)
 	}
+}
+
+// queued is how many of calls a round queued.
+func queued(calls []*nodeCall) (k int) {
+	for _, c := range calls {
+		if c != nil {
+			k++
+		}
+	}
+	return k
 }
 
 // waitFor waits until ch signals (true), ctx ends or the deadline passes.
