@@ -68,18 +68,20 @@ func (r *nodeSet) observeFailure(parent context.Context, i int, err error) {
 }
 
 // tookWrite reports whether an answer to an op of kind k shows that the
-// node takes writes: a script call that changed something (Status > 0:
-// a lease set, renewed or released, a counter raised, an entry added). A
-// node that holds or refuses writes still answers the rest at once —
-// PING, GET, HKEYS, and a script's read-only path (a claim refused by a
-// done marker reads and writes nothing) — under CLIENT PAUSE WRITE (a
-// failover, a managed service's maintenance) and under maxmemory with
-// noeviction (every write refused with OOM). Counting those answers
+// node takes writes: a script call that stored something (Status > 0: a
+// lease set, a counter raised, an entry added). A node that holds or
+// refuses writes still answers the rest at once — PING, GET, HKEYS, and
+// a script's read-only path (a claim refused by a done marker reads and
+// writes nothing) — under CLIENT PAUSE WRITE (a failover, a managed
+// service's maintenance); under maxmemory with noeviction it refuses
+// every write that needs memory (OOM) and still takes a renewal
+// (PEXPIRE) and a release (DEL), which free it. Counting those answers
 // logged such a node unreachable and reachable again every slot, while
 // no claim went through, and put it back first in Handled's read order.
 func tookWrite(k driver.OpKind, res driver.Result) bool {
 	switch k {
-	case driver.OpGet, driver.OpClaims, driver.OpPing, driver.OpLog, driver.OpDone:
+	case driver.OpGet, driver.OpClaims, driver.OpPing, driver.OpLog, driver.OpDone,
+		driver.OpExtend, driver.OpRelease:
 		return false
 	}
 	return res.Status > 0
