@@ -268,14 +268,15 @@ func (n *redisNode) exec(batch []*nodeCall, until time.Time) {
 	}
 	t0 := monoNow()
 	b.sentAt.Store(t0)
-	again, fault := n.pipe(n.socketDeadline(until), live, false)
+	ctx := n.socketDeadline(until)
+	again, fault := n.pipe(ctx, live, false)
 	resent := len(again) > 0
 	if resent {
-		again, fault = n.pipe(n.socketDeadline(until), again, true)
+		again, fault = n.pipe(ctx, again, true)
 	}
 	if len(again) > 0 && !n.cluster.Load() {
 		n.switchToCluster()
-		_, fault = n.pipe(n.socketDeadline(until), again, true)
+		_, fault = n.pipe(ctx, again, true)
 	}
 	d := monoNow() - t0
 	b.sentAt.Store(0)

@@ -54,17 +54,18 @@ func newRedisNode(addr, host string, cfg Config) *redisNode {
 		Username: cfg.Username,
 		Password: cfg.Password,
 		// One attempt per command: the quorum is the retry. A dead node
-		// costs a round its wait (roundWait), and latency is one round
+		// costs a round one OpTimeout (round), and latency is one round
 		// trip.
 		MaxRetries:    -1,
 		DialTimeout:   cfg.DialTimeout,
 		DialerRetries: 1,
-		// A pipeline (no context deadline) may take as long as the
-		// longest a round waits (roundWait): on a loaded host a pipeline
-		// answered in time is read late, and a socket timeout at the op
-		// timeout closed the connection under it, failing every call in
-		// it. A call through Do has its round's deadline as its context's,
-		// which bounds the socket too (ContextTimeoutEnabled).
+		// The ceiling of a socket's deadline: as long as a round waits for
+		// a majority (round). Each pipeline carries its own, at most this
+		// (socketDeadline), and a call through Do its round's deadline as
+		// its context's (ContextTimeoutEnabled): on a loaded host a
+		// pipeline answered in time is read late, and a socket timeout at
+		// the op timeout closed the connection under it, failing every
+		// call in it.
 		ReadTimeout:           maxWaitFactor * cfg.OpTimeout,
 		WriteTimeout:          maxWaitFactor * cfg.OpTimeout,
 		ContextTimeoutEnabled: true,
