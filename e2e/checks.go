@@ -136,17 +136,18 @@ func checkTokens(s *scenario, r *Report, f *Finding) {
 		runs := s.byJob[job]
 		for i := 1; i < len(runs); i++ {
 			a, b := runs[i-1], runs[i]
-			if w, ok := bothIn(s.HostPauses, a.Slot, b.Slot); ok && b.Token <= a.Token {
+			if b.Token > a.Token {
+				continue
+			}
+			if w, ok := bothIn(s.HostPauses, a.Slot, b.Slot); ok {
 				r.Excused = append(r.Excused, fmt.Sprintf("%s: run %s (slot %s, token %d) started after run %s (slot %s, token %d): %s",
 					job, b.RunID, slotString(b), b.Token, a.RunID, slotString(a), a.Token, w.Why))
 				continue
 			}
-			if b.Token <= a.Token {
-				r.TokenViolations++
-				f.problem("token order: %s run %s (%s, slot %s, start %s) token %d after run %s (%s, slot %s, start %s) token %d",
-					job, b.RunID, b.Replica, slotString(b), stamp(b.Start), b.Token,
-					a.RunID, a.Replica, slotString(a), stamp(a.Start), a.Token)
-			}
+			r.TokenViolations++
+			f.problem("token order: %s run %s (%s, slot %s, start %s) token %d after run %s (%s, slot %s, start %s) token %d",
+				job, b.RunID, b.Replica, slotString(b), stamp(b.Start), b.Token,
+				a.RunID, a.Replica, slotString(a), stamp(a.Start), a.Token)
 		}
 	}
 }

@@ -70,14 +70,14 @@ func watchHost() (stop func()) {
 	return func() { close(quit); <-done }
 }
 
-// hostPauses are the recorded pauses longer than min that overlap
+// hostPauses are the recorded pauses longer than longer that overlap
 // [from, to].
-func hostPauses(from, to time.Time, min time.Duration) []hostPause {
+func hostPauses(from, to time.Time, longer time.Duration) []hostPause {
 	hostWatch.mu.Lock()
 	defer hostWatch.mu.Unlock()
 	var out []hostPause
 	for _, p := range hostWatch.pauses {
-		if p.To.Sub(p.From) > min && p.To.After(from) && p.From.Before(to) {
+		if p.To.Sub(p.From) > longer && p.To.After(from) && p.From.Before(to) {
 			out = append(out, p)
 		}
 	}
