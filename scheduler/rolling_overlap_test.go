@@ -61,7 +61,6 @@ func TestRollingChangeFromAllowAllowSideWaits(t *testing.T) {
 // one for overlap): the two sides never met.
 func checkRollingRuns(t *testing.T, sink *logSink, runs []record) {
 	t.Helper()
-	won := map[string]int{}
 	base := time.Now() // times are told from the first run's start
 	for _, r := range runs {
 		if r.Start.Before(base) {
@@ -69,7 +68,6 @@ func checkRollingRuns(t *testing.T, sink *logSink, runs []record) {
 		}
 	}
 	for i, a := range runs {
-		won[a.Run.Replica]++
 		for _, b := range runs[i+1:] {
 			if a.Run.Replica == string(OverlapAllow) && b.Run.Replica == string(OverlapAllow) {
 				continue
@@ -82,13 +80,24 @@ func checkRollingRuns(t *testing.T, sink *logSink, runs []record) {
 			}
 		}
 	}
-	for _, ev := range where(sink.events(t), evSlotSkipped, "reason", string(history.ReasonOverlap)) {
-		won[ev.str("replica")]++
-	}
+	won := slotsWon(t, sink, runs)
 	t.Logf("slots run or skipped for overlap, per replica: %v", won)
 	if won[string(OverlapAllow)] == 0 || won[string(OverlapForbid)] == 0 {
 		t.Errorf("slots won per replica %v: want both sides to win some", won)
 	}
+}
+
+// slotsWon counts, per replica, the slots it won: ran, or skipped for
+// overlap after its claim stood.
+func slotsWon(t testing.TB, sink *logSink, runs []record) map[string]int {
+	won := map[string]int{}
+	for _, r := range runs {
+		won[r.Run.Replica]++
+	}
+	for _, ev := range where(sink.events(t), evSlotSkipped, "reason", string(history.ReasonOverlap)) {
+		won[ev.str("replica")]++
+	}
+	return won
 }
 
 // TestForbidSideCountsANewerAllowRun: after a reload from allow to
