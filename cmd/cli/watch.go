@@ -5,9 +5,8 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
-
-	"github.com/fsnotify/fsnotify"
 )
 
 // Watching the configuration file. The watch is on the file's directory,
@@ -17,7 +16,9 @@ import (
 // be left on the old inode, or end with it. Events on the file's name, on
 // the name it links to, and on ..-prefixed entries (the ConfigMap's
 // links and timestamped directories) count; others in the directory (the
-// e2e suite's logs beside the file) do not. They are debounced: the file
+// e2e suite's logs beside the file) do not, and on Linux a write to
+// another file does not even wake the watch (watch_inotify.go). They are
+// debounced: the file
 // is read once the directory has been quiet for watchQuiet, and at the
 // latest watchMaxWait after the first event, so a file written in
 // several pieces is read whole. The reader compares contents, so an event
@@ -30,7 +31,7 @@ const (
 
 // configWatch reports, on C, that the configuration file may have changed.
 type configWatch struct {
-	w     *fsnotify.Watcher
+	w     *dirWatch
 	names map[string]bool // absolute paths whose events count
 	C     chan struct{}   // one pending notice at most
 	log   *slog.Logger
@@ -43,25 +44,19 @@ func watchConfig(path string, log *slog.Logger) (*configWatch, error) {
 	if err != nil {
 		return nil, err
 	}
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		return nil, err
-	}
-	cw := &configWatch{w: w, names: map[string]bool{abs: true}, C: make(chan struct{}, 1), log: log}
+	names := map[string]bool{abs: true}
 	dirs := []string{filepath.Dir(abs)}
 	if real, err := filepath.EvalSymlinks(abs); err == nil && real != abs {
-		cw.names[real] = true
+		names[real] = true
 		if d := filepath.Dir(real); d != dirs[0] {
 			dirs = append(dirs, d)
 		}
 	}
-	for _, d := range dirs {
-		if err := w.Add(d); err != nil {
-			_ = w.Close()
-			return nil, err
-		}
+	w, err := newDirWatch(dirs)
+	if err != nil {
+		return nil, err
 	}
-	return cw, nil
+	return &configWatch{w: w, names: names, C: make(chan struct{}, 1), log: log}, nil
 }
 
 // counts reports whether an event on name may change the file.
@@ -72,6 +67,9 @@ func (cw *configWatch) counts(name string) bool {
 // run reports the debounced events on C until ctx ends, then ends the
 // watch.
 func (cw *configWatch) run(ctx context.Context) {
+	var reader sync.WaitGroup
+	reader.Go(cw.w.read)
+	defer reader.Wait()
 	defer cw.w.Close()
 	quiet := time.NewTimer(time.Hour)
 	quiet.Stop()
@@ -81,11 +79,8 @@ func (cw *configWatch) run(ctx context.Context) {
 		case <-ctx.Done():
 			quiet.Stop()
 			return
-		case ev, ok := <-cw.w.Events:
-			if !ok {
-				return
-			}
-			if !cw.counts(ev.Name) || ev.Op == fsnotify.Chmod {
+		case name := <-cw.w.events:
+			if !cw.counts(name) {
 				continue
 			}
 			now := time.Now()
@@ -93,10 +88,7 @@ func (cw *configWatch) run(ctx context.Context) {
 				first = now
 			}
 			quiet.Reset(min(watchQuiet, first.Add(watchMaxWait).Sub(now)))
-		case err, ok := <-cw.w.Errors:
-			if !ok {
-				return
-			}
+		case err := <-cw.w.errors:
 			// An overflow loses events, not the watch: look at the file.
 			cw.log.Warn("configuration file watch: events lost; reading the file", "error", err.Error())
 			first = time.Now()
@@ -108,5 +100,15 @@ func (cw *configWatch) run(ctx context.Context) {
 			default: // one is pending already
 			}
 		}
+	}
+}
+
+// send hands v to its reader, or gives up once the watch is closed.
+func send[T any](done <-chan struct{}, ch chan<- T, v T) bool {
+	select {
+	case ch <- v:
+		return true
+	case <-done:
+		return false
 	}
 }

@@ -1,0 +1,63 @@
+//go:build !linux
+
+package cli
+
+import (
+	"path/filepath"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// dirWatch is fsnotify on the configuration file's directories where
+// there is no inotify (watch_inotify.go): every write in them is an
+// event, a chmod is not.
+type dirWatch struct {
+	w      *fsnotify.Watcher
+	events chan string // the path of an entry that changed
+	errors chan error  // events lost
+	done   chan struct{}
+}
+
+func newDirWatch(dirs []string) (*dirWatch, error) {
+	fw, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range dirs {
+		if err := fw.Add(d); err != nil {
+			_ = fw.Close()
+			return nil, err
+		}
+	}
+	return &dirWatch{w: fw, events: make(chan string), errors: make(chan error), done: make(chan struct{})}, nil
+}
+
+// read delivers the events until Close; run it on a goroutine of its own.
+func (w *dirWatch) read() {
+	for {
+		select {
+		case ev, ok := <-w.w.Events:
+			if !ok {
+				return
+			}
+			if ev.Op == fsnotify.Chmod {
+				continue
+			}
+			if !send(w.done, w.events, filepath.Clean(ev.Name)) {
+				return
+			}
+		case err, ok := <-w.w.Errors:
+			if !ok || !send(w.done, w.errors, err) {
+				return
+			}
+		case <-w.done:
+			return
+		}
+	}
+}
+
+// Close ends the watch and the read loop.
+func (w *dirWatch) Close() error {
+	close(w.done)
+	return w.w.Close()
+}
