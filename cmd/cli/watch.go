@@ -88,6 +88,11 @@ func (cw *configWatch) run(ctx context.Context) {
 				first = now
 			}
 			quiet.Reset(min(watchQuiet, first.Add(watchMaxWait).Sub(now)))
+		case err := <-cw.w.ended:
+			// Nothing more will be seen; SIGHUP is left.
+			cw.log.Warn("configuration file watch ended; reload it with SIGHUP", "error", err.Error())
+			quiet.Stop()
+			return
 		case err := <-cw.w.errors:
 			// An overflow loses events, not the watch: look at the file.
 			cw.log.Warn("configuration file watch: events lost; reading the file", "error", err.Error())

@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"errors"
 	"path/filepath"
 
 	"github.com/fsnotify/fsnotify"
@@ -15,8 +16,11 @@ type dirWatch struct {
 	w      *fsnotify.Watcher
 	events chan string // the path of an entry that changed
 	errors chan error  // events lost
+	ended  chan error  // why the watch ended before Close (one at most)
 	done   chan struct{}
 }
+
+var errWatchClosed = errors.New("fsnotify closed the watch")
 
 func newDirWatch(dirs []string) (*dirWatch, error) {
 	fw, err := fsnotify.NewWatcher()
@@ -29,7 +33,7 @@ func newDirWatch(dirs []string) (*dirWatch, error) {
 			return nil, err
 		}
 	}
-	return &dirWatch{w: fw, events: make(chan string), errors: make(chan error), done: make(chan struct{})}, nil
+	return &dirWatch{w: fw, events: make(chan string), errors: make(chan error), ended: make(chan error, 1), done: make(chan struct{})}, nil
 }
 
 // read delivers the events until Close; run it on a goroutine of its own.
@@ -38,6 +42,7 @@ func (w *dirWatch) read() {
 		select {
 		case ev, ok := <-w.w.Events:
 			if !ok {
+				w.ended <- errWatchClosed
 				return
 			}
 			if ev.Op == fsnotify.Chmod {
@@ -47,7 +52,11 @@ func (w *dirWatch) read() {
 				return
 			}
 		case err, ok := <-w.w.Errors:
-			if !ok || !send(w.done, w.errors, err) {
+			if !ok {
+				w.ended <- errWatchClosed
+				return
+			}
+			if !send(w.done, w.errors, err) {
 				return
 			}
 		case <-w.done:

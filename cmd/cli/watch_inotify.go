@@ -27,6 +27,7 @@ type dirWatch struct {
 	dirs   map[int32]string // watch descriptor → directory
 	events chan string      // the path of an entry that changed
 	errors chan error       // events lost (the kernel's queue overflowed)
+	ended  chan error       // why the watch ended before Close (one at most)
 	done   chan struct{}
 }
 
@@ -44,7 +45,7 @@ func newDirWatch(dirs []string) (*dirWatch, error) {
 	// Non-blocking, so the runtime's poller waits for it and Close ends a
 	// pending Read.
 	w := &dirWatch{f: os.NewFile(uintptr(fd), "inotify"), dirs: map[int32]string{},
-		events: make(chan string), errors: make(chan error), done: make(chan struct{})}
+		events: make(chan string), errors: make(chan error), ended: make(chan error, 1), done: make(chan struct{})}
 	for _, d := range dirs {
 		wd, err := unix.InotifyAddWatch(fd, d, dirWatchMask)
 		if err != nil {
@@ -62,7 +63,10 @@ func (w *dirWatch) read() {
 	for {
 		n, err := w.f.Read(buf)
 		if err != nil {
-			return // closed (or the descriptor failed: nothing more to watch)
+			if !errors.Is(err, os.ErrClosed) {
+				w.ended <- err
+			}
+			return
 		}
 		for off := 0; off+unix.SizeofInotifyEvent <= n; {
 			wd := int32(binary.NativeEndian.Uint32(buf[off:]))

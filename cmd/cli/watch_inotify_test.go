@@ -3,8 +3,12 @@
 package cli
 
 import (
+	"bytes"
+	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -86,4 +90,31 @@ func TestDirWatchSkipsWritesToOtherFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	until("..data") // a ConfigMap update
+}
+
+// A watch whose reads fail ends with a warning that SIGHUP is left,
+// rather than going quiet.
+func TestConfigWatchSaysWhenItEnds(t *testing.T) {
+	var out bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&out, nil))
+	cw, err := watchConfig(filepath.Join(t.TempDir(), "config.yaml"), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := make(chan struct{})
+	go func() {
+		defer close(ran)
+		cw.run(context.Background())
+	}()
+	if err := cw.w.f.SetReadDeadline(time.Now()); err != nil { // the next read fails
+		t.Fatal(err)
+	}
+	select {
+	case <-ran:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the watch went on after its reads failed")
+	}
+	if !strings.Contains(out.String(), "configuration file watch ended; reload it with SIGHUP") {
+		t.Errorf("log: %s", out.String())
+	}
 }
