@@ -20,7 +20,7 @@ import (
 // otherwise wake every replica watching that directory at each line:
 // fsnotify's Write is IN_MODIFY, which its API cannot leave out, and in
 // a measurement of nine replicas whose logs were beside their
-// configuration that was ~40 % of their CPU (docs/performance.md). A
+// configuration that was ~45 % of their CPU (docs/performance.md). A
 // writer that keeps the file open is seen when it closes it.
 type dirWatch struct {
 	f      *os.File
