@@ -47,11 +47,8 @@ func (r *Replica) FreezeUntil(least, most time.Duration, cond func() bool) Freez
 // the slot is fresh) on the replica or nodes the fault hits, plus half a
 // second of margin.
 func (c *Cluster) FaultStart(t time.Time) time.Time {
-	return t.Add(-(c.lateness() + 500*time.Millisecond))
+	return t.Add(-(c.spec.lateness() + 500*time.Millisecond))
 }
-
-// lateness is the replicas' lateness bound: max_clock_skew + 1 s.
-func (c *Cluster) lateness() time.Duration { return c.spec.Skew + time.Second }
 
 // Legit declares that slots in [from, to] may legitimately be missed.
 func (c *Cluster) Legit(from, to time.Time, why string) {

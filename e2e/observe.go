@@ -61,10 +61,10 @@ func (c *Cluster) Input(from, to time.Time) Input {
 	}
 	// A pause of the whole host longer than the lateness bound: every
 	// replica frozen (hostpause.go).
-	for _, p := range hostPauses(c.born, in.Now, c.lateness()) {
+	for _, p := range hostPauses(c.born, in.Now, c.spec.lateness()) {
 		from := c.FaultStart(p.From)
 		in.Legit = append(in.Legit, Window{From: from, To: p.To, Why: p.String()})
-		in.HostPauses = append(in.HostPauses, Window{From: from, To: p.To.Add(c.lateness()), Why: p.String()})
+		in.HostPauses = append(in.HostPauses, Window{From: from, To: p.To.Add(c.spec.lateness()), Why: p.String()})
 		for _, name := range c.order {
 			in.Freezes = append(in.Freezes, Freeze{Replica: name, From: p.From, To: p.To})
 		}

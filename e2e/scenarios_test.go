@@ -220,7 +220,7 @@ func scenarioRedisDown(t *testing.T) {
 	// (the replicas retry while slot + lateness has not passed) — it ran
 	// once, after the restart and within the lateness bound (+1 s for the
 	// acquisition).
-	lateness := c.spec.Skew + time.Second
+	lateness := c.spec.lateness()
 	runs := c.Runs()
 	evs := c.Events()
 	slots, _ := ExpectedSlots(tick.Schedule, down.Add(time.Second), back.Add(-500*time.Millisecond))

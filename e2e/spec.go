@@ -88,6 +88,9 @@ type Spec struct {
 	ConfigPerReplica bool
 }
 
+// lateness is the replicas' lateness bound: lock.max_clock_skew + 1 s.
+func (s Spec) lateness() time.Duration { return s.Skew + time.Second }
+
 // configJSON renders the contract's YAML schema as JSON (YAML is a superset
 // of JSON, so slotlock reads it as YAML).
 func (c *Cluster) configJSON(addrs []string) []byte {
