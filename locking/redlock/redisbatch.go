@@ -268,7 +268,7 @@ func (n *redisNode) exec(batch []*nodeCall, until time.Time) {
 	}
 	t0 := monoNow()
 	b.sentAt.Store(t0)
-	ctx := n.socketDeadline(until)
+	ctx := n.socketDeadline(until, now)
 	again, fault := n.pipe(ctx, live, false)
 	resent := len(again) > 0
 	if resent {

@@ -36,10 +36,11 @@ func (n *redisNode) ownDeadline(c *nodeCall) time.Time {
 
 // socketDeadline is the deadline of a pipeline (and of its retries: a
 // script loaded, a cluster endpoint's redirections) sent until until, or,
-// when until is zero, maxWaitFactor × the op timeout from now (exec).
-func (n *redisNode) socketDeadline(until time.Time) context.Context {
+// when until is zero, maxWaitFactor × the op timeout from now (exec's
+// clock reading, taken once per pipeline).
+func (n *redisNode) socketDeadline(until, now time.Time) context.Context {
 	if until.IsZero() {
-		until = time.Now().Add(maxWaitFactor * n.opTimeout)
+		until = now.Add(maxWaitFactor * n.opTimeout)
 	}
 	return socketDeadline{Context: context.Background(), at: until}
 }
