@@ -108,6 +108,26 @@ func (cw *configWatch) run(ctx context.Context) {
 	}
 }
 
+// dirEvents is what a dirWatch hands run, whatever watches the
+// directories (watch_inotify.go on Linux, watch_fsnotify.go elsewhere).
+type dirEvents struct {
+	events chan string   // the path of an entry that changed
+	errors chan error    // events lost
+	ended  chan error    // why the watch ended before Close (one at most)
+	done   chan struct{} // closed by Close
+}
+
+func newDirEvents() dirEvents {
+	return dirEvents{events: make(chan string), errors: make(chan error), ended: make(chan error, 1), done: make(chan struct{})}
+}
+
+// changed hands run the path of an entry that changed; false once the
+// watch is closed.
+func (d dirEvents) changed(path string) bool { return send(d.done, d.events, path) }
+
+// lost tells run that events were lost; false once the watch is closed.
+func (d dirEvents) lost(err error) bool { return send(d.done, d.errors, err) }
+
 // send hands v to its reader, or gives up once the watch is closed.
 func send[T any](done <-chan struct{}, ch chan<- T, v T) bool {
 	select {

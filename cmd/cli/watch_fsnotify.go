@@ -13,11 +13,8 @@ import (
 // there is no inotify (watch_inotify.go): every write in them is an
 // event, a chmod is not.
 type dirWatch struct {
-	w      *fsnotify.Watcher
-	events chan string // the path of an entry that changed
-	errors chan error  // events lost
-	ended  chan error  // why the watch ended before Close (one at most)
-	done   chan struct{}
+	dirEvents
+	w *fsnotify.Watcher
 }
 
 var errWatchClosed = errors.New("fsnotify closed the watch")
@@ -33,7 +30,7 @@ func newDirWatch(dirs []string) (*dirWatch, error) {
 			return nil, err
 		}
 	}
-	return &dirWatch{w: fw, events: make(chan string), errors: make(chan error), ended: make(chan error, 1), done: make(chan struct{})}, nil
+	return &dirWatch{dirEvents: newDirEvents(), w: fw}, nil
 }
 
 // read delivers the events until Close; run it on a goroutine of its own.
@@ -48,7 +45,7 @@ func (w *dirWatch) read() {
 			if ev.Op == fsnotify.Chmod {
 				continue
 			}
-			if !send(w.done, w.events, filepath.Clean(ev.Name)) {
+			if !w.changed(filepath.Clean(ev.Name)) {
 				return
 			}
 		case err, ok := <-w.w.Errors:
@@ -56,7 +53,7 @@ func (w *dirWatch) read() {
 				w.ended <- errWatchClosed
 				return
 			}
-			if !send(w.done, w.errors, err) {
+			if !w.lost(err) {
 				return
 			}
 		case <-w.done:

@@ -23,12 +23,9 @@ import (
 // configuration that was ~45 % of their CPU (docs/performance.md). A
 // writer that keeps the file open is seen when it closes it.
 type dirWatch struct {
-	f      *os.File
-	dirs   map[int32]string // watch descriptor → directory
-	events chan string      // the path of an entry that changed
-	errors chan error       // events lost (the kernel's queue overflowed)
-	ended  chan error       // why the watch ended before Close (one at most)
-	done   chan struct{}
+	dirEvents
+	f    *os.File
+	dirs map[int32]string // watch descriptor → directory
 }
 
 const dirWatchMask = unix.IN_CLOSE_WRITE | unix.IN_CREATE | unix.IN_MOVED_TO | unix.IN_MOVED_FROM |
@@ -44,8 +41,7 @@ func newDirWatch(dirs []string) (*dirWatch, error) {
 	}
 	// Non-blocking, so the runtime's poller waits for it and Close ends a
 	// pending Read.
-	w := &dirWatch{f: os.NewFile(uintptr(fd), "inotify"), dirs: map[int32]string{},
-		events: make(chan string), errors: make(chan error), ended: make(chan error, 1), done: make(chan struct{})}
+	w := &dirWatch{dirEvents: newDirEvents(), f: os.NewFile(uintptr(fd), "inotify"), dirs: map[int32]string{}}
 	for _, d := range dirs {
 		wd, err := unix.InotifyAddWatch(fd, d, dirWatchMask)
 		if err != nil {
@@ -75,7 +71,7 @@ func (w *dirWatch) read() {
 			name := strings.TrimRight(string(buf[off+unix.SizeofInotifyEvent:off+unix.SizeofInotifyEvent+size]), "\x00")
 			off += unix.SizeofInotifyEvent + size
 			if mask&unix.IN_Q_OVERFLOW != 0 {
-				if !send(w.done, w.errors, errEventsLost) {
+				if !w.lost(errEventsLost) {
 					return
 				}
 				continue
@@ -84,7 +80,7 @@ func (w *dirWatch) read() {
 			if !ok || mask&unix.IN_IGNORED != 0 {
 				continue
 			}
-			if !send(w.done, w.events, filepath.Join(dir, name)) {
+			if !w.changed(filepath.Join(dir, name)) {
 				return
 			}
 		}
