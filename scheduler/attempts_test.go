@@ -126,3 +126,56 @@ func TestAttemptsAloneHeld(t *testing.T) {
 		}
 	})
 }
+
+// refusingClaims refuses every claim with err.
+type refusingClaims struct {
+	fakeClaims
+	err func(locking.Key) error
+}
+
+func (r *refusingClaims) acquire(job string, key locking.Key, p retryPolicy) (*locking.Lease, error) {
+	return nil, r.err(key)
+}
+
+// TestAttemptsAloneRefusalsThatProveNoMajority: a refusal by a done
+// marker or by a claim found on a minority can come from one store while
+// the others are silent, so it does not end an outage (the misfire
+// policy would take the outage's latest missed slot to be the one noted
+// so far); a plain refusal, a majority's answer, does.
+func TestAttemptsAloneRefusalsThatProveNoMajority(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		held   locking.HeldError
+		reason history.Reason
+		quorum int
+	}{
+		{"done", locking.HeldError{Holder: "r2", Done: true, Note: "succeeded"}, history.ReasonDone, 0},
+		{"claimed", locking.HeldError{Holder: "r2", Claimed: true}, history.ReasonClaimed, 0},
+		{"held", locking.HeldError{Holder: "r2"}, history.ReasonHeld, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				env := newEnv(t)
+				rec := &recorder{now: time.Now}
+				ap, f := attemptsAlone(t, env, rec)
+				ap.locks = &refusingClaims{err: func(k locking.Key) error {
+					he := tc.held
+					he.Key = k
+					return &he
+				}}
+				j, _ := ap.job("tick")
+				slot := time.Now().Add(time.Second).Truncate(time.Second)
+				time.Sleep(time.Until(slot))
+				if h, _ := ap.attemptSlot(j, slot, originScheduled, nil); h != nil || len(rec.all()) != 0 {
+					t.Fatalf("ran a refused slot: %+v", h)
+				}
+				if f.quorum != tc.quorum {
+					t.Errorf("outage seen over %d times, want %d", f.quorum, tc.quorum)
+				}
+				if n := len(where(env.sink.events(t), evSlotSkipped, "reason", string(tc.reason))); n != 1 {
+					t.Errorf("%d slot.skipped %s lines, want 1", n, tc.reason)
+				}
+			})
+		})
+	}
+}

@@ -98,7 +98,15 @@ func (a *attempt) lost(err error) verdict {
 	case ownOverload(err):
 		return verdict{act: actMisfire, reason: history.ReasonLate, attrs: []any{"error", err.Error()}}
 	case !isSplitVote(err) && errors.As(err, &he):
-		a.ap.outage.quorumSeen()
+		if !he.Done && !he.Claimed {
+			// Only a plain refusal is a majority's answer: a done marker
+			// refuses from any one store, and Claimed is a claim found on
+			// a minority while others were silent. Either may come in the
+			// middle of an outage, and an outage seen over there would
+			// hand the misfire policy a latest missed slot that is not
+			// the outage's last.
+			a.ap.outage.quorumSeen()
+		}
 		reason := history.ReasonHeld
 		switch {
 		case he.Done:
