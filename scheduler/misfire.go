@@ -146,7 +146,11 @@ func (m *misfire) logLate(job string, late lateRange, note string) {
 
 // recover runs missed slot t of j under run_once or run_all, unless it is
 // past the deadline (counted from its due time) or some replica handled it.
-func (m *misfire) recover(j *job, t time.Time) {
+func (m *misfire) recover(j *job, t time.Time) { m.recoverFrom(j, t, j.spec.Due(t)) }
+
+// recoverFrom is recover deciding once every replica that could fire a
+// slot due at from normally has tried it (from is t's due time, or later).
+func (m *misfire) recoverFrom(j *job, t, from time.Time) {
 	name := j.name()
 	due := j.spec.Due(t)
 	// Decide only once every replica that could fire t normally has tried
@@ -154,7 +158,7 @@ func (m *misfire) recover(j *job, t time.Time) {
 	// replica missed may well be run by a replica with a slower clock, and
 	// the claim then says so. Half a second more keeps the recovered run
 	// off the instant at which a frequent job's next slot fires.
-	if !m.sleep(due.Add(m.recoverAfter()).Sub(m.clock.Now()), m.stopping) {
+	if !m.sleep(from.Add(m.recoverAfter()).Sub(m.clock.Now()), m.stopping) {
 		return
 	}
 	age := m.clock.Now().Sub(due)
@@ -379,6 +383,13 @@ func (m *misfire) recoverOutage(j *job, first, last time.Time) {
 		// yet): each raises the job's record of the latest one, and
 		// recover runs a run_once slot only if none later was missed.
 		m.noteMissed(j, last)
+		// Slots due up to now may still be tried, and missed, by replicas
+		// that have not seen the stores again: last is the outage's latest
+		// missed slot only once their tries are over and each has raised
+		// the record (an outage longer than recoverAfter would otherwise
+		// be decided on at once, before the others noted theirs).
+		m.recoverFrom(j, last, later(j.spec.Due(last), m.clock.Now()))
+		return
 	}
 	if j.spec.Misfire.Policy == MisfireRunAll && !first.IsZero() {
 		if picked, _ := m.pickMissed(j, countSlots(j.spec.Schedule, first.Add(-time.Second), last)); len(picked) > 0 {

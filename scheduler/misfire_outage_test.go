@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -67,6 +68,55 @@ func TestRunOnceOneRecoveryPerOutage(t *testing.T) {
 		}
 		if h, ok, err := r2.outcomes.slotRecorded(t.Context(), "job", at(8)); err != nil || !ok || h.Outcome != history.OutcomeSkipped || h.Reason != history.ReasonLate {
 			t.Errorf("slot 8 history: %+v %v %v", h, ok, err)
+		}
+	})
+}
+
+// TestRunOnceOutageDecidedAfterTheOthersNoted: one replica sees the
+// stores again long after its latest missed slot (4) — its outage lasted
+// longer than recoverAfter, or it tried no later slot — while another
+// replica, still cut off, misses slot 6, and a third runs slot 5 late in
+// between. Deciding on slot 4 at once would run it before the other noted
+// 6, and the other's recovery of 6 would find slot 5 ran and run 6 too:
+// two recoveries of one outage (TestRedisQuorumLost saw it). The decision
+// waits until every replica that could still try a slot due by then has,
+// so slot 4 finds 6 missed and only 6 runs.
+func TestRunOnceOutageDecidedAfterTheOthersNoted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		rec := &recorder{d: 100 * time.Millisecond, now: time.Now}
+		spec := everySecond(t, "job", rec)
+		spec.Misfire = Misfire{Policy: MisfireRunOnce, Deadline: time.Minute}
+		r0 := e.scheduler("r0", nil, spec)
+		r1 := e.scheduler("r1", nil, spec)
+		j0, _ := r0.job("job")
+		j1, _ := r1.job("job")
+		at := func(sec int) time.Time { return bubbleStart.Add(time.Duration(sec) * time.Second) }
+
+		time.Sleep(5 * time.Second)
+		r0.attempts.attemptSlot(j0, at(5), originScheduled, nil)
+		time.Sleep(7 * time.Second) // now 12: past 4's due time + recoverAfter
+		var wg sync.WaitGroup
+		wg.Go(func() { r1.misfire.recoverOutage(j1, at(4), at(4)) })
+		time.Sleep(time.Second)
+		wg.Go(func() { r0.misfire.recoverOutage(j0, at(6), at(6)) })
+		wg.Wait()
+
+		ran := map[int]int{}
+		for _, r := range rec.all() {
+			ran[int(r.Run.Slot.Sub(bubbleStart)/time.Second)]++
+		}
+		if ran[4] != 0 || ran[5] != 1 || ran[6] != 1 {
+			e.sink.dump(t)
+			t.Fatalf("slots 4, 5, 6 ran %d, %d, %d times; want 0, 1, 1", ran[4], ran[5], ran[6])
+		}
+		evs := e.sink.events(t)
+		if rc := where(evs, "misfire.recovered"); len(rc) != 1 || rc[0].str("slot") != slotAt(6) {
+			t.Errorf("misfire.recovered: %v, want slot 6 once", rc)
+		}
+		late := where(evs, "slot.skipped", "reason", "late", "slot", slotAt(4))
+		if len(late) != 1 || late[0].str("note") != "a later slot was missed too: run_once runs the latest, "+slotAt(6) {
+			t.Errorf("slot 4: late lines %v", late)
 		}
 	})
 }
