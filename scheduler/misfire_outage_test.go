@@ -98,13 +98,19 @@ func TestRunOnceOutageDecidedAfterTheOthersNoted(t *testing.T) {
 		time.Sleep(7 * time.Second) // now 12: past 4's due time + recoverAfter
 		var wg sync.WaitGroup
 		wg.Go(func() { r1.misfire.recoverOutage(j1, at(4), at(4)) })
-		time.Sleep(time.Second)
+		time.Sleep(1300 * time.Millisecond) // r0 sees the stores at 13.3
 		wg.Go(func() { r0.misfire.recoverOutage(j0, at(6), at(6)) })
 		wg.Wait()
 
 		ran := map[int]int{}
 		for _, r := range rec.all() {
-			ran[int(r.Run.Slot.Sub(bubbleStart)/time.Second)]++
+			sec := int(r.Run.Slot.Sub(bubbleStart) / time.Second)
+			ran[sec]++
+			// Decided recoverAfter after the latest slot due when r0 saw
+			// the stores again (13): off the instants the slots fire at.
+			if want := at(13).Add(r0.recoverAfter()); sec == 6 && !r.Start.Equal(want) {
+				t.Errorf("slot 6 recovered at %s, want %s", r.Start.Format(time.RFC3339Nano), want.Format(time.RFC3339Nano))
+			}
 		}
 		if ran[4] != 0 || ran[5] != 1 || ran[6] != 1 {
 			e.sink.dump(t)
