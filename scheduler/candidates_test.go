@@ -104,7 +104,7 @@ func TestCandidatesRanksAndTiming(t *testing.T) {
 		// fired: once stopping, a replica leaves the others' views.
 		cands := map[int][]string{}
 		for sec := 5; sec <= 18; sec++ {
-			slot := bubbleStart.Add(time.Duration(sec) * time.Second)
+			slot := bubbleAt(sec)
 			var ranks []int
 			for _, s := range scheds {
 				rank, fb := s.SlotRank("tick", slot)
@@ -124,7 +124,7 @@ func TestCandidatesRanksAndTiming(t *testing.T) {
 			runs[slotString(r.Run.Slot)] = append(runs[slotString(r.Run.Slot)], r)
 		}
 		for sec := 5; sec <= 18; sec++ {
-			slot := bubbleStart.Add(time.Duration(sec) * time.Second)
+			slot := bubbleAt(sec)
 			cands := cands[sec]
 			got := runs[slotString(slot)]
 			require.Len(t, got, 1, "slot %s runs", slotString(slot))
@@ -165,7 +165,7 @@ func TestDeadCandidatesRunViaFallback(t *testing.T) {
 		}
 		viaFallback := 0
 		for sec := 1; sec <= 59; sec++ {
-			slot := bubbleStart.Add(time.Duration(sec) * time.Second)
+			slot := bubbleAt(sec)
 			got := runs[slotString(slot)]
 			require.Len(t, got, 1, "slot %s runs", slotString(slot))
 			top := rankedReplicas("tick", slot, all)[:DefaultCandidates]
@@ -331,7 +331,7 @@ func TestFallbackDuringAReloadKeepsTokenOrder(t *testing.T) {
 
 		raced := 0
 		for sec := 2; sec <= 58; sec += 2 {
-			slot := bubbleStart.Add(time.Duration(sec) * time.Second)
+			slot := bubbleAt(sec)
 			if rankedReplicas("resched", slot, []string{"r0", "r1", "r2"})[2] == "r0" && (sec+1)%3 == 0 {
 				raced++ // r0's fallback and r1's next slot, a second apart at most
 			}

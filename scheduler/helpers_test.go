@@ -322,7 +322,10 @@ func running(t testing.TB, s *Scheduler) (stop func()) {
 // bubbleStart is the fake clock's start inside synctest bubbles.
 var bubbleStart = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func slotAt(sec int) string { return slotString(bubbleStart.Add(time.Duration(sec) * time.Second)) }
+func slotAt(sec int) string { return slotString(bubbleAt(sec)) }
+
+// bubbleAt is the instant sec seconds into the bubble.
+func bubbleAt(sec int) time.Time { return bubbleStart.Add(time.Duration(sec) * time.Second) }
 
 // pausableClock models a paused process: while paused, none of its timers
 // deliver; they deliver (late) when it resumes, as after SIGSTOP/SIGCONT.

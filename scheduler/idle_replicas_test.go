@@ -112,7 +112,7 @@ func TestIdleReplicasPayNothingPerSlot(t *testing.T) {
 		}
 		evs := e.sink.events(t)
 		for sec := 3; sec <= 38; sec++ {
-			slot := bubbleStart.Add(time.Duration(sec) * time.Second)
+			slot := bubbleAt(sec)
 			order := rankedReplicas("tick", slot, names)
 			cands := slices.Sorted(slices.Values(order[:DefaultCandidates]))
 			fbs := slices.Sorted(slices.Values(order[DefaultCandidates : DefaultCandidates+dueFallbacks]))
@@ -153,7 +153,7 @@ func TestDeadTopRanksLeaveTheSlotToTheReconciler(t *testing.T) {
 		}
 		orphans := 0
 		for sec := 3; sec <= 120; sec++ {
-			slot := bubbleStart.Add(time.Duration(sec) * time.Second)
+			slot := bubbleAt(sec)
 			top := rankedReplicas("tick", slot, names)[:DefaultCandidates+dueFallbacks]
 			anyLive := slices.ContainsFunc(top, func(n string) bool { return slices.Contains(live, n) })
 			s := slotString(slot)

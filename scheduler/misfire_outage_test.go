@@ -9,6 +9,17 @@ import (
 	"github.com/slotlock/slotlock/scheduler/history"
 )
 
+// runOnceReplicas is two replicas, not running, of one every-second job
+// "job" under run_once (deadline a minute) on one env; rec records its
+// runs, 100 ms each.
+func runOnceReplicas(t *testing.T, a, b string) (*env, *recorder, *Scheduler, *Scheduler) {
+	e := newEnv(t)
+	rec := &recorder{d: 100 * time.Millisecond, now: time.Now}
+	spec := everySecond(t, "job", rec)
+	spec.Misfire = Misfire{Policy: MisfireRunOnce, Deadline: time.Minute}
+	return e, rec, e.scheduler(a, nil, spec), e.scheduler(b, nil, spec)
+}
+
 // TestRunOnceOneRecoveryPerOutage: replicas whose clocks differ, or that
 // see the stores again at different times, end one outage with different
 // latest missed slots, and each may decide before the others noted theirs
@@ -20,27 +31,21 @@ import (
 // time ends the outage: a recovery before it does not count.
 func TestRunOnceOneRecoveryPerOutage(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e := newEnv(t)
-		rec := &recorder{d: 100 * time.Millisecond, now: time.Now}
-		spec := everySecond(t, "job", rec)
-		spec.Misfire = Misfire{Policy: MisfireRunOnce, Deadline: time.Minute}
-		r0 := e.scheduler("r0", nil, spec)
-		r2 := e.scheduler("r2", nil, spec)
+		e, rec, r0, r2 := runOnceReplicas(t, "r0", "r2")
 		j0, _ := r0.job("job")
 		j2, _ := r2.job("job")
-		at := func(sec int) time.Time { return bubbleStart.Add(time.Duration(sec) * time.Second) }
 
 		// An earlier outage: slot 3 on time, slot 2 recovered.
 		time.Sleep(3 * time.Second)
-		r0.attempts.attemptSlot(j0, at(3), originScheduled, nil)
+		r0.attempts.attemptSlot(j0, bubbleAt(3), originScheduled, nil)
 		time.Sleep(17 * time.Second)
-		r0.attempts.attemptSlot(j0, at(2), originRecovered, nil)
+		r0.attempts.attemptSlot(j0, bubbleAt(2), originRecovered, nil)
 		// This outage: slots 4..8 missed by everyone; r0 recovers 5 (its
 		// latest), r2 then 8 (its latest, noted too late for r0 to see).
-		r0.attempts.attemptSlot(j0, at(5), originRecovered, nil)
-		r2.attempts.attemptSlot(j2, at(8), originRecovered, nil)
+		r0.attempts.attemptSlot(j0, bubbleAt(5), originRecovered, nil)
+		r2.attempts.attemptSlot(j2, bubbleAt(8), originRecovered, nil)
 		// A recovery of an earlier slot after a later one ran.
-		r2.attempts.attemptSlot(j2, at(4), originRecovered, nil)
+		r2.attempts.attemptSlot(j2, bubbleAt(4), originRecovered, nil)
 
 		ran := map[int]int{}
 		for _, r := range rec.all() {
@@ -66,7 +71,7 @@ func TestRunOnceOneRecoveryPerOutage(t *testing.T) {
 		if len(late) != 1 || late[0].str("note") != "run_once ran a later slot of this outage, "+slotAt(5) {
 			t.Errorf("slot 4: late lines %v", late)
 		}
-		if h, ok, err := r2.outcomes.slotRecorded(t.Context(), "job", at(8)); err != nil || !ok || h.Outcome != history.OutcomeSkipped || h.Reason != history.ReasonLate {
+		if h, ok, err := r2.outcomes.slotRecorded(t.Context(), "job", bubbleAt(8)); err != nil || !ok || h.Outcome != history.OutcomeSkipped || h.Reason != history.ReasonLate {
 			t.Errorf("slot 8 history: %+v %v %v", h, ok, err)
 		}
 	})
@@ -83,23 +88,17 @@ func TestRunOnceOneRecoveryPerOutage(t *testing.T) {
 // so slot 4 finds 6 missed and only 6 runs.
 func TestRunOnceOutageDecidedAfterTheOthersNoted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e := newEnv(t)
-		rec := &recorder{d: 100 * time.Millisecond, now: time.Now}
-		spec := everySecond(t, "job", rec)
-		spec.Misfire = Misfire{Policy: MisfireRunOnce, Deadline: time.Minute}
-		r0 := e.scheduler("r0", nil, spec)
-		r1 := e.scheduler("r1", nil, spec)
+		e, rec, r0, r1 := runOnceReplicas(t, "r0", "r1")
 		j0, _ := r0.job("job")
 		j1, _ := r1.job("job")
-		at := func(sec int) time.Time { return bubbleStart.Add(time.Duration(sec) * time.Second) }
 
 		time.Sleep(5 * time.Second)
-		r0.attempts.attemptSlot(j0, at(5), originScheduled, nil)
+		r0.attempts.attemptSlot(j0, bubbleAt(5), originScheduled, nil)
 		time.Sleep(7 * time.Second) // now 12: past 4's due time + recoverAfter
 		var wg sync.WaitGroup
-		wg.Go(func() { r1.misfire.recoverOutage(j1, at(4), at(4)) })
+		wg.Go(func() { r1.misfire.recoverOutage(j1, bubbleAt(4), bubbleAt(4)) })
 		time.Sleep(1300 * time.Millisecond) // r0 sees the stores at 13.3
-		wg.Go(func() { r0.misfire.recoverOutage(j0, at(6), at(6)) })
+		wg.Go(func() { r0.misfire.recoverOutage(j0, bubbleAt(6), bubbleAt(6)) })
 		wg.Wait()
 
 		ran := map[int]int{}
@@ -108,7 +107,7 @@ func TestRunOnceOutageDecidedAfterTheOthersNoted(t *testing.T) {
 			ran[sec]++
 			// Decided recoverAfter after the latest slot due when r0 saw
 			// the stores again (13): off the instants the slots fire at.
-			if want := at(13).Add(r0.recoverAfter()); sec == 6 && !r.Start.Equal(want) {
+			if want := bubbleAt(13).Add(r0.recoverAfter()); sec == 6 && !r.Start.Equal(want) {
 				t.Errorf("slot 6 recovered at %s, want %s", r.Start.Format(time.RFC3339Nano), want.Format(time.RFC3339Nano))
 			}
 		}

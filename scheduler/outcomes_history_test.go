@@ -95,7 +95,7 @@ func TestSlotRecordedReadsBackFar(t *testing.T) {
 		}
 		ctx := context.Background()
 		add := func(sec int, outcome history.Outcome) {
-			at := bubbleStart.Add(time.Duration(sec) * time.Second)
+			at := bubbleAt(sec)
 			err := e.locker.AppendLog(ctx, "j", locking.LogAppend{
 				Entry: history.Entry{Slot: slotString(at), Outcome: outcome}.LogEntry(at), Keep: 100})
 			if err != nil {
@@ -107,17 +107,16 @@ func TestSlotRecordedReadsBackFar(t *testing.T) {
 		for sec := 12; sec < 12+60; sec++ {
 			add(sec, history.OutcomeSucceeded)
 		}
-		at := func(sec int) time.Time { return bubbleStart.Add(time.Duration(sec) * time.Second) }
-		if got, found, err := s.outcomes.slotRecorded(ctx, "j", at(10)); err != nil || !found || got.Outcome != history.OutcomeSucceeded {
+		if got, found, err := s.outcomes.slotRecorded(ctx, "j", bubbleAt(10)); err != nil || !found || got.Outcome != history.OutcomeSucceeded {
 			t.Errorf("slot 10: %+v %v %v, want succeeded (over missed)", got, found, err)
 		}
-		if _, found, err := s.outcomes.slotRecorded(ctx, "j", at(11)); err != nil || found {
+		if _, found, err := s.outcomes.slotRecorded(ctx, "j", bubbleAt(11)); err != nil || found {
 			t.Errorf("slot 11: found %v, err %v; want no entry", found, err)
 		}
 		for sec := 72; sec < 72+40; sec++ {
 			add(sec, history.OutcomeSucceeded) // 100 entries from slot 11 on: the log is full
 		}
-		if _, _, err := s.outcomes.slotRecorded(ctx, "j", at(11)); err != errHistoryShort {
+		if _, _, err := s.outcomes.slotRecorded(ctx, "j", bubbleAt(11)); err != errHistoryShort {
 			t.Errorf("slot 11 behind a full log: err %v, want errHistoryShort", err)
 		}
 	})

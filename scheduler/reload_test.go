@@ -194,11 +194,11 @@ func TestReloadSlotBoundaries(t *testing.T) {
 					R := bubbleStart.Add(at)
 					ran := ranAt(rec)
 					in := func(sp JobSpec, sec int) bool {
-						slot := bubbleStart.Add(time.Duration(sec) * time.Second)
+						slot := bubbleAt(sec)
 						return sp.Schedule.Next(slot.Add(-time.Second)).Equal(slot)
 					}
 					due := func(sp JobSpec, sec int) time.Time {
-						return sp.Due(bubbleStart.Add(time.Duration(sec) * time.Second))
+						return sp.Due(bubbleAt(sec))
 					}
 					for sec := 1; sec <= end; sec++ {
 						n := ran[sec]
