@@ -295,9 +295,10 @@ func TestRedisQuorumLost(t *testing.T) {
 		}
 	}
 	resumedAt := time.Now()
-	// A recovery waits 6.5s after its slot, and retries every lock.ttl/3
-	// while the slot looks held: requests queued on a frozen node run when
-	// it resumes and may hold the slot until lock.ttl (10s) expires.
+	// A recovery waits 6.5s after the latest slot due when its replica
+	// saw the stores again, and retries every lock.ttl/3 while the slot
+	// looks held: requests queued on a frozen node run when it resumes and
+	// may hold the slot until lock.ttl (10s) expires.
 	time.Sleep(15 * time.Second)
 	c.stopAll()
 
