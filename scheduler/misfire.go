@@ -390,7 +390,11 @@ func (m *misfire) recoverOutage(j *job, first, last time.Time) {
 		// be decided on at once, before the others noted theirs). Counted
 		// from a due time, the decision stays off the instants the job's
 		// slots fire at, as every recovery's does.
-		m.recoverFrom(j, last, later(j.spec.Due(last), latestDue(j, m.clock.Now())))
+		from := j.spec.Due(last)
+		if u := j.spec.lastDueBy(m.clock.Now()); u.After(last) {
+			from = j.spec.Due(u)
+		}
+		m.recoverFrom(j, last, from)
 		return
 	}
 	if j.spec.Misfire.Policy == MisfireRunAll && !first.IsZero() {
@@ -400,20 +404,6 @@ func (m *misfire) recoverOutage(j *job, first, last time.Time) {
 		}
 	}
 	m.recover(j, last)
-}
-
-// latestDue returns the due time of j's latest slot due by t; zero when
-// none. Due times are in slot order (jitter.go): no slot due by t is due
-// after it.
-func latestDue(j *job, t time.Time) time.Time {
-	u := prevSlot(j.spec.Schedule, t)
-	for !u.IsZero() {
-		if d := j.spec.Due(u); !d.After(t) {
-			return d
-		}
-		u = prevSlot(j.spec.Schedule, u.Add(-time.Second))
-	}
-	return time.Time{}
 }
 
 // noteMissed raises job j's record of the latest slot missed in an outage
