@@ -58,7 +58,7 @@ type pauseKeeper interface {
 
 // attemptMisfire is the misfire policy as the attempt meets it: a slot won too
 // late goes to it, and run_once asks it whether the outage was recovered
-// already (misfire.go).
+// already (misfire.go, misfire_outage.go).
 type attemptMisfire interface {
 	handle(j *job, late lateRange)
 	outageRecovered(j *job, t time.Time) (time.Time, string)

@@ -319,7 +319,7 @@ func (a *attempt) backfillJobLease() verdict {
 // outageRecovered skips a slot recovered under run_once when another
 // replica's recovery of the same outage got there first (its end wrote
 // the history entry in the step that freed the job lease now held here):
-// run_once runs one slot an outage (misfire.go).
+// run_once runs one slot an outage (misfire_outage.go).
 func (a *attempt) outageRecovered() verdict {
 	if a.origin != originRecovered || a.j.spec.Misfire.Policy != MisfireRunOnce {
 		return goOn

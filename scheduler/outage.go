@@ -49,7 +49,7 @@ type outagePublisher interface {
 }
 
 // outageRecoverer recovers the slots of j skipped with no_quorum, first
-// to last, as j's misfire policy says (misfire.go).
+// to last, as j's misfire policy says (misfire_outage.go).
 type outageRecoverer interface {
 	recoverOutage(j *job, first, last time.Time)
 }
