@@ -83,6 +83,8 @@ type admitWaiter struct {
 	t        time.Time
 	ch       chan admitOutcome // 1-buffered; nil for a slot not started
 	idx      int
+	recheck  bool // a checked slot (fireChecked): read again before its claim, if it waited
+	queued   bool // it waited for its turn in the queue
 }
 
 // admitted is a decision to carry out once the admission's lock is released.
@@ -95,7 +97,7 @@ type admitted struct {
 // sent, and when: it owns the queue of waiting claims and the limit, and
 // starts each admitted slot's attempt (attempts) or sheds it through the
 // attempt's exit (admission_slots.go), and checks the fallback slots
-// (admission_fallback.go). Built by newAdmission alone, it is the queue
+// (admission_check.go). Built by newAdmission alone, it is the queue
 // and its arithmetic, without engine or attempts (the queue's tests).
 type admission struct {
 	*engine
@@ -138,7 +140,7 @@ func (ad *admission) enter(w *admitWaiter, now time.Time) []admitted {
 		return []admitted{{w, admitShed}}
 	}
 	ad.seq++
-	w.seq = ad.seq
+	w.seq, w.queued = ad.seq, true
 	heap.Push(&ad.q, w)
 	return nil
 }

@@ -34,6 +34,16 @@ func (ad *admission) fireSlot(j *job, t time.Time) {
 	ad.carryOut(ad.enter(w, ad.clock.Now()))
 }
 
+// fireChecked is fireSlot for a slot a check did not see handled
+// (admission_check.go): should it wait for its turn, the stores are asked
+// again just before its claim — in a burst the first candidates' runs
+// end while it waits, and a read on one store costs a fraction of a
+// refused claim on every store.
+func (ad *admission) fireChecked(j *job, t time.Time) {
+	w := &admitWaiter{deadline: j.dueAt(t).Add(ad.lateness), j: j, t: t, recheck: true}
+	ad.carryOut(ad.enter(w, ad.clock.Now()))
+}
+
 // admitCall waits for an admitted claim call under deadline (a started
 // attempt's retry). It returns errStale when the call is shed, errStopping
 // when the replica stops.
@@ -67,8 +77,8 @@ func (ad *admission) carryOut(ds []admitted) {
 		}
 		switch d.o {
 		case admitGo:
-			j, t := w.j, w.t
-			if !ad.spawnDeep(func() { ad.attemptAdmitted(j, t) }) {
+			j, t, recheck, deadline := w.j, w.t, w.recheck && w.queued, w.deadline
+			if !ad.spawnDeep(func() { ad.attemptAdmitted(j, t, recheck, deadline) }) {
 				ad.admitDone(0, admitUnsent)
 			}
 		case admitShed:
@@ -79,12 +89,17 @@ func (ad *admission) carryOut(ds []admitted) {
 
 // attemptAdmitted attempts scheduled slot t of j, admitted: its first
 // claim call is sent under the admission (the exit gives it back unused).
-func (ad *admission) attemptAdmitted(j *job, t time.Time) {
+// recheck: a checked slot that waited for its turn, not attempted when the
+// stores now show it handled.
+func (ad *admission) attemptAdmitted(j *job, t time.Time, recheck bool, deadline time.Time) {
 	tk := &ticket{}
 	defer func() {
 		if tk.take() {
 			ad.admitDone(0, admitUnsent)
 		}
 	}()
+	if recheck && ad.handledSince(j, t, deadline) {
+		return
+	}
 	ad.attempts.attemptSlotWith(j, t, originScheduled, nil, tk)
 }

@@ -90,10 +90,10 @@ func candidateFleet(t *testing.T, e *env, n int, rec *recorder, view func() []st
 }
 
 // Four replicas that see each other in the heartbeats agree on every
-// slot's ranks (one of each, 0 to 3); once the view formed, only the two
-// candidates claim a slot, rank 0 at its due time and rank 1 a Spread
-// after it, and the fallbacks, a second later, find it handled: one
-// Handled call each per instant, no claim.
+// slot's ranks (one of each, 0 to 3); once the view formed, only the
+// first candidate claims a slot, at its due time: the second, SecondDelay
+// after it, and the fallbacks, later, find it handled: one Handled call
+// each per instant, no claim.
 func TestCandidatesRanksAndTiming(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
@@ -131,25 +131,25 @@ func TestCandidatesRanksAndTiming(t *testing.T) {
 			require.Contains(t, cands, got[0].Run.Replica, "slot %s ran on a candidate", slotString(slot))
 			d := got[0].Start.Sub(slot)
 			require.True(t, d >= 0 && d <= DefaultSpread, "slot %s started %v after its due time", slotString(slot), d)
-			claimers := log.claimers("tick", slot)
-			slices.Sort(claimers)
-			require.Equal(t, cands, claimers, "slot %s: only its candidates claim", slotString(slot))
+			require.Equal(t, []string{got[0].Run.Replica}, log.claimers("tick", slot),
+				"slot %s: only its first candidate claims", slotString(slot))
 		}
 		log.mu.Lock()
 		defer log.mu.Unlock()
-		// Two fallbacks per slot, one call each per slot (one job: one
-		// slot per instant), at most 20 slots.
-		require.LessOrEqual(t, log.handled, 2*20)
+		// The second candidate and two fallbacks per slot, one call each
+		// per slot (one job: one slot per instant), at most 20 slots.
+		require.LessOrEqual(t, log.handled, 3*20)
 		require.Greater(t, log.handled, 0)
 	})
 }
 
 // A slot whose two candidates are dead but still in every view runs once,
 // by a fallback, half a second after its due time (Fallback, at most half
-// the time to the job's next slot); a slot with one live candidate runs
-// on time; and the runs start in fencing-token order (overlap allow: a
-// fallback run must not start after the next slot's run with a lower
-// token). Every replica's view lists r3 and r4, which never run.
+// the time to the job's next slot); a slot whose first candidate is dead,
+// by its second, SecondDelay after it; a slot whose first candidate is
+// live runs on time; and the runs start in fencing-token order (overlap
+// allow: a fallback run must not start after the next slot's run with a
+// lower token). Every replica's view lists r3 and r4, which never run.
 func TestDeadCandidatesRunViaFallback(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
@@ -163,23 +163,28 @@ func TestDeadCandidatesRunViaFallback(t *testing.T) {
 		for _, r := range rec.all() {
 			runs[slotString(r.Run.Slot)] = append(runs[slotString(r.Run.Slot)], r)
 		}
-		viaFallback := 0
+		viaFallback, viaSecond := 0, 0
+		dead := func(name string) bool { return name == "r3" || name == "r4" }
 		for sec := 1; sec <= 59; sec++ {
 			slot := bubbleAt(sec)
 			got := runs[slotString(slot)]
 			require.Len(t, got, 1, "slot %s runs", slotString(slot))
 			top := rankedReplicas("tick", slot, all)[:DefaultCandidates]
 			d := got[0].Start.Sub(slot)
-			if slices.Contains(top, "r3") && slices.Contains(top, "r4") {
+			var want time.Duration
+			switch {
+			case dead(top[0]) && dead(top[1]):
 				viaFallback++
-				want := min(DefaultFallback, time.Second/2)
-				require.True(t, d >= want && d <= want+DefaultSpread,
-					"slot %s (candidates %v, dead) started %v after its due time, want the fallback's %v", slotString(slot), top, d, want)
-				continue
+				want = min(DefaultFallback, time.Second/2)
+			case dead(top[0]):
+				viaSecond++
+				want = DefaultSecondDelay
 			}
-			require.True(t, d >= 0 && d <= DefaultSpread, "slot %s (candidates %v) started %v after its due time", slotString(slot), top, d)
+			require.True(t, d >= want && d <= want+DefaultSpread,
+				"slot %s (candidates %v) started %v after its due time, want %v", slotString(slot), top, d, want)
 		}
 		require.Positive(t, viaFallback, "no slot had both dead replicas as candidates: pick other names")
+		require.Positive(t, viaSecond, "no slot had a dead first candidate and a live second: pick other names")
 		started := rec.all()
 		slices.SortFunc(started, func(a, b record) int { return a.Start.Compare(b.Start) })
 		for i := 1; i < len(started); i++ {
@@ -232,8 +237,9 @@ func TestValidateFallback(t *testing.T) {
 }
 
 // A replica past its capacity (admission full) drops its fallback slots
-// without any store call: no Handled read, no claim. With room again, the
-// same batch is checked (one Handled call).
+// without any store call: no Handled read, no claim; its slots as a later
+// candidate it still checks. With room again, the same batch is checked
+// (one Handled call).
 func TestBusyReplicaDropsFallbacks(t *testing.T) {
 	e := newEnv(t)
 	log := &claimLog{}
@@ -249,7 +255,7 @@ func TestBusyReplicaDropsFallbacks(t *testing.T) {
 	s.admit.sending = int(s.admit.limit)
 	s.admit.mu.Unlock()
 	require.True(t, s.admit.busy())
-	s.admit.checkFallback(batch)
+	s.admit.checkBatch(batch)
 	log.mu.Lock()
 	require.Zero(t, log.handled, "a busy replica read the stores for its fallbacks")
 	require.Empty(t, log.claims, "a busy replica claimed a fallback slot")
@@ -259,10 +265,20 @@ func TestBusyReplicaDropsFallbacks(t *testing.T) {
 	s.admit.sending = 0
 	s.admit.mu.Unlock()
 	require.False(t, s.admit.busy())
-	s.admit.checkFallback(batch[:0:0])
-	s.admit.checkFallback(batch)
+	s.admit.checkBatch(batch[:0:0])
+	s.admit.checkBatch(batch)
 	log.mu.Lock()
 	require.Equal(t, 1, log.handled, "with room, the fallbacks are checked in one call")
+	log.handled = 0
+	log.mu.Unlock()
+
+	s.admit.mu.Lock()
+	s.admit.sending = int(s.admit.limit)
+	s.admit.mu.Unlock()
+	s.admit.checkBatch([]dueSlot{batch[0], {j: j, t: slot.Add(2 * time.Second), candidate: true}})
+	log.mu.Lock()
+	require.Equal(t, 1, log.handled, "a busy replica checks its slots as a later candidate")
+	require.Empty(t, log.claims, "its claim waits for its turn")
 	log.mu.Unlock()
 }
 
@@ -346,5 +362,66 @@ func TestFallbackDuringAReloadKeepsTokenOrder(t *testing.T) {
 			require.Greater(t, b.Run.FencingToken, a.Run.FencingToken,
 				"slot %s started after slot %s with a lower token", slotString(b.Run.Slot), slotString(a.Run.Slot))
 		}
+	})
+}
+
+// attemptedSlots stands for the attempts behind an admission built
+// alone: it records the slots admission starts.
+type attemptedSlots struct {
+	mu    sync.Mutex
+	slots []time.Time
+}
+
+func (a *attemptedSlots) attemptSlotWith(j *job, t time.Time, o origin, caller context.Context, tk *ticket) (*history.Entry, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.slots = append(a.slots, t)
+	return nil, nil
+}
+
+func (a *attemptedSlots) shed(j *job, t time.Time) {}
+
+// A checked slot (a later candidate's or a fallback's, seen not handled)
+// that waits in admission for its turn is read again just before its
+// claim: handled by then, it is not attempted; not handled, it is. A
+// first candidate's slot is attempted after its wait without a read.
+func TestQueuedCheckedSlotIsReadAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		log := &claimLog{}
+		eng := testEngine(t, Config{Replica: "r0", Locker: &claimCounter{Locker: e.locker, name: "r0", log: log},
+			Jobs: []JobSpec{everySecond(t, "tick", &recorder{now: time.Now})}})
+		got := &attemptedSlots{}
+		ad := newAdmissionOf(eng, got)
+		j := eng.jobList()[0]
+		slot := time.Now().Truncate(time.Second)
+
+		ad.mu.Lock()
+		ad.sending = int(ad.limit) // every place taken: the slots wait
+		ad.mu.Unlock()
+		ad.fireChecked(j, slot)
+		ad.fireChecked(j, slot.Add(time.Second))
+		ad.fireSlot(j, slot.Add(2*time.Second))
+		synctest.Wait()
+		require.Empty(t, got.slots, "a slot started while every place was taken")
+
+		// Another replica runs the first slot and ends it handled.
+		ctx := context.Background()
+		other, err := e.locker.Claim(ctx, history.SlotKey("tick", slot), time.Minute)
+		require.NoError(t, err)
+		require.NoError(t, other.End(ctx, locking.Ending{DoneTTL: time.Minute, Note: "succeeded"}).Err)
+
+		ad.mu.Lock()
+		ad.sending = 1
+		ad.mu.Unlock()
+		ad.admitDone(0, admitUnsent) // room for all three
+		synctest.Wait()
+		got.mu.Lock()
+		defer got.mu.Unlock()
+		require.ElementsMatch(t, []time.Time{slot.Add(time.Second), slot.Add(2 * time.Second)}, got.slots,
+			"want the two slots not handled attempted (the read again comes first), not the handled one")
+		log.mu.Lock()
+		defer log.mu.Unlock()
+		require.Equal(t, 2, log.handled, "one read again for each checked slot that waited, none for the first candidate's")
 	})
 }

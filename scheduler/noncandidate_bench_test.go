@@ -83,8 +83,8 @@ type stubClaims struct {
 	real  *admission
 }
 
-func (s *stubClaims) fireSlot(j *job, t time.Time)    { s.fired.Add(1) }
-func (s *stubClaims) checkFallbacks(checks []dueSlot) { s.real.checkFallbacks(checks) }
+func (s *stubClaims) fireSlot(j *job, t time.Time)  { s.fired.Add(1) }
+func (s *stubClaims) checkHandled(checks []dueSlot) { s.real.checkHandled(checks) }
 
 func nonCandidates(b *testing.B, n int, redis bool) {
 	var nodes *redistest.Cluster
@@ -116,7 +116,7 @@ func nonCandidates(b *testing.B, n int, redis bool) {
 		now := start.Add(time.Duration(i)*time.Second + 600*time.Millisecond)
 		for _, s := range scheds {
 			j := s.jobList()[0]
-			s.timer.admit.checkFallbacks(s.timer.fireDue(j, now, nil))
+			s.timer.admit.checkHandled(s.timer.fireDue(j, now, nil))
 		}
 		for _, s := range scheds {
 			s.wg.Wait()

@@ -124,7 +124,7 @@ func TestSlotRanksAgreeAcrossReplicas(t *testing.T) {
 			_, role := f.slotDelay("tick", slot)
 			roles[role]++
 		}
-		want := map[slotRole]int{roleCandidate: DefaultCandidates, roleFallback: dueFallbacks, roleIdle: 9 - DefaultCandidates - dueFallbacks}
+		want := map[slotRole]int{roleCandidate: 1, roleSecond: DefaultCandidates - 1, roleFallback: dueFallbacks, roleIdle: 9 - DefaultCandidates - dueFallbacks}
 		if !maps.Equal(roles, want) {
 			t.Fatalf("slot %v: roles %v, want %v", slot, roles, want)
 		}

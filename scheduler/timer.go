@@ -15,9 +15,9 @@ import (
 // admission (admission.go: a goroutine of its own once its claim may be
 // sent, attempt.go) or, when late, to the misfire policy. When a slot is
 // due on this replica depends on its rank among the slot's candidates
-// (slot_ranks.go: slotDelay): at once, Spread later, for a fallback only
-// if nobody handled it (admission_fallback.go), or, past the fallbacks,
-// never: the slot is only stepped over.
+// (slot_ranks.go: slotDelay): at once, or, for a later candidate or a
+// fallback, only if nobody handled it (admission_check.go), or, past
+// the fallbacks, never: the slot is only stepped over.
 
 // timer is the component that knows which slots are due when: the loop
 // goroutine owns every job's next slot and due time (job.next, job.due),
@@ -39,11 +39,12 @@ type timer struct {
 	retired map[string]*job // by name, jobs a reload removed: their records are flushed at the end
 }
 
-// dueSlots takes the slots the loop fires: each fresh one a candidate
-// tries, and the fallbacks due at one instant together (admission.go).
+// dueSlots takes the slots the loop fires: each fresh one the first
+// candidate tries, and those due at one instant that a later candidate or
+// a fallback checks first, together (admission_check.go).
 type dueSlots interface {
 	fireSlot(j *job, t time.Time)
-	checkFallbacks(checks []dueSlot)
+	checkHandled(checks []dueSlot)
 }
 
 // misfirePolicy applies j's misfire policy to slots that fired late
@@ -126,7 +127,7 @@ func (tm *timer) loop(ctx context.Context, start time.Time) {
 	for {
 		now := tm.clock.Now()
 		tm.heartbeat.Store(now.UnixNano())
-		var checks []dueSlot // the fallbacks due now: checked together
+		var checks []dueSlot // the slots to check due now: checked together
 		for len(h) > 0 && !h[0].due.After(now) {
 			j := h[0]
 			checks = tm.fireDue(j, now, checks)
@@ -136,7 +137,7 @@ func (tm *timer) loop(ctx context.Context, start time.Time) {
 				heap.Fix(&h, 0)
 			}
 		}
-		tm.admit.checkFallbacks(checks) // admission_fallback.go
+		tm.admit.checkHandled(checks) // admission_check.go
 		wait := heartbeatEvery
 		if len(h) > 0 {
 			wait = min(wait, h[0].due.Sub(now))
@@ -188,18 +189,23 @@ func (tm *timer) fireAt(j *job, t time.Time) time.Time {
 	return at
 }
 
-// fireTime is fireAt, and this replica's role for slot t.
+// fireTime is fireAt, and this replica's role for slot t. A later
+// candidate looks no later than the fallbacks.
 func (tm *timer) fireTime(j *job, t time.Time) (time.Time, slotRole) {
 	d, role := tm.ranks.slotDelay(j.name(), t)
-	if role == roleFallback {
+	switch role {
+	case roleFallback:
 		d = tm.ranks.fallbackDelay(j, t)
+	case roleSecond:
+		d = min(d, tm.ranks.fallbackDelay(j, t))
 	}
 	return j.dueAt(t).Add(d), role
 }
 
 // fireDue hands every slot of j that is due at now on: fresh slots to
 // admission, which attempts them on a goroutine each when their turn
-// comes — those of which this replica is a fallback are added to checks,
+// comes — those of which this replica is a later candidate or a
+// fallback are added to checks,
 // and it returns checks; those of which it is idle are stepped over —
 // late ones (more than the lateness bound after their due time) go to the
 // misfire policy, whatever the role: a replica that wakes late does not
@@ -222,8 +228,8 @@ func (tm *timer) fireDue(j *job, now time.Time, checks []dueSlot) []dueSlot {
 		switch {
 		case now.Sub(j.dueAt(t)) > tm.lateness:
 			late.add(t)
-		case role == roleFallback:
-			checks = append(checks, dueSlot{j: j, t: t})
+		case role == roleFallback || role == roleSecond:
+			checks = append(checks, dueSlot{j: j, t: t, candidate: role == roleSecond})
 		case role == roleCandidate:
 			tm.admit.fireSlot(j, t) // admission.go: started, queued or shed
 		}

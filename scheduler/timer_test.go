@@ -24,7 +24,7 @@ func (f *fakeTimerDeps) fireSlot(j *job, t time.Time) {
 	f.fired = append(f.fired, t)
 }
 
-func (f *fakeTimerDeps) checkFallbacks(checks []dueSlot) {
+func (f *fakeTimerDeps) checkHandled(checks []dueSlot) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, d := range checks {

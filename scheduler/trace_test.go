@@ -43,6 +43,10 @@ func (e *tracedEnv) scheduler(replica string, specs ...JobSpec) *Scheduler {
 		Replica: replica, Locker: e.locker, Logger: e.sink.logger(replica), Metrics: e.metrics,
 		LockTTL: 30 * time.Second, MaxClockSkew: 2 * time.Second, ShutdownGrace: 5 * time.Second,
 		TracerProvider: e.tp, Jobs: specs, Secrets: []string{secrettest.RedisPass},
+		// Every replica claims every slot, so that a slot has a loser's
+		// attempt to trace (a later candidate reads first and, finding the
+		// slot handled, makes none).
+		Candidates: -1,
 	})
 	require.NoError(e.t, err)
 	return s

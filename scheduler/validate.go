@@ -182,6 +182,10 @@ func (c Config) settingsProblems() []error {
 		// slot late: a slot whose candidates are gone would be missed.
 		add("Fallback", fmt.Errorf("must be less than the lateness bound (%s), got %s", late, c.Fallback))
 	}
+	if c.SecondDelay > 0 && c.SecondDelay >= late {
+		// Likewise for a slot whose first candidate is gone.
+		add("SecondDelay", fmt.Errorf("must be less than the lateness bound (%s), got %s", late, c.SecondDelay))
+	}
 	return errs
 }
 
