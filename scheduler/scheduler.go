@@ -9,11 +9,12 @@
 //     (the due time, the same on every replica: jitter.go). A firing later
 //     than the lateness bound (Config.Lateness, default MaxClockSkew+1s)
 //     after the due time goes to the misfire policy.
-//  2. After this replica's delay for the slot — none or a fraction of
-//     Config.Spread for the slot's candidates (Config.Candidates, ranked
-//     by a hash of J and T over the live replicas), Config.Fallback for
-//     the next two, which first ask whether the slot was handled, never
-//     for the rest (slot_ranks.go) — it acquires the claim <J>/slot:<unix T>; with overlap
+//  2. After this replica's delay for the slot — none for the first of
+//     its candidates (Config.Candidates, ranked by a hash of J and T over
+//     the live replicas), Config.SecondDelay for the next and
+//     Config.Fallback for the two after them, which first ask whether the
+//     slot was handled, never for the rest (slot_ranks.go) — it acquires
+//     the claim <J>/slot:<unix T>; with overlap
 //     forbid also the job lease <J>/run; with overlap replace too, after
 //     asking the run that holds it to stop (replace.go). Losing gives
 //     slot.skipped with reason held, done, overlap or no_quorum. A split vote (nobody got a
