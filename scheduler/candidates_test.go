@@ -370,6 +370,7 @@ func TestFallbackDuringAReloadKeepsTokenOrder(t *testing.T) {
 type attemptedSlots struct {
 	mu    sync.Mutex
 	slots []time.Time
+	sheds []string // job@slot, the slots shed through the attempt's exit
 }
 
 func (a *attemptedSlots) attemptSlotWith(j *job, t time.Time, o origin, caller context.Context, tk *ticket) (*history.Entry, error) {
@@ -379,7 +380,11 @@ func (a *attemptedSlots) attemptSlotWith(j *job, t time.Time, o origin, caller c
 	return nil, nil
 }
 
-func (a *attemptedSlots) shed(j *job, t time.Time) {}
+func (a *attemptedSlots) shed(j *job, t time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.sheds = append(a.sheds, j.name()+"@"+slotString(t))
+}
 
 // A checked slot (a later candidate's or a fallback's, seen not handled)
 // that waits in admission for its turn is read again just before its
@@ -423,5 +428,35 @@ func TestQueuedCheckedSlotIsReadAgain(t *testing.T) {
 		log.mu.Lock()
 		defer log.mu.Unlock()
 		require.Equal(t, 2, log.handled, "one read again for each checked slot that waited, none for the first candidate's")
+	})
+}
+
+// A checked slot that admission sheds (its answer would come too late) is
+// dropped without the attempt's exit — no slot.skipped line: its first
+// candidate decides it — unless its job's misfire policy recovers slots;
+// a first candidate's slot shed goes through the exit.
+func TestShedCheckedSlotIsDroppedQuietly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		skip := everySecond(t, "skip", &recorder{now: time.Now})
+		once := everySecond(t, "once", &recorder{now: time.Now})
+		once.Misfire = Misfire{Policy: MisfireRunOnce, Deadline: time.Minute}
+		eng := testEngine(t, Config{Replica: "r0", Locker: e.locker, Jobs: []JobSpec{skip, once}})
+		got := &attemptedSlots{}
+		ad := newAdmissionOf(eng, got)
+		jobs := map[string]*job{}
+		for _, j := range eng.jobList() {
+			jobs[j.name()] = j
+		}
+		old := time.Now().Truncate(time.Second).Add(-time.Minute) // long past its freshness: shed on entry
+		ad.fireChecked(jobs["skip"], old)
+		ad.fireChecked(jobs["once"], old)
+		ad.fireSlot(jobs["skip"], old.Add(time.Second))
+		synctest.Wait()
+		got.mu.Lock()
+		defer got.mu.Unlock()
+		require.Empty(t, got.slots, "a slot past its freshness was attempted")
+		require.ElementsMatch(t, []string{"once@" + slotString(old), "skip@" + slotString(old.Add(time.Second))}, got.sheds,
+			"want the run_once job's checked slot and the first candidate's slot shed through the exit, the skip job's checked slot dropped")
 	})
 }
