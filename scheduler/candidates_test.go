@@ -365,27 +365,6 @@ func TestFallbackDuringAReloadKeepsTokenOrder(t *testing.T) {
 	})
 }
 
-// attemptedSlots stands for the attempts behind an admission built
-// alone: it records the slots admission starts.
-type attemptedSlots struct {
-	mu    sync.Mutex
-	slots []time.Time
-	sheds []string // job@slot, the slots shed through the attempt's exit
-}
-
-func (a *attemptedSlots) attemptSlotWith(j *job, t time.Time, o origin, caller context.Context, tk *ticket) (*history.Entry, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.slots = append(a.slots, t)
-	return nil, nil
-}
-
-func (a *attemptedSlots) shed(j *job, t time.Time) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.sheds = append(a.sheds, j.name()+"@"+slotString(t))
-}
-
 // A checked slot (a later candidate's or a fallback's, seen not handled)
 // that waits in admission for its turn is read again just before its
 // claim: handled by then, it is not attempted; not handled, it is. A
@@ -396,7 +375,7 @@ func TestQueuedCheckedSlotIsReadAgain(t *testing.T) {
 		log := &claimLog{}
 		eng := testEngine(t, Config{Replica: "r0", Locker: &claimCounter{Locker: e.locker, name: "r0", log: log},
 			Jobs: []JobSpec{everySecond(t, "tick", &recorder{now: time.Now})}})
-		got := &attemptedSlots{}
+		got := &fakeAdmitted{} // admission_test.go
 		ad := newAdmissionOf(eng, got)
 		j := eng.jobList()[0]
 		slot := time.Now().Truncate(time.Second)
@@ -408,7 +387,7 @@ func TestQueuedCheckedSlotIsReadAgain(t *testing.T) {
 		ad.fireChecked(j, slot.Add(time.Second))
 		ad.fireSlot(j, slot.Add(2*time.Second))
 		synctest.Wait()
-		require.Empty(t, got.slots, "a slot started while every place was taken")
+		require.Empty(t, got.started, "a slot started while every place was taken")
 
 		// Another replica runs the first slot and ends it handled.
 		ctx := context.Background()
@@ -423,7 +402,7 @@ func TestQueuedCheckedSlotIsReadAgain(t *testing.T) {
 		synctest.Wait()
 		got.mu.Lock()
 		defer got.mu.Unlock()
-		require.ElementsMatch(t, []time.Time{slot.Add(time.Second), slot.Add(2 * time.Second)}, got.slots,
+		require.ElementsMatch(t, []time.Time{slot.Add(time.Second), slot.Add(2 * time.Second)}, got.started,
 			"want the two slots not handled attempted (the read again comes first), not the handled one")
 		log.mu.Lock()
 		defer log.mu.Unlock()
@@ -442,7 +421,7 @@ func TestShedCheckedSlotIsDroppedQuietly(t *testing.T) {
 		once := everySecond(t, "once", &recorder{now: time.Now})
 		once.Misfire = Misfire{Policy: MisfireRunOnce, Deadline: time.Minute}
 		eng := testEngine(t, Config{Replica: "r0", Locker: e.locker, Jobs: []JobSpec{skip, once}})
-		got := &attemptedSlots{}
+		got := &fakeAdmitted{}
 		ad := newAdmissionOf(eng, got)
 		jobs := map[string]*job{}
 		for _, j := range eng.jobList() {
@@ -450,13 +429,13 @@ func TestShedCheckedSlotIsDroppedQuietly(t *testing.T) {
 		}
 		old := time.Now().Truncate(time.Second).Add(-time.Minute) // long past its freshness: shed on entry
 		ad.fireChecked(jobs["skip"], old)
-		ad.fireChecked(jobs["once"], old)
-		ad.fireSlot(jobs["skip"], old.Add(time.Second))
+		ad.fireChecked(jobs["once"], old.Add(time.Second))
+		ad.fireSlot(jobs["skip"], old.Add(2*time.Second))
 		synctest.Wait()
 		got.mu.Lock()
 		defer got.mu.Unlock()
-		require.Empty(t, got.slots, "a slot past its freshness was attempted")
-		require.ElementsMatch(t, []string{"once@" + slotString(old), "skip@" + slotString(old.Add(time.Second))}, got.sheds,
+		require.Empty(t, got.started, "a slot past its freshness was attempted")
+		require.ElementsMatch(t, []time.Time{old.Add(time.Second), old.Add(2 * time.Second)}, got.dropped,
 			"want the run_once job's checked slot and the first candidate's slot shed through the exit, the skip job's checked slot dropped")
 	})
 }
