@@ -48,9 +48,10 @@ type engine struct {
 
 	// Goroutines: every one is started by spawn (or bracketed by enter
 	// and leave) and tracked by wg.
-	mu     sync.Mutex
-	closed bool // no more goroutines may start
-	wg     sync.WaitGroup
+	mu      sync.Mutex
+	closed  bool // no more goroutines may start
+	wg      sync.WaitGroup
+	workers workerPool // the goroutines of deep work, reused while Run runs
 
 	stopping   chan struct{} // closed once when Run's ctx ends: fire no more
 	stopOnce   sync.Once
@@ -114,11 +115,21 @@ func (e *engine) spawn(f func()) bool {
 // at the claim's depth, that walk was 11 % of a replica's CPU at 1,000
 // every-second jobs (BenchmarkScale's profile). Grown first, with two
 // frames on it, the copy is cheap; the stack reaches that size anyway.
+//
+// Its goroutine is a reused worker while the scheduler runs (workers.go).
 func (e *engine) spawnDeep(f func()) bool {
-	return e.spawn(func() {
-		growStack()
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return false
+	}
+	e.wg.Add(1)
+	e.mu.Unlock()
+	e.workers.run(func() {
+		defer e.wg.Done()
 		f()
 	})
+	return true
 }
 
 // growStack takes a frame big enough that the runtime grows the stack

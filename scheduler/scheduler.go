@@ -242,6 +242,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	if !s.state.CompareAndSwap(stateNew, stateRunning) {
 		return fmt.Errorf("%w: Run called twice", ErrStopped)
 	}
+	s.workers.open()
 	start := s.clock.Now()
 	s.timer.heartbeat.Store(start.UnixNano())
 	// Its first slots may fire before the fleet's definitions are read:
@@ -301,6 +302,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		// end, a probe) see the shutdown and end at once; no more can start.
 		s.wg.Wait()
 	}
+	s.workers.close(!stuck)
 	s.state.Store(stateStopped)
 	s.log.Info("scheduler stopped")
 	return nil
