@@ -185,6 +185,11 @@ func TestIsEmpty(t *testing.T) {
 	for text, want := range map[string]bool{
 		"": true, "\n  \n": true, "# nothing\n": true, "# a\n---\n# b\n": true, "~\n": true, "---\n...\n": true,
 		"log: {level: info}\n": false, "jobs: []\n": false, "[1, 2]\n": false, "bad: [\n": false,
+		// Told by the first key, and not: a document start with content
+		// on its line, a null after comments, an indented key, a key with
+		// no blank after its colon (a plain scalar).
+		"# a\n---\njobs:\n  - name: x\n": false, "--- ~\n": true, "---   # c\n~\n": true, "--- {a: 1}\n": false,
+		"  ~\n": true, "  log: {}\n": false, "a:b\n": false, "null\n": true, "log:\n": false,
 	} {
 		if got := IsEmpty([]byte(text)); got != want {
 			t.Errorf("IsEmpty(%q) = %v, want %v", text, got, want)
