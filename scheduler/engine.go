@@ -92,19 +92,25 @@ func newEngine(c Config) (*engine, error) {
 	return e, nil
 }
 
-// spawn starts f on a tracked goroutine; it returns false, and does not
-// start f, once the scheduler has finished shutting down.
+// spawn starts f on a tracked goroutine of its own (track).
 func (e *engine) spawn(f func()) bool {
+	return e.track(f, func(g func()) { go g() })
+}
+
+// track starts f, tracked, through launch (a new goroutine, or a worker);
+// it returns false, and does not start f, once the scheduler has
+// finished shutting down.
+func (e *engine) track(f func(), launch func(func())) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
 		return false
 	}
 	e.wg.Add(1)
-	go func() {
+	launch(func() {
 		defer e.wg.Done()
 		f()
-	}()
+	})
 	return true
 }
 
@@ -117,20 +123,7 @@ func (e *engine) spawn(f func()) bool {
 // frames on it, the copy is cheap; the stack reaches that size anyway.
 //
 // Its goroutine is a reused worker while the scheduler runs (workers.go).
-func (e *engine) spawnDeep(f func()) bool {
-	e.mu.Lock()
-	if e.closed {
-		e.mu.Unlock()
-		return false
-	}
-	e.wg.Add(1)
-	e.mu.Unlock()
-	e.workers.run(func() {
-		defer e.wg.Done()
-		f()
-	})
-	return true
-}
+func (e *engine) spawnDeep(f func()) bool { return e.track(f, e.workers.run) }
 
 // growStack takes a frame big enough that the runtime grows the stack
 // once, to the size a slot's attempt needs, while it is shallow.

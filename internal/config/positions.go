@@ -257,9 +257,7 @@ func startsWithKey(data []byte) bool {
 			data = nil
 		}
 		line = bytes.TrimRight(line, " \t\r")
-		trimmed := bytes.TrimLeft(line, " \t")
-		switch {
-		case len(trimmed) == 0 || trimmed[0] == '#' || string(line) == "---":
+		if trimmed := bytes.TrimLeft(line, " \t"); len(trimmed) == 0 || trimmed[0] == '#' || string(line) == "---" {
 			continue
 		}
 		n := 0
