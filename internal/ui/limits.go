@@ -197,15 +197,29 @@ func (s *server) limited(h http.HandlerFunc) http.HandlerFunc {
 		select {
 		case s.busy <- struct{}{}:
 			defer func() { <-s.busy }()
-			if s.b.Yield != nil && !promptly(r) && s.b.Yield(r.Context()) != nil {
-				writeError(w, http.StatusServiceUnavailable, "the request ended before its answer was made")
-				return
+			if s.b.Yield != nil && !promptly(r) {
+				from := s.now()
+				if s.b.Yield(r.Context()) != nil {
+					writeError(w, http.StatusServiceUnavailable, "the request ended before its answer was made")
+					return
+				}
+				w.Header().Add("Server-Timing", quietTiming(s.now().Sub(from)))
 			}
 			h(w, r)
 		default:
 			refuse(w, r, http.StatusServiceUnavailable, "2", busyJSON)
 		}
 	}
+}
+
+// quietTiming is the Server-Timing entry of an answer that waited d for
+// the quiet phase: a browser's developer tools show it beside the
+// request, so whoever wonders why the page was slow under a storm sees
+// the wait and its reason, and a client can tell an answer made at once
+// (none) from one made in the quiet phase without timing it.
+func quietTiming(d time.Duration) string {
+	return `quiet;dur=` + strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', -1, 64) +
+		`;desc="waited for the quiet part of the second"`
 }
 
 // The refusals' bodies, encoded once.

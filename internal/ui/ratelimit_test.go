@@ -158,6 +158,7 @@ func TestPersonAnsweredAtOnce(t *testing.T) {
 		rec := get(h, browser, path)
 		require.NotEqual(t, http.StatusTooManyRequests, rec.Code, path)
 		require.Contains(t, []int{200, 404}, rec.Code, path)
+		require.Empty(t, rec.Header().Values("Server-Timing"), path)
 		c.add(50 * time.Millisecond)
 	}
 	for range 40 { // ten minutes of reloads
@@ -188,8 +189,15 @@ func TestStormWaitsForQuietPhase(t *testing.T) {
 	url := func() string { n++; return fmt.Sprintf("/api/v1/jobs?offset=%d", n) }
 	burst := DefaultTotalRate.Burst
 	for i := range burst {
-		require.Equal(t, http.StatusOK, get(h, client(i), url()).Code)
+		rec := get(h, client(i), url())
+		require.Equal(t, http.StatusOK, rec.Code)
 		require.Equal(t, max(0, i+1-burst/2), *waited, "request %d", i)
+		if i < burst/2 {
+			require.Empty(t, rec.Header().Values("Server-Timing"), "request %d", i)
+		} else {
+			require.Equal(t, []string{`quiet;dur=0;desc="waited for the quiet part of the second"`},
+				rec.Header().Values("Server-Timing"), "request %d", i)
+		}
 	}
 	require.Equal(t, http.StatusTooManyRequests, get(h, client(burst), url()).Code)
 	// Honouring Retry-After, the storm comes back with each token: its
@@ -206,6 +214,22 @@ func TestStormWaitsForQuietPhase(t *testing.T) {
 	before := *waited
 	require.Equal(t, http.StatusOK, get(h, "192.0.2.1:1", "/").Code)
 	require.Equal(t, before, *waited)
+}
+
+// An answer made in the quiet phase says how long it waited for it, in
+// milliseconds on the replica's clock, in its Server-Timing header.
+func TestQuietWaitInServerTiming(t *testing.T) {
+	c := newFakeClock()
+	l := locking.NewLocal(locking.Options{Replica: "r1"})
+	t.Cleanup(func() { l.Close() })
+	h := Handler(Backend{Locker: l, Specs: []scheduler.JobSpec{everySecond(t, "beat")}, Now: c.now,
+		Yield: func(context.Context) error { c.add(350250 * time.Microsecond); return nil }})
+	var rec *httptest.ResponseRecorder
+	for i := 0; i <= DefaultTotalRate.Burst/2; i++ { // the storm's first answer that waits
+		rec = get(h, fmt.Sprintf("198.51.100.%d:1", i), fmt.Sprintf("/api/v1/jobs?offset=%d", i))
+		require.Equal(t, http.StatusOK, rec.Code)
+	}
+	require.Equal(t, `quiet;dur=350.25;desc="waited for the quiet part of the second"`, rec.Header().Get("Server-Timing"))
 }
 
 // Only GET and HEAD are answered; any other method, known or not, is 405
