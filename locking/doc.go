@@ -100,9 +100,11 @@
 //     replication, can lose locks and counters (docs/guarantees.md).
 //   - Network delay counts against validity: a slow acquisition hands out
 //     a shorter lease, and one slower than the TTL is refused and undone.
-//   - Claims expire by the node's clock (TIME in the scripts): a node whose
-//     wall clock jumps forward can take a live run for abandoned early (it
-//     is then reported, never run again).
+//   - Claims expire by the node's clock (TIME in the scripts, read once
+//     per script call: the calls a pipeline folds into one run as of that
+//     call's start, as Redis judges key expiry): a node whose wall clock
+//     jumps forward can take a live run for abandoned early (it is then
+//     reported, never run again).
 //
 // Records and tokens are compared as Lua numbers, exact up to 2^53.
 package locking

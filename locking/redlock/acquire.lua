@@ -31,6 +31,8 @@
 -- family's claims in one HGETALL (the slot's own claim and the others,
 -- for the orphan scan) and their leases in one HMGET. The replies and
 -- what is written are as they were, key for key.
+-- servertime() is the node's clock (TIME), defined ahead of the script
+-- (rediswire.go): read once per call, and once per fold in a batch.
 local field = ARGV[4]
 local got
 if field ~= '' then
@@ -50,7 +52,7 @@ if field ~= '' then
   if got[3] then
     return {0, got[3], fence, '', '', pause}
   end
-  local t = redis.call('TIME')
+  local t = servertime()
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   -- The family's claims: this slot's own, and the others, whose leases
   -- are read with this slot's in one HMGET.

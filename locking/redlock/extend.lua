@@ -5,6 +5,8 @@
 -- ARGV[3] field ("": plain), ARGV[4] "1" (claims only): the work began,
 -- so where the claim is this lease's own it becomes "started:<value>".
 -- Returns 1 when extended, 0 when the lease is gone or someone else's.
+-- servertime() is the node's clock (TIME), defined ahead of the script
+-- (rediswire.go): read once per call, and once per fold in a batch.
 local field = ARGV[3]
 if field ~= '' then
   local live = redis.call('HGET', KEYS[2], field)
@@ -12,7 +14,7 @@ if field ~= '' then
     return 0
   end
   local v, exp = string.match(live, '^(.*)|(%d+)$')
-  local t = redis.call('TIME')
+  local t = servertime()
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   if v ~= ARGV[1] or tonumber(exp) <= now then
     return 0

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/slotlock/slotlock/locking/driver"
 	"github.com/slotlock/slotlock/locking/internal/wire"
@@ -76,9 +77,28 @@ end
 return out
 `
 
+// foldServerTime is servertime() in a batch form: the node's clock read
+// once for the whole fold, at its first call that asks. The folded calls
+// run as one atomic step, nothing between them, so taking the time their
+// step began as each one's is as if they all ran at that instant — an
+// instant after every one of them was sent, as each one's own TIME is.
+// It is the instant Redis itself judges every key's expiry at within the
+// step (a script's start), so the lives' deadlines, kept in hash fields,
+// and the leases' key TTLs are now judged at one time. One TIME per fold,
+// not one per claim: a claim's commands on a node are about a dozen.
+const foldServerTime = `local servertimeAt
+local function servertime()
+  if not servertimeAt then servertimeAt = redis.call('TIME') end
+  return servertimeAt
+end
+`
+
 // newFoldScript is the batch form of the script src.
 func newFoldScript(src string) *luaScript {
 	fold := "local function one(KEYS, ARGV)\n" + src + "\nend\n" + foldLoop
+	if strings.Contains(src, "servertime()") {
+		fold = foldServerTime + fold
+	}
 	return &luaScript{src: fold, sha: redis.NewScript(fold).Hash()}
 }
 

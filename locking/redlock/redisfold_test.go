@@ -283,3 +283,78 @@ func TestFoldLatency(t *testing.T) {
 	}
 	t.Logf("%d claims on one node, in scripts: folded %v, one by one %v (summed)", maxBatch, folded, plain)
 }
+
+// A fold reads the node's clock once (servertime), not once per call: its
+// calls run as one step, at the instant that step began — each claim's
+// lease deadline on the node is the same — and a renewal in a fold of its
+// own judges and sets the deadlines at its own step's instant. A call
+// sent alone reads the clock itself.
+func TestFoldReadsTheClockOnce(t *testing.T) {
+	cl, n := oneNode(t)
+	ctx := tctx(t, 10*time.Second)
+	const calls = 40
+	fam := func(i int) string { return fmt.Sprintf("t:{clock%d}:", i) }
+	claims := make([]driver.Op, calls)
+	renewals := make([]driver.Op, calls)
+	ops := func(from int) {
+		for i := range claims {
+			f := fam(from + i)
+			claims[i] = driver.AcquireOp{Key: f + "slot:1", Value: "00ff|me", TTL: 30000, Fence: f + "fence", N: 1,
+				Tomb: f + "tomb", Claims: f + "claims", Lives: f + "lives", Field: "slot:1", Pause: f + "pause",
+				Also: f + "run", AlsoValue: "00ff|me", SentMS: time.Now().UnixMilli(), FreshMS: 60000}
+			renewals[i] = driver.ExtendOp{Key: f + "slot:1", Value: "00ff|me", TTL: 40000,
+				Claims: f + "claims", Lives: f + "lives", Field: "slot:1", Start: true}
+		}
+	}
+	ops(calls) // the batch forms loaded, on other families
+	sendTogether(t, n, claims)
+	sendTogether(t, n, renewals)
+	ops(0)
+	deadlines := func() map[string]bool {
+		seen := map[string]bool{}
+		for i := range calls {
+			live, err := cl.HGet(ctx, fam(i)+"lives", "slot:1").Result()
+			require.NoError(t, err)
+			_, at, _ := strings.Cut(live, "|")
+			seen[at] = true
+		}
+		return seen
+	}
+	for _, round := range []struct {
+		name string
+		ops  []driver.Op
+	}{{"claims", claims}, {"renewals", renewals}} {
+		_, scripts := sendRound(t, n, []*redis.Client{cl}, round.ops, nil)
+		require.Equal(t, 1, scripts, round.name)
+		require.Equal(t, 1, commandCalls(t, cl, "time"), "%s: %d calls in one fold read the clock once", round.name, calls)
+		require.Len(t, deadlines(), 1, "%s: every lease of the fold has the same deadline", round.name)
+	}
+	for i := range 3 {
+		require.NoError(t, cl.ConfigResetStat(ctx).Err())
+		op := claims[0].(driver.AcquireOp)
+		op.Key, op.Field = fam(0)+"slot:2", "slot:2"
+		op.Value = fmt.Sprintf("%04x|me", i)
+		res, err := n.Do(ctx, op)
+		require.NoError(t, err)
+		require.Contains(t, []int64{0, 1}, res.Status)
+		require.Equal(t, 1, commandCalls(t, cl, "time"), "a claim sent alone reads the clock itself")
+	}
+}
+
+// commandCalls is how many times cl's node ran the command name (lower
+// case: "time"), in scripts or not, since its statistics were last reset.
+func commandCalls(t *testing.T, cl *redis.Client, name string) int {
+	t.Helper()
+	info, err := cl.Info(context.Background(), "commandstats").Result()
+	require.NoError(t, err)
+	for _, line := range strings.Split(info, "\n") {
+		stat, rest, _ := strings.Cut(strings.TrimSpace(line), ":")
+		if stat == "cmdstat_"+name {
+			var n int
+			_, err := fmt.Sscanf(rest, "calls=%d", &n)
+			require.NoError(t, err, line)
+			return n
+		}
+	}
+	return 0
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/locking/driver"
@@ -187,8 +188,18 @@ type luaScript struct {
 }
 
 func newScript(src string) *luaScript {
-	return &luaScript{src: src, sha: redis.NewScript(src).Hash(), fold: newFoldScript(src)}
+	plain := src
+	if strings.Contains(src, "servertime()") {
+		plain = serverTime + src
+	}
+	return &luaScript{src: plain, sha: redis.NewScript(plain).Hash(), fold: newFoldScript(src)}
 }
+
+// serverTime defines servertime(), the node's clock (TIME), for a script
+// that reads it (the claim, renewal and end scripts). A plain call reads
+// it once; the batch form's (redisfold.go, foldServerTime) reads it once
+// per fold.
+const serverTime = "local function servertime() return redis.call('TIME') end\n"
 
 // scriptArgs starts the argument list of a call of s ("EVALSHA sha
 // numkeys", or EVAL with the source), room for n keys and arguments more;

@@ -33,6 +33,8 @@
 -- done marker not at all otherwise while the claim or its lease is ours
 -- (a retry's marker would have removed both); the clock only where it
 -- decides the reply. What it writes and returns is as it was.
+-- servertime() is the node's clock (TIME), defined ahead of the script
+-- (rediswire.go): read once per call, and once per fold in a batch.
 local doneTTL = tonumber(ARGV[3])
 local field = ARGV[4]
 local taken = ARGV[11] == '1'
@@ -107,7 +109,7 @@ if liveMine then
   redis.call('HDEL', KEYS[3], field)
   if not claimOurs then
     -- Only here does the lease's expiry decide anything.
-    local t = redis.call('TIME')
+    local t = servertime()
     liveOurs = tonumber(exp) > tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   end
 end
