@@ -107,6 +107,8 @@ func TestAdmissionShedsBeforeAnyCall(t *testing.T) {
 				t.Errorf("%s: ran after %d Claim calls", sp.Name, n)
 			case n > 0 && answered.After(slot.Add(3*time.Second)):
 				t.Errorf("%s: claim answered at %v, after the slot's freshness", sp.Name, answered.Sub(slot))
+			case len(late) == 1 && (late[0].num("missed") != 1 || late[0].str("note") != ""):
+				t.Errorf("%s: shed slot's line %v: want missed 1 and no note (the reason says it)", sp.Name, late[0])
 			}
 			ran += len(starts)
 			shed += len(late)

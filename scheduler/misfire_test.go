@@ -43,6 +43,9 @@ func TestLateWakeSkip(t *testing.T) {
 		if l.str("slot") != slotAt(10) || l.str("first_slot") != slotAt(4) || l.num("missed") != 7 || l.str("level") != "WARN" {
 			t.Errorf("late line: %v", l)
 		}
+		if l.str("note") != skipNote {
+			t.Errorf("a line about several late slots says why: note %q", l.str("note"))
+		}
 		ran := map[string]bool{}
 		for _, r := range runs {
 			ran[slotString(r.Run.Slot)] = true
