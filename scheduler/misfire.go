@@ -132,11 +132,11 @@ func lateNote(j *job) string {
 
 // skipNote says what slot.skipped late means under misfire policy skip.
 // A line about one slot goes without it: a replica past its capacity
-// sheds thousands of slots a second, one such line each, and the note was
-// 200 of each line's 350 bytes — the same words every time, which the
-// line's reason says already (the contract's late: fired too late, and
-// the misfire policy says skip). A line about several slots (a replica
-// frozen, or started after an outage) keeps it.
+// sheds thousands of slots a second, one such line each, and the note
+// would be 200 of each line's 350 bytes — the same words every time,
+// which the line's reason says already (the contract's late: fired too
+// late, and the misfire policy says skip). A line about several slots
+// (a replica frozen, or started after an outage) keeps it.
 const skipNote = "misfire policy skip: this replica came too late for them; another replica may have run them " +
 	"(a slot nobody ran is reported slot.missed by the reconciler)"
 

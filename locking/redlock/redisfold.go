@@ -84,7 +84,7 @@ return out
 // instant after every one of them was sent, as each one's own TIME is.
 // It is the instant Redis itself judges every key's expiry at within the
 // step (a script's start), so the lives' deadlines, kept in hash fields,
-// and the leases' key TTLs are now judged at one time. One TIME per fold,
+// and the leases' key TTLs are judged at one time. One TIME per fold,
 // not one per claim: a claim's commands on a node are about a dozen.
 const foldServerTime = `local servertimeAt
 local function servertime()
