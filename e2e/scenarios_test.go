@@ -265,6 +265,7 @@ func scenarioRedisSlow(t *testing.T) {
 	op := c.spec.OpTimeout
 	pause := c.spec.TTL * 4 / 3 // longer than a lease: none on the node is renewed, and none expires
 	lost, paused, full := &nodeFault{node: c.Redis.Node(2)}, &nodeFault{node: c.Redis.Node(2)}, &nodeFault{node: c.Redis.Node(2)}
+	busy, scriptDone := &nodeFault{node: c.Redis.Node(2)}, make(chan error, 1)
 	steps := []struct {
 		what string
 		do   func()
@@ -289,6 +290,16 @@ func scenarioRedisSlow(t *testing.T) {
 			setMaxmemory(t, c.Redis.Node(2), "1")
 		}, 4 * time.Second},
 		{"memory back", func() { full.end(); setMaxmemory(t, c.Redis.Node(2), "0") }, 3 * time.Second},
+		{"busy with another client's script for 4 s (every command held, then answered BUSY past 500 ms)", func() {
+			busy.begin()
+			go func() { scriptDone <- c.Redis.Node(2).BusyScript(4*time.Second, 500*time.Millisecond) }()
+		}, 4 * time.Second},
+		{"script over", func() {
+			if err := <-scriptDone; err != nil {
+				t.Fatal(err)
+			}
+			busy.end()
+		}, 3 * time.Second},
 	}
 	for _, s := range steps {
 		t.Logf("%s: node %d %s", stamp(time.Now()), 2, s.what)
@@ -305,6 +316,7 @@ func scenarioRedisSlow(t *testing.T) {
 	lost.requireSeen(t, evs, "losing replies")
 	paused.requireSeen(t, evs, "pausing writes")
 	full.requireSeen(t, evs, "out of memory")
+	busy.requireSeen(t, evs, "busy with a script")
 	if lost.executed < 10 {
 		t.Errorf("node 2 processed %d commands while its replies were lost: the requests did not reach it", lost.executed)
 	} else {

@@ -350,6 +350,16 @@ var soakFaults = []soakFault{
 		setMaxmemory(s.t, s.c.Redis.Node(i), "0")
 		return fmt.Sprintf("node %d out of memory for %v", i, d)
 	}},
+	{"redis_busy_script_one", func(s *soak) string {
+		// Another client's runaway script: every command held, then,
+		// past the busy threshold, answered BUSY unexecuted.
+		i := s.rng.IntN(3)
+		d, threshold := s.dur(2000, 6000), s.dur(100, 1000)
+		if err := s.c.Redis.Node(i).BusyScript(d, threshold); err != nil {
+			s.t.Fatal(err)
+		}
+		return fmt.Sprintf("node %d busy with a script for %v (BUSY after %v)", i, d, threshold)
+	}},
 	{"proxy_reject", func(s *soak) string {
 		s.c.Proxy.SetMode(Reject)
 		d := s.dur(2000, 6000)

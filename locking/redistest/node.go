@@ -106,3 +106,45 @@ func (n *Node) PauseWrites(d time.Duration) error {
 	}
 	return nil
 }
+
+// busyLoop runs until ARGV[1] microseconds have passed on the node's
+// clock: a script that keeps the node to itself.
+const busyLoop = `local t = redis.call('TIME')
+local stop = tonumber(t[1]) * 1000000 + tonumber(t[2]) + tonumber(ARGV[1])
+while true do
+  local n = redis.call('TIME')
+  if tonumber(n[1]) * 1000000 + tonumber(n[2]) >= stop then return 1 end
+end`
+
+// BusyScript runs a script on the node that keeps it busy for d, as
+// another client's runaway script on a shared Redis does, and returns
+// when the script ends. Redis runs one script at a time and nothing
+// beside it: a command that arrives meanwhile waits, and once the script
+// has run for threshold (busy-reply-threshold, set for the call and
+// restored after; Redis's default is 5 s) every command is answered with a
+// BUSY error, unexecuted, until the script ends.
+func (n *Node) BusyScript(d, threshold time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), d+5*time.Second)
+	defer cancel()
+	o := n.clientOptions()
+	o.ReadTimeout = d + 3*time.Second // the script's own call answers when it ends
+	cl := redis.NewClient(o)
+	defer cl.Close()
+	prev, err := cl.ConfigGet(ctx, "busy-reply-threshold").Result()
+	if err != nil {
+		return fmt.Errorf("redistest: busy script on node %d: %w", n.idx, err)
+	}
+	if err := cl.ConfigSet(ctx, "busy-reply-threshold", strconv.FormatInt(threshold.Milliseconds(), 10)).Err(); err != nil {
+		return fmt.Errorf("redistest: busy script on node %d: %w", n.idx, err)
+	}
+	err = cl.Eval(ctx, busyLoop, nil, d.Microseconds()).Err()
+	if v, ok := prev["busy-reply-threshold"]; ok {
+		if rerr := cl.ConfigSet(ctx, "busy-reply-threshold", v).Err(); err == nil {
+			err = rerr
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("redistest: busy script on node %d for %v: %w", n.idx, d, err)
+	}
+	return nil
+}
