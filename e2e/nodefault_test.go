@@ -55,6 +55,19 @@ func (f *nodeFault) requireSeen(t *testing.T, evs []Event, what string) {
 	t.Errorf("%s on node 2 (%s..%s): no replica logged it unreachable", what, stamp(f.from), stamp(f.until))
 }
 
+// requireUnseen fails when a replica logged the node unreachable while
+// the fault lasted: one the node answers in full (a lost script cache is
+// answered NOSCRIPT, and the call sent again with the script's source) is
+// no fault of the node's.
+func (f *nodeFault) requireUnseen(t *testing.T, evs []Event, what string) {
+	t.Helper()
+	for _, e := range evs {
+		if e.Msg == "locking: redis node unreachable" && !e.Time.Before(f.from) && !e.Time.After(f.until) {
+			t.Errorf("%s on node 2 (%s..%s): %s logged it unreachable at %s", what, stamp(f.from), stamp(f.until), e.Replica, stamp(e.Time))
+		}
+	}
+}
+
 // commandsProcessed is the node's total_commands_processed (INFO stats),
 // or -1 when it cannot be read.
 func commandsProcessed(n *redistest.Node) int64 {
@@ -83,4 +96,33 @@ func setMaxmemory(t *testing.T, n *redistest.Node, v string) {
 	if err := n.Client().ConfigSet(ctx, "maxmemory", v).Err(); err != nil {
 		t.Fatalf("node maxmemory %s: %v", v, err)
 	}
+}
+
+// flushScripts empties the node's script cache (SCRIPT FLUSH), as an
+// operator does, or a failover to a node that never loaded the scripts.
+func flushScripts(t *testing.T, n *redistest.Node) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := n.Client().ScriptFlush(ctx).Err(); err != nil {
+		t.Fatalf("node script flush: %v", err)
+	}
+}
+
+// evalCalls is how many EVAL calls (scripts sent with their source) the
+// node has run, or -1 when it cannot be read.
+func evalCalls(n *redistest.Node) int64 {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	info, err := n.Client().Info(ctx, "commandstats").Result()
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "cmdstat_eval:calls="); ok {
+			x, _ := strconv.ParseInt(v[:strings.IndexByte(v+",", ',')], 10, 64)
+			return x
+		}
+	}
+	return 0
 }

@@ -266,6 +266,7 @@ func scenarioRedisSlow(t *testing.T) {
 	pause := c.spec.TTL * 4 / 3 // longer than a lease: none on the node is renewed, and none expires
 	lost, paused, full := &nodeFault{node: c.Redis.Node(2)}, &nodeFault{node: c.Redis.Node(2)}, &nodeFault{node: c.Redis.Node(2)}
 	busy, scriptDone := &nodeFault{node: c.Redis.Node(2)}, make(chan error, 1)
+	flushed, evalsBefore := &nodeFault{node: c.Redis.Node(2)}, int64(0)
 	steps := []struct {
 		what string
 		do   func()
@@ -300,6 +301,11 @@ func scenarioRedisSlow(t *testing.T) {
 			}
 			busy.end()
 		}, 3 * time.Second},
+		{"script cache flushed (SCRIPT FLUSH, as an operator or a failover to a node without the scripts)", func() {
+			flushed.begin()
+			evalsBefore = evalCalls(c.Redis.Node(2))
+			flushScripts(t, c.Redis.Node(2))
+		}, 3 * time.Second},
 	}
 	for _, s := range steps {
 		t.Logf("%s: node %d %s", stamp(time.Now()), 2, s.what)
@@ -317,6 +323,13 @@ func scenarioRedisSlow(t *testing.T) {
 	paused.requireSeen(t, evs, "pausing writes")
 	full.requireSeen(t, evs, "out of memory")
 	busy.requireSeen(t, evs, "busy with a script")
+	flushed.end()
+	flushed.requireUnseen(t, evs, "script cache flushed")
+	if evals := evalCalls(c.Redis.Node(2)) - evalsBefore; evals < 1 || evalsBefore < 0 {
+		t.Errorf("node 2 ran %d scripts sent with their source after its cache was flushed: the flush did not bite", evals)
+	} else {
+		t.Logf("node 2 ran %d scripts sent with their source after its cache was flushed", evals)
+	}
 	if lost.executed < 10 {
 		t.Errorf("node 2 processed %d commands while its replies were lost: the requests did not reach it", lost.executed)
 	} else {

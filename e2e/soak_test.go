@@ -360,6 +360,14 @@ var soakFaults = []soakFault{
 		}
 		return fmt.Sprintf("node %d busy with a script for %v (BUSY after %v)", i, d, threshold)
 	}},
+	{"redis_script_flush_one", func(s *soak) string {
+		// The node's script cache emptied while the fleet claims: each
+		// call is answered NOSCRIPT and sent again with its source.
+		i := s.rng.IntN(3)
+		flushScripts(s.t, s.c.Redis.Node(i))
+		time.Sleep(s.dur(1000, 3000))
+		return fmt.Sprintf("node %d SCRIPT FLUSH", i)
+	}},
 	{"proxy_reject", func(s *soak) string {
 		s.c.Proxy.SetMode(Reject)
 		d := s.dur(2000, 6000)
