@@ -71,19 +71,27 @@ func (f *nodeFault) requireUnseen(t *testing.T, evs []Event, what string) {
 // commandsProcessed is the node's total_commands_processed (INFO stats),
 // or -1 when it cannot be read.
 func commandsProcessed(n *redistest.Node) int64 {
+	return infoInt(n, "stats", "total_commands_processed:")
+}
+
+// infoInt is the number after prefix on a line of the node's INFO section
+// (up to a comma, as in commandstats' calls=N,usec=…): 0 when no line has
+// it, -1 when INFO cannot be read.
+func infoInt(n *redistest.Node, section, prefix string) int64 {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	info, err := n.Client().Info(ctx, "stats").Result()
+	info, err := n.Client().Info(ctx, section).Result()
 	if err != nil {
 		return -1
 	}
 	for _, line := range strings.Split(info, "\r\n") {
-		if v, ok := strings.CutPrefix(line, "total_commands_processed:"); ok {
+		if v, ok := strings.CutPrefix(line, prefix); ok {
+			v, _, _ = strings.Cut(v, ",")
 			x, _ := strconv.ParseInt(v, 10, 64)
 			return x
 		}
 	}
-	return -1
+	return 0
 }
 
 // setMaxmemory sets the node's maxmemory (noeviction, Redis's default
@@ -111,18 +119,4 @@ func flushScripts(t *testing.T, n *redistest.Node) {
 
 // evalCalls is how many EVAL calls (scripts sent with their source) the
 // node has run, or -1 when it cannot be read.
-func evalCalls(n *redistest.Node) int64 {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	info, err := n.Client().Info(ctx, "commandstats").Result()
-	if err != nil {
-		return -1
-	}
-	for _, line := range strings.Split(info, "\r\n") {
-		if v, ok := strings.CutPrefix(line, "cmdstat_eval:calls="); ok {
-			x, _ := strconv.ParseInt(v[:strings.IndexByte(v+",", ',')], 10, 64)
-			return x
-		}
-	}
-	return 0
-}
+func evalCalls(n *redistest.Node) int64 { return infoInt(n, "commandstats", "cmdstat_eval:calls=") }
