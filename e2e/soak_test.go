@@ -368,6 +368,22 @@ var soakFaults = []soakFault{
 		time.Sleep(s.dur(1000, 3000))
 		return fmt.Sprintf("node %d SCRIPT FLUSH", i)
 	}},
+	{"redis_client_kill_one", func(s *soak) string {
+		// Every connection to the node closed by the node (a managed
+		// Redis patching or scaling), twice a second for a while: calls
+		// in flight lost, every client reconnecting.
+		i := s.rng.IntN(3)
+		d := s.dur(1000, 4000)
+		var closed int64
+		for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
+			n, err := s.c.Redis.Node(i).KillClients()
+			if err != nil {
+				s.t.Fatal(err)
+			}
+			closed += n
+		}
+		return fmt.Sprintf("node %d closed its clients' connections for %v (%d closed)", i, d, closed)
+	}},
 	{"proxy_reject", func(s *soak) string {
 		s.c.Proxy.SetMode(Reject)
 		d := s.dur(2000, 6000)

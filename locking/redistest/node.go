@@ -148,3 +148,17 @@ func (n *Node) BusyScript(d, threshold time.Duration) error {
 	}
 	return nil
 }
+
+// KillClients closes every client connection of the node but the
+// caller's (CLIENT KILL TYPE normal), as a managed Redis does when it
+// patches or scales: calls in flight on them are lost, unanswered, and
+// each client must connect again. It returns how many it closed.
+func (n *Node) KillClients() (int64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	killed, err := n.Client().ClientKillByFilter(ctx, "TYPE", "normal").Result()
+	if err != nil {
+		return 0, fmt.Errorf("redistest: kill the clients of node %d: %w", n.idx, err)
+	}
+	return killed, nil
+}

@@ -12,6 +12,9 @@ import (
 	"github.com/slotlock/slotlock/locking/redistest"
 )
 
+// Faults a node's other clients or its operator cause: a script that
+// keeps it busy, its connections closed under the replica.
+
 // A node kept busy by another client's runaway script (a shared Redis:
 // Redis runs one script at a time and nothing beside it) first holds
 // every call, then, past busy-reply-threshold, answers each with a BUSY
@@ -63,4 +66,33 @@ func TestNodeBusyWithAnotherScript(t *testing.T) {
 	require.NoError(t, err, "the node takes claims and ends again")
 	require.Contains(t, marker, "succeeded")
 	require.Equal(t, 1, strings.Count(buf.String(), "reachable again"), "log:\n%s", buf.String())
+}
+
+// A node that closes every client connection (a managed Redis patching
+// or scaling) between and during calls: each call goes through on the
+// others or on a new connection, and the node takes claims again at once.
+func TestNodeClosesItsConnections(t *testing.T) {
+	c := redistest.Start(t, 3)
+	ctx := tctx(t, 30*time.Second)
+	l, buf := loggedRedlock(t, c.Addrs())
+	closing := c.Node(1)
+	var closed int64
+	for i := range 20 {
+		n, err := closing.KillClients()
+		require.NoError(t, err)
+		closed += n
+		key := locking.Key{Family: fmt.Sprintf("kill-%d", i), Name: "slot:1"}
+		claim, err := l.Claim(ctx, key, 5*time.Second, locking.With(locking.Key{Family: key.Family, Name: "run"}))
+		require.NoError(t, err, "cycle %d", i)
+		require.NoError(t, claim.Start())
+		require.NoError(t, claim.End(ctx, locking.Ending{DoneTTL: time.Minute, Note: "succeeded", Also: claim.Grant().Joined}).Err, "cycle %d", i)
+	}
+	require.Positive(t, closed, "connections were closed")
+	t.Logf("%d connections closed; log:\n%s", closed, buf.String())
+	claim, err := l.Claim(ctx, locking.Key{Family: "kill-after", Name: "slot:1"}, 5*time.Second)
+	require.NoError(t, err)
+	require.NoError(t, claim.End(ctx, locking.Ending{DoneTTL: time.Minute, Note: "succeeded"}).Err)
+	marker, err := closing.Client().Get(ctx, "t:{kill-after}:slot:1").Result()
+	require.NoError(t, err, "the node takes claims and ends again")
+	require.Contains(t, marker, "succeeded")
 }
