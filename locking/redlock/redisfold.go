@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/slotlock/slotlock/locking/driver"
 	"github.com/slotlock/slotlock/locking/internal/wire"
@@ -93,12 +92,10 @@ local function servertime()
 end
 `
 
-// newFoldScript is the batch form of the script src.
-func newFoldScript(src string) *luaScript {
-	fold := "local function one(KEYS, ARGV)\n" + src + "\nend\n" + foldLoop
-	if strings.Contains(src, "servertime()") {
-		fold = foldServerTime + fold
-	}
+// newFoldScript is the batch form of the script src, after prelude (the
+// definitions src needs once per fold: foldServerTime, or "").
+func newFoldScript(prelude, src string) *luaScript {
+	fold := prelude + "local function one(KEYS, ARGV)\n" + src + "\nend\n" + foldLoop
 	return &luaScript{src: fold, sha: redis.NewScript(fold).Hash()}
 }
 

@@ -188,11 +188,11 @@ type luaScript struct {
 }
 
 func newScript(src string) *luaScript {
-	plain := src
+	plain, fold := src, newFoldScript("", src)
 	if strings.Contains(src, "servertime()") {
-		plain = serverTime + src
+		plain, fold = serverTime+src, newFoldScript(foldServerTime, src)
 	}
-	return &luaScript{src: plain, sha: redis.NewScript(plain).Hash(), fold: newFoldScript(src)}
+	return &luaScript{src: plain, sha: redis.NewScript(plain).Hash(), fold: fold}
 }
 
 // serverTime defines servertime(), the node's clock (TIME), for a script
