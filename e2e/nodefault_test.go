@@ -35,21 +35,18 @@ func (f *nodeFault) end() {
 // paused node answering reads used to be logged back after each).
 func (f *nodeFault) requireSeen(t *testing.T, evs []Event, what string) {
 	t.Helper()
-	seen := 0
+	seen := f.unreachable(evs)
 	by := map[string]int{}
-	for _, e := range evs {
-		if e.Msg == "locking: redis node unreachable" && !e.Time.Before(f.from) && !e.Time.After(f.until) {
-			seen++
-			by[e.Replica]++
-		}
+	for _, e := range seen {
+		by[e.Replica]++
 	}
 	for r, n := range by {
 		if n > 1 {
 			t.Errorf("%s on node 2: %s logged it unreachable %d times, want once (it flapped)", what, r, n)
 		}
 	}
-	if seen > 0 {
-		t.Logf("%s on node 2 (%s..%s): logged unreachable %d time(s)", what, stamp(f.from), stamp(f.until), seen)
+	if len(seen) > 0 {
+		t.Logf("%s on node 2 (%s..%s): logged unreachable %d time(s)", what, stamp(f.from), stamp(f.until), len(seen))
 		return
 	}
 	t.Errorf("%s on node 2 (%s..%s): no replica logged it unreachable", what, stamp(f.from), stamp(f.until))
@@ -61,11 +58,21 @@ func (f *nodeFault) requireSeen(t *testing.T, evs []Event, what string) {
 // no fault of the node's.
 func (f *nodeFault) requireUnseen(t *testing.T, evs []Event, what string) {
 	t.Helper()
+	for _, e := range f.unreachable(evs) {
+		t.Errorf("%s on node 2 (%s..%s): %s logged it unreachable at %s", what, stamp(f.from), stamp(f.until), e.Replica, stamp(e.Time))
+	}
+}
+
+// unreachable is the "redis node unreachable" lines of evs logged while
+// the fault lasted.
+func (f *nodeFault) unreachable(evs []Event) []Event {
+	var out []Event
 	for _, e := range evs {
 		if e.Msg == "locking: redis node unreachable" && !e.Time.Before(f.from) && !e.Time.After(f.until) {
-			t.Errorf("%s on node 2 (%s..%s): %s logged it unreachable at %s", what, stamp(f.from), stamp(f.until), e.Replica, stamp(e.Time))
+			out = append(out, e)
 		}
 	}
+	return out
 }
 
 // commandsProcessed is the node's total_commands_processed (INFO stats),

@@ -1,6 +1,7 @@
 package redlock
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -27,15 +28,7 @@ func TestNodeBusyWithAnotherScript(t *testing.T) {
 	ctx := tctx(t, 30*time.Second)
 	l, buf := loggedRedlock(t, c.Addrs())
 	busy := c.Node(0)
-	cycle := func(name string) {
-		t.Helper()
-		key := locking.Key{Family: "busy-" + name, Name: "slot:1"}
-		claim, err := l.Claim(ctx, key, 5*time.Second, locking.With(locking.Key{Family: key.Family, Name: "run"}))
-		require.NoError(t, err, "%s: the other two are a majority", name)
-		require.NoError(t, claim.Start())
-		end := claim.End(ctx, locking.Ending{DoneTTL: time.Minute, Note: "succeeded", Also: claim.Grant().Joined})
-		require.NoError(t, end.Err, name)
-	}
+	cycle := func(name string) { runSlot(t, ctx, l, "busy-"+name) }
 	cycle("before") // scripts loaded, connections open
 
 	done := make(chan error, 1)
@@ -62,9 +55,7 @@ func TestNodeBusyWithAnotherScript(t *testing.T) {
 	require.Contains(t, buf.String(), "BUSY")
 
 	cycle("after")
-	marker, err := busy.Client().Get(ctx, "t:{busy-after}:slot:1").Result()
-	require.NoError(t, err, "the node takes claims and ends again")
-	require.Contains(t, marker, "succeeded")
+	requireRanOn(t, ctx, busy, "busy-after")
 	require.Equal(t, 1, strings.Count(buf.String(), "reachable again"), "log:\n%s", buf.String())
 }
 
@@ -81,18 +72,31 @@ func TestNodeClosesItsConnections(t *testing.T) {
 		n, err := closing.KillClients()
 		require.NoError(t, err)
 		closed += n
-		key := locking.Key{Family: fmt.Sprintf("kill-%d", i), Name: "slot:1"}
-		claim, err := l.Claim(ctx, key, 5*time.Second, locking.With(locking.Key{Family: key.Family, Name: "run"}))
-		require.NoError(t, err, "cycle %d", i)
-		require.NoError(t, claim.Start())
-		require.NoError(t, claim.End(ctx, locking.Ending{DoneTTL: time.Minute, Note: "succeeded", Also: claim.Grant().Joined}).Err, "cycle %d", i)
+		runSlot(t, ctx, l, fmt.Sprintf("kill-%d", i))
 	}
 	require.Positive(t, closed, "connections were closed")
 	t.Logf("%d connections closed; log:\n%s", closed, buf.String())
-	claim, err := l.Claim(ctx, locking.Key{Family: "kill-after", Name: "slot:1"}, 5*time.Second)
-	require.NoError(t, err)
-	require.NoError(t, claim.End(ctx, locking.Ending{DoneTTL: time.Minute, Note: "succeeded"}).Err)
-	marker, err := closing.Client().Get(ctx, "t:{kill-after}:slot:1").Result()
-	require.NoError(t, err, "the node takes claims and ends again")
+	runSlot(t, ctx, l, "kill-after")
+	requireRanOn(t, ctx, closing, "kill-after")
+}
+
+// runSlot claims slot:1 of job family with its job lease, confirms its
+// start and ends it done, each step required to succeed.
+func runSlot(t *testing.T, ctx context.Context, l locking.Locker, family string) {
+	t.Helper()
+	key := locking.Key{Family: family, Name: "slot:1"}
+	claim, err := l.Claim(ctx, key, 5*time.Second, locking.With(locking.Key{Family: family, Name: "run"}))
+	require.NoError(t, err, "%s: the other two nodes are a majority", family)
+	require.NoError(t, claim.Start(), family)
+	end := claim.End(ctx, locking.Ending{DoneTTL: time.Minute, Note: "succeeded", Also: claim.Grant().Joined})
+	require.NoError(t, end.Err, family)
+}
+
+// requireRanOn requires node to hold the done marker of slot:1 of job
+// family (loggedRedlock's key prefix): the node took its claim and end.
+func requireRanOn(t *testing.T, ctx context.Context, node *redistest.Node, family string) {
+	t.Helper()
+	marker, err := node.Client().Get(ctx, "t:{"+family+"}:slot:1").Result()
+	require.NoError(t, err, "%s: the node takes claims and ends again", family)
 	require.Contains(t, marker, "succeeded")
 }

@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -90,15 +91,33 @@ func scriptTime(t *testing.T, cl *redis.Client) time.Duration {
 // its statistics were last reset, and the time it spent in them.
 func scriptStats(t *testing.T, cl *redis.Client) (calls int, d time.Duration) {
 	t.Helper()
+	return commandStats(t, cl, "evalsha", "eval")
+}
+
+// commandCalls is how many times cl's node ran the command name (lower
+// case: "time"), in scripts or not, since its statistics were last reset.
+func commandCalls(t *testing.T, cl *redis.Client, name string) int {
+	t.Helper()
+	calls, _ := commandStats(t, cl, name)
+	return calls
+}
+
+// commandStats is the calls of the commands names (lower case) cl's node
+// ran since its statistics were last reset, summed, and the time it spent
+// in them (INFO commandstats).
+func commandStats(t *testing.T, cl *redis.Client, names ...string) (calls int, d time.Duration) {
+	t.Helper()
 	info, err := cl.Info(context.Background(), "commandstats").Result()
 	require.NoError(t, err)
 	for _, line := range strings.Split(info, "\n") {
-		name, rest, _ := strings.Cut(strings.TrimSpace(line), ":")
-		if name != "cmdstat_evalsha" && name != "cmdstat_eval" {
+		stat, rest, _ := strings.Cut(strings.TrimSpace(line), ":")
+		name, ok := strings.CutPrefix(stat, "cmdstat_")
+		if !ok || !slices.Contains(names, name) {
 			continue
 		}
 		var n, us int
-		_, _ = fmt.Sscanf(rest, "calls=%d", &n)
+		_, err := fmt.Sscanf(rest, "calls=%d", &n)
+		require.NoError(t, err, line)
 		_, usec, _ := strings.Cut(rest, "usec=")
 		_, _ = fmt.Sscanf(usec, "%d", &us)
 		calls += n
@@ -245,6 +264,14 @@ func TestFoldOnClusterEndpoint(t *testing.T) {
 	}
 }
 
+// claimOp is the claim of slot:1 of family fam (a key prefix such as
+// "t:{f}:"), with its job lease, as a replica sends it.
+func claimOp(fam string) driver.AcquireOp {
+	return driver.AcquireOp{Key: fam + "slot:1", Value: "00ff|me", TTL: 30000, Fence: fam + "fence", N: 1,
+		Tomb: fam + "tomb", Claims: fam + "claims", Lives: fam + "lives", Field: "slot:1", Pause: fam + "pause",
+		Also: fam + "run", AlsoValue: "00ff|me", SentMS: time.Now().UnixMilli(), FreshMS: 60000}
+}
+
 // The node's time for a fold of maxBatch claims, against the same claims
 // sent one by one (each a plain call): logged, not bounded (times depend
 // on the host); the calls are bounded: one script call for the fold.
@@ -256,10 +283,7 @@ func TestFoldLatency(t *testing.T) {
 	claims := func(round int) []driver.Op {
 		ops := make([]driver.Op, maxBatch)
 		for i := range ops {
-			fam := fmt.Sprintf("t:{lat%d-%d}:", round, i)
-			ops[i] = driver.AcquireOp{Key: fam + "slot:1", Value: "00ff|me", TTL: 30000, Fence: fam + "fence", N: 1,
-				Tomb: fam + "tomb", Claims: fam + "claims", Lives: fam + "lives", Field: "slot:1", Pause: fam + "pause",
-				Also: fam + "run", AlsoValue: "00ff|me", SentMS: time.Now().UnixMilli(), FreshMS: 60000}
+			ops[i] = claimOp(fmt.Sprintf("t:{lat%d-%d}:", round, i))
 		}
 		return ops
 	}
@@ -299,9 +323,7 @@ func TestFoldReadsTheClockOnce(t *testing.T) {
 	ops := func(from int) {
 		for i := range claims {
 			f := fam(from + i)
-			claims[i] = driver.AcquireOp{Key: f + "slot:1", Value: "00ff|me", TTL: 30000, Fence: f + "fence", N: 1,
-				Tomb: f + "tomb", Claims: f + "claims", Lives: f + "lives", Field: "slot:1", Pause: f + "pause",
-				Also: f + "run", AlsoValue: "00ff|me", SentMS: time.Now().UnixMilli(), FreshMS: 60000}
+			claims[i] = claimOp(f)
 			renewals[i] = driver.ExtendOp{Key: f + "slot:1", Value: "00ff|me", TTL: 40000,
 				Claims: f + "claims", Lives: f + "lives", Field: "slot:1", Start: true}
 		}
@@ -339,22 +361,4 @@ func TestFoldReadsTheClockOnce(t *testing.T) {
 		require.Contains(t, []int64{0, 1}, res.Status)
 		require.Equal(t, 1, commandCalls(t, cl, "time"), "a claim sent alone reads the clock itself")
 	}
-}
-
-// commandCalls is how many times cl's node ran the command name (lower
-// case: "time"), in scripts or not, since its statistics were last reset.
-func commandCalls(t *testing.T, cl *redis.Client, name string) int {
-	t.Helper()
-	info, err := cl.Info(context.Background(), "commandstats").Result()
-	require.NoError(t, err)
-	for _, line := range strings.Split(info, "\n") {
-		stat, rest, _ := strings.Cut(strings.TrimSpace(line), ":")
-		if stat == "cmdstat_"+name {
-			var n int
-			_, err := fmt.Sscanf(rest, "calls=%d", &n)
-			require.NoError(t, err, line)
-			return n
-		}
-	}
-	return 0
 }
