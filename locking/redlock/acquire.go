@@ -37,6 +37,11 @@ func (r *redlock) Acquire(ctx context.Context, s driver.Lease) (driver.Grant, er
 	r.round(ctx, all(op), res, errs)
 
 	t := tallyAcquire(res, errs)
+	// A plain lease refused by a leftover its holder gave up takes it
+	// over where that makes a majority (released.go).
+	if !s.Claim && t.won < r.quorum && r.takeReleased(ctx, s, op, res, errs) {
+		t = tallyAcquire(res, errs)
+	}
 	if s.Claim {
 		r.repairPause(family, func(i int) (string, bool) { return res[i].Pause, errs[i] == nil })
 	}

@@ -97,7 +97,16 @@ func (r *redlock) Release(ctx context.Context, s driver.Lease, e driver.End) dri
 		op.Entry, op.N, op.Keep, op.Taken = e.Entry.Value, e.Entry.Score, int64(e.Keep), e.Taken
 	}
 	if !s.Claim || (e.Also == nil && e.RecordValue == 0) {
-		return driver.Released{Err: r.compareAct(ctx, "release", s.Key, op)}
+		res := make([]driver.Result, len(r.nodes))
+		errs := make([]error, len(r.nodes))
+		r.round(ctx, all(op), res, errs)
+		if err := ctx.Err(); err != nil {
+			return driver.Released{Err: err}
+		}
+		if !s.Claim && e.DoneTTL == 0 {
+			r.noteReleased(ctx, s, errs) // released.go
+		}
+		return driver.Released{Err: r.verdict("release", s.Key, res, errs, func(rep driver.Result) bool { return rep.Status == 1 })}
 	}
 	if e.Also != nil {
 		op.Also, op.AlsoValue = r.key(e.Also.Key), e.Also.Value
@@ -114,6 +123,7 @@ func (r *redlock) Release(ctx context.Context, s driver.Lease, e driver.End) dri
 	out := driver.Released{Err: r.verdict("release", s.Key, res, errs, func(rep driver.Result) bool { return rep.Status == 1 })}
 	if e.Also != nil {
 		out.Also = r.verdict("release", e.Also.Key, res, errs, func(rep driver.Result) bool { return rep.AlsoStatus == 1 })
+		r.noteReleased(ctx, *e.Also, errs)
 	}
 	if e.RecordValue != 0 {
 		// Max-assign is done wherever the script ran.

@@ -60,6 +60,13 @@ func (r *redlock) undo(ctx context.Context, s driver.Lease, mask []bool, unanswe
 		}
 		return op, masked(i)
 	}, res, errs)
+	// Where the undo missed a node, the value may be left there: say on
+	// the others that it was given up (released.go).
+	if !s.Claim {
+		r.noteReleased(ctx, s, errs)
+	} else if s.Also != nil {
+		r.noteReleased(ctx, *s.Also, errs)
+	}
 	maybe, pending := 0, make([]bool, len(r.nodes))
 	anyPending := false
 	for i := range r.nodes {
@@ -168,6 +175,7 @@ func (r *redlock) joint(ctx context.Context, s driver.Lease, g *driver.Grant, re
 		}
 		return op, res[i].AlsoStatus == 1
 	}, ures, uerrs)
+	r.noteReleased(ctx, *s.Also, uerrs)
 }
 
 // UndoAcquired ends s, a granted acquisition that is not handed out (it
