@@ -142,6 +142,8 @@ type Event struct {
 	Error     string
 	// ErrorClass is run.failed's error_class (stale_token, panic, ...).
 	ErrorClass string
+	// Node is the address a locking line names (node unreachable, back).
+	Node string
 }
 
 // ReadEvents reads the JSON log lines of every file; lines that are not
@@ -200,6 +202,7 @@ func ParseEvents(r io.Reader) (events []Event, junk []string, err error) {
 			Error:     str(m["error"]),
 
 			ErrorClass: str(m["error_class"]),
+			Node:       str(m["node"]),
 		}
 		if t, err := time.Parse(time.RFC3339Nano, str(m["time"])); err == nil {
 			e.Time = t

@@ -86,7 +86,7 @@ func attachOutput(t testing.TB, cmd *exec.Cmd, logPath string, piped bool) (logs
 }
 
 // replicaEnv is a replica's environment: its name, clock offset, Redis
-// seeds (with shards) and ops address (with Spec.UI, returned), then this
+// seeds (with shards) or links (Spec.Links) and ops address (with Spec.UI, returned), then this
 // process's environment without slotlock's own variables.
 func (c *Cluster) replicaEnv(name string, offset time.Duration) (env []string, httpAddr string) {
 	env = []string{"SLOTLOCK_REPLICA=" + name}
@@ -96,6 +96,13 @@ func (c *Cluster) replicaEnv(name string, offset time.Duration) (env []string, h
 	if c.Shards != nil {
 		// One seed per Redlock node: the replica finds the other shards.
 		env = append(env, "SLOTLOCK_REDIS__NODES="+strings.Join(c.Shards.Seeds(), ","))
+	}
+	if c.spec.Links {
+		var addrs []string
+		for _, px := range c.replicaLinks(name) {
+			addrs = append(addrs, px.Addr())
+		}
+		env = append(env, "SLOTLOCK_REDIS__NODES="+strings.Join(addrs, ","))
 	}
 	if c.spec.UI {
 		httpAddr = freeLoopbackAddr(c.t)

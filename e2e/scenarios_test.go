@@ -37,6 +37,7 @@ func TestScenario(t *testing.T) {
 		{"replica_freeze", scenarioReplicaFreeze},
 		{"redis_nodes_down", scenarioRedisDown},
 		{"redis_slow_unreachable", scenarioRedisSlow},
+		{"split_views", scenarioSplitViews},                               // splitviews_test.go
 		{"redis_majority_frozen_run_once", scenarioMajorityFrozenRunOnce}, // majority_frozen_test.go
 		{"clock_offsets", scenarioClockOffsets},
 		{"long_job_forbid", scenarioLongJob},

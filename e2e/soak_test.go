@@ -14,7 +14,8 @@ import (
 )
 
 // TestSoak runs one cluster (3 Redis nodes with append-only files, node 2
-// behind the fault proxy; 3 replicas) for the -soak duration while faults
+// behind the fault proxy; 3 replicas, each reaching each node through a
+// link of its own) for the -soak duration while faults
 // are injected one at a time at random, with a printed seed. It fails on
 // any finding of the checker, as the scenarios do, and prints a summary
 // table. Run it with:
@@ -41,7 +42,7 @@ func TestSoak(t *testing.T) {
 	faults := drawnFaults(t, *faultsFlag)
 
 	long := JobDef{Name: "long", Schedule: "* * * * * *", Sleep: 2500 * time.Millisecond, Forbid: true}
-	c := NewCluster(t, bins, Spec{ProxyNode: 2, AppendOnly: true, PipedLogs: true, Jobs: []JobDef{tick, guard, five, long}})
+	c := NewCluster(t, bins, Spec{ProxyNode: 2, Links: true, AppendOnly: true, PipedLogs: true, Jobs: []JobDef{tick, guard, five, long}})
 	start := time.Now()
 	c.StartAll("r1", "r2", "r3")
 	from := NextSecond(time.Now()).Add(time.Second)
@@ -383,6 +384,35 @@ var soakFaults = []soakFault{
 			closed += n
 		}
 		return fmt.Sprintf("node %d closed its clients' connections for %v (%d closed)", i, d, closed)
+	}},
+	{"link_cut_one", func(s *soak) string {
+		// One replica cut from one node its peers still reach (a
+		// partition between hosts): packets dropped, connections reset or
+		// replies lost. It keeps a majority, so no fault window.
+		r, i := s.replica().Name, s.rng.IntN(3)
+		mode := []ProxyMode{Blackhole, Reject, LoseReplies}[s.rng.IntN(3)]
+		d := s.dur(2000, 8000)
+		s.c.Link(r, i).SetMode(mode)
+		time.Sleep(d)
+		s.c.Link(r, i).SetMode(Pass)
+		return fmt.Sprintf("%s cut from node %d (%v) for %v", r, i, mode, d)
+	}},
+	{"link_split_views", func(s *soak) string {
+		// Every running replica cut from another node: each keeps a
+		// majority, every two share one node only.
+		names := s.c.Running()
+		shift, mode := s.rng.IntN(3), []ProxyMode{Blackhole, LoseReplies}[s.rng.IntN(2)]
+		d := s.dur(2000, 8000)
+		var cuts []string
+		for k, r := range names {
+			s.c.Link(r, (k+shift)%3).SetMode(mode)
+			cuts = append(cuts, fmt.Sprintf("%s from node %d", r, (k+shift)%3))
+		}
+		time.Sleep(d)
+		for k, r := range names {
+			s.c.Link(r, (k+shift)%3).SetMode(Pass)
+		}
+		return fmt.Sprintf("%s (%v) for %v", strings.Join(cuts, ", "), mode, d)
 	}},
 	{"proxy_reject", func(s *soak) string {
 		s.c.Proxy.SetMode(Reject)

@@ -59,12 +59,17 @@ type Spec struct {
 	Shards      int
 	ClusterMode bool
 	ProxyNode   int // index of the node reached through a Proxy; -1 none
-	AppendOnly  bool
-	TTL         time.Duration // lock.ttl; default 3s
-	Skew        time.Duration // lock.max_clock_skew; default 1s
-	Grace       time.Duration // shutdown.grace; default 5s
-	OpTimeout   time.Duration // redis.op_timeout; default 100ms
-	LogLevel    string        // log.level; default debug (the checker reads held/done skips)
+	// Links gives every replica a proxy of its own in front of every node
+	// (Cluster.Link; after the ProxyNode's proxy, where there is one), so
+	// that one replica can be cut from a node its peers still reach: a
+	// partition between hosts, not a node's fault.
+	Links      bool
+	AppendOnly bool
+	TTL        time.Duration // lock.ttl; default 3s
+	Skew       time.Duration // lock.max_clock_skew; default 1s
+	Grace      time.Duration // shutdown.grace; default 5s
+	OpTimeout  time.Duration // redis.op_timeout; default 100ms
+	LogLevel   string        // log.level; default debug (the checker reads held/done skips)
 	// PipedLogs passes every replica's output through a pipe the suite
 	// drains into its log file, so that Replica.StallLogs can stop
 	// draining it.
