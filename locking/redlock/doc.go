@@ -61,6 +61,15 @@
 //     in the background, to every node that has not answered it, until
 //     each has (at most 4 TTLs; Close stops it): see "Started, not
 //     started, unknown" below.
+//   - A plain lease refused by a value on a minority, where those nodes
+//     would make a majority with ours, is no longer refused when that
+//     value's holder gave it up: a release (or undo) that missed a node
+//     leaves the value's tombstone on the nodes that answered, for the
+//     lease's TTL, and the acquisition, finding it there, deletes the
+//     leftover where it holds that value and is sent there again
+//     (released.go). Without it, a job lease whose holder was cut from
+//     node 0 when it ended kept a replica cut from node 2 out for a TTL,
+//     though each reached a majority. A live lease has no tombstone.
 //   - The error tells why: a *HeldError naming the holder read from the
 //     value; HeldError{Done: true} when any node holds a done marker
 //     "done|<replica>|<note>"; a *SplitVoteError (errors.Is ErrSplitVote,
