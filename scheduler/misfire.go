@@ -58,7 +58,7 @@ type misfire struct {
 // slot found missed at start to look at it (attempt.go, attempt_probe.go).
 type misfireAttempts interface {
 	slotAttempter
-	probeLate(j *job, t time.Time) bool
+	probeLate(j *job, t time.Time) probe
 }
 
 // recordReader reads the job's last-slot record (outcomes_records.go).
@@ -106,10 +106,7 @@ func (m *misfire) recoverLate(j *job, late lateRange) bool {
 		if m.clock.Now().Sub(j.spec.Due(late.last)) > j.spec.Misfire.Deadline {
 			return false
 		}
-		if late.count > 1 {
-			rest := late
-			rest.count--
-			rest.last = late.prev
+		if rest, ok := late.older(j.spec.Schedule); ok {
 			m.logOlder(j, rest, "older missed slots: run_once runs only the latest")
 		}
 		m.recover(j, late.last)

@@ -42,11 +42,27 @@ func (m *misfire) startupCheck(j *job, start time.Time) {
 	}
 	// Under skip, the latest slot is claimed first (probeLate), so that N
 	// replicas starting together log the miss once: the one that wins it.
-	if m.recoverLate(j, late) || !m.attempts.probeLate(j, late.last) {
+	if m.recoverLate(j, late) {
 		return
 	}
-	m.logLate(name, late, lateNote(j))
+	switch m.attempts.probeLate(j, late.last) {
+	case probeMissed:
+		m.logLate(name, late, lateNote(j))
+	case probePaused:
+		// The latest slot was logged paused. The older ones passed while
+		// no replica ran, and no replica that fired them logged them:
+		// they are logged late here, by every replica the pause refused
+		// (the pause refuses each, so none wins them to log them once).
+		if rest, ok := late.older(j.spec.Schedule); ok {
+			m.logLate(name, rest, olderThanPausedNote)
+		}
+	}
 }
+
+// olderThanPausedNote is why a start-up check logs late the slots missed
+// before one the job's pause covers.
+const olderThanPausedNote = "older missed slots, while no replica ran: misfire policy skip does not run them " +
+	"(the latest, which the job's pause covers, is logged paused)"
 
 // prevSlot returns the latest slot <= t, or zero when none in five years.
 func prevSlot(sched Schedule, t time.Time) time.Time {

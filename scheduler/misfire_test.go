@@ -435,15 +435,15 @@ func TestStartupRunOnceFrequentJob(t *testing.T) {
 // attempt pipeline, and answers each start-up probe with late.
 type fakeMisfireAttempts struct {
 	fakeAttempts
-	late   bool
+	found  probe
 	probed []time.Time
 }
 
-func (f *fakeMisfireAttempts) probeLate(j *job, t time.Time) bool {
+func (f *fakeMisfireAttempts) probeLate(j *job, t time.Time) probe {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.probed = append(f.probed, t)
-	return f.late
+	return f.found
 }
 
 // TestMisfireAlone: the misfire policy built over a fake attempt
@@ -461,7 +461,7 @@ func TestMisfireAlone(t *testing.T) {
 		skip := everySecond(t, "skip", &recorder{now: time.Now})
 		e := testEngine(t, Config{Replica: "r1", Locker: env.locker, Logger: env.sink.logger("r1"), Metrics: env.metrics,
 			Jobs: []JobSpec{once, skip}})
-		attempts := &fakeMisfireAttempts{late: true}
+		attempts := &fakeMisfireAttempts{found: probeMissed}
 		m := newMisfire(e, attempts, newOutcomes(e, &fakeRetrier{}))
 		now := time.Now().Truncate(time.Second)
 		var late lateRange
@@ -491,6 +491,23 @@ func TestMisfireAlone(t *testing.T) {
 		}
 		if n := len(where(env.sink.events(t), evSlotSkipped, "job", "skip", "reason", string(history.ReasonLate))); n != 2 {
 			t.Errorf("%d slot.skipped late lines for skip after the start-up check, want 2", n)
+		}
+
+		// The latest missed slot found paused (logged so by the probe):
+		// the older ones are still logged late, not left without an
+		// outcome (the simulation, seed 219592: all replicas down while a
+		// skip job was paused, one slot reported by nobody).
+		attempts.found = probePaused
+		m.startupCheck(js, time.Now())
+		lates := where(env.sink.events(t), evSlotSkipped, "job", "skip", "reason", string(history.ReasonLate))
+		if len(lates) != 3 {
+			t.Fatalf("%d slot.skipped late lines after a paused probe, want 3", len(lates))
+		}
+		last := attempts.probed[len(attempts.probed)-1]
+		got := lates[2]
+		if got.str("slot") != slotString(last.Add(-time.Second)) || got.str("first_slot") != slotString(now.Add(-9*time.Second)) ||
+			int(got.num("missed")) != int(last.Sub(now.Add(-9*time.Second))/time.Second) {
+			t.Errorf("late line %v, want the slots from %s to the one before %s", got, slotString(now.Add(-9*time.Second)), slotString(last))
 		}
 	})
 }

@@ -164,6 +164,22 @@ type lateRange struct {
 	woke bool
 }
 
+// older is r without its last slot (false when that leaves none): prev
+// ends it or, where counting stopped (atLeast, prev unknown), the slot
+// before last by sched.
+func (r lateRange) older(sched Schedule) (lateRange, bool) {
+	o := r
+	o.count--
+	o.last, o.prev = r.prev, time.Time{}
+	if o.last.IsZero() && r.atLeast {
+		o.last = prevSlot(sched, r.last.Add(-time.Nanosecond))
+	}
+	if o.count < 1 || o.last.IsZero() || o.last.Before(o.first) {
+		return lateRange{}, false
+	}
+	return o, true
+}
+
 func (r *lateRange) add(t time.Time) {
 	if r.count == 0 {
 		r.first = t
