@@ -107,10 +107,17 @@ func NewRedisCluster(shards int, opts ...Option) (*Cluster, error) {
 	return c, nil
 }
 
+// formWait bounds how long form waits for the cluster to be ok. It is
+// longer than a server's readyWait: with the other packages' tests
+// loading the host (the race detector, two cores) a cluster's gossip
+// took over 10 s to report ok on every shard (a CI run, 2026-12-04).
+const formWait = 30 * time.Second
+
 // form assigns the slot ranges, introduces the shards and waits for the
 // cluster to be ok on every one of them.
 func (c *Cluster) form() error {
-	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.readyWait)
+	wait := max(c.cfg.readyWait, formWait)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	k := len(c.nodes)
 	for i, n := range c.nodes {
@@ -126,13 +133,17 @@ func (c *Cluster) form() error {
 		}
 	}
 	for i, n := range c.nodes {
+		seen := "" // the last CLUSTER INFO answered: what the failure shows
 		for {
 			info, err := n.Client().ClusterInfo(ctx).Result()
 			if err == nil && strings.Contains(info, "cluster_state:ok") {
 				break
 			}
+			if err == nil {
+				seen = info
+			}
 			if ctx.Err() != nil {
-				return fmt.Errorf("redistest: shard %d: cluster not ok after %v: %v\n%s", i, c.cfg.readyWait, err, info)
+				return fmt.Errorf("redistest: shard %d: cluster not ok after %v: %v\n%s", i, wait, err, seen)
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
