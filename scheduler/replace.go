@@ -209,6 +209,15 @@ func (ap *attempts) watchReplace(ctx context.Context, cancel context.CancelCause
 	}
 }
 
+// handledSlot reports whether a store shows slot t of job handled (its
+// done marker: Locker.Handled, a hint); false when it cannot tell.
+func (ap *attempts) handledSlot(job string, t time.Time) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	done, err := ap.cfg.Locker.Handled(ctx, []locking.Key{history.SlotKey(job, t)})
+	return err == nil && len(done) == 1 && done[0]
+}
+
 // yieldToWaitingSlot lets a scheduled slot of replace job name that is
 // newer than backfilled slot t and asked for the job lease (the replace
 // record names it) go first: while that slot may still be waiting for the
@@ -229,10 +238,7 @@ func (ap *attempts) yieldToWaitingSlot(j *job, t time.Time, abort <-chan struct{
 		if !now.Before(waitEnd) {
 			return nil
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-		done, err := ap.cfg.Locker.Handled(ctx, []locking.Key{history.SlotKey(name, by)})
-		cancel()
-		if err == nil && len(done) == 1 && done[0] {
+		if ap.handledSlot(name, by) {
 			return nil
 		}
 		if !ap.sleep(min(replaceCheckEvery, waitEnd.Sub(now)), abort) {

@@ -309,3 +309,36 @@ func TestReplaceManualRun(t *testing.T) {
 		require.Len(t, where(evs, "slot.skipped", "slot", "manual", "reason", "overlap"), 1)
 	})
 }
+
+// TestReplaceManualRunAfterASlotThatRan: a slot due less than
+// max_clock_skew before a manual run started replaces it only while it
+// may be waiting for the job lease; one whose own run had ended before
+// the manual run took the lease does not (the simulation, seed 255790,
+// canceled a trigger so). The next slot due after the start replaces it.
+func TestReplaceManualRunAfterASlotThatRan(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		job := &slotJob{d: func(sl time.Time) time.Duration {
+			if sl.IsZero() {
+				return time.Minute
+			}
+			return 300 * time.Millisecond
+		}}
+		s := e.scheduler("r1", nil, replaceSpec(t, "job", "*/10 * * * * *", job))
+		stop := running(t, s)
+		time.Sleep(10*time.Second + 500*time.Millisecond) // slot 10 ran from 10 s to 10.3 s
+		err := s.Trigger(context.Background(), "job")     // returns once slot 20 replaced it
+		require.ErrorIs(t, err, ErrRunFailed)
+		time.Sleep(time.Second)
+		stop()
+
+		runs := runsBySlot(job.all())
+		require.Len(t, runs[10], 1)
+		require.Len(t, runs[0], 1)
+		manual := runs[0][0]
+		var re *ReplacedError
+		require.True(t, errors.As(manual.Cause, &re), "cause %v", manual.Cause)
+		require.Equal(t, bubbleStart.Add(20*time.Second), re.By, "replaced by slot 20, not by slot 10, which had run")
+		require.False(t, runs[10][0].End.After(manual.Start))
+	})
+}

@@ -198,15 +198,31 @@ func (r *slotRun) runContext(ctx context.Context, leases []*locking.Lease) (cont
 // started may have been won on a replica whose clock is that much
 // behind, and wait for the job lease it took: it replaces it too (a
 // scheduled slot is not dropped for a run that started about when it was
-// due).
+// due) — unless a store shows it handled: then its own run came and went
+// before this one took the lease, and it waits for nothing (the
+// simulation, seed 255790, canceled a trigger for a slot that had run).
 func (r *slotRun) replaceWatch() (fastFrom time.Time, newer func(by time.Time) bool) {
 	a := r.a
 	ap := a.ap
 	if a.origin != originManual && a.origin != originBackfill {
 		return ap.nextMayFire(a.j, a.due), func(by time.Time) bool { return by.After(a.t) }
 	}
-	started := ap.clock.Now().Add(-ap.cfg.MaxClockSkew)
-	return ap.nextMayFire(a.j, started), func(by time.Time) bool { return !by.IsZero() && a.j.spec.Due(by).After(started) }
+	now := ap.clock.Now()
+	started := now.Add(-ap.cfg.MaxClockSkew)
+	var ran time.Time // a slot of the allowance found handled
+	return ap.nextMayFire(a.j, started), func(by time.Time) bool {
+		switch due := a.j.spec.Due(by); {
+		case by.IsZero() || !due.After(started) || by.Equal(ran):
+			return false
+		case due.After(now):
+			return true
+		}
+		if ap.handledSlot(a.name, by) {
+			ran = by
+			return false
+		}
+		return true
+	}
 }
 
 // logStarted logs run.started: for a scheduled slot with its delay from
