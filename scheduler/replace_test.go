@@ -266,20 +266,26 @@ func TestReplaceSupersedesAWaitingSlot(t *testing.T) {
 	})
 }
 
+// manualAndSlots runs replica r1 with replace job "job", a slot every
+// 10 s that runs for slotRun and manual runs that run a minute.
+func manualAndSlots(t *testing.T, slotRun time.Duration) (*env, *slotJob, *Scheduler, func()) {
+	e := newEnv(t)
+	job := &slotJob{d: func(sl time.Time) time.Duration {
+		if sl.IsZero() {
+			return time.Minute
+		}
+		return slotRun
+	}}
+	s := e.scheduler("r1", nil, replaceSpec(t, "job", "*/10 * * * * *", job))
+	return e, job, s, running(t, s)
+}
+
 // TestReplaceManualRun: a manual run of a replace job holds the job lease
 // and is replaced by the next slot due after its start; a manual trigger
 // while a run holds the lease is refused (overlap), as under forbid.
 func TestReplaceManualRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e := newEnv(t)
-		job := &slotJob{d: func(sl time.Time) time.Duration {
-			if sl.IsZero() {
-				return time.Minute
-			}
-			return 2 * time.Second
-		}}
-		s := e.scheduler("r1", nil, replaceSpec(t, "job", "*/10 * * * * *", job))
-		stop := running(t, s)
+		e, job, s, stop := manualAndSlots(t, 2*time.Second)
 		time.Sleep(2 * time.Second)
 		err := s.Trigger(context.Background(), "job") // returns once slot 10 replaced it
 		require.ErrorIs(t, err, ErrRunFailed)
@@ -317,15 +323,7 @@ func TestReplaceManualRun(t *testing.T) {
 // canceled a trigger so). The next slot due after the start replaces it.
 func TestReplaceManualRunAfterASlotThatRan(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e := newEnv(t)
-		job := &slotJob{d: func(sl time.Time) time.Duration {
-			if sl.IsZero() {
-				return time.Minute
-			}
-			return 300 * time.Millisecond
-		}}
-		s := e.scheduler("r1", nil, replaceSpec(t, "job", "*/10 * * * * *", job))
-		stop := running(t, s)
+		_, job, s, stop := manualAndSlots(t, 300*time.Millisecond)
 		time.Sleep(10*time.Second + 500*time.Millisecond) // slot 10 ran from 10 s to 10.3 s
 		err := s.Trigger(context.Background(), "job")     // returns once slot 20 replaced it
 		require.ErrorIs(t, err, ErrRunFailed)
