@@ -96,36 +96,33 @@ func (r *redlock) Release(ctx context.Context, s driver.Lease, e driver.End) dri
 	if s.Claim && e.Entry != nil {
 		op.Entry, op.N, op.Keep, op.Taken = e.Entry.Value, e.Entry.Score, int64(e.Keep), e.Taken
 	}
-	if !s.Claim || (e.Also == nil && e.RecordValue == 0) {
-		res := make([]driver.Result, len(r.nodes))
-		errs := make([]error, len(r.nodes))
-		r.round(ctx, all(op), res, errs)
-		if err := ctx.Err(); err != nil {
-			return driver.Released{Err: err}
-		}
-		if !s.Claim && e.DoneTTL == 0 {
-			r.noteReleased(ctx, s, errs) // released.go
-		}
-		return driver.Released{Err: r.verdict("release", s.Key, res, errs, func(rep driver.Result) bool { return rep.Status == 1 })}
-	}
-	if e.Also != nil {
+	// A plain lease ends alone: the job lease and the record go with a
+	// claim's end only.
+	also, record := s.Claim && e.Also != nil, s.Claim && e.RecordValue != 0
+	if also {
 		op.Also, op.AlsoValue = r.key(e.Also.Key), e.Also.Value
 	}
-	if e.RecordValue != 0 {
+	if record {
 		op.Record, op.RecordN = r.key(e.Record), e.RecordValue
 	}
 	res := make([]driver.Result, len(r.nodes))
 	errs := make([]error, len(r.nodes))
 	r.round(ctx, all(op), res, errs)
 	if err := ctx.Err(); err != nil {
-		return driver.Released{Err: err, Also: err, Record: err}
+		if also || record {
+			return driver.Released{Err: err, Also: err, Record: err}
+		}
+		return driver.Released{Err: err}
 	}
 	out := driver.Released{Err: r.verdict("release", s.Key, res, errs, func(rep driver.Result) bool { return rep.Status == 1 })}
-	if e.Also != nil {
+	if !s.Claim && e.DoneTTL == 0 {
+		r.noteReleased(ctx, s, errs) // released.go
+	}
+	if also {
 		out.Also = r.verdict("release", e.Also.Key, res, errs, func(rep driver.Result) bool { return rep.AlsoStatus == 1 })
 		r.noteReleased(ctx, *e.Also, errs)
 	}
-	if e.RecordValue != 0 {
+	if record {
 		// Max-assign is done wherever the script ran.
 		if got := r.answered(errs); got < r.quorum {
 			out.Record = &locking.QuorumError{Op: "record", Key: e.Record, Need: r.quorum, Got: got, Err: r.nodeErrs(errs)}
