@@ -27,13 +27,12 @@ type Cluster struct {
 	Redis  *redistest.Cluster // nil when Spec.Shards or ClusterMode asks for cluster endpoints
 	Shards *redistest.Shards  // the cluster endpoints, or nil
 	Proxy  *Proxy             // nil unless Spec.ProxyNode >= 0
-	addrs  []string           // the nodes' addresses in config.yaml
+	links  *links             // nil unless Spec.Links
 
 	born     time.Time // when NewCluster began: host pauses since count
 	mu       sync.Mutex
 	replicas map[string]*Replica
-	links    map[string][]*Proxy // Spec.Links: per replica, per node
-	order    []string            // replica names in first-start order
+	order    []string // replica names in first-start order
 	kills    []Kill
 	freezes  []Freeze
 	legit    []Window
@@ -66,7 +65,7 @@ func NewCluster(t testing.TB, bin Binaries, spec Spec) *Cluster {
 	}
 	c := &Cluster{t: t, bin: bin, spec: spec, dir: dir, born: born,
 		config: filepath.Join(dir, "config.yaml"), ledger: filepath.Join(dir, "ledger.jsonl"),
-		replicas: map[string]*Replica{}, links: map[string][]*Proxy{}}
+		replicas: map[string]*Replica{}}
 	t.Cleanup(func() {
 		c.killAll()
 		if t.Failed() || os.Getenv("SLOTLOCK_E2E_KEEP") != "" {
@@ -88,42 +87,22 @@ func NewCluster(t testing.TB, bin Binaries, spec Spec) *Cluster {
 	if spec.Links && c.Shards != nil {
 		t.Fatal("e2e: links in front of cluster endpoints are not supported (Spec.Links)")
 	}
-	c.addrs = addrs
+	if spec.Links {
+		c.links = &links{t: t, addrs: addrs, by: map[string][]*Proxy{}}
+	}
 	if err := os.WriteFile(c.config, c.configJSON(addrs), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return c
 }
 
-// Link is the proxy through which replica name reaches node i (Spec.Links):
-// the same one across the replica's restarts, so a cut outlives them.
+// Link is the proxy through which replica name reaches node i (Spec.Links).
 func (c *Cluster) Link(name string, i int) *Proxy {
 	c.t.Helper()
-	if !c.spec.Links {
+	if c.links == nil {
 		c.t.Fatal("e2e: Cluster.Link needs Spec.Links")
 	}
-	return c.replicaLinks(name)[i]
-}
-
-// replicaLinks returns replica name's proxies, one per node, started at
-// its first call.
-func (c *Cluster) replicaLinks(name string) []*Proxy {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if ls, ok := c.links[name]; ok {
-		return ls
-	}
-	var ls []*Proxy
-	for _, a := range c.addrs {
-		px, err := NewProxy(a)
-		if err != nil {
-			c.t.Fatal(err)
-		}
-		c.t.Cleanup(func() { _ = px.Close() })
-		ls = append(ls, px)
-	}
-	c.links[name] = ls
-	return ls
+	return c.links.of(name)[i]
 }
 
 // startRedis starts the Redis nodes (standalone, or each a Redis Cluster
