@@ -28,6 +28,11 @@ func (a *attempt) exit(v verdict) {
 		ap.settlement.settleAbandoned(a.j, a.t, a.claim)
 	case actDone:
 		a.span.skip(v.reason)
+		if v.entry != nil {
+			// The line follows the write: the time lets the reconciler
+			// tell whether this process lived to log it (history.AfterWrite).
+			v.entry.WrittenMS = ap.clock.Now().UnixMilli()
+		}
 		a.end(a.ending(string(v.reason), v.entry))
 		a.logSkip(v)
 	case actMisfire:

@@ -135,7 +135,8 @@ func (p *pass) from(ctx context.Context, j *job, now time.Time) (time.Time, erro
 }
 
 // judge judges slots of j, oldest first, and returns the latest it
-// judged (zero when none): up to the first whose claim is still open.
+// judged (zero when none): up to the first whose claim is still open, or
+// whose skip's writer may still beat (unlogged).
 func (p *pass) judge(ctx context.Context, j *job, slots []time.Time) (time.Time, error) {
 	r, name := p.r, j.name()
 	limit := historyReadLimit(r.cfg.HistoryKeep)
@@ -148,6 +149,9 @@ func (p *pass) judge(ctx context.Context, j *job, slots []time.Time) (time.Time,
 		have[e.Score] = true
 	}
 	p.noteOutcome(name, log)
+	if slots, err = p.unlogged(ctx, j, log, slots); err != nil || len(slots) == 0 {
+		return time.Time{}, err
+	}
 	// A slot with history.keep entries as new or newer may have had its
 	// own trimmed: older than reach, a slot without one is not judged,
 	// and said so (beyond).

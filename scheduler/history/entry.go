@@ -36,6 +36,12 @@ type Entry struct {
 	// settlers may write the same one.
 	SettledBy string `json:"settled_by,omitempty"`
 	SettleID  string `json:"settle_id,omitempty"`
+	// WrittenMS (a slot a replica skipped: Replica) is when it wrote the
+	// entry, in milliseconds since the epoch on its clock. The skip's only
+	// line follows the write: a replica killed in between leaves the
+	// outcome here and in no log, and the reconciler, seeing no heartbeat
+	// of it after this time (Fleet.AfterWrite), reports it again.
+	WrittenMS int64 `json:"written_ms,omitempty"`
 }
 
 // Outcome is what became of a slot: an Entry's outcome.
