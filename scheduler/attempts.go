@@ -23,6 +23,7 @@ type attempts struct {
 	misfire    attemptMisfire
 	outage     storesWatch
 	fleet      runList
+	pastFleet  pastFleet // what a backfill judges a missed slot by
 }
 
 // attemptLocks takes the attempt's leases: its claim and job lease, and

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -182,5 +183,23 @@ func TestRedisBackfillRunSlot(t *testing.T) {
 	evs := sink.events(t)
 	if st := where(evs, "run.started", "replica", "backfill"); len(st) != len(toRun) || st[0]["backfill"] != true {
 		t.Errorf("backfill run.started lines: %v", st)
+	}
+	// A slot with no entry is judged missed by the backfill, before its
+	// run (a reconciler's pass may be judging it too): one slot.missed,
+	// then run.started. The slot with the reconciler's entry gets none.
+	for _, sl := range toRun {
+		var order []string
+		for _, e := range evs {
+			if e.str("slot") == slotString(sl) && (e.str("event") == evSlotMissed || e.str("event") == "run.started") {
+				order = append(order, e.str("event")+" "+e.str("note"))
+			}
+		}
+		want := []string{evSlotMissed + " " + judgedByBackfill, "run.started "}
+		if sl.Equal(missed) {
+			want = want[1:]
+		}
+		if !slices.Equal(order, want) {
+			t.Errorf("slot %s: lines %q, want %q", slotString(sl), order, want)
+		}
 	}
 }

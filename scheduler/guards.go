@@ -219,11 +219,11 @@ func (a *attempt) recorded() verdict {
 	if a.origin == originBackfill {
 		switch {
 		case err != nil:
-			return verdict{act: actRelease, err: fmt.Errorf("scheduler: backfill %s %s: slot history: %w", a.name, a.slot, err)}
+			return backfillHistoryErr(a.name, a.t, err)
 		case found && !backfillable(&e):
-			return verdict{act: actDone, reason: history.ReasonDone,
-				attrs: []any{"outcome", e.Outcome, "note", "the slot history records it"},
-				err:   &HandledError{Slot: a.t, Reason: describeEntry(e), Entry: &e}}
+			return recordedAlready(a.t, e)
+		case !found:
+			return a.missedBeforeBackfill()
 		}
 		return goOn
 	}

@@ -252,11 +252,7 @@ func (p *pass) judgeMissing(ctx context.Context, j *job, t time.Time, pause lock
 	if err != nil {
 		return err
 	}
-	r.log.Warn("slot missed: it should have run and nobody ran it", "event", evSlotMissed,
-		"job", name, "slot", slotString(t), "reason", reason)
-	r.metrics.SlotMissed(name, reason)
-	r.metrics.JobOutcome(name, history.OutcomeMissed, t)
-	r.notifyWritten(j, t, e) // this pass's append added the entry: it is the writer of record
+	r.missed(j, t, e) // this pass's append added the entry: it is the writer of record
 	return nil
 }
 
@@ -291,13 +287,30 @@ const maxUnjudged = 100_000
 
 // reason says why nobody ran slot t.
 func (p *pass) reason(fleet history.Fleet, t time.Time) history.Reason {
+	return p.r.missedReason(fleet, t)
+}
+
+// missedReason says, from the fleet's records, why nobody ran slot t:
+// the stores had no majority around it, nobody was up, or neither.
+func (e *engine) missedReason(fleet history.Fleet, t time.Time) history.Reason {
 	switch {
-	case fleet.DownAt(t, p.r.lateness+p.r.cfg.MaxClockSkew):
+	case fleet.DownAt(t, e.lateness+e.cfg.MaxClockSkew):
 		return history.ReasonNoQuorum
 	case !fleet.AliveAt(t):
 		return history.ReasonNoReplica
 	}
 	return history.ReasonUnknown
+}
+
+// missed reports slot t of j missed, its entry e written by this
+// process's append (the writer of record, which notifies): slot.missed,
+// its counts, and the notification.
+func (e *engine) missed(j *job, t time.Time, entry history.Entry, attrs ...any) {
+	args := append([]any{"event", evSlotMissed, "job", j.name(), "slot", slotString(t), "reason", entry.Reason}, attrs...)
+	e.log.Warn("slot missed: it should have run and nobody ran it", args...)
+	e.metrics.SlotMissed(j.name(), entry.Reason)
+	e.metrics.JobOutcome(j.name(), history.OutcomeMissed, t)
+	e.notifyWritten(j, t, entry)
 }
 
 // noteOutcome tells the metrics the newest outcome in log (newest first).

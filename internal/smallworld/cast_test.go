@@ -2,9 +2,11 @@ package smallworld
 
 import (
 	"context"
+	"errors"
 	"slices"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // The actors that write a slot's outcome besides the replicas firing it
@@ -59,15 +61,62 @@ func backfill(n int) func(*actor) {
 			}
 			return
 		case !backfillable(e, found):
-			// actDone: closed with a done marker, no entry of its own.
-			if a.step("close") {
-				a.endRetried(lease, locking.Ending{DoneTTL: doneTTL, Note: "done"})
-				a.w.report(a, "refused", slot, "recorded "+kindOf(e.LogEntry(slotTime(slot)).Value))
-			}
+			a.closeRecorded(slot, lease, e)
 			return
+		case !found:
+			if !a.missedBeforeBackfill(slot, lease) {
+				return
+			}
 		}
 		a.runBody(slot, lease)
 	}
+}
+
+// closeRecorded is a backfill's actDone on a slot the history records:
+// closed with a done marker, no entry of its own.
+func (a *actor) closeRecorded(slot int, lease *locking.Lease, e history.Entry) {
+	if a.step("close") {
+		a.endRetried(lease, locking.Ending{DoneTTL: doneTTL, Note: "done"})
+		a.w.report(a, "refused", slot, "recorded "+kindOf(e.LogEntry(slotTime(slot)).Value))
+	}
+}
+
+// missedBeforeBackfill is the backfill's verdict on a slot with no entry
+// (scheduler/backfill_missed.go): the missed entry, only where the slot
+// has none (IfAbsent), and slot.missed when its write added it, before
+// the run; where another's entry is there, the history is read again
+// and decides. It reports whether the backfill runs the slot.
+func (a *actor) missedBeforeBackfill(slot int, lease *locking.Lease) bool {
+	if !a.step("judge") {
+		return false
+	}
+	err := a.locker.AppendLog(context.Background(), family, locking.LogAppend{Entry: entry(slot, outMissed, "", ""), Keep: a.w.keep(), IfAbsent: true})
+	switch {
+	case err == nil:
+		a.w.report(a, "slot."+outMissed, slot, "")
+		return true
+	case !errors.Is(err, locking.ErrLogHasEntry):
+		if a.step("release") {
+			a.end(lease, locking.Ending{})
+		}
+		return false
+	}
+	if !a.step("recorded-again") {
+		return false
+	}
+	log, err := a.readFrom(slot)
+	e, found := joinOf(valuesOf(log, slot))
+	switch {
+	case err != nil:
+		if a.step("release") {
+			a.end(lease, locking.Ending{})
+		}
+		return false
+	case found && !backfillable(e, found):
+		a.closeRecorded(slot, lease, e)
+		return false
+	}
+	return true
 }
 
 // startBackfill waits for the backfill's start: at its tick (cfg.at) and

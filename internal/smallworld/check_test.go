@@ -133,11 +133,17 @@ func (w *world) checkEntry(slot int, e string, runs []runRec, final bool) (viola
 	return violation{}, false
 }
 
-// checkReports: run.abandoned names a started run, once.
+// checkReports: run.abandoned names a started run, once; a plain
+// slot.missed (nobody ran it) is a verdict some store held before any run
+// of its slot began (a backfill's recovering it), never one reached while
+// or after a run went on.
 func (w *world) checkReports() []violation {
 	var out []violation
 	seen := map[string]int{}
 	for _, r := range w.reports {
+		if r.kind == "slot."+outMissed && r.detail == "" && r.early > 0 { // a plain verdict, not a settler's may_have_started
+			out = append(out, violation{"missed-while-started", fmt.Sprintf("%s logged slot.missed for slot %d, whose run began before any store held that verdict (runs: %v)", r.actor, r.slot, w.runs)})
+		}
 		if r.kind != "run.abandoned" {
 			continue
 		}

@@ -16,8 +16,10 @@
 // of its own (cast_test.go), on a slot every replica was down for: the
 // reconciler's pass as an explored actor (read, judge, fenced IfAbsent
 // write), a backfill (PlanBackfill's read of the join and the open
-// claims, a claim, the history check under it, Lease.Start, the body;
-// killed at any step), a second backfill once the done markers expired,
+// claims, a claim, the history check under it and, where the slot has no
+// entry, its own missed verdict (IfAbsent), Lease.Start, the body; killed
+// at any step; in world judgerace at the same time as the reconciler's
+// pass), a second backfill once the done markers expired,
 // and the start-up probe (its skipped/late entry); the history trimmed at
 // history.keep (world trim); a pause and a resume of the job (the pause
 // register: worlds pause and pauselose), which the replicas' claims and

@@ -3,6 +3,7 @@ package smallworld
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/locking/driver"
@@ -52,6 +53,17 @@ func (w *world) storeLogs(slot int) [][]string {
 		_ = l.Close()
 	}
 	return out
+}
+
+// judgedMissed reports whether some store holds a plain missed entry of
+// slot (the reconciler's or a backfill's verdict).
+func (w *world) judgedMissed(slot int) bool {
+	for _, l := range w.storeLogs(slot) {
+		if slices.ContainsFunc(l, func(v string) bool { return kindOf(v) == outMissed }) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkMajorities: a slot whose body started has, on every majority of

@@ -126,6 +126,9 @@ type runRec struct {
 	actor, id string
 	slot      int
 	token     uint64
+	// afterMissed: when the body began, some store held a plain missed
+	// entry of the slot (a backfill recovering a slot judged missed).
+	afterMissed bool
 }
 
 // bodyRec is a body's time: from the action that began it to the one
@@ -144,6 +147,9 @@ type reportRec struct {
 	actor, kind string
 	slot        int
 	detail      string
+	// early: runs of the slot that began before the report with no
+	// missed entry of it on any store (runAfterMissed).
+	early int
 }
 
 func newWorld(cfg worldConfig) *world {
@@ -208,7 +214,7 @@ func (w *world) granted(a *actor, slot int, l *locking.Lease, begin int) {
 func (w *world) started(a *actor, slot int, l *locking.Lease) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.runs = append(w.runs, runRec{actor: a.name, id: l.Grant().ID, slot: slot, token: l.Token()})
+	w.runs = append(w.runs, runRec{actor: a.name, id: l.Grant().ID, slot: slot, token: l.Token(), afterMissed: w.judgedMissed(slot)})
 	w.bodies = append(w.bodies, &bodyRec{actor: a.name, slot: slot, def: a.def, begin: w.steps, end: -1})
 }
 
@@ -224,7 +230,13 @@ func (w *world) bodyEnded(a *actor) {
 func (w *world) report(a *actor, kind string, slot int, detail string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.reports = append(w.reports, reportRec{actor: a.name, kind: kind, slot: slot, detail: detail})
+	early := 0
+	for _, r := range w.runs {
+		if r.slot == slot && !r.afterMissed {
+			early++
+		}
+	}
+	w.reports = append(w.reports, reportRec{actor: a.name, kind: kind, slot: slot, detail: detail, early: early})
 }
 
 func (w *world) actor(name string) *actor {
@@ -246,6 +258,13 @@ var castWorlds = map[string]worldConfig{
 	"backfill": {name: "backfill", slots: 1, settlers: []string{"S1"}, reconcilers: []string{"C1"}, backfills: []string{"B1", "B2"},
 		faults: 1, kinds: []string{"crash"}, victims: []string{"B1"}, ticks: 3, expiries: 1, killAtSteps: true,
 		at: map[string]int{"C1": 0, "B1": 1, "S1": 2, "B2": 3}},
+	// The reconciler's pass and a backfill at the same time: the pass may
+	// read the claims just before the backfill claims the slot, and must
+	// not then report missed a slot whose run began (the backfill judges
+	// a slot with no entry itself first); the backfill killed at any step.
+	"judgerace": {name: "judgerace", slots: 1, settlers: []string{"S1"}, reconcilers: []string{"C1"}, backfills: []string{"B1"},
+		faults: 1, kinds: []string{"crash"}, victims: []string{"B1"}, ticks: 2, expiries: 1, killAtSteps: true,
+		at: map[string]int{"C1": 0, "B1": 0, "S1": 1}},
 	// The same with the start-up probe's skipped/late entry in place of
 	// the reconciler's missed.
 	"probe": {name: "probe", slots: 1, settlers: []string{"S1"}, probes: []string{"P1"}, backfills: []string{"B1", "B2"},
