@@ -207,7 +207,8 @@ func (a *attempt) late() verdict {
 // recorded asks the slot history about a slot won so long after it (a
 // recovery, a large jitter) that a replica's done marker of it may have
 // expired (outcomes_history.go), and about every backfill: a slot it records,
-// or one it cannot tell, is not run.
+// or one it cannot tell, is not run; one with no entry the backfill judges
+// missed first (backfill_missed.go).
 func (a *attempt) recorded() verdict {
 	ap := a.ap
 	if a.origin != originBackfill && ap.clock.Now().Sub(a.t) <= ap.markerSafe() {
