@@ -33,7 +33,11 @@ func (w *world) pausedAt(job string, s time.Time, lateness time.Duration) pauseS
 		if p.job != job {
 			continue
 		}
-		if !p.from.After(s.Add(margin)) && !p.acked.Before(s.Add(-margin)) || p.failed && !p.from.After(s) && w.mayHold(i, s.Add(-margin)) {
+		// A write's pause holds from its Version, the writer's clock when it
+		// wrote (up to half the skew off), and replicas judge a slot's due
+		// time by theirs: a write begun up to margin after s may cover s,
+		// whether it was acknowledged or its outcome is unknown.
+		if !p.from.After(s.Add(margin)) && !p.acked.Before(s.Add(-margin)) || p.failed && !p.from.After(s.Add(margin)) && w.mayHold(i, s.Add(-margin)) {
 			near = true // a write under way around s, or one whose outcome is unknown
 		}
 		if !p.from.After(s) && (last == nil || p.from.After(last.from)) {
