@@ -243,7 +243,7 @@ func (p *pass) judgeMissing(ctx context.Context, j *job, t time.Time, pause lock
 	if err != nil {
 		return err
 	}
-	reason := p.reason(fleet, t)
+	reason := r.missedReason(fleet, t)
 	e := missedEntry(t, reason)
 	err = p.write(ctx, j, e, t)
 	if errors.Is(err, locking.ErrLogHasEntry) {
@@ -284,11 +284,6 @@ func (p *pass) unjudged(ctx context.Context, j *job, from, cut time.Time) error 
 
 // maxUnjudged bounds the slots unjudged counts.
 const maxUnjudged = 100_000
-
-// reason says why nobody ran slot t.
-func (p *pass) reason(fleet history.Fleet, t time.Time) history.Reason {
-	return p.r.missedReason(fleet, t)
-}
 
 // missedReason says, from the fleet's records, why nobody ran slot t:
 // the stores had no majority around it, nobody was up, or neither.
