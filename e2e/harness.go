@@ -27,7 +27,7 @@ type Cluster struct {
 	Redis  *redistest.Cluster // nil when Spec.Shards or ClusterMode asks for cluster endpoints
 	Shards *redistest.Shards  // the cluster endpoints, or nil
 	Proxy  *Proxy             // nil unless Spec.ProxyNode >= 0
-	links  *links             // nil unless Spec.Links
+	Links  *Links             // nil unless Spec.Links
 
 	born     time.Time // when NewCluster began: host pauses since count
 	mu       sync.Mutex
@@ -88,21 +88,12 @@ func NewCluster(t testing.TB, bin Binaries, spec Spec) *Cluster {
 		t.Fatal("e2e: links in front of cluster endpoints are not supported (Spec.Links)")
 	}
 	if spec.Links {
-		c.links = &links{t: t, addrs: addrs, by: map[string][]*Proxy{}}
+		c.Links = &Links{t: t, addrs: addrs, by: map[string][]*Proxy{}}
 	}
 	if err := os.WriteFile(c.config, c.configJSON(addrs), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return c
-}
-
-// Link is the proxy through which replica name reaches node i (Spec.Links).
-func (c *Cluster) Link(name string, i int) *Proxy {
-	c.t.Helper()
-	if c.links == nil {
-		c.t.Fatal("e2e: Cluster.Link needs Spec.Links")
-	}
-	return c.links.of(name)[i]
 }
 
 // startRedis starts the Redis nodes (standalone, or each a Redis Cluster

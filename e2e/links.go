@@ -7,10 +7,10 @@ import (
 	"testing"
 )
 
-// links are the replicas' own proxies in front of the nodes (Spec.Links):
+// Links are the replicas' own proxies in front of the nodes (Spec.Links):
 // one per replica and node, started at the replica's first start and
 // kept across its restarts, so that a cut outlives them.
-type links struct {
+type Links struct {
 	t     testing.TB
 	addrs []string // the nodes', as config.yaml names them
 
@@ -18,9 +18,17 @@ type links struct {
 	by map[string][]*Proxy // per replica, per node
 }
 
+// Link is the proxy through which replica name reaches node i.
+func (l *Links) Link(name string, i int) *Proxy {
+	if l == nil {
+		panic("e2e: Cluster.Links is nil: the cluster needs Spec.Links")
+	}
+	return l.of(name)[i]
+}
+
 // of returns replica name's proxies, one per node, started at its first
 // call.
-func (l *links) of(name string) []*Proxy {
+func (l *Links) of(name string) []*Proxy {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if ls, ok := l.by[name]; ok {

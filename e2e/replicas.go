@@ -97,9 +97,9 @@ func (c *Cluster) replicaEnv(name string, offset time.Duration) (env []string, h
 		// One seed per Redlock node: the replica finds the other shards.
 		env = append(env, "SLOTLOCK_REDIS__NODES="+strings.Join(c.Shards.Seeds(), ","))
 	}
-	if c.links != nil {
+	if c.Links != nil {
 		var addrs []string
-		for _, px := range c.links.of(name) {
+		for _, px := range c.Links.of(name) {
 			addrs = append(addrs, px.Addr())
 		}
 		env = append(env, "SLOTLOCK_REDIS__NODES="+strings.Join(addrs, ","))

@@ -392,9 +392,9 @@ var soakFaults = []soakFault{
 		r, i := s.replica().Name, s.rng.IntN(3)
 		mode := []ProxyMode{Blackhole, Reject, LoseReplies}[s.rng.IntN(3)]
 		d := s.dur(2000, 8000)
-		s.c.Link(r, i).SetMode(mode)
+		s.c.Links.Link(r, i).SetMode(mode)
 		time.Sleep(d)
-		s.c.Link(r, i).SetMode(Pass)
+		s.c.Links.Link(r, i).SetMode(Pass)
 		return fmt.Sprintf("%s cut from node %d (%v) for %v", r, i, mode, d)
 	}},
 	{"link_split_views", func(s *soak) string {
@@ -405,12 +405,12 @@ var soakFaults = []soakFault{
 		d := s.dur(2000, 8000)
 		var cuts []string
 		for k, r := range names {
-			s.c.Link(r, (k+shift)%3).SetMode(mode)
+			s.c.Links.Link(r, (k+shift)%3).SetMode(mode)
 			cuts = append(cuts, fmt.Sprintf("%s from node %d", r, (k+shift)%3))
 		}
 		time.Sleep(d)
 		for k, r := range names {
-			s.c.Link(r, (k+shift)%3).SetMode(Pass)
+			s.c.Links.Link(r, (k+shift)%3).SetMode(Pass)
 		}
 		return fmt.Sprintf("%s (%v) for %v", strings.Join(cuts, ", "), mode, d)
 	}},

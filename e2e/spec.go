@@ -60,7 +60,7 @@ type Spec struct {
 	ClusterMode bool
 	ProxyNode   int // index of the node reached through a Proxy; -1 none
 	// Links gives every replica a proxy of its own in front of every node
-	// (Cluster.Link; after the ProxyNode's proxy, where there is one), so
+	// (Cluster.Links; after the ProxyNode's proxy, where there is one), so
 	// that one replica can be cut from a node its peers still reach: a
 	// partition between hosts, not a node's fault.
 	Links      bool

@@ -59,14 +59,14 @@ func scenarioSplitViews(t *testing.T) {
 		t.Logf("%s: %s", stamp(time.Now()), p.what)
 		at := time.Now()
 		for _, k := range p.cuts {
-			c.Link(k.replica, k.node).SetMode(k.mode)
+			c.Links.Link(k.replica, k.node).SetMode(k.mode)
 		}
 		if p.majority {
 			c.Legit(c.FaultStart(at), at.Add(c.spec.TTL+time.Second), p.cuts[0].replica+" cut from a majority")
 		}
 		time.Sleep(6 * time.Second)
 		for _, k := range p.cuts {
-			c.Link(k.replica, k.node).SetMode(Pass)
+			c.Links.Link(k.replica, k.node).SetMode(Pass)
 			windows = append(windows, window{k, at, time.Now()})
 		}
 		t.Logf("%s: healed", stamp(time.Now()))
@@ -79,7 +79,7 @@ func scenarioSplitViews(t *testing.T) {
 	// while it lasted (a cut nobody noticed proves nothing).
 	evs := c.Events()
 	for _, w := range windows {
-		addr := c.Link(w.cut.replica, w.cut.node).Addr()
+		addr := c.Links.Link(w.cut.replica, w.cut.node).Addr()
 		n := 0
 		for _, e := range evs {
 			if e.Replica == w.cut.replica && e.Node == addr && e.Msg == "locking: redis node unreachable" &&
