@@ -104,7 +104,10 @@
 // only logged when a pipeline that was written fails or goes unanswered
 // for its socket deadline from its write. A round that missed its majority for
 // ErrBusy says so (errors.Is(err, ErrBusy)), and nothing is undone where
-// nothing was sent.
+// nothing was sent. A call that was not sent because it queued behind a
+// pipeline the node left unanswered for over half the op timeout (in
+// flight, or just timed out) is the node's fault, not ErrBusy: a frozen
+// node's callers see an outage, not their replica's overload.
 //
 // # Fencing tokens: a quorum register
 //

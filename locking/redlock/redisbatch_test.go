@@ -239,3 +239,39 @@ func TestDeadlineAwareSending(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 7, res.N)
 }
+
+// Calls held in the queue behind a frozen node's pipeline are the node's
+// fault, not this replica's load: with two nodes of three frozen, callers
+// that keep asking (each round queues behind the pipeline the node leaves
+// unanswered) get no majority, never ErrBusy — which a scheduler takes for
+// its own overload and reports as a late slot, not an outage.
+func TestCallsHeldBehindAFrozenNodeAreNotBusy(t *testing.T) {
+	c := redistest.Start(t, 3)
+	l, _ := loggedRedlock(t, c.Addrs())
+	ctx := tctx(t, 10*time.Second)
+	for _, i := range []int{1, 2} {
+		require.NoError(t, c.Node(i).Pause())
+		defer func() { _ = c.Node(i).Resume() }()
+	}
+	end := time.Now().Add(10 * maxWaitFactor * testOpTimeout)
+	var wg sync.WaitGroup
+	var calls, busy atomic.Int32
+	for g := range 4 {
+		wg.Go(func() {
+			for i := 0; time.Now().Before(end); i++ {
+				_, err := l.Acquire(ctx, locking.Key{Family: "frozen", Name: fmt.Sprint(g, "-", i)}, 5*time.Second)
+				calls.Add(1)
+				if !errors.Is(err, locking.ErrNoQuorum) {
+					t.Errorf("acquire with two of three nodes frozen: %v", err)
+				}
+				if errors.Is(err, locking.ErrBusy) {
+					busy.Add(1)
+					t.Logf("busy: %v", err)
+				}
+				time.Sleep(time.Duration(g*7) * time.Millisecond)
+			}
+		})
+	}
+	wg.Wait()
+	require.Zero(t, busy.Load(), "of %d calls", calls.Load())
+}

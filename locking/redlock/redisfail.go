@@ -20,18 +20,23 @@ import (
 
 // notSent is the answer to a call that was never written, its caller
 // no longer waiting for over: ErrBusy (this replica's own queue), or the
-// caller's own cancellation, or, when the
-// queue was held by a pipeline the node has left unanswered for over half
-// the op timeout, the node's stall — the node's fault, which the failing
-// pipeline reports (watch), not this replica's load.
+// caller's own cancellation, or, when the queue was held by a pipeline the
+// node has left unanswered for over half the op timeout, the node's stall
+// — the node's fault, which the failing pipeline reports (watch), not
+// this replica's load. That pipeline may still be in flight (the caller
+// gave up waiting), or may just have timed out: the sender finds the
+// calls queued behind it past their deadlines as it takes them for the
+// next one, and they too waited for the node.
 func (b *batcher) notSent(over error) error {
 	if !errors.Is(over, context.DeadlineExceeded) {
 		return over
 	}
+	held := b.stalled.Load()
 	if t := b.sentAt.Load(); t != 0 {
-		if d := time.Duration(monoNow() - t); d > b.opTimeout/2 {
-			return &stalledError{waited: d}
-		}
+		held = monoNow() - t
+	}
+	if d := time.Duration(held); d > b.opTimeout/2 {
+		return &stalledError{waited: d}
 	}
 	return locking.ErrBusy
 }
