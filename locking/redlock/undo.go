@@ -26,11 +26,16 @@ import (
 // value with a tombstone, so a late acquisition leaves nothing behind.
 //
 // The undo is made sure of (undoLater): a node that does not answer it
-// may hold the claim, and a claim of a failed acquisition left on a
+// may hold the value — a frozen node runs the acquisition when it resumes,
+// while the undo, queued behind it, may never have been written (the
+// pipeline that timed out closed its connection, and a new one cannot be
+// set up with a frozen node). A claim of a failed acquisition left on a
 // majority would be taken, once its lease expired, for a run that may
-// have started. So where the acquisition may have landed on a majority,
-// the undo is sent again, in the background, to every node that did not
-// answer it, until each has.
+// have started; a plain lease (a job lease) left on a majority keeps
+// every contender out for its TTL — a forbid job's slots after the
+// outage skipped for a run that does not exist. So where the acquisition
+// may have landed on a majority, the undo is sent again, in the
+// background, to every node that did not answer it, until each has.
 func (r *redlock) undo(ctx context.Context, s driver.Lease, mask []bool, unanswered []error) {
 	// A node the acquisition was never sent to (ErrBusy) holds nothing
 	// of it: there is nothing to undo.
@@ -76,9 +81,10 @@ func (r *redlock) undo(ctx context.Context, s driver.Lease, mask []bool, unanswe
 			anyPending = anyPending || pending[i]
 		}
 	}
-	// A claim that cannot have landed on a majority can never be taken
-	// for a started run (at most a leftover); others are made sure of.
-	if s.Claim && anyPending && maybe >= r.quorum {
+	// A value that cannot have landed on a majority can never be taken
+	// for a started run, nor keep a contender out (at most a leftover,
+	// which a contender takes over: released.go); others are made sure of.
+	if anyPending && maybe >= r.quorum {
 		r.undoLater(s, tomb, pending)
 	}
 }
