@@ -62,9 +62,13 @@ type Input struct {
 	// few milliseconds apart, either first) — outside the conditions, as
 	// the pause is.
 	HostPauses []Window
-	Kills      []Kill
-	Runs       []Run
-	Events     []Event
+	// Together are the slots, by due time, whose claims a resumed Redis
+	// majority may answer at once (Cluster.ClaimsTogether): runs of an
+	// overlap: allow job among them may start out of token order.
+	Together []Window
+	Kills    []Kill
+	Runs     []Run
+	Events   []Event
 	// Skew is the largest clock difference between replicas (the
 	// configured lock.max_clock_skew); it is the tolerance for matching an
 	// "overlap" skip with the run that caused it.

@@ -139,7 +139,11 @@ func checkTokens(s *scenario, r *Report, f *Finding) {
 			if b.Token > a.Token {
 				continue
 			}
-			if w, ok := bothIn(s.HostPauses, a.Slot, b.Slot); ok {
+			w, ok := bothIn(s.HostPauses, a.Slot, b.Slot)
+			if !ok && !s.forbid[job] {
+				w, ok = bothIn(s.Together, a.Slot, b.Slot)
+			}
+			if ok {
 				r.Excused = append(r.Excused, fmt.Sprintf("%s: run %s (slot %s, token %d) started after run %s (slot %s, token %d): %s",
 					job, b.RunID, slotString(b), b.Token, a.RunID, slotString(a), a.Token, w.Why))
 				continue

@@ -57,6 +57,18 @@ func (c *Cluster) Legit(from, to time.Time, why string) {
 	c.mu.Unlock()
 }
 
+// ClaimsTogether declares that the claims of slots due in [from, to] may
+// be answered together: a frozen Redis majority that resumes runs the
+// claims queued on it and the replicas' retries at once, and two runs of
+// an overlap: allow job may then start a few milliseconds out of token
+// order — a documented limit (docs/guarantees.md, "Token order of
+// acquisitions that overlap"). Runs of forbid jobs are never excused.
+func (c *Cluster) ClaimsTogether(from, to time.Time, why string) {
+	c.mu.Lock()
+	c.together = append(c.together, Window{From: from, To: to, Why: why})
+	c.mu.Unlock()
+}
+
 // StallLogs stops draining the replica's output for d (Spec.PipedLogs),
 // so that its writes block as under a log driver's backpressure, and
 // records the stall. It blocks for d.

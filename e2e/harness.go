@@ -36,6 +36,7 @@ type Cluster struct {
 	kills    []Kill
 	freezes  []Freeze
 	legit    []Window
+	together []Window
 	exitErrs []string
 }
 

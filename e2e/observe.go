@@ -53,11 +53,12 @@ func (c *Cluster) Input(from, to time.Time) Input {
 	defer c.mu.Unlock()
 	in := Input{
 		Jobs: jobs, From: from, To: to,
-		Legit:   append([]Window(nil), c.legit...),
-		Freezes: append([]Freeze(nil), c.freezes...),
-		Kills:   append([]Kill(nil), c.kills...),
-		Skew:    c.spec.Skew,
-		Now:     time.Now(),
+		Legit:    append([]Window(nil), c.legit...),
+		Together: append([]Window(nil), c.together...),
+		Freezes:  append([]Freeze(nil), c.freezes...),
+		Kills:    append([]Kill(nil), c.kills...),
+		Skew:     c.spec.Skew,
+		Now:      time.Now(),
 	}
 	// A pause of the whole host longer than the lateness bound: every
 	// replica frozen (hostpause.go).

@@ -299,6 +299,30 @@ var soakFaults = []soakFault{
 		}
 		return fmt.Sprintf("node %d SIGSTOP %v", i, d)
 	}},
+	{"redis_pause_two", func(s *soak) string {
+		// A majority frozen: unlike killed nodes it keeps its connections
+		// open, so the replicas' calls queue behind pipelines it never
+		// answers, and run when it resumes (their senders undo them).
+		i := s.rng.IntN(3)
+		j := (i + 1 + s.rng.IntN(2)) % 3
+		at := time.Now()
+		for _, k := range []int{i, j} {
+			if err := s.c.Redis.Node(k).Pause(); err != nil {
+				s.t.Fatal(err)
+			}
+		}
+		d := s.dur(2000, 6000)
+		time.Sleep(d)
+		for _, k := range []int{i, j} {
+			if err := s.c.Redis.Node(k).Resume(); err != nil {
+				s.t.Fatal(err)
+			}
+		}
+		back := time.Now()
+		s.c.Legit(s.c.FaultStart(at), back.Add(time.Second), "Redis majority frozen")
+		s.c.ClaimsTogether(s.c.FaultStart(at), back.Add(s.c.spec.lateness()), "Redis majority frozen")
+		return fmt.Sprintf("nodes %d and %d SIGSTOP %v", i, j, d)
+	}},
 	{"proxy_latency_below_op_timeout", func(s *soak) string {
 		l := s.c.spec.OpTimeout * 3 / 10
 		s.c.Proxy.SetLatency(l)
