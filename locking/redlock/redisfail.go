@@ -61,6 +61,15 @@ func (e *unansweredError) Error() string { return e.err.Error() + " (sent, not a
 
 func (e *unansweredError) Unwrap() error { return e.err }
 
+// unsent reports a call that was never written to its node: this
+// replica's queue did not send it (ErrBusy), or it was held behind a
+// pipeline the node left unanswered (stalledError). The node holds
+// nothing of it, and nothing is to be undone there.
+func unsent(err error) bool {
+	var se *stalledError
+	return errors.Is(err, locking.ErrBusy) || errors.As(err, &se)
+}
+
 // queueHeld reports an error that says nothing of the node by itself: a
 // call this replica did not send, or stopped waiting for (its pipeline's
 // outcome is reported apart, by watch).

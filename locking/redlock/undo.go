@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"time"
 
@@ -37,10 +36,10 @@ import (
 // may have landed on a majority, the undo is sent again, in the
 // background, to every node that did not answer it, until each has.
 func (r *redlock) undo(ctx context.Context, s driver.Lease, mask []bool, unanswered []error) {
-	// A node the acquisition was never sent to (ErrBusy) holds nothing
-	// of it: there is nothing to undo.
+	// A node the acquisition was never sent to (unsent) holds nothing of
+	// it: there is nothing to undo.
 	masked := func(i int) bool {
-		return (mask == nil || mask[i]) && (unanswered == nil || !errors.Is(unanswered[i], locking.ErrBusy))
+		return (mask == nil || mask[i]) && (unanswered == nil || !unsent(unanswered[i]))
 	}
 	nothing := true
 	for i := range r.nodes {
@@ -158,7 +157,7 @@ func (r *redlock) joint(ctx context.Context, s driver.Lease, g *driver.Grant, re
 		if errs[i] == nil && rep.AlsoStatus == 1 {
 			won++
 		}
-		touched = touched || (errs[i] != nil && !errors.Is(errs[i], locking.ErrBusy)) || rep.AlsoStatus == 1
+		touched = touched || (errs[i] != nil && !unsent(errs[i])) || rep.AlsoStatus == 1
 	}
 	if won >= r.quorum && g.Abandoned == nil && !g.Leftover {
 		g.Joined = true
@@ -177,7 +176,7 @@ func (r *redlock) joint(ctx context.Context, s driver.Lease, g *driver.Grant, re
 	uerrs := make([]error, len(r.nodes))
 	r.round(context.WithoutCancel(ctx), func(i int) (driver.Op, bool) {
 		if errs[i] != nil {
-			return tomb, !errors.Is(errs[i], locking.ErrBusy)
+			return tomb, !unsent(errs[i])
 		}
 		return op, res[i].AlsoStatus == 1
 	}, ures, uerrs)
