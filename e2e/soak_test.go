@@ -421,6 +421,38 @@ var soakFaults = []soakFault{
 		s.c.Links.Link(r, i).SetMode(Pass)
 		return fmt.Sprintf("%s cut from node %d (%v) for %v", r, i, mode, d)
 	}},
+	{"link_isolate_one", func(s *soak) string {
+		// One replica cut from two nodes, a majority its peers still
+		// reach: it goes on running, its renewals fail, and it must stop
+		// its run before its lease lapses, when a peer may take the job
+		// over (no overlap, no duplicate, tokens in order). Its job lease
+		// keeps the forbid job out for up to a TTL: a fault window from
+		// the cut, or, when only its replies are lost, from the cut to a
+		// TTL after its end — its claims land on the nodes, where its
+		// peers find them held, and it undoes them: such a slot is missed
+		// (slot.missed). Duplicates and overlaps are never excused.
+		r, keep := s.replica().Name, s.rng.IntN(3)
+		mode := []ProxyMode{Blackhole, Reject, LoseReplies}[s.rng.IntN(3)]
+		d := s.dur(2000, 8000)
+		at := time.Now()
+		for i := range 3 {
+			if i != keep {
+				s.c.Links.Link(r, i).SetMode(mode)
+			}
+		}
+		time.Sleep(d)
+		for i := range 3 {
+			if i != keep {
+				s.c.Links.Link(r, i).SetMode(Pass)
+			}
+		}
+		until := at
+		if mode == LoseReplies {
+			until = time.Now()
+		}
+		s.c.Legit(s.c.FaultStart(at), until.Add(s.c.spec.TTL+time.Second), "replica "+r+" cut from a majority")
+		return fmt.Sprintf("%s cut from every node but %d (%v) for %v", r, keep, mode, d)
+	}},
 	{"link_split_views", func(s *soak) string {
 		// Every running replica cut from another node: each keeps a
 		// majority, every two share one node only.
