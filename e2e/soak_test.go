@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/slotlock/slotlock/locking/redistest"
 )
 
 // TestSoak runs one cluster (3 Redis nodes with append-only files, node 2
@@ -166,6 +168,27 @@ func (s *soak) dur(minMs, maxMs int) time.Duration {
 	return time.Duration(minMs+s.rng.IntN(maxMs-minMs+1)) * time.Millisecond
 }
 
+// majorityOut takes two Redis nodes of three, picked at random, out with
+// out for 2–6 s, and back with in; it returns once they are back, with
+// which nodes and for how long.
+func (s *soak) majorityOut(out, in func(*redistest.Node) error) (i, j int, d time.Duration) {
+	i = s.rng.IntN(3)
+	j = (i + 1 + s.rng.IntN(2)) % 3
+	for _, k := range []int{i, j} {
+		if err := out(s.c.Redis.Node(k)); err != nil {
+			s.t.Fatal(err)
+		}
+	}
+	d = s.dur(2000, 6000)
+	time.Sleep(d)
+	for _, k := range []int{i, j} {
+		if err := in(s.c.Redis.Node(k)); err != nil {
+			s.t.Fatal(err)
+		}
+	}
+	return i, j, d
+}
+
 func (s *soak) replica() *Replica {
 	names := s.c.Running()
 	return s.c.Replica(names[s.rng.IntN(len(names))])
@@ -268,21 +291,8 @@ var soakFaults = []soakFault{
 		return fmt.Sprintf("node 0 down %v, back empty", d)
 	}},
 	{"redis_kill_two", func(s *soak) string {
-		i := s.rng.IntN(3)
-		j := (i + 1 + s.rng.IntN(2)) % 3
 		at := time.Now()
-		for _, k := range []int{i, j} {
-			if err := s.c.Redis.Node(k).Kill(); err != nil {
-				s.t.Fatal(err)
-			}
-		}
-		d := s.dur(2000, 6000)
-		time.Sleep(d)
-		for _, k := range []int{i, j} {
-			if err := s.c.Redis.Node(k).Start(); err != nil {
-				s.t.Fatal(err)
-			}
-		}
+		i, j, d := s.majorityOut((*redistest.Node).Kill, (*redistest.Node).Start)
 		s.c.Legit(s.c.FaultStart(at), time.Now().Add(time.Second), "Redis majority down")
 		return fmt.Sprintf("nodes %d and %d down %v", i, j, d)
 	}},
@@ -303,21 +313,8 @@ var soakFaults = []soakFault{
 		// A majority frozen: unlike killed nodes it keeps its connections
 		// open, so the replicas' calls queue behind pipelines it never
 		// answers, and run when it resumes (their senders undo them).
-		i := s.rng.IntN(3)
-		j := (i + 1 + s.rng.IntN(2)) % 3
 		at := time.Now()
-		for _, k := range []int{i, j} {
-			if err := s.c.Redis.Node(k).Pause(); err != nil {
-				s.t.Fatal(err)
-			}
-		}
-		d := s.dur(2000, 6000)
-		time.Sleep(d)
-		for _, k := range []int{i, j} {
-			if err := s.c.Redis.Node(k).Resume(); err != nil {
-				s.t.Fatal(err)
-			}
-		}
+		i, j, d := s.majorityOut((*redistest.Node).Pause, (*redistest.Node).Resume)
 		back := time.Now()
 		s.c.Legit(s.c.FaultStart(at), back.Add(time.Second), "Redis majority frozen")
 		s.c.ClaimsTogether(s.c.FaultStart(at), back.Add(s.c.spec.lateness()), "Redis majority frozen")
