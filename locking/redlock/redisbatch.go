@@ -62,7 +62,7 @@ type batcher struct {
 	rtt       atomic.Int64 // recent pipeline round trip (ns, moving average)
 	rttDev    atomic.Int64 // its mean deviation (ns, moving average)
 	sentAt    atomic.Int64 // when the pipeline in flight was written (monoNow), 0 when none
-	stalled   atomic.Int64 // how long the last pipeline went unanswered before it timed out (ns), 0 if answered
+	stalled   atomic.Int64 // how long the last pipeline went unanswered before it timed out (ns), 0 if it did not time out
 	watch     atomic.Pointer[func(error)]
 }
 
@@ -281,12 +281,11 @@ func (n *redisNode) exec(batch []*nodeCall, until time.Time) {
 	}
 	d := monoNow() - t0
 	b.sentAt.Store(0)
-	switch {
-	case fault == nil:
-		b.stalled.Store(0)
-	case isTimeout(fault):
-		b.stalled.Store(d) // the calls queued behind it waited for the node
+	stalled := int64(0)
+	if isTimeout(fault) {
+		stalled = d // the calls queued behind it waited for the node
 	}
+	b.stalled.Store(stalled)
 	if !resent && (fault == nil || isTimeout(fault)) {
 		// Pipelines sent once: a script loaded or a switch to a cluster
 		// client is not the node's answer time. One that timed out counts
