@@ -247,14 +247,11 @@ func TestCheckKilledRunEndsAtKill(t *testing.T) {
 }
 
 func TestCheckTokenOrder(t *testing.T) {
-	runs, evs := steady(6)
-	runs[3].Token, runs[4].Token = runs[4].Token, runs[3].Token
-	evs[3].Token, evs[4].Token = evs[4].Token, evs[3].Token
-	r := Check(tickInput(runs, evs, 6))
+	r := Check(swappedTokens(6, 3, 4))
 	if r.TokenViolations != 1 || r.Duplicates != 0 {
 		t.Fatalf("swapped tokens: %v", r)
 	}
-	runs, evs = steady(6)
+	runs, evs := steady(6)
 	runs[2].Token, evs[2].Token = runs[1].Token, runs[1].Token
 	r = Check(tickInput(runs, evs, 6))
 	require.Equal(t, 1, r.TokenViolations, "equal tokens: %v", r)
@@ -271,10 +268,7 @@ func TestCheckTokenOrder(t *testing.T) {
 // start out of token order; only those: a swap outside the pause and its
 // lateness bound still counts.
 func TestCheckHostPauseExcusesTokenOrderInIt(t *testing.T) {
-	runs, evs := steady(8)
-	runs[3].Token, runs[4].Token = runs[4].Token, runs[3].Token
-	evs[3].Token, evs[4].Token = evs[4].Token, evs[3].Token
-	in := tickInput(runs, evs, 8)
+	in := swappedTokens(8, 3, 4)
 	in.HostPauses = []Window{{From: at(2.5), To: at(4.5), Why: "host paused"}}
 	r := Check(in)
 	require.Zero(t, r.TokenViolations, "%v", r)
@@ -287,10 +281,7 @@ func TestCheckHostPauseExcusesTokenOrderInIt(t *testing.T) {
 // may start out of token order under overlap: allow (a documented limit);
 // under forbid the job lease orders them, and a swap still counts.
 func TestCheckClaimsTogetherExcuseAllowOnly(t *testing.T) {
-	runs, evs := steady(8)
-	runs[3].Token, runs[4].Token = runs[4].Token, runs[3].Token
-	evs[3].Token, evs[4].Token = evs[4].Token, evs[3].Token
-	in := tickInput(runs, evs, 8)
+	in := swappedTokens(8, 3, 4)
 	in.Together = []Window{{From: at(2.5), To: at(4.5), Why: "Redis majority frozen"}}
 	r := Check(in)
 	require.Zero(t, r.TokenViolations, "%v", r)
@@ -300,6 +291,15 @@ func TestCheckClaimsTogetherExcuseAllowOnly(t *testing.T) {
 	in.Jobs[0].Forbid = false
 	in.Together = []Window{{From: at(3.5), To: at(5), Why: "Redis majority frozen"}}
 	require.Equal(t, 1, Check(in).TokenViolations, "a slot before the window")
+}
+
+// swappedTokens is n steady tick slots whose runs i and j have each
+// other's tokens, in the ledger and the log alike.
+func swappedTokens(n, i, j int) Input {
+	runs, evs := steady(n)
+	runs[i].Token, runs[j].Token = runs[j].Token, runs[i].Token
+	evs[i].Token, evs[j].Token = evs[j].Token, evs[i].Token
+	return tickInput(runs, evs, n)
 }
 
 func TestCheckLogMismatch(t *testing.T) {

@@ -431,18 +431,17 @@ var soakFaults = []soakFault{
 		r, keep := s.replica().Name, s.rng.IntN(3)
 		mode := []ProxyMode{Blackhole, Reject, LoseReplies}[s.rng.IntN(3)]
 		d := s.dur(2000, 8000)
+		cut := func(m ProxyMode) {
+			for i := range 3 {
+				if i != keep {
+					s.c.Links.Link(r, i).SetMode(m)
+				}
+			}
+		}
 		at := time.Now()
-		for i := range 3 {
-			if i != keep {
-				s.c.Links.Link(r, i).SetMode(mode)
-			}
-		}
+		cut(mode)
 		time.Sleep(d)
-		for i := range 3 {
-			if i != keep {
-				s.c.Links.Link(r, i).SetMode(Pass)
-			}
-		}
+		cut(Pass)
 		until := at
 		if mode == LoseReplies {
 			until = time.Now()
