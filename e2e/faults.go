@@ -2,18 +2,35 @@
 
 package e2e
 
-import "time"
+import (
+	"sync"
+	"time"
+)
 
 // Faults a scenario injects into replicas, and the fault windows it
-// declares.
+// declares: what the checker must know of them (Cluster.Faults).
+
+// FaultRecord is what a scenario's faults leave for the checker: the
+// replicas killed and frozen (recorded by Replica.Kill and Freeze), and
+// the windows it declares (Legit, ClaimsTogether). Safe for concurrent use.
+type FaultRecord struct {
+	lateness time.Duration // the cluster's lateness bound (Start)
+
+	mu       sync.Mutex
+	kills    []Kill
+	freezes  []Freeze
+	legit    []Window
+	together []Window
+}
 
 // Kill SIGKILLs the replica and its jobs, and records the kill.
 func (r *Replica) Kill() {
 	at := time.Now()
 	r.p.kill()
-	r.c.mu.Lock()
-	r.c.kills = append(r.c.kills, Kill{Replica: r.Name, At: at})
-	r.c.mu.Unlock()
+	f := r.c.Faults
+	f.mu.Lock()
+	f.kills = append(f.kills, Kill{Replica: r.Name, At: at})
+	f.mu.Unlock()
 }
 
 // Freeze SIGSTOPs the replica's process group and its jobs for d, then
@@ -35,26 +52,27 @@ func (r *Replica) FreezeUntil(least, most time.Duration, cond func() bool) Freez
 	}
 	r.p.thaw()
 	f.To = time.Now()
-	r.c.mu.Lock()
-	r.c.freezes = append(r.c.freezes, f)
-	r.c.mu.Unlock()
+	rec := r.c.Faults
+	rec.mu.Lock()
+	rec.freezes = append(rec.freezes, f)
+	rec.mu.Unlock()
 	return f
 }
 
-// FaultStart is where a fault window opens for a fault injected at t: a
+// Start is where a fault window opens for a fault injected at t: a
 // slot that fired up to the lateness bound earlier may still be in its
 // acquisition (retrying a missing quorum, or a forbid job's lease, while
 // the slot is fresh) on the replica or nodes the fault hits, plus half a
 // second of margin.
-func (c *Cluster) FaultStart(t time.Time) time.Time {
-	return t.Add(-(c.spec.lateness() + 500*time.Millisecond))
+func (f *FaultRecord) Start(t time.Time) time.Time {
+	return t.Add(-(f.lateness + 500*time.Millisecond))
 }
 
 // Legit declares that slots in [from, to] may legitimately be missed.
-func (c *Cluster) Legit(from, to time.Time, why string) {
-	c.mu.Lock()
-	c.legit = append(c.legit, Window{From: from, To: to, Why: why})
-	c.mu.Unlock()
+func (f *FaultRecord) Legit(from, to time.Time, why string) {
+	f.mu.Lock()
+	f.legit = append(f.legit, Window{From: from, To: to, Why: why})
+	f.mu.Unlock()
 }
 
 // ClaimsTogether declares that the claims of slots due in [from, to] may
@@ -63,10 +81,27 @@ func (c *Cluster) Legit(from, to time.Time, why string) {
 // an overlap: allow job may then start a few milliseconds out of token
 // order — a documented limit (docs/guarantees.md, "Token order of
 // acquisitions that overlap"). Runs of forbid jobs are never excused.
-func (c *Cluster) ClaimsTogether(from, to time.Time, why string) {
-	c.mu.Lock()
-	c.together = append(c.together, Window{From: from, To: to, Why: why})
-	c.mu.Unlock()
+func (f *FaultRecord) ClaimsTogether(from, to time.Time, why string) {
+	f.mu.Lock()
+	f.together = append(f.together, Window{From: from, To: to, Why: why})
+	f.mu.Unlock()
+}
+
+// Kills is a copy of the kills recorded so far.
+func (f *FaultRecord) Kills() []Kill {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]Kill(nil), f.kills...)
+}
+
+// into copies what is recorded into the checker's input.
+func (f *FaultRecord) into(in *Input) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	in.Legit = append([]Window(nil), f.legit...)
+	in.Together = append([]Window(nil), f.together...)
+	in.Freezes = append([]Freeze(nil), f.freezes...)
+	in.Kills = append([]Kill(nil), f.kills...)
 }
 
 // StallLogs stops draining the replica's output for d (Spec.PipedLogs),

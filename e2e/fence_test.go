@@ -150,7 +150,7 @@ func scenarioFencedWrite(t *testing.T, store string, params map[string]any, effe
 		return false
 	}
 	f := c.Replica(stale.Replica).FreezeUntil(2*c.spec.TTL+work+time.Second, 2*c.spec.TTL+work+15*time.Second, newerSucceeded)
-	c.Legit(c.FaultStart(f.From), f.To.Add(c.spec.TTL+time.Second), "replica "+stale.Replica+" frozen")
+	c.Faults.Legit(c.Faults.Start(f.From), f.To.Add(c.spec.TTL+time.Second), "replica "+stale.Replica+" frozen")
 	to := time.Now().Add(4 * time.Second).Truncate(time.Second)
 	SleepUntil(to.Add(2 * time.Second))
 	c.Check(from, to)

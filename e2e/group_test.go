@@ -50,7 +50,7 @@ func TestGroupLimitUnderFaults(t *testing.T) {
 		}
 		at := time.Now()
 		c.Replica(victim.Replica).Kill()
-		c.Legit(c.FaultStart(at), at.Add(ttl+time.Second), "replica "+victim.Replica+" SIGKILLed holding a permit")
+		c.Faults.Legit(c.Faults.Start(at), at.Add(ttl+time.Second), "replica "+victim.Replica+" SIGKILLed holding a permit")
 		time.Sleep(2 * time.Second)
 		c.StartReplica(victim.Replica, 0)
 	}
@@ -61,7 +61,7 @@ func TestGroupLimitUnderFaults(t *testing.T) {
 	time.Sleep(3 * time.Second)
 	stale := c.WaitOpenRun("", 5*time.Second)
 	f := c.Replica(stale.Replica).Freeze(2 * ttl)
-	c.Legit(c.FaultStart(f.From), f.To.Add(ttl+time.Second), "replica "+stale.Replica+" frozen")
+	c.Faults.Legit(c.Faults.Start(f.From), f.To.Add(ttl+time.Second), "replica "+stale.Replica+" frozen")
 
 	time.Sleep(2 * time.Second)
 	killAndRestart(stale.Replica)

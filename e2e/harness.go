@@ -28,15 +28,12 @@ type Cluster struct {
 	Shards *redistest.Shards  // the cluster endpoints, or nil
 	Proxy  *Proxy             // nil unless Spec.ProxyNode >= 0
 	Links  *Links             // nil unless Spec.Links
+	Faults *FaultRecord       // the kills, freezes and fault windows the checker is told of
 
 	born     time.Time // when NewCluster began: host pauses since count
 	mu       sync.Mutex
 	replicas map[string]*Replica
 	order    []string // replica names in first-start order
-	kills    []Kill
-	freezes  []Freeze
-	legit    []Window
-	together []Window
 	exitErrs []string
 }
 
@@ -66,7 +63,7 @@ func NewCluster(t testing.TB, bin Binaries, spec Spec) *Cluster {
 	}
 	c := &Cluster{t: t, bin: bin, spec: spec, dir: dir, born: born,
 		config: filepath.Join(dir, "config.yaml"), ledger: filepath.Join(dir, "ledger.jsonl"),
-		replicas: map[string]*Replica{}}
+		replicas: map[string]*Replica{}, Faults: &FaultRecord{lateness: spec.lateness()}}
 	t.Cleanup(func() {
 		c.killAll()
 		if t.Failed() || os.Getenv("SLOTLOCK_E2E_KEEP") != "" {

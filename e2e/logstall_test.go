@@ -24,7 +24,7 @@ func scenarioLogStall(t *testing.T) {
 	at := time.Now()
 	// Its runs and claims until it is unfit (half a TTL), and their leases
 	// until they lapse (a TTL after their last renewal), may go unrun.
-	c.Legit(c.FaultStart(at), at.Add(c.spec.TTL/2+c.spec.TTL+time.Second), "replica "+victim.Replica+"'s log output blocked")
+	c.Faults.Legit(c.Faults.Start(at), at.Add(c.spec.TTL/2+c.spec.TTL+time.Second), "replica "+victim.Replica+"'s log output blocked")
 	s := c.Replica(victim.Replica).StallLogs(4 * c.spec.TTL)
 	t.Logf("stalled %s's log output from %s to %s", victim.Replica, stamp(s.From), stamp(s.To))
 	to := time.Now().Add(6 * time.Second).Truncate(time.Second)

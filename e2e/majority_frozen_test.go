@@ -46,7 +46,7 @@ func scenarioMajorityFrozenRunOnce(t *testing.T) {
 	back := time.Now()
 	// From a second after the resume every slot runs: requests that ran
 	// late on the resumed nodes hold no slot (their senders undid them).
-	c.Legit(c.FaultStart(frozen), back.Add(time.Second), "two of three Redis nodes frozen")
+	c.Faults.Legit(c.Faults.Start(frozen), back.Add(time.Second), "two of three Redis nodes frozen")
 	// The recovery waits until every replica could have tried the slots
 	// due by the resume (max_clock_skew + lateness + about a second), and
 	// a slot that looks held is tried again every lock.ttl/3.

@@ -126,7 +126,7 @@ func TestNotifyOncePerEvent(t *testing.T) {
 		time.Sleep(2 * time.Second)
 		c.StartReplica(name, 0)
 	}
-	killRestart(c.runningNow(t, "failing", 300*time.Millisecond)) // before its start is confirmed: missed, may have started
+	killRestart(runningNow(t, c, "failing", 300*time.Millisecond)) // before its start is confirmed: missed, may have started
 	hook.hold()
 	var held heldDelivery
 	select {
@@ -136,7 +136,7 @@ func TestNotifyOncePerEvent(t *testing.T) {
 	}
 	killRestart(held.sender)
 	t.Logf("killed %s while it waited for the answer to %s", held.sender, held.key)
-	killRestart(c.runningNow(t, "failing", 1200*time.Millisecond)) // confirmed started (within 1 s): abandoned
+	killRestart(runningNow(t, c, "failing", 1200*time.Millisecond)) // confirmed started (within 1 s): abandoned
 	// Long enough for a sweeper to take over what the killed sender left
 	// pending: 12.2 s after it was written, at a pass (every 4 s) of the
 	// sweeper's lease holder — which the last kill may have hit, leaving
@@ -144,7 +144,7 @@ func TestNotifyOncePerEvent(t *testing.T) {
 	time.Sleep(18 * time.Second)
 	c.StopAll()
 
-	notified := c.checkNotified(t, hook, up)
+	notified := checkNotified(t, c, hook, up)
 	if _, resent := hook.delivered(held.key); resent != 1 {
 		t.Errorf("%s, whose sender was killed while sending, resent %d times: want once, by a sweeper", held.key, resent)
 	}
@@ -154,13 +154,13 @@ func TestNotifyOncePerEvent(t *testing.T) {
 	for _, ev := range EventsOf(c.Events(), "notify.failed", "failing") {
 		t.Errorf("notify.failed on %s: %s %s", ev.Replica, ev.Slot, ev.Error)
 	}
-	c.requireNoSecretInLogs(t, "e2e-hook-secret", srv.URL+"/hook")
+	requireNoSecretInLogs(t, c, "e2e-hook-secret", srv.URL+"/hook")
 }
 
 // checkNotified checks the deliveries against the job's history since up:
 // each failed, missed and abandoned entry delivered, none first-hand
 // twice. It returns how many events were delivered.
-func (c *Cluster) checkNotified(t *testing.T, hook *hookReceiver, up time.Time) int {
+func checkNotified(t *testing.T, c *Cluster, hook *hookReceiver, up time.Time) int {
 	t.Helper()
 	out, code := c.Command("history", "--json", "--since", up.Add(-time.Minute).Format(time.RFC3339), "failing")
 	var doc struct {
@@ -188,7 +188,7 @@ func (c *Cluster) checkNotified(t *testing.T, hook *hookReceiver, up time.Time) 
 		switch {
 		case len(first) > 1:
 			t.Errorf("%s delivered first-hand %d times, by %v: want once", key, len(first), first)
-		case len(first)+resent == 0 && c.killedAround(e.Replica, e.Slot):
+		case len(first)+resent == 0 && killedAround(c.Faults, e.Replica, e.Slot):
 			t.Logf("%s not delivered: its writer %s was killed right after the slot (the documented window)", key, e.Replica)
 		case len(first)+resent == 0:
 			t.Errorf("%s (slot %s, %s on %s) never delivered", key, e.Slot, e.Outcome, e.Replica)
@@ -214,7 +214,7 @@ func (c *Cluster) checkNotified(t *testing.T, hook *hookReceiver, up time.Time) 
 // runningNow waits for a run of job that started after the call, until
 // it is into old, and returns its replica. (WaitOpenRun would also return a run killed earlier, whose
 // ledger has no end, when its replica runs again.)
-func (c *Cluster) runningNow(t *testing.T, job string, into time.Duration) string {
+func runningNow(t *testing.T, c *Cluster, job string, into time.Duration) string {
 	t.Helper()
 	since := time.Now()
 	for deadline := since.Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
@@ -235,14 +235,12 @@ func (c *Cluster) runningNow(t *testing.T, job string, into time.Duration) strin
 
 // killedAround reports whether replica was killed within a second after
 // slot began (RFC 3339).
-func (c *Cluster) killedAround(replica, slot string) bool {
+func killedAround(f *FaultRecord, replica, slot string) bool {
 	s, err := time.Parse(time.RFC3339, slot)
 	if err != nil {
 		return false
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, k := range c.kills {
+	for _, k := range f.Kills() {
 		if k.Replica == replica && !k.At.Before(s) && k.At.Before(s.Add(time.Second)) {
 			return true
 		}
@@ -252,7 +250,7 @@ func (c *Cluster) killedAround(replica, slot string) bool {
 
 // requireNoSecretInLogs fails when a log file of the scenario holds one
 // of secrets.
-func (c *Cluster) requireNoSecretInLogs(t *testing.T, secrets ...string) {
+func requireNoSecretInLogs(t *testing.T, c *Cluster, secrets ...string) {
 	t.Helper()
 	logs, _ := filepath.Glob(filepath.Join(c.dir, "*.log"))
 	for _, p := range logs {

@@ -49,21 +49,14 @@ func (c *Cluster) Input(from, to time.Time) Input {
 		}
 		jobs = append(jobs, JobExpect{Name: j.Name, Schedule: j.Schedule, Forbid: j.Forbid})
 	}
+	in := Input{Jobs: jobs, From: from, To: to, Skew: c.spec.Skew, Now: time.Now()}
+	c.Faults.into(&in)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	in := Input{
-		Jobs: jobs, From: from, To: to,
-		Legit:    append([]Window(nil), c.legit...),
-		Together: append([]Window(nil), c.together...),
-		Freezes:  append([]Freeze(nil), c.freezes...),
-		Kills:    append([]Kill(nil), c.kills...),
-		Skew:     c.spec.Skew,
-		Now:      time.Now(),
-	}
 	// A pause of the whole host longer than the lateness bound: every
 	// replica frozen (hostpause.go).
 	for _, p := range hostPauses(c.born, in.Now, c.spec.lateness()) {
-		from := c.FaultStart(p.From)
+		from := c.Faults.Start(p.From)
 		in.Legit = append(in.Legit, Window{From: from, To: p.To, Why: p.String()})
 		in.HostPauses = append(in.HostPauses, Window{From: from, To: p.To.Add(c.spec.lateness()), Why: p.String()})
 		for _, name := range c.order {

@@ -86,7 +86,7 @@ func scenarioReplicaKill(t *testing.T) {
 	c.Replica(victim.Replica).Kill()
 	// The victim may have won slots it never started, and guard's job
 	// lease lingers for a TTL: those slots may go unrun.
-	c.Legit(c.FaultStart(kill), kill.Add(c.spec.TTL+time.Second), "replica "+victim.Replica+" SIGKILLed")
+	c.Faults.Legit(c.Faults.Start(kill), kill.Add(c.spec.TTL+time.Second), "replica "+victim.Replica+" SIGKILLed")
 	time.Sleep(2 * time.Second)
 	c.StartReplica(victim.Replica, 0)
 	to := time.Now().Add(8 * time.Second).Truncate(time.Second)
@@ -121,7 +121,7 @@ func scenarioReplicaFreeze(t *testing.T) {
 	stale := c.WaitOpenRun("hold", 6*time.Second)
 	time.Sleep(1500 * time.Millisecond) // a few watchdog renewals in
 	f := c.Replica(stale.Replica).Freeze(2 * c.spec.TTL)
-	c.Legit(c.FaultStart(f.From), f.To.Add(c.spec.TTL+time.Second), "replica "+stale.Replica+" frozen")
+	c.Faults.Legit(c.Faults.Start(f.From), f.To.Add(c.spec.TTL+time.Second), "replica "+stale.Replica+" frozen")
 	to := time.Now().Add(6 * time.Second).Truncate(time.Second)
 	SleepUntil(to.Add(2 * time.Second))
 	r := c.Check(from, to)
@@ -206,7 +206,7 @@ func scenarioRedisDown(t *testing.T) {
 		}
 	}
 	back := time.Now()
-	c.Legit(c.FaultStart(down), back.Add(time.Second), "two of three Redis nodes down")
+	c.Faults.Legit(c.Faults.Start(down), back.Add(time.Second), "two of three Redis nodes down")
 	to := time.Now().Add(6 * time.Second).Truncate(time.Second)
 	SleepUntil(to.Add(2 * time.Second))
 	c.Check(from, to)
@@ -423,7 +423,7 @@ func scenarioGap(t *testing.T, gapLen time.Duration) {
 	SleepUntil(upAgain)
 	c.StartAll("r1", "r2", "r3")
 	allUp := time.Now()
-	c.Legit(c.FaultStart(stop), upAgain.Add(time.Second), "all replicas down")
+	c.Faults.Legit(c.Faults.Start(stop), upAgain.Add(time.Second), "all replicas down")
 	to := time.Now().Add(6 * time.Second).Truncate(time.Second)
 	SleepUntil(to.Add(2 * time.Second))
 	c.Check(from, to)
@@ -555,7 +555,7 @@ func scenarioCrashRestart(t *testing.T, misfire string) {
 	SleepUntil(victim.Start.Add(1500 * time.Millisecond))
 	kill := time.Now()
 	c.Replica(victim.Replica).Kill()
-	c.Legit(c.FaultStart(kill), kill.Add(c.spec.TTL+time.Second), "replica "+victim.Replica+" SIGKILLed mid-run")
+	c.Faults.Legit(c.Faults.Start(kill), kill.Add(c.spec.TTL+time.Second), "replica "+victim.Replica+" SIGKILLed mid-run")
 	time.Sleep(time.Second)
 	c.StartReplica(victim.Replica, 0)
 	to := victim.Slot.Add(20 * time.Second)
@@ -603,7 +603,7 @@ func scenarioPauseKillHistory(t *testing.T) {
 	victim := c.WaitOpenRun("tick", 5*time.Second)
 	kill := time.Now()
 	c.Replica(victim.Replica).Kill()
-	c.Legit(c.FaultStart(kill), kill.Add(c.spec.TTL+time.Second), "replica "+victim.Replica+" SIGKILLed")
+	c.Faults.Legit(c.Faults.Start(kill), kill.Add(c.spec.TTL+time.Second), "replica "+victim.Replica+" SIGKILLed")
 	time.Sleep(2 * time.Second)
 	c.StartReplica(victim.Replica, 0)
 	to := time.Now().Add(5 * time.Second).Truncate(time.Second)

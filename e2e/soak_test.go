@@ -207,7 +207,7 @@ var soakFaults = []soakFault{
 		r := s.replica()
 		at := time.Now()
 		r.Kill()
-		s.c.Legit(s.c.FaultStart(at), at.Add(s.c.spec.TTL+time.Second), "replica "+r.Name+" SIGKILLed")
+		s.c.Faults.Legit(s.c.Faults.Start(at), at.Add(s.c.spec.TTL+time.Second), "replica "+r.Name+" SIGKILLed")
 		d := s.dur(500, 3000)
 		time.Sleep(d)
 		s.c.StartReplica(r.Name, s.offsets[r.Name])
@@ -216,7 +216,7 @@ var soakFaults = []soakFault{
 	{"replica_freeze_2ttl", func(s *soak) string {
 		r := s.replica()
 		f := r.Freeze(2 * s.c.spec.TTL)
-		s.c.Legit(s.c.FaultStart(f.From), f.To.Add(s.c.spec.TTL+time.Second), "replica "+r.Name+" frozen")
+		s.c.Faults.Legit(s.c.Faults.Start(f.From), f.To.Add(s.c.spec.TTL+time.Second), "replica "+r.Name+" frozen")
 		return r.Name
 	}},
 	{"replica_freeze_half_ttl", func(s *soak) string {
@@ -230,7 +230,7 @@ var soakFaults = []soakFault{
 		// renewal (scenario log_stall).
 		r := s.replica()
 		at := time.Now()
-		s.c.Legit(s.c.FaultStart(at), at.Add(s.c.spec.TTL/2+s.c.spec.TTL+time.Second), "replica "+r.Name+"'s log output blocked")
+		s.c.Faults.Legit(s.c.Faults.Start(at), at.Add(s.c.spec.TTL/2+s.c.spec.TTL+time.Second), "replica "+r.Name+"'s log output blocked")
 		r.StallLogs(3 * s.c.spec.TTL)
 		return r.Name
 	}},
@@ -293,7 +293,7 @@ var soakFaults = []soakFault{
 	{"redis_kill_two", func(s *soak) string {
 		at := time.Now()
 		i, j, d := s.majorityOut((*redistest.Node).Kill, (*redistest.Node).Start)
-		s.c.Legit(s.c.FaultStart(at), time.Now().Add(time.Second), "Redis majority down")
+		s.c.Faults.Legit(s.c.Faults.Start(at), time.Now().Add(time.Second), "Redis majority down")
 		return fmt.Sprintf("nodes %d and %d down %v", i, j, d)
 	}},
 	{"redis_pause_one", func(s *soak) string {
@@ -316,8 +316,8 @@ var soakFaults = []soakFault{
 		at := time.Now()
 		i, j, d := s.majorityOut((*redistest.Node).Pause, (*redistest.Node).Resume)
 		back := time.Now()
-		s.c.Legit(s.c.FaultStart(at), back.Add(time.Second), "Redis majority frozen")
-		s.c.ClaimsTogether(s.c.FaultStart(at), back.Add(s.c.spec.lateness()), "Redis majority frozen")
+		s.c.Faults.Legit(s.c.Faults.Start(at), back.Add(time.Second), "Redis majority frozen")
+		s.c.Faults.ClaimsTogether(s.c.Faults.Start(at), back.Add(s.c.spec.lateness()), "Redis majority frozen")
 		return fmt.Sprintf("nodes %d and %d SIGSTOP %v", i, j, d)
 	}},
 	{"proxy_latency_below_op_timeout", func(s *soak) string {
@@ -446,7 +446,7 @@ var soakFaults = []soakFault{
 		if mode == LoseReplies {
 			until = time.Now()
 		}
-		s.c.Legit(s.c.FaultStart(at), until.Add(s.c.spec.TTL+time.Second), "replica "+r+" cut from a majority")
+		s.c.Faults.Legit(s.c.Faults.Start(at), until.Add(s.c.spec.TTL+time.Second), "replica "+r+" cut from a majority")
 		return fmt.Sprintf("%s cut from every node but %d (%v) for %v", r, keep, mode, d)
 	}},
 	{"link_split_views", func(s *soak) string {

@@ -62,7 +62,7 @@ func scenarioSplitViews(t *testing.T) {
 			c.Links.Link(k.replica, k.node).SetMode(k.mode)
 		}
 		if p.majority {
-			c.Legit(c.FaultStart(at), at.Add(c.spec.TTL+time.Second), p.cuts[0].replica+" cut from a majority")
+			c.Faults.Legit(c.Faults.Start(at), at.Add(c.spec.TTL+time.Second), p.cuts[0].replica+" cut from a majority")
 		}
 		time.Sleep(6 * time.Second)
 		for _, k := range p.cuts {
