@@ -157,7 +157,9 @@ func (n *redisNode) claim() bool {
 	b := &n.batch
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.closed || b.owner != ownerNone || len(b.queue) > 0 {
+	if b.closed || b.owner != ownerNone || len(b.queue) > 0 || b.stalled.Load() != 0 {
+		// A node whose last pipeline went unanswered: its calls go to
+		// the sender, which may wait longer than a caller (releaseWait).
 		return false
 	}
 	b.owner = ownerCaller
@@ -269,6 +271,9 @@ func (n *redisNode) exec(batch []*nodeCall, until time.Time) {
 	}
 	t0 := monoNow()
 	b.sentAt.Store(t0)
+	if until.IsZero() && hasRelease(live) {
+		until = now.Add(releaseWait * n.opTimeout)
+	}
 	ctx := n.socketDeadline(until, now)
 	again, fault := n.pipe(ctx, live, false)
 	resent := len(again) > 0

@@ -3,6 +3,8 @@ package redlock
 import (
 	"context"
 	"time"
+
+	"github.com/slotlock/slotlock/locking/driver"
 )
 
 // The deadlines of a node's sends: how long a pipeline may take before
@@ -32,6 +34,29 @@ func (n *redisNode) ownDeadline(c *nodeCall) time.Time {
 		return c.until
 	}
 	return at
+}
+
+// releaseWait is how long, in op timeouts, the sender waits for a
+// pipeline that carries a release (an end, or an undo). A timed-out
+// pipeline's connection is closed, and a new one answers a handshake
+// (go-redis sends HELLO) before anything is written on it: on a link
+// slower than maxWaitFactor op timeouts a round trip, no new connection
+// would ever come up, and the undo of an acquisition written on the old
+// one, which the node runs late, would never follow it — a claim left on
+// a majority, taken for a run that may have started once its lease
+// expires. The callers do not wait for it (their rounds end at their own
+// deadlines): only the node's sender does, and the calls queued behind it
+// that turn late are not sent.
+const releaseWait = 10
+
+// hasRelease reports whether calls hold a release.
+func hasRelease(calls []*nodeCall) bool {
+	for _, c := range calls {
+		if c.op.Kind() == driver.OpRelease {
+			return true
+		}
+	}
+	return false
 }
 
 // socketDeadline is the deadline of a pipeline (and of its retries: a

@@ -59,15 +59,16 @@ func newRedisNode(addr, host string, cfg Config) *redisNode {
 		MaxRetries:    -1,
 		DialTimeout:   cfg.DialTimeout,
 		DialerRetries: 1,
-		// The ceiling of a socket's deadline: as long as a round waits for
-		// a majority (round). Each pipeline carries its own, at most this
-		// (socketDeadline), and a call through Do its round's deadline as
-		// its context's (ContextTimeoutEnabled): on a loaded host a
-		// pipeline answered in time is read late, and a socket timeout at
-		// the op timeout closed the connection under it, failing every
-		// call in it.
-		ReadTimeout:           maxWaitFactor * cfg.OpTimeout,
-		WriteTimeout:          maxWaitFactor * cfg.OpTimeout,
+		// The ceiling of a socket's deadline: as long as the sender waits
+		// for a pipeline that carries a release (releaseWait; a new
+		// connection's handshake is read under it too). Each pipeline
+		// carries its own deadline, at most this (socketDeadline), and a
+		// call through Do its round's deadline as its context's
+		// (ContextTimeoutEnabled): on a loaded host a pipeline answered in
+		// time is read late, and a socket timeout at the op timeout closed
+		// the connection under it, failing every call in it.
+		ReadTimeout:           releaseWait * cfg.OpTimeout,
+		WriteTimeout:          releaseWait * cfg.OpTimeout,
 		ContextTimeoutEnabled: true,
 		PoolTimeout:           cfg.OpTimeout,
 		DisableIdentity:       true,
