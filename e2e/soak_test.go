@@ -449,6 +449,48 @@ var soakFaults = []soakFault{
 		s.c.Faults.Legit(s.c.Faults.Start(at), until.Add(s.c.spec.TTL+time.Second), "replica "+r+" cut from a majority")
 		return fmt.Sprintf("%s cut from every node but %d (%v) for %v", r, keep, mode, d)
 	}},
+	{"link_slow_majority_one", func(s *soak) string {
+		// One replica's links to two nodes slower than its op timeout
+		// (a congested route): its requests run there late, after it gave
+		// up on them and sent their undo behind them, and its renewals
+		// land late; to itself it has no majority. Windows as for
+		// link_isolate_one with its replies lost: what it sent lands until
+		// the delay drains, and its peers find its claims held there until
+		// their undo follows (a new connection's handshake takes a round
+		// trip: releaseWait in locking/redlock).
+		r, keep := s.replica().Name, s.rng.IntN(3)
+		l := s.c.spec.OpTimeout * time.Duration(3+s.rng.IntN(6)) / 2
+		d := s.dur(2000, 8000)
+		at := time.Now()
+		for i := range 3 {
+			if i != keep {
+				s.c.Links.Link(r, i).SetLatency(l)
+			}
+		}
+		time.Sleep(d)
+		for i := range 3 {
+			s.c.Links.Link(r, i).SetLatency(0)
+		}
+		s.c.Faults.Legit(s.c.Faults.Start(at), time.Now().Add(l+s.c.spec.TTL+time.Second), "replica "+r+" slowed on a majority")
+		return fmt.Sprintf("%s +%v each way to every node but %d for %v", r, l, keep, d)
+	}},
+	{"link_flap_all_one", func(s *soak) string {
+		// One replica's connections to every node reset together every
+		// 100-400 ms (a flapping interface, a NAT table flushed): the
+		// calls in flight at each reset fail everywhere at once, and it
+		// reconnects in between. It reaches a majority between resets and
+		// its retries and renewals carry it: no fault window.
+		r := s.replica().Name
+		d := s.dur(2000, 8000)
+		resets := 0
+		for end := time.Now().Add(d); time.Now().Before(end); resets++ {
+			for i := range 3 {
+				s.c.Links.Link(r, i).Cut()
+			}
+			time.Sleep(s.dur(100, 400))
+		}
+		return fmt.Sprintf("%s's connections to every node reset %d times in %v", r, resets, d)
+	}},
 	{"link_split_views", func(s *soak) string {
 		// Every running replica cut from another node: each keeps a
 		// majority, every two share one node only.
