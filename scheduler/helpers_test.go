@@ -161,13 +161,17 @@ func (c *jumpClock) jump(d time.Duration) { c.offset.Add(int64(d)) }
 // faultyLocker wraps a Locker: while down, every call fails with a
 // *QuorumError; split makes the next n Acquires fail with a split vote,
 // blip the next n with a *QuorumError (a node down and another stalled
-// past op_timeout for a moment).
+// past op_timeout for a moment); unconfirmed makes the next n Claims
+// refused by another replica's claim not confirmed started
+// (HeldError.Unconfirmed), held the next n by its live claim.
 type faultyLocker struct {
 	locking.Locker
-	down     atomic.Bool
-	split    atomic.Int32
-	blip     atomic.Int32
-	acquires atomic.Int64
+	down        atomic.Bool
+	split       atomic.Int32
+	blip        atomic.Int32
+	unconfirmed atomic.Int32
+	held        atomic.Int32
+	acquires    atomic.Int64
 }
 
 func (f *faultyLocker) quorumErr(op string, key locking.Key) error {
@@ -198,6 +202,14 @@ func (f *faultyLocker) Acquire(ctx context.Context, key locking.Key, ttl time.Du
 }
 
 func (f *faultyLocker) Claim(ctx context.Context, key locking.Key, ttl time.Duration, opts ...locking.ClaimOption) (*locking.Lease, error) {
+	if f.unconfirmed.Add(-1) >= 0 {
+		f.acquires.Add(1)
+		return nil, &locking.HeldError{Key: key, Holder: "r9", Unconfirmed: true}
+	}
+	if f.held.Add(-1) >= 0 {
+		f.acquires.Add(1)
+		return nil, &locking.HeldError{Key: key, Holder: "r9"}
+	}
 	if err := f.fault(key); err != nil {
 		return nil, err
 	}

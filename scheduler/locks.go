@@ -47,7 +47,9 @@ func newLocks(e *engine, admit callAdmitter, outage downWatch) *locks {
 // retryPolicy says how long acquire keeps trying a key.
 type retryPolicy struct {
 	// splitUntil: retry a split vote (no replica reached a majority because
-	// they all tried at once) after a few random milliseconds until then.
+	// they all tried at once) after a few random milliseconds until then;
+	// and a claim held by a claim not confirmed started on a majority, not
+	// on every store (HeldError.Unconfirmed), after the held backoff below.
 	splitUntil time.Time
 	// quorumUntil: retry a missing majority (locking.ErrNoQuorum: nodes
 	// down, or a healthy node stalled past op_timeout) after a short,
@@ -154,6 +156,14 @@ func (lk *locks) acquire(job string, key locking.Key, p retryPolicy) (*locking.L
 				wait = probeEvery + lk.randomN(key.String(), probeEvery/4)
 			}
 			quorumWait = min(2*quorumWait, quorumBackoffMax)
+		case p.claim && unconfirmedHold(err):
+			// Held on a majority by a claim that no store shows started,
+			// while another store does not hold it: a failed acquisition whose
+			// undo is on its way (its replica's answers lost or late), or a
+			// winner about to start. Asked again while the slot is fresh, or
+			// a slot its only taker gave up would go unrun.
+			wait, until = heldWait+lk.randomN(key.String(), heldWait/2+1), p.splitUntil
+			heldWait = min(2*heldWait, heldBackoffMax)
 		case heldNotDone(err) && !p.heldUntil.IsZero():
 			wait, until = heldWait+lk.randomN(key.String(), heldWait/2+1), p.heldUntil
 			heldWait = min(2*heldWait, heldBackoffMax)
@@ -204,6 +214,13 @@ func (lk *locks) startCall(p *retryPolicy) (time.Time, error) {
 
 // isSplitVote reports an Acquire that nobody won because the votes split.
 func isSplitVote(err error) bool { return errors.Is(err, locking.ErrSplitVote) }
+
+// unconfirmedHold reports a claim refused by a claim on a majority not
+// confirmed started, not held on every store (HeldError.Unconfirmed).
+func unconfirmedHold(err error) bool {
+	var he *locking.HeldError
+	return err != nil && !isSplitVote(err) && errors.As(err, &he) && he.Unconfirmed
+}
 
 // heldNotDone reports a refusal because another lease holds the key (not a
 // done marker, not a split vote).

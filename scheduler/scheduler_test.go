@@ -650,6 +650,47 @@ func TestSplitVoteRetried(t *testing.T) {
 	})
 }
 
+// TestUnconfirmedHoldRetried: a claim refused by another replica's claim
+// that no store shows started, while a store does not hold it (a replica
+// whose answers are lost or late leaves its failed claim there until its
+// undo follows), is asked again while the slot is fresh: the slot runs
+// once, a little late. Refused by a claim held everywhere (its winner's),
+// it is skipped held, asked once.
+func TestUnconfirmedHoldRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		f := &faultyLocker{Locker: e.locker}
+		e.locker = f
+		rec := &recorder{now: time.Now}
+		s := e.scheduler("r1", nil, everySecond(t, "job", rec))
+		stop := running(t, s)
+		time.Sleep(500 * time.Millisecond)
+		f.unconfirmed.Store(3)
+		time.Sleep(time.Second) // slot 1 runs
+		f.held.Store(1)
+		before := f.acquires.Load()
+		time.Sleep(time.Second) // slot 2 skipped
+		claims := f.acquires.Load() - before
+		stop()
+		runs := rec.all()
+		if len(runs) != 1 || !runs[0].Run.Slot.Equal(bubbleStart.Add(time.Second)) {
+			e.sink.dump(t)
+			t.Fatalf("runs: %+v", runs)
+		}
+		// Three refusals: backoffs of 25-37, 50-75 and 100-150 ms.
+		if d := runs[0].Start.Sub(runs[0].Run.Slot); d < 175*time.Millisecond || d > 270*time.Millisecond {
+			t.Errorf("start delay %v after 3 unconfirmed holds", d)
+		}
+		sk := where(e.sink.events(t), "slot.skipped")
+		if len(sk) != 1 || sk[0].str("reason") != "held" || sk[0].str("slot") != bubbleStart.Add(2*time.Second).UTC().Format(time.RFC3339) {
+			t.Errorf("skips: %v", sk)
+		}
+		if claims != 1 {
+			t.Errorf("slot 2, held by a live claim, was asked %d times", claims)
+		}
+	})
+}
+
 // TestTransientNoQuorumRetried: an Acquire that fails for lack of a
 // majority (one node down, another stalled for a moment) is retried after
 // a short backoff while the slot is fresh: the slot runs once, a little

@@ -86,6 +86,16 @@ type HeldError struct {
 	// taken over (Grant.Abandoned) or, found on a minority, a leftover that
 	// the next Claim ends.
 	Claimed bool
+	// Unconfirmed: a claim found on a majority of the stores under its own
+	// live lease, confirmed started on none of them, while a store that
+	// answered does not hold it (it granted this acquisition, or holds
+	// another value): the claim of an acquisition that may have
+	// failed, whose undo has not reached those stores yet (its owner's
+	// answers from them lost or late), or of a winner whose work is about
+	// to begin. Either way it ends soon — undone, marked started, or
+	// replaced by a done marker — so a caller whose work is still fresh may
+	// ask again.
+	Unconfirmed bool
 }
 
 func (e *HeldError) Error() string {

@@ -272,7 +272,7 @@ func (r *redlock) acquireLost(ctx context.Context, s driver.Lease, t *acquireTal
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	err := r.acquireFailure(s.Key, res, errs)
+	err := r.acquireFailure(s, res, errs)
 	var held *locking.HeldError
 	done := errors.As(err, &held) && held.Done
 	if p := driver.NewestPause(t.allPauses); s.Claim && t.answered >= r.quorum && !done && p.ActiveAt(r.clock.Now()) {
@@ -305,8 +305,9 @@ func (r *redlock) agreed(res []driver.Result, errs []error) (uint64, bool) {
 	return 0, false
 }
 
-// acquireFailure classifies a failed acquisition.
-func (r *redlock) acquireFailure(key locking.Key, res []driver.Result, errs []error) error {
+// acquireFailure classifies a failed acquisition of s.
+func (r *redlock) acquireFailure(s driver.Lease, res []driver.Result, errs []error) error {
+	key := s.Key
 	counts := map[string]int{}
 	answered := 0
 	var done *locking.HeldError
@@ -338,7 +339,35 @@ func (r *redlock) acquireFailure(key locking.Key, res []driver.Result, errs []er
 	}
 	held := driver.ParseHeld(key, top)
 	if topN >= r.quorum {
+		held.Unconfirmed = s.Claim && unconfirmed(top, res, errs)
 		return held
 	}
 	return &locking.SplitVoteError{Held: held}
+}
+
+// unconfirmed reports whether the value v that refused a claim on a
+// majority is a claim held there under its own lease and confirmed
+// started on none of them, while a store that answered does not hold it
+// (it granted the claim, or holds another value) — HeldError.Unconfirmed.
+// A winner's claim is on every store that answered it, unless it won a
+// race a moment ago. A replica whose requests run on some stores after it
+// gave up on them, or whose answers from them are lost, leaves its claim
+// there until its undo follows, while its retries hold the others for a
+// round each: its peers, refused everywhere, would otherwise skip a slot
+// that nobody runs.
+func unconfirmed(v string, res []driver.Result, errs []error) bool {
+	elsewhere := false
+	for i, rep := range res {
+		if errs[i] != nil {
+			continue
+		}
+		if rep.Status != 0 || rep.Value != v {
+			elsewhere = true
+			continue
+		}
+		if c, started := wire.ClaimOf(rep.Claim); started || c != v {
+			return false
+		}
+	}
+	return elsewhere
 }

@@ -146,3 +146,53 @@ func TestSlowMajorityLeavesNoClaim(t *testing.T) {
 		time.Sleep(time.Second) // r1's undos answered
 	}
 }
+
+// A claim refused on a majority by a claim held there under its own lease,
+// confirmed started on none of them, while another node does not hold it
+// (it granted ours, or holds another value), says so
+// (HeldError.Unconfirmed): the refusal of a failed acquisition whose undo
+// reached one node only, for its peers to ask again. Held on every node
+// (a winner's), or confirmed started, it does not.
+func TestClaimHeldUnconfirmed(t *testing.T) {
+	c := redistest.Start(t, 3)
+	ctx := tctx(t, 20*time.Second)
+	r1 := newTestRedlock(t, c.Addrs(), "r1")
+	r2 := newTestRedlock(t, c.Addrs(), "r2")
+	const ttl = 10 * time.Second
+	refusal := func(key locking.Key) *locking.HeldError {
+		t.Helper()
+		_, err := r2.Claim(ctx, key, ttl)
+		var he *locking.HeldError
+		require.ErrorAs(t, err, &he)
+		return he
+	}
+	key := locking.Key{Family: "unconfirmed", Name: "slot:1"}
+	l, err := r1.Claim(ctx, key, ttl)
+	require.NoError(t, err)
+	require.False(t, refusal(key).Unconfirmed, "a claim held on every node")
+
+	// Undone on node 1 only, as a failed acquisition's undo that reached
+	// one node.
+	claims, lives := "t:{unconfirmed}:claims", "t:{unconfirmed}:lives"
+	n1 := c.Node(1).Client()
+	v := n1.HGet(ctx, claims, key.Name).Val()
+	require.NotEmpty(t, v)
+	require.NoError(t, n1.HDel(ctx, claims, key.Name).Err())
+	require.NoError(t, n1.HDel(ctx, lives, key.Name).Err())
+	he := refusal(key)
+	require.True(t, he.Unconfirmed, "a claim on a bare majority, not started: %v", he)
+	require.Equal(t, "r1", he.Holder)
+
+	// Node 1 held by another claim of r1's (its retry, in its round).
+	retry := "0123456789abcdef0123456789abcdef|r1"
+	until := time.Now().Add(ttl).UnixMilli()
+	require.NoError(t, n1.HSet(ctx, claims, key.Name, retry).Err())
+	require.NoError(t, n1.HSet(ctx, lives, key.Name, fmt.Sprintf("%s|%d", retry, until)).Err())
+	he = refusal(key)
+	require.True(t, he.Unconfirmed, "a claim on a bare majority, a retry's on the third node: %v", he)
+
+	// Confirmed started on one of them: a run that began.
+	require.NoError(t, c.Node(2).Client().HSet(ctx, claims, key.Name, "started:"+v).Err())
+	require.False(t, refusal(key).Unconfirmed, "a claim confirmed started")
+	_ = l
+}
