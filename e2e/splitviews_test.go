@@ -14,6 +14,7 @@ type linkCut struct {
 	replica string
 	node    int
 	mode    ProxyMode
+	latency time.Duration // instead of mode, when set
 }
 
 // split_views: partitions between hosts, not faults of a node. Every
@@ -24,16 +25,20 @@ type linkCut struct {
 // their claims meet on); each losing another node's replies (its requests
 // run there unseen: a claim it counts as failed holds there); one replica
 // cut from a majority while its peers reach every node; the same replica
-// losing a majority's replies. Nothing may run twice. A majority stays
-// reachable from every replica in the first three phases, so nothing may
-// be missed there. In the last two, the replica cut from a majority is, to
-// its peers, a replica that died: a slot it had won and not yet confirmed
-// started when the cut came may have started, so it is reported missed
-// (unknown), never run again — as for a replica killed (scenario
-// replica_sigkill), such misses are excused from the lateness bound
-// before the cut to a TTL after it. With its replies lost, its claims
-// land on the nodes it cannot hear, and until its undo follows its peers
-// find them held: to a TTL after the cut's end (docs/guarantees.md).
+// losing a majority's replies; its links to a majority slower than its op
+// timeout (its requests run there late). Nothing may run twice. A
+// majority stays reachable from every replica in the first three phases,
+// so nothing may be missed there. In the last three, the replica cut from
+// a majority is, to its peers, a replica that died: a slot it had won and
+// not yet confirmed started when the cut came may have started, so it is
+// reported missed (unknown), never run again — as for a replica killed
+// (scenario replica_sigkill), such misses are excused from the lateness
+// bound before the cut to a TTL after it. Its claims that land late on
+// the nodes it cannot hear in time are undone behind them, and its peers
+// ask again for a slot such a claim holds (HeldError.Unconfirmed); with
+// its replies lost, the undo cannot be written until the cut ends (a new
+// connection's handshake goes unanswered), and its peers may find its
+// claims held until a TTL after the cut's end (docs/guarantees.md).
 func scenarioSplitViews(t *testing.T) {
 	c := NewCluster(t, bins, Spec{ProxyNode: -1, Links: true, Jobs: []JobDef{tick, guard, five}})
 	up := c.StartAll("r1", "r2", "r3")
@@ -45,15 +50,17 @@ func scenarioSplitViews(t *testing.T) {
 		majority bool // a replica cut from a majority: a window for its won slots
 	}{
 		{"r1 cut from node 0 (packets dropped), r2 from node 2 (connections reset)",
-			[]linkCut{{"r1", 0, Blackhole}, {"r2", 2, Reject}}, false},
+			[]linkCut{{"r1", 0, Blackhole, 0}, {"r2", 2, Reject, 0}}, false},
 		{"each replica cut from another node (every two share one node)",
-			[]linkCut{{"r1", 0, Blackhole}, {"r2", 1, Blackhole}, {"r3", 2, Blackhole}}, false},
+			[]linkCut{{"r1", 0, Blackhole, 0}, {"r2", 1, Blackhole, 0}, {"r3", 2, Blackhole, 0}}, false},
 		{"each replica losing another node's replies (its requests run there unseen)",
-			[]linkCut{{"r1", 1, LoseReplies}, {"r2", 2, LoseReplies}, {"r3", 0, LoseReplies}}, false},
+			[]linkCut{{"r1", 1, LoseReplies, 0}, {"r2", 2, LoseReplies, 0}, {"r3", 0, LoseReplies, 0}}, false},
 		{"r1 cut from nodes 0 and 1 (no majority), r2 and r3 reach all three",
-			[]linkCut{{"r1", 0, Blackhole}, {"r1", 1, Reject}}, true},
+			[]linkCut{{"r1", 0, Blackhole, 0}, {"r1", 1, Reject, 0}}, true},
 		{"r1 losing the replies of nodes 1 and 2 (its requests run there unseen; no majority answers it)",
-			[]linkCut{{"r1", 1, LoseReplies}, {"r1", 2, LoseReplies}}, true},
+			[]linkCut{{"r1", 1, LoseReplies, 0}, {"r1", 2, LoseReplies, 0}}, true},
+		{"r1's links to nodes 0 and 2 slower than its op timeout (its requests run there late; no majority answers it in time)",
+			[]linkCut{{"r1", 0, Pass, 200 * time.Millisecond}, {"r1", 2, Pass, 200 * time.Millisecond}}, true},
 	}
 	type window struct {
 		cut         linkCut
@@ -65,10 +72,12 @@ func scenarioSplitViews(t *testing.T) {
 		at := time.Now()
 		for _, k := range p.cuts {
 			c.Links.Link(k.replica, k.node).SetMode(k.mode)
+			c.Links.Link(k.replica, k.node).SetLatency(k.latency)
 		}
 		time.Sleep(6 * time.Second)
 		for _, k := range p.cuts {
 			c.Links.Link(k.replica, k.node).SetMode(Pass)
+			c.Links.Link(k.replica, k.node).SetLatency(0)
 			windows = append(windows, window{k, at, time.Now()})
 		}
 		if p.majority {
