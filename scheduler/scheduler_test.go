@@ -623,27 +623,42 @@ func TestTrigger(t *testing.T) {
 	})
 }
 
+// faultyEverySecond runs replica r1 with one every-second job over a
+// faultyLocker, for the lock-retry tests below: its env, the locker to
+// inject faults with, the job's runs, and its stop.
+func faultyEverySecond(t *testing.T) (*env, *faultyLocker, *recorder, func()) {
+	e := newEnv(t)
+	f := &faultyLocker{Locker: e.locker}
+	e.locker = f
+	rec := &recorder{now: time.Now}
+	s := e.scheduler("r1", nil, everySecond(t, "job", rec))
+	return e, f, rec, running(t, s)
+}
+
+// requireOneRunOfSlot1 fails unless rec holds one run, of slot 1, started
+// lo to hi after it was due (after the faults named).
+func requireOneRunOfSlot1(t *testing.T, e *env, rec *recorder, lo, hi time.Duration, after string) {
+	t.Helper()
+	runs := rec.all()
+	if len(runs) != 1 || !runs[0].Run.Slot.Equal(bubbleStart.Add(time.Second)) {
+		e.sink.dump(t)
+		t.Fatalf("runs: %+v", runs)
+	}
+	if d := runs[0].Start.Sub(runs[0].Run.Slot); d < lo || d > hi {
+		t.Errorf("start delay %v after %s", d, after)
+	}
+}
+
 // TestSplitVoteRetried: a split vote is retried while the slot is fresh,
 // so the slot still runs, once.
 func TestSplitVoteRetried(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e := newEnv(t)
-		f := &faultyLocker{Locker: e.locker}
-		e.locker = f
-		rec := &recorder{now: time.Now}
-		s := e.scheduler("r1", nil, everySecond(t, "job", rec))
-		stop := running(t, s)
+		e, f, rec, stop := faultyEverySecond(t)
 		time.Sleep(500 * time.Millisecond)
 		f.split.Store(3)
 		time.Sleep(time.Second)
 		stop()
-		runs := rec.all()
-		if len(runs) != 1 || !runs[0].Run.Slot.Equal(bubbleStart.Add(time.Second)) {
-			t.Fatalf("runs: %+v", runs)
-		}
-		if d := runs[0].Start.Sub(runs[0].Run.Slot); d < 3*time.Millisecond || d > 20*time.Millisecond {
-			t.Errorf("start delay %v after 3 split votes", d)
-		}
+		requireOneRunOfSlot1(t, e, rec, 3*time.Millisecond, 20*time.Millisecond, "3 split votes")
 		if n := len(where(e.sink.events(t), "slot.skipped")); n != 0 {
 			t.Errorf("%d skips", n)
 		}
@@ -658,12 +673,7 @@ func TestSplitVoteRetried(t *testing.T) {
 // it is skipped held, asked once.
 func TestUnconfirmedHoldRetried(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e := newEnv(t)
-		f := &faultyLocker{Locker: e.locker}
-		e.locker = f
-		rec := &recorder{now: time.Now}
-		s := e.scheduler("r1", nil, everySecond(t, "job", rec))
-		stop := running(t, s)
+		e, f, rec, stop := faultyEverySecond(t)
 		time.Sleep(500 * time.Millisecond)
 		f.unconfirmed.Store(3)
 		time.Sleep(time.Second) // slot 1 runs
@@ -672,15 +682,8 @@ func TestUnconfirmedHoldRetried(t *testing.T) {
 		time.Sleep(time.Second) // slot 2 skipped
 		claims := f.acquires.Load() - before
 		stop()
-		runs := rec.all()
-		if len(runs) != 1 || !runs[0].Run.Slot.Equal(bubbleStart.Add(time.Second)) {
-			e.sink.dump(t)
-			t.Fatalf("runs: %+v", runs)
-		}
 		// Three refusals: backoffs of 25-37, 50-75 and 100-150 ms.
-		if d := runs[0].Start.Sub(runs[0].Run.Slot); d < 175*time.Millisecond || d > 270*time.Millisecond {
-			t.Errorf("start delay %v after 3 unconfirmed holds", d)
-		}
+		requireOneRunOfSlot1(t, e, rec, 175*time.Millisecond, 270*time.Millisecond, "3 unconfirmed holds")
 		sk := where(e.sink.events(t), "slot.skipped")
 		if len(sk) != 1 || sk[0].str("reason") != "held" || sk[0].str("slot") != bubbleStart.Add(2*time.Second).UTC().Format(time.RFC3339) {
 			t.Errorf("skips: %v", sk)
@@ -697,25 +700,13 @@ func TestUnconfirmedHoldRetried(t *testing.T) {
 // late, and nothing is logged as skipped (e2e-2).
 func TestTransientNoQuorumRetried(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e := newEnv(t)
-		f := &faultyLocker{Locker: e.locker}
-		e.locker = f
-		rec := &recorder{now: time.Now}
-		s := e.scheduler("r1", nil, everySecond(t, "job", rec))
-		stop := running(t, s)
+		e, f, rec, stop := faultyEverySecond(t)
 		time.Sleep(500 * time.Millisecond)
 		f.blip.Store(3)
 		time.Sleep(time.Second)
 		stop()
-		runs := rec.all()
-		if len(runs) != 1 || !runs[0].Run.Slot.Equal(bubbleStart.Add(time.Second)) {
-			e.sink.dump(t)
-			t.Fatalf("runs: %+v", runs)
-		}
 		// Three failures: backoffs of 20-30, 40-60 and 80-120 ms.
-		if d := runs[0].Start.Sub(runs[0].Run.Slot); d < 140*time.Millisecond || d > 220*time.Millisecond {
-			t.Errorf("start delay %v after 3 quorum failures", d)
-		}
+		requireOneRunOfSlot1(t, e, rec, 140*time.Millisecond, 220*time.Millisecond, "3 quorum failures")
 		if sk := where(e.sink.events(t), "slot.skipped"); len(sk) != 0 {
 			t.Errorf("skips: %v", sk)
 		}
