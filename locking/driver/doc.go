@@ -80,17 +80,18 @@
 // taken over on one node by a concurrent taker still counts there. A
 // claim counts when the same value is found on a majority; on a minority
 // while every node answered it is a leftover — a node that missed an end,
-// or a request executed after its acquisition failed — which the new
-// lease covers and ends; on a minority while a node is silent it may be a
-// started claim whose other copies are on the silent nodes, and the key
-// is refused (HeldError.Claimed). A claim refused on a majority by a
-// claim under its own live lease, confirmed started on none of them,
-// while another node that answered does not hold it, says so (HeldError.Unconfirmed): the
-// claim of an acquisition whose owner's answers from those nodes were
-// lost or late, whose undo has not reached them yet — it is gone a round
-// trip later, and a caller whose work is still fresh asks again (the
-// scheduler does, for a slot: otherwise a slot its only taker gave up
-// would go unrun) — or a winner's a moment before its start is confirmed.
+// or a request executed after its acquisition failed — which the new lease
+// covers and ends; on a minority while a node is silent it may be a
+// started claim whose other copies are on the silent nodes, and the key is
+// refused (HeldError.Claimed). A claim refused on a majority by a claim
+// under its own live lease, confirmed started on none of them, while
+// another node that answered does not hold it, says so
+// (HeldError.Unconfirmed): the claim of an acquisition whose owner's
+// answers from those nodes were lost or late, whose undo has not reached
+// them yet — it is gone a round trip later, and a caller whose work is
+// still fresh asks again (the scheduler does, for a slot: otherwise a slot
+// its only taker gave up would go unrun) — or a winner's a moment before
+// its start is confirmed.
 //
 // # Started, not started, unknown
 //

@@ -43,15 +43,16 @@
 // (below), which has OpTimeout or the node's recent round trip plus four
 // deviations (TCP's estimator), so that a frozen node still costs one
 // OpTimeout — and a pipeline that carries a release (an end or an undo),
-// which the sender waits for up to 10 × OpTimeout: a timed-out
-// pipeline's connection is closed, and a new one must answer go-redis's
-// handshake (HELLO) before anything is written on it, so on a link whose
-// round trip exceeds 3 × OpTimeout an undo would never be written behind
-// the acquisition the node runs late. A node whose last pipeline went
+// which the sender waits for up to 10 × OpTimeout: a timed-out pipeline's
+// connection is closed, and a new one must answer go-redis's handshake
+// (HELLO) before anything is written on it, so on a link whose round trip
+// exceeds 3 × OpTimeout an undo would never be written behind the
+// acquisition the node runs late. A node whose last pipeline went
 // unanswered takes no lone caller's call: its calls go to the sender. No
-// caller waits longer for it: rounds end at their own deadlines. On a Redis Cluster
-// endpoint too: its cluster client follows no redirection itself
-// (MaxRedirects -1), as its loop would send a timed-out pipeline again.
+// caller waits longer for it: rounds end at their own deadlines. On a
+// Redis Cluster endpoint too: its cluster client follows no redirection
+// itself (MaxRedirects -1), as its loop would send a timed-out pipeline
+// again.
 //
 //   - Success needs a majority (N/2+1) of "set" answers and no done marker
 //     anywhere, and validity = ttl − elapsed − drift must still be
