@@ -26,7 +26,7 @@ type Cluster struct {
 	ledger string
 	Redis  *redistest.Cluster // nil when Spec.Shards or ClusterMode asks for cluster endpoints
 	Shards *redistest.Shards  // the cluster endpoints, or nil
-	Proxy  *Proxy             // nil unless Spec.ProxyNode >= 0
+	Proxy  *redistest.Proxy   // nil unless Spec.ProxyNode >= 0
 	Links  *Links             // nil unless Spec.Links
 	Faults *FaultRecord       // the kills, freezes and fault windows the checker is told of
 
@@ -74,7 +74,7 @@ func NewCluster(t testing.TB, bin Binaries, spec Spec) *Cluster {
 	})
 	addrs := c.startRedis()
 	if spec.ProxyNode >= 0 && spec.ProxyNode < len(addrs) {
-		px, err := NewProxy(addrs[spec.ProxyNode])
+		px, err := redistest.NewProxy(addrs[spec.ProxyNode])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,7 +86,7 @@ func NewCluster(t testing.TB, bin Binaries, spec Spec) *Cluster {
 		t.Fatal("e2e: links in front of cluster endpoints are not supported (Spec.Links)")
 	}
 	if spec.Links {
-		c.Links = &Links{t: t, addrs: addrs, by: map[string][]*Proxy{}}
+		c.Links = &Links{t: t, addrs: addrs, by: map[string][]*redistest.Proxy{}}
 	}
 	if err := os.WriteFile(c.config, c.configJSON(addrs), 0o644); err != nil {
 		t.Fatal(err)

@@ -5,6 +5,8 @@ package e2e
 import (
 	"sync"
 	"testing"
+
+	"github.com/slotlock/slotlock/locking/redistest"
 )
 
 // Links are the replicas' own proxies in front of the nodes (Spec.Links):
@@ -15,11 +17,11 @@ type Links struct {
 	addrs []string // the nodes', as config.yaml names them
 
 	mu sync.Mutex
-	by map[string][]*Proxy // per replica, per node
+	by map[string][]*redistest.Proxy // per replica, per node
 }
 
 // Link is the proxy through which replica name reaches node i.
-func (l *Links) Link(name string, i int) *Proxy {
+func (l *Links) Link(name string, i int) *redistest.Proxy {
 	if l == nil {
 		panic("e2e: Cluster.Links is nil: the cluster needs Spec.Links")
 	}
@@ -28,15 +30,15 @@ func (l *Links) Link(name string, i int) *Proxy {
 
 // of returns replica name's proxies, one per node, started at its first
 // call.
-func (l *Links) of(name string) []*Proxy {
+func (l *Links) of(name string) []*redistest.Proxy {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if ls, ok := l.by[name]; ok {
 		return ls
 	}
-	var ls []*Proxy
+	var ls []*redistest.Proxy
 	for _, a := range l.addrs {
-		px, err := NewProxy(a)
+		px, err := redistest.NewProxy(a)
 		if err != nil {
 			l.t.Fatal(err)
 		}

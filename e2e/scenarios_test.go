@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/slotlock/slotlock/locking/redistest"
 )
 
 // The short-mode scenarios of issue 6. Each runs its own Redis nodes and
@@ -275,12 +277,12 @@ func scenarioRedisSlow(t *testing.T) {
 	}{
 		{fmt.Sprintf("latency %v each way (round trip below op_timeout %v)", op*3/10, op), func() { c.Proxy.SetLatency(op * 3 / 10) }, 5 * time.Second},
 		{fmt.Sprintf("latency %v each way (above op_timeout)", op*3/2), func() { c.Proxy.SetLatency(op * 3 / 2) }, 5 * time.Second},
-		{"blackhole", func() { c.Proxy.SetLatency(0); c.Proxy.SetMode(Blackhole) }, 5 * time.Second},
-		{"healed", func() { c.Proxy.SetMode(Pass) }, 3 * time.Second},
-		{"reject (connections reset)", func() { c.Proxy.SetMode(Reject) }, 4 * time.Second},
-		{"healed", func() { c.Proxy.SetMode(Pass) }, 3 * time.Second},
-		{"loses replies (requests executed, answers held)", func() { lost.begin(); c.Proxy.SetMode(LoseReplies) }, 5 * time.Second},
-		{"healed", func() { lost.end(); c.Proxy.SetMode(Pass) }, 3 * time.Second},
+		{"blackhole", func() { c.Proxy.SetLatency(0); c.Proxy.SetMode(redistest.Blackhole) }, 5 * time.Second},
+		{"healed", func() { c.Proxy.SetMode(redistest.Pass) }, 3 * time.Second},
+		{"reject (connections reset)", func() { c.Proxy.SetMode(redistest.Reject) }, 4 * time.Second},
+		{"healed", func() { c.Proxy.SetMode(redistest.Pass) }, 3 * time.Second},
+		{"loses replies (requests executed, answers held)", func() { lost.begin(); c.Proxy.SetMode(redistest.LoseReplies) }, 5 * time.Second},
+		{"healed", func() { lost.end(); c.Proxy.SetMode(redistest.Pass) }, 3 * time.Second},
 		{fmt.Sprintf("writes paused for %v (CLIENT PAUSE WRITE; lock.ttl %v)", pause, c.spec.TTL), func() {
 			paused.begin()
 			if err := c.Redis.Node(2).PauseWrites(pause); err != nil {

@@ -337,18 +337,18 @@ var soakFaults = []soakFault{
 		return fmt.Sprintf("node 2 +%v each way for %v", l, d)
 	}},
 	{"proxy_blackhole", func(s *soak) string {
-		s.c.Proxy.SetMode(Blackhole)
+		s.c.Proxy.SetMode(redistest.Blackhole)
 		d := s.dur(3000, 8000)
 		time.Sleep(d)
-		s.c.Proxy.SetMode(Pass)
+		s.c.Proxy.SetMode(redistest.Pass)
 		return fmt.Sprintf("node 2 for %v", d)
 	}},
 	{"proxy_lose_replies", func(s *soak) string {
 		// Requests reach node 2 and run; their answers never come back.
-		s.c.Proxy.SetMode(LoseReplies)
+		s.c.Proxy.SetMode(redistest.LoseReplies)
 		d := s.dur(3000, 8000)
 		time.Sleep(d)
-		s.c.Proxy.SetMode(Pass)
+		s.c.Proxy.SetMode(redistest.Pass)
 		return fmt.Sprintf("node 2 for %v", d)
 	}},
 	{"redis_pause_writes_one", func(s *soak) string {
@@ -411,11 +411,11 @@ var soakFaults = []soakFault{
 		// partition between hosts): packets dropped, connections reset or
 		// replies lost. It keeps a majority, so no fault window.
 		r, i := s.replica().Name, s.rng.IntN(3)
-		mode := []ProxyMode{Blackhole, Reject, LoseReplies}[s.rng.IntN(3)]
+		mode := []redistest.ProxyMode{redistest.Blackhole, redistest.Reject, redistest.LoseReplies}[s.rng.IntN(3)]
 		d := s.dur(2000, 8000)
 		s.c.Links.Link(r, i).SetMode(mode)
 		time.Sleep(d)
-		s.c.Links.Link(r, i).SetMode(Pass)
+		s.c.Links.Link(r, i).SetMode(redistest.Pass)
 		return fmt.Sprintf("%s cut from node %d (%v) for %v", r, i, mode, d)
 	}},
 	{"link_isolate_one", func(s *soak) string {
@@ -429,9 +429,9 @@ var soakFaults = []soakFault{
 		// peers find them held, and it undoes them: such a slot is missed
 		// (slot.missed). Duplicates and overlaps are never excused.
 		r, keep := s.replica().Name, s.rng.IntN(3)
-		mode := []ProxyMode{Blackhole, Reject, LoseReplies}[s.rng.IntN(3)]
+		mode := []redistest.ProxyMode{redistest.Blackhole, redistest.Reject, redistest.LoseReplies}[s.rng.IntN(3)]
 		d := s.dur(2000, 8000)
-		cut := func(m ProxyMode) {
+		cut := func(m redistest.ProxyMode) {
 			for i := range 3 {
 				if i != keep {
 					s.c.Links.Link(r, i).SetMode(m)
@@ -441,9 +441,9 @@ var soakFaults = []soakFault{
 		at := time.Now()
 		cut(mode)
 		time.Sleep(d)
-		cut(Pass)
+		cut(redistest.Pass)
 		until := at
-		if mode == LoseReplies {
+		if mode == redistest.LoseReplies {
 			until = time.Now()
 		}
 		s.c.Faults.Legit(s.c.Faults.Start(at), until.Add(s.c.spec.TTL+time.Second), "replica "+r+" cut from a majority")
@@ -495,7 +495,7 @@ var soakFaults = []soakFault{
 		// Every running replica cut from another node: each keeps a
 		// majority, every two share one node only.
 		names := s.c.Running()
-		shift, mode := s.rng.IntN(3), []ProxyMode{Blackhole, LoseReplies}[s.rng.IntN(2)]
+		shift, mode := s.rng.IntN(3), []redistest.ProxyMode{redistest.Blackhole, redistest.LoseReplies}[s.rng.IntN(2)]
 		d := s.dur(2000, 8000)
 		var cuts []string
 		for k, r := range names {
@@ -504,15 +504,15 @@ var soakFaults = []soakFault{
 		}
 		time.Sleep(d)
 		for k, r := range names {
-			s.c.Links.Link(r, (k+shift)%3).SetMode(Pass)
+			s.c.Links.Link(r, (k+shift)%3).SetMode(redistest.Pass)
 		}
 		return fmt.Sprintf("%s (%v) for %v", strings.Join(cuts, ", "), mode, d)
 	}},
 	{"proxy_reject", func(s *soak) string {
-		s.c.Proxy.SetMode(Reject)
+		s.c.Proxy.SetMode(redistest.Reject)
 		d := s.dur(2000, 6000)
 		time.Sleep(d)
-		s.c.Proxy.SetMode(Pass)
+		s.c.Proxy.SetMode(redistest.Pass)
 		return fmt.Sprintf("node 2 for %v", d)
 	}},
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/slotlock/slotlock/locking/redistest"
 )
 
 // linkCut is one replica cut from one node: its link to that node in a
@@ -13,7 +15,7 @@ import (
 type linkCut struct {
 	replica string
 	node    int
-	mode    ProxyMode
+	mode    redistest.ProxyMode
 	latency time.Duration // instead of mode, when set
 }
 
@@ -50,17 +52,17 @@ func scenarioSplitViews(t *testing.T) {
 		majority bool // a replica cut from a majority: a window for its won slots
 	}{
 		{"r1 cut from node 0 (packets dropped), r2 from node 2 (connections reset)",
-			[]linkCut{{"r1", 0, Blackhole, 0}, {"r2", 2, Reject, 0}}, false},
+			[]linkCut{{"r1", 0, redistest.Blackhole, 0}, {"r2", 2, redistest.Reject, 0}}, false},
 		{"each replica cut from another node (every two share one node)",
-			[]linkCut{{"r1", 0, Blackhole, 0}, {"r2", 1, Blackhole, 0}, {"r3", 2, Blackhole, 0}}, false},
+			[]linkCut{{"r1", 0, redistest.Blackhole, 0}, {"r2", 1, redistest.Blackhole, 0}, {"r3", 2, redistest.Blackhole, 0}}, false},
 		{"each replica losing another node's replies (its requests run there unseen)",
-			[]linkCut{{"r1", 1, LoseReplies, 0}, {"r2", 2, LoseReplies, 0}, {"r3", 0, LoseReplies, 0}}, false},
+			[]linkCut{{"r1", 1, redistest.LoseReplies, 0}, {"r2", 2, redistest.LoseReplies, 0}, {"r3", 0, redistest.LoseReplies, 0}}, false},
 		{"r1 cut from nodes 0 and 1 (no majority), r2 and r3 reach all three",
-			[]linkCut{{"r1", 0, Blackhole, 0}, {"r1", 1, Reject, 0}}, true},
+			[]linkCut{{"r1", 0, redistest.Blackhole, 0}, {"r1", 1, redistest.Reject, 0}}, true},
 		{"r1 losing the replies of nodes 1 and 2 (its requests run there unseen; no majority answers it)",
-			[]linkCut{{"r1", 1, LoseReplies, 0}, {"r1", 2, LoseReplies, 0}}, true},
+			[]linkCut{{"r1", 1, redistest.LoseReplies, 0}, {"r1", 2, redistest.LoseReplies, 0}}, true},
 		{"r1's links to nodes 0 and 2 slower than its op timeout (its requests run there late; no majority answers it in time)",
-			[]linkCut{{"r1", 0, Pass, 200 * time.Millisecond}, {"r1", 2, Pass, 200 * time.Millisecond}}, true},
+			[]linkCut{{"r1", 0, redistest.Pass, 200 * time.Millisecond}, {"r1", 2, redistest.Pass, 200 * time.Millisecond}}, true},
 	}
 	type window struct {
 		cut         linkCut
@@ -76,7 +78,7 @@ func scenarioSplitViews(t *testing.T) {
 		}
 		time.Sleep(6 * time.Second)
 		for _, k := range p.cuts {
-			c.Links.Link(k.replica, k.node).SetMode(Pass)
+			c.Links.Link(k.replica, k.node).SetMode(redistest.Pass)
 			c.Links.Link(k.replica, k.node).SetLatency(0)
 			windows = append(windows, window{k, at, time.Now()})
 		}
@@ -86,7 +88,7 @@ func scenarioSplitViews(t *testing.T) {
 			// the nodes until the cut ends (its peers find them held),
 			// so a TTL from the end.
 			until := at
-			if p.cuts[0].mode == LoseReplies {
+			if p.cuts[0].mode == redistest.LoseReplies {
 				until = time.Now()
 			}
 			c.Faults.Legit(c.Faults.Start(at), until.Add(c.spec.TTL+time.Second), p.cuts[0].replica+" cut from a majority")

@@ -7,7 +7,9 @@
 // (SIGSTOP) node is resumed before it is killed so nothing is left behind.
 // Faults are real: Kill (SIGKILL), Pause (SIGSTOP), Resume (SIGCONT),
 // Restart (same port, same data directory) and PauseWrites (CLIENT PAUSE
-// WRITE: reads answered, writes held).
+// WRITE: reads answered, writes held). A Proxy (NewProxy) in front of a
+// node is the network between it and a client: latency each way, packets
+// dropped, connections reset, replies lost.
 //
 // In a test:
 //

@@ -1,12 +1,7 @@
 package redlock
 
 import (
-	"errors"
 	"fmt"
-	"io"
-	"net"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,84 +10,6 @@ import (
 	"github.com/slotlock/slotlock/locking"
 	"github.com/slotlock/slotlock/locking/redistest"
 )
-
-// slowLink is a TCP proxy on a loopback port that delays every chunk by
-// its latency in each direction, in order: a congested route between one
-// replica and one node.
-type slowLink struct {
-	ln      net.Listener
-	target  string
-	latency atomic.Int64 // ns
-	wg      sync.WaitGroup
-}
-
-func startSlowLink(t *testing.T, target string) *slowLink {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	l := &slowLink{ln: ln, target: target}
-	l.wg.Add(1)
-	go l.accept()
-	t.Cleanup(func() { _ = ln.Close(); l.wg.Wait() })
-	return l
-}
-
-func (l *slowLink) Addr() string { return l.ln.Addr().String() }
-
-// SetLatency delays the chunks read from now on by d each way.
-func (l *slowLink) SetLatency(d time.Duration) { l.latency.Store(int64(d)) }
-
-func (l *slowLink) accept() {
-	defer l.wg.Done()
-	for {
-		c, err := l.ln.Accept()
-		if err != nil {
-			return
-		}
-		s, err := net.Dial("tcp", l.target)
-		if err != nil {
-			_ = c.Close()
-			continue
-		}
-		l.wg.Add(2)
-		go l.pipe(s, c)
-		go l.pipe(c, s)
-	}
-}
-
-type chunk struct {
-	b   []byte
-	due time.Time
-}
-
-// pipe copies src to dst, each chunk latency after it was read.
-func (l *slowLink) pipe(dst, src net.Conn) {
-	defer l.wg.Done()
-	q := make(chan chunk, 1024)
-	go func() {
-		defer func() { _ = dst.Close() }()
-		for c := range q {
-			time.Sleep(time.Until(c.due))
-			if _, err := dst.Write(c.b); err != nil {
-				return
-			}
-		}
-	}()
-	defer close(q)
-	buf := make([]byte, 64<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			q <- chunk{append([]byte(nil), buf[:n]...), time.Now().Add(time.Duration(l.latency.Load()))}
-		}
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				_ = src.Close()
-			}
-			return
-		}
-	}
-}
 
 // A replica whose links to two nodes of three turn slower than its op
 // timeout has no majority: its claims fail, and it retries them while the
@@ -110,9 +27,11 @@ func TestSlowMajorityLeavesNoClaim(t *testing.T) {
 	ctx := tctx(t, 60*time.Second)
 	addrs := c.Addrs()
 	slow := append([]string(nil), addrs...)
-	var links []*slowLink
+	var links []*redistest.Proxy
 	for _, i := range []int{0, 2} {
-		l := startSlowLink(t, addrs[i])
+		l, err := redistest.NewProxy(addrs[i])
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = l.Close() })
 		slow[i] = l.Addr()
 		links = append(links, l)
 	}

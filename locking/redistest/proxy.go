@@ -1,6 +1,4 @@
-//go:build linux
-
-package e2e
+package redistest
 
 import (
 	"errors"
@@ -92,7 +90,7 @@ func (c *proxyConn) close(reset bool) {
 func NewProxy(target string) (*Proxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, fmt.Errorf("e2e: proxy listen: %w", err)
+		return nil, fmt.Errorf("redistest: proxy listen: %w", err)
 	}
 	p := &Proxy{ln: ln, target: target, conns: map[*proxyConn]struct{}{}}
 	p.wg.Add(1)

@@ -1,6 +1,4 @@
-//go:build linux
-
-package e2e
+package redistest
 
 import (
 	"bufio"
