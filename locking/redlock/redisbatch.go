@@ -250,9 +250,10 @@ func (n *redisNode) exec(batch []*nodeCall, until time.Time) {
 	b := &n.batch
 	need := time.Duration(min(b.rtt.Load(), int64(n.opTimeout/2)))
 	now := time.Now()
-	live := batch[:0]
+	live, release := batch[:0], false
 	for _, c := range batch {
-		if c.op.Kind() != driver.OpRelease && !c.inTime(now, need) {
+		isRelease := c.op.Kind() == driver.OpRelease
+		if !isRelease && !c.inTime(now, need) {
 			if c.state.CompareAndSwap(callQueued, callDropped) {
 				over := c.over(now)
 				if over == nil {
@@ -264,6 +265,7 @@ func (n *redisNode) exec(batch []*nodeCall, until time.Time) {
 		}
 		if c.state.CompareAndSwap(callQueued, callSent) {
 			live = append(live, c)
+			release = release || isRelease
 		}
 	}
 	if len(live) == 0 {
@@ -271,10 +273,7 @@ func (n *redisNode) exec(batch []*nodeCall, until time.Time) {
 	}
 	t0 := monoNow()
 	b.sentAt.Store(t0)
-	if until.IsZero() && hasRelease(live) {
-		until = now.Add(releaseWait * n.opTimeout)
-	}
-	ctx := n.socketDeadline(until, now)
+	ctx := n.socketDeadline(until, now, release)
 	again, fault := n.pipe(ctx, live, false)
 	resent := len(again) > 0
 	if resent {

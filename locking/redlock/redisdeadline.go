@@ -3,8 +3,6 @@ package redlock
 import (
 	"context"
 	"time"
-
-	"github.com/slotlock/slotlock/locking/driver"
 )
 
 // The deadlines of a node's sends: how long a pipeline may take before
@@ -49,22 +47,17 @@ func (n *redisNode) ownDeadline(c *nodeCall) time.Time {
 // that turn late are not sent.
 const releaseWait = 10
 
-// hasRelease reports whether calls hold a release.
-func hasRelease(calls []*nodeCall) bool {
-	for _, c := range calls {
-		if c.op.Kind() == driver.OpRelease {
-			return true
-		}
-	}
-	return false
-}
-
 // socketDeadline is the deadline of a pipeline (and of its retries: a
 // script loaded, a cluster endpoint's redirections) sent until until, or,
-// when until is zero, maxWaitFactor × the op timeout from now (exec's
-// clock reading, taken once per pipeline).
-func (n *redisNode) socketDeadline(until, now time.Time) context.Context {
-	if until.IsZero() {
+// when until is zero (the sender's), maxWaitFactor × the op timeout from
+// now (exec's clock reading, taken once per pipeline) — releaseWait × for
+// a pipeline that carries a release.
+func (n *redisNode) socketDeadline(until, now time.Time, release bool) context.Context {
+	switch {
+	case !until.IsZero():
+	case release:
+		until = now.Add(releaseWait * n.opTimeout)
+	default:
 		until = now.Add(maxWaitFactor * n.opTimeout)
 	}
 	return socketDeadline{Context: context.Background(), at: until}
