@@ -27,10 +27,7 @@ type FaultRecord struct {
 func (r *Replica) Kill() {
 	at := time.Now()
 	r.p.kill()
-	f := r.c.Faults
-	f.mu.Lock()
-	f.kills = append(f.kills, Kill{Replica: r.Name, At: at})
-	f.mu.Unlock()
+	r.c.Faults.record(func(f *FaultRecord) { f.kills = append(f.kills, Kill{Replica: r.Name, At: at}) })
 }
 
 // Freeze SIGSTOPs the replica's process group and its jobs for d, then
@@ -52,10 +49,7 @@ func (r *Replica) FreezeUntil(least, most time.Duration, cond func() bool) Freez
 	}
 	r.p.thaw()
 	f.To = time.Now()
-	rec := r.c.Faults
-	rec.mu.Lock()
-	rec.freezes = append(rec.freezes, f)
-	rec.mu.Unlock()
+	r.c.Faults.record(func(rec *FaultRecord) { rec.freezes = append(rec.freezes, f) })
 	return f
 }
 
@@ -70,9 +64,7 @@ func (f *FaultRecord) Start(t time.Time) time.Time {
 
 // Legit declares that slots in [from, to] may legitimately be missed.
 func (f *FaultRecord) Legit(from, to time.Time, why string) {
-	f.mu.Lock()
-	f.legit = append(f.legit, Window{From: from, To: to, Why: why})
-	f.mu.Unlock()
+	f.record(func(f *FaultRecord) { f.legit = append(f.legit, Window{From: from, To: to, Why: why}) })
 }
 
 // ClaimsTogether declares that the claims of slots due in [from, to] may
@@ -82,9 +74,14 @@ func (f *FaultRecord) Legit(from, to time.Time, why string) {
 // order — a documented limit (docs/guarantees.md, "Token order of
 // acquisitions that overlap"). Runs of forbid jobs are never excused.
 func (f *FaultRecord) ClaimsTogether(from, to time.Time, why string) {
+	f.record(func(f *FaultRecord) { f.together = append(f.together, Window{From: from, To: to, Why: why}) })
+}
+
+// record adds to the record under its lock.
+func (f *FaultRecord) record(add func(*FaultRecord)) {
 	f.mu.Lock()
-	f.together = append(f.together, Window{From: from, To: to, Why: why})
-	f.mu.Unlock()
+	defer f.mu.Unlock()
+	add(f)
 }
 
 // Kills is a copy of the kills recorded so far.
