@@ -189,6 +189,19 @@ func (s *soak) majorityOut(out, in func(*redistest.Node) error) (i, j int, d tim
 	return i, j, d
 }
 
+// majorityLinks picks a running replica and a node, and returns the
+// replica's name, the node, and the replica's links to the other two: a
+// majority its peers still reach.
+func (s *soak) majorityLinks() (r string, keep int, links []*redistest.Proxy) {
+	r, keep = s.replica().Name, s.rng.IntN(3)
+	for i := range 3 {
+		if i != keep {
+			links = append(links, s.c.Links.Link(r, i))
+		}
+	}
+	return r, keep, links
+}
+
 func (s *soak) replica() *Replica {
 	names := s.c.Running()
 	return s.c.Replica(names[s.rng.IntN(len(names))])
@@ -428,14 +441,12 @@ var soakFaults = []soakFault{
 		// TTL after its end — its claims land on the nodes, where its
 		// peers find them held, and it undoes them: such a slot is missed
 		// (slot.missed). Duplicates and overlaps are never excused.
-		r, keep := s.replica().Name, s.rng.IntN(3)
+		r, keep, links := s.majorityLinks()
 		mode := []redistest.ProxyMode{redistest.Blackhole, redistest.Reject, redistest.LoseReplies}[s.rng.IntN(3)]
 		d := s.dur(2000, 8000)
 		cut := func(m redistest.ProxyMode) {
-			for i := range 3 {
-				if i != keep {
-					s.c.Links.Link(r, i).SetMode(m)
-				}
+			for _, l := range links {
+				l.SetMode(m)
 			}
 		}
 		at := time.Now()
@@ -458,18 +469,16 @@ var soakFaults = []soakFault{
 		// the delay drains, and its peers find its claims held there until
 		// their undo follows (a new connection's handshake takes a round
 		// trip: releaseWait in locking/redlock).
-		r, keep := s.replica().Name, s.rng.IntN(3)
+		r, keep, links := s.majorityLinks()
 		l := s.c.spec.OpTimeout * time.Duration(3+s.rng.IntN(6)) / 2
 		d := s.dur(2000, 8000)
 		at := time.Now()
-		for i := range 3 {
-			if i != keep {
-				s.c.Links.Link(r, i).SetLatency(l)
-			}
+		for _, link := range links {
+			link.SetLatency(l)
 		}
 		time.Sleep(d)
-		for i := range 3 {
-			s.c.Links.Link(r, i).SetLatency(0)
+		for _, link := range links {
+			link.SetLatency(0)
 		}
 		s.c.Faults.Legit(s.c.Faults.Start(at), time.Now().Add(l+s.c.spec.TTL+time.Second), "replica "+r+" slowed on a majority")
 		return fmt.Sprintf("%s +%v each way to every node but %d for %v", r, l, keep, d)
