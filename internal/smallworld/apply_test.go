@@ -29,7 +29,7 @@ func (w *world) apply(x action) bool {
 				w.deliver(r)
 			case "mute":
 				// Run now; the answer never comes: its sender times out.
-				_, _ = w.stores[r.store].Apply(r.op)
+				_, _ = w.applyTo(r.store, r.op)
 				r.lost = true
 			default:
 				r.lost = true
@@ -91,6 +91,11 @@ func (w *world) apply(x action) bool {
 		if ok = x.store < len(w.stores) && w.canWipe(x.store); ok {
 			w.stores[x.store].Wipe()
 			w.wiped = true
+			w.before[x.store] = nil
+		}
+	case "failover":
+		if ok = x.store < len(w.stores) && w.canFailover(x.store); ok {
+			w.failover(x.store)
 		}
 	default:
 		ok = false

@@ -48,7 +48,11 @@
 //   - a process that crashes at any step: at a step boundary, or between
 //     the rounds of one call (its next round never sent);
 //   - a process paused past its lease (time passes while it holds one);
-//   - a store restarted empty, once, when what it holds is on both others.
+//   - a store restarted empty, once, when what it holds is on both others;
+//   - a failover (failover_test.go: only in the worlds that name it): a
+//     store loses the last request that changed it, as a cache whose
+//     promoted replica had not received it — what that request deleted is
+//     back — once, when what it wrote is on both others.
 //
 // Events that are not faults: time passing by one lock TTL (a lease
 // expires) and by a done marker's lifetime (expire: every done marker

@@ -28,6 +28,7 @@ type explorer struct {
 	runs, terminals, pruned, maxDepth int
 	unreported                        int      // terminal states with a run no line reports (checkUnreported)
 	unreportedPath                    []action // the shortest schedule to one
+	failedOver                        int      // terminal states after a failover (failover_test.go)
 	began                             time.Time
 	cut                               float64 // stopped by -check.time: the share explored by then
 	finished                          bool
@@ -174,6 +175,9 @@ func (x *explorer) terminal(w *world) {
 	x.terminals++
 	w.close()
 	vs := w.violations()
+	if w.failed {
+		x.failedOver++
+	}
 	if w.unreported > 0 {
 		x.unreported++
 		if x.unreportedPath == nil || len(x.path) < len(x.unreportedPath) {

@@ -142,7 +142,7 @@ func (w *world) drop(r *request) {
 
 // deliver runs r on its store now and answers its sender.
 func (w *world) deliver(r *request) {
-	res, err := w.stores[r.store].Apply(r.op)
+	res, err := w.applyTo(r.store, r.op)
 	w.drop(r)
 	w.answer(r, reply{res, err})
 }

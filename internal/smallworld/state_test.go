@@ -43,7 +43,8 @@ func (w *world) stateKey() ([16]byte, renaming) {
 // stateLines describes the state, one self-describing line per item (so
 // that sorting them loses nothing); w.mu is held.
 func (w *world) stateLines() []string {
-	out := []string{fmt.Sprintf("world t%d a%d f%d %v %v %v forbid=%v", w.ticks, w.aged, w.spent, w.frozen, w.froze, w.wiped, w.forbid)}
+	out := []string{fmt.Sprintf("world t%d a%d f%d %v %v %v %v forbid=%v", w.ticks, w.aged, w.spent, w.frozen, w.froze, w.wiped, w.failed, w.forbid)}
+	out = append(out, w.beforeLines()...)
 	for i, s := range w.stores {
 		for _, l := range strings.Split(s.Snapshot(), "\n") {
 			out = append(out, fmt.Sprintf("s%d %s", i, l))

@@ -87,6 +87,10 @@ type world struct {
 	frozen  []bool
 	froze   []bool // frozen once already
 	wiped   bool
+	// before: each store's state before its last change, in a world of
+	// failovers (failover_test.go); failed: a failover was taken.
+	before  []*locksim.Store
+	failed  bool
 	closing bool
 	forbid  bool // reloaded: the job runs under overlap forbid
 
@@ -153,7 +157,7 @@ type reportRec struct {
 }
 
 func newWorld(cfg worldConfig) *world {
-	w := &world{cfg: cfg, tokens: map[string]string{}, frozen: make([]bool, 3), froze: make([]bool, 3),
+	w := &world{cfg: cfg, tokens: map[string]string{}, frozen: make([]bool, 3), froze: make([]bool, 3), before: make([]*locksim.Store, 3),
 		final: map[int][]string{}, logs: map[int][][]string{}, trimmed: map[int]bool{}, open: map[int]bool{}, lostClaims: map[string]bool{}}
 	for i := range 3 {
 		w.stores = append(w.stores, locksim.NewStore(fmt.Sprintf("s%d", i)))

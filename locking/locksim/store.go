@@ -52,6 +52,17 @@ func (s *Store) Wipe() {
 	s.kv = make(map[string]entry)
 }
 
+// Restore makes the store hold what from holds, TTL deadlines and all, as
+// a Redis failing over to a replica that had not received its latest
+// writes: what it was told since from's state is lost, and what it
+// deleted since is back. from is copied; it stays the caller's.
+func (s *Store) Restore(from *Store) {
+	c := from.Clone()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.kv = c.kv
+}
+
 // Dump returns every live key with its value (hashes as field=value
 // lists), for tracing a simulation.
 func (s *Store) Dump() map[string]string {
