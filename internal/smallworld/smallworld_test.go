@@ -10,7 +10,7 @@ import (
 )
 
 var (
-	checkWorld  = flag.String("check.world", "default", "the small world to check (world_test.go: default, big, big3, race, settlers, pair, twoslots, nofault, backfill, probe, minority, trim, pause, pauselose, cast2, cast3, reload, reloadcrash, reloadlose, reloadfast, retry, retrybackfill, failover, castfailover)")
+	checkWorld  = flag.String("check.world", "default", "the small world to check (world_test.go: default, big, big3, race, settlers, pair, twoslots, nofault, backfill, probe, minority, trim, pause, pauselose, cast2, cast3, reload, reloadcrash, reloadlose, reloadfast, retry, retrybackfill, failover, castfailover, failoverlimit)")
 	checkTime   = flag.Duration("check.time", 0, "stop exploring after this long and report the share of the world explored (0: to exhaustion)")
 	checkPrefix = flag.String("check.prefix", "", "explore only the schedules that start with this trace file's actions (its world too)")
 )

@@ -43,6 +43,9 @@ type worldConfig struct {
 	ticks    int      // how many times time may pass (one lock TTL each)
 	expiries int      // how many times the done markers' lifetime may pass (expire)
 	noWipe   bool
+	// failoverAny: a failover may lose a write that is not on both other
+	// stores (outside the guarantee: the world of its documented limit).
+	failoverAny bool
 	// killAtSteps: a process crashes only between its steps (at a gate),
 	// not while its requests are in flight: a world of whole steps.
 	killAtSteps bool
