@@ -248,23 +248,35 @@ func (w *world) canWipe(i int) bool {
 	if w.wiped || w.cfg.noWipe {
 		return false
 	}
-	mine := w.stores[i].Snapshot()
-	if mine == "" {
-		return false
-	}
+	mine := lines(w.stores[i].Snapshot())
+	return len(mine) > 0 && w.onOthers(i, mine)
+}
+
+// onOthers reports whether both stores but i hold every line of ls;
+// w.mu is held.
+func (w *world) onOthers(i int, ls map[string]bool) bool {
 	for j, s := range w.stores {
 		if j == i {
 			continue
 		}
-		theirs := map[string]bool{}
-		for _, l := range strings.Split(s.Snapshot(), "\n") {
-			theirs[l] = true
-		}
-		for _, l := range strings.Split(mine, "\n") {
+		theirs := lines(s.Snapshot())
+		for l := range ls {
 			if !theirs[l] {
 				return false
 			}
 		}
 	}
 	return true
+}
+
+// lines is a snapshot's lines as a set.
+func lines(snapshot string) map[string]bool {
+	out := map[string]bool{}
+	if snapshot == "" {
+		return out
+	}
+	for _, l := range strings.Split(snapshot, "\n") {
+		out[l] = true
+	}
+	return out
 }

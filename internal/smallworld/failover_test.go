@@ -1,8 +1,8 @@
 package smallworld
 
 import (
+	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/slotlock/slotlock/locking/driver"
 	"github.com/slotlock/slotlock/locking/locksim"
@@ -77,18 +77,7 @@ func (w *world) canFailover(i int) bool {
 	for l := range lines(w.before[i].Snapshot()) {
 		delete(lost, l)
 	}
-	for j, s := range w.stores {
-		if j == i {
-			continue
-		}
-		theirs := lines(s.Snapshot())
-		for l := range lost {
-			if !theirs[l] {
-				return false
-			}
-		}
-	}
-	return true
+	return w.onOthers(i, lost)
 }
 
 // failover makes store i lose its last change; w.mu is held.
@@ -107,20 +96,8 @@ func (w *world) beforeLines() []string {
 			continue
 		}
 		for l := range lines(s.Snapshot()) {
-			out = append(out, "before s"+string(rune('0'+i))+" "+l)
+			out = append(out, fmt.Sprintf("before s%d %s", i, l))
 		}
-	}
-	return out
-}
-
-// lines is a snapshot's lines as a set.
-func lines(snapshot string) map[string]bool {
-	out := map[string]bool{}
-	if snapshot == "" {
-		return out
-	}
-	for _, l := range strings.Split(snapshot, "\n") {
-		out[l] = true
 	}
 	return out
 }
