@@ -17,7 +17,9 @@ import (
 // writes. What it took in those seconds is lost there, and what it
 // deleted is back: the claims of the runs that ended meanwhile, with
 // their leases, a forbid job's released job leases, the fencing counter
-// lower. The other two nodes keep everything, so the guarantee holds:
+// lower. The other two nodes keep everything (but a claim split by a
+// race, on the failed node and one other only: outside the guarantee,
+// docs/guarantees.md, and rare with one primary candidate per slot), so
 // nothing may run twice, nothing be missed, and no claim brought back
 // may be reported abandoned or missed (the checker's unexplained and
 // log checks). The scenario fails if no failover brought an ended claim
