@@ -22,7 +22,6 @@ import (
 type Checkpoint struct {
 	node int
 	dir  string
-	At   time.Time // when it was taken
 }
 
 // Checkpoint copies the node's append-only file. The node holds writes
@@ -43,7 +42,7 @@ func (n *Node) Checkpoint() (*Checkpoint, error) {
 	if err := cl.Do(ctx, "CLIENT", "PAUSE", 2000, "WRITE").Err(); err != nil {
 		return nil, fmt.Errorf("redistest: checkpoint of node %d (%s): %w", n.idx, n.Addr(), err)
 	}
-	cp := &Checkpoint{node: n.idx, dir: dir, At: time.Now()}
+	cp := &Checkpoint{node: n.idx, dir: dir}
 	err = copyDir(filepath.Join(n.dir, "appendonlydir"), dir)
 	if uerr := cl.Do(ctx, "CLIENT", "UNPAUSE").Err(); err == nil && uerr != nil {
 		err = uerr
@@ -57,23 +56,20 @@ func (n *Node) Checkpoint() (*Checkpoint, error) {
 // StartFrom starts a node that was killed or stopped, on its old port,
 // with its append-only file replaced by the checkpoint's.
 func (n *Node) StartFrom(cp *Checkpoint) error {
-	n.mu.Lock()
-	running := n.cmd != nil
-	n.mu.Unlock()
-	switch {
-	case running:
-		return fmt.Errorf("redistest: node %d (%s) is running: kill or stop it first", n.idx, n.Addr())
-	case cp.node != n.idx:
+	if cp.node != n.idx {
 		return fmt.Errorf("redistest: node %d: a checkpoint of node %d", n.idx, cp.node)
 	}
-	aof := filepath.Join(n.dir, "appendonlydir")
-	if err := os.RemoveAll(aof); err != nil {
-		return fmt.Errorf("redistest: roll node %d back: %w", n.idx, err)
-	}
-	if err := copyDir(cp.dir, aof); err != nil {
-		return fmt.Errorf("redistest: roll node %d back: %w", n.idx, err)
-	}
-	return n.Start()
+	return n.startWithData(func() error {
+		aof := filepath.Join(n.dir, "appendonlydir")
+		err := os.RemoveAll(aof)
+		if err == nil {
+			err = copyDir(cp.dir, aof)
+		}
+		if err != nil {
+			return fmt.Errorf("redistest: roll node %d back: %w", n.idx, err)
+		}
+		return nil
+	})
 }
 
 // copyDir copies the regular files of directory from into to (created).

@@ -127,16 +127,28 @@ func (n *Node) Start() error {
 // node without persistence does, and — unlike a FLUSHALL after Start —
 // never acknowledges a write it then loses.
 func (n *Node) StartEmpty() error {
+	return n.startWithData(func() error {
+		for _, name := range []string{"appendonlydir", "appendonly.aof", "dump.rdb"} {
+			if err := os.RemoveAll(filepath.Join(n.dir, name)); err != nil {
+				return fmt.Errorf("redistest: empty node %d: %w", n.idx, err)
+			}
+		}
+		return nil
+	})
+}
+
+// startWithData starts a node that was killed or stopped, on its old
+// port, once prepare has changed its data files (StartEmpty, StartFrom):
+// never while it runs, which would write over them.
+func (n *Node) startWithData(prepare func() error) error {
 	n.mu.Lock()
 	running := n.cmd != nil
 	n.mu.Unlock()
 	if running {
 		return fmt.Errorf("redistest: node %d (%s) is running: kill or stop it first", n.idx, n.Addr())
 	}
-	for _, name := range []string{"appendonlydir", "appendonly.aof", "dump.rdb"} {
-		if err := os.RemoveAll(filepath.Join(n.dir, name)); err != nil {
-			return fmt.Errorf("redistest: empty node %d: %w", n.idx, err)
-		}
+	if err := prepare(); err != nil {
+		return err
 	}
 	return n.Start()
 }
