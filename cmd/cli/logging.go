@@ -17,28 +17,30 @@ import (
 // newLogger builds the process logger: format "json" is slog's JSON
 // handler (the audit trail, written compactly: jsonHandler), "text" is
 // tint's text without colour, and "auto" picks tint's coloured text when
-// w is a terminal and JSON otherwise. Every line carries replica.
+// w is a terminal and JSON otherwise. Every line carries replica. The
+// lines of concurrent calls reach w together (loggroup.go).
 func newLogger(w io.Writer, format, level, replica string) (*slog.Logger, error) {
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("log.level %q: %w", level, err)
 	}
+	g := newGroupWriter(w)
 	var h slog.Handler
 	switch strings.ToLower(format) {
 	case "json":
-		h = jsonHandler(w, lv)
+		h = jsonHandler(g, lv)
 	case "text":
-		h = tint.NewHandler(w, &tint.Options{Level: lv, NoColor: true, TimeFormat: time.RFC3339Nano, ReplaceAttr: safeMessage})
+		h = tint.NewHandler(g, &tint.Options{Level: lv, NoColor: true, TimeFormat: time.RFC3339Nano, ReplaceAttr: safeMessage})
 	case "auto", "":
 		if isTerminal(w) {
-			h = tint.NewHandler(w, &tint.Options{Level: lv, TimeFormat: time.TimeOnly, ReplaceAttr: safeMessage})
+			h = tint.NewHandler(g, &tint.Options{Level: lv, TimeFormat: time.TimeOnly, ReplaceAttr: safeMessage})
 		} else {
-			h = jsonHandler(w, lv)
+			h = jsonHandler(g, lv)
 		}
 	default:
 		return nil, fmt.Errorf("log.format %q: want auto, json or text", format)
 	}
-	return slog.New(h).With("replica", replica), nil
+	return slog.New(groupHandler{h, g}).With("replica", replica), nil
 }
 
 // safeMessage quotes a text line's message when it holds a control
