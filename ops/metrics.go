@@ -20,6 +20,7 @@ import (
 // for concurrent use.
 type Metrics struct {
 	reg          *prometheus.Registry
+	series       seriesCache // the per-slot series, found once (series.go)
 	mu           sync.Mutex
 	latest       map[string]latestOutcome // JobOutcome's state, by job
 	runs         *prometheus.CounterVec
@@ -117,20 +118,20 @@ func (m *Metrics) GroupRunning(group string, running int) {
 }
 
 func (m *Metrics) SlotSkipped(job string, reason history.Reason) {
-	m.skips.WithLabelValues(job, string(reason)).Inc()
+	m.series.counter(m.skips, job, string(reason)).Inc()
 }
 
 func (m *Metrics) RunFinished(job string, outcome history.Outcome, d time.Duration) {
-	m.runs.WithLabelValues(job, string(outcome)).Inc()
-	m.runDuration.WithLabelValues(job, string(outcome)).Observe(d.Seconds())
+	m.series.counter(m.runs, job, string(outcome)).Inc()
+	m.series.observer(m.runDuration, job, string(outcome)).Observe(d.Seconds())
 }
 
 func (m *Metrics) StartDelay(job string, d time.Duration) {
-	m.startDelay.WithLabelValues(job).Observe(d.Seconds())
+	m.series.observer(m.startDelay, job, "").Observe(d.Seconds())
 }
 
 func (m *Metrics) LockAcquire(job string, d time.Duration, err error) {
-	m.lockAcquire.WithLabelValues(job, acquireResult(err)).Observe(d.Seconds())
+	m.series.observer(m.lockAcquire, job, acquireResult(err)).Observe(d.Seconds())
 }
 
 func (m *Metrics) LeaseLost(job string) { m.leasesLost.WithLabelValues(job).Inc() }

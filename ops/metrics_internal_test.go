@@ -90,3 +90,44 @@ func TestGroupRunningGauge(t *testing.T) {
 	m.GroupRunning("heavy", 1)
 	require.Equal(t, 1.0, testutil.ToFloat64(m.groupRunning.WithLabelValues("heavy")))
 }
+
+// The per-slot series, found once and kept, are the registry's: every
+// event counts where a scrape reads it, and a series still appears only
+// with its first event.
+func TestPerSlotSeriesKept(t *testing.T) {
+	m := NewMetrics()
+	for range 2 {
+		for _, j := range []string{"a", "b"} {
+			m.RunFinished(j, history.OutcomeSucceeded, time.Second)
+			m.StartDelay(j, time.Millisecond)
+			m.LockAcquire(j, time.Millisecond, nil)
+			m.SlotSkipped(j, history.ReasonHeld)
+		}
+	}
+	m.RunFinished("a", history.OutcomeFailed, time.Second)
+	for _, j := range []string{"a", "b"} {
+		require.Equal(t, 2.0, testutil.ToFloat64(m.runs.WithLabelValues(j, "succeeded")), j)
+		require.Equal(t, 2.0, testutil.ToFloat64(m.skips.WithLabelValues(j, "held")), j)
+	}
+	require.Equal(t, 1.0, testutil.ToFloat64(m.runs.WithLabelValues("a", "failed")))
+	families, err := m.reg.Gather()
+	require.NoError(t, err)
+	samples := map[string]uint64{} // histogram series → observations
+	for _, f := range families {
+		for _, s := range f.GetMetric() {
+			if h := s.GetHistogram(); h != nil {
+				key := f.GetName()
+				for _, l := range s.GetLabel() {
+					key += "," + l.GetValue()
+				}
+				samples[key] = h.GetSampleCount()
+			}
+		}
+	}
+	require.Equal(t, map[string]uint64{
+		"slotlock_run_duration_seconds,a,succeeded": 2, "slotlock_run_duration_seconds,b,succeeded": 2,
+		"slotlock_run_duration_seconds,a,failed":    1,
+		"slotlock_start_delay_seconds,a":            2, "slotlock_start_delay_seconds,b": 2,
+		"slotlock_lock_acquire_seconds,a,acquired": 2, "slotlock_lock_acquire_seconds,b,acquired": 2,
+	}, samples, "each event in its series, and no series without an event")
+}
