@@ -126,8 +126,8 @@ func TestPerSlotSeriesKept(t *testing.T) {
 	}
 	require.Equal(t, map[string]uint64{
 		"slotlock_run_duration_seconds,a,succeeded": 2, "slotlock_run_duration_seconds,b,succeeded": 2,
-		"slotlock_run_duration_seconds,a,failed":    1,
-		"slotlock_start_delay_seconds,a":            2, "slotlock_start_delay_seconds,b": 2,
+		"slotlock_run_duration_seconds,a,failed": 1,
+		"slotlock_start_delay_seconds,a":         2, "slotlock_start_delay_seconds,b": 2,
 		"slotlock_lock_acquire_seconds,a,acquired": 2, "slotlock_lock_acquire_seconds,b,acquired": 2,
 	}, samples, "each event in its series, and no series without an event")
 }
