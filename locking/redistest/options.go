@@ -22,6 +22,7 @@ type config struct {
 	// clusterMode: every node is a master of one Redis Cluster
 	// (shards.go), with its bus on a port of its own.
 	clusterMode bool
+	steppable   bool // under the clock shim (clock.go)
 }
 
 // AppendOnly gives every node an append-only file (appendfsync always) in

@@ -181,6 +181,13 @@ func (n *Node) launch() error {
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.Dir = n.dir
 	cmd.SysProcAttr = sysProcAttr()
+	if n.c.cfg.steppable {
+		env, err := n.clockEnv()
+		if err != nil {
+			return err
+		}
+		cmd.Env = env
+	}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("redistest: start redis-server: %w", err)
 	}
