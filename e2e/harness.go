@@ -103,6 +103,9 @@ func (c *Cluster) startRedis() []string {
 	if spec.AppendOnly {
 		opts = append(opts, redistest.AppendOnly())
 	}
+	if spec.SteppableClocks {
+		opts = append(opts, redistest.SteppableClocks())
+	}
 	if spec.Shards > 1 || spec.ClusterMode {
 		if spec.ProxyNode >= 0 {
 			t.Fatal("e2e: a proxy in front of a cluster endpoint is not supported (Spec.ProxyNode)")

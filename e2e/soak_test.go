@@ -45,7 +45,7 @@ func TestSoak(t *testing.T) {
 	faults := drawnFaults(t, *faultsFlag)
 
 	long := JobDef{Name: "long", Schedule: "* * * * * *", Sleep: 2500 * time.Millisecond, Forbid: true}
-	c := NewCluster(t, bins, Spec{ProxyNode: 2, Links: true, AppendOnly: true, PipedLogs: true, Jobs: []JobDef{tick, guard, five, long}})
+	c := NewCluster(t, bins, Spec{ProxyNode: 2, Links: true, AppendOnly: true, SteppableClocks: true, PipedLogs: true, Jobs: []JobDef{tick, guard, five, long}})
 	start := time.Now()
 	c.StartAll("r1", "r2", "r3")
 	from := NextSecond(time.Now()).Add(time.Second)
@@ -342,6 +342,33 @@ var soakFaults = []soakFault{
 			s.t.Fatal(err)
 		}
 		return fmt.Sprintf("node %d back %v later from its state %v before it was lost (keys %d, then %d)", i, down, lag, keys, s.dbsize(n))
+	}},
+	{"redis_clock_step_one", func(s *soak) string {
+		// One node's wall clock stepped (a bad time source, a VM resumed
+		// from a snapshot, an operator's date): forward by one to three
+		// lock TTLs, which ends at once every lease and claim the node
+		// holds and makes its scripts judge every run there expired, or
+		// back as far, which keeps them late; the real time again after
+		// 1–5 s, which keeps what the node set meanwhile that much longer
+		// (or ends it early). The other two keep the right time (one fault
+		// at a time): no fault window.
+		i := s.rng.IntN(3)
+		n := s.c.Redis.Node(i)
+		step := s.c.spec.TTL * time.Duration(2+s.rng.IntN(5)) / 2
+		if s.rng.IntN(3) == 0 {
+			step = -step
+		}
+		keys := s.dbsize(n)
+		if err := n.StepClock(step); err != nil {
+			s.t.Fatal(err)
+		}
+		d := s.dur(1000, 5000)
+		time.Sleep(d)
+		stepped := s.dbsize(n) // the expired keys go within the step
+		if err := n.StepClock(0); err != nil {
+			s.t.Fatal(err)
+		}
+		return fmt.Sprintf("node %d's clock stepped %v for %v (keys %d, then %d)", i, step, d, keys, stepped)
 	}},
 	{"redis_kill_two", func(s *soak) string {
 		at := time.Now()

@@ -65,11 +65,14 @@ type Spec struct {
 	// partition between hosts, not a node's fault.
 	Links      bool
 	AppendOnly bool
-	TTL        time.Duration // lock.ttl; default 3s
-	Skew       time.Duration // lock.max_clock_skew; default 1s
-	Grace      time.Duration // shutdown.grace; default 5s
-	OpTimeout  time.Duration // redis.op_timeout; default 100ms
-	LogLevel   string        // log.level; default debug (the checker reads held/done skips)
+	// SteppableClocks starts the Redis nodes under a clock shim, so that
+	// a fault can step a node's wall clock (redistest.Node.StepClock).
+	SteppableClocks bool
+	TTL             time.Duration // lock.ttl; default 3s
+	Skew            time.Duration // lock.max_clock_skew; default 1s
+	Grace           time.Duration // shutdown.grace; default 5s
+	OpTimeout       time.Duration // redis.op_timeout; default 100ms
+	LogLevel        string        // log.level; default debug (the checker reads held/done skips)
 	// PipedLogs passes every replica's output through a pipe the suite
 	// drains into its log file, so that Replica.StallLogs can stop
 	// draining it.
