@@ -312,6 +312,31 @@ func TestCheckLogMismatch(t *testing.T) {
 	}
 }
 
+// A run reported abandoned that ended by itself on a replica neither
+// frozen nor killed while it ran is a phantom outcome; one whose replica
+// froze or was killed during it, or whose slot is in a fault window, may
+// have lost its lease.
+func TestCheckAbandonedRunThatEnded(t *testing.T) {
+	runs, evs := steady(4)
+	abandoned := Event{Time: at(2.5), Replica: "r3", Event: "run.abandoned", Job: "tick",
+		Slot: runs[1].Slot.Format(time.RFC3339), RunID: runs[1].RunID, Holder: runs[1].Replica}
+	in := tickInput(runs, append(evs, abandoned), 4)
+	r := Check(in)
+	require.Equal(t, 1, r.LogMismatches, "a run that ended, reported abandoned: %v", r)
+	froze := in
+	froze.Freezes = []Freeze{{Replica: runs[1].Replica, From: at(1.1), To: at(1.2)}}
+	require.Equal(t, 0, Check(froze).LogMismatches, "its replica froze during it")
+	killed := in
+	killed.Kills = []Kill{{Replica: runs[1].Replica, At: at(1.2)}}
+	require.Equal(t, 0, Check(killed).LogMismatches, "its replica was killed during it")
+	window := in
+	window.Legit = []Window{{From: at(1), To: at(1), Why: "cut"}}
+	require.Equal(t, 0, Check(window).LogMismatches, "its slot is in a fault window")
+	canceled := tickInput(append([]Run(nil), runs...), append(evs, abandoned), 4)
+	canceled.Runs[1].Outcome = "canceled"
+	require.Equal(t, 0, Check(canceled).LogMismatches, "it was canceled (its lease lost)")
+}
+
 func TestCheckAcquiredExplainsOnlyInFaultWindow(t *testing.T) {
 	runs, evs := steady(3)
 	runs, evs = runs[:2], evs[:2]

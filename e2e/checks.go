@@ -219,13 +219,43 @@ func checkLedgerLog(s *scenario, r *Report, f *Finding) {
 			if e.Event != "run.abandoned" {
 				continue
 			}
-			if !slices.ContainsFunc(s.bySlot[k], func(run Run) bool { return run.RunID == e.RunID }) {
+			i := slices.IndexFunc(s.bySlot[k], func(run Run) bool { return run.RunID == e.RunID })
+			if i < 0 {
 				r.LogMismatches++
 				f.problem("log mismatch: run.abandoned for %s slot %s run %s on %s, but no such run started (ledger)",
 					e.Job, e.Slot, e.RunID, e.Holder)
+				continue
+			}
+			if run := s.bySlot[k][i]; s.endedUnhindered(run) {
+				r.LogMismatches++
+				f.problem("log mismatch: run.abandoned for %s slot %s run %s on %s, but the run ended (%s at %s) on a replica neither frozen nor killed while it ran, outside every fault window",
+					e.Job, e.Slot, e.RunID, e.Holder, run.Outcome, run.End.Format(time.RFC3339Nano))
 			}
 		}
 	}
+}
+
+// endedUnhindered reports whether run ended by itself (succeeded or
+// failed, not canceled) while its replica was neither frozen nor killed
+// and outside every declared fault window: its lease was renewed to its
+// end, so no majority could judge it abandoned, and a run.abandoned for it
+// is a phantom outcome (a node whose clock was stepped, alone, must not
+// make one).
+func (s *scenario) endedUnhindered(run Run) bool {
+	if run.End.IsZero() || (run.Outcome != "ok" && run.Outcome != "failed") || s.inLegit(run.Slot) {
+		return false
+	}
+	for _, fr := range s.Freezes {
+		if fr.Replica == run.Replica && fr.From.Before(run.End) && fr.To.After(run.Start) {
+			return false
+		}
+	}
+	for _, k := range s.Kills {
+		if k.Replica == run.Replica && k.At.After(run.Start) && k.At.Before(run.End) {
+			return false
+		}
+	}
+	return true
 }
 
 // runEnd is a run's end line, else the first kill of its replica after it
