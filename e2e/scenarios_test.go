@@ -40,6 +40,7 @@ func TestScenario(t *testing.T) {
 		{"redis_nodes_down", scenarioRedisDown},
 		{"redis_slow_unreachable", scenarioRedisSlow},
 		{"redis_failover", scenarioRedisFailover},                         // failover_test.go
+		{"redis_clock_step", scenarioRedisClockStep},                      // clockstep_test.go
 		{"split_views", scenarioSplitViews},                               // splitviews_test.go
 		{"redis_majority_frozen_run_once", scenarioMajorityFrozenRunOnce}, // majority_frozen_test.go
 		{"clock_offsets", scenarioClockOffsets},

@@ -1,0 +1,64 @@
+//go:build linux
+
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// redis_clock_step: each node's wall clock in turn stepped forward by two
+// lock TTLs for 2.5 s, then back to the real time, then back by two TTLs
+// for 2.5 s — a bad time source, a VM resumed from a snapshot — each time
+// while a forbid job's 3.5 s run holds its claim and leases. Forward, the
+// node ends at once every lease and job lease it holds and its scripts
+// judge every claim there expired (and a manual run of the job, asked
+// for then, is refused: the job lease is live on the other two); back, it
+// keeps what it set meanwhile late. The other two keep the right time (one fault at a time), so
+// nothing may run twice, nothing be missed, and no run be reported
+// abandoned (the checker's log check: a run.abandoned for a run that
+// ended on a replica neither frozen nor killed is a phantom outcome). The
+// scenario fails if a node's TIME did not move with its step (a fault
+// that does nothing).
+func scenarioRedisClockStep(t *testing.T) {
+	spans := JobDef{Name: "spans", Schedule: "*/5 * * * * *", Sleep: 3500 * time.Millisecond, Forbid: true}
+	c := NewCluster(t, bins, Spec{ProxyNode: -1, SteppableClocks: true, Jobs: []JobDef{tick, guard, spans}})
+	up := c.StartAll("r1", "r2", "r3")
+	from := NextSecond(up).Add(time.Second)
+	ttl := c.spec.TTL
+	for i := range 3 {
+		n := c.Redis.Node(i)
+		for _, step := range []time.Duration{2 * ttl, -2 * ttl} {
+			// A second into a run of spans (renewed at a third of the TTL).
+			SleepUntil(time.Now().Truncate(5 * time.Second).Add(6 * time.Second))
+			if err := n.StepClock(step); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			now, err := n.Client().Time(ctx).Result()
+			cancel()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if off := now.Sub(time.Now()); (off - step).Abs() > time.Second {
+				t.Fatalf("node %d stepped %v: its TIME is %v off the real clock", i, step, off)
+			}
+			stepped := time.Now()
+			if step > 0 {
+				// The run's job lease is gone on this node and live on the
+				// other two: a manual run is refused (overlap: forbid).
+				if code := c.Trigger("spans"); code != 1 {
+					t.Errorf("node %d stepped %v: trigger of spans while its run goes on: exit %d, want 1", i, step, code)
+				}
+			}
+			time.Sleep(2500*time.Millisecond - time.Since(stepped))
+			if err := n.StepClock(0); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	to := time.Now().Add(4 * time.Second).Truncate(time.Second)
+	SleepUntil(to.Add(2 * time.Second))
+	c.Check(from, to)
+}
