@@ -23,6 +23,7 @@ import (
 //	pause R1          fault: R1, holding a lease, is paused while time passes
 //	wipe s2           fault: store 2 restarts empty
 //	failover s2       fault: store 2 loses its last change (failover_test.go)
+//	leap s2           fault: store 2's clock steps a TTL forward (leap_test.go)
 type action struct {
 	kind  string
 	actor string
@@ -36,7 +37,7 @@ func (x action) String() string {
 		return fmt.Sprintf("%s %s s%d %d", x.kind, x.actor, x.store, x.k)
 	case "tick", "expire":
 		return x.kind
-	case "thaw", "freeze", "wipe", "failover":
+	case "thaw", "freeze", "wipe", "failover", "leap":
 		return fmt.Sprintf("%s s%d", x.kind, x.store)
 	}
 	return x.kind + " " + x.actor
@@ -55,7 +56,7 @@ func parseAction(line string) (action, error) {
 		x.actor = f[1]
 		_, err = fmt.Sscanf(f[2]+" "+f[3], "s%d %d", &x.store, &x.k)
 	case (x.kind == "tick" || x.kind == "expire") && len(f) == 1:
-	case slices.Contains([]string{"thaw", "freeze", "wipe", "failover"}, x.kind) && len(f) == 2:
+	case slices.Contains([]string{"thaw", "freeze", "wipe", "failover", "leap"}, x.kind) && len(f) == 2:
 		_, err = fmt.Sscanf(f[1], "s%d", &x.store)
 	case slices.Contains([]string{"step", "timeout", "crash", "crash0", "pause"}, x.kind) && len(f) == 2:
 		x.actor = f[1]
@@ -66,7 +67,7 @@ func parseAction(line string) (action, error) {
 }
 
 func isFault(kind string) bool {
-	return slices.Contains([]string{"lose", "mute", "freeze", "crash", "crash0", "pause", "wipe", "failover"}, kind)
+	return slices.Contains([]string{"lose", "mute", "freeze", "crash", "crash0", "pause", "wipe", "failover", "leap"}, kind)
 }
 
 // enabled lists the actions possible now, in the order the explorer
@@ -128,6 +129,9 @@ func (w *world) enabled() []action {
 		}
 		if budget && w.canFailover(i) {
 			faults = append(faults, action{kind: "failover", store: i})
+		}
+		if budget && w.canLeap(i) {
+			faults = append(faults, action{kind: "leap", store: i})
 		}
 	}
 	faults = slices.DeleteFunc(faults, w.cfg.excluded)

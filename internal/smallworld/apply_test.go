@@ -97,6 +97,10 @@ func (w *world) apply(x action) bool {
 		if ok = x.store < len(w.stores) && w.canFailover(x.store); ok {
 			w.failover(x.store)
 		}
+	case "leap":
+		if ok = x.store < len(w.stores) && w.canLeap(x.store); ok {
+			w.leap(x.store)
+		}
 	default:
 		ok = false
 	}

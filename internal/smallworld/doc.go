@@ -52,7 +52,11 @@
 //   - a failover (failover_test.go: only in the worlds that name it): a
 //     store loses the last request that changed it, as a cache whose
 //     promoted replica had not received it — what that request deleted is
-//     back — once, when what it wrote is on both others.
+//     back — once, when what it wrote is on both others;
+//   - a stepped clock (leap_test.go: only in the worlds that name it): a
+//     store's wall clock steps a lock TTL forward — every lease it holds
+//     ends at once there, its scripts judge every claim there expired —
+//     once, when what it holds is on both others.
 //
 // Events that are not faults: time passing by one lock TTL (a lease
 // expires) and by a done marker's lifetime (expire: every done marker

@@ -29,6 +29,7 @@ type explorer struct {
 	unreported                        int      // terminal states with a run no line reports (checkUnreported)
 	unreportedPath                    []action // the shortest schedule to one
 	failedOver                        int      // terminal states after a failover (failover_test.go)
+	leapt                             int      // terminal states after a stepped clock (leap_test.go)
 	began                             time.Time
 	cut                               float64 // stopped by -check.time: the share explored by then
 	finished                          bool
@@ -177,6 +178,9 @@ func (x *explorer) terminal(w *world) {
 	vs := w.violations()
 	if w.failed {
 		x.failedOver++
+	}
+	if w.leapt {
+		x.leapt++
 	}
 	if w.unreported > 0 {
 		x.unreported++

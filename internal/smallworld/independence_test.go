@@ -8,13 +8,13 @@ import (
 // them in either order leads to the same state and neither disables the
 // other. Conservatively, these are: actions of different processes that
 // touch different stores (a request runs on its store only; its answer
-// wakes its sender only). Time passing, restarting a store empty or
-// failing it over (allowed by what the other stores hold), two faults
+// wakes its sender only). Time passing, restarting a store empty, failing
+// it over or stepping its clock (allowed by what the other stores hold), two faults
 // (one budget) and two steps (each may draw a random token: their order
 // is the tokens' order) depend on everything of their kind.
 func independent(a, b action) bool {
 	switch {
-	case a == b, a.kind == "tick", b.kind == "tick", a.kind == "expire", b.kind == "expire", a.kind == "wipe", b.kind == "wipe", a.kind == "failover", b.kind == "failover":
+	case a == b, a.kind == "tick", b.kind == "tick", a.kind == "expire", b.kind == "expire", a.kind == "wipe", b.kind == "wipe", a.kind == "failover", b.kind == "failover", a.kind == "leap", b.kind == "leap":
 		return false
 	case isFault(a.kind) && isFault(b.kind), a.kind == "step" && b.kind == "step":
 		return false
@@ -28,7 +28,7 @@ func independent(a, b action) bool {
 // storeOf is the store an action touches, -1 for none.
 func storeOf(a action) int {
 	switch a.kind {
-	case "deliver", "lose", "mute", "freeze", "thaw", "wipe", "failover":
+	case "deliver", "lose", "mute", "freeze", "thaw", "wipe", "failover", "leap":
 		return a.store
 	}
 	return -1

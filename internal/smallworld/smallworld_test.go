@@ -4,13 +4,14 @@ import (
 	"flag"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 )
 
 var (
-	checkWorld  = flag.String("check.world", "default", "the small world to check (world_test.go: default, big, big3, race, settlers, pair, twoslots, nofault, backfill, probe, minority, trim, pause, pauselose, cast2, cast3, reload, reloadcrash, reloadlose, reloadfast, retry, retrybackfill, failover, castfailover, failoverlimit)")
+	checkWorld  = flag.String("check.world", "default", "the small world to check (world_test.go: default, big, big3, race, settlers, pair, twoslots, nofault, backfill, probe, minority, trim, pause, pauselose, cast2, cast3, reload, reloadcrash, reloadlose, reloadfast, retry, retrybackfill, failover, castfailover, failoverlimit, leap, castleap, leaplimit)")
 	checkTime   = flag.Duration("check.time", 0, "stop exploring after this long and report the share of the world explored (0: to exhaustion)")
 	checkPrefix = flag.String("check.prefix", "", "explore only the schedules that start with this trace file's actions (its world too)")
 )
@@ -50,6 +51,9 @@ func (x *explorer) summary() string {
 	}
 	if x.cfg.failovers() {
 		done += fmt.Sprintf(" (%d terminal states after a failover)", x.failedOver)
+	}
+	if slices.Contains(x.cfg.kinds, "leap") {
+		done += fmt.Sprintf(" (%d terminal states after a stepped clock)", x.leapt)
 	}
 	return done + ": " + fmt.Sprintf("world %s (%d slot(s), replicas %v, settlers %v, 3 stores, %d fault(s), %d ticks): %d distinct states, %d terminal states (%d with a run no line reports), %d branches run, %d ended on a state seen before, deepest schedule %d actions, in %v on %s/%s, %d CPUs, %s",
 		x.cfg.name, x.cfg.slots, x.cfg.replicas, x.cfg.settlers, x.cfg.faults, x.cfg.ticks, len(x.seen), x.terminals, x.unreported, x.runs, x.pruned,

@@ -46,6 +46,9 @@ type worldConfig struct {
 	// failoverAny: a failover may lose a write that is not on both other
 	// stores (outside the guarantee: the world of its documented limit).
 	failoverAny bool
+	// leapAny: a store's clock may step whatever it holds (outside the
+	// guarantee: the world of its documented limit; leap_test.go).
+	leapAny bool
 	// killAtSteps: a process crashes only between its steps (at a gate),
 	// not while its requests are in flight: a world of whole steps.
 	killAtSteps bool
@@ -94,6 +97,7 @@ type world struct {
 	// failovers (failover_test.go); failed: a failover was taken.
 	before  []*locksim.Store
 	failed  bool
+	leapt   bool // a store's clock stepped (leap_test.go)
 	closing bool
 	forbid  bool // reloaded: the job runs under overlap forbid
 

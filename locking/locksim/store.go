@@ -52,6 +52,16 @@ func (s *Store) Wipe() {
 	s.kv = make(map[string]entry)
 }
 
+// StepClock steps the node's wall clock by d, as a time source that
+// steps it: its TIME and its keys' expiry move with it (keys keep their
+// absolute deadlines), so a step forward ends leases early and a step
+// back keeps them late. The redistest counterpart is Node.StepClock.
+func (s *Store) StepClock(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.skew += d
+}
+
 // Restore makes the store hold what from holds, TTL deadlines and all, as
 // a Redis failing over to a replica that had not received its latest
 // writes: what it was told since from's state is lost, and what it
