@@ -10,7 +10,7 @@ import (
 // acquisition's latency, a run's start delay, count and duration, a skip.
 // A vector's WithLabelValues checks the label values, hashes them and looks
 // the series up under the vector's lock at every call — at a thousand
-// slots a second about a twentieth of the replica's CPU. The series are
+// slots a second about a thirtieth of the replica's CPU. The series are
 // found there once and kept here: a series is created at its first event,
 // as before, and no series of a job is ever deleted, so a kept one stays
 // the registry's.
