@@ -252,6 +252,14 @@ func (w *world) canWipe(i int) bool {
 	if w.wiped || w.cfg.noWipe {
 		return false
 	}
+	return w.othersHoldAll(i)
+}
+
+// othersHoldAll reports whether store i holds something and both other
+// stores hold all of it: the guarantee's condition for a fault that loses
+// what store i alone keeps (a restart empty, a stepped clock); w.mu is
+// held.
+func (w *world) othersHoldAll(i int) bool {
 	mine := lines(w.stores[i].Snapshot())
 	return len(mine) > 0 && w.onOthers(i, mine)
 }

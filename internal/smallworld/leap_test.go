@@ -42,12 +42,17 @@ func init() {
 // stores hold everything it holds (or, in a world of the limit, whatever
 // it holds); w.mu is held.
 func (w *world) canLeap(i int) bool {
-	if w.leapt || !slices.Contains(w.cfg.kinds, "leap") {
+	switch {
+	case w.leapt || !w.cfg.leaps():
 		return false
+	case w.cfg.leapAny:
+		return w.stores[i].Snapshot() != ""
 	}
-	mine := lines(w.stores[i].Snapshot())
-	return len(mine) > 0 && (w.cfg.leapAny || w.onOthers(i, mine))
+	return w.othersHoldAll(i)
 }
+
+// leaps reports whether the world draws stepped clocks.
+func (c worldConfig) leaps() bool { return slices.Contains(c.kinds, "leap") }
 
 // leap steps store i's clock a tick forward; w.mu is held.
 func (w *world) leap(i int) {

@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"runtime"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -52,7 +51,7 @@ func (x *explorer) summary() string {
 	if x.cfg.failovers() {
 		done += fmt.Sprintf(" (%d terminal states after a failover)", x.failedOver)
 	}
-	if slices.Contains(x.cfg.kinds, "leap") {
+	if x.cfg.leaps() {
 		done += fmt.Sprintf(" (%d terminal states after a stepped clock)", x.leapt)
 	}
 	return done + ": " + fmt.Sprintf("world %s (%d slot(s), replicas %v, settlers %v, 3 stores, %d fault(s), %d ticks): %d distinct states, %d terminal states (%d with a run no line reports), %d branches run, %d ended on a state seen before, deepest schedule %d actions, in %v on %s/%s, %d CPUs, %s",
