@@ -88,7 +88,8 @@ func buildClockShim() (string, error) {
 			clockShim.err = fmt.Errorf("redistest: %w", err)
 			return
 		}
-		if out, err := exec.Command(cc, "-shared", "-fPIC", "-O2", "-o", lib, src).CombinedOutput(); err != nil {
+		poll := fmt.Sprintf("-DPOLL_NS=%dLL", clockShimPoll.Nanoseconds())
+		if out, err := exec.Command(cc, "-shared", "-fPIC", "-O2", poll, "-o", lib, src).CombinedOutput(); err != nil {
 			clockShim.err = fmt.Errorf("redistest: build the clock shim (needs gcc and libc6-dev): %v: %s", err, out)
 			return
 		}
@@ -102,7 +103,8 @@ func buildClockShim() (string, error) {
 // clockShimSource replaces the C library's wall-clock functions. It calls
 // the kernel directly (no dlsym, no allocation: redis-server's allocator
 // reads the clock while it starts, before anything may allocate), and
-// reads the offset file at most every clockShimPoll.
+// reads the offset file at most every clockShimPoll (POLL_NS, defined
+// when it is built).
 const clockShimSource = `
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -122,7 +124,7 @@ static long long offset(void) {
 	struct timespec m;
 	real_clock(CLOCK_MONOTONIC, &m);
 	long long now = (long long)m.tv_sec * 1000000000LL + m.tv_nsec;
-	if (checked_ns != 0 && now - checked_ns < 5000000LL) {
+	if (checked_ns != 0 && now - checked_ns < POLL_NS) {
 		return offset_us;
 	}
 	checked_ns = now;
