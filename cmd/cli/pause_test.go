@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -47,11 +48,25 @@ jobs:
 	require.Contains(t, errOut, `"reason":"deploy"`)
 	require.Contains(t, errOut, `"until":"`)
 	pausedAt := time.Now()
-
-	time.Sleep(1500 * time.Millisecond) // the next slot is skipped everywhere
+	// The pause is written when the command returns: no slot from the
+	// next second up to its end runs. (Counting runs over a fixed sleep
+	// from the command's return counted the first slot after the end
+	// when the command itself took over a second on a loaded host.)
+	until := pauseUntil(t, errOut)
+	require.True(t, until.After(pausedAt) && !until.After(pausedAt.Add(4*time.Second)), "--for 4s ends 4 s after the pause was written: %v", until)
+	time.Sleep(time.Until(until) + 500*time.Millisecond)
+	ran := 0
+	for _, p := range reps {
+		for _, e := range p.events("run.started") {
+			slot, err := time.Parse(time.RFC3339, e["slot"].(string))
+			require.NoError(t, err)
+			if slot.After(pausedAt) && !slot.After(until) {
+				ran++
+			}
+		}
+	}
+	require.Zero(t, ran, "a replica ran the paused job")
 	before := started()
-	time.Sleep(1500 * time.Millisecond)
-	require.Equal(t, before, started(), "a replica ran the paused job")
 	for _, p := range reps {
 		waitFor(t, 3*time.Second, "a paused skip on every replica", func() bool {
 			for _, e := range p.events("slot.skipped") {
@@ -63,7 +78,6 @@ jobs:
 		})
 	}
 	waitFor(t, 5*time.Second, "runs after the pause ended by itself", func() bool { return started() > before })
-	require.Greater(t, time.Since(pausedAt), 3*time.Second)
 
 	_, errOut, code = slotlock(t, []string{"SLOTLOCK_REPLICA=ops"}, "pause", "--config", cfg, "beat")
 	require.Equal(t, 0, code, errOut)
@@ -91,4 +105,20 @@ jobs:
 	}
 	_, errOut, code = slotlock(t, nil, "pause", "--config", cfg, "beat")
 	require.Equal(t, 1, code, errOut)
+}
+
+// pauseUntil is the end of the pause the command's job.paused line names.
+func pauseUntil(t *testing.T, out string) time.Time {
+	t.Helper()
+	for _, line := range strings.Split(out, "\n") {
+		var e map[string]any
+		if json.Unmarshal([]byte(line), &e) != nil || e["event"] != "job.paused" {
+			continue
+		}
+		until, err := time.Parse(time.RFC3339Nano, e["until"].(string))
+		require.NoError(t, err)
+		return until
+	}
+	t.Fatalf("no job.paused line in %q", out)
+	return time.Time{}
 }
