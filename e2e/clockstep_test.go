@@ -12,7 +12,7 @@ import (
 // redis_clock_step: each node's wall clock in turn stepped forward by two
 // lock TTLs for 2.5 s, then back to the real time, then back by two TTLs
 // for 2.5 s — a bad time source, a VM resumed from a snapshot — each time
-// a second into a forbid job's 3.5 s run whose claim every node holds. Forward, the
+// 1.5 s into a forbid job's 3.5 s run whose claim every node holds. Forward, the
 // node ends at once every lease and job lease it holds and its scripts
 // judge every claim there expired (and a manual run of the job, asked
 // for then, is refused: the job lease is live on the other two); back, it
@@ -63,18 +63,19 @@ func scenarioRedisClockStep(t *testing.T) {
 	c.Check(from, to)
 }
 
-// claimedEverywhere waits until a second into a slot of job (every 5 s)
+// claimedEverywhere waits until 1.5 s into a slot of job (every 5 s)
 // whose run's claim every node holds, trying three slots. The guarantee's
-// condition: a claim that reached a bare majority (a race, or a node whose
-// request went out late, as a replica's first connections can on a loaded
-// host) is live on one node only once one of its two steps, and its run
-// is then canceled (lock.lost), as docs/guarantees.md says of a stepped
-// clock; the scenario steps only where that cannot be.
+// condition: a claim that reached a bare majority (a race — replicas
+// started together each see a fleet of one and all fire the first slots —
+// or a node whose request went out late) is spread to the third node by
+// its first renewal, within a second of its start; before that, a step of
+// one of its two nodes leaves it live on one node only, and its run is
+// canceled (lock.lost), as docs/guarantees.md says of a stepped clock.
 func claimedEverywhere(t *testing.T, c *Cluster, job string) {
 	t.Helper()
 	for range 3 {
 		slot := time.Now().Truncate(5 * time.Second).Add(5 * time.Second)
-		SleepUntil(slot.Add(time.Second))
+		SleepUntil(slot.Add(1500 * time.Millisecond))
 		field := fmt.Sprintf("slotlock:{%s}:claims slot:%d", job, slot.Unix())
 		on := 0
 		for i := range 3 {

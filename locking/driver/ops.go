@@ -58,14 +58,22 @@ type AcquireOp struct {
 
 // ExtendOp renews a lease: where it holds Value and has not expired
 // (Lives[Field] for a claim, else Key), reset its expiry to TTL from now.
-// Status 1 when it did, else 0. For a claim with Start set, where it did
-// and Claims[Field] == Value, Claims[Field] := "started:" + Value: the
-// claim's owner confirms that its work began.
+// Status 1 when it did. For a claim with Start set, where it did and
+// Claims[Field] == Value, Claims[Field] := "started:" + Value: the claim's
+// owner confirms that its work began.
+//
+// Where nothing holds the lease and the request is fresh (the store's
+// clock at most FreshMS past SentMS; never with SentMS 0), it is spread:
+// Status 2. For a plain lease: Key absent, then Key := Value PX TTL. For
+// a claim: Lives[Field], Claims[Field] and Key (the done marker) all
+// absent, then Claims[Field] := Value ("started:" + Value with Start) and
+// Lives[Field] := Value live for TTL. Else Status 0.
 type ExtendOp struct {
 	Key, Value           string
 	TTL                  int64
 	Claims, Lives, Field string // claims only
 	Start                bool   // claims only: the work began (confirm it)
+	SentMS, FreshMS      int64  // when sent (sender's clock) and how long it may spread
 }
 
 // ReleaseOp ends a lease. Where DoneTTL > 0 and Key already holds Done (a

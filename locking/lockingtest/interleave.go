@@ -53,6 +53,10 @@ var nodeCases = []struct {
 	{"UndoOfATimedOutClaimIsMadeSure", testUndoMadeSure},
 	{"EndRetriedAfterItsMarkerExpired", testEndRetriedAfterItsMarkerExpired},
 	{"EndRetriedAfterAnotherSettled", testEndRetriedAfterAnotherSettled},
+	{"ClaimSpreadsAtRenewal", testClaimSpreadsAtRenewal},
+	{"LeaseSpreadsAtRenewal", testLeaseSpreadsAtRenewal},
+	{"SpreadLeavesAnothersLease", testSpreadLeavesAnothersLease},
+	{"StaleRenewalDoesNotSpread", testStaleRenewalDoesNotSpread},
 }
 
 // fate is what a wrapped node does with one request.

@@ -55,10 +55,14 @@ func (s *Store) acquire(op driver.AcquireOp, now time.Time, nowMS int64) driver.
 
 // extend applies an ExtendOp.
 func (s *Store) extend(op driver.ExtendOp, now time.Time, nowMS int64) driver.Result {
+	fresh := op.SentMS != 0 && nowMS-op.SentMS <= op.FreshMS
 	if op.Field != "" {
 		l, ok := s.hget(op.Lives, op.Field, now)
+		if !ok {
+			return s.spreadClaim(op, fresh, now, nowMS)
+		}
 		v, exp := parseLive(l)
-		if !ok || v != op.Value || exp <= nowMS {
+		if v != op.Value || exp <= nowMS {
 			return driver.Result{}
 		}
 		s.hset(op.Lives, op.Field, op.Value+"|"+strconv.FormatInt(nowMS+op.TTL, 10), now)
@@ -67,11 +71,31 @@ func (s *Store) extend(op driver.ExtendOp, now time.Time, nowMS int64) driver.Re
 		}
 		return driver.Result{Status: 1}
 	}
-	if v, ok := s.getStr(op.Key, now); ok && v == op.Value {
+	v, ok := s.getStr(op.Key, now)
+	switch {
+	case ok && v == op.Value:
 		s.setStr(op.Key, v, ms(op.TTL), now)
 		return driver.Result{Status: 1}
+	case !s.exists(op.Key, now) && fresh:
+		s.setStr(op.Key, op.Value, ms(op.TTL), now)
+		return driver.Result{Status: 2}
 	}
 	return driver.Result{}
+}
+
+// spreadClaim is extend's spread of a claim to a store where its lease
+// is absent: where neither a claim nor a done marker is either.
+func (s *Store) spreadClaim(op driver.ExtendOp, fresh bool, now time.Time, nowMS int64) driver.Result {
+	if _, claimed := s.hget(op.Claims, op.Field, now); !fresh || claimed || s.exists(op.Key, now) {
+		return driver.Result{}
+	}
+	claim := op.Value
+	if op.Start {
+		claim = wire.StartedPrefix + op.Value
+	}
+	s.hset(op.Claims, op.Field, claim, now)
+	s.hset(op.Lives, op.Field, op.Value+"|"+strconv.FormatInt(nowMS+op.TTL, 10), now)
+	return driver.Result{Status: 2}
 }
 
 // releaseAll applies a ReleaseOp: its Also and Record parts, then release.

@@ -124,6 +124,12 @@ func (s *Store) get(k string, now time.Time) (entry, bool) {
 	return e, ok
 }
 
+// exists reports whether k holds anything (EXISTS).
+func (s *Store) exists(k string, now time.Time) bool {
+	_, ok := s.get(k, now)
+	return ok
+}
+
 func (s *Store) getStr(k string, now time.Time) (string, bool) {
 	e, ok := s.get(k, now)
 	if !ok || e.hash != nil {

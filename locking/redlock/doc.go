@@ -78,6 +78,18 @@
 //     (released.go). Without it, a job lease whose holder was cut from
 //     node 0 when it ended kept a replica cut from node 2 out for a TTL,
 //     though each reached a majority. A live lease has no tombstone.
+//   - Extend renews the lease where it holds our value unexpired, and
+//     spreads it where nothing holds it — for a claim: no lease, no claim
+//     and no done marker for the slot — while the request is fresh by the
+//     node's clock (OpTimeout + 1 s from its sending, as a joint
+//     acquisition's). A lease won on a bare majority (two acquirers raced
+//     and the loser undid its share, or one node missed the request)
+//     reaches the third node at its next renewal, so that one node's
+//     fault — a restart without its data, a failover, a stepped clock — no
+//     longer leaves it on a minority. It never replaces another's value:
+//     it only adds a node that refuses rivals. A renewal that queued on a
+//     frozen node and runs after the lease ended finds the done marker the
+//     end left, or is stale.
 //   - The error tells why: a *HeldError naming the holder read from the
 //     value; HeldError{Done: true} when any node holds a done marker
 //     "done|<replica>|<note>"; a *SplitVoteError (errors.Is ErrSplitVote,

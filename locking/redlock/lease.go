@@ -30,10 +30,16 @@ func (r *redlock) acquireOp(s driver.Lease) driver.AcquireOp {
 	return op
 }
 
-// extendOp is the ExtendOp of s.
+// extendOp is the ExtendOp of s. It spreads the lease to a node where
+// nothing holds it while fresh as a joint acquisition is (jointFresh): a
+// lease won on a bare majority — a race splits the nodes between two
+// acquirers, and the loser undoes its share — reaches the third node at
+// its next renewal, so that one node's fault (a restart without its data,
+// a failover, a stepped clock) does not leave it on a minority.
 func (r *redlock) extendOp(s driver.Lease) driver.ExtendOp {
 	op := driver.ExtendOp{Key: r.key(s.Key), Value: s.Value, TTL: msec(s.TTL)}
 	op.Claims, op.Lives, op.Field = r.claimKeys(s)
+	op.SentMS, op.FreshMS = r.clock.Now().UnixMilli(), (r.opTimeout + jointFresh).Milliseconds()
 	return op
 }
 
@@ -45,18 +51,6 @@ func (r *redlock) releaseOp(s driver.Lease) driver.ReleaseOp {
 		op.Log = r.key(locking.Key{Family: s.Key.Family, Name: wire.LogName})
 	}
 	return op
-}
-
-// compareAct runs a compare-and-act op on every node and classifies the
-// answers (verdict).
-func (r *redlock) compareAct(ctx context.Context, name string, key locking.Key, op driver.Op) error {
-	res := make([]driver.Result, len(r.nodes))
-	errs := make([]error, len(r.nodes))
-	r.round(ctx, all(op), res, errs)
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return r.verdict(name, key, res, errs, func(rep driver.Result) bool { return rep.Status == 1 })
 }
 
 // verdict classifies a compare-and-act round: nil on a majority of nodes
@@ -82,10 +76,19 @@ func (r *redlock) verdict(name string, key locking.Key, res []driver.Result, err
 	return &locking.QuorumError{Op: name, Key: key, Need: r.quorum, Got: ok, Err: r.nodeErrs(errs)}
 }
 
+// Extend renews s on every node and classifies the answers (verdict): a
+// node where it was spread (Status 2) holds it as one where it was
+// extended does.
 func (r *redlock) Extend(ctx context.Context, s driver.Lease, start bool) error {
 	op := r.extendOp(s)
 	op.Start = start && s.Claim
-	return r.compareAct(ctx, "extend", s.Key, op)
+	res := make([]driver.Result, len(r.nodes))
+	errs := make([]error, len(r.nodes))
+	r.round(ctx, all(op), res, errs)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return r.verdict("extend", s.Key, res, errs, func(rep driver.Result) bool { return rep.Status > 0 })
 }
 
 func (r *redlock) Release(ctx context.Context, s driver.Lease, e driver.End) driver.Released {

@@ -140,7 +140,7 @@ func acquireArgs(op driver.AcquireOp, eval bool) []any {
 }
 
 func extendArgs(op driver.ExtendOp, eval bool) []any {
-	a := scriptArgs(extendScript, eval, 7)
+	a := scriptArgs(extendScript, eval, 9)
 	a = append(a, op.Key)
 	start := "0"
 	if op.Field != "" {
@@ -150,7 +150,7 @@ func extendArgs(op driver.ExtendOp, eval bool) []any {
 		}
 	}
 	a[2] = len(a) - 3
-	return append(a, op.Value, op.TTL, op.Field, start)
+	return append(a, op.Value, op.TTL, op.Field, start, op.SentMS, op.FreshMS)
 }
 
 func releaseArgs(op driver.ReleaseOp, eval bool) []any {
