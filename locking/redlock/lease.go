@@ -88,6 +88,11 @@ func (r *redlock) Extend(ctx context.Context, s driver.Lease, start bool) error 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	for i, rep := range res {
+		if errs[i] == nil && rep.Status == 2 {
+			r.log.Debug("locking: lease spread to a node that missed it", "key", s.Key.String(), "node", r.nodes[i].Addr())
+		}
+	}
 	return r.verdict("extend", s.Key, res, errs, func(rep driver.Result) bool { return rep.Status > 0 })
 }
 
