@@ -32,11 +32,13 @@ func TestClaimLiveOnOneStoreAndTakenOverOnAnother(t *testing.T) {
 		net.SetDown(2, true) // a's claim reaches stores 0 and 1 only
 		la, err := a.Claim(ctx, key, time.Second)
 		require.NoError(t, err)
-		net.SetDown(2, false)
-		net.SetCut("a", 1, true) // a renews on store 0 only
+		// a renews on store 0 only (store 2 still down: a renewal that
+		// reached it would spread the claim there and hold a majority).
+		net.SetCut("a", 1, true)
 		kctx := la.Keep(ctx)
 		time.Sleep(1500 * time.Millisecond)
 		require.Error(t, kctx.Err(), "a cannot renew on a majority: its lease is lost")
+		net.SetDown(2, false)
 
 		lb, err := b.Claim(ctx, key, time.Second)
 		require.NoError(t, err)
@@ -44,6 +46,34 @@ func TestClaimLiveOnOneStoreAndTakenOverOnAnother(t *testing.T) {
 		require.Equal(t, la.Grant().ID, lb.Grant().Abandoned.ID)
 		require.NoError(t, lb.End(ctx, locking.Ending{DoneTTL: time.Minute, Note: "abandoned"}).Err)
 		_ = la.End(ctx, locking.Ending{}).Err // a is still cut from store 1: no majority to answer it
+	})
+}
+
+// The same claim with store 2 back before its renewals: the renewal
+// spreads it to store 2, so a, cut from store 1, still renews on a
+// majority (0 and 2) and keeps its lease, and b is refused: the claim is
+// held, not abandoned.
+func TestClaimOnTwoStoresSpreadsToTheThird(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		net := locksim.NewNet(7, locksim.NewStore("s0"), locksim.NewStore("s1"), locksim.NewStore("s2"))
+		a, b := simLocker(t, net, "a"), simLocker(t, net, "b")
+		key := locking.Key{Family: "job", Name: "slot:1"}
+
+		net.SetDown(2, true)
+		la, err := a.Claim(ctx, key, time.Second)
+		require.NoError(t, err)
+		net.SetDown(2, false)
+		net.SetCut("a", 1, true)
+		kctx := la.Keep(ctx)
+		time.Sleep(1500 * time.Millisecond)
+		require.NoError(t, kctx.Err(), "a renews on stores 0 and 2")
+
+		_, err = b.Claim(ctx, key, time.Second)
+		var held *locking.HeldError
+		require.ErrorAs(t, err, &held, "the claim is held on a majority")
+		net.SetCut("a", 1, false)
+		require.NoError(t, la.End(ctx, locking.Ending{DoneTTL: time.Minute, Note: "succeeded"}).Err)
 	})
 }
 
