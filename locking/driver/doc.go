@@ -128,11 +128,9 @@
 //   - Abandoned.Started ⇒ the work began. The started form is written only
 //     by ExtendOp with Start, which only the owner's lease sends, and only
 //     after Start, which the owner calls as the work begins; and it is
-//     written only over the owner's own claim value, or where the slot has
-//     no claim, no lease and no done marker (the renewal spreads a claim
-//     won on a bare majority to such a node), so a takeover lease (whose
-//     value differs) never marks another's claim. One node holding it is
-//     proof enough.
+//     written only over the owner's own claim value, so a takeover lease
+//     (whose value differs) never marks another's claim. One node holding
+//     it is proof enough.
 //   - A claim a failed acquisition left is never reported as a run. The
 //     owner never calls Start on a failed acquisition, so its claim is
 //     never in the started form: at worst (the owner died before its undo

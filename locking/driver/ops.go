@@ -66,8 +66,11 @@ type AcquireOp struct {
 // clock at most FreshMS past SentMS; never with SentMS 0), it is spread:
 // Status 2. For a plain lease: Key absent, then Key := Value PX TTL. For
 // a claim: Lives[Field], Claims[Field] and Key (the done marker) all
-// absent, then Claims[Field] := Value ("started:" + Value with Start) and
-// Lives[Field] := Value live for TTL. Else Status 0.
+// absent, then Claims[Field] := Value and Lives[Field] := Value live for
+// TTL — the claim in its plain form even with Start: the next renewal
+// confirms it there, and a spread run late, after the end missed that
+// node, leaves a leftover rather than a started claim nothing ends. Else
+// Status 0.
 type ExtendOp struct {
 	Key, Value           string
 	TTL                  int64

@@ -15,9 +15,10 @@ import (
 // and 1, C wins store 2 only and undoes its share. R1's claim is then on
 // a bare majority, one store's fault away from a minority. Its renewal
 // that confirms the start spreads it to store 2, which holds nothing for
-// the slot any more: once R1 dies and store 0 cannot be reached, a
-// settler meets the started claim on stores 1 and 2 — a majority — and
-// reports it abandoned. Without the spread it met the claim on store 1
+// the slot any more (in its plain form: a later renewal would confirm it
+// there): once R1 dies and store 0 cannot be reached, a settler meets
+// the claim on stores 1 and 2 — a majority, started on store 1 — and
+// reports it abandoned and started. Without the spread it met the claim on store 1
 // alone and could not tell the run that began from a failed claim's
 // leftover.
 func testClaimSpreadsAtRenewal(t *testing.T, w World) {
@@ -43,7 +44,7 @@ func testClaimSpreadsAtRenewal(t *testing.T, w World) {
 	ab := lease.Grant().Abandoned
 	require.NotNil(t, ab, "the started claim is on stores 1 and 2: B must learn it was abandoned")
 	require.Equal(t, dead.Grant().ID, ab.ID)
-	require.True(t, ab.Started, "the run confirmed its start, on store 2 too")
+	require.True(t, ab.Started, "the run confirmed its start on store 1")
 	require.NoError(t, lease.End(ctx(t), locking.Ending{DoneTTL: time.Minute, Note: "abandoned"}).Err)
 }
 

@@ -89,11 +89,7 @@ func (s *Store) spreadClaim(op driver.ExtendOp, fresh bool, now time.Time, nowMS
 	if _, claimed := s.hget(op.Claims, op.Field, now); !fresh || claimed || s.exists(op.Key, now) {
 		return driver.Result{}
 	}
-	claim := op.Value
-	if op.Start {
-		claim = wire.StartedPrefix + op.Value
-	}
-	s.hset(op.Claims, op.Field, claim, now)
+	s.hset(op.Claims, op.Field, op.Value, now) // plain, even with Start: ExtendOp's doc
 	s.hset(op.Lives, op.Field, op.Value+"|"+strconv.FormatInt(nowMS+op.TTL, 10), now)
 	return driver.Result{Status: 2}
 }

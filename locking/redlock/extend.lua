@@ -17,6 +17,10 @@
 -- is fresh by this node's clock (a renewal that queued on a frozen node
 -- may run after the lease ended everywhere). It never replaces what
 -- another holds, so it only adds a node to those that refuse a rival.
+-- The claim is spread in its plain form, even with the start: the next
+-- renewal confirms it there, and a spread that came after the run's end
+-- (the end's done marker missed this node) leaves a leftover, never a
+-- started claim that nothing will end.
 -- servertime() is the node's clock (TIME), defined ahead of the script
 -- (rediswire.go): read once per call, and once per fold in a batch.
 local field = ARGV[3]
@@ -34,11 +38,7 @@ if field ~= '' then
     if not fresh(now) or redis.call('HEXISTS', KEYS[3], field) == 1 or redis.call('EXISTS', KEYS[1]) == 1 then
       return 0
     end
-    local claim = ARGV[1]
-    if ARGV[4] == '1' then
-      claim = 'started:' .. ARGV[1]
-    end
-    redis.call('HSET', KEYS[3], field, claim)
+    redis.call('HSET', KEYS[3], field, ARGV[1])
     redis.call('HSET', KEYS[2], field, ARGV[1] .. '|' .. (now + tonumber(ARGV[2])))
     return 2
   end
