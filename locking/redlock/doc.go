@@ -87,9 +87,13 @@
 //     reaches the third node at its next renewal, so that one node's
 //     fault — a restart without its data, a failover, a stepped clock — no
 //     longer leaves it on a minority. It never replaces another's value:
-//     it only adds a node that refuses rivals. A renewal that queued on a
-//     frozen node and runs after the lease ended finds the done marker the
-//     end left, or is stale.
+//     it only adds a node that refuses rivals. Nor can it hide a gap in
+//     which another held the lease: a renewal counts only when answered
+//     within the lease's validity (locking.Lease.Extend), while the lease
+//     still lives on the majority that held it, so the nodes it was spread
+//     to come on top of that majority. A renewal that queued on a frozen
+//     node and runs after the lease ended finds the done marker the end
+//     left, or is stale.
 //   - The error tells why: a *HeldError naming the holder read from the
 //     value; HeldError{Done: true} when any node holds a done marker
 //     "done|<replica>|<note>"; a *SplitVoteError (errors.Is ErrSplitVote,
