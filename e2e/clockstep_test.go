@@ -66,8 +66,8 @@ func scenarioRedisClockStep(t *testing.T) {
 // claimedEverywhere waits until 1.5 s into a slot of job (every 5 s)
 // whose run's claim every node holds, trying three slots. The guarantee's
 // condition: a claim that reached a bare majority (a race — replicas
-// started together each see a fleet of one and all fire the first slots —
-// or a node whose request went out late) is spread to the third node by
+// started together may not yet see each other and all fire the first
+// slots — or a node whose request went out late) is spread to the third node by
 // its first renewal, within a second of its start; before that, a step of
 // one of its two nodes leaves it live on one node only, and its run is
 // canceled (lock.lost), as docs/guarantees.md says of a stepped clock.

@@ -95,11 +95,14 @@ func testSpreadLeavesAnothersLease(t *testing.T, w World) {
 // value), read past r's wrapping; "" when nothing.
 func storeValue(t *testing.T, r *replica, i int, key locking.Key) string {
 	t.Helper()
-	k := "lockingtest:{" + key.Family + "}:" + key.Name
-	res, err := r.nodes[i].Node.Do(ctx(t), driver.GetOp{Key: k, Lease: true})
+	res, err := r.nodes[i].Node.Do(ctx(t), driver.GetOp{Key: storeKey(key), Lease: true})
 	require.NoError(t, err)
 	return res.Value // "" with Nil
 }
+
+// storeKey is key's name on the stores under the checks' lockers (prefix
+// "lockingtest", redlock's layout).
+func storeKey(key locking.Key) string { return "lockingtest:{" + key.Family + "}:" + key.Name }
 
 // A renewal spreads only while fresh by the store's clock: one that
 // queued on a frozen store and runs there after its lease may have ended
@@ -108,7 +111,7 @@ func storeValue(t *testing.T, r *replica, i int, key locking.Key) string {
 func testStaleRenewalDoesNotSpread(t *testing.T, w World) {
 	key := locking.Key{Family: family(t), Name: "run"}
 	a := newReplica(t, w, "a")
-	op := driver.ExtendOp{Key: "lockingtest:{" + key.Family + "}:" + key.Name, Value: "00ff|a", TTL: 10000,
+	op := driver.ExtendOp{Key: storeKey(key), Value: "00ff|a", TTL: 10000,
 		SentMS: time.Now().Add(-3 * time.Second).UnixMilli(), FreshMS: 2000}
 	res, err := a.nodes[0].Node.Do(ctx(t), op)
 	require.NoError(t, err)

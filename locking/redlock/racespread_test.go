@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/locking/internal/wire"
 	"github.com/slotlock/slotlock/locking/redistest"
 )
 
@@ -57,12 +58,12 @@ func claimedOn(ctx context.Context, t *testing.T, c *redistest.Cluster, key lock
 	on := 0
 	for i := range 3 {
 		cl := c.Node(i).Client()
-		claim, err := cl.HGet(ctx, "t:{"+key.Family+"}:claims", key.Name).Result()
+		claim, err := cl.HGet(ctx, rkey(locking.Key{Family: key.Family, Name: wire.ClaimsName}), key.Name).Result()
 		if err != nil {
 			continue
 		}
-		v := strings.TrimPrefix(claim, "started:")
-		live, err := cl.HGet(ctx, "t:{"+key.Family+"}:lives", key.Name).Result()
+		v, _ := wire.ClaimOf(claim)
+		live, err := cl.HGet(ctx, rkey(locking.Key{Family: key.Family, Name: wire.LivesName}), key.Name).Result()
 		if err == nil && strings.HasSuffix(v, "|"+replica) && strings.HasPrefix(live, v+"|") {
 			on++
 		}
