@@ -250,7 +250,7 @@ func (b *localDriver) releaseLocked(s driver.Lease, e driver.End, now time.Time)
 				b.keys[s.Key] = localEntry{value: done, expires: now.Add(doneTTL)}
 			}
 			if e.Entry != nil && (claimOurs || liveOurs || !e.Taken) {
-				b.logs[fam] = driver.MergeLogs([][]LogEntry{{*e.Entry}, b.logs[fam]}, e.Keep)
+				b.logs[fam] = driver.InsertLog(b.logs[fam], *e.Entry, e.Keep)
 			}
 		}
 	} else if claimOurs {
@@ -309,8 +309,7 @@ func (b *localDriver) AppendLog(ctx context.Context, family string, a LogAppend)
 	}
 	// One entry per value, as in a sorted set: the new score wins.
 	log = slices.DeleteFunc(log, func(e LogEntry) bool { return e.Value == a.Entry.Value })
-	log = driver.MergeLogs([][]LogEntry{{a.Entry}, log}, len(log)+1)
-	b.logs[family] = driver.TrimLog(log, a)
+	b.logs[family] = driver.TrimLog(driver.InsertLog(log, a.Entry, len(log)+1), a)
 	return nil
 }
 

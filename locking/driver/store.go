@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"cmp"
 	"context"
 	"slices"
 )
@@ -112,19 +113,29 @@ func MergeLogs(logs [][]LogEntry, limit int) []LogEntry {
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b LogEntry) int {
-		if a.Score != b.Score {
-			return int(b.Score - a.Score)
-		}
-		if a.Value < b.Value {
-			return 1
-		}
-		if a.Value > b.Value {
-			return -1
-		}
-		return 0
-	})
+	slices.SortFunc(out, newestFirst)
 	return out[:min(len(out), limit)]
+}
+
+// InsertLog adds e to log, a log held newest first as MergeLogs returns
+// it, and keeps at most limit entries: MergeLogs([][]LogEntry{{e}, log},
+// limit), in place. A store that adds an entry at every run's end pays for
+// the entry, not for the log kept (DefaultHistoryKeep entries a job).
+func InsertLog(log []LogEntry, e LogEntry, limit int) []LogEntry {
+	i, found := slices.BinarySearchFunc(log, e, newestFirst)
+	if !found {
+		log = slices.Insert(log, i, e)
+	}
+	return log[:max(0, min(len(log), limit))]
+}
+
+// newestFirst orders a log: by score, newest first, then by value, the
+// greatest first.
+func newestFirst(a, b LogEntry) int {
+	if a.Score != b.Score {
+		return cmp.Compare(b.Score, a.Score)
+	}
+	return cmp.Compare(b.Value, a.Value)
 }
 
 // TrimLog applies a's bounds to a log held newest first.
