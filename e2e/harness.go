@@ -41,7 +41,7 @@ type Cluster struct {
 func NewCluster(t testing.TB, bin Binaries, spec Spec) *Cluster {
 	t.Helper()
 	born := time.Now()
-	if spec.Nodes == 0 {
+	if spec.Nodes == 0 && !spec.Local {
 		spec.Nodes = 3
 	}
 	if spec.TTL == 0 {
@@ -72,7 +72,14 @@ func NewCluster(t testing.TB, bin Binaries, spec Spec) *Cluster {
 		}
 		_ = os.RemoveAll(dir)
 	})
-	addrs := c.startRedis()
+	var addrs []string
+	if spec.Local {
+		if spec.ProxyNode >= 0 || spec.Links || spec.Nodes > 0 {
+			t.Fatal("e2e: Spec.Local starts no Redis: no nodes, proxy or links")
+		}
+	} else {
+		addrs = c.startRedis()
+	}
 	if spec.ProxyNode >= 0 && spec.ProxyNode < len(addrs) {
 		px, err := redistest.NewProxy(addrs[spec.ProxyNode])
 		if err != nil {
@@ -136,6 +143,9 @@ func (c *Cluster) redisShards() [][]*redistest.Node {
 			out = append(out, rc.Nodes())
 		}
 		return out
+	}
+	if c.Redis == nil {
+		return nil // Spec.Local
 	}
 	for _, n := range c.Redis.Nodes() {
 		out = append(out, []*redistest.Node{n})

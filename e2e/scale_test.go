@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -54,20 +55,28 @@ var (
 // standalone nodes, with commands per slot per shard (scaleshards.go):
 //
 //	go test ./e2e -run 'TestScale$' -scale -scale.jobs 300 -scale.seconds 15 -scale.shards 1,3 -v -timeout 20m
+//
+// One replica without Redis (redis.nodes empty: in-process locks, the
+// quick start's set-up), at -scale.nodes 0 with -scale.replicas 1:
+//
+//	go test ./e2e -run 'TestScale$' -scale -scale.jobs 1000 -scale.replicas 1 -scale.nodes 0 -v -timeout 20m
 func TestScale(t *testing.T) {
 	if !*scaleFlag {
 		t.Skip("scale: set -scale to run the scale benchmark")
 	}
 	requireSuite(t)
-	jobs, err1 := intList(*scaleJobs)
-	replicas, err2 := intList(*scaleReplicas)
-	nodes, err3 := intList(*scaleNodes)
-	shards, err4 := intList(*scaleShards)
+	jobs, err1 := intList(*scaleJobs, 1)
+	replicas, err2 := intList(*scaleReplicas, 1)
+	nodes, err3 := intList(*scaleNodes, 0) // 0: in-process locks
+	shards, err4 := intList(*scaleShards, 1)
 	overlaps := strings.Split(*scaleOverlap, ",")
 	for _, err := range []error{err1, err2, err3, err4} {
 		if err != nil {
 			t.Fatal(err)
 		}
+	}
+	if slices.Contains(nodes, 0) && slices.ContainsFunc(replicas, func(r int) bool { return r != 1 }) {
+		t.Fatal("scale: -scale.nodes 0 (in-process locks) holds for one replica only: -scale.replicas 1")
 	}
 	for _, o := range overlaps {
 		if o != "forbid" && o != "allow" {
@@ -278,7 +287,7 @@ func runScalePointWith(t *testing.T, bin Binaries, p ScalePoint, warmup time.Dur
 		names[i] = scaleJobName(i)
 		defs[i] = JobDef{Name: names[i], Schedule: p.schedule(), Log: "x", Forbid: p.Overlap == "forbid"}
 	}
-	c := NewCluster(t, bin, Spec{Nodes: p.Nodes, Shards: p.Shards, ClusterMode: p.Cluster, ProxyNode: -1, TTL: 10 * time.Second,
+	c := NewCluster(t, bin, Spec{Nodes: p.Nodes, Local: p.Nodes == 0, Shards: p.Shards, ClusterMode: p.Cluster, ProxyNode: -1, TTL: 10 * time.Second,
 		LogLevel: "info", Jobs: defs, UI: load != nil})
 	var replicas []string
 	for i := range p.Replicas {
@@ -379,12 +388,12 @@ func shardSweep(points []ScalePoint) bool {
 	return false
 }
 
-func intList(s string) ([]int, error) {
+func intList(s string, least int) ([]int, error) {
 	var out []int
 	for _, f := range strings.Split(s, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("scale: %q is not a list of positive numbers", s)
+		if err != nil || n < least {
+			return nil, fmt.Errorf("scale: %q is not a list of numbers of at least %d", s, least)
 		}
 		out = append(out, n)
 	}

@@ -124,6 +124,9 @@ func (r ScaleResult) layout() string {
 	if r.Shards > 1 {
 		return fmt.Sprintf("%d × %d × %d shards", r.Replicas, r.Nodes, r.Shards)
 	}
+	if r.Nodes == 0 {
+		return fmt.Sprintf("%d × in-process locks", r.Replicas)
+	}
 	return fmt.Sprintf("%d × %d", r.Replicas, r.Nodes)
 }
 

@@ -58,7 +58,11 @@ type Spec struct {
 	// ProxyNode must be -1.
 	Shards      int
 	ClusterMode bool
-	ProxyNode   int // index of the node reached through a Proxy; -1 none
+	// Local starts no Redis: the replicas lock in process (redis.nodes
+	// empty), which is safe for one replica only. Redis is then nil,
+	// ProxyNode must be -1 and Links false.
+	Local     bool
+	ProxyNode int // index of the node reached through a Proxy; -1 none
 	// Links gives every replica a proxy of its own in front of every node
 	// (Cluster.Links; after the ProxyNode's proxy, where there is one), so
 	// that one replica can be cut from a node its peers still reach: a
@@ -102,7 +106,7 @@ func (s Spec) lateness() time.Duration { return s.Skew + time.Second }
 // configJSON renders the contract's YAML schema as JSON (YAML is a superset
 // of JSON, so slotlock reads it as YAML).
 func (c *Cluster) configJSON(addrs []string) []byte {
-	var nodes []map[string]any
+	nodes := []map[string]any{} // none: in-process locks (Spec.Local)
 	for _, a := range addrs {
 		nodes = append(nodes, map[string]any{"addr": a})
 	}
