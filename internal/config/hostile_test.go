@@ -190,6 +190,8 @@ func TestIsEmpty(t *testing.T) {
 		// no blank after its colon (a plain scalar).
 		"# a\n---\njobs:\n  - name: x\n": false, "--- ~\n": true, "---   # c\n~\n": true, "--- {a: 1}\n": false,
 		"  ~\n": true, "  log: {}\n": false, "a:b\n": false, "null\n": true, "log:\n": false,
+		// A flow collection first (a JSON file), told without the parse.
+		"{\"jobs\": []}\n": false, "{}": false, "# c\n  {\"a\": 1}\n": false, "{\n": false, "[\n": false,
 	} {
 		if got := IsEmpty([]byte(text)); got != want {
 			t.Errorf("IsEmpty(%q) = %v, want %v", text, got, want)

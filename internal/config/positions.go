@@ -94,25 +94,16 @@ func parentPath(p string) string {
 // parseFile parses the YAML file into a map and records the position of
 // every key.
 func (r *report) parseFile(b []byte) (map[string]any, bool) {
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
+	doc, ok := readJSON(b)
+	if !ok {
+		if doc, ok = r.parseYAML(b); !ok {
+			return nil, false
+		}
+		if doc == nil {
 			return map[string]any{}, true // empty file: defaults only
 		}
-		r.addYAMLError(err)
-		return nil, false
 	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); err == nil {
-		r.errs = append(r.errs, &Error{Index: -1, Where: r.mark(extra),
-			Err: errors.New("the file holds more than one YAML document; put everything in one")})
-		return nil, false
-	} else if !errors.Is(err, io.EOF) {
-		r.addYAMLError(err)
-		return nil, false
-	}
-	root := &doc
+	root := doc
 	if root.Kind == yaml.DocumentNode {
 		if len(root.Content) == 0 {
 			return map[string]any{}, true
@@ -134,6 +125,30 @@ func (r *report) parseFile(b []byte) (map[string]any, bool) {
 		return nil, false
 	}
 	return m, true
+}
+
+// parseYAML parses the file's one document; nil and true when there is
+// none, nil and false when it does not parse (the errors are recorded).
+func (r *report) parseYAML(b []byte) (*yaml.Node, bool) {
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, true
+		}
+		r.addYAMLError(err)
+		return nil, false
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		r.errs = append(r.errs, &Error{Index: -1, Where: r.mark(extra),
+			Err: errors.New("the file holds more than one YAML document; put everything in one")})
+		return nil, false
+	} else if !errors.Is(err, io.EOF) {
+		r.addYAMLError(err)
+		return nil, false
+	}
+	return &doc, true
 }
 
 func (r *report) mark(n yaml.Node) string {
@@ -216,8 +231,11 @@ func nodeKind(n *yaml.Node) string {
 // mapping and not empty, told without parsing it: the parse of a
 // thousand-job file was 60 % of a replica's configuration load, at start
 // and at every reload, for an answer its first key gives.
+//
+// So is one whose first content is a flow collection ("{" or "["): a
+// JSON file, whose YAML parse is slow (jsonfile.go).
 func IsEmpty(data []byte) bool {
-	if startsWithKey(data) {
+	if line := firstContentLine(data); startsWithKey(line) || startsWithFlow(line) {
 		return false
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -243,12 +261,10 @@ func IsEmpty(data []byte) bool {
 	}
 }
 
-// startsWithKey reports whether the first line of data that is not blank,
-// a comment or a bare document start ("---") begins with a plain key at
-// column 0 followed by ':' and a blank or the line's end: the root of the
-// first document is then a mapping. False means "not told": the parse
-// decides.
-func startsWithKey(data []byte) bool {
+// firstContentLine is the first line of data that is not blank, a
+// comment or a bare document start ("---"), without its line break and
+// trailing blanks; nil when there is none.
+func firstContentLine(data []byte) []byte {
 	for len(data) > 0 {
 		line := data
 		if i := bytes.IndexByte(data, '\n'); i >= 0 {
@@ -260,12 +276,28 @@ func startsWithKey(data []byte) bool {
 		if trimmed := bytes.TrimLeft(line, " \t"); len(trimmed) == 0 || trimmed[0] == '#' || string(line) == "---" {
 			continue
 		}
-		n := 0
-		for n < len(line) && (line[n] == '_' || line[n] == '-' && n > 0 ||
-			line[n] >= 'a' && line[n] <= 'z' || line[n] >= 'A' && line[n] <= 'Z' || line[n] >= '0' && line[n] <= '9' && n > 0) {
-			n++
-		}
-		return n > 0 && n < len(line) && line[n] == ':' && (n+1 == len(line) || line[n+1] == ' ' || line[n+1] == '\t')
+		return line
 	}
-	return false
+	return nil
+}
+
+// startsWithKey reports whether line, a file's first line of content,
+// begins with a plain key at column 0 followed by ':' and a blank or the
+// line's end: the root of the first document is then a mapping. False
+// means "not told": the parse decides.
+func startsWithKey(line []byte) bool {
+	n := 0
+	for n < len(line) && (line[n] == '_' || line[n] == '-' && n > 0 ||
+		line[n] >= 'a' && line[n] <= 'z' || line[n] >= 'A' && line[n] <= 'Z' || line[n] >= '0' && line[n] <= '9' && n > 0) {
+		n++
+	}
+	return n > 0 && n < len(line) && line[n] == ':' && (n+1 == len(line) || line[n+1] == ' ' || line[n+1] == '\t')
+}
+
+// startsWithFlow reports whether line, a file's first line of content,
+// opens a flow collection: the root of the first document is then a
+// mapping or a sequence, or the file does not parse.
+func startsWithFlow(line []byte) bool {
+	line = bytes.TrimLeft(line, " \t")
+	return len(line) > 0 && (line[0] == '{' || line[0] == '[')
 }
