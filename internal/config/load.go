@@ -81,12 +81,19 @@ func (l *loader) load(data []byte, environ []string) *Config {
 		l.add("", fmt.Errorf("config: loading defaults: %w", err))
 		return nil
 	}
+	// The jobs stay out of koanf: their overrides are applied to the
+	// list (applyJobEnv), and koanf's deep copies of a list of thousands
+	// of jobs, at the load and at Raw, were most of a load.
+	var fileJobs any
+	fileHasJobs := false
 	if data != nil {
 		m, ok := l.parseFile(data)
 		if !ok {
 			return nil // a file that does not parse: its errors are all there is to say
 		}
 		l.fileNodes = countFileNodes(m)
+		fileJobs, fileHasJobs = m["jobs"]
+		delete(m, "jobs")
 		if err := k.Load(confmap.Provider(m, ""), nil); err != nil {
 			l.add("", fmt.Errorf("%s: %w", l.path, err))
 			return nil
@@ -107,6 +114,9 @@ func (l *loader) load(data []byte, environ []string) *Config {
 
 	raw := k.Raw()
 	jobsRaw, hasJobs := raw["jobs"]
+	if fileHasJobs {
+		jobsRaw, hasJobs = fileJobs, true
+	}
 	delete(raw, "jobs")
 
 	datesAsText(raw["calendars"])
