@@ -31,8 +31,8 @@ var jsonCases = []string{
 // object, or JSON the two would read differently.
 var jsonFallbacks = []string{
 	``, `[1, 2]`, `"x"`, `1`, `null`, `jobs: []`, `{"a": 1} {"b": 2}`, `{"a": 1}, 2`, `{"a": 1`, `{"a": 1,}`,
-	`{"a": 1, "a": 2}`, // duplicate key: an error in YAML
-	`{"a": "\u00fc"}`, `{"a": "\ud83d\ude00"}`, `{"a": "x\/y"}`, // escapes YAML may read otherwise
+	// A duplicate key: an error in YAML. Escapes YAML may read otherwise.
+	`{"a": 1, "a": 2}`, `{"a": "\u00fc"}`, `{"a": "\ud83d\ude00"}`, `{"a": "x\/y"}`,
 	"{\"a\":\t1}", "{\"a\": 1}\r", "{\"a\": \"x\u007f\"}", "{\"a\": \"\u0085\u0080\"}", "{\"a\": \"\u0085\"}", "{\"a\": \"\u2028\u2029\"}", "\ufeff{\"a\": 1}", "{\"a\": \"\xff\"}",
 	"{\"a\"\n: 1}", // a key whose colon is on the next line: not a simple key
 	`{"` + strings.Repeat("k", 1025) + `": 1}`,
