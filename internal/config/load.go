@@ -75,28 +75,37 @@ type loader struct {
 	groups map[string]*scheduler.Group
 }
 
+// loadFile parses the file into k, all but its jobs, which it returns
+// (has: the file has the key). The jobs stay out of koanf: their overrides
+// are applied to the list (applyJobEnv), and koanf's deep copies of a list
+// of thousands of jobs, at the load and at Raw, were most of a load.
+func (l *loader) loadFile(k *koanf.Koanf, data []byte) (jobs any, has, ok bool) {
+	m, ok := l.parseFile(data)
+	if !ok {
+		return nil, false, false
+	}
+	l.fileNodes = countFileNodes(m)
+	jobs, has = m["jobs"]
+	delete(m, "jobs")
+	if err := k.Load(confmap.Provider(m, ""), nil); err != nil {
+		l.add("", fmt.Errorf("%s: %w", l.path, err))
+		return nil, false, false
+	}
+	return jobs, has, true
+}
+
 func (l *loader) load(data []byte, environ []string) *Config {
 	k := koanf.New(".")
 	if err := k.Load(confmap.Provider(defaultsMap(), ""), nil); err != nil {
 		l.add("", fmt.Errorf("config: loading defaults: %w", err))
 		return nil
 	}
-	// The jobs stay out of koanf: their overrides are applied to the
-	// list (applyJobEnv), and koanf's deep copies of a list of thousands
-	// of jobs, at the load and at Raw, were most of a load.
 	var fileJobs any
 	fileHasJobs := false
 	if data != nil {
-		m, ok := l.parseFile(data)
-		if !ok {
+		var ok bool
+		if fileJobs, fileHasJobs, ok = l.loadFile(k, data); !ok {
 			return nil // a file that does not parse: its errors are all there is to say
-		}
-		l.fileNodes = countFileNodes(m)
-		fileJobs, fileHasJobs = m["jobs"]
-		delete(m, "jobs")
-		if err := k.Load(confmap.Provider(m, ""), nil); err != nil {
-			l.add("", fmt.Errorf("%s: %w", l.path, err))
-			return nil
 		}
 	}
 	if len(environ) > 0 {
