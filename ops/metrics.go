@@ -21,6 +21,7 @@ import (
 type Metrics struct {
 	reg          *prometheus.Registry
 	series       seriesCache // the per-slot series, found once (series.go)
+	jobless      bool        // MetricsOptions.JoblessHistograms
 	mu           sync.Mutex
 	latest       map[string]latestOutcome // JobOutcome's state, by job
 	runs         *prometheus.CounterVec
@@ -42,11 +43,30 @@ type Metrics struct {
 	groupRunning *prometheus.GaugeVec
 }
 
+// MetricsOptions configures NewMetricsWith; the zero value is
+// NewMetrics's.
+type MetricsOptions struct {
+	// JoblessHistograms leaves the job label off the histograms
+	// (slotlock_start_delay_seconds, slotlock_run_duration_seconds,
+	// slotlock_lock_acquire_seconds): one series per outcome or result
+	// for all jobs instead of one per job. A job's histograms are about
+	// forty series; with thousands of jobs they are most of a scrape.
+	JoblessHistograms bool
+}
+
 // NewMetrics returns a Metrics with every series at zero.
-func NewMetrics() *Metrics {
+func NewMetrics() *Metrics { return NewMetricsWith(MetricsOptions{}) }
+
+// NewMetricsWith is NewMetrics configured by o.
+func NewMetricsWith(o MetricsOptions) *Metrics {
+	job := []string{"job"}
+	if o.JoblessHistograms {
+		job = nil
+	}
 	m := &Metrics{
-		reg:    prometheus.NewRegistry(),
-		latest: map[string]latestOutcome{},
+		reg:     prometheus.NewRegistry(),
+		latest:  map[string]latestOutcome{},
+		jobless: o.JoblessHistograms,
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "slotlock_runs_total", Help: "Runs that ended on this replica, by job and outcome (succeeded, failed, canceled).",
 		}, []string{"job", "outcome"}),
@@ -57,17 +77,17 @@ func NewMetrics() *Metrics {
 			Name:    "slotlock_start_delay_seconds",
 			Help:    "Actual start of a run minus its slot's nominal time.",
 			Buckets: []float64{.001, .0025, .005, .01, .015, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
-		}, []string{"job"}),
+		}, job),
 		runDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "slotlock_run_duration_seconds",
 			Help:    "Duration of runs, by job and outcome.",
 			Buckets: prometheus.ExponentialBuckets(0.005, 4, 10),
-		}, []string{"job", "outcome"}),
+		}, append(job, "outcome")),
 		lockAcquire: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "slotlock_lock_acquire_seconds",
 			Help:    "Latency of lock acquisitions, by job and result (acquired, not_acquired, error).",
 			Buckets: []float64{.0005, .001, .002, .005, .01, .025, .05, .1, .25, .5, 1},
-		}, []string{"job", "result"}),
+		}, append(job, "result")),
 		leasesLost: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "slotlock_leases_lost_total", Help: "Leases the watchdog could not renew before they expired, by job.",
 		}, []string{"job"}),
@@ -123,15 +143,23 @@ func (m *Metrics) SlotSkipped(job string, reason history.Reason) {
 
 func (m *Metrics) RunFinished(job string, outcome history.Outcome, d time.Duration) {
 	m.series.counter(m.runs, job, string(outcome)).Inc()
-	m.series.observer(m.runDuration, job, string(outcome)).Observe(d.Seconds())
+	m.series.observer(m.runDuration, m.histJob(job), string(outcome)).Observe(d.Seconds())
 }
 
 func (m *Metrics) StartDelay(job string, d time.Duration) {
-	m.series.observer(m.startDelay, job, "").Observe(d.Seconds())
+	m.series.observer(m.startDelay, m.histJob(job), "").Observe(d.Seconds())
 }
 
 func (m *Metrics) LockAcquire(job string, d time.Duration, err error) {
-	m.series.observer(m.lockAcquire, job, acquireResult(err)).Observe(d.Seconds())
+	m.series.observer(m.lockAcquire, m.histJob(job), acquireResult(err)).Observe(d.Seconds())
+}
+
+// histJob is a histogram's job label value: none when they have none.
+func (m *Metrics) histJob(job string) string {
+	if m.jobless {
+		return ""
+	}
+	return job
 }
 
 func (m *Metrics) LeaseLost(job string) { m.leasesLost.WithLabelValues(job).Inc() }

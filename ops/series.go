@@ -34,18 +34,20 @@ func (c *seriesCache) counter(v *prometheus.CounterVec, a, b string) prometheus.
 	return s
 }
 
-// observer is v's series of labels a (and b, when v has two labels).
+// observer is v's series of the label values a and b that are not empty
+// (a job, an outcome: none of them is ever empty), in that order.
 func (c *seriesCache) observer(v *prometheus.HistogramVec, a, b string) prometheus.Observer {
 	k := seriesKey{v, a, b}
 	if s, ok := c.m.Load(k); ok {
 		return s.(prometheus.Observer)
 	}
-	var s prometheus.Observer
-	if b == "" {
-		s = v.WithLabelValues(a)
-	} else {
-		s = v.WithLabelValues(a, b)
+	var vals []string
+	for _, l := range [2]string{a, b} {
+		if l != "" {
+			vals = append(vals, l)
+		}
 	}
+	s := v.WithLabelValues(vals...)
 	c.m.Store(k, s)
 	return s
 }

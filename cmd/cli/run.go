@@ -122,7 +122,12 @@ func build(ctx context.Context, cfg *config.Config, env cmdEnv) (*replica, error
 	sc.Clock = r.clock
 	sc.Logger = log
 	sc.Fit = out.Fit
-	metrics := ops.NewMetrics() // the ops server's /metrics (ops.Handler finds it)
+	// The ops server's /metrics (ops.Handler finds it).
+	metrics := ops.NewMetricsWith(ops.MetricsOptions{JoblessHistograms: !cfg.HTTP.JobHistograms})
+	if n := len(cfg.Jobs); n >= manyJobs && cfg.HTTP.JobHistograms && cfg.HTTP.Addr != "" {
+		log.Info("many jobs: /metrics carries about 40 histogram series a job, most of a scrape; "+
+			"http.job_histograms: false keeps one set for all jobs", "jobs", n)
+	}
 	sc.Metrics = metrics
 	r.addNotifier(&sc, metrics)
 	sc.TracerProvider = tr.provider()
@@ -198,6 +203,11 @@ func buildExitCode(err error) int {
 	}
 	return exitConfig
 }
+
+// manyJobs is the job count from which the start suggests
+// http.job_histograms: false (at 10,000 jobs a scrape was 48 MB and 2 s
+// of CPU, docs/operations.md).
+const manyJobs = 1000
 
 // clockOffset reads SLOTLOCK_CLOCK_OFFSET, a testing aid.
 func clockOffset(getenv func(string) string) (time.Duration, error) {

@@ -17,9 +17,14 @@ type HTTP struct {
 	// interface, ":8080", included): the page has no authentication of its
 	// own, so it is refused there unless a proxy in front of it does that.
 	UIPublic bool `yaml:"ui_public" redact:"show"`
+	// JobHistograms gives /metrics's histograms (start delay, run
+	// duration, lock acquisition) a series per job. False keeps one per
+	// outcome or result for all jobs: with thousands of jobs the per-job
+	// buckets are most of what a scrape carries (docs/operations.md).
+	JobHistograms bool `yaml:"job_histograms" redact:"show"`
 }
 
-func defaultHTTP() HTTP { return HTTP{Addr: ":8080"} }
+func defaultHTTP() HTTP { return HTTP{Addr: ":8080", JobHistograms: true} }
 
 func (l *loader) validateHTTP(c *Config) {
 	if c.HTTP.Addr == "" {
