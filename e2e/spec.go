@@ -103,8 +103,9 @@ type Spec struct {
 // lateness is the replicas' lateness bound: lock.max_clock_skew + 1 s.
 func (s Spec) lateness() time.Duration { return s.Skew + time.Second }
 
-// configJSON renders the contract's YAML schema as JSON (YAML is a superset
-// of JSON, so slotlock reads it as YAML).
+// configJSON renders the contract's YAML schema as JSON, as tools
+// generate a configuration (YAML is a superset of JSON; slotlock reads a
+// JSON file as its YAML parser would, internal/config/jsonfile.go).
 func (c *Cluster) configJSON(addrs []string) []byte {
 	nodes := []map[string]any{} // none: in-process locks (Spec.Local)
 	for _, a := range addrs {
