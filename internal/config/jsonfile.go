@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	yaml "go.yaml.in/yaml/v4"
@@ -177,8 +178,14 @@ func (r *jsonReader) simpleKey(start int) bool {
 }
 
 // plainTags caches the YAML parser's tag for the plain scalars numbers
-// are written as (a file has few distinct ones).
-var plainTags sync.Map
+// are written as: a file has few distinct ones, and the cache keeps at
+// most plainTagsMax whatever files the process reads.
+var (
+	plainTags  sync.Map
+	plainTagsN atomic.Int32
+)
+
+const plainTagsMax = 1024
 
 // plainTag is the tag the YAML parser resolves the plain scalar s to.
 func plainTag(s string) string {
@@ -190,7 +197,10 @@ func plainTag(s string) string {
 	if err := yaml.Unmarshal([]byte(s), &doc); err == nil && len(doc.Content) == 1 {
 		tag = doc.Content[0].Tag
 	}
-	plainTags.Store(s, tag)
+	if plainTagsN.Load() < plainTagsMax { // a few over it when loads race
+		plainTags.Store(s, tag)
+		plainTagsN.Add(1)
+	}
 	return tag
 }
 
