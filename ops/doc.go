@@ -42,7 +42,10 @@
 // reason, start delay, lock latency, leases lost, runs abandoned, pauses,
 // each job's last outcome and last success, each Redis node up, ready —
 // and the Go runtime's. The alert rules and the Grafana dashboard in the
-// repository's deploy/ read these names.
+// repository's deploy/ read these names. The three histograms have a
+// series per job; with thousands of jobs, NewMetricsWith(MetricsOptions{
+// JoblessHistograms: true}) keeps one for all jobs (what
+// http.job_histograms: false does in the command).
 //
 // # Status page and JSON API
 //
