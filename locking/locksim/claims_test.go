@@ -25,8 +25,7 @@ import (
 func TestClaimLiveOnOneStoreAndTakenOverOnAnother(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		net := locksim.NewNet(7, locksim.NewStore("s0"), locksim.NewStore("s1"), locksim.NewStore("s2"))
-		a, b := simLocker(t, net, "a"), simLocker(t, net, "b")
+		net, a, b := pairOnThreeStores(t, 7)
 		key := locking.Key{Family: "job", Name: "slot:1"}
 
 		net.SetDown(2, true) // a's claim reaches stores 0 and 1 only
@@ -56,8 +55,7 @@ func TestClaimLiveOnOneStoreAndTakenOverOnAnother(t *testing.T) {
 func TestClaimOnTwoStoresSpreadsToTheThird(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		net := locksim.NewNet(7, locksim.NewStore("s0"), locksim.NewStore("s1"), locksim.NewStore("s2"))
-		a, b := simLocker(t, net, "a"), simLocker(t, net, "b")
+		net, a, b := pairOnThreeStores(t, 7)
 		key := locking.Key{Family: "job", Name: "slot:1"}
 
 		net.SetDown(2, true)
@@ -78,6 +76,14 @@ func TestClaimOnTwoStoresSpreadsToTheThird(t *testing.T) {
 }
 
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// pairOnThreeStores is a net of three stores (s0, s1, s2) under seed and
+// the Lockers of replicas a and b over it.
+func pairOnThreeStores(t *testing.T, seed uint64) (*locksim.Net, locking.Locker, locking.Locker) {
+	t.Helper()
+	net := locksim.NewNet(seed, locksim.NewStore("s0"), locksim.NewStore("s1"), locksim.NewStore("s2"))
+	return net, simLocker(t, net, "a"), simLocker(t, net, "b")
+}
 
 // simLocker is replica name's Locker over net's stores (100 ms per store
 // and round), closed with the test.

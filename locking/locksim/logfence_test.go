@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotlock/slotlock/locking"
-	"github.com/slotlock/slotlock/locking/locksim"
 )
 
 // Two writers of one verdict over three stores, one of them partly ahead:
@@ -18,8 +17,7 @@ import (
 func TestAppendLogOnceOverAMajority(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		net := locksim.NewNet(7, locksim.NewStore("s0"), locksim.NewStore("s1"), locksim.NewStore("s2"))
-		a, b := simLocker(t, net, "a"), simLocker(t, net, "b")
+		net, a, b := pairOnThreeStores(t, 7)
 		verdict := func(token uint64) locking.LogAppend {
 			return locking.LogAppend{Entry: locking.LogEntry{Score: 100, Value: "missed"}, Fence: "judge", Token: token, IfAbsent: true}
 		}

@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotlock/slotlock/locking"
-	"github.com/slotlock/slotlock/locking/locksim"
 )
 
 // The split view of redlock's TestReleasedLeftoverTakenOver on simulated
@@ -21,8 +20,7 @@ import (
 func TestReleasedLeftoverTakenOverInASplitView(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		net := locksim.NewNet(17, locksim.NewStore("s0"), locksim.NewStore("s1"), locksim.NewStore("s2"))
-		a, b := simLocker(t, net, "a"), simLocker(t, net, "b")
+		net, a, b := pairOnThreeStores(t, 17)
 		key := locking.Key{Family: "job", Name: "run"}
 
 		la, err := a.Acquire(ctx, key, 5*time.Second)
