@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"unicode/utf8"
@@ -36,8 +37,8 @@ const jsonMaxDepth = 64
 // readJSON returns the document node the YAML parser would build for b,
 // or false when the YAML parser must read b.
 func readJSON(b []byte) (*yaml.Node, bool) {
-	if line := firstContentLine(b); len(line) == 0 || bytes.TrimLeft(line, " \t")[0] != '{' {
-		return nil, false
+	if rest := bytes.TrimLeft(b, " \t\r\n"); len(rest) == 0 || rest[0] != '{' {
+		return nil, false // JSON allows only whitespace before the object
 	}
 	if !yamlPrintable(b) {
 		return nil, false
@@ -73,7 +74,7 @@ func (r *jsonReader) next() (json.Token, int, bool) {
 		return nil, 0, false
 	}
 	start := r.end
-	for start < len(r.data) && bytes.IndexByte([]byte(" \t\r\n,:"), r.data[start]) >= 0 {
+	for start < len(r.data) && strings.IndexByte(" \t\r\n,:", r.data[start]) >= 0 {
 		start++
 	}
 	r.end = int(r.dec.InputOffset())
