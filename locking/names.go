@@ -21,6 +21,9 @@ type (
 	PauseSpan = driver.PauseSpan
 	// NodeStatus is one node's answer to Locker.Ping.
 	NodeStatus = driver.NodeStatus
+	// NodeClock is one node's clock against the caller's
+	// (ClockReader.ReadClocks).
+	NodeClock = driver.NodeClock
 	// Store is the fleet's state kept beside the locks: pause register,
 	// log, records, open claims.
 	Store = driver.Store

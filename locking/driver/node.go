@@ -24,8 +24,8 @@ type Node interface {
 }
 
 // An Op is one request to a Node: an AcquireOp, ExtendOp, ReleaseOp,
-// PauseOp, FenceOp, MaxSetOp, GetOp, PingOp, LogOp, LogAddOp, ClaimsOp or
-// DoneOp (ops.go), each a value. Keys in an Op are full store keys;
+// PauseOp, FenceOp, MaxSetOp, GetOp, PingOp, LogOp, LogAddOp, ClaimsOp,
+// DoneOp or TimeOp (ops.go), each a value. Keys in an Op are full store keys;
 // all keys of one Op share one hash tag (except DoneOp's). A Node that wraps another may rewrite an
 // op by its type:
 //
@@ -57,6 +57,7 @@ const (
 	OpLogAdd                    // LogAddOp
 	OpClaims                    // ClaimsOp
 	OpDone                      // DoneOp
+	OpTime                      // TimeOp
 )
 
 // Result is a Node's answer to an Op; each Op says which fields it sets.

@@ -162,6 +162,10 @@ type GetOp struct {
 // PingOp asks the node to answer.
 type PingOp struct{}
 
+// TimeOp reads the node's clock: N (Result) is its time in microseconds
+// since the Unix epoch (a Redis node's TIME). It reads no key.
+type TimeOp struct{}
+
 // LogOp reads the family's log at Key: its entries of score Since or
 // more, newest first, at most Limit (Result.Log).
 type LogOp struct {
@@ -217,6 +221,7 @@ func (LogOp) Kind() OpKind     { return OpLog }
 func (LogAddOp) Kind() OpKind  { return OpLogAdd }
 func (ClaimsOp) Kind() OpKind  { return OpClaims }
 func (DoneOp) Kind() OpKind    { return OpDone }
+func (TimeOp) Kind() OpKind    { return OpTime }
 
 func (AcquireOp) isOp() {}
 func (ExtendOp) isOp()  {}
@@ -230,3 +235,4 @@ func (LogOp) isOp()     {}
 func (LogAddOp) isOp()  {}
 func (ClaimsOp) isOp()  {}
 func (DoneOp) isOp()    {}
+func (TimeOp) isOp()    {}

@@ -66,6 +66,7 @@ var cases = []struct {
 	{"Records", testRecords},
 	{"CanceledContext", testCanceled},
 	{"PingModeClose", testPingModeClose},
+	{"ReadClocks", testReadClocks},
 	{"ClaimAbandoned", testClaimAbandoned},
 	{"ClaimRelease", testClaimRelease},
 	{"ClaimKept", testClaimKept},

@@ -272,6 +272,9 @@ func (s *Store) Apply(op driver.Op) (driver.Result, error) {
 	case driver.PingOp:
 		return driver.Result{}, nil
 
+	case driver.TimeOp:
+		return driver.Result{N: now.UnixMicro()}, nil
+
 	case driver.LogAddOp:
 		return driver.Result{Status: s.logAdd(op, now)}, nil
 

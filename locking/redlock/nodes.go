@@ -80,7 +80,7 @@ func (r *nodeSet) observeFailure(parent context.Context, i int, err error) {
 // no claim went through, and put it back first in Handled's read order.
 func tookWrite(k driver.OpKind, res driver.Result) bool {
 	switch k {
-	case driver.OpGet, driver.OpClaims, driver.OpPing, driver.OpLog, driver.OpDone,
+	case driver.OpGet, driver.OpClaims, driver.OpPing, driver.OpLog, driver.OpDone, driver.OpTime,
 		driver.OpExtend, driver.OpRelease:
 		return false
 	}

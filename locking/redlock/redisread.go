@@ -39,8 +39,13 @@ func isReadError(err error) bool {
 // readerPool is the reader client's connection pool size.
 const readerPool = 2
 
-// isRead reports whether op is a pure read served by the reader.
-func isRead(op driver.Op) bool { return op.Kind() == driver.OpLog || op.Kind() == driver.OpDone }
+// isRead reports whether op is a pure read served by the reader: the
+// read model's, and a clock read (clocks.go), which waits behind no
+// claim there.
+func isRead(op driver.Op) bool {
+	k := op.Kind()
+	return k == driver.OpLog || k == driver.OpDone || k == driver.OpTime
+}
 
 // newReader builds the node's reader client from the lock client's
 // options.
@@ -55,6 +60,11 @@ func newReader(uopt *redis.UniversalOptions) redis.UniversalClient {
 func (n *redisNode) read(ctx context.Context, op driver.Op) (driver.Result, error) {
 	if d, ok := op.(driver.DoneOp); ok {
 		return n.readDone(ctx, d)
+	}
+	if op.Kind() == driver.OpTime {
+		// Not behind a page's read: the wait would be the read's
+		// uncertainty.
+		return n.readTime(ctx)
 	}
 	select {
 	case n.reading <- struct{}{}:
@@ -112,6 +122,16 @@ func (n *redisNode) readDone(ctx context.Context, op driver.DoneOp) (driver.Resu
 		}
 	}
 	return res, nil
+}
+
+// readTime answers a TimeOp on the reader (TIME), without waiting for
+// the page reads' turn.
+func (n *redisNode) readTime(ctx context.Context) (driver.Result, error) {
+	t, err := n.reader.Load().c.Time(ctx).Result()
+	if err != nil {
+		return driver.Result{}, &readError{err}
+	}
+	return driver.Result{N: t.UnixMicro()}, nil
 }
 
 // mgetDone reads keys with one MGET ("" where absent).
