@@ -5,6 +5,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -343,7 +344,10 @@ func scenarioRedisSlow(t *testing.T) {
 }
 
 // Replica clocks offset by +0.8, -0.8 and 0 times lock.max_clock_skew
-// (SLOTLOCK_CLOCK_OFFSET): still exactly once.
+// (SLOTLOCK_CLOCK_OFFSET): still exactly once. The two offset replicas
+// are beyond half the bound from the nodes' clocks, so 1.6 × it apart:
+// each says so at its start (clock.off, its offset measured against the
+// Redis nodes' TIME), the third does not.
 func scenarioClockOffsets(t *testing.T) {
 	c := NewCluster(t, bins, Spec{ProxyNode: -1, Jobs: []JobDef{tick, guard, five}})
 	skew := c.spec.Skew
@@ -359,6 +363,25 @@ func scenarioClockOffsets(t *testing.T) {
 		t.Errorf("clock offsets: %d of %d slots ran", r.Ran, r.Slots)
 	}
 	logSpread(t, c.Runs())
+	for name, want := range map[string]time.Duration{"r1": skew * 8 / 10, "r2": -skew * 8 / 10, "r3": 0} {
+		off := c.LogLines(name, "clock.off")
+		if want == 0 {
+			if len(off) != 0 {
+				t.Errorf("%s, its clock right, logged clock.off: %v", name, off)
+			}
+			continue
+		}
+		if len(off) != 1 {
+			t.Errorf("%s, its clock %v off, logged clock.off %d times, want once", name, want, len(off))
+			continue
+		}
+		ms, _ := strconv.ParseFloat(str(off[0]["offset_ms"]), 64)
+		got := time.Duration(ms) * time.Millisecond
+		if (got-want).Abs() > 50*time.Millisecond || str(off[0]["level"]) != "WARN" {
+			t.Errorf("%s: clock.off %v, want a warning of an offset of %v", name, off[0], want)
+		}
+		t.Logf("%s (clock %v): clock.off offset %v ± %s ms", name, want, got, str(off[0]["uncertainty_ms"]))
+	}
 }
 
 // A 2.5 s job every second with overlap: forbid: runs never overlap,

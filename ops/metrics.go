@@ -41,6 +41,8 @@ type Metrics struct {
 	ready        prometheus.Gauge
 	schedulerRun prometheus.Gauge
 	groupRunning *prometheus.GaugeVec
+	clockOffset  prometheus.Gauge // registered at the first reading (ClockOffset)
+	clockOnce    sync.Once
 }
 
 // MetricsOptions configures NewMetricsWith; the zero value is
@@ -121,6 +123,9 @@ func NewMetricsWith(o MetricsOptions) *Metrics {
 		schedulerRun: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "slotlock_scheduler_running", Help: "1 while the scheduler loop runs and ticks (/healthz is 200); 0 before it starts, once it stops firing at shutdown, or stuck.",
 		}),
+		clockOffset: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "slotlock_clock_offset_seconds", Help: "This replica's clock minus the median of the lock nodes' clocks at the latest clock check (every 30 s; absent with in-process locks). Beyond half of lock.max_clock_skew, replicas may differ by more than it: slots run early or late.",
+		}),
 		groupRunning: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "slotlock_group_running", Help: "Runs of the concurrency group's jobs going on on this replica (permits held here); sum over replicas for the fleet's, at most the group's limit.",
 		}, []string{"group"}),
@@ -130,6 +135,13 @@ func NewMetricsWith(o MetricsOptions) *Metrics {
 		m.nodeUp, m.ready, m.schedulerRun,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// ClockOffset implements scheduler.ClockMetrics:
+// slotlock_clock_offset_seconds, from the first reading on.
+func (m *Metrics) ClockOffset(offset time.Duration) {
+	m.clockOnce.Do(func() { m.reg.MustRegister(m.clockOffset) })
+	m.clockOffset.Set(offset.Seconds())
 }
 
 // GroupRunning implements scheduler.GroupMetrics.

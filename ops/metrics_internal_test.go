@@ -91,6 +91,30 @@ func TestGroupRunningGauge(t *testing.T) {
 	require.Equal(t, 1.0, testutil.ToFloat64(m.groupRunning.WithLabelValues("heavy")))
 }
 
+// slotlock_clock_offset_seconds appears with the clock check's first
+// reading (never with in-process locks, whose check reads nothing) and
+// holds the latest.
+func TestClockOffsetGauge(t *testing.T) {
+	m := NewMetrics()
+	var _ scheduler.ClockMetrics = m
+	gathered := func() int {
+		families, err := m.reg.Gather()
+		require.NoError(t, err)
+		n := 0
+		for _, f := range families {
+			if f.GetName() == "slotlock_clock_offset_seconds" {
+				n += len(f.GetMetric())
+			}
+		}
+		return n
+	}
+	require.Equal(t, 0, gathered(), "no reading, no series")
+	m.ClockOffset(1500 * time.Millisecond)
+	m.ClockOffset(-250 * time.Millisecond)
+	require.Equal(t, 1, gathered())
+	require.Equal(t, -0.25, testutil.ToFloat64(m.clockOffset))
+}
+
 // The per-slot series, found once and kept, are the registry's: every
 // event counts where a scrape reads it, and a series still appears only
 // with its first event.

@@ -28,11 +28,15 @@ const (
 	// Not in the contract's table: a lease could not be ended cleanly (it
 	// then expires after its TTL); the misfire policy looking at a slot;
 	// a schedule that has no slot left; slots the reconciler could not
-	// judge within a day (reconciler.go).
+	// judge within a day (reconciler.go); the clock check's findings.
 	evLockReleaseFailed = "lock.release_failed"
 	evMisfireCheck      = "misfire.check"
 	evScheduleExhausted = "schedule.exhausted"
 	evSlotsUnjudged     = "reconcile.unjudged"
+	// This replica's clock against the lock nodes' (clockcheck.go): off
+	// by more than half of MaxClockSkew, and back within it.
+	evClockOff  = "clock.off"
+	evClockBack = "clock.back"
 )
 
 // Events of the pause commands, logged by the command and by each

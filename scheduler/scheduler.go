@@ -273,6 +273,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	if s.cfg.ReconcileEvery > 0 {
 		s.spawn(func() { s.reconciler.loop(start) })
 	}
+	if c := newClockCheck(s.engine); c != nil {
+		s.spawn(c.loop) // it needs no other component, and none needs it
+	}
 	<-loopDone
 	s.state.Store(stateStopping)
 	s.stopOnce.Do(func() { close(s.stopping) })

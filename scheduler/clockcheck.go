@@ -1,0 +1,139 @@
+package scheduler
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/slotlock/slotlock/locking"
+)
+
+// The clock check. Exactly-once assumes that the replicas' clocks differ
+// by at most MaxClockSkew: the fastest clock fires a slot first, and the
+// slot's done marker must still be there when the slowest fires it.
+// The lock scripts also judge a request's freshness by comparing its
+// send time, on its sender's clock, with the node's. A clock that drifts
+// or is stepped past that bound breaks nothing at once — slots run early
+// or late, and only far past it (about the done marker's life) twice —
+// so nothing else would ever say it. Every clockCheckEvery the replica
+// reads the lock nodes' clocks (locking.ClockReader) and compares its own
+// with their median: a node whose own clock is off is outvoted, as it is
+// in the lock rounds. Within MaxClockSkew/2 of the median, any two
+// replicas are within MaxClockSkew of each other. Beyond it, by more than
+// the reading's uncertainty, the replica says so once (warn); when it is
+// back within, once (info). Every reading goes to the metrics
+// (ClockMetrics). The check warns and measures; it takes the replica out
+// of nothing: were the nodes' clocks the wrong ones, every replica would
+// step aside at once.
+
+// clockCheckEvery is how often the clock check reads the nodes' clocks.
+const clockCheckEvery = 30 * time.Second
+
+// ClockMetrics is what a Metrics may also implement to receive the clock
+// check's readings (the command's metrics do:
+// slotlock_clock_offset_seconds).
+type ClockMetrics interface {
+	// ClockOffset is this replica's clock minus the median of the lock
+	// nodes' clocks, at the latest reading.
+	ClockOffset(offset time.Duration)
+}
+
+// clockCheck is the component that reads the nodes' clocks. Its state is
+// its loop's own.
+type clockCheck struct {
+	*engine
+	reader  locking.ClockReader
+	metrics ClockMetrics // nil: none
+	off     bool         // the latest judgement: beyond the bound
+}
+
+// newClockCheck returns the clock check, or nil when the Locker reads no
+// clocks (a wrapper that does not pass ClockReader on).
+func newClockCheck(e *engine) *clockCheck {
+	cr, ok := e.cfg.Locker.(locking.ClockReader)
+	if !ok {
+		return nil
+	}
+	m, _ := e.metrics.(ClockMetrics)
+	return &clockCheck{engine: e, reader: cr, metrics: m}
+}
+
+// loop checks at once, then every clockCheckEvery, until the scheduler
+// stops. It ends at the first read that finds no clocks: the stores
+// share this process's (the in-process store).
+func (c *clockCheck) loop() {
+	for {
+		if !c.check() {
+			return
+		}
+		if !c.sleep(clockCheckEvery, c.stopping) {
+			return
+		}
+	}
+}
+
+// check reads the clocks once and judges the reading; false when there
+// is nothing to read, ever.
+func (c *clockCheck) check() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	clocks, err := c.reader.ReadClocks(ctx)
+	if errors.Is(err, locking.ErrClosed) || (err == nil && len(clocks) == 0) {
+		return false
+	}
+	r, ok := readingOf(clocks)
+	if !ok {
+		return true // too few answers to outvote a wrong node: no judgement
+	}
+	if c.metrics != nil {
+		c.metrics.ClockOffset(r.offset)
+	}
+	c.judge(r)
+	return true
+}
+
+// judge logs a change of the judgement.
+func (c *clockCheck) judge(r clockReading) {
+	limit := c.cfg.MaxClockSkew / 2
+	attrs := []any{"event", "", "offset_ms", r.offset.Milliseconds(), "uncertainty_ms", r.uncertainty.Milliseconds(),
+		"nodes", r.nodes, "max_clock_skew", c.cfg.MaxClockSkew.String()}
+	switch {
+	case !c.off && r.offset.Abs()-r.uncertainty > limit:
+		c.off, attrs[1] = true, evClockOff
+		c.log.Warn("clock off: this replica's clock differs from the lock nodes' (their median) by more than "+
+			"half of lock.max_clock_skew; replicas' clocks may then differ by more than it, and slots run early "+
+			"or late (twice only far beyond it); fix the host's time synchronisation", attrs...)
+	case c.off && r.offset.Abs()+r.uncertainty <= limit:
+		c.off, attrs[1] = false, evClockBack
+		c.log.Info("clock back: this replica's clock is within half of lock.max_clock_skew of the lock nodes' again", attrs...)
+	}
+}
+
+// clockReading is this replica's clock against the lock nodes'.
+type clockReading struct {
+	offset      time.Duration // this replica's clock minus the nodes' median: positive when ahead
+	uncertainty time.Duration // the true offset is within offset ± uncertainty
+	nodes       int           // nodes read
+}
+
+// readingOf is the reading the nodes' clocks give, or false when fewer
+// than a majority of them were read: then one wrong node could decide
+// it. The median of an even count is the mean of the two in the middle,
+// its uncertainty the larger of theirs.
+func readingOf(clocks []locking.NodeClock) (clockReading, bool) {
+	read := make([]locking.NodeClock, 0, len(clocks))
+	for _, c := range clocks {
+		if c.Read {
+			read = append(read, c)
+		}
+	}
+	if len(read) < len(clocks)/2+1 {
+		return clockReading{}, false
+	}
+	slices.SortFunc(read, func(a, b locking.NodeClock) int { return cmp.Compare(a.Offset, b.Offset) })
+	lo, hi := read[(len(read)-1)/2], read[len(read)/2]
+	median := lo.Offset + (hi.Offset-lo.Offset)/2
+	return clockReading{offset: -median, uncertainty: max(lo.Uncertainty, hi.Uncertainty), nodes: len(read)}, true
+}

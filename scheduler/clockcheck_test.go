@@ -1,0 +1,193 @@
+package scheduler
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/slotlock/slotlock/locking"
+)
+
+// nodeClocks builds a reading: each offset a node's clock minus ours,
+// read with uncertainty unc; a negative unc is a node that did not
+// answer.
+func nodeClocks(unc time.Duration, offsets ...time.Duration) []locking.NodeClock {
+	out := make([]locking.NodeClock, len(offsets))
+	for i, o := range offsets {
+		out[i] = locking.NodeClock{Addr: "n", Read: unc >= 0, Offset: o, Uncertainty: max(unc, 0)}
+	}
+	return out
+}
+
+func TestReadingOf(t *testing.T) {
+	ms := time.Millisecond
+	unread := locking.NodeClock{Addr: "down"}
+	cases := []struct {
+		name   string
+		clocks []locking.NodeClock
+		ok     bool
+		want   clockReading
+	}{
+		{"all agree", nodeClocks(ms, 0, 0, 0), true, clockReading{0, ms, 3}},
+		{"replica ahead: nodes read behind", nodeClocks(ms, -1500*ms, -1490*ms, -1510*ms), true, clockReading{1500 * ms, ms, 3}},
+		{"one node stepped is outvoted", nodeClocks(ms, 60*time.Second, 2*ms, 3*ms), true, clockReading{-3 * ms, ms, 3}},
+		{"even count: mean of the middle two", nodeClocks(ms, 0, 10*ms, 20*ms, 900*ms), true, clockReading{-15 * ms, ms, 4}},
+		{"a majority read", append(nodeClocks(ms, 100*ms, 300*ms), unread), true, clockReading{-200 * ms, ms, 2}},
+		{"too few read", append(nodeClocks(ms, 100*ms), unread, unread), false, clockReading{}},
+		{"nothing read", nil, false, clockReading{}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, ok := readingOf(c.clocks)
+			if ok != c.ok || got != c.want {
+				t.Fatalf("readingOf = %+v, %v; want %+v, %v", got, ok, c.want, c.ok)
+			}
+		})
+	}
+	// The larger uncertainty of the two in the middle.
+	clocks := nodeClocks(ms, 0, 10*ms)
+	clocks[1].Uncertainty = 7 * ms
+	if got, _ := readingOf(clocks); got.uncertainty != 7*ms {
+		t.Fatalf("uncertainty %v, want the larger of the middle two", got.uncertainty)
+	}
+}
+
+// clockLocker is a Locker whose nodes' clocks the test sets.
+type clockLocker struct {
+	locking.Locker
+	mu     sync.Mutex
+	clocks []locking.NodeClock
+	reads  int
+}
+
+func (c *clockLocker) set(clocks []locking.NodeClock) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.clocks = clocks
+}
+
+func (c *clockLocker) ReadClocks(context.Context) ([]locking.NodeClock, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reads++
+	return c.clocks, nil
+}
+
+// clockReadings is a Metrics that keeps the clock check's readings.
+type clockReadings struct {
+	*countMetrics
+	mu       sync.Mutex
+	readings []time.Duration
+}
+
+func (m *clockReadings) ClockOffset(d time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.readings = append(m.readings, d)
+}
+
+// TestClockCheck: the replica reads the nodes' clocks at start and every
+// clockCheckEvery; it warns once when its clock is off by more than half
+// of MaxClockSkew beyond the reading's uncertainty, says once when it is
+// back within, and neither while the reading is too uncertain to tell or
+// a minority was read (no metric either then). Every judged reading is
+// exported.
+func TestClockCheck(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		env := newEnv(t)
+		ms := time.Millisecond
+		cl := &clockLocker{Locker: env.locker}
+		m := &clockReadings{countMetrics: env.metrics}
+		s, err := New(Config{Replica: "r1", Locker: cl, Logger: env.sink.logger("r1"), Metrics: m,
+			LockTTL: 30 * time.Second, MaxClockSkew: 2 * time.Second,
+			Jobs: []JobSpec{everySecond(t, "tick", &recorder{now: time.Now})}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		steps := []struct {
+			clocks []locking.NodeClock
+			events []string // clock events logged by this reading
+		}{
+			{nodeClocks(ms, 200*ms, 210*ms, 190*ms), nil},                               // 0.2 s behind: within 1 s
+			{nodeClocks(ms, -1500*ms, -1500*ms, 60*time.Second), []string{"clock.off"}}, // 1.5 s ahead
+			{nodeClocks(ms, -1200*ms, -1200*ms, -1200*ms), nil},                         // still off
+			{nodeClocks(300*ms, -900*ms, -900*ms, -900*ms), nil},                        // 0.9 ± 0.3 s: cannot tell
+			{append(nodeClocks(ms, 0), locking.NodeClock{}, locking.NodeClock{}), nil},  // a minority read
+			{nodeClocks(ms, -400*ms, -400*ms, -400*ms), []string{"clock.back"}},
+			{nodeClocks(ms, 1100*ms, 1100*ms, 1100*ms), []string{"clock.off"}}, // 1.1 s behind
+		}
+		cl.set(steps[0].clocks)
+		stop := running(t, s)
+		defer stop()
+		seen := 0
+		for i, st := range steps {
+			if i > 0 {
+				cl.set(st.clocks)
+				time.Sleep(clockCheckEvery)
+			}
+			synctest.Wait()
+			var got []string
+			for _, e := range env.sink.events(t) {
+				if ev := e.str("event"); ev == evClockOff || ev == evClockBack {
+					got = append(got, ev)
+				}
+			}
+			if len(got) != seen+len(st.events) {
+				env.sink.dump(t)
+				t.Fatalf("reading %d: clock events %v, want %v more", i, got, st.events)
+			}
+			for k, ev := range st.events {
+				if got[seen+k] != ev {
+					t.Fatalf("reading %d: clock events %v, want %v last", i, got, st.events)
+				}
+			}
+			seen = len(got)
+		}
+		stop()
+		off := where(env.sink.events(t), evClockOff)
+		if off[0].str("level") != "WARN" || off[0].num("offset_ms") != 1500 || off[0].str("max_clock_skew") != "2s" {
+			t.Errorf("first clock.off line: %v", off[0])
+		}
+		if back := where(env.sink.events(t), evClockBack); back[0].str("level") != "INFO" || back[0].num("offset_ms") != 400 {
+			t.Errorf("clock.back line: %v", back[0])
+		}
+		want := []time.Duration{-200 * ms, 1500 * ms, 1200 * ms, 900 * ms, 400 * ms, -1100 * ms}
+		if len(m.readings) != len(want) {
+			t.Fatalf("readings exported %v, want %v (none for the minority read)", m.readings, want)
+		}
+		for i := range want {
+			if m.readings[i] != want[i] {
+				t.Fatalf("readings exported %v, want %v", m.readings, want)
+			}
+		}
+	})
+}
+
+// With in-process locks there is no clock but this process's: the check
+// reads once, finds nothing, and ends.
+func TestClockCheckLocal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		env := newEnv(t)
+		if newClockCheck(testEngine(t, Config{Locker: env.locker, Jobs: []JobSpec{everySecond(t, "tick", &recorder{now: time.Now})}})) == nil {
+			t.Fatal("the in-process Locker is no ClockReader: no check")
+		}
+		cl := &clockLocker{Locker: env.locker} // reads what the in-process store reads: nothing
+		m := &clockReadings{countMetrics: env.metrics}
+		s, err := New(Config{Replica: "r1", Locker: cl, Logger: env.sink.logger("r1"), Metrics: m,
+			Jobs: []JobSpec{everySecond(t, "tick", &recorder{now: time.Now})}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := running(t, s)
+		time.Sleep(3 * clockCheckEvery)
+		stop()
+		if cl.reads != 1 || len(m.readings) != 0 {
+			t.Fatalf("%d reads, readings %v; want one read, none exported", cl.reads, m.readings)
+		}
+		if clocks, err := env.locker.(locking.ClockReader).ReadClocks(context.Background()); err != nil || len(clocks) != 0 {
+			t.Fatalf("the in-process store read clocks %v, %v", clocks, err)
+		}
+	})
+}
