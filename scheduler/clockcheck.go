@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
@@ -40,13 +41,28 @@ type ClockMetrics interface {
 	ClockOffset(offset time.Duration)
 }
 
-// clockCheck is the component that reads the nodes' clocks. Its state is
-// its loop's own.
+// clockCheck is the component that reads the nodes' clocks. The fleet
+// owns it (its readings go out in the heartbeat); its judgement is its
+// loop's own.
 type clockCheck struct {
 	*engine
 	reader  locking.ClockReader
 	metrics ClockMetrics // nil: none
 	off     bool         // the latest judgement: beyond the bound
+	// offsetMS is the latest reading's offset in milliseconds, for the
+	// heartbeat (fleet.go); valid once known is set.
+	offsetMS atomic.Int64
+	known    atomic.Bool
+}
+
+// latest is the latest reading's offset in milliseconds, nil while none
+// was judged.
+func (c *clockCheck) latest() *int64 {
+	if c == nil || !c.known.Load() {
+		return nil
+	}
+	ms := c.offsetMS.Load()
+	return &ms
 }
 
 // newClockCheck returns the clock check, or nil when the Locker reads no
@@ -87,6 +103,8 @@ func (c *clockCheck) check() bool {
 	if !ok {
 		return true // too few answers to outvote a wrong node: no judgement
 	}
+	c.offsetMS.Store(r.offset.Milliseconds())
+	c.known.Store(true)
 	if c.metrics != nil {
 		c.metrics.ClockOffset(r.offset)
 	}

@@ -25,6 +25,7 @@ type fleet struct {
 	*engine
 	fallback time.Duration // Config.Fallback, defaulted
 	seed     uint64        // replicaSeed of this replica's name (slot_ranks.go)
+	clocks   *clockCheck   // nil when the Locker reads no clocks (clockcheck.go)
 
 	runsMu  sync.Mutex
 	running map[string]history.RunInfo // runs going on, by run id
@@ -38,7 +39,8 @@ type fleet struct {
 }
 
 func newFleet(e *engine) *fleet {
-	return &fleet{engine: e, fallback: e.cfg.Fallback, seed: replicaSeed(e.cfg.Replica), running: map[string]history.RunInfo{}}
+	return &fleet{engine: e, fallback: e.cfg.Fallback, seed: replicaSeed(e.cfg.Replica), clocks: newClockCheck(e),
+		running: map[string]history.RunInfo{}}
 }
 
 // dropView forgets the view (every replica a candidate) until the next
@@ -58,7 +60,7 @@ func (f *fleet) beatLoop(started time.Time) {
 		d := f.jobSet()
 		info := history.ReplicaInfo{Replica: f.cfg.Replica, Instance: instance,
 			Version: f.cfg.Version, DefinitionsHash: d.hash, DefinitionsSince: d.since.UTC(), Started: started.UTC(),
-			Beat: f.cfg.Beat.String(), Jobs: len(d.order)}
+			Beat: f.cfg.Beat.String(), Jobs: len(d.order), ClockOffsetMS: f.clocks.latest()}
 		prevRuns = f.beat(info, prevRuns)
 		if sincePublished++; d != published || sincePublished >= republishBeats {
 			if f.publishDefinitions(d) {

@@ -273,8 +273,8 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	if s.cfg.ReconcileEvery > 0 {
 		s.spawn(func() { s.reconciler.loop(start) })
 	}
-	if c := newClockCheck(s.engine); c != nil {
-		s.spawn(c.loop) // it needs no other component, and none needs it
+	if s.fleet.clocks != nil {
+		s.spawn(s.fleet.clocks.loop)
 	}
 	<-loopDone
 	s.state.Store(stateStopping)

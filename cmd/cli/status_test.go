@@ -124,3 +124,53 @@ shutdown: {grace: 1s}
 	require.Equal(t, 2, code)
 	p.stop(t, 30*time.Second)
 }
+
+// Each replica's heartbeat carries its clock against the Redis nodes'
+// (its clock check's latest reading): `slotlock status` shows it, and says
+// when two replicas are further apart than lock.max_clock_skew. r2 runs
+// 2.5 s ahead (SLOTLOCK_CLOCK_OFFSET), beyond the default 2 s.
+func TestStatusClocks(t *testing.T) {
+	t.Parallel()
+	nodes := redistest.Start(t, 3)
+	cfg := writeConfig(t, redisNodesYAML(nodes.Addrs())+`
+log: {format: json, level: info}
+http: {addr: ""}
+shutdown: {grace: 1s}
+jobs:
+  - name: hourly
+    schedule: "@hourly"
+    plugin: log
+    params: {message: hourly}
+`)
+	r1 := startReplica(t, cfg, "SLOTLOCK_REPLICA=r1")
+	r2 := startReplica(t, cfg, "SLOTLOCK_REPLICA=r2", "SLOTLOCK_CLOCK_OFFSET=2500ms")
+	waitFor(t, 15*time.Second, "r2's clock.off", func() bool { return len(r2.events("clock.off")) == 1 })
+	require.Empty(t, r1.events("clock.off"), "r1's clock is right")
+	time.Sleep(11 * time.Second) // a heartbeat after the first reading (one every 10s)
+
+	out, errOut, code := slotlock(t, nil, "status", "--config", cfg, "--json")
+	require.Equal(t, 0, code, errOut)
+	var st struct {
+		Replicas []struct {
+			Replica string
+			Clock   *int64 `json:"clock_offset_ms"`
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &st), out)
+	require.Len(t, st.Replicas, 2, out)
+	clocks := map[string]int64{}
+	for _, r := range st.Replicas {
+		require.NotNil(t, r.Clock, out)
+		clocks[r.Replica] = *r.Clock
+	}
+	require.InDelta(t, 0, clocks["r1"], 50, out)
+	require.InDelta(t, 2500, clocks["r2"], 50, out)
+
+	out, errOut, code = slotlock(t, nil, "status", "--config", cfg)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "CLOCK")
+	require.Regexp(t, `r2 .* \+2\.[45]\d\ds\n`, out)
+	require.Regexp(t, `clocks: r2 is 2\.[45]\d*s ahead of r1, more than lock\.max_clock_skew \(2s\)`, out)
+	r1.stop(t, 30*time.Second)
+	r2.stop(t, 30*time.Second)
+}

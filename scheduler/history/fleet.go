@@ -64,6 +64,11 @@ type ReplicaInfo struct {
 	// going on (at most 50; RunningCount of them in all).
 	Running      []RunInfo `json:"running,omitempty"`
 	RunningCount int       `json:"running_count,omitempty"`
+	// ClockOffsetMS is the replica's clock minus the median of the lock
+	// nodes' clocks at its latest clock check, in milliseconds; nil while
+	// unknown (no check judged yet, in-process locks, an older replica).
+	// Two replicas' difference is how far apart their clocks are.
+	ClockOffsetMS *int64 `json:"clock_offset_ms,omitempty"`
 	// Stopped, in a replica's last heartbeat, is when it began to stop:
 	// it fires no more slots (its runs may still be finishing), so the
 	// others stop counting it among a slot's candidates at once instead
