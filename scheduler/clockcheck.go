@@ -49,6 +49,9 @@ type clockCheck struct {
 	reader  locking.ClockReader
 	metrics ClockMetrics // nil: none
 	off     bool         // the latest judgement: beyond the bound
+	// nodesOff: the nodes, by address, whose clocks were last judged off
+	// from the nodes' median.
+	nodesOff map[string]bool
 	// offsetMS is the latest reading's offset in milliseconds, for the
 	// heartbeat (fleet.go); valid once known is set.
 	offsetMS atomic.Int64
@@ -73,7 +76,7 @@ func newClockCheck(e *engine) *clockCheck {
 		return nil
 	}
 	m, _ := e.metrics.(ClockMetrics)
-	return &clockCheck{engine: e, reader: cr, metrics: m}
+	return &clockCheck{engine: e, reader: cr, metrics: m, nodesOff: map[string]bool{}}
 }
 
 // loop checks at once, then every clockCheckEvery, until the scheduler
@@ -99,9 +102,9 @@ func (c *clockCheck) check() bool {
 	if errors.Is(err, locking.ErrClosed) || (err == nil && len(clocks) == 0) {
 		return false
 	}
-	r, ok := readingOf(clocks)
+	r, ok := readingOf(clocks, c.cfg.MaxClockSkew/2)
 	if !ok {
-		return true // too few answers to outvote a wrong node: no judgement
+		return true // too few agreeing answers to outvote a wrong node: no judgement
 	}
 	c.offsetMS.Store(r.offset.Milliseconds())
 	c.known.Store(true)
@@ -109,6 +112,7 @@ func (c *clockCheck) check() bool {
 		c.metrics.ClockOffset(r.offset)
 	}
 	c.judge(r)
+	c.judgeNodes(clocks, r)
 	return true
 }
 
@@ -129,6 +133,36 @@ func (c *clockCheck) judge(r clockReading) {
 	}
 }
 
+// judgeNodes logs a change of each node's judgement: its clock off from
+// the nodes' median by more than the same bound, beyond both readings'
+// uncertainty. The rounds outvote such a node, but its clock still
+// decides there when leases end and whether a request is fresh: one
+// node stepped ends the leases it holds early, or keeps them late, and
+// with a second fault the majority may be its.
+func (c *clockCheck) judgeNodes(clocks []locking.NodeClock, r clockReading) {
+	limit := c.cfg.MaxClockSkew / 2
+	median := -r.offset
+	for i, n := range clocks {
+		if !n.Read {
+			continue
+		}
+		d, unc := n.Offset-median, n.Uncertainty+r.uncertainty
+		attrs := []any{"event", "", "node", n.Addr, "index", i, "offset_ms", d.Milliseconds(),
+			"uncertainty_ms", unc.Milliseconds(), "max_clock_skew", c.cfg.MaxClockSkew.String()}
+		switch off := c.nodesOff[n.Addr]; {
+		case !off && d.Abs()-unc > limit:
+			c.nodesOff[n.Addr], attrs[1] = true, evClockNodeOff
+			c.log.Warn("clock off: a lock node's clock differs from the other nodes' (their median) by more than "+
+				"half of lock.max_clock_skew; the lock rounds outvote it, but it ends the leases it holds early or "+
+				"late: fix its host's time synchronisation", attrs...)
+		case off && d.Abs()+unc <= limit:
+			delete(c.nodesOff, n.Addr)
+			attrs[1] = evClockNodeBack
+			c.log.Info("clock back: a lock node's clock is within half of lock.max_clock_skew of the other nodes' again", attrs...)
+		}
+	}
+}
+
 // clockReading is this replica's clock against the lock nodes'.
 type clockReading struct {
 	offset      time.Duration // this replica's clock minus the nodes' median: positive when ahead
@@ -136,22 +170,34 @@ type clockReading struct {
 	nodes       int           // nodes read
 }
 
-// readingOf is the reading the nodes' clocks give, or false when fewer
-// than a majority of them were read: then one wrong node could decide
-// it. The median of an even count is the mean of the two in the middle,
-// its uncertainty the larger of theirs.
-func readingOf(clocks []locking.NodeClock) (clockReading, bool) {
+// readingOf is the reading the nodes' clocks give, or false when they
+// cannot outvote a wrong one: fewer than a majority of all nodes agree
+// with their median within agree (and their uncertainties). The median
+// of an even count is the mean of the two in the middle, its
+// uncertainty the larger of theirs; two nodes read of three, one of them
+// stepped, agree on nothing, and decide nothing.
+func readingOf(clocks []locking.NodeClock, agree time.Duration) (clockReading, bool) {
 	read := make([]locking.NodeClock, 0, len(clocks))
 	for _, c := range clocks {
 		if c.Read {
 			read = append(read, c)
 		}
 	}
-	if len(read) < len(clocks)/2+1 {
+	quorum := len(clocks)/2 + 1
+	if len(read) < quorum {
 		return clockReading{}, false
 	}
 	slices.SortFunc(read, func(a, b locking.NodeClock) int { return cmp.Compare(a.Offset, b.Offset) })
 	lo, hi := read[(len(read)-1)/2], read[len(read)/2]
-	median := lo.Offset + (hi.Offset-lo.Offset)/2
-	return clockReading{offset: -median, uncertainty: max(lo.Uncertainty, hi.Uncertainty), nodes: len(read)}, true
+	median, unc := lo.Offset+(hi.Offset-lo.Offset)/2, max(lo.Uncertainty, hi.Uncertainty)
+	agreeing := 0
+	for _, c := range read {
+		if (c.Offset - median).Abs() <= agree+c.Uncertainty+unc {
+			agreeing++
+		}
+	}
+	if agreeing < quorum {
+		return clockReading{}, false
+	}
+	return clockReading{offset: -median, uncertainty: unc, nodes: len(read)}, true
 }

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -16,7 +17,7 @@ import (
 func nodeClocks(unc time.Duration, offsets ...time.Duration) []locking.NodeClock {
 	out := make([]locking.NodeClock, len(offsets))
 	for i, o := range offsets {
-		out[i] = locking.NodeClock{Addr: "n", Read: unc >= 0, Offset: o, Uncertainty: max(unc, 0)}
+		out[i] = locking.NodeClock{Addr: fmt.Sprintf("n%d", i), Read: unc >= 0, Offset: o, Uncertainty: max(unc, 0)}
 	}
 	return out
 }
@@ -35,12 +36,14 @@ func TestReadingOf(t *testing.T) {
 		{"one node stepped is outvoted", nodeClocks(ms, 60*time.Second, 2*ms, 3*ms), true, clockReading{-3 * ms, ms, 3}},
 		{"even count: mean of the middle two", nodeClocks(ms, 0, 10*ms, 20*ms, 900*ms), true, clockReading{-15 * ms, ms, 4}},
 		{"a majority read", append(nodeClocks(ms, 100*ms, 300*ms), unread), true, clockReading{-200 * ms, ms, 2}},
+		{"two read of three, one stepped: no majority agrees", append(nodeClocks(ms, 0, 60*time.Second), unread), false, clockReading{}},
+		{"three read, all apart", nodeClocks(ms, -5*time.Second, 0, 5*time.Second), false, clockReading{}},
 		{"too few read", append(nodeClocks(ms, 100*ms), unread, unread), false, clockReading{}},
 		{"nothing read", nil, false, clockReading{}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, ok := readingOf(c.clocks)
+			got, ok := readingOf(c.clocks, time.Second)
 			if ok != c.ok || got != c.want {
 				t.Fatalf("readingOf = %+v, %v; want %+v, %v", got, ok, c.want, c.ok)
 			}
@@ -49,7 +52,7 @@ func TestReadingOf(t *testing.T) {
 	// The larger uncertainty of the two in the middle.
 	clocks := nodeClocks(ms, 0, 10*ms)
 	clocks[1].Uncertainty = 7 * ms
-	if got, _ := readingOf(clocks); got.uncertainty != 7*ms {
+	if got, _ := readingOf(clocks, time.Second); got.uncertainty != 7*ms {
 		t.Fatalf("uncertainty %v, want the larger of the middle two", got.uncertainty)
 	}
 }
@@ -93,7 +96,8 @@ func (m *clockReadings) ClockOffset(d time.Duration) {
 // of MaxClockSkew beyond the reading's uncertainty, says once when it is
 // back within, and neither while the reading is too uncertain to tell or
 // a minority was read (no metric either then). Every judged reading is
-// exported.
+// exported. A node whose clock is off from the others' is named, once
+// each way.
 func TestClockCheck(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		env := newEnv(t)
@@ -110,11 +114,11 @@ func TestClockCheck(t *testing.T) {
 			clocks []locking.NodeClock
 			events []string // clock events logged by this reading
 		}{
-			{nodeClocks(ms, 200*ms, 210*ms, 190*ms), nil},                               // 0.2 s behind: within 1 s
-			{nodeClocks(ms, -1500*ms, -1500*ms, 60*time.Second), []string{"clock.off"}}, // 1.5 s ahead
-			{nodeClocks(ms, -1200*ms, -1200*ms, -1200*ms), nil},                         // still off
-			{nodeClocks(300*ms, -900*ms, -900*ms, -900*ms), nil},                        // 0.9 ± 0.3 s: cannot tell
-			{append(nodeClocks(ms, 0), locking.NodeClock{}, locking.NodeClock{}), nil},  // a minority read
+			{nodeClocks(ms, 200*ms, 210*ms, 190*ms), nil},                                                 // 0.2 s behind: within 1 s
+			{nodeClocks(ms, -1500*ms, -1500*ms, 60*time.Second), []string{"clock.off", "clock.node_off"}}, // 1.5 s ahead; n2 stepped
+			{nodeClocks(ms, -1200*ms, -1200*ms, -1200*ms), []string{"clock.node_back"}},                   // still off; n2 back
+			{nodeClocks(300*ms, -900*ms, -900*ms, -900*ms), nil},                                          // 0.9 ± 0.3 s: cannot tell
+			{append(nodeClocks(ms, 0), locking.NodeClock{}, locking.NodeClock{}), nil},                    // a minority read
 			{nodeClocks(ms, -400*ms, -400*ms, -400*ms), []string{"clock.back"}},
 			{nodeClocks(ms, 1100*ms, 1100*ms, 1100*ms), []string{"clock.off"}}, // 1.1 s behind
 		}
@@ -130,7 +134,7 @@ func TestClockCheck(t *testing.T) {
 			synctest.Wait()
 			var got []string
 			for _, e := range env.sink.events(t) {
-				if ev := e.str("event"); ev == evClockOff || ev == evClockBack {
+				if ev := e.str("event"); ev == evClockOff || ev == evClockBack || ev == evClockNodeOff || ev == evClockNodeBack {
 					got = append(got, ev)
 				}
 			}
@@ -152,6 +156,10 @@ func TestClockCheck(t *testing.T) {
 		}
 		if back := where(env.sink.events(t), evClockBack); back[0].str("level") != "INFO" || back[0].num("offset_ms") != 400 {
 			t.Errorf("clock.back line: %v", back[0])
+		}
+		if n := where(env.sink.events(t), evClockNodeOff); n[0].str("node") != "n2" || n[0].num("index") != 2 ||
+			n[0].num("offset_ms") != 61500 || n[0].str("level") != "WARN" {
+			t.Errorf("clock.node_off line: %v", n[0])
 		}
 		want := []time.Duration{-200 * ms, 1500 * ms, 1200 * ms, 900 * ms, 400 * ms, -1100 * ms}
 		if len(m.readings) != len(want) {

@@ -37,6 +37,9 @@ const (
 	// by more than half of MaxClockSkew, and back within it.
 	evClockOff  = "clock.off"
 	evClockBack = "clock.back"
+	// A lock node's clock against the other nodes' (their median).
+	evClockNodeOff  = "clock.node_off"
+	evClockNodeBack = "clock.node_back"
 )
 
 // Events of the pause commands, logged by the command and by each
