@@ -24,7 +24,8 @@ import (
 // in the lock rounds. Within MaxClockSkew/2 of the median, any two
 // replicas are within MaxClockSkew of each other. Beyond it, by more than
 // the reading's uncertainty, the replica says so once (warn); when it is
-// back within, once (info). Every reading goes to the metrics
+// back within, once (info); each node's clock is judged against the
+// others' alike. Every reading goes to the metrics
 // (ClockMetrics). The check warns and measures; it takes the replica out
 // of nothing: were the nodes' clocks the wrong ones, every replica would
 // step aside at once.
