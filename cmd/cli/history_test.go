@@ -16,10 +16,7 @@ import (
 func TestHistoryCommand(t *testing.T) {
 	t.Parallel()
 	nodes := redistest.Start(t, 3)
-	cfg := writeConfig(t, redisNodesYAML(nodes.Addrs())+`
-log: {format: json, level: info}
-http: {addr: ""}
-shutdown: {grace: 1s}
+	cfg := writeConfig(t, fleetYAML(nodes.Addrs())+`
 jobs:
   - name: beat
     schedule: "* * * * * *"

@@ -206,6 +206,17 @@ func httpGet(url string) (int, string) {
 	return resp.StatusCode, b.String()
 }
 
+// fleetYAML is the configuration of a replica of a test fleet on the
+// Redis nodes addrs — JSON lines at info, no ops server, a 1 s shutdown
+// grace — for a jobs: list to follow.
+func fleetYAML(addrs []string) string {
+	return redisNodesYAML(addrs) + `
+log: {format: json, level: info}
+http: {addr: ""}
+shutdown: {grace: 1s}
+`
+}
+
 func redisNodesYAML(addrs []string) string {
 	var b strings.Builder
 	b.WriteString("redis:\n  nodes:\n")

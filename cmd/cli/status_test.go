@@ -30,11 +30,7 @@ jobs:
     params: {command: ["sleep", "30"]}
     timeout: 40s
 `
-	base := redisNodesYAML(nodes.Addrs()) + `
-log: {format: json, level: info}
-http: {addr: ""}
-shutdown: {grace: 1s}
-`
+	base := fleetYAML(nodes.Addrs())
 	cfg := writeConfig(t, base+jobsYAML)
 	p := startReplica(t, cfg, "SLOTLOCK_REPLICA=r1")
 	waitFor(t, 15*time.Second, "slow running and beat done", func() bool {
@@ -132,10 +128,7 @@ shutdown: {grace: 1s}
 func TestStatusClocks(t *testing.T) {
 	t.Parallel()
 	nodes := redistest.Start(t, 3)
-	cfg := writeConfig(t, redisNodesYAML(nodes.Addrs())+`
-log: {format: json, level: info}
-http: {addr: ""}
-shutdown: {grace: 1s}
+	cfg := writeConfig(t, fleetYAML(nodes.Addrs())+`
 jobs:
   - name: hourly
     schedule: "@hourly"
