@@ -94,48 +94,17 @@ func printStatus(w io.Writer, st history.Status, skew time.Duration) error {
 			hash += " (differs from " + st.Hash + ")"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", r.Replica, dash(r.Version), hash,
-			r.Started.UTC().Format(time.RFC3339), r.Seen.UTC().Format(time.RFC3339), r.RunningCount, clockText(r.ClockOffsetMS))
+			r.Started.UTC().Format(time.RFC3339), r.Seen.UTC().Format(time.RFC3339), r.RunningCount, r.ClockText())
 	}
 	if len(st.Replicas) == 0 {
 		fmt.Fprintln(tw, "(no replica alive)")
 	}
-	if fast, slow, apart := clocksApart(st.Replicas); apart > skew {
+	if fast, slow, apart := st.ClocksApart(); apart > skew {
 		fmt.Fprintf(tw, "clocks: %s is %s ahead of %s, more than lock.max_clock_skew (%s): slots may run early or late; fix the hosts' time synchronisation\n",
 			fast, apart, slow, skew)
 	}
 	printControls(tw, st.Controls)
 	return tw.Flush()
-}
-
-// clockText is a replica's clock against the lock nodes' ("+0.250s":
-// ahead), "-" when unknown.
-func clockText(ms *int64) string {
-	if ms == nil {
-		return "-"
-	}
-	return fmt.Sprintf("%+.3fs", float64(*ms)/1000)
-}
-
-// clocksApart returns the replicas with the fastest and the slowest
-// clocks and how far apart they are (0 with fewer than two known).
-func clocksApart(rs []history.ReplicaStatus) (fast, slow string, apart time.Duration) {
-	var hi, lo *history.ReplicaStatus
-	for i := range rs {
-		r := &rs[i]
-		if r.ClockOffsetMS == nil {
-			continue
-		}
-		if hi == nil || *r.ClockOffsetMS > *hi.ClockOffsetMS {
-			hi = r
-		}
-		if lo == nil || *r.ClockOffsetMS < *lo.ClockOffsetMS {
-			lo = r
-		}
-	}
-	if hi == nil || hi == lo {
-		return "", "", 0
-	}
-	return hi.Replica, lo.Replica, time.Duration(*hi.ClockOffsetMS-*lo.ClockOffsetMS) * time.Millisecond
 }
 
 // printControls writes the control audit (trigger, pause, resume,

@@ -18,6 +18,10 @@ import (
 // comparing with them.
 var updateGolden = flag.Bool("update", false, "rewrite the golden status pages")
 
+// goldenClock is a replica's clock against the lock nodes' on the rich
+// page (the other replica's is unknown).
+var goldenClock int64 = -12
+
 // goldenAt is the clock of every golden page.
 var goldenAt = time.Date(2026, 12, 1, 15, 31, 0, 0, time.UTC)
 
@@ -96,7 +100,7 @@ func richPage(t *testing.T) pageView {
 		},
 		Replicas: []history.ReplicaStatus{
 			{ReplicaInfo: history.ReplicaInfo{Replica: "replica-a", Instance: "9f1c", Version: "v1.4.0", DefinitionsHash: "3a54a2c2aad6",
-				Started: goldenAt.Add(-time.Hour), RunningCount: 1}, Seen: goldenAt.Add(-2 * time.Second)},
+				Started: goldenAt.Add(-time.Hour), RunningCount: 1, ClockOffsetMS: &goldenClock}, Seen: goldenAt.Add(-2 * time.Second)},
 			{ReplicaInfo: history.ReplicaInfo{Replica: odd, Instance: "0b7e", Started: goldenAt.Add(-time.Minute), RunningCount: 1},
 				Seen: goldenAt, Differs: true},
 		},

@@ -90,9 +90,9 @@ type jobRow struct {
 }
 
 type replicaRow struct {
-	Name, Instance, Version, Hash, Started, Seen string
-	Differs                                      bool
-	Running                                      int
+	Name, Instance, Version, Hash, Started, Seen, Clock string
+	Differs                                             bool
+	Running                                             int
 }
 
 func (s *server) page(w http.ResponseWriter, r *http.Request) {
@@ -165,7 +165,7 @@ func (s *server) jobsView(v *pageView, st history.Status, specs []scheduler.JobS
 	for _, r := range st.Replicas {
 		v.Replicas = append(v.Replicas, replicaRow{Name: r.Replica, Instance: r.Instance, Version: dash(r.Version), Hash: dash(r.DefinitionsHash),
 			Started: r.Started.UTC().Format(time.RFC3339), Seen: r.Seen.UTC().Format(time.RFC3339),
-			Differs: r.Differs, Running: r.RunningCount})
+			Differs: r.Differs, Running: r.RunningCount, Clock: r.ClockText()})
 	}
 	for _, c := range st.Controls {
 		v.Controls = append(v.Controls, controlRow{Action: c.Action, Job: c.Job, By: c.Who(),

@@ -210,7 +210,7 @@ func (w *pageWriter) replicas(v pageView) {
   <h2>Live replicas</h2>
   <p class="meta">By their heartbeats: a process heard of within its last three beats (a replica restarted since shows once per process).</p>
   <table class="replicas">
-    <thead><tr><th>replica</th><th>instance</th><th>version</th><th>job definitions</th><th>started</th><th>last seen</th><th>running</th></tr></thead>
+    <thead><tr><th>replica</th><th>instance</th><th>version</th><th>job definitions</th><th>started</th><th>last seen</th><th>running</th><th>clock</th></tr></thead>
     <tbody>
     `)
 	for _, r := range v.Replicas {
@@ -238,10 +238,12 @@ func (w *pageWriter) replicas(v pageView) {
 		w.text(r.Seen)
 		w.raw("</td><td>")
 		w.int(r.Running)
+		w.raw("</td><td>")
+		w.text(r.Clock)
 		w.raw("</td>\n    </tr>\n    ")
 	}
 	if len(v.Replicas) == 0 {
-		w.raw("<tr><td colspan=\"7\">no replica alive</td></tr>\n    ")
+		w.raw("<tr><td colspan=\"8\">no replica alive</td></tr>\n    ")
 	}
 	w.raw("</tbody>\n  </table>\n</section>\n")
 }
