@@ -106,5 +106,10 @@
 //     jumps forward can take a live run for abandoned early (it is then
 //     reported, never run again).
 //
+// The clocks can be watched: the Lockers NewLocker makes implement
+// ClockReader, whose ReadClocks reads every node's clock against the
+// locker's own, with the uncertainty of each read (the scheduler's clock
+// check warns from it when a replica's clock, or a node's, is off).
+//
 // Records and tokens are compared as Lua numbers, exact up to 2^53.
 package locking
