@@ -23,10 +23,15 @@ type FaultRecord struct {
 	together []Window
 }
 
-// Kill SIGKILLs the replica and its jobs, and records the kill.
+// Kill SIGKILLs the replica and its jobs, and records the kill as of
+// when the replica is gone: a run of a job that wrote its start line
+// while the signal was on its way, after the kill began, was still ended
+// by it (the checker ends a run without an end line at the first kill of
+// its replica after its start; timed before the signal, such a run ran
+// on to the check's end, over every later run).
 func (r *Replica) Kill() {
-	at := time.Now()
 	r.p.kill()
+	at := time.Now()
 	r.c.Faults.record(func(f *FaultRecord) { f.kills = append(f.kills, Kill{Replica: r.Name, At: at}) })
 }
 
