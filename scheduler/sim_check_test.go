@@ -40,7 +40,11 @@ import (
 //     when it started (but with may_have_started, for the run that the
 //     report names, under the rule above), and never while the job was
 //     surely paused;
-//   - one outcome: no slot is reported both abandoned and missed.
+//   - one outcome: no slot is reported both abandoned and missed;
+//   - clocks: no clock.off or clock.node_off: every replica's clock is
+//     within skew/2 of the stores', which keep one time, so a warning
+//     would be a false alarm — a read's uncertainty must cover the
+//     latencies, losses and pauses it met.
 
 type slotKey struct{ job, slot string }
 
@@ -124,6 +128,11 @@ func (w *world) check(from, to time.Time) (viol []string, st checkStats) {
 	}
 	lateness := w.cfg.skew + time.Second
 	bad := func(format string, args ...any) { viol = append(viol, fmt.Sprintf(format, args...)) }
+	for _, a := range audits {
+		if (a.event == "clock.off" || a.event == "clock.node_off") && !a.at.Before(from) && a.at.Before(to) {
+			bad("clocks: %s logged %s at %s, its clock within skew/2 of the stores'", a.inst.name, a.event, a.at.Sub(w.start))
+		}
+	}
 
 	for _, d := range w.cfg.jobs {
 		sched, _ := scheduler.ParseSchedule(d.spec, time.UTC)
