@@ -217,7 +217,7 @@ func (s *Store) orphan(claims map[string]string, op driver.AcquireOp, now time.T
 }
 
 // Apply runs op atomically with the semantics documented on its type
-// (driver.Op).
+// (driver.Op): the ops that write here, the reads in read.
 func (s *Store) Apply(op driver.Op) (driver.Result, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -234,14 +234,7 @@ func (s *Store) Apply(op driver.Op) (driver.Result, error) {
 		return s.releaseAll(op, now, nowMS), nil
 
 	case driver.PauseOp:
-		cur, _ := s.getStr(op.Key, now)
-		v, _, _ := strings.Cut(cur, "|")
-		version, _ := strconv.ParseInt(v, 10, 64)
-		if op.N > version {
-			s.setStr(op.Key, op.Value, 0, now)
-			return driver.Result{Status: 1, Value: op.Value}, nil
-		}
-		return driver.Result{Value: cur}, nil
+		return s.pause(op, now), nil
 
 	case driver.FenceOp:
 		// Raise the counter to N where it is lower, and answer whether it
@@ -255,6 +248,28 @@ func (s *Store) Apply(op driver.Op) (driver.Result, error) {
 		res.Status = 0
 		return res, nil
 
+	case driver.LogAddOp:
+		return driver.Result{Status: s.logAdd(op, now)}, nil
+	}
+	return s.read(op, now)
+}
+
+// pause sets the pause register to op.Value where op.N is newer than
+// the version it holds.
+func (s *Store) pause(op driver.PauseOp, now time.Time) driver.Result {
+	cur, _ := s.getStr(op.Key, now)
+	v, _, _ := strings.Cut(cur, "|")
+	version, _ := strconv.ParseInt(v, 10, 64)
+	if op.N > version {
+		s.setStr(op.Key, op.Value, 0, now)
+		return driver.Result{Status: 1, Value: op.Value}
+	}
+	return driver.Result{Value: cur}
+}
+
+// read answers the ops that change nothing (s.mu held).
+func (s *Store) read(op driver.Op, now time.Time) (driver.Result, error) {
+	switch op := op.(type) {
 	case driver.GetOp:
 		v, ok := s.getStr(op.Key, now)
 		if !ok {
@@ -274,9 +289,6 @@ func (s *Store) Apply(op driver.Op) (driver.Result, error) {
 
 	case driver.TimeOp:
 		return driver.Result{N: now.UnixMicro()}, nil
-
-	case driver.LogAddOp:
-		return driver.Result{Status: s.logAdd(op, now)}, nil
 
 	case driver.ClaimsOp:
 		e, _ := s.get(op.Claims, now)
