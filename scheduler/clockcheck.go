@@ -53,20 +53,18 @@ type clockCheck struct {
 	// nodesOff: the nodes, by address, whose clocks were last judged off
 	// from the nodes' median.
 	nodesOff map[string]bool
-	// offsetMS is the latest reading's offset in milliseconds, for the
-	// heartbeat (fleet.go); valid once known is set.
-	offsetMS atomic.Int64
-	known    atomic.Bool
+	// latestMS is the latest reading's offset in milliseconds, for the
+	// heartbeat (fleet.go); nil while none was judged.
+	latestMS atomic.Pointer[int64]
 }
 
 // latest is the latest reading's offset in milliseconds, nil while none
 // was judged.
 func (c *clockCheck) latest() *int64 {
-	if c == nil || !c.known.Load() {
+	if c == nil {
 		return nil
 	}
-	ms := c.offsetMS.Load()
-	return &ms
+	return c.latestMS.Load()
 }
 
 // newClockCheck returns the clock check, or nil when the Locker reads no
@@ -103,35 +101,48 @@ func (c *clockCheck) check() bool {
 	if errors.Is(err, locking.ErrClosed) || (err == nil && len(clocks) == 0) {
 		return false
 	}
-	r, ok := readingOf(clocks, c.cfg.MaxClockSkew/2)
+	limit := c.cfg.MaxClockSkew / 2
+	r, ok := readingOf(clocks, limit)
 	if !ok {
 		return true // too few agreeing answers to outvote a wrong node: no judgement
 	}
-	c.offsetMS.Store(r.offset.Milliseconds())
-	c.known.Store(true)
+	ms := r.offset.Milliseconds()
+	c.latestMS.Store(&ms)
 	if c.metrics != nil {
 		c.metrics.ClockOffset(r.offset)
 	}
-	c.judge(r)
-	c.judgeNodes(clocks, r)
+	c.judge(r, limit)
+	c.judgeNodes(clocks, r, limit)
 	return true
 }
 
-// judge logs a change of the judgement.
-func (c *clockCheck) judge(r clockReading) {
-	limit := c.cfg.MaxClockSkew / 2
-	attrs := []any{"event", "", "offset_ms", r.offset.Milliseconds(), "uncertainty_ms", r.uncertainty.Milliseconds(),
+// offAfter is a judgement after a reading d ± unc against limit, from
+// off: off once surely beyond the limit, back once surely within it,
+// as it was while the reading cannot tell.
+func offAfter(off bool, d, unc, limit time.Duration) bool {
+	if off {
+		return d.Abs()+unc > limit
+	}
+	return d.Abs()-unc > limit
+}
+
+// judge logs a change of this replica's judgement.
+func (c *clockCheck) judge(r clockReading, limit time.Duration) {
+	off := offAfter(c.off, r.offset, r.uncertainty, limit)
+	if off == c.off {
+		return
+	}
+	c.off = off
+	attrs := []any{"offset_ms", r.offset.Milliseconds(), "uncertainty_ms", r.uncertainty.Milliseconds(),
 		"nodes", r.nodes, "max_clock_skew", c.cfg.MaxClockSkew.String()}
-	switch {
-	case !c.off && r.offset.Abs()-r.uncertainty > limit:
-		c.off, attrs[1] = true, evClockOff
+	if off {
 		c.log.Warn("clock off: this replica's clock differs from the lock nodes' (their median) by more than "+
 			"half of lock.max_clock_skew; replicas' clocks may then differ by more than it, and slots run early "+
-			"or late (twice only far beyond it); fix the host's time synchronisation", attrs...)
-	case c.off && r.offset.Abs()+r.uncertainty <= limit:
-		c.off, attrs[1] = false, evClockBack
-		c.log.Info("clock back: this replica's clock is within half of lock.max_clock_skew of the lock nodes' again", attrs...)
+			"or late (twice only far beyond it); fix the host's time synchronisation", append(attrs, "event", evClockOff)...)
+		return
 	}
+	c.log.Info("clock back: this replica's clock is within half of lock.max_clock_skew of the lock nodes' again",
+		append(attrs, "event", evClockBack)...)
 }
 
 // judgeNodes logs a change of each node's judgement: its clock off from
@@ -140,27 +151,30 @@ func (c *clockCheck) judge(r clockReading) {
 // decides there when leases end and whether a request is fresh: one
 // node stepped ends the leases it holds early, or keeps them late, and
 // with a second fault the majority may be its.
-func (c *clockCheck) judgeNodes(clocks []locking.NodeClock, r clockReading) {
-	limit := c.cfg.MaxClockSkew / 2
+func (c *clockCheck) judgeNodes(clocks []locking.NodeClock, r clockReading, limit time.Duration) {
 	median := -r.offset
 	for i, n := range clocks {
 		if !n.Read {
 			continue
 		}
 		d, unc := n.Offset-median, n.Uncertainty+r.uncertainty
-		attrs := []any{"event", "", "node", n.Addr, "index", i, "offset_ms", d.Milliseconds(),
+		was := c.nodesOff[n.Addr]
+		off := offAfter(was, d, unc, limit)
+		if off == was {
+			continue
+		}
+		attrs := []any{"node", n.Addr, "index", i, "offset_ms", d.Milliseconds(),
 			"uncertainty_ms", unc.Milliseconds(), "max_clock_skew", c.cfg.MaxClockSkew.String()}
-		switch off := c.nodesOff[n.Addr]; {
-		case !off && d.Abs()-unc > limit:
-			c.nodesOff[n.Addr], attrs[1] = true, evClockNodeOff
+		if off {
+			c.nodesOff[n.Addr] = true
 			c.log.Warn("clock off: a lock node's clock differs from the other nodes' (their median) by more than "+
 				"half of lock.max_clock_skew; the lock rounds outvote it, but it ends the leases it holds early or "+
-				"late: fix its host's time synchronisation", attrs...)
-		case off && d.Abs()+unc <= limit:
-			delete(c.nodesOff, n.Addr)
-			attrs[1] = evClockNodeBack
-			c.log.Info("clock back: a lock node's clock is within half of lock.max_clock_skew of the other nodes' again", attrs...)
+				"late: fix its host's time synchronisation", append(attrs, "event", evClockNodeOff)...)
+			continue
 		}
+		delete(c.nodesOff, n.Addr)
+		c.log.Info("clock back: a lock node's clock is within half of lock.max_clock_skew of the other nodes' again",
+			append(attrs, "event", evClockNodeBack)...)
 	}
 }
 
