@@ -110,6 +110,10 @@
 // ClockReader, whose ReadClocks reads every node's clock against the
 // locker's own, with the uncertainty of each read (the scheduler's clock
 // check warns from it when a replica's clock, or a node's, is off).
+// Likewise IdentityReader's ReadIdentities asks each node which server it
+// is and whose data it holds: the algorithm counts nodes as independent,
+// and two addresses of one server, or a replica, count as nodes they are
+// not (the scheduler's node check warns from it).
 //
 // Records and tokens are compared as Lua numbers, exact up to 2^53.
 package locking

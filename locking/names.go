@@ -24,6 +24,9 @@ type (
 	// NodeClock is one node's clock against the caller's
 	// (ClockReader.ReadClocks).
 	NodeClock = driver.NodeClock
+	// NodeIdentity is which server a node is and whose data it holds
+	// (IdentityReader.ReadIdentities).
+	NodeIdentity = driver.NodeIdentity
 	// Store is the fleet's state kept beside the locks: pause register,
 	// log, records, open claims.
 	Store = driver.Store

@@ -43,6 +43,8 @@ type Metrics struct {
 	groupRunning *prometheus.GaugeVec
 	clockOffset  prometheus.Gauge // registered at the first reading (ClockOffset)
 	clockOnce    sync.Once
+	dependent    prometheus.Gauge // registered at the first reading (NodesDependent)
+	nodesOnce    sync.Once
 }
 
 // MetricsOptions configures NewMetricsWith; the zero value is
@@ -126,6 +128,9 @@ func NewMetricsWith(o MetricsOptions) *Metrics {
 		clockOffset: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "slotlock_clock_offset_seconds", Help: "This replica's clock minus the median of the lock nodes' clocks at the latest clock check (every 30 s; absent with in-process locks). Beyond half of lock.max_clock_skew, replicas may differ by more than it: slots run early or late.",
 		}),
+		dependent: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "slotlock_lock_nodes_dependent", Help: "Lock nodes that add no independent writable store at the latest node check (every minute; absent with in-process locks): a second entry of one server or of one replicated dataset, or a read-only replica. Above 0 the quorum counts a server twice, or a node that refuses every write: fewer faults take it.",
+		}),
 		groupRunning: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "slotlock_group_running", Help: "Runs of the concurrency group's jobs going on on this replica (permits held here); sum over replicas for the fleet's, at most the group's limit.",
 		}, []string{"group"}),
@@ -142,6 +147,13 @@ func NewMetricsWith(o MetricsOptions) *Metrics {
 func (m *Metrics) ClockOffset(offset time.Duration) {
 	m.clockOnce.Do(func() { m.reg.MustRegister(m.clockOffset) })
 	m.clockOffset.Set(offset.Seconds())
+}
+
+// NodesDependent implements scheduler.NodeMetrics:
+// slotlock_lock_nodes_dependent, from the first reading on.
+func (m *Metrics) NodesDependent(n int) {
+	m.nodesOnce.Do(func() { m.reg.MustRegister(m.dependent) })
+	m.dependent.Set(float64(n))
 }
 
 // GroupRunning implements scheduler.GroupMetrics.

@@ -91,28 +91,33 @@ func TestGroupRunningGauge(t *testing.T) {
 	require.Equal(t, 1.0, testutil.ToFloat64(m.groupRunning.WithLabelValues("heavy")))
 }
 
-// slotlock_clock_offset_seconds appears with the clock check's first
-// reading (never with in-process locks, whose check reads nothing) and
-// holds the latest.
-func TestClockOffsetGauge(t *testing.T) {
+// The gauges of the clock and node checks exist from their first
+// reading: none with in-process locks, whose stores have neither.
+func TestCheckGauges(t *testing.T) {
 	m := NewMetrics()
 	var _ scheduler.ClockMetrics = m
-	gathered := func() int {
+	var _ scheduler.NodeMetrics = m
+	gathered := func(name string) int {
 		families, err := m.reg.Gather()
 		require.NoError(t, err)
 		n := 0
 		for _, f := range families {
-			if f.GetName() == "slotlock_clock_offset_seconds" {
+			if f.GetName() == name {
 				n += len(f.GetMetric())
 			}
 		}
 		return n
 	}
-	require.Equal(t, 0, gathered(), "no reading, no series")
+	require.Equal(t, 0, gathered("slotlock_clock_offset_seconds"), "no reading, no series")
+	require.Equal(t, 0, gathered("slotlock_lock_nodes_dependent"), "no reading, no series")
 	m.ClockOffset(1500 * time.Millisecond)
 	m.ClockOffset(-250 * time.Millisecond)
-	require.Equal(t, 1, gathered())
+	require.Equal(t, 1, gathered("slotlock_clock_offset_seconds"))
 	require.Equal(t, -0.25, testutil.ToFloat64(m.clockOffset))
+	m.NodesDependent(1)
+	m.NodesDependent(0)
+	require.Equal(t, 1, gathered("slotlock_lock_nodes_dependent"))
+	require.Equal(t, 0.0, testutil.ToFloat64(m.dependent))
 }
 
 // The per-slot series, found once and kept, are the registry's: every

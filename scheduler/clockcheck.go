@@ -81,16 +81,7 @@ func newClockCheck(e *engine) *clockCheck {
 // loop checks at once, then every clockCheckEvery, until the scheduler
 // stops. It ends at the first read that finds no clocks: the stores
 // share this process's (the in-process store).
-func (c *clockCheck) loop() {
-	for {
-		if !c.check() {
-			return
-		}
-		if !c.sleep(clockCheckEvery, c.stopping) {
-			return
-		}
-	}
-}
+func (c *clockCheck) loop() { c.repeat(clockCheckEvery, c.check) }
 
 // check reads the clocks once and judges the reading; false when there
 // is nothing to read, ever.

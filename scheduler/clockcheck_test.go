@@ -3,7 +3,6 @@ package scheduler
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -60,36 +59,18 @@ func TestReadingOf(t *testing.T) {
 // clockLocker is a Locker whose nodes' clocks the test sets.
 type clockLocker struct {
 	locking.Locker
-	mu     sync.Mutex
-	clocks []locking.NodeClock
-	reads  int
+	stubReads[locking.NodeClock]
 }
 
-func (c *clockLocker) set(clocks []locking.NodeClock) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.clocks = clocks
-}
-
-func (c *clockLocker) ReadClocks(context.Context) ([]locking.NodeClock, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.reads++
-	return c.clocks, nil
-}
+func (c *clockLocker) ReadClocks(context.Context) ([]locking.NodeClock, error) { return c.read(), nil }
 
 // clockReadings is a Metrics that keeps the clock check's readings.
 type clockReadings struct {
 	*countMetrics
-	mu       sync.Mutex
-	readings []time.Duration
+	kept[time.Duration]
 }
 
-func (m *clockReadings) ClockOffset(d time.Duration) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.readings = append(m.readings, d)
-}
+func (m *clockReadings) ClockOffset(d time.Duration) { m.add(d) }
 
 // TestClockCheck: the replica reads the nodes' clocks at start and every
 // clockCheckEvery; it warns once when its clock is off by more than half
@@ -162,12 +143,13 @@ func TestClockCheck(t *testing.T) {
 			t.Errorf("clock.node_off line: %v", n[0])
 		}
 		want := []time.Duration{-200 * ms, 1500 * ms, 1200 * ms, 900 * ms, 400 * ms, -1100 * ms}
-		if len(m.readings) != len(want) {
-			t.Fatalf("readings exported %v, want %v (none for the minority read)", m.readings, want)
+		readings := m.all()
+		if len(readings) != len(want) {
+			t.Fatalf("readings exported %v, want %v (none for the minority read)", readings, want)
 		}
 		for i := range want {
-			if m.readings[i] != want[i] {
-				t.Fatalf("readings exported %v, want %v", m.readings, want)
+			if readings[i] != want[i] {
+				t.Fatalf("readings exported %v, want %v", readings, want)
 			}
 		}
 	})
@@ -191,8 +173,8 @@ func TestClockCheckLocal(t *testing.T) {
 		stop := running(t, s)
 		time.Sleep(3 * clockCheckEvery)
 		stop()
-		if cl.reads != 1 || len(m.readings) != 0 {
-			t.Fatalf("%d reads, readings %v; want one read, none exported", cl.reads, m.readings)
+		if cl.count() != 1 || len(m.all()) != 0 {
+			t.Fatalf("%d reads, readings %v; want one read, none exported", cl.count(), m.all())
 		}
 		if clocks, err := env.locker.(locking.ClockReader).ReadClocks(context.Background()); err != nil || len(clocks) != 0 {
 			t.Fatalf("the in-process store read clocks %v, %v", clocks, err)

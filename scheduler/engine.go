@@ -178,3 +178,11 @@ func (e *engine) sleep(d time.Duration, abort <-chan struct{}) bool {
 		return false
 	}
 }
+
+// repeat runs check at once, then every d, until check reports that there
+// is nothing more to check or the scheduler stops (the clock and node
+// checks).
+func (e *engine) repeat(d time.Duration, check func() bool) {
+	for check() && e.sleep(d, e.stopping) {
+	}
+}

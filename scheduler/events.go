@@ -40,6 +40,10 @@ const (
 	// A lock node's clock against the other nodes' (their median).
 	evClockNodeOff  = "clock.node_off"
 	evClockNodeBack = "clock.node_back"
+	// Lock nodes that are not independent servers (nodecheck.go), and
+	// such a finding gone.
+	evNodeDependent   = "lock.node_dependent"
+	evNodeIndependent = "lock.node_independent"
 )
 
 // Events of the pause commands, logged by the command and by each

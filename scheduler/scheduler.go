@@ -276,6 +276,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	if s.fleet.clocks != nil {
 		s.spawn(s.fleet.clocks.loop)
 	}
+	if nodes := newNodeCheck(s.engine); nodes != nil {
+		s.spawn(nodes.loop)
+	}
 	<-loopDone
 	s.state.Store(stateStopping)
 	s.stopOnce.Do(func() { close(s.stopping) })

@@ -19,17 +19,23 @@ import (
 // instant, which the simulation's ordered network lets go on in the order
 // the Go scheduler stopped them — 14 of 25 seeds replayed differently.
 func (r *nodeSet) ReadClocks(ctx context.Context) []driver.NodeClock {
-	out := make([]driver.NodeClock, len(r.nodes))
+	return eachNode(ctx, r, r.readClock)
+}
+
+// eachNode reads every node with read, one after the other, each within
+// the op timeout (ReadClocks says why not in parallel).
+func eachNode[T any](ctx context.Context, r *nodeSet, read func(context.Context, driver.Node) T) []T {
+	out := make([]T, len(r.nodes))
 	for i, n := range r.nodes {
-		out[i] = r.readClock(ctx, n)
+		rctx, cancel := context.WithTimeout(ctx, r.opTimeout)
+		out[i] = read(rctx, n)
+		cancel()
 	}
 	return out
 }
 
-// readClock reads node n's clock once, within the op timeout.
+// readClock reads node n's clock once.
 func (r *nodeSet) readClock(ctx context.Context, n driver.Node) driver.NodeClock {
-	ctx, cancel := context.WithTimeout(ctx, r.opTimeout)
-	defer cancel()
 	c := driver.NodeClock{Addr: n.Addr()}
 	sent := r.clock.Now()
 	res, err := n.Do(ctx, driver.TimeOp{})

@@ -1,0 +1,57 @@
+package cli_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/slotlock/slotlock/locking/redistest"
+)
+
+// A replica whose redis.nodes list one server twice (a second address:
+// here a proxy, as a DNS alias or a load balancer is) and a replica
+// beside its own primary says so at start, naming the entries. Of the
+// five entries, two refuse every claim (the server's second address finds
+// the claim its first took; the replica refuses writes): the other three
+// are still a majority, and the every-second job runs.
+func TestNodeCheckLines(t *testing.T) {
+	t.Parallel()
+	nodes := redistest.Start(t, 4)
+	alias, err := redistest.NewProxy(nodes.Node(0).Addr())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = alias.Close() })
+	require.NoError(t, nodes.Node(3).ReplicaOf(nodes.Node(1).Addr()))
+	addrs := append(nodes.Addrs()[:3], alias.Addr(), nodes.Node(3).Addr())
+	cfg := writeConfig(t, fleetYAML(addrs)+`
+jobs:
+  - name: tick
+    schedule: "* * * * * *"
+    plugin: log
+    params: {message: tick}
+`)
+	r := startReplica(t, cfg, "SLOTLOCK_REPLICA=r1")
+	waitFor(t, 15*time.Second, "the node check's lines", func() bool { return len(r.events("lock.node_dependent")) == 3 })
+	waitFor(t, 15*time.Second, "a run", func() bool { return len(r.events("run.succeeded")) >= 2 })
+	r.stop(t, 30*time.Second)
+
+	var got []string
+	for _, e := range r.events("lock.node_dependent") {
+		require.Equal(t, "WARN", e["level"], e)
+		line := fmt.Sprintf("%s %v %v", e["reason"], e["node"], e["index"])
+		if other, ok := e["other"]; ok {
+			line += fmt.Sprintf(" %v %v", other, e["other_index"])
+		}
+		if p, ok := e["primary"]; ok {
+			line += fmt.Sprintf(" of %v", p)
+		}
+		got = append(got, line)
+	}
+	require.Equal(t, []string{
+		fmt.Sprintf("same_server %s 0 %s 3", addrs[0], addrs[3]),
+		fmt.Sprintf("same_dataset %s 1 %s 4", addrs[1], addrs[4]),
+		fmt.Sprintf("replica %s 4 of %s", addrs[4], addrs[1]),
+	}, got)
+	require.Empty(t, r.events("lock.node_independent"))
+}

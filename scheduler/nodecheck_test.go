@@ -1,0 +1,167 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/slotlock/slotlock/locking"
+)
+
+// ident is a node read as server s with dataset d; replica names its
+// primary ("" a primary).
+func ident(s, d, primary string) locking.NodeIdentity {
+	return locking.NodeIdentity{Read: true, Server: s, Dataset: d, Replica: primary != "", Primary: primary}
+}
+
+// identities addresses ids as n0, n1, ... in order.
+func identities(ids ...locking.NodeIdentity) []locking.NodeIdentity {
+	for i := range ids {
+		ids[i].Addr = fmt.Sprintf("n%d", i)
+	}
+	return ids
+}
+
+func TestNodeFindings(t *testing.T) {
+	down := locking.NodeIdentity{Err: fmt.Errorf("timeout")}
+	f := func(reason string, index, other int) nodeFinding { return nodeFinding{reason, index, other} }
+	cases := []struct {
+		name      string
+		ids       []locking.NodeIdentity
+		want      []nodeFinding
+		dependent int
+	}{
+		{"independent primaries", identities(ident("a", "A", ""), ident("b", "B", ""), ident("c", "C", "")), nil, 0},
+		{"one server listed twice", identities(ident("a", "A", ""), ident("b", "B", ""), ident("a", "A", "")),
+			[]nodeFinding{f(nodeSameServer, 0, 2)}, 1},
+		{"a primary and its replica", identities(ident("a", "A", ""), ident("b", "B", ""), ident("c", "B", "n1")),
+			[]nodeFinding{f(nodeSameDataset, 1, 2), f(nodeReplica, 2, -1)}, 1},
+		{"a replica of a server not listed", identities(ident("a", "A", ""), ident("b", "B", ""), ident("c", "X", "x:6379")),
+			[]nodeFinding{f(nodeReplica, 2, -1)}, 1},
+		{"two replicas of one primary not listed", identities(ident("a", "A", ""), ident("b", "X", "x:1"), ident("c", "X", "x:1")),
+			[]nodeFinding{f(nodeReplica, 1, -1), f(nodeSameDataset, 1, 2), f(nodeReplica, 2, -1)}, 2},
+		{"one server three times", identities(ident("a", "A", ""), ident("a", "A", ""), ident("a", "A", "")),
+			[]nodeFinding{f(nodeSameServer, 0, 1), f(nodeSameServer, 0, 2), f(nodeSameServer, 1, 2)}, 2},
+		{"a node down is not judged", identities(ident("a", "A", ""), down, ident("a", "A", "")),
+			[]nodeFinding{f(nodeSameServer, 0, 2)}, 1},
+		{"a node that cannot say (cluster endpoint)", identities(ident("a", "A", ""), locking.NodeIdentity{}, ident("c", "C", "")), nil, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, dependent := nodeFindings(c.ids)
+			if fmt.Sprint(sortedFindings(got)) != fmt.Sprint(c.want) || dependent != c.dependent {
+				t.Fatalf("nodeFindings = %v, %d; want %v, %d", sortedFindings(got), dependent, c.want, c.dependent)
+			}
+		})
+	}
+}
+
+// identityLocker is a Locker whose nodes' identities the test sets.
+type identityLocker struct {
+	locking.Locker
+	stubReads[locking.NodeIdentity]
+}
+
+func (l *identityLocker) ReadIdentities(context.Context) ([]locking.NodeIdentity, error) {
+	return l.read(), nil
+}
+
+// nodeCounts is a Metrics that keeps the node check's counts.
+type nodeCounts struct {
+	*countMetrics
+	kept[int]
+}
+
+func (m *nodeCounts) NodesDependent(n int) { m.add(n) }
+
+// TestNodeCheck: the replica asks the nodes at start and every
+// nodeCheckEvery; it warns once per finding, says once when a reading of
+// all its nodes no longer finds it, keeps a finding whose node did not
+// answer, and exports each reading's count.
+func TestNodeCheck(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		env := newEnv(t)
+		down := locking.NodeIdentity{Err: fmt.Errorf("timeout")}
+		il := &identityLocker{Locker: env.locker}
+		m := &nodeCounts{countMetrics: env.metrics}
+		s, err := New(Config{Replica: "r1", Locker: il, Logger: env.sink.logger("r1"), Metrics: m,
+			Jobs: []JobSpec{everySecond(t, "tick", &recorder{now: time.Now})}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		steps := []struct {
+			ids    []locking.NodeIdentity
+			events []string // event:reason:index logged by this reading
+		}{
+			{identities(ident("a", "A", ""), ident("b", "B", ""), ident("c", "C", "")), nil},
+			{identities(ident("a", "A", ""), ident("b", "B", ""), ident("c", "B", "n1")), // demoted under n1
+				[]string{"lock.node_dependent:same_dataset:1", "lock.node_dependent:replica:2"}},
+			{identities(ident("a", "A", ""), ident("b", "B", ""), ident("c", "B", "n1")), nil}, // once
+			{identities(ident("a", "A", ""), ident("b", "B", ""), down), nil},                  // unread: kept
+			{identities(ident("a", "A", ""), ident("b", "B", ""), ident("c", "C2", "")), // promoted
+				[]string{"lock.node_independent:same_dataset:1", "lock.node_independent:replica:2"}},
+		}
+		il.set(steps[0].ids)
+		stop := running(t, s)
+		defer stop()
+		seen := 0
+		for i, st := range steps {
+			if i > 0 {
+				il.set(st.ids)
+				time.Sleep(nodeCheckEvery)
+			}
+			synctest.Wait()
+			var got []string
+			for _, e := range env.sink.events(t) {
+				if ev := e.str("event"); ev == evNodeDependent || ev == evNodeIndependent {
+					got = append(got, fmt.Sprintf("%s:%s:%d", ev, e.str("reason"), int(e.num("index"))))
+				}
+			}
+			if fmt.Sprint(got[seen:]) != fmt.Sprint(st.events) && !(len(got) == seen && len(st.events) == 0) {
+				env.sink.dump(t)
+				t.Fatalf("reading %d: node events %v, want %v", i, got[seen:], st.events)
+			}
+			seen = len(got)
+		}
+		stop()
+		dep := where(env.sink.events(t), evNodeDependent)
+		if dep[0].str("level") != "WARN" || dep[0].str("node") != "n1" || dep[0].str("other") != "n2" || dep[0].num("other_index") != 2 {
+			t.Errorf("same_dataset line: %v", dep[0])
+		}
+		if dep[1].str("primary") != "n1" || dep[1].str("node") != "n2" {
+			t.Errorf("replica line: %v", dep[1])
+		}
+		if back := where(env.sink.events(t), evNodeIndependent); back[0].str("level") != "INFO" {
+			t.Errorf("lock.node_independent line: %v", back[0])
+		}
+		if fmt.Sprint(m.all()) != fmt.Sprint([]int{0, 1, 1, 0, 0}) {
+			t.Fatalf("counts exported %v", m.all())
+		}
+	})
+}
+
+// Stores that cannot say who they are (the in-process store) are asked
+// once.
+func TestNodeCheckLocal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		env := newEnv(t)
+		il := &identityLocker{Locker: env.locker}
+		il.set([]locking.NodeIdentity{{Addr: "sim"}})
+		s, err := New(Config{Replica: "r1", Locker: il, Logger: env.sink.logger("r1"), Metrics: env.metrics,
+			Jobs: []JobSpec{everySecond(t, "tick", &recorder{now: time.Now})}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := running(t, s)
+		time.Sleep(3 * nodeCheckEvery)
+		stop()
+		if il.count() != 1 {
+			t.Fatalf("%d reads, want one", il.count())
+		}
+		if ids, err := env.locker.(locking.IdentityReader).ReadIdentities(context.Background()); err != nil || len(ids) != 0 {
+			t.Fatalf("the in-process store read identities %v, %v", ids, err)
+		}
+	})
+}
