@@ -461,6 +461,36 @@ var soakFaults = []soakFault{
 		setMaxmemory(s.t, s.c.Redis.Node(i), "0")
 		return fmt.Sprintf("node %d out of memory for %v", i, d)
 	}},
+	{"redis_refuse_writes_one", func(s *soak) string {
+		// Every write refused, renewals and releases too, reads answered
+		// and the data kept: a primary under min-replicas-to-write whose
+		// replicas fell behind (NOREPLICAS), as a demoted node refuses
+		// with READONLY. A run that ends meanwhile leaves its claim there.
+		i := s.rng.IntN(3)
+		d := s.dur(1000, 6000)
+		n := s.c.Redis.Node(i)
+		if err := n.RefuseWrites(true); err != nil {
+			s.t.Fatal(err)
+		}
+		time.Sleep(d)
+		if err := n.RefuseWrites(false); err != nil {
+			s.t.Fatal(err)
+		}
+		return fmt.Sprintf("node %d refused every write for %v", i, d)
+	}},
+	{"redis_refuse_writes_two", func(s *soak) string {
+		// A majority refusing writes: no claim, renewal or release goes
+		// through, the claims read (done markers, the history) still
+		// answer; back, the slots retried in the meantime are claimed
+		// together, as after a majority down.
+		at := time.Now()
+		i, j, d := s.majorityOut(func(n *redistest.Node) error { return n.RefuseWrites(true) },
+			func(n *redistest.Node) error { return n.RefuseWrites(false) })
+		back := time.Now()
+		s.c.Faults.Legit(s.c.Faults.Start(at), back.Add(time.Second), "Redis majority refusing writes")
+		s.c.Faults.ClaimsTogether(s.c.Faults.Start(at), back.Add(s.c.spec.lateness()), "Redis majority refusing writes")
+		return fmt.Sprintf("nodes %d and %d refused every write for %v", i, j, d)
+	}},
 	{"redis_busy_script_one", func(s *soak) string {
 		// Another client's runaway script: every command held, then,
 		// past the busy threshold, answered BUSY unexecuted.
