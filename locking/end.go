@@ -43,6 +43,7 @@ func (ls *Lease) halt() {
 	ls.cancels = nil
 	ls.mu.Unlock()
 	if first {
+		ls.lk.keeper.drop(ls)
 		ls.stop()
 		ls.wg.Wait()
 		for _, c := range cancels {

@@ -40,12 +40,18 @@ type Lease struct {
 	validUntil time.Time
 	watching   bool
 	started    bool          // Start was called: renewals confirm the claim started
-	kick       chan struct{} // Start tells the watchdog to renew soon (made with it)
+	kick       chan struct{} // Start tells a running watchdog to renew soon (made by it)
 	ended      bool          // the owner ended the lease: the watchdog is stopped
 	cancels    []context.CancelCauseFunc
 
 	endMu   sync.Mutex // serialises the ends (End)
 	settled bool       // the stores accepted the release (or the key was no longer ours)
+
+	// keepEntry is the lease's place in the keeper while its watchdog
+	// waits to start; keepDone: it will not wait there again (started,
+	// or the lease ended). Both guarded by the keeper's mutex.
+	keepEntry *keepEntry
+	keepDone  bool
 
 	lost     chan struct{}
 	lostOnce sync.Once

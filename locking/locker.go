@@ -81,10 +81,12 @@ type locker struct {
 
 	tracer        trace.Tracer // nil: tracing off
 	nodes, quorum int          // span attributes
+	keeper        *keeper      // the leases whose watchdog waits to start (keeper.go)
 }
 
 func newLocker(b driver.Driver, opt Options) *locker {
 	l := &locker{b: b, opt: opt.WithDefaults(), tracer: tracerOf(opt.TracerProvider)}
+	l.keeper = newKeeper(l.opt.Clock)
 	l.nodes, l.quorum = b.Size()
 	return l
 }
@@ -221,6 +223,7 @@ func (l *locker) Close() error {
 	if l.closed.Swap(true) {
 		return nil
 	}
+	l.keeper.close()
 	return l.b.Close()
 }
 

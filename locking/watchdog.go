@@ -25,15 +25,17 @@ import (
 // once; each context is canceled when the lease is lost or ended.
 func (ls *Lease) Keep(ctx context.Context) context.Context {
 	kctx, cancel := context.WithCancelCause(ctx)
+	now := ls.lk.opt.Clock.Now() // not under ls.mu: a fake clock may block
 	ls.mu.Lock()
-	defer ls.mu.Unlock()
 	select {
 	case <-ls.lost:
+		ls.mu.Unlock()
 		cancel(ErrLockLost)
 		return kctx
 	default:
 	}
 	if ls.ended {
+		ls.mu.Unlock()
 		cancel(errLeaseEnded)
 		return kctx
 	}
@@ -41,11 +43,22 @@ func (ls *Lease) Keep(ctx context.Context) context.Context {
 	if ls.trace != nil && !ls.trace.keep.IsValid() {
 		ls.trace.keep = trace.SpanContextFromContext(ctx)
 	}
-	if !ls.watching {
+	arm := !ls.watching
+	var first time.Duration
+	if arm {
 		ls.watching = true
-		ls.kick = make(chan struct{}, 1)
-		ls.wg.Add(1)
-		go ls.watch(ls.kick)
+		// The process may have been paused between the grant and now (a
+		// run starting just before a freeze): never wait past half the
+		// validity left, and take a lease already expired as lost.
+		first = nextTry(ls.firstEveryLocked(ls.spec.TTL/3), ls.validUntil.Sub(now))
+	}
+	ls.mu.Unlock()
+	switch {
+	case !arm:
+	case first == 0:
+		ls.markLost()
+	default:
+		ls.lk.keeper.add(ls, now.Add(first))
 	}
 	return kctx
 }
@@ -78,13 +91,9 @@ func (ls *Lease) Start() error {
 		lost = true
 	default:
 	}
-	if !lost && ls.spec.Claim {
-		if !ls.started && ls.kick != nil {
-			select {
-			case ls.kick <- struct{}{}:
-			default:
-			}
-		}
+	first := !lost && ls.spec.Claim && !ls.started
+	watching := ls.watching
+	if first {
 		ls.started = true
 	}
 	ls.mu.Unlock()
@@ -92,7 +101,30 @@ func (ls *Lease) Start() error {
 		ls.markLost() // as the watchdog does as soon as it runs
 		return ErrLockLost
 	}
+	if first && watching {
+		ls.renewSoon()
+	}
 	return nil
+}
+
+// renewSoon has the watchdog renew (and so confirm the start) within
+// confirmAfter: sooner in the keeper while it waits to start, else a
+// kick to the running watchdog.
+func (ls *Lease) renewSoon() {
+	now := ls.lk.opt.Clock.Now()
+	if ls.lk.keeper.sooner(ls, now.Add(nextTry(ls.firstEvery(ls.spec.TTL/3), ls.ValidUntil().Sub(now)))) {
+		return
+	}
+	ls.mu.Lock()
+	kick := ls.kick
+	ls.mu.Unlock()
+	// nil: the watchdog is starting, and renews (so confirms) first.
+	if kick != nil {
+		select {
+		case kick <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // firstEvery is the watchdog's wait before a renewal while the start of
@@ -100,6 +132,10 @@ func (ls *Lease) Start() error {
 func (ls *Lease) firstEvery(interval time.Duration) time.Duration {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
+	return ls.firstEveryLocked(interval)
+}
+
+func (ls *Lease) firstEveryLocked(interval time.Duration) time.Duration {
 	if ls.started {
 		return min(interval, confirmAfter)
 	}
@@ -115,35 +151,87 @@ func (ls *Lease) retryEvery() time.Duration {
 // and at most half of what is left of the validity, so that a renewal is
 // tried before the lease expires; 0 when it has expired.
 func (ls *Lease) nextTry(every time.Duration) time.Duration {
-	left := ls.ValidUntil().Sub(ls.lk.opt.Clock.Now())
+	return nextTry(every, ls.ValidUntil().Sub(ls.lk.opt.Clock.Now()))
+}
+
+func nextTry(every, left time.Duration) time.Duration {
 	if left <= 0 {
 		return 0
 	}
 	return max(min(every, left/2), time.Millisecond)
 }
 
-func (ls *Lease) watch(kick <-chan struct{}) {
+// watch is the lease's watchdog, started by the keeper when the first
+// renewal is due: it renews at once, then every TTL/3 (sooner after Start,
+// and at most half the validity left), until the lease ends or is lost.
+func (ls *Lease) watch() {
 	defer ls.wg.Done()
-	clock := ls.lk.opt.Clock
+	kick := make(chan struct{}, 1)
+	ls.mu.Lock()
+	ls.kick = kick
+	ls.mu.Unlock()
 	interval := ls.spec.TTL / 3
-	// The process may have been paused between Acquire and this goroutine
-	// arming its timer (a run starting just before a freeze): then the
-	// first tick would come only TTL/3 after waking, and the run would go on
-	// that long on a lease that is gone. Check now, and never sleep past
-	// half the validity left.
-	wait := ls.nextTry(ls.firstEvery(interval))
-	if wait == 0 {
-		ls.markLost()
-		return
+	var timer Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		if ls.stopped.Err() != nil {
+			return
+		}
+		wait := ls.renew(interval)
+		if wait < 0 {
+			return
+		}
+		if wait == 0 {
+			ls.markLost()
+			return
+		}
+		if timer == nil {
+			timer = ls.lk.opt.Clock.NewTimer(wait)
+		} else {
+			timer.Reset(wait)
+		}
+		if !ls.await(timer, kick, interval) {
+			return
+		}
 	}
-	timer := clock.NewTimer(wait)
-	defer timer.Stop()
+}
+
+// renew tries one renewal and returns the wait before the next: 0 when
+// the lease is lost (paused past validity, renewals failed until then, or
+// the key is another's), -1 when the lease ended meanwhile.
+func (ls *Lease) renew(interval time.Duration) time.Duration {
+	now := ls.lk.opt.Clock.Now()
+	validUntil := ls.ValidUntil()
+	if !now.Before(validUntil) {
+		return 0
+	}
+	ctx, cancel := context.WithTimeout(ls.stopped, validUntil.Sub(now))
+	err := ls.Extend(ctx)
+	cancel()
+	switch {
+	case ls.stopped.Err() != nil:
+		return -1
+	case errors.Is(err, ErrLockLost):
+		return 0
+	case err == nil:
+		return ls.nextTry(interval)
+	default:
+		return ls.nextTry(ls.retryEvery())
+	}
+}
+
+// await waits for timer, or for a kick (Start: renew, and so confirm,
+// soon); false when the lease ended.
+func (ls *Lease) await(timer Timer, kick <-chan struct{}, interval time.Duration) bool {
 	for {
 		select {
 		case <-ls.stopped.Done():
-			return
+			return false
 		case <-kick:
-			// Started: renew (and so confirm) soon.
 			if !timer.Stop() {
 				select {
 				case <-timer.C():
@@ -151,35 +239,9 @@ func (ls *Lease) watch(kick <-chan struct{}) {
 				}
 			}
 			timer.Reset(ls.nextTry(ls.firstEvery(interval)))
-			continue
 		case <-timer.C():
+			return true
 		}
-		now := clock.Now()
-		validUntil := ls.ValidUntil()
-		if !now.Before(validUntil) {
-			// Paused past validity, or renewals failed until now.
-			ls.markLost()
-			return
-		}
-		ctx, cancel := context.WithTimeout(ls.stopped, validUntil.Sub(now))
-		err := ls.Extend(ctx)
-		cancel()
-		switch {
-		case ls.stopped.Err() != nil:
-			return
-		case errors.Is(err, ErrLockLost):
-			ls.markLost()
-			return
-		case err == nil:
-			wait = ls.nextTry(interval)
-		default:
-			wait = ls.nextTry(ls.retryEvery())
-		}
-		if wait == 0 {
-			ls.markLost()
-			return
-		}
-		timer.Reset(wait)
 	}
 }
 
