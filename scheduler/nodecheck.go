@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"maps"
@@ -9,6 +8,7 @@ import (
 	"time"
 
 	"github.com/slotlock/slotlock/locking"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // The node check. The Redlock guarantee counts the lock nodes as
@@ -34,13 +34,6 @@ import (
 // nodeCheckEvery is how often the node check asks the nodes.
 const nodeCheckEvery = time.Minute
 
-// The node check's finding reasons (the lines' reason).
-const (
-	nodeSameServer  = "same_server"  // two entries are one server
-	nodeSameDataset = "same_dataset" // two entries replicate one dataset
-	nodeReplica     = "replica"      // an entry is a read-only replica
-)
-
 // NodeMetrics is what a Metrics may also implement to receive the node
 // check's count (the command's metrics do:
 // slotlock_lock_nodes_dependent).
@@ -51,20 +44,13 @@ type NodeMetrics interface {
 	NodesDependent(n int)
 }
 
-// nodeFinding is one thing the node check found: a node's (index) own,
-// or a pair's (index < other; other -1 for a node's own).
-type nodeFinding struct {
-	reason       string
-	index, other int
-}
-
 // nodeCheck is the component that asks the nodes who they are; what it
 // found and logged is its own.
 type nodeCheck struct {
 	*engine
 	reader  locking.IdentityReader
-	metrics NodeMetrics // nil: none
-	found   map[nodeFinding]bool
+	metrics NodeMetrics                  // nil: none
+	found   map[locking.NodeFinding]bool // logged, not yet cleared
 }
 
 // newNodeCheck returns the node check, or nil when the Locker cannot
@@ -75,7 +61,7 @@ func newNodeCheck(e *engine) *nodeCheck {
 		return nil
 	}
 	m, _ := e.metrics.(NodeMetrics)
-	return &nodeCheck{engine: e, reader: ir, metrics: m, found: map[nodeFinding]bool{}}
+	return &nodeCheck{engine: e, reader: ir, metrics: m, found: map[locking.NodeFinding]bool{}}
 }
 
 // loop checks at once, then every nodeCheckEvery, until the scheduler
@@ -104,7 +90,7 @@ func (c *nodeCheck) check() bool {
 	if read == 0 {
 		return unanswered > 0 // none could say, none will
 	}
-	now, dependent := nodeFindings(ids)
+	now, dependent := locking.DependentNodes(ids)
 	if c.metrics != nil {
 		c.metrics.NodesDependent(dependent)
 	}
@@ -114,37 +100,29 @@ func (c *nodeCheck) check() bool {
 
 // judge logs each finding new in now, and each earlier one that a reading
 // of all its nodes no longer finds.
-func (c *nodeCheck) judge(ids []locking.NodeIdentity, now map[nodeFinding]bool) {
-	for _, f := range sortedFindings(now) {
+func (c *nodeCheck) judge(ids []locking.NodeIdentity, now []locking.NodeFinding) {
+	for _, f := range now {
 		if !c.found[f] {
 			c.found[f] = true
-			c.log.Warn(f.message(), f.attrs(ids, evNodeDependent)...)
+			c.log.Warn(findingMessage(f), findingAttrs(ids, f, evNodeDependent)...)
 		}
 	}
-	for _, f := range sortedFindings(c.found) {
-		if now[f] || !ids[f.index].Read || (f.other >= 0 && !ids[f.other].Read) {
+	for _, f := range slices.SortedFunc(maps.Keys(c.found), locking.NodeFinding.Compare) {
+		if slices.Contains(now, f) || !ids[f.Index].Read || (f.Other >= 0 && !ids[f.Other].Read) {
 			continue
 		}
 		delete(c.found, f)
-		c.log.Info("lock nodes independent again: "+f.reason+" no longer found", f.attrs(ids, evNodeIndependent)...)
+		c.log.Info("lock nodes independent again: "+f.Reason+" no longer found", findingAttrs(ids, f, evNodeIndependent)...)
 	}
 }
 
-// sortedFindings are a set's findings in a fixed order, so that a
-// reading's lines are.
-func sortedFindings(set map[nodeFinding]bool) []nodeFinding {
-	return slices.SortedFunc(maps.Keys(set), func(a, b nodeFinding) int {
-		return cmp.Or(cmp.Compare(a.index, b.index), cmp.Compare(a.other, b.other), cmp.Compare(a.reason, b.reason))
-	})
-}
-
-func (f nodeFinding) message() string {
-	switch f.reason {
-	case nodeSameServer:
+func findingMessage(f locking.NodeFinding) string {
+	switch f.Reason {
+	case locking.NodeSameServer:
 		return "lock nodes not independent: two entries of redis.nodes are one server; a claim can win only one " +
 			"of them (the other finds it taken), so the quorum has a node fewer than it counts and tolerates a " +
 			"fault fewer: list independent servers"
-	case nodeSameDataset:
+	case locking.NodeSameDataset:
 		return "lock nodes not independent: two entries of redis.nodes replicate one dataset (a primary and its " +
 			"replica, or two replicas); a replica takes no claim, and a failover between them moves one " +
 			"server's data to another entry: list independent primaries"
@@ -154,66 +132,14 @@ func (f nodeFinding) message() string {
 	}
 }
 
-func (f nodeFinding) attrs(ids []locking.NodeIdentity, event string) []any {
-	a := []any{"event", event, "reason", f.reason, "node", ids[f.index].Addr, "index", f.index}
-	if f.other >= 0 {
-		return append(a, "other", ids[f.other].Addr, "other_index", f.other)
+func findingAttrs(ids []locking.NodeIdentity, f locking.NodeFinding, event string) []any {
+	n := history.NodeStatusOf(ids, f)
+	a := []any{"event", event, "reason", n.Reason, "node", n.Node, "index", n.Index}
+	if n.OtherIndex != nil {
+		return append(a, "other", n.Other, "other_index", *n.OtherIndex)
 	}
-	if ids[f.index].Primary != "" {
-		a = append(a, "primary", ids[f.index].Primary)
+	if n.Primary != "" {
+		a = append(a, "primary", n.Primary)
 	}
 	return a
-}
-
-// nodeFindings are what the identities read show, and how many of the
-// nodes read add no independent writable store: the nodes read, less the
-// groups of them that share a server or a dataset and hold a primary.
-func nodeFindings(ids []locking.NodeIdentity) (map[nodeFinding]bool, int) {
-	found := map[nodeFinding]bool{}
-	group := make([]int, len(ids)) // each node's group: the lowest index it shares one with
-	read := 0
-	for i, a := range ids {
-		group[i] = i
-		if !a.Read {
-			continue
-		}
-		read++
-		if a.Replica {
-			found[nodeFinding{nodeReplica, i, -1}] = true
-		}
-		for j := range i {
-			b := ids[j]
-			switch {
-			case !b.Read:
-				continue
-			case a.Server != "" && a.Server == b.Server:
-				found[nodeFinding{nodeSameServer, j, i}] = true
-			case a.Dataset != "" && a.Dataset == b.Dataset:
-				found[nodeFinding{nodeSameDataset, j, i}] = true
-			default:
-				continue
-			}
-			merge(group, i, j)
-		}
-	}
-	writable := map[int]bool{}
-	for i, id := range ids {
-		if id.Read && !id.Replica {
-			writable[root(group, i)] = true
-		}
-	}
-	return found, read - len(writable)
-}
-
-// root and merge are a union-find over node indexes.
-func root(group []int, i int) int {
-	for group[i] != i {
-		i = group[i]
-	}
-	return i
-}
-
-func merge(group []int, i, j int) {
-	a, b := root(group, i), root(group, j)
-	group[max(a, b)] = min(a, b)
 }

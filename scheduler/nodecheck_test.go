@@ -24,40 +24,6 @@ func identities(ids ...locking.NodeIdentity) []locking.NodeIdentity {
 	return ids
 }
 
-func TestNodeFindings(t *testing.T) {
-	down := locking.NodeIdentity{Err: fmt.Errorf("timeout")}
-	f := func(reason string, index, other int) nodeFinding { return nodeFinding{reason, index, other} }
-	cases := []struct {
-		name      string
-		ids       []locking.NodeIdentity
-		want      []nodeFinding
-		dependent int
-	}{
-		{"independent primaries", identities(ident("a", "A", ""), ident("b", "B", ""), ident("c", "C", "")), nil, 0},
-		{"one server listed twice", identities(ident("a", "A", ""), ident("b", "B", ""), ident("a", "A", "")),
-			[]nodeFinding{f(nodeSameServer, 0, 2)}, 1},
-		{"a primary and its replica", identities(ident("a", "A", ""), ident("b", "B", ""), ident("c", "B", "n1")),
-			[]nodeFinding{f(nodeSameDataset, 1, 2), f(nodeReplica, 2, -1)}, 1},
-		{"a replica of a server not listed", identities(ident("a", "A", ""), ident("b", "B", ""), ident("c", "X", "x:6379")),
-			[]nodeFinding{f(nodeReplica, 2, -1)}, 1},
-		{"two replicas of one primary not listed", identities(ident("a", "A", ""), ident("b", "X", "x:1"), ident("c", "X", "x:1")),
-			[]nodeFinding{f(nodeReplica, 1, -1), f(nodeSameDataset, 1, 2), f(nodeReplica, 2, -1)}, 2},
-		{"one server three times", identities(ident("a", "A", ""), ident("a", "A", ""), ident("a", "A", "")),
-			[]nodeFinding{f(nodeSameServer, 0, 1), f(nodeSameServer, 0, 2), f(nodeSameServer, 1, 2)}, 2},
-		{"a node down is not judged", identities(ident("a", "A", ""), down, ident("a", "A", "")),
-			[]nodeFinding{f(nodeSameServer, 0, 2)}, 1},
-		{"a node that cannot say (cluster endpoint)", identities(ident("a", "A", ""), locking.NodeIdentity{}, ident("c", "C", "")), nil, 0},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			got, dependent := nodeFindings(c.ids)
-			if fmt.Sprint(sortedFindings(got)) != fmt.Sprint(c.want) || dependent != c.dependent {
-				t.Fatalf("nodeFindings = %v, %d; want %v, %d", sortedFindings(got), dependent, c.want, c.dependent)
-			}
-		})
-	}
-}
-
 // identityLocker is a Locker whose nodes' identities the test sets.
 type identityLocker struct {
 	locking.Locker

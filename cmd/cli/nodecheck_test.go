@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotlock/slotlock/locking/redistest"
+	"github.com/slotlock/slotlock/scheduler/history"
 )
 
 // A replica whose redis.nodes list one server twice (a second address:
@@ -15,7 +17,8 @@ import (
 // beside its own primary says so at start, naming the entries. Of the
 // five entries, two refuse every claim (the server's second address finds
 // the claim its first took; the replica refuses writes): the other three
-// are still a majority, and the every-second job runs.
+// are still a majority, and the every-second job runs. `slotlock status`
+// reads the nodes too and shows the same findings, in text and JSON.
 func TestNodeCheckLines(t *testing.T) {
 	t.Parallel()
 	nodes := redistest.Start(t, 4)
@@ -54,4 +57,23 @@ jobs:
 		fmt.Sprintf("replica %s 4 of %s", addrs[4], addrs[1]),
 	}, got)
 	require.Empty(t, r.events("lock.node_independent"))
+
+	out, errOut, code := slotlock(t, nil, "status", "--config", cfg, "--json")
+	require.Equal(t, 0, code, errOut)
+	var st struct {
+		Nodes []history.NodeStatus `json:"nodes_dependent"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &st), out)
+	three, four := 3, 4
+	require.Equal(t, []history.NodeStatus{
+		{Reason: "same_server", Node: addrs[0], Index: 0, Other: addrs[3], OtherIndex: &three},
+		{Reason: "same_dataset", Node: addrs[1], Index: 1, Other: addrs[4], OtherIndex: &four},
+		{Reason: "replica", Node: addrs[4], Index: 4, Primary: addrs[1]},
+	}, st.Nodes, out)
+
+	out, errOut, code = slotlock(t, nil, "status", "--config", cfg)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, fmt.Sprintf("nodes: redis.nodes[0] %s and [3] %s are one server", addrs[0], addrs[3]))
+	require.Contains(t, out, fmt.Sprintf("nodes: redis.nodes[1] %s and [4] %s replicate one dataset", addrs[1], addrs[4]))
+	require.Contains(t, out, fmt.Sprintf("nodes: redis.nodes[4] %s is a read-only replica of %s:", addrs[4], addrs[1]))
 }

@@ -74,7 +74,7 @@ func cmdStatus(ctx context.Context, args []string, env cmdEnv) int {
 
 // printStatus writes st as two tables: the jobs, then the replicas, and
 // says when the replicas' clocks are further apart than skew
-// (lock.max_clock_skew).
+// (lock.max_clock_skew) and which lock nodes are not independent.
 func printStatus(w io.Writer, st history.Status, skew time.Duration) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "JOB\tSCHEDULE\tNEXT SLOT\tNEXT SLOT (UTC)\tPAUSED\tLAST OUTCOME\tRUNNING NOW")
@@ -102,6 +102,9 @@ func printStatus(w io.Writer, st history.Status, skew time.Duration) error {
 	if fast, slow, apart := st.ClocksApart(); apart > skew {
 		fmt.Fprintf(tw, "clocks: %s is %s ahead of %s, more than lock.max_clock_skew (%s): slots may run early or late; fix the hosts' time synchronisation\n",
 			fast, apart, slow, skew)
+	}
+	for _, n := range st.Nodes {
+		fmt.Fprintf(tw, "nodes: %s\n", n.Text())
 	}
 	printControls(tw, st.Controls)
 	return tw.Flush()

@@ -36,6 +36,9 @@ type Status struct {
 	// Controls are the latest operator actions on the jobs read (trigger,
 	// pause, resume, backfill), newest first.
 	Controls []Control `json:"controls"`
+	// Nodes are the entries of redis.nodes that are not independent
+	// servers, as a reading of the nodes at At found them.
+	Nodes []NodeStatus `json:"nodes_dependent,omitempty"`
 }
 
 // JobStatus is one job's state.
@@ -94,6 +97,7 @@ func ReadStatus(ctx context.Context, store Store, jobs []Job, hash string, now t
 		return Status{}, err
 	}
 	st.Controls = controlsOf(fleet, jobs)
+	st.Nodes = readNodes(ctx, store)
 	running := map[string][]RunInfo{}
 	for _, r := range fleet.Alive(now) {
 		st.Replicas = append(st.Replicas, ReplicaStatus{ReplicaInfo: r, Seen: r.Seen.UTC(), Differs: hash != "" && r.DefinitionsHash != hash})
