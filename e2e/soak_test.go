@@ -45,13 +45,13 @@ func TestSoak(t *testing.T) {
 	faults := drawnFaults(t, *faultsFlag)
 
 	long := JobDef{Name: "long", Schedule: "* * * * * *", Sleep: 2500 * time.Millisecond, Forbid: true}
-	c := NewCluster(t, bins, Spec{ProxyNode: 2, Links: true, AppendOnly: true, SteppableClocks: true, PipedLogs: true, Jobs: []JobDef{tick, guard, five, long}})
+	c := NewCluster(t, bins, Spec{ProxyNode: 2, Links: true, AppendOnly: true, SteppableClocks: true, PipedLogs: true, ConfigPerReplica: true, Jobs: []JobDef{tick, guard, five, long}})
 	start := time.Now()
 	c.StartAll("r1", "r2", "r3")
 	from := NextSecond(time.Now()).Add(time.Second)
 	end := start.Add(d)
 
-	s := &soak{c: c, rng: rng, t: t, offsets: map[string]time.Duration{}}
+	s := &soak{c: c, rng: rng, t: t, offsets: map[string]time.Duration{}, reloaded: map[string]bool{}}
 	counts := map[string]int{}
 	var log []string
 	for time.Until(end) > 25*time.Second {
@@ -141,6 +141,9 @@ type soak struct {
 	c       *Cluster
 	rng     *rand.Rand
 	offsets map[string]time.Duration
+	// reloaded: the replicas whose file has the toggled timeouts
+	// (replica_reload).
+	reloaded map[string]bool
 }
 
 // drawnFaults are the faults a soak draws from: those named (-soak.faults),
@@ -274,6 +277,28 @@ var soakFaults = []soakFault{
 		time.Sleep(gap)
 		s.c.StartReplica(r.Name, s.offsets[r.Name])
 		return fmt.Sprintf("%s exit %d after %v, restarted after %v", r.Name, code, d.Round(time.Millisecond), gap)
+	}},
+	{"replica_reload", func(s *soak) string {
+		// A job file rolled out to one replica (hot reload, the file
+		// renamed over the old one): every job's timeout toggled, so all
+		// four are replaced under their names while runs go on — `long`,
+		// forbid and longer than the gap between slots, always has one.
+		// The fleet stays mixed until the next draw toggles it back, and
+		// the other faults meet it so.
+		r := s.replica()
+		timeout := time.Minute
+		if s.reloaded[r.Name] = !s.reloaded[r.Name]; s.reloaded[r.Name] {
+			timeout = 50 * time.Second
+		}
+		jobs := slices.Clone(s.c.spec.Jobs)
+		for i := range jobs {
+			jobs[i].Timeout = timeout
+		}
+		line := s.c.Reconfigure(r.Name, s.c.RenderJobs(jobs))
+		if str(line["event"]) != "config.reloaded" {
+			s.t.Fatalf("%s rejected a valid job file: %v", r.Name, line)
+		}
+		return fmt.Sprintf("%s reloaded, every job's timeout %v (changed: %v)", r.Name, timeout, line.Strings("changed"))
 	}},
 	{"replica_clock_offset", func(s *soak) string {
 		r := s.replica()
