@@ -91,10 +91,7 @@ func TestClockCheck(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		steps := []struct {
-			clocks []locking.NodeClock
-			events []string // clock events logged by this reading
-		}{
+		steps := []readingStep[locking.NodeClock]{
 			{nodeClocks(ms, 200*ms, 210*ms, 190*ms), nil},                                                 // 0.2 s behind: within 1 s
 			{nodeClocks(ms, -1500*ms, -1500*ms, 60*time.Second), []string{"clock.off", "clock.node_off"}}, // 1.5 s ahead; n2 stepped
 			{nodeClocks(ms, -1200*ms, -1200*ms, -1200*ms), []string{"clock.node_back"}},                   // still off; n2 back
@@ -103,33 +100,16 @@ func TestClockCheck(t *testing.T) {
 			{nodeClocks(ms, -400*ms, -400*ms, -400*ms), []string{"clock.back"}},
 			{nodeClocks(ms, 1100*ms, 1100*ms, 1100*ms), []string{"clock.off"}}, // 1.1 s behind
 		}
-		cl.set(steps[0].clocks)
+		cl.set(steps[0].read)
 		stop := running(t, s)
 		defer stop()
-		seen := 0
-		for i, st := range steps {
-			if i > 0 {
-				cl.set(st.clocks)
-				time.Sleep(clockCheckEvery)
+		stepReadings(t, env, &cl.stubReads, clockCheckEvery, steps, func(e event) string {
+			switch ev := e.str("event"); ev {
+			case evClockOff, evClockBack, evClockNodeOff, evClockNodeBack:
+				return ev
 			}
-			synctest.Wait()
-			var got []string
-			for _, e := range env.sink.events(t) {
-				if ev := e.str("event"); ev == evClockOff || ev == evClockBack || ev == evClockNodeOff || ev == evClockNodeBack {
-					got = append(got, ev)
-				}
-			}
-			if len(got) != seen+len(st.events) {
-				env.sink.dump(t)
-				t.Fatalf("reading %d: clock events %v, want %v more", i, got, st.events)
-			}
-			for k, ev := range st.events {
-				if got[seen+k] != ev {
-					t.Fatalf("reading %d: clock events %v, want %v last", i, got, st.events)
-				}
-			}
-			seen = len(got)
-		}
+			return ""
+		})
 		stop()
 		off := where(env.sink.events(t), evClockOff)
 		if off[0].str("level") != "WARN" || off[0].num("offset_ms") != 1500 || off[0].str("max_clock_skew") != "2s" {

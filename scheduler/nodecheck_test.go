@@ -57,10 +57,7 @@ func TestNodeCheck(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		steps := []struct {
-			ids    []locking.NodeIdentity
-			events []string // event:reason:index logged by this reading
-		}{
+		steps := []readingStep[locking.NodeIdentity]{ // events as event:reason:index
 			{identities(ident("a", "A", ""), ident("b", "B", ""), ident("c", "C", "")), nil},
 			{identities(ident("a", "A", ""), ident("b", "B", ""), ident("c", "B", "n1")), // demoted under n1
 				[]string{"lock.node_dependent:same_dataset:1", "lock.node_dependent:replica:2"}},
@@ -69,28 +66,15 @@ func TestNodeCheck(t *testing.T) {
 			{identities(ident("a", "A", ""), ident("b", "B", ""), ident("c", "C2", "")), // promoted
 				[]string{"lock.node_independent:same_dataset:1", "lock.node_independent:replica:2"}},
 		}
-		il.set(steps[0].ids)
+		il.set(steps[0].read)
 		stop := running(t, s)
 		defer stop()
-		seen := 0
-		for i, st := range steps {
-			if i > 0 {
-				il.set(st.ids)
-				time.Sleep(nodeCheckEvery)
+		stepReadings(t, env, &il.stubReads, nodeCheckEvery, steps, func(e event) string {
+			if ev := e.str("event"); ev == evNodeDependent || ev == evNodeIndependent {
+				return fmt.Sprintf("%s:%s:%d", ev, e.str("reason"), int(e.num("index")))
 			}
-			synctest.Wait()
-			var got []string
-			for _, e := range env.sink.events(t) {
-				if ev := e.str("event"); ev == evNodeDependent || ev == evNodeIndependent {
-					got = append(got, fmt.Sprintf("%s:%s:%d", ev, e.str("reason"), int(e.num("index"))))
-				}
-			}
-			if fmt.Sprint(got[seen:]) != fmt.Sprint(st.events) && !(len(got) == seen && len(st.events) == 0) {
-				env.sink.dump(t)
-				t.Fatalf("reading %d: node events %v, want %v", i, got[seen:], st.events)
-			}
-			seen = len(got)
-		}
+			return ""
+		})
 		stop()
 		dep := where(env.sink.events(t), evNodeDependent)
 		if dep[0].str("level") != "WARN" || dep[0].str("node") != "n1" || dep[0].str("other") != "n2" || dep[0].num("other_index") != 2 {
