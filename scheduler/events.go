@@ -44,6 +44,8 @@ const (
 	// such a finding gone.
 	evNodeDependent   = "lock.node_dependent"
 	evNodeIndependent = "lock.node_independent"
+	// Another process runs under this replica's name (namecheck.go).
+	evReplicaNameShared = "replica.name_shared"
 )
 
 // Events of the pause commands, logged by the command and by each

@@ -27,6 +27,13 @@ type fleet struct {
 	seed     uint64        // replicaSeed of this replica's name (slot_ranks.go)
 	clocks   *clockCheck   // nil when the Locker reads no clocks (clockcheck.go)
 
+	// instance tells this process's heartbeats from the others' of its
+	// name (set by begin); started is when it started; namesWarned are
+	// the other processes of its name it warned of (namecheck.go).
+	instance    string
+	started     time.Time
+	namesWarned map[string]bool
+
 	runsMu  sync.Mutex
 	running map[string]history.RunInfo // runs going on, by run id
 
@@ -40,7 +47,13 @@ type fleet struct {
 
 func newFleet(e *engine) *fleet {
 	return &fleet{engine: e, fallback: e.cfg.Fallback, seed: replicaSeed(e.cfg.Replica), clocks: newClockCheck(e),
-		running: map[string]history.RunInfo{}}
+		running: map[string]history.RunInfo{}, namesWarned: map[string]bool{}}
+}
+
+// begin names this process (its instance) and its start, before the
+// heartbeat and the view loops read them.
+func (f *fleet) begin(started time.Time) {
+	f.instance, f.started = f.instanceID(), started
 }
 
 // dropView forgets the view (every replica a candidate) until the next
@@ -50,16 +63,15 @@ func (f *fleet) dropView() { f.view.Store(nil) }
 // beatLoop publishes this replica's heartbeat every Beat until the
 // scheduler stops. The heartbeat follows reloads: it names the definitions
 // in force at each beat.
-func (f *fleet) beatLoop(started time.Time) {
-	instance := f.instanceID()
+func (f *fleet) beatLoop() {
 	prevRuns := ""
 	var published *defs // the job set last published (publishDefinitions)
 	sincePublished := 0 // beats since
 	beats := 0
 	for {
 		d := f.jobSet()
-		info := history.ReplicaInfo{Replica: f.cfg.Replica, Instance: instance,
-			Version: f.cfg.Version, DefinitionsHash: d.hash, DefinitionsSince: d.since.UTC(), Started: started.UTC(),
+		info := history.ReplicaInfo{Replica: f.cfg.Replica, Instance: f.instance,
+			Version: f.cfg.Version, DefinitionsHash: d.hash, DefinitionsSince: d.since.UTC(), Started: f.started.UTC(),
 			Beat: f.cfg.Beat.String(), Jobs: len(d.order), ClockOffsetMS: f.clocks.latest()}
 		prevRuns = f.beat(info, prevRuns)
 		if sincePublished++; d != published || sincePublished >= republishBeats {

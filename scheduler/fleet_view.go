@@ -30,7 +30,9 @@ func newFleetView(names []string, self string) *fleetView {
 	return v
 }
 
-// viewLoop keeps the view of the fleet until the scheduler stops: read
+// viewLoop keeps the view of the fleet (and checks that no other process
+// runs under this replica's name: namecheck.go) until the scheduler
+// stops: read
 // every second during the first beat, so that replicas started together
 // (a deploy, a scale-up) see each other's first heartbeats within a
 // second — a replica missing from a view makes more candidates, each an
@@ -88,6 +90,7 @@ func (f *fleet) readView(now time.Time) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	f.checkName(alive, now)
 	hash := f.jobSet().hash
 	var names []string
 	for _, r := range alive {

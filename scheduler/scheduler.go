@@ -265,10 +265,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		}
 	})
 	if s.cfg.Beat > 0 {
-		s.spawn(func() { s.fleet.beatLoop(start) })
-		if s.fleet.candidates() > 0 {
-			s.spawn(s.fleet.viewLoop)
-		}
+		s.fleet.begin(start)
+		s.spawn(s.fleet.beatLoop)
+		s.spawn(s.fleet.viewLoop)
 	}
 	if s.cfg.ReconcileEvery > 0 {
 		s.spawn(func() { s.reconciler.loop(start) })

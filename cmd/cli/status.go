@@ -74,7 +74,8 @@ func cmdStatus(ctx context.Context, args []string, env cmdEnv) int {
 
 // printStatus writes st as two tables: the jobs, then the replicas, and
 // says when the replicas' clocks are further apart than skew
-// (lock.max_clock_skew) and which lock nodes are not independent.
+// (lock.max_clock_skew), which replica names processes alive at once
+// share, and which lock nodes are not independent.
 func printStatus(w io.Writer, st history.Status, skew time.Duration) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "JOB\tSCHEDULE\tNEXT SLOT\tNEXT SLOT (UTC)\tPAUSED\tLAST OUTCOME\tRUNNING NOW")
@@ -102,6 +103,10 @@ func printStatus(w io.Writer, st history.Status, skew time.Duration) error {
 	if fast, slow, apart := st.ClocksApart(); apart > skew {
 		fmt.Fprintf(tw, "clocks: %s is %s ahead of %s, more than lock.max_clock_skew (%s): slots may run early or late; fix the hosts' time synchronisation\n",
 			fast, apart, slow, skew)
+	}
+	for _, n := range st.SharedNames() {
+		fmt.Fprintf(tw, "replicas: %s is the name of %d processes alive at once (instances %s): their lines, lock holders and heartbeats cannot be told apart; give each replica its own SLOTLOCK_REPLICA\n",
+			n.Replica, len(n.Instances), strings.Join(n.Instances, ", "))
 	}
 	for _, n := range st.Nodes {
 		fmt.Fprintf(tw, "nodes: %s\n", n.Text())
