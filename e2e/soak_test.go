@@ -284,8 +284,19 @@ var soakFaults = []soakFault{
 		// four are replaced under their names while runs go on — `long`,
 		// forbid and longer than the gap between slots, always has one.
 		// The fleet stays mixed until the next draw toggles it back, and
-		// the other faults meet it so.
+		// the other faults meet it so. One draw in three first rolls out
+		// a broken file (a schedule with a 61st second), which the
+		// replica must reject while every job goes on as it was.
 		r := s.replica()
+		rejected := ""
+		if s.rng.IntN(3) == 0 {
+			broken := slices.Clone(s.c.spec.Jobs)
+			broken[0].Schedule = "61 * * * * *"
+			if line := s.c.Reconfigure(r.Name, s.c.RenderJobs(broken)); str(line["event"]) != "config.rejected" {
+				s.t.Fatalf("%s took a file with the schedule %q: %v", r.Name, broken[0].Schedule, line)
+			}
+			rejected = "a broken file rejected, then "
+		}
 		timeout := time.Minute
 		if s.reloaded[r.Name] = !s.reloaded[r.Name]; s.reloaded[r.Name] {
 			timeout = 50 * time.Second
@@ -298,7 +309,7 @@ var soakFaults = []soakFault{
 		if str(line["event"]) != "config.reloaded" {
 			s.t.Fatalf("%s rejected a valid job file: %v", r.Name, line)
 		}
-		return fmt.Sprintf("%s reloaded, every job's timeout %v (changed: %v)", r.Name, timeout, line.Strings("changed"))
+		return fmt.Sprintf("%s: %sreloaded, every job's timeout %v (changed: %v)", r.Name, rejected, timeout, line.Strings("changed"))
 	}},
 	{"replica_clock_offset", func(s *soak) string {
 		r := s.replica()
