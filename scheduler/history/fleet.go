@@ -183,12 +183,7 @@ func ReadFleet(ctx context.Context, store Store) (Fleet, error) {
 		switch ri.Kind {
 		case kindReplica:
 			ri.Seen = time.Unix(e.Score, 0)
-			// Stores that missed a beat hold an older score of the same
-			// entry: keep the newest (entries come newest first).
-			if _, dup := seen[ri.Instance]; !dup {
-				seen[ri.Instance] = len(f.Replicas)
-				f.Replicas = append(f.Replicas, ri)
-			}
+			f.addBeat(seen, ri)
 		case kindOutage:
 			var o Outage
 			if json.Unmarshal([]byte(e.Value), &o) != nil {
@@ -217,17 +212,35 @@ func ReadAlive(ctx context.Context, store Store, since, now time.Time) ([]Replic
 		return nil, err
 	}
 	var f Fleet
-	seen := map[string]bool{}
+	seen := map[string]int{}
 	for _, e := range entries { // newest first
 		var ri ReplicaInfo
-		if json.Unmarshal([]byte(e.Value), &ri) != nil || ri.Kind != kindReplica || seen[ri.Instance] {
+		if json.Unmarshal([]byte(e.Value), &ri) != nil || ri.Kind != kindReplica {
 			continue
 		}
-		seen[ri.Instance] = true
 		ri.Seen = time.Unix(e.Score, 0)
-		f.Replicas = append(f.Replicas, ri)
+		f.addBeat(seen, ri)
 	}
 	return f.Alive(now), nil
+}
+
+// addBeat adds heartbeat ri to f's replicas (by instance: seen), read
+// newest first, unless its process's newer one is there: stores that
+// missed a beat hold an older score of the same process. Two heartbeats
+// of one process scored the same second — a clean stop within the second
+// of a beat — come in the order of their values, and the last one, which
+// says Stopped, sorts after the other: its Stopped is kept all the same,
+// or the process would stay a candidate for three beats after it stopped.
+func (f *Fleet) addBeat(seen map[string]int, ri ReplicaInfo) {
+	k, dup := seen[ri.Instance]
+	if !dup {
+		seen[ri.Instance] = len(f.Replicas)
+		f.Replicas = append(f.Replicas, ri)
+		return
+	}
+	if kept := &f.Replicas[k]; kept.Seen.Equal(ri.Seen) && kept.Stopped.IsZero() {
+		kept.Stopped = ri.Stopped
+	}
 }
 
 // readRuns adds to f's replicas (by instance: seen) the runs going on

@@ -97,3 +97,36 @@ func TestFleetAliveAtAfterACleanStop(t *testing.T) {
 		}
 	}
 }
+
+// A replica that stops within the second of its last regular heartbeat
+// writes its Stopped heartbeat with the same score: the two then come in
+// the order of their values, and the Stopped one sorts after. The readers
+// still see the replica stopped.
+func TestStoppedInTheSecondOfABeat(t *testing.T) {
+	ctx := context.Background()
+	store := locking.NewLocal(locking.Options{})
+	t.Cleanup(func() { _ = store.Close() })
+	now := time.Unix(1_000_000, 0)
+	ri := ReplicaInfo{Replica: "r1", Instance: "a", Beat: "10s", Started: now.Add(-time.Minute)}
+	if err := store.AppendLog(ctx, FleetFamily, ri.Append(now.Add(-2*time.Second))); err != nil {
+		t.Fatal(err)
+	}
+	ri.Stopped = now.Add(-2 * time.Second).Add(300 * time.Millisecond)
+	if err := store.AppendLog(ctx, FleetFamily, ri.Append(ri.Stopped)); err != nil {
+		t.Fatal(err)
+	}
+	alive, err := ReadAlive(ctx, store, now.Add(-30*time.Second), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(alive) != 1 || !alive[0].Stopped.Equal(ri.Stopped) {
+		t.Fatalf("ReadAlive = %+v, want r1 stopped at %v", alive, ri.Stopped)
+	}
+	f, err := ReadFleet(ctx, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Replicas) != 1 || !f.Replicas[0].Stopped.Equal(ri.Stopped) {
+		t.Fatalf("ReadFleet replicas = %+v, want r1 stopped at %v", f.Replicas, ri.Stopped)
+	}
+}
