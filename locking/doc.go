@@ -113,8 +113,8 @@
 // Likewise IdentityReader's ReadIdentities asks each node which server it
 // is and whose data it holds: the algorithm counts nodes as independent,
 // and two addresses of one server, or a replica, count as nodes they are
-// not; DependentNodes judges a reading (the scheduler's node check warns
-// from it, `slotlock status` shows it).
+// not (the scheduler's node check warns from a reading, `slotlock status`
+// shows it).
 //
 // Records and tokens are compared as Lua numbers, exact up to 2^53.
 package locking

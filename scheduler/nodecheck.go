@@ -50,7 +50,7 @@ type nodeCheck struct {
 	*engine
 	reader  locking.IdentityReader
 	metrics NodeMetrics                  // nil: none
-	found   map[locking.NodeFinding]bool // logged, not yet cleared
+	found   map[history.NodeFinding]bool // logged, not yet cleared
 }
 
 // newNodeCheck returns the node check, or nil when the Locker cannot
@@ -61,7 +61,7 @@ func newNodeCheck(e *engine) *nodeCheck {
 		return nil
 	}
 	m, _ := e.metrics.(NodeMetrics)
-	return &nodeCheck{engine: e, reader: ir, metrics: m, found: map[locking.NodeFinding]bool{}}
+	return &nodeCheck{engine: e, reader: ir, metrics: m, found: map[history.NodeFinding]bool{}}
 }
 
 // loop checks at once, then every nodeCheckEvery, until the scheduler
@@ -90,7 +90,7 @@ func (c *nodeCheck) check() bool {
 	if read == 0 {
 		return unanswered > 0 // none could say, none will
 	}
-	now, dependent := locking.DependentNodes(ids)
+	now, dependent := history.DependentNodes(ids)
 	if c.metrics != nil {
 		c.metrics.NodesDependent(dependent)
 	}
@@ -100,14 +100,14 @@ func (c *nodeCheck) check() bool {
 
 // judge logs each finding new in now, and each earlier one that a reading
 // of all its nodes no longer finds.
-func (c *nodeCheck) judge(ids []locking.NodeIdentity, now []locking.NodeFinding) {
+func (c *nodeCheck) judge(ids []locking.NodeIdentity, now []history.NodeFinding) {
 	for _, f := range now {
 		if !c.found[f] {
 			c.found[f] = true
 			c.log.Warn(findingMessage(f), findingAttrs(ids, f, evNodeDependent)...)
 		}
 	}
-	for _, f := range slices.SortedFunc(maps.Keys(c.found), locking.NodeFinding.Compare) {
+	for _, f := range slices.SortedFunc(maps.Keys(c.found), history.NodeFinding.Compare) {
 		if slices.Contains(now, f) || !ids[f.Index].Read || (f.Other >= 0 && !ids[f.Other].Read) {
 			continue
 		}
@@ -116,13 +116,13 @@ func (c *nodeCheck) judge(ids []locking.NodeIdentity, now []locking.NodeFinding)
 	}
 }
 
-func findingMessage(f locking.NodeFinding) string {
+func findingMessage(f history.NodeFinding) string {
 	switch f.Reason {
-	case locking.NodeSameServer:
+	case history.NodeSameServer:
 		return "lock nodes not independent: two entries of redis.nodes are one server; a claim can win only one " +
 			"of them (the other finds it taken), so the quorum has a node fewer than it counts and tolerates a " +
 			"fault fewer: list independent servers"
-	case locking.NodeSameDataset:
+	case history.NodeSameDataset:
 		return "lock nodes not independent: two entries of redis.nodes replicate one dataset (a primary and its " +
 			"replica, or two replicas); a replica takes no claim, and a failover between them moves one " +
 			"server's data to another entry: list independent primaries"
@@ -132,7 +132,7 @@ func findingMessage(f locking.NodeFinding) string {
 	}
 }
 
-func findingAttrs(ids []locking.NodeIdentity, f locking.NodeFinding, event string) []any {
+func findingAttrs(ids []locking.NodeIdentity, f history.NodeFinding, event string) []any {
 	n := history.NodeStatusOf(ids, f)
 	a := []any{"event", event, "reason", n.Reason, "node", n.Node, "index", n.Index}
 	if n.OtherIndex != nil {

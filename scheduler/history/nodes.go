@@ -8,10 +8,10 @@ import (
 )
 
 // NodeStatus is an entry of redis.nodes that is not an independent server,
-// as a reading of the nodes found it (locking.DependentNodes): the fields
+// as a reading of the nodes found it (DependentNodes): the fields
 // of the node check's lock.node_dependent lines.
 type NodeStatus struct {
-	Reason string `json:"reason"` // locking.NodeSameServer, NodeSameDataset, NodeReplica
+	Reason string `json:"reason"` // NodeSameServer, NodeSameDataset, NodeReplica
 	Node   string `json:"node"`
 	Index  int    `json:"index"`
 	// Other and OtherIndex are the pair's other entry (same_server,
@@ -22,7 +22,7 @@ type NodeStatus struct {
 }
 
 // NodeStatusOf is finding f of the reading ids.
-func NodeStatusOf(ids []locking.NodeIdentity, f locking.NodeFinding) NodeStatus {
+func NodeStatusOf(ids []locking.NodeIdentity, f NodeFinding) NodeStatus {
 	n := NodeStatus{Reason: f.Reason, Node: ids[f.Index].Addr, Index: f.Index}
 	if f.Other >= 0 {
 		n.Other, n.OtherIndex = ids[f.Other].Addr, &f.Other
@@ -35,10 +35,10 @@ func NodeStatusOf(ids []locking.NodeIdentity, f locking.NodeFinding) NodeStatus 
 // Text says what the finding costs, for `slotlock status`.
 func (n NodeStatus) Text() string {
 	switch n.Reason {
-	case locking.NodeSameServer:
+	case NodeSameServer:
 		return fmt.Sprintf("redis.nodes[%d] %s and [%d] %s are one server: the quorum tolerates a fault fewer than it counts; list independent servers",
 			n.Index, n.Node, *n.OtherIndex, n.Other)
-	case locking.NodeSameDataset:
+	case NodeSameDataset:
 		return fmt.Sprintf("redis.nodes[%d] %s and [%d] %s replicate one dataset: the quorum tolerates a fault fewer than it counts; list independent primaries",
 			n.Index, n.Node, *n.OtherIndex, n.Other)
 	}
@@ -63,7 +63,7 @@ func readNodes(ctx context.Context, store Store) []NodeStatus {
 	if err != nil {
 		return nil
 	}
-	found, _ := locking.DependentNodes(ids)
+	found, _ := DependentNodes(ids)
 	var out []NodeStatus
 	for _, f := range found {
 		out = append(out, NodeStatusOf(ids, f))

@@ -1,18 +1,20 @@
-package locking
+package history
 
 import (
 	"fmt"
 	"testing"
+
+	"github.com/slotlock/slotlock/locking"
 )
 
 // ident is a node read as server s with dataset d; replica names its
 // primary ("" a primary).
-func ident(s, d, primary string) NodeIdentity {
-	return NodeIdentity{Read: true, Server: s, Dataset: d, Replica: primary != "", Primary: primary}
+func ident(s, d, primary string) locking.NodeIdentity {
+	return locking.NodeIdentity{Read: true, Server: s, Dataset: d, Replica: primary != "", Primary: primary}
 }
 
 // identities addresses ids as n0, n1, ... in order.
-func identities(ids ...NodeIdentity) []NodeIdentity {
+func identities(ids ...locking.NodeIdentity) []locking.NodeIdentity {
 	for i := range ids {
 		ids[i].Addr = fmt.Sprintf("n%d", i)
 	}
@@ -20,11 +22,11 @@ func identities(ids ...NodeIdentity) []NodeIdentity {
 }
 
 func TestDependentNodes(t *testing.T) {
-	down := NodeIdentity{Err: fmt.Errorf("timeout")}
+	down := locking.NodeIdentity{Err: fmt.Errorf("timeout")}
 	f := func(reason string, index, other int) NodeFinding { return NodeFinding{reason, index, other} }
 	cases := []struct {
 		name      string
-		ids       []NodeIdentity
+		ids       []locking.NodeIdentity
 		want      []NodeFinding
 		dependent int
 	}{
@@ -41,7 +43,7 @@ func TestDependentNodes(t *testing.T) {
 			[]NodeFinding{f(NodeSameServer, 0, 1), f(NodeSameServer, 0, 2), f(NodeSameServer, 1, 2)}, 2},
 		{"a node down is not judged", identities(ident("a", "A", ""), down, ident("a", "A", "")),
 			[]NodeFinding{f(NodeSameServer, 0, 2)}, 1},
-		{"a node that cannot say (cluster endpoint)", identities(ident("a", "A", ""), NodeIdentity{}, ident("c", "C", "")), nil, 0},
+		{"a node that cannot say (cluster endpoint)", identities(ident("a", "A", ""), locking.NodeIdentity{}, ident("c", "C", "")), nil, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

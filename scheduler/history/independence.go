@@ -1,8 +1,10 @@
-package locking
+package history
 
 import (
 	"cmp"
 	"slices"
+
+	"github.com/slotlock/slotlock/locking"
 )
 
 // The reasons of a NodeFinding.
@@ -21,12 +23,12 @@ type NodeFinding struct {
 }
 
 // DependentNodes judges one reading of the nodes' identities
-// (IdentityReader): what it shows, in index order, and how many of the
+// (locking.IdentityReader): what it shows, in index order, and how many of the
 // nodes read add no independent writable store — the nodes read, less
 // the groups of them that share a server or a dataset and hold a
 // primary. A node unread is judged neither way: a node down is not
 // evidence of anything.
-func DependentNodes(ids []NodeIdentity) ([]NodeFinding, int) {
+func DependentNodes(ids []locking.NodeIdentity) ([]NodeFinding, int) {
 	var found []NodeFinding
 	group := make([]int, len(ids)) // each node's group: the lowest index it shares one with
 	read := 0
@@ -58,7 +60,7 @@ func DependentNodes(ids []NodeIdentity) ([]NodeFinding, int) {
 
 // sharedBy is what two nodes read share: a server, a dataset, or nothing
 // ("").
-func sharedBy(a, b NodeIdentity) string {
+func sharedBy(a, b locking.NodeIdentity) string {
 	switch {
 	case !a.Read || !b.Read:
 		return ""
