@@ -77,3 +77,30 @@ jobs:
 	require.Contains(t, out, fmt.Sprintf("nodes: redis.nodes[1] %s and [4] %s replicate one dataset", addrs[1], addrs[4]))
 	require.Contains(t, out, fmt.Sprintf("nodes: redis.nodes[4] %s is a read-only replica of %s:", addrs[4], addrs[1]))
 }
+
+// A replica on two nodes says at start that it tolerates none down (a
+// lock needs both); on three it says nothing.
+func TestNodeCountLine(t *testing.T) {
+	t.Parallel()
+	nodes := redistest.Start(t, 3)
+	job := `
+jobs:
+  - name: tick
+    schedule: "* * * * * *"
+    plugin: log
+    params: {message: tick}
+`
+	two := startReplica(t, writeConfig(t, fleetYAML(nodes.Addrs()[:2])+job), "SLOTLOCK_REPLICA=two")
+	three := startReplica(t, writeConfig(t, fleetYAML(nodes.Addrs())+job), "SLOTLOCK_REPLICA=three")
+	waitFor(t, 15*time.Second, "the two-node replica's line, a run of the three-node one", func() bool {
+		return len(two.events("lock.node_count")) > 0 && len(three.events("run.succeeded")) > 0
+	})
+	two.stop(t, 30*time.Second)
+	three.stop(t, 30*time.Second)
+	lines := two.events("lock.node_count")
+	require.Len(t, lines, 1)
+	require.Equal(t, "WARN", lines[0]["level"])
+	require.EqualValues(t, 2, lines[0]["nodes"])
+	require.EqualValues(t, 0, lines[0]["tolerates"])
+	require.Empty(t, three.events("lock.node_count"))
+}

@@ -29,3 +29,29 @@ func redisConfig(ctx context.Context, cfg *config.Config, log *slog.Logger) (red
 	rc.StreamingCredentials = p
 	return rc, func() { _ = p.Close() }, nil
 }
+
+// evNodeCount is the event of a start-up line about a node count that
+// tolerates fewer faults than it seems (nodeCountWarning).
+const evNodeCount = "lock.node_count"
+
+// nodeCountWarning is what a replica says at start of a node count that
+// buys less than it seems ("" for 3, 5, 7...): a lock needs a majority of
+// all the nodes, so one or two nodes tolerate none down, and an even count
+// tolerates no more than the odd count below it. A first try with one
+// local Redis is fine; a production fleet on one or two nodes stops at
+// the first node restart, and nobody had told it.
+func nodeCountWarning(n int) string {
+	switch {
+	case n == 1:
+		return "one Redis node: every lock needs it, so while it is down or restarting no slot runs, and should it " +
+			"come back without its data (no append-only file) a slot going on can run again; three independent " +
+			"nodes tolerate one down"
+	case n == 2:
+		return "two Redis nodes: a lock needs a majority of them, both, so while either is down no slot runs; a " +
+			"third independent node tolerates one down"
+	case n > 2 && n%2 == 0:
+		return fmt.Sprintf("%d Redis nodes tolerate %d down, as %d do: a lock needs %d of them; an odd count "+
+			"gets the same safety for a node less", n, (n-1)/2, n-1, n/2+1)
+	}
+	return ""
+}
