@@ -79,7 +79,8 @@ jobs:
 }
 
 // A replica on two nodes says at start that it tolerates none down (a
-// lock needs both); on three it says nothing.
+// lock needs both), and so does `slotlock status` with that
+// configuration; on three neither says anything.
 func TestNodeCountLine(t *testing.T) {
 	t.Parallel()
 	nodes := redistest.Start(t, 3)
@@ -90,8 +91,9 @@ jobs:
     plugin: log
     params: {message: tick}
 `
-	two := startReplica(t, writeConfig(t, fleetYAML(nodes.Addrs()[:2])+job), "SLOTLOCK_REPLICA=two")
-	three := startReplica(t, writeConfig(t, fleetYAML(nodes.Addrs())+job), "SLOTLOCK_REPLICA=three")
+	twoCfg, threeCfg := writeConfig(t, fleetYAML(nodes.Addrs()[:2])+job), writeConfig(t, fleetYAML(nodes.Addrs())+job)
+	two := startReplica(t, twoCfg, "SLOTLOCK_REPLICA=two")
+	three := startReplica(t, threeCfg, "SLOTLOCK_REPLICA=three")
 	waitFor(t, 15*time.Second, "the two-node replica's line, a run of the three-node one", func() bool {
 		return len(two.events("lock.node_count")) > 0 && len(three.events("run.succeeded")) > 0
 	})
@@ -103,4 +105,11 @@ jobs:
 	require.EqualValues(t, 2, lines[0]["nodes"])
 	require.EqualValues(t, 0, lines[0]["tolerates"])
 	require.Empty(t, three.events("lock.node_count"))
+
+	out, errOut, code := slotlock(t, nil, "status", "--config", twoCfg)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "nodes: two Redis nodes: a lock needs a majority of them, both")
+	out, errOut, code = slotlock(t, nil, "status", "--config", threeCfg)
+	require.Equal(t, 0, code, errOut)
+	require.NotContains(t, out, "nodes:")
 }

@@ -98,9 +98,8 @@ func build(ctx context.Context, cfg *config.Config, env cmdEnv) (*replica, error
 			log.Warn("redis.allow_insecure: the Redis password and every lock cross the network without TLS; anyone on the path can read and replay them",
 				"nodes", len(rd.Nodes))
 		}
-		if w := nodeCountWarning(len(cfg.Redis.Nodes)); w != "" {
-			n := len(cfg.Redis.Nodes)
-			log.Warn(w, "event", evNodeCount, "nodes", n, "tolerates", (n-1)/2)
+		if n := len(cfg.Redis.Nodes); nodeCountWarning(n) != "" {
+			log.Warn(nodeCountWarning(n), "event", evNodeCount, "nodes", n, "tolerates", (n-1)/2)
 		}
 		rc, closeCreds, err := redisConfig(ctx, cfg, log)
 		if err != nil {

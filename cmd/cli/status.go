@@ -66,7 +66,7 @@ func cmdStatus(ctx context.Context, args []string, env cmdEnv) int {
 		}
 		return exitOK
 	}
-	if err := printStatus(env.Stdout, st, cfg.Lock.MaxClockSkew); err != nil {
+	if err := printStatus(env.Stdout, st, cfg.Lock.MaxClockSkew, len(cfg.Redis.Nodes)); err != nil {
 		return exitFailure
 	}
 	return exitOK
@@ -75,8 +75,9 @@ func cmdStatus(ctx context.Context, args []string, env cmdEnv) int {
 // printStatus writes st as two tables: the jobs, then the replicas, and
 // says when the replicas' clocks are further apart than skew
 // (lock.max_clock_skew), which replica names processes alive at once
-// share, and which lock nodes are not independent.
-func printStatus(w io.Writer, st history.Status, skew time.Duration) error {
+// share, which lock nodes are not independent, and when the count of them
+// (nodes, in the configuration read) tolerates less than it seems.
+func printStatus(w io.Writer, st history.Status, skew time.Duration, nodes int) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "JOB\tSCHEDULE\tNEXT SLOT\tNEXT SLOT (UTC)\tPAUSED\tLAST OUTCOME\tRUNNING NOW")
 	for _, j := range st.Jobs {
@@ -110,6 +111,9 @@ func printStatus(w io.Writer, st history.Status, skew time.Duration) error {
 	}
 	for _, n := range st.Nodes {
 		fmt.Fprintf(tw, "nodes: %s\n", n.Text())
+	}
+	if warn := nodeCountWarning(nodes); warn != "" {
+		fmt.Fprintf(tw, "nodes: %s\n", warn)
 	}
 	printControls(tw, st.Controls)
 	return tw.Flush()
