@@ -98,9 +98,6 @@ func build(ctx context.Context, cfg *config.Config, env cmdEnv) (*replica, error
 			log.Warn("redis.allow_insecure: the Redis password and every lock cross the network without TLS; anyone on the path can read and replay them",
 				"nodes", len(rd.Nodes))
 		}
-		if n := len(cfg.Redis.Nodes); nodeCountWarning(n) != "" {
-			log.Warn(nodeCountWarning(n), "event", evNodeCount, "nodes", n, "tolerates", (n-1)/2)
-		}
 		rc, closeCreds, err := redisConfig(ctx, cfg, log)
 		if err != nil {
 			r.close()
@@ -246,6 +243,9 @@ func cmdRun(ctx context.Context, args []string, env cmdEnv) int {
 		"version", bi.version, "commit", bi.commit, "go", bi.goVersion,
 		"lock_mode", r.locker.Mode(), "jobs", len(cfg.Jobs),
 		"config", cfg.Redacted())
+	if n := len(cfg.Redis.Nodes); nodeCountWarning(n) != "" {
+		r.log.Warn(nodeCountWarning(n), "event", evNodeCount, "nodes", n, "tolerates", (n-1)/2)
+	}
 
 	// Background helpers: the ops server and the reloader. They stop
 	// after the scheduler has shut down, so probes and metrics stay
