@@ -243,8 +243,9 @@ func cmdRun(ctx context.Context, args []string, env cmdEnv) int {
 		"version", bi.version, "commit", bi.commit, "go", bi.goVersion,
 		"lock_mode", r.locker.Mode(), "jobs", len(cfg.Jobs),
 		"config", cfg.Redacted())
-	if n := len(cfg.Redis.Nodes); nodeCountWarning(n) != "" {
-		r.log.Warn(nodeCountWarning(n), "event", evNodeCount, "nodes", n, "tolerates", (n-1)/2)
+	n := len(cfg.Redis.Nodes)
+	if warn := nodeCountWarning(n); warn != "" {
+		r.log.Warn(warn, "event", evNodeCount, "nodes", n, "tolerates", (n-1)/2)
 	}
 
 	// Background helpers: the ops server and the reloader. They stop
